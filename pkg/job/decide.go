@@ -1,0 +1,88 @@
+package job
+
+import (
+	"math"
+	"time"
+)
+
+// Action is what a worker does with a message after a decision.
+type Action int
+
+const (
+	// Attempt means the claim may be tried (again).
+	Attempt Action = iota
+	// Drop means the job needs nothing more from this message: delete it.
+	Drop
+	// Wait means another worker holds a live lease: keep the message hidden
+	// until that lease ends, so it returns only if the owner dies.
+	Wait
+	// Stop means end the job with Decision.Class.
+	Stop
+	// Retry means release the job and bring the message back after a backoff.
+	Retry
+)
+
+// Decision is the outcome of a rule: an action and, for Stop, the class; for
+// Wait, how long.
+type Decision struct {
+	Action Action
+	Class  ErrorClass
+	Delay  time.Duration
+}
+
+// WhyRefused decides what to do with a message whose claim was refused,
+// given the record as it now is. It never calls for a model call on a job
+// that is finished or held.
+func WhyRefused(j Job, now time.Time, reserve Nanocents) Decision {
+	switch {
+	case j.State.Terminal():
+		return Decision{Action: Drop}
+	case j.LeaseLive(now):
+		return Decision{Action: Wait, Delay: j.LeaseUntil.Sub(now)}
+	case !j.Deadline.After(now):
+		return Decision{Action: Stop, Class: DeadlineExceeded}
+	case j.Remaining() < reserve || j.Remaining() == 0:
+		return Decision{Action: Stop, Class: BudgetExhausted}
+	case j.Attempts >= j.MaxAttempts:
+		c := j.ErrorClass
+		if c == "" || !c.Valid() {
+			c = Internal
+		}
+		return Decision{Action: Stop, Class: c}
+	}
+	// The record changed between the claim and the read: claim again.
+	return Decision{Action: Attempt}
+}
+
+// AfterError decides what follows an attempt that ended with class, given
+// the record as the claim left it (Attempts counts this attempt), the
+// attempt's cost, the backoff before the next attempt, and the worst case
+// the next attempt would reserve. Attempts are bounded by spend as well as
+// by count.
+func AfterError(j Job, now time.Time, class ErrorClass, cost Nanocents, backoff time.Duration, reserve Nanocents) Decision {
+	switch {
+	case !class.Retryable():
+		return Decision{Action: Stop, Class: class}
+	case j.Attempts >= j.MaxAttempts:
+		return Decision{Action: Stop, Class: class}
+	case j.Budget-j.Cost-cost < reserve || j.Budget-j.Cost-cost <= 0:
+		return Decision{Action: Stop, Class: BudgetExhausted}
+	case !j.Deadline.After(now.Add(backoff)):
+		return Decision{Action: Stop, Class: DeadlineExceeded}
+	}
+	return Decision{Action: Retry, Delay: backoff}
+}
+
+// Backoff is the delay before attempt+1 after attempt failed: exponential
+// from base, capped at max, with "equal jitter" (half fixed, half random,
+// r in [0,1)) so retries spread out but never collapse to zero.
+func Backoff(attempt int, base, max time.Duration, r float64) time.Duration {
+	if attempt < 1 {
+		attempt = 1
+	}
+	d := float64(base) * math.Pow(2, float64(attempt-1))
+	if d > float64(max) || math.IsInf(d, 0) {
+		d = float64(max)
+	}
+	return time.Duration(d/2 + r*d/2)
+}

@@ -1,0 +1,73 @@
+package job
+
+// ErrorClass is the normalised reason an attempt or a job ended badly. It is
+// what operators group by after an incident, so it is never a vendor string;
+// a short vendor detail may travel separately (Job.ErrorDetail).
+type ErrorClass string
+
+// The classes of DESIGN section 7. Their retry rule and final state live in
+// one table (classes) so the worker, the reconciler and the docs agree.
+const (
+	RateLimited           ErrorClass = "rate_limited"
+	Overloaded            ErrorClass = "overloaded"
+	Timeout               ErrorClass = "timeout"
+	ProviderError         ErrorClass = "provider_error"
+	Network               ErrorClass = "network"
+	ContextLengthExceeded ErrorClass = "context_length_exceeded"
+	ContentFiltered       ErrorClass = "content_filtered"
+	InvalidRequest        ErrorClass = "invalid_request"
+	Auth                  ErrorClass = "auth"
+	QuotaExhausted        ErrorClass = "quota_exhausted"
+	DeadlineExceeded      ErrorClass = "deadline_exceeded"
+	BudgetExhausted       ErrorClass = "budget_exhausted"
+	Cancelled             ErrorClass = "cancelled"
+	DeadLettered          ErrorClass = "dead_lettered"
+	Internal              ErrorClass = "internal"
+)
+
+type classRule struct {
+	retryable bool
+	final     State
+}
+
+var classes = map[ErrorClass]classRule{
+	RateLimited:           {true, Failed},
+	Overloaded:            {true, Failed},
+	Timeout:               {true, Failed},
+	ProviderError:         {true, Failed},
+	Network:               {true, Failed},
+	ContextLengthExceeded: {false, Failed},
+	ContentFiltered:       {false, Failed},
+	InvalidRequest:        {false, Failed},
+	Auth:                  {false, Failed},
+	QuotaExhausted:        {false, Failed},
+	DeadlineExceeded:      {false, Abandoned},
+	BudgetExhausted:       {false, Abandoned},
+	Cancelled:             {false, Abandoned},
+	DeadLettered:          {false, Failed},
+	Internal:              {true, Failed},
+}
+
+// Classes lists every class, in the order of the design table.
+func Classes() []ErrorClass {
+	return []ErrorClass{RateLimited, Overloaded, Timeout, ProviderError, Network,
+		ContextLengthExceeded, ContentFiltered, InvalidRequest, Auth, QuotaExhausted,
+		DeadlineExceeded, BudgetExhausted, Cancelled, DeadLettered, Internal}
+}
+
+// Valid reports whether c is a known class.
+func (c ErrorClass) Valid() bool { _, ok := classes[c]; return ok }
+
+// Retryable reports whether another attempt may fix it. Unknown classes are
+// treated as Internal (retryable), never trusted blindly.
+func (c ErrorClass) Retryable() bool { return c.rule().retryable }
+
+// FinalState is the state a job ends in when this class stops it.
+func (c ErrorClass) FinalState() State { return c.rule().final }
+
+func (c ErrorClass) rule() classRule {
+	if r, ok := classes[c]; ok {
+		return r
+	}
+	return classes[Internal]
+}

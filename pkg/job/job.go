@@ -1,0 +1,71 @@
+package job
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Job is one record: the product. The API returns it, the worker drives it,
+// operators query it after an incident. Times are kept at millisecond
+// precision, the precision the store keeps.
+type Job struct {
+	ID         string
+	Tenant     string
+	RequestKey string
+	// InputHash is "sha256:<hex>" of the canonical request body; it tells a
+	// replayed create from a reused key with other input.
+	InputHash string
+	Model     string
+	// Input is the validated model input as JSON (messages, max_tokens, ...).
+	Input json.RawMessage
+	// Metadata is the caller's opaque JSON, returned as given.
+	Metadata json.RawMessage
+
+	State       State
+	Attempts    int
+	MaxAttempts int
+	Budget      Nanocents
+	// Cost is accumulated over every attempt, kept or discarded.
+	Cost     Nanocents
+	Deadline time.Time
+
+	LeaseOwner string
+	LeaseUntil time.Time
+
+	ErrorClass ErrorClass
+	// ErrorDetail is a short, secret-free note (for example a provider's
+	// status code); never shown instead of ErrorClass.
+	ErrorDetail string
+	Result      json.RawMessage
+	// ResultModel names the model that produced Result.
+	ResultModel string
+	Progress    float64
+
+	Version   int64
+	CreatedAt time.Time
+	UpdatedAt time.Time
+	ExpiresAt time.Time
+}
+
+// Remaining is the budget not yet spent (never below zero).
+func (j Job) Remaining() Nanocents {
+	if j.Cost >= j.Budget {
+		return 0
+	}
+	return j.Budget - j.Cost
+}
+
+// LeaseLive reports whether a running job's lease still holds at now.
+func (j Job) LeaseLive(now time.Time) bool {
+	return j.State == Running && j.LeaseUntil.After(now)
+}
+
+// Claimable reports whether a claim at now may take the job, ignoring money:
+// the same predicate the store's claim condition states.
+func (j Job) Claimable(now time.Time) bool {
+	return (j.State == Queued || (j.State == Running && !j.LeaseUntil.After(now))) &&
+		j.Attempts < j.MaxAttempts && j.Deadline.After(now)
+}
+
+// Millis truncates t to the store's precision.
+func Millis(t time.Time) time.Time { return time.UnixMilli(t.UnixMilli()).UTC() }

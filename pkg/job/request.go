@@ -1,0 +1,290 @@
+package job
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Limits are the configured defaults and upper bounds of a create request.
+// Every option a caller may set has a bound, so no request can ask for an
+// unbounded deadline, budget or number of attempts.
+type Limits struct {
+	DefaultModel       string
+	Models             []string // routes a caller may name
+	DefaultDeadline    time.Duration
+	MaxDeadline        time.Duration
+	DefaultBudget      Nanocents
+	MaxBudget          Nanocents
+	DefaultMaxAttempts int
+	MaxMaxAttempts     int
+	DefaultMaxTokens   int
+	MaxMaxTokens       int
+	MaxMessages        int
+	MaxMetadataBytes   int
+}
+
+// MaxBodyBytes is the largest create body accepted (DESIGN 6).
+const MaxBodyBytes = 256 << 10
+
+// MaxKeyLength bounds the Idempotency-Key header.
+const MaxKeyLength = 255
+
+// Message is one chat message of the model input.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Input is what the model is asked. It is deliberately small and strict:
+// unknown fields are refused rather than silently dropped.
+type Input struct {
+	Messages    []Message `json:"messages"`
+	MaxTokens   int       `json:"max_tokens,omitempty"`
+	Temperature *float64  `json:"temperature,omitempty"`
+}
+
+type createBody struct {
+	Model           *string          `json:"model"`
+	Input           *json.RawMessage `json:"input"`
+	DeadlineSeconds *json.Number     `json:"deadline_seconds"`
+	BudgetCents     *json.Number     `json:"budget_cents"`
+	MaxAttempts     *json.Number     `json:"max_attempts"`
+	Metadata        *json.RawMessage `json:"metadata"`
+}
+
+// CreateRequest is a validated POST /jobs, defaults applied.
+type CreateRequest struct {
+	Tenant      string
+	RequestKey  string
+	InputHash   string
+	Model       string
+	Input       Input
+	InputJSON   json.RawMessage
+	Deadline    time.Duration
+	Budget      Nanocents
+	MaxAttempts int
+	Metadata    json.RawMessage
+}
+
+func invalid(field, format string, args ...any) *Error {
+	return &Error{Code: CodeInvalidRequest, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// ValidKey reports whether k is an acceptable Idempotency-Key: 1..255
+// printable ASCII characters.
+func ValidKey(k string) bool {
+	if len(k) == 0 || len(k) > MaxKeyLength {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x20 || k[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// ParseCreate validates a create body against the limits. Every refusal is
+// an *Error with code invalid_request (or payload_too_large) naming the field.
+func ParseCreate(tenant, key string, body []byte, l Limits) (CreateRequest, error) {
+	if tenant == "" {
+		return CreateRequest{}, &Error{Code: CodeUnauthorized, Message: "no tenant in the request"}
+	}
+	if !ValidKey(key) {
+		return CreateRequest{}, invalid("Idempotency-Key", "the Idempotency-Key header is required: 1 to %d printable ASCII characters", MaxKeyLength)
+	}
+	if len(body) > MaxBodyBytes {
+		return CreateRequest{}, &Error{Code: CodePayloadTooLarge, Message: fmt.Sprintf("the body is larger than %d bytes", MaxBodyBytes)}
+	}
+	if !utf8.Valid(body) {
+		return CreateRequest{}, invalid("", "the body is not UTF-8")
+	}
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return CreateRequest{}, invalid("", "the body must be a JSON object")
+	}
+	var b createBody
+	if err := strictDecode(trimmed, &b); err != nil {
+		return CreateRequest{}, err
+	}
+	hash, err := InputHash(trimmed)
+	if err != nil {
+		return CreateRequest{}, invalid("", "the body is not valid JSON")
+	}
+	r := CreateRequest{Tenant: tenant, RequestKey: key, InputHash: hash}
+
+	r.Model = l.DefaultModel
+	if b.Model != nil {
+		r.Model = *b.Model
+		if !contains(l.Models, r.Model) {
+			return r, invalid("model", "unknown model %q; known: %s", truncate(r.Model, 64), strings.Join(l.Models, ", "))
+		}
+	}
+	if b.Input == nil || string(*b.Input) == "null" {
+		return r, invalid("input", "input is required")
+	}
+	if err := parseInput(*b.Input, l, &r); err != nil {
+		return r, err
+	}
+	secs, err := boundedInt("deadline_seconds", b.DeadlineSeconds, int(l.DefaultDeadline/time.Second), 1, int(l.MaxDeadline/time.Second))
+	if err != nil {
+		return r, err
+	}
+	r.Deadline = time.Duration(secs) * time.Second
+	if r.MaxAttempts, err = boundedInt("max_attempts", b.MaxAttempts, l.DefaultMaxAttempts, 1, l.MaxMaxAttempts); err != nil {
+		return r, err
+	}
+	r.Budget = l.DefaultBudget
+	if b.BudgetCents != nil {
+		v, perr := ParseCents(b.BudgetCents.String())
+		if perr != nil || v <= 0 || v > l.MaxBudget {
+			return r, invalid("budget_cents", "budget_cents must be a decimal number of cents above 0 and at most %s", l.MaxBudget)
+		}
+		r.Budget = v
+	}
+	if b.Metadata != nil && string(*b.Metadata) != "null" {
+		m := bytes.TrimSpace(*b.Metadata)
+		if len(m) == 0 || m[0] != '{' {
+			return r, invalid("metadata", "metadata must be a JSON object")
+		}
+		if len(m) > l.MaxMetadataBytes {
+			return r, invalid("metadata", "metadata is larger than %d bytes", l.MaxMetadataBytes)
+		}
+		r.Metadata = json.RawMessage(m)
+	}
+	return r, nil
+}
+
+func parseInput(raw json.RawMessage, l Limits, r *CreateRequest) error {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || t[0] != '{' {
+		return invalid("input", "input must be a JSON object")
+	}
+	if err := strictDecode(t, &r.Input); err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			e.Field = "input" + dotted(e.Field)
+		}
+		return err
+	}
+	in := &r.Input
+	if len(in.Messages) == 0 {
+		return invalid("input.messages", "input.messages must hold at least one message")
+	}
+	if len(in.Messages) > l.MaxMessages {
+		return invalid("input.messages", "input.messages holds more than %d messages", l.MaxMessages)
+	}
+	for i, m := range in.Messages {
+		switch m.Role {
+		case "system", "user", "assistant":
+		default:
+			return invalid(fmt.Sprintf("input.messages[%d].role", i), "role must be system, user or assistant")
+		}
+		if m.Content == "" {
+			return invalid(fmt.Sprintf("input.messages[%d].content", i), "content must be a non-empty string")
+		}
+	}
+	if in.MaxTokens == 0 {
+		in.MaxTokens = l.DefaultMaxTokens
+	}
+	if in.MaxTokens < 1 || in.MaxTokens > l.MaxMaxTokens {
+		return invalid("input.max_tokens", "max_tokens must be between 1 and %d", l.MaxMaxTokens)
+	}
+	if in.Temperature != nil && (*in.Temperature < 0 || *in.Temperature > 2) {
+		return invalid("input.temperature", "temperature must be between 0 and 2")
+	}
+	js, err := json.Marshal(in)
+	if err != nil {
+		return fmt.Errorf("encode input: %w", err)
+	}
+	r.InputJSON = js
+	return nil
+}
+
+// strictDecode decodes one JSON value, refusing unknown fields, wrong types
+// and trailing data, and names the offending field.
+func strictDecode(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &te):
+			return invalid(te.Field, "%s has the wrong type (want %s)", te.Field, te.Type)
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			f := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
+			return invalid(f, "unknown field %q", truncate(f, 64))
+		default:
+			return invalid("", "the body is not valid JSON")
+		}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return invalid("", "the body holds data after the JSON object")
+	}
+	return nil
+}
+
+func boundedInt(field string, n *json.Number, def, lo, hi int) (int, error) {
+	if n == nil {
+		return def, nil
+	}
+	var v int
+	if _, err := fmt.Sscanf(n.String(), "%d", &v); err != nil || fmt.Sprint(v) != n.String() || v < lo || v > hi {
+		return 0, invalid(field, "%s must be a whole number between %d and %d", field, lo, hi)
+	}
+	return v, nil
+}
+
+func dotted(f string) string {
+	if f == "" {
+		return ""
+	}
+	return "." + f
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}
+
+// NewJob is the record a validated request creates at now. Its expiry
+// covers the whole deadline plus retention, so an abandoned-by-everyone
+// record still disappears eventually.
+func (r CreateRequest) NewJob(now time.Time, retention time.Duration) Job {
+	now = Millis(now)
+	return Job{
+		ID:          NewID(r.Tenant, r.RequestKey),
+		Tenant:      r.Tenant,
+		RequestKey:  r.RequestKey,
+		InputHash:   r.InputHash,
+		Model:       r.Model,
+		Input:       r.InputJSON,
+		Metadata:    r.Metadata,
+		State:       Queued,
+		MaxAttempts: r.MaxAttempts,
+		Budget:      r.Budget,
+		Deadline:    now.Add(r.Deadline),
+		Version:     1,
+		CreatedAt:   now,
+		UpdatedAt:   now,
+		ExpiresAt:   now.Add(r.Deadline + retention),
+	}
+}

@@ -1,0 +1,216 @@
+package job
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// The transitions. Each is applied by a store as one conditional write whose
+// condition is the precondition in its doc comment; a refused precondition
+// is an *Error{Code: CodeConflict, Job: <current record>}. Every applied
+// transition increments Version and moves UpdatedAt forward (never back,
+// whatever the writer's clock says).
+
+// Claim takes a job for one attempt, before any model call.
+// Precondition: (state = queued OR (state = running AND lease_until <= Now))
+// AND attempts < max_attempts AND deadline > Now AND budget - cost >= Reserve.
+// Effect: state = running, lease_owner = Owner, lease_until = LeaseUntil,
+// attempts + 1, progress 0.
+type Claim struct {
+	ID         string
+	Owner      string
+	Now        time.Time
+	LeaseUntil time.Time
+	// Reserve is the attempt's worst-case cost; an attempt that could
+	// overrun the budget never starts.
+	Reserve Nanocents
+}
+
+// Heartbeat extends a held lease and records progress.
+// Precondition: state = running AND lease_owner = Owner.
+type Heartbeat struct {
+	ID         string
+	Owner      string
+	Now        time.Time
+	LeaseUntil time.Time
+	Progress   float64
+}
+
+// Succeed stores the result and the attempt's cost.
+// Precondition: state = running AND lease_owner = Owner.
+// When the precondition fails, the store still adds Cost (unconditionally)
+// before answering Conflict: money spent is never lost from the record.
+type Succeed struct {
+	ID        string
+	Owner     string
+	Now       time.Time
+	Cost      Nanocents
+	Result    json.RawMessage
+	Model     string
+	ExpiresAt time.Time
+}
+
+// Release hands a job back to the queue after a retryable error; its message
+// returns after the backoff.
+// Precondition: state = running AND lease_owner = Owner. Cost is kept as in
+// Succeed.
+type Release struct {
+	ID     string
+	Owner  string
+	Now    time.Time
+	Cost   Nanocents
+	Class  ErrorClass
+	Detail string
+}
+
+// End stops a job for good with Class; the state is Class.FinalState()
+// (failed or abandoned).
+// Precondition: with Owner set, state = running AND lease_owner = Owner;
+// with Owner empty, the job is held by nobody: state = queued OR
+// (state = running AND lease_until <= Now). Cost is kept as in Succeed.
+type End struct {
+	ID        string
+	Owner     string
+	Now       time.Time
+	Cost      Nanocents
+	Class     ErrorClass
+	Detail    string
+	ExpiresAt time.Time
+}
+
+// Cancel abandons a job on its owner's request; a running attempt notices at
+// its next heartbeat.
+// Precondition: tenant = Tenant AND state IN (queued, running).
+type Cancel struct {
+	ID        string
+	Tenant    string
+	Now       time.Time
+	ExpiresAt time.Time
+}
+
+// Retention says how long a finished record is kept. Failed and abandoned
+// jobs are what operators study after an incident, so they stay far longer.
+type Retention struct {
+	Succeeded time.Duration
+	Failed    time.Duration
+}
+
+// ExpiresAt is when a record that reached state at now may be deleted.
+func (r Retention) ExpiresAt(state State, now time.Time) time.Time {
+	if state == Succeeded {
+		return Millis(now.Add(r.Succeeded))
+	}
+	return Millis(now.Add(r.Failed))
+}
+
+// The preconditions as predicates over the current record. Stores state the
+// same predicates as write conditions; the in-memory store and the refusal
+// diagnosis use these directly, and the conformance suite holds them equal.
+
+// Allows reports whether the claim's precondition holds for j.
+func (c Claim) Allows(j Job) bool {
+	return j.Claimable(c.Now) && j.Budget-j.Cost >= c.Reserve && j.Cost < j.Budget
+}
+
+// Allows reports whether the heartbeat's precondition holds for j.
+func (h Heartbeat) Allows(j Job) bool { return heldBy(j, h.Owner) }
+
+// Allows reports whether the success's precondition holds for j.
+func (s Succeed) Allows(j Job) bool { return heldBy(j, s.Owner) }
+
+// Allows reports whether the release's precondition holds for j.
+func (r Release) Allows(j Job) bool { return heldBy(j, r.Owner) }
+
+// Allows reports whether the end's precondition holds for j.
+func (e End) Allows(j Job) bool {
+	if e.Owner != "" {
+		return heldBy(j, e.Owner)
+	}
+	return j.State == Queued || (j.State == Running && !j.LeaseUntil.After(e.Now))
+}
+
+// Allows reports whether the cancel's precondition holds for j.
+func (c Cancel) Allows(j Job) bool {
+	return j.Tenant == c.Tenant && (j.State == Queued || j.State == Running)
+}
+
+func heldBy(j Job, owner string) bool {
+	return owner != "" && j.State == Running && j.LeaseOwner == owner
+}
+
+// NextUpdate is the UpdatedAt a write at now gives a record last updated at
+// prev: now, unless a writer with a faster clock got there first, in which
+// case one millisecond after prev. UpdatedAt never goes backwards.
+func NextUpdate(prev, now time.Time) time.Time {
+	now = Millis(now)
+	if !now.After(prev) {
+		return prev.Add(time.Millisecond)
+	}
+	return now
+}
+
+// The effects, shared by every store that computes them in code.
+
+// Apply returns j after the claim.
+func (c Claim) Apply(j Job) Job {
+	j.State, j.LeaseOwner, j.LeaseUntil = Running, c.Owner, Millis(c.LeaseUntil)
+	j.Attempts++
+	j.Progress = 0
+	return touch(j, c.Now)
+}
+
+// Apply returns j after the heartbeat.
+func (h Heartbeat) Apply(j Job) Job {
+	j.LeaseUntil, j.Progress = Millis(h.LeaseUntil), h.Progress
+	return touch(j, h.Now)
+}
+
+// Apply returns j after the success.
+func (s Succeed) Apply(j Job) Job {
+	j.State, j.Result, j.ResultModel = Succeeded, s.Result, s.Model
+	j.ErrorClass, j.ErrorDetail = "", ""
+	j.Cost += s.Cost
+	j.Progress = 1
+	j.ExpiresAt = Millis(s.ExpiresAt)
+	return unlease(touch(j, s.Now))
+}
+
+// Apply returns j after the release.
+func (r Release) Apply(j Job) Job {
+	j.State, j.ErrorClass, j.ErrorDetail = Queued, r.Class, r.Detail
+	j.Cost += r.Cost
+	return unlease(touch(j, r.Now))
+}
+
+// Apply returns j after the end.
+func (e End) Apply(j Job) Job {
+	j.State, j.ErrorClass, j.ErrorDetail = e.Class.FinalState(), e.Class, e.Detail
+	j.Cost += e.Cost
+	j.ExpiresAt = Millis(e.ExpiresAt)
+	return unlease(touch(j, e.Now))
+}
+
+// Apply returns j after the cancel.
+func (c Cancel) Apply(j Job) Job {
+	j.State, j.ErrorClass, j.ErrorDetail = Abandoned, Cancelled, ""
+	j.ExpiresAt = Millis(c.ExpiresAt)
+	return unlease(touch(j, c.Now))
+}
+
+// AddCost returns j with a discarded attempt's cost added, the one write
+// that needs no precondition.
+func AddCost(j Job, cost Nanocents, now time.Time) Job {
+	j.Cost += cost
+	return touch(j, now)
+}
+
+func touch(j Job, now time.Time) Job {
+	j.Version++
+	j.UpdatedAt = NextUpdate(j.UpdatedAt, now)
+	return j
+}
+
+func unlease(j Job) Job {
+	j.LeaseOwner, j.LeaseUntil = "", time.Time{}
+	return j
+}

@@ -1,0 +1,130 @@
+// Package memstore is an in-memory job store with the same contract as the
+// DynamoDB store: it passes the same conformance suite, so handler tests that
+// use it prove behaviour the real store has too. It is for tests and for
+// trying the handlers without an emulator, not for production.
+package memstore
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/aijobs/aijobs/pkg/job"
+)
+
+// Store keeps jobs in a map behind one mutex; every transition checks its
+// precondition and applies its effect atomically, as one conditional write.
+type Store struct {
+	mu   sync.Mutex
+	jobs map[string]job.Job
+}
+
+// New returns an empty store.
+func New() *Store { return &Store{jobs: map[string]job.Job{}} }
+
+// Create inserts j unless its id exists; then it answers Conflict with the
+// existing record.
+func (s *Store) Create(_ context.Context, j job.Job) (job.Job, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cur, ok := s.jobs[j.ID]; ok {
+		return job.Job{}, conflict(cur)
+	}
+	s.jobs[j.ID] = clone(j)
+	return clone(j), nil
+}
+
+// Get returns the record with id, or NotFound.
+func (s *Store) Get(_ context.Context, id string) (job.Job, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, ok := s.jobs[id]
+	if !ok {
+		return job.Job{}, notFound()
+	}
+	return clone(j), nil
+}
+
+// Claim applies job.Claim.
+func (s *Store) Claim(_ context.Context, c job.Claim) (job.Job, error) {
+	return s.apply(c.ID, c.Allows, c.Apply, 0, c.Now)
+}
+
+// Heartbeat applies job.Heartbeat.
+func (s *Store) Heartbeat(_ context.Context, h job.Heartbeat) (job.Job, error) {
+	return s.apply(h.ID, h.Allows, h.Apply, 0, h.Now)
+}
+
+// Succeed applies job.Succeed, keeping the cost when it is refused.
+func (s *Store) Succeed(_ context.Context, t job.Succeed) (job.Job, error) {
+	return s.apply(t.ID, t.Allows, t.Apply, t.Cost, t.Now)
+}
+
+// Release applies job.Release, keeping the cost when it is refused.
+func (s *Store) Release(_ context.Context, t job.Release) (job.Job, error) {
+	return s.apply(t.ID, t.Allows, t.Apply, t.Cost, t.Now)
+}
+
+// End applies job.End, keeping the cost when it is refused.
+func (s *Store) End(_ context.Context, t job.End) (job.Job, error) {
+	return s.apply(t.ID, t.Allows, t.Apply, t.Cost, t.Now)
+}
+
+// Cancel applies job.Cancel; another tenant's job is NotFound.
+func (s *Store) Cancel(_ context.Context, c job.Cancel) (job.Job, error) {
+	s.mu.Lock()
+	cur, ok := s.jobs[c.ID]
+	s.mu.Unlock()
+	if ok && cur.Tenant != c.Tenant {
+		return job.Job{}, notFound()
+	}
+	return s.apply(c.ID, c.Allows, c.Apply, 0, c.Now)
+}
+
+// Len is the number of records, for tests that prove nothing was written.
+func (s *Store) Len() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.jobs)
+}
+
+func (s *Store) apply(id string, allows func(job.Job) bool, effect func(job.Job) job.Job, cost job.Nanocents, now time.Time) (job.Job, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.jobs[id]
+	if !ok {
+		return job.Job{}, notFound()
+	}
+	if !allows(cur) {
+		if cost != 0 {
+			cur = job.AddCost(cur, cost, now)
+			s.jobs[id] = cur
+		}
+		return job.Job{}, conflict(cur)
+	}
+	next := effect(cur)
+	s.jobs[id] = next
+	return clone(next), nil
+}
+
+func conflict(j job.Job) error {
+	c := clone(j)
+	return &job.Error{Code: job.CodeConflict, Message: "the job is not in a state that allows this", Job: &c}
+}
+
+func notFound() error { return &job.Error{Code: job.CodeNotFound, Message: "no such job"} }
+
+func clone(j job.Job) job.Job {
+	j.Input = cloneRaw(j.Input)
+	j.Metadata = cloneRaw(j.Metadata)
+	j.Result = cloneRaw(j.Result)
+	return j
+}
+
+func cloneRaw(r json.RawMessage) json.RawMessage {
+	if r == nil {
+		return nil
+	}
+	return append(json.RawMessage(nil), r...)
+}

@@ -1,0 +1,95 @@
+// Package model is the seam between the worker and whoever generates text.
+// A Provider makes exactly one call per Generate (its own retries are off:
+// retries happen only through the claim path, where they are counted and
+// paid for) and reports what the call cost, even when it failed.
+package model
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/aijobs/aijobs/pkg/job"
+)
+
+// Request is one generation. Model is the provider's own model id.
+type Request struct {
+	JobID       string
+	Model       string
+	Messages    []job.Message
+	MaxTokens   int
+	Temperature *float64
+	// Progress, when set, is told the number of output tokens received so
+	// far; streaming providers call it as tokens arrive. It must not block.
+	Progress func(outputTokens int)
+}
+
+// Usage is what the provider reported, the only basis of cost.
+type Usage struct {
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+}
+
+// Response is a successful generation and what it cost at the configured
+// price.
+type Response struct {
+	Output       string        `json:"output"`
+	Model        string        `json:"model"`
+	FinishReason string        `json:"finish_reason,omitempty"`
+	Usage        Usage         `json:"usage"`
+	Cost         job.Nanocents `json:"-"`
+}
+
+// Provider generates. Implementations are safe for concurrent use.
+type Provider interface {
+	Generate(ctx context.Context, r Request) (Response, error)
+}
+
+// Error is a failed generation, normalised: Class is one of job's error
+// classes, Detail a short secret-free note (a status code, an error type),
+// and Usage/Cost what the failed call still consumed, if the provider said.
+type Error struct {
+	Class  job.ErrorClass
+	Detail string
+	Usage  Usage
+	Cost   job.Nanocents
+	Err    error
+}
+
+func (e *Error) Error() string {
+	s := "model: " + string(e.Class)
+	if e.Detail != "" {
+		s += " (" + e.Detail + ")"
+	}
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// Errorf builds an *Error of class with a formatted detail.
+func Errorf(class job.ErrorClass, format string, args ...any) *Error {
+	return &Error{Class: class, Detail: fmt.Sprintf(format, args...)}
+}
+
+// Classify returns the class and cost of any error a provider returned.
+// A context that ended is a timeout (deadline) or a cancellation; anything
+// unrecognised is internal, never a vendor string.
+func Classify(err error) (job.ErrorClass, job.Nanocents) {
+	var me *Error
+	if errors.As(err, &me) {
+		if me.Class.Valid() {
+			return me.Class, me.Cost
+		}
+		return job.Internal, me.Cost
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return job.Timeout, 0
+	case errors.Is(err, context.Canceled):
+		return job.Cancelled, 0
+	}
+	return job.Internal, 0
+}

@@ -1,0 +1,146 @@
+// Package settings is the one place the deployment's numbers live: resource
+// names, timeouts, batch sizes, limits. The local dev server creates its
+// table and queues from it and the CDK stack (its own module) imports it, so
+// the two can never disagree. It imports nothing from AWS.
+package settings
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/aijobs/aijobs/pkg/job"
+)
+
+// Settings are the deployment-wide numbers. Defaults() is what ships.
+type Settings struct {
+	// Prefix names every resource: <prefix>-jobs, <prefix>-jobs-dlq.
+	Prefix string
+
+	// FailureIndex is the sparse GSI over failed and abandoned jobs, keyed
+	// by "<error_class>#<shard>" and the time they ended; FailureShards
+	// spreads one hot class over that many partitions.
+	FailureIndex  string
+	FailureShards int
+
+	// Worker function and its event source mapping.
+	WorkerTimeout     time.Duration
+	WorkerMemoryMB    int
+	BatchSize         int
+	BatchWindow       time.Duration
+	MaxConcurrency    int
+	VisibilityTimeout time.Duration
+	MaxReceiveCount   int
+	QueueRetention    time.Duration
+	DLQRetention      time.Duration
+
+	// API function.
+	APITimeout  time.Duration
+	APIMemoryMB int
+
+	// Attempt timing (DESIGN 5). ModelTimeout is one rung's timeout; the
+	// attempt deadline is ModelTimeout x rungs + AttemptMargin.
+	ModelTimeout      time.Duration
+	AttemptMargin     time.Duration
+	Heartbeat         time.Duration
+	LeaseTTL          time.Duration
+	LambdaMargin      time.Duration
+	BackoffBase       time.Duration
+	BackoffMax        time.Duration
+	EnqueueRetryAfter time.Duration
+
+	Retention job.Retention
+	Limits    job.Limits
+}
+
+// Defaults are the settings that ship.
+func Defaults() Settings {
+	return Settings{
+		Prefix:            "aijobs",
+		FailureIndex:      "failures",
+		FailureShards:     4,
+		WorkerTimeout:     180 * time.Second,
+		WorkerMemoryMB:    256,
+		BatchSize:         5,
+		BatchWindow:       2 * time.Second,
+		MaxConcurrency:    10,
+		VisibilityTimeout: 200 * time.Second,
+		MaxReceiveCount:   20,
+		QueueRetention:    4 * 24 * time.Hour,
+		DLQRetention:      14 * 24 * time.Hour,
+		APITimeout:        10 * time.Second,
+		APIMemoryMB:       256,
+		ModelTimeout:      120 * time.Second,
+		AttemptMargin:     10 * time.Second,
+		Heartbeat:         10 * time.Second,
+		LeaseTTL:          30 * time.Second,
+		LambdaMargin:      10 * time.Second,
+		BackoffBase:       2 * time.Second,
+		BackoffMax:        5 * time.Minute,
+		EnqueueRetryAfter: 2 * time.Second,
+		Retention:         job.Retention{Succeeded: 7 * 24 * time.Hour, Failed: 90 * 24 * time.Hour},
+		Limits: job.Limits{
+			DefaultModel:       "default",
+			Models:             []string{"default"},
+			DefaultDeadline:    15 * time.Minute,
+			MaxDeadline:        24 * time.Hour,
+			DefaultBudget:      job.Cents(50),
+			MaxBudget:          job.Cents(10_000),
+			DefaultMaxAttempts: 4,
+			MaxMaxAttempts:     8,
+			DefaultMaxTokens:   1024,
+			MaxMaxTokens:       32_768,
+			MaxMessages:        256,
+			MaxMetadataBytes:   4096,
+		},
+	}
+}
+
+// TableName is the jobs table.
+func (s Settings) TableName() string { return s.Prefix + "-jobs" }
+
+// QueueName is the job queue.
+func (s Settings) QueueName() string { return s.Prefix + "-jobs" }
+
+// DLQName is the job queue's dead letter queue.
+func (s Settings) DLQName() string { return s.Prefix + "-jobs-dlq" }
+
+// AttemptTimeout is the longest one attempt may run: every rung's timeout
+// plus a margin to record the outcome.
+func (s Settings) AttemptTimeout(rungs int) time.Duration {
+	if rungs < 1 {
+		rungs = 1
+	}
+	return s.ModelTimeout*time.Duration(rungs) + s.AttemptMargin
+}
+
+// Validate checks the timing rules of DESIGN 5; a deployment that breaks one
+// would lose or double-run jobs, so it is refused at start and at synth.
+func (s Settings) Validate() error {
+	var errs []string
+	check := func(ok bool, format string, args ...any) {
+		if !ok {
+			errs = append(errs, fmt.Sprintf(format, args...))
+		}
+	}
+	check(s.Prefix != "", "prefix is empty")
+	check(s.VisibilityTimeout >= s.WorkerTimeout+s.BatchWindow,
+		"visibility timeout %s < worker timeout %s + batching window %s", s.VisibilityTimeout, s.WorkerTimeout, s.BatchWindow)
+	check(s.AttemptTimeout(1)+s.LambdaMargin <= s.WorkerTimeout,
+		"attempt timeout %s + lambda margin %s > worker timeout %s", s.AttemptTimeout(1), s.LambdaMargin, s.WorkerTimeout)
+	check(s.MaxReceiveCount > 2*s.Limits.MaxMaxAttempts,
+		"max receive count %d must exceed twice the max attempts %d (room for lease-held redeliveries)", s.MaxReceiveCount, s.Limits.MaxMaxAttempts)
+	check(s.DLQRetention > s.QueueRetention, "DLQ retention %s must exceed queue retention %s", s.DLQRetention, s.QueueRetention)
+	check(s.Heartbeat > 0 && s.LeaseTTL >= 2*s.Heartbeat, "lease TTL %s must be at least two heartbeats (%s)", s.LeaseTTL, s.Heartbeat)
+	check(s.BatchSize >= 1 && s.BatchSize <= 10, "batch size %d outside 1..10", s.BatchSize)
+	check(s.MaxConcurrency >= 2, "maximum concurrency %d below 2 (the Lambda minimum)", s.MaxConcurrency)
+	check(s.FailureShards >= 1, "failure shards below 1")
+	check(s.BackoffBase > 0 && s.BackoffMax >= s.BackoffBase, "backoff base/max out of order")
+	check(s.Limits.DefaultMaxAttempts <= s.Limits.MaxMaxAttempts, "default max attempts above the limit")
+	check(s.Limits.DefaultDeadline <= s.Limits.MaxDeadline, "default deadline above the limit")
+	check(s.Limits.DefaultBudget <= s.Limits.MaxBudget, "default budget above the limit")
+	check(s.Limits.DefaultMaxTokens <= s.Limits.MaxMaxTokens, "default max tokens above the limit")
+	if len(errs) > 0 {
+		return fmt.Errorf("settings: %v", errs)
+	}
+	return nil
+}
