@@ -8,19 +8,14 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
-	"net"
 	"os"
-	"os/exec"
-	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/aijobs/aijobs/internal/kumo"
 	"github.com/aijobs/aijobs/pkg/awsclient"
 )
 
@@ -28,17 +23,14 @@ var (
 	once     sync.Once
 	endpoint string
 	startErr error
-	proc     *exec.Cmd
+	proc     *kumo.Process
 )
 
 // Main runs the tests of a package and stops the emulator it started.
 // Use it from TestMain: func TestMain(m *testing.M) { os.Exit(awstest.Main(m)) }.
 func Main(m *testing.M) int {
 	code := m.Run()
-	if proc != nil && proc.Process != nil {
-		_ = proc.Process.Kill()
-		_, _ = proc.Process.Wait()
-	}
+	proc.Stop()
 	return code
 }
 
@@ -50,7 +42,10 @@ func Endpoint(t testing.TB) string {
 			endpoint = e
 			return
 		}
-		endpoint, startErr = startKumo()
+		proc, startErr = kumo.Start()
+		if startErr == nil {
+			endpoint = proc.Endpoint
+		}
 	})
 	if startErr != nil {
 		t.Fatalf("no AWS endpoint for integration tests: %v (run `make kumo`, or set AWS_ENDPOINT_URL)", startErr)
@@ -89,44 +84,4 @@ func Prefix(t testing.TB) string {
 		name = name[:30]
 	}
 	return "t-" + name + "-" + hex.EncodeToString(b)
-}
-
-// KumoPath is the emulator binary: $KUMO_BIN, else bin/kumo in the repository.
-func KumoPath() string {
-	if p := os.Getenv("KUMO_BIN"); p != "" {
-		return p
-	}
-	_, file, _, _ := runtime.Caller(0)
-	return filepath.Join(filepath.Dir(file), "..", "..", "bin", "kumo")
-}
-
-func startKumo() (string, error) {
-	bin := KumoPath()
-	if _, err := os.Stat(bin); err != nil {
-		return "", fmt.Errorf("kumo binary: %w", err)
-	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return "", fmt.Errorf("free port: %w", err)
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	_, port, _ := net.SplitHostPort(addr)
-	cmd := exec.Command(bin, "--host", "127.0.0.1", "--port", port)
-	cmd.Env = append(os.Environ(), "KUMO_LOG_LEVEL=warn")
-	if err := cmd.Start(); err != nil {
-		return "", fmt.Errorf("start kumo: %w", err)
-	}
-	proc = cmd
-	deadline := time.Now().Add(20 * time.Second)
-	for time.Now().Before(deadline) {
-		c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-		if err == nil {
-			_ = c.Close()
-			return "http://" + addr, nil
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	_ = cmd.Process.Kill()
-	return "", fmt.Errorf("kumo did not listen on %s within 20s", addr)
 }

@@ -1,0 +1,45 @@
+# aijobs: two commands do all the setup on a fresh machine (Go and Node only):
+#   make dev    build what is needed, start kumo and the dev server on 127.0.0.1:8080
+#   make test   every test (each test binary starts and stops its own kumo)
+SHELL := /bin/bash
+KUMO_VERSION := v0.33.1
+STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
+GO_PKGS := ./...
+
+.PHONY: all build dev test lint unit bench kumo clean
+
+all: build
+
+bin/kumo:
+	@mkdir -p bin
+	@echo "building kumo $(KUMO_VERSION) into bin/ (about 5-8 minutes the first time)"
+	@dir=$$(go mod download -json github.com/sivchari/kumo@$(KUMO_VERSION) | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$$/\1/p'); \
+	  test -n "$$dir" || { echo "go mod download of kumo failed"; exit 1; }; \
+	  cd "$$dir" && GOFLAGS=-mod=mod go build -o "$(CURDIR)/bin/kumo" ./cmd/kumo
+
+kumo: bin/kumo
+
+build:
+	go build -o bin/aijobs-dev ./cmd/aijobs-dev
+	go build -o bin/aijobs-bench ./cmd/aijobs-bench
+	go build ./...
+
+dev: bin/kumo build
+	@scripts/dev.sh
+
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	go vet $(GO_PKGS)
+	go run $(STATICCHECK) $(GO_PKGS)
+
+unit:
+	go test -count=1 ./pkg/job/... ./pkg/settings/... ./pkg/config/... ./pkg/worker/... ./pkg/api/... ./pkg/model/...
+
+test: bin/kumo lint
+	KUMO_BIN=$(CURDIR)/bin/kumo go test -race -count=1 -timeout 15m $(GO_PKGS)
+
+bench: bin/kumo
+	KUMO_BIN=$(CURDIR)/bin/kumo go run ./cmd/aijobs-bench $(BENCH_ARGS)
+
+clean:
+	rm -rf bin dist

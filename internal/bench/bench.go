@@ -1,0 +1,193 @@
+// Package bench measures the local stack end to end: N jobs through the dev
+// server (real handlers, real adapters, kumo) with a zero-latency fake
+// model, reporting throughput, create and poll latency, and AWS API calls
+// per job by operation, counted by SDK middleware.
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/aijobs/aijobs/pkg/app"
+	"github.com/aijobs/aijobs/pkg/awsclient"
+	"github.com/aijobs/aijobs/pkg/config"
+	"github.com/aijobs/aijobs/pkg/model/fake"
+)
+
+// Options are the benchmark's knobs.
+type Options struct {
+	Endpoint    string
+	Jobs        int
+	Concurrency int
+	// PollEvery is the client's poll interval while a job is not finished.
+	PollEvery time.Duration
+}
+
+// Result is one run's figures.
+type Result struct {
+	Jobs          int
+	Elapsed       time.Duration
+	Create, Poll  []time.Duration
+	Polls         int
+	Calls         map[string]int
+	Generations   int
+	NotSucceeded  int
+	PollCallsOnly int
+}
+
+// Run starts a dev server on a fresh prefix and drives Jobs jobs through it.
+func Run(ctx context.Context, o Options) (Result, error) {
+	env := map[string]string{
+		"AWS_ENDPOINT_URL": o.Endpoint, "AIJOBS_PREFIX": fmt.Sprintf("bench-%d", time.Now().UnixNano()),
+		"AIJOBS_LISTEN": "127.0.0.1:0", "AIJOBS_LOG_LEVEL": "error", "AIJOBS_MODEL_PROVIDER": "fake",
+		"AIJOBS_FAKE_LATENCY": "0s", "AIJOBS_BATCH_WINDOW": "0s", "AIJOBS_BATCH_SIZE": "10", "AIJOBS_MAX_CONCURRENCY": "8",
+	}
+	cfg, err := config.Load(func(k string) string { return env[k] })
+	if err != nil {
+		return Result{}, err
+	}
+	counter := awsclient.NewCounter()
+	f := fake.New(fake.Config{Price: cfg.Provider.Price})
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	a, err := app.New(ctx, cfg, app.Options{CreateResources: true, Counter: counter, Provider: f})
+	if err != nil {
+		return Result{}, err
+	}
+	ln, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return Result{}, fmt.Errorf("listen: %w", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- a.DevServer().Serve(ctx, ln) }()
+	counter.Reset() // count the jobs, not the setup
+
+	url := "http://" + ln.Addr().String()
+	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: o.Concurrency}}
+	var (
+		mu  sync.Mutex
+		res = Result{Jobs: o.Jobs}
+		wg  sync.WaitGroup
+		sem = make(chan struct{}, o.Concurrency)
+	)
+	start := time.Now()
+	var firstErr error
+	for i := range o.Jobs {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			c, p, polls, state, err := oneJob(client, url, i, o.PollEvery)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil && firstErr == nil {
+				firstErr = err
+			}
+			res.Create = append(res.Create, c)
+			res.Poll = append(res.Poll, p...)
+			res.Polls += polls
+			if state != "succeeded" {
+				res.NotSucceeded++
+			}
+		}()
+	}
+	wg.Wait()
+	res.Elapsed = time.Since(start)
+	time.Sleep(200 * time.Millisecond) // let the last batch's deletes land
+	res.Calls = counter.Snapshot()
+	res.Generations = f.TotalGenerations()
+	cancel()
+	<-done
+	return res, firstErr
+}
+
+func oneJob(client *http.Client, url string, i int, every time.Duration) (time.Duration, []time.Duration, int, string, error) {
+	body := fmt.Sprintf(`{"input":{"messages":[{"role":"user","content":"benchmark job %d"}],"max_tokens":16}}`, i)
+	req, _ := http.NewRequest("POST", url+"/jobs", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer bench")
+	req.Header.Set("Idempotency-Key", fmt.Sprintf("bench-%d", i))
+	req.Header.Set("Content-Type", "application/json")
+	t0 := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0, nil, 0, "", fmt.Errorf("create: %w", err)
+	}
+	var v struct{ ID, State string }
+	err = json.NewDecoder(resp.Body).Decode(&v)
+	resp.Body.Close()
+	created := time.Since(t0)
+	if err != nil || resp.StatusCode != http.StatusAccepted {
+		return created, nil, 0, "", fmt.Errorf("create: status %d", resp.StatusCode)
+	}
+	var polls []time.Duration
+	for range 2000 {
+		time.Sleep(every)
+		req, _ := http.NewRequest("GET", url+"/jobs/"+v.ID, nil)
+		req.Header.Set("Authorization", "Bearer bench")
+		t := time.Now()
+		resp, err := client.Do(req)
+		if err != nil {
+			return created, polls, len(polls), "", fmt.Errorf("poll: %w", err)
+		}
+		err = json.NewDecoder(resp.Body).Decode(&v)
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		polls = append(polls, time.Since(t))
+		if err != nil {
+			return created, polls, len(polls), "", fmt.Errorf("poll: decode: %w", err)
+		}
+		switch v.State {
+		case "succeeded", "failed", "abandoned":
+			return created, polls, len(polls), v.State, nil
+		}
+	}
+	return created, polls, len(polls), v.State, fmt.Errorf("job %s never finished", v.ID)
+}
+
+// Percentile returns the p-th percentile (0..100) of ds.
+func Percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := append([]time.Duration(nil), ds...)
+	sort.Slice(s, func(i, j int) bool { return s[i] < s[j] })
+	idx := int(float64(len(s)-1) * p / 100)
+	return s[idx]
+}
+
+// Report renders a run as Markdown.
+func (r Result) Report() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "jobs: %d in %s = %.1f jobs/s end to end (%d not succeeded, %d generations)\n",
+		r.Jobs, r.Elapsed.Round(time.Millisecond), float64(r.Jobs)/r.Elapsed.Seconds(), r.NotSucceeded, r.Generations)
+	fmt.Fprintf(&b, "create latency: p50 %s  p99 %s\n", Percentile(r.Create, 50).Round(10*time.Microsecond), Percentile(r.Create, 99).Round(10*time.Microsecond))
+	fmt.Fprintf(&b, "poll latency:   p50 %s  p99 %s  (%d polls, %.2f per job)\n", Percentile(r.Poll, 50).Round(10*time.Microsecond),
+		Percentile(r.Poll, 99).Round(10*time.Microsecond), r.Polls, float64(r.Polls)/float64(r.Jobs))
+	ops := make([]string, 0, len(r.Calls))
+	total, polls := 0, 0
+	for op, n := range r.Calls {
+		ops = append(ops, op)
+		total += n
+		if op == "DynamoDB.GetItem" {
+			polls = n
+		}
+	}
+	sort.Strings(ops)
+	b.WriteString("\n| AWS operation | calls | per job |\n|---|---|---|\n")
+	for _, op := range ops {
+		fmt.Fprintf(&b, "| %s | %d | %.2f |\n", op, r.Calls[op], float64(r.Calls[op])/float64(r.Jobs))
+	}
+	fmt.Fprintf(&b, "| **total** | %d | %.2f |\n", total, float64(total)/float64(r.Jobs))
+	fmt.Fprintf(&b, "| total without polls (GetItem) | %d | %.2f |\n", total-polls, float64(total-polls)/float64(r.Jobs))
+	b.WriteString("\nReceiveMessage includes the pollers' empty long polls while idle.\n")
+	return b.String()
+}

@@ -1,0 +1,117 @@
+// Package app wires adapters to handlers from a config.Config. Every binary
+// (the two Lambdas, the dev server, the benchmark, the end-to-end tests)
+// goes through it, so none of them can be wired differently from the others.
+package app
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/aijobs/aijobs/pkg/api"
+	"github.com/aijobs/aijobs/pkg/awsclient"
+	"github.com/aijobs/aijobs/pkg/config"
+	"github.com/aijobs/aijobs/pkg/dynamodb"
+	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/model"
+	"github.com/aijobs/aijobs/pkg/model/fake"
+	"github.com/aijobs/aijobs/pkg/model/openai"
+	"github.com/aijobs/aijobs/pkg/sqs"
+	"github.com/aijobs/aijobs/pkg/worker"
+)
+
+// Options are what tests and tools change about the wiring.
+type Options struct {
+	// CreateResources makes the table and queues (idempotently) from the
+	// settings, as the dev server does on start; Lambdas get them from the
+	// stack instead.
+	CreateResources bool
+	// Counter counts AWS API calls.
+	Counter *awsclient.Counter
+	// Provider replaces the configured provider of the default route.
+	Provider model.Provider
+	Logger   *slog.Logger
+	Clock    job.Clock
+}
+
+// App is the wired system.
+type App struct {
+	Config   config.Config
+	AWS      aws.Config
+	Store    *dynamodb.Store
+	Queue    *sqs.Queue
+	Provider model.Provider
+	API      *api.Handler
+	Worker   *worker.Worker
+	Logger   *slog.Logger
+}
+
+// New wires the system described by cfg.
+func New(ctx context.Context, cfg config.Config, o Options) (*App, error) {
+	if o.Logger == nil {
+		o.Logger = Logger(cfg.LogLevel)
+	}
+	if o.Clock == nil {
+		o.Clock = job.SystemClock{}
+	}
+	awsCfg, err := awsclient.Load(ctx, awsclient.Config{Region: cfg.Region, Endpoint: cfg.Endpoint, Counter: o.Counter})
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	ddb, sq := awsclient.DynamoDB(awsCfg), awsclient.SQS(awsCfg)
+	if o.CreateResources {
+		if err := dynamodb.CreateTable(ctx, ddb, cfg.Table, cfg.Settings); err != nil {
+			return nil, fmt.Errorf("app: create table: %w", err)
+		}
+		if cfg.QueueURL, cfg.DLQURL, err = sqs.CreateQueues(ctx, sq, cfg.Settings); err != nil {
+			return nil, fmt.Errorf("app: create queues: %w", err)
+		}
+	}
+	if cfg.QueueURL == "" {
+		return nil, fmt.Errorf("app: no queue URL (set AIJOBS_QUEUE_URL)")
+	}
+	provider := o.Provider
+	if provider == nil {
+		if provider, err = newProvider(cfg, awsCfg); err != nil {
+			return nil, err
+		}
+	}
+	a := &App{Config: cfg, AWS: awsCfg, Provider: provider, Logger: o.Logger,
+		Store: dynamodb.New(ddb, cfg.Table), Queue: sqs.New(sq, cfg.QueueURL, cfg.DLQURL)}
+	s := cfg.Settings
+	a.API = api.New(api.Config{Store: a.Store, Queue: a.Queue, Limits: s.Limits, Retention: s.Retention,
+		Clock: o.Clock, EnqueueRetryAfter: s.EnqueueRetryAfter, Logger: o.Logger})
+	a.Worker = worker.New(worker.Config{
+		Store: a.Store, Queue: a.Queue, Clock: o.Clock, Logger: o.Logger, Retention: s.Retention,
+		Routes: map[string]worker.Route{s.Limits.DefaultModel: {
+			Provider: provider, Model: cfg.Provider.Model, Price: cfg.Provider.Price, Timeout: cfg.Provider.Timeout}},
+		Timing: worker.Timing{Heartbeat: s.Heartbeat, LeaseTTL: s.LeaseTTL, AttemptMargin: s.AttemptMargin,
+			LambdaMargin: s.LambdaMargin, BackoffBase: s.BackoffBase, BackoffMax: s.BackoffMax},
+	})
+	return a, nil
+}
+
+func newProvider(cfg config.Config, awsCfg aws.Config) (model.Provider, error) {
+	p := cfg.Provider
+	if p.Kind == "fake" {
+		return fake.New(fake.Config{Latency: p.FakeLatency, Price: p.Price}), nil
+	}
+	c, err := openai.New(openai.Config{BaseURL: p.BaseURL, APIKey: p.APIKey, Model: p.Model, Price: p.Price,
+		Stream: p.Stream, HTTPClient: awsCfg.HTTPClient})
+	if err != nil {
+		return nil, fmt.Errorf("app: openai provider: %w", err)
+	}
+	return c, nil
+}
+
+// Logger is the JSON logger every binary uses (CloudWatch reads JSON lines).
+func Logger(level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+}

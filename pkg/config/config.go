@@ -1,0 +1,171 @@
+// Package config turns environment variables into the settings every binary
+// runs with. It is the only package that reads the environment, and it
+// reads it through an injected lookup, so tests never touch the process's
+// environment. Every variable is declared once, in vars, which also renders
+// the README's configuration table (a test keeps the two in step).
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/settings"
+)
+
+// Provider says which model provider serves the default route.
+type Provider struct {
+	// Kind is "fake" or "openai".
+	Kind    string
+	BaseURL string
+	// APIKey is a secret: it is never logged or printed.
+	APIKey  string
+	Model   string
+	Stream  bool
+	Price   job.Price
+	Timeout time.Duration
+	// FakeLatency is the fake provider's delay per call.
+	FakeLatency time.Duration
+}
+
+// Config is everything a binary needs to start.
+type Config struct {
+	Settings settings.Settings
+	Region   string
+	// Endpoint is AWS_ENDPOINT_URL: kumo, LocalStack, or empty for AWS.
+	Endpoint string
+	Table    string
+	QueueURL string
+	DLQURL   string
+	Listen   string
+	LogLevel string
+	Provider Provider
+}
+
+// Var is one environment variable: its name, its default as shown to a
+// user, what it means, and how it is applied.
+type Var struct {
+	Name    string
+	Default string
+	Doc     string
+	set     func(c *Config, v string) error
+}
+
+// Vars lists every variable, in documentation order.
+func Vars() []Var { return vars }
+
+// Load reads the configuration through getenv (os.Getenv in a main).
+func Load(getenv func(string) string) (Config, error) {
+	c := Config{Settings: settings.Defaults()}
+	var errs []string
+	for _, v := range vars {
+		val := getenv(v.Name)
+		if val == "" {
+			val = v.Default
+		}
+		if val == "" {
+			continue
+		}
+		if err := v.set(&c, val); err != nil {
+			errs = append(errs, fmt.Sprintf("%s=%q: %v", v.Name, redact(v.Name, val), err))
+		}
+	}
+	if len(errs) > 0 {
+		return Config{}, fmt.Errorf("config: %s", strings.Join(errs, "; "))
+	}
+	if c.Provider.Kind == "" {
+		c.Provider.Kind = "fake"
+		if c.Provider.BaseURL != "" {
+			c.Provider.Kind = "openai"
+		}
+	}
+	if c.Provider.Kind != "fake" && c.Provider.Kind != "openai" {
+		return Config{}, fmt.Errorf("config: AIJOBS_MODEL_PROVIDER=%q: want fake or openai", c.Provider.Kind)
+	}
+	if c.Provider.Kind == "openai" && c.Provider.BaseURL == "" {
+		return Config{}, fmt.Errorf("config: the openai provider needs OPENAI_BASE_URL")
+	}
+	if c.Provider.Timeout == 0 {
+		c.Provider.Timeout = c.Settings.ModelTimeout
+	}
+	c.Settings.ModelTimeout = c.Provider.Timeout
+	if c.Table == "" {
+		c.Table = c.Settings.TableName()
+	}
+	if err := c.Settings.Validate(); err != nil {
+		return Config{}, fmt.Errorf("config: %w", err)
+	}
+	return c, nil
+}
+
+func redact(name, v string) string {
+	if strings.Contains(name, "KEY") || strings.Contains(name, "SECRET") || strings.Contains(name, "TOKEN") {
+		return "<redacted>"
+	}
+	return v
+}
+
+func str(f func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error { *f(c) = v; return nil }
+}
+
+func dur(f func(*Config) *time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return fmt.Errorf("want a duration like 30s")
+		}
+		*f(c) = d
+		return nil
+	}
+}
+
+func integer(f func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return fmt.Errorf("want a whole number")
+		}
+		*f(c) = n
+		return nil
+	}
+}
+
+func cents(f func(*Config) *job.Nanocents) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := job.ParseCents(v)
+		if err != nil {
+			return fmt.Errorf("want a decimal number of cents: %w", err)
+		}
+		*f(c) = n
+		return nil
+	}
+}
+
+func boolean(f func(*Config) *bool) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("want true or false")
+		}
+		*f(c) = b
+		return nil
+	}
+}
+
+func price(out bool) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		p, err := job.PricePerMillion(v, v)
+		if err != nil {
+			return fmt.Errorf("want cents per million tokens, at most 3 decimals: %w", err)
+		}
+		if out {
+			c.Provider.Price.OutputPerToken = p.OutputPerToken
+		} else {
+			c.Provider.Price.InputPerToken = p.InputPerToken
+		}
+		return nil
+	}
+}

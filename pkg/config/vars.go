@@ -1,0 +1,67 @@
+package config
+
+import (
+	"strings"
+	"time"
+
+	"github.com/aijobs/aijobs/pkg/job"
+)
+
+var vars = []Var{
+	{"AWS_REGION", "us-east-1", "AWS region.", str(func(c *Config) *string { return &c.Region })},
+	{"AWS_ENDPOINT_URL", "", "AWS endpoint for every service: kumo or LocalStack (`http://127.0.0.1:4566`); empty means real AWS. `make dev` and `make test` set it to their kumo.", str(func(c *Config) *string { return &c.Endpoint })},
+	{"AIJOBS_PREFIX", "aijobs", "Resource name prefix: table `<prefix>-jobs`, queues `<prefix>-jobs` and `<prefix>-jobs-dlq`.", str(func(c *Config) *string { return &c.Settings.Prefix })},
+	{"AIJOBS_TABLE", "", "Jobs table name (the CDK stack sets it; default `<prefix>-jobs`).", str(func(c *Config) *string { return &c.Table })},
+	{"AIJOBS_QUEUE_URL", "", "Job queue URL (the CDK stack sets it; the dev server creates the queue and finds it).", str(func(c *Config) *string { return &c.QueueURL })},
+	{"AIJOBS_DLQ_URL", "", "Dead letter queue URL, where the worker sends poison messages itself.", str(func(c *Config) *string { return &c.DLQURL })},
+	{"AIJOBS_LISTEN", "127.0.0.1:8080", "Dev server listen address.", str(func(c *Config) *string { return &c.Listen })},
+	{"AIJOBS_LOG_LEVEL", "info", "Log level: debug, info, warn, error.", str(func(c *Config) *string { return &c.LogLevel })},
+
+	{"AIJOBS_MODEL_PROVIDER", "", "Provider of the `default` model route: `fake` or `openai`. Empty: `openai` when OPENAI_BASE_URL is set, else `fake`.", str(func(c *Config) *string { return &c.Provider.Kind })},
+	{"OPENAI_BASE_URL", "", "OpenAI-compatible API base URL (OpenAI, vLLM, Ollama, LiteLLM), e.g. `https://api.openai.com/v1`. Setting it switches the default route to it.", str(func(c *Config) *string { return &c.Provider.BaseURL })},
+	{"OPENAI_API_KEY", "", "API key sent as a bearer token. Never logged.", str(func(c *Config) *string { return &c.Provider.APIKey })},
+	{"AIJOBS_OPENAI_MODEL", "gpt-4o-mini", "Model id sent to the OpenAI-compatible server.", str(func(c *Config) *string { return &c.Provider.Model })},
+	{"AIJOBS_OPENAI_STREAM", "true", "Stream responses (drives job progress; usage is requested in the stream).", boolean(func(c *Config) *bool { return &c.Provider.Stream })},
+	{"AIJOBS_PRICE_INPUT", "15", "Price of input tokens, cents per million tokens (at most 3 decimals).", price(false)},
+	{"AIJOBS_PRICE_OUTPUT", "60", "Price of output tokens, cents per million tokens.", price(true)},
+	{"AIJOBS_MODEL_TIMEOUT", "120s", "Timeout of one model call (one rung).", dur(func(c *Config) *time.Duration { return &c.Provider.Timeout })},
+	{"AIJOBS_FAKE_LATENCY", "500ms", "Latency of each fake model call.", dur(func(c *Config) *time.Duration { return &c.Provider.FakeLatency })},
+
+	{"AIJOBS_HEARTBEAT", "10s", "How often a running attempt renews its lease and message visibility.", dur(func(c *Config) *time.Duration { return &c.Settings.Heartbeat })},
+	{"AIJOBS_LEASE_TTL", "30s", "How far each renewal reaches; a dead worker's job is retried after at most this.", dur(func(c *Config) *time.Duration { return &c.Settings.LeaseTTL })},
+	{"AIJOBS_ATTEMPT_MARGIN", "10s", "Added to the model timeout to bound an attempt and its lease.", dur(func(c *Config) *time.Duration { return &c.Settings.AttemptMargin })},
+	{"AIJOBS_LAMBDA_MARGIN", "10s", "The model call ends this long before the worker function's deadline.", dur(func(c *Config) *time.Duration { return &c.Settings.LambdaMargin })},
+	{"AIJOBS_BACKOFF_BASE", "2s", "First retry backoff (doubles per attempt, half of it jittered).", dur(func(c *Config) *time.Duration { return &c.Settings.BackoffBase })},
+	{"AIJOBS_BACKOFF_MAX", "5m", "Longest retry backoff.", dur(func(c *Config) *time.Duration { return &c.Settings.BackoffMax })},
+	{"AIJOBS_WORKER_TIMEOUT", "180s", "Worker function timeout (the dev server gives each batch this long).", dur(func(c *Config) *time.Duration { return &c.Settings.WorkerTimeout })},
+	{"AIJOBS_VISIBILITY_TIMEOUT", "200s", "Job queue visibility timeout; must be at least worker timeout + batching window.", dur(func(c *Config) *time.Duration { return &c.Settings.VisibilityTimeout })},
+	{"AIJOBS_MAX_RECEIVE_COUNT", "20", "Receives before SQS moves a message to the DLQ; must exceed twice the max attempts.", integer(func(c *Config) *int { return &c.Settings.MaxReceiveCount })},
+	{"AIJOBS_BATCH_SIZE", "5", "Messages per worker invocation (1..10).", integer(func(c *Config) *int { return &c.Settings.BatchSize })},
+	{"AIJOBS_BATCH_WINDOW", "2s", "Longest wait to fill a batch.", dur(func(c *Config) *time.Duration { return &c.Settings.BatchWindow })},
+	{"AIJOBS_MAX_CONCURRENCY", "10", "Concurrent worker invocations (the event source mapping's MaximumConcurrency).", integer(func(c *Config) *int { return &c.Settings.MaxConcurrency })},
+
+	{"AIJOBS_DEFAULT_DEADLINE", "15m", "Job deadline when a request gives no `deadline_seconds`.", dur(func(c *Config) *time.Duration { return &c.Settings.Limits.DefaultDeadline })},
+	{"AIJOBS_MAX_DEADLINE", "24h", "Largest `deadline_seconds` accepted.", dur(func(c *Config) *time.Duration { return &c.Settings.Limits.MaxDeadline })},
+	{"AIJOBS_DEFAULT_BUDGET_CENTS", "50", "Budget when a request gives no `budget_cents`.", cents(func(c *Config) *job.Nanocents { return &c.Settings.Limits.DefaultBudget })},
+	{"AIJOBS_MAX_BUDGET_CENTS", "10000", "Largest `budget_cents` accepted.", cents(func(c *Config) *job.Nanocents { return &c.Settings.Limits.MaxBudget })},
+	{"AIJOBS_DEFAULT_MAX_ATTEMPTS", "4", "Attempts when a request gives no `max_attempts`.", integer(func(c *Config) *int { return &c.Settings.Limits.DefaultMaxAttempts })},
+	{"AIJOBS_MAX_ATTEMPTS", "8", "Largest `max_attempts` accepted.", integer(func(c *Config) *int { return &c.Settings.Limits.MaxMaxAttempts })},
+	{"AIJOBS_DEFAULT_MAX_TOKENS", "1024", "`input.max_tokens` when a request gives none.", integer(func(c *Config) *int { return &c.Settings.Limits.DefaultMaxTokens })},
+	{"AIJOBS_MAX_TOKENS", "32768", "Largest `input.max_tokens` accepted.", integer(func(c *Config) *int { return &c.Settings.Limits.MaxMaxTokens })},
+}
+
+// Markdown renders the variables as the README's configuration table.
+func Markdown() string {
+	var b strings.Builder
+	b.WriteString("| variable | default | meaning |\n|---|---|---|\n")
+	for _, v := range vars {
+		d := v.Default
+		if d == "" {
+			d = "(empty)"
+		} else {
+			d = "`" + d + "`"
+		}
+		b.WriteString("| `" + v.Name + "` | " + d + " | " + v.Doc + " |\n")
+	}
+	return b.String()
+}

@@ -1,0 +1,49 @@
+package devserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"sync"
+	"time"
+)
+
+// Server runs the gateway and the poller together until its context ends.
+type Server struct {
+	Gateway *Gateway
+	Poller  *Poller
+	Logger  *slog.Logger
+}
+
+// Serve answers HTTP on ln and polls the queue until ctx ends, then stops
+// accepting requests, cancels in-flight invocations and waits for them.
+func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	hs := &http.Server{Handler: s.Gateway, ReadHeaderTimeout: 10 * time.Second}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		s.Poller.Run(ctx)
+	}()
+	errc := make(chan error, 1)
+	go func() { errc <- hs.Serve(ln) }()
+	var err error
+	select {
+	case <-ctx.Done():
+	case err = <-errc:
+	}
+	stop()
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	_ = hs.Shutdown(sctx)
+	wg.Wait()
+	if err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return fmt.Errorf("devserver: serve: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,64 @@
+package sqs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/aijobs/aijobs/pkg/settings"
+)
+
+// QueueAPI is what creating the queues needs.
+type QueueAPI interface {
+	CreateQueue(context.Context, *awssqs.CreateQueueInput, ...func(*awssqs.Options)) (*awssqs.CreateQueueOutput, error)
+	GetQueueAttributes(context.Context, *awssqs.GetQueueAttributesInput, ...func(*awssqs.Options)) (*awssqs.GetQueueAttributesOutput, error)
+	SetQueueAttributes(context.Context, *awssqs.SetQueueAttributesInput, ...func(*awssqs.Options)) (*awssqs.SetQueueAttributesOutput, error)
+}
+
+// CreateQueues makes the job queue and its dead letter queue as the CDK
+// stack does (retention, visibility, redrive), for local stacks. It is
+// idempotent: existing queues get their attributes set to the settings.
+func CreateQueues(ctx context.Context, c QueueAPI, s settings.Settings) (url, dlqURL string, err error) {
+	dlq, err := c.CreateQueue(ctx, &awssqs.CreateQueueInput{
+		QueueName:  aws.String(s.DLQName()),
+		Attributes: map[string]string{string(types.QueueAttributeNameMessageRetentionPeriod): seconds(s.DLQRetention)},
+	})
+	if err != nil {
+		return "", "", fmt.Errorf("create dead letter queue %s: %w", s.DLQName(), err)
+	}
+	attrs, err := c.GetQueueAttributes(ctx, &awssqs.GetQueueAttributesInput{
+		QueueUrl: dlq.QueueUrl, AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn},
+	})
+	if err != nil {
+		return "", "", fmt.Errorf("read dead letter queue arn: %w", err)
+	}
+	redrive, _ := json.Marshal(map[string]string{
+		"deadLetterTargetArn": attrs.Attributes[string(types.QueueAttributeNameQueueArn)],
+		"maxReceiveCount":     strconv.Itoa(s.MaxReceiveCount),
+	})
+	want := map[string]string{
+		string(types.QueueAttributeNameVisibilityTimeout):      seconds(s.VisibilityTimeout),
+		string(types.QueueAttributeNameMessageRetentionPeriod): seconds(s.QueueRetention),
+		string(types.QueueAttributeNameRedrivePolicy):          string(redrive),
+	}
+	q, err := c.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String(s.QueueName()), Attributes: want})
+	if err != nil {
+		// An existing queue with other attributes: bring it to the settings.
+		q, err = c.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String(s.QueueName())})
+		if err != nil {
+			return "", "", fmt.Errorf("create queue %s: %w", s.QueueName(), err)
+		}
+		if _, err := c.SetQueueAttributes(ctx, &awssqs.SetQueueAttributesInput{QueueUrl: q.QueueUrl, Attributes: want}); err != nil {
+			return "", "", fmt.Errorf("set queue attributes of %s: %w", s.QueueName(), err)
+		}
+	}
+	return aws.ToString(q.QueueUrl), aws.ToString(dlq.QueueUrl), nil
+}
+
+func seconds(d time.Duration) string { return strconv.Itoa(int(d / time.Second)) }

@@ -1,0 +1,172 @@
+// Package sqs is the job queue on Amazon SQS. A message carries only a job
+// id: the record in the store is the truth, the message is a reminder that a
+// job may need work, so duplicates are harmless and losing one is healed by
+// a client retry or the reconciler.
+package sqs
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/aijobs/aijobs/pkg/job"
+)
+
+// Client is the part of the SQS API this package calls.
+type Client interface {
+	SendMessage(context.Context, *awssqs.SendMessageInput, ...func(*awssqs.Options)) (*awssqs.SendMessageOutput, error)
+	ChangeMessageVisibility(context.Context, *awssqs.ChangeMessageVisibilityInput, ...func(*awssqs.Options)) (*awssqs.ChangeMessageVisibilityOutput, error)
+	ReceiveMessage(context.Context, *awssqs.ReceiveMessageInput, ...func(*awssqs.Options)) (*awssqs.ReceiveMessageOutput, error)
+	DeleteMessageBatch(context.Context, *awssqs.DeleteMessageBatchInput, ...func(*awssqs.Options)) (*awssqs.DeleteMessageBatchOutput, error)
+}
+
+// Queue is the job queue and its dead letter queue.
+type Queue struct {
+	client Client
+	url    string
+	dlqURL string
+}
+
+// New returns the queue at url whose dead letter queue is at dlqURL.
+func New(client Client, url, dlqURL string) *Queue {
+	return &Queue{client: client, url: url, dlqURL: dlqURL}
+}
+
+// Message is the body of a job message.
+type Message struct {
+	JobID string `json:"job_id"`
+}
+
+// MaxVisibility is SQS's upper bound on a message's visibility timeout.
+const MaxVisibility = 12 * time.Hour
+
+// ReasonAttribute names the message attribute that says why the worker
+// dead-lettered a message itself.
+const ReasonAttribute = "aijobs_reason"
+
+// Send enqueues the job id.
+func (q *Queue) Send(ctx context.Context, jobID string) error {
+	body, _ := json.Marshal(Message{JobID: jobID})
+	_, err := q.client.SendMessage(ctx, &awssqs.SendMessageInput{
+		QueueUrl:    aws.String(q.url),
+		MessageBody: aws.String(string(body)),
+	})
+	if err != nil {
+		return unavailable("send job message", err)
+	}
+	return nil
+}
+
+// ChangeVisibility hides a received message for d from now (rounded up to
+// whole seconds, clamped to SQS's bounds): the heartbeat's lease horizon, or
+// a retry's backoff.
+func (q *Queue) ChangeVisibility(ctx context.Context, receiptHandle string, d time.Duration) error {
+	_, err := q.client.ChangeMessageVisibility(ctx, &awssqs.ChangeMessageVisibilityInput{
+		QueueUrl:          aws.String(q.url),
+		ReceiptHandle:     aws.String(receiptHandle),
+		VisibilityTimeout: visibilitySeconds(d),
+	})
+	if err != nil {
+		return unavailable("change message visibility", err)
+	}
+	return nil
+}
+
+// DeadLetter sends a message the worker cannot use to the dead letter queue
+// with the reason as an attribute, so it never loops until maxReceiveCount.
+// The caller then lets the original be deleted.
+func (q *Queue) DeadLetter(ctx context.Context, body, reason string) error {
+	if body == "" {
+		body = "(empty)"
+	}
+	_, err := q.client.SendMessage(ctx, &awssqs.SendMessageInput{
+		QueueUrl:    aws.String(q.dlqURL),
+		MessageBody: aws.String(body),
+		MessageAttributes: map[string]types.MessageAttributeValue{
+			ReasonAttribute: {DataType: aws.String("String"), StringValue: aws.String(reason)},
+		},
+	})
+	if err != nil {
+		return unavailable("send to dead letter queue", err)
+	}
+	return nil
+}
+
+// Receive long-polls for up to max messages, waiting at most wait, and
+// returns them as Lambda's SQS event records (what the event source mapping
+// would hand the worker).
+func (q *Queue) Receive(ctx context.Context, max int, wait time.Duration) ([]events.SQSMessage, error) {
+	out, err := q.client.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{
+		QueueUrl:                    aws.String(q.url),
+		MaxNumberOfMessages:         int32(max),
+		WaitTimeSeconds:             int32(wait / time.Second),
+		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
+		MessageAttributeNames:       []string{"All"},
+	})
+	if err != nil {
+		return nil, unavailable("receive messages", err)
+	}
+	msgs := make([]events.SQSMessage, 0, len(out.Messages))
+	for _, m := range out.Messages {
+		msgs = append(msgs, toEvent(m))
+	}
+	return msgs, nil
+}
+
+// Delete removes processed messages by receipt handle, in batches of ten.
+func (q *Queue) Delete(ctx context.Context, receiptHandles []string) error {
+	for start := 0; start < len(receiptHandles); start += 10 {
+		end := min(start+10, len(receiptHandles))
+		entries := make([]types.DeleteMessageBatchRequestEntry, 0, end-start)
+		for i, h := range receiptHandles[start:end] {
+			entries = append(entries, types.DeleteMessageBatchRequestEntry{Id: aws.String(strconv.Itoa(i)), ReceiptHandle: aws.String(h)})
+		}
+		out, err := q.client.DeleteMessageBatch(ctx, &awssqs.DeleteMessageBatchInput{QueueUrl: aws.String(q.url), Entries: entries})
+		if err != nil {
+			return unavailable("delete messages", err)
+		}
+		if len(out.Failed) > 0 {
+			return &job.Error{Code: job.CodeUnavailable, Message: fmt.Sprintf("%d message deletions failed", len(out.Failed))}
+		}
+	}
+	return nil
+}
+
+func toEvent(m types.Message) events.SQSMessage {
+	e := events.SQSMessage{
+		MessageId:     aws.ToString(m.MessageId),
+		ReceiptHandle: aws.ToString(m.ReceiptHandle),
+		Body:          aws.ToString(m.Body),
+		Md5OfBody:     aws.ToString(m.MD5OfBody),
+		Attributes:    m.Attributes,
+		EventSource:   "aws:sqs",
+	}
+	if len(m.MessageAttributes) > 0 {
+		e.MessageAttributes = map[string]events.SQSMessageAttribute{}
+		for k, v := range m.MessageAttributes {
+			e.MessageAttributes[k] = events.SQSMessageAttribute{StringValue: v.StringValue, BinaryValue: v.BinaryValue, DataType: aws.ToString(v.DataType)}
+		}
+	}
+	return e
+}
+
+func visibilitySeconds(d time.Duration) int32 {
+	if d <= 0 {
+		return 0
+	}
+	if d > MaxVisibility {
+		d = MaxVisibility
+	}
+	return int32((d + time.Second - 1) / time.Second)
+}
+
+func unavailable(what string, err error) error {
+	return &job.Error{Code: job.CodeUnavailable, Message: "the job queue is unavailable", Err: fmt.Errorf("sqs: %s: %w", what, err)}
+}

@@ -1,0 +1,157 @@
+package worker
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/aijobs/aijobs/pkg/job"
+)
+
+type outcome int
+
+const (
+	// outcomeDelete lets Lambda delete the message: the job needs nothing
+	// more from it.
+	outcomeDelete outcome = iota
+	// outcomeKeep reports the message as a batch item failure: it comes back
+	// when its visibility ends (a backoff, a lease horizon, or the default).
+	outcomeKeep
+)
+
+// claimTries bounds how often one message re-decides after a claim or an
+// end was refused because the record moved underneath it.
+const claimTries = 3
+
+func (w *Worker) process(ctx context.Context, m events.SQSMessage) outcome {
+	log := w.cfg.Logger.With("message_id", m.MessageId)
+	var msg struct {
+		JobID string `json:"job_id"`
+	}
+	if err := json.Unmarshal([]byte(m.Body), &msg); err != nil || msg.JobID == "" {
+		return w.poison(ctx, m, "unparseable", log)
+	}
+	if !job.ValidID(msg.JobID) {
+		return w.poison(ctx, m, "invalid_job_id", log)
+	}
+	return w.claim(ctx, m, msg.JobID, log.With("job_id", msg.JobID))
+}
+
+// poison sends a message that can never be processed to the dead letter
+// queue itself, with a reason, instead of letting it loop until
+// maxReceiveCount.
+func (w *Worker) poison(ctx context.Context, m events.SQSMessage, reason string, log *slog.Logger) outcome {
+	if err := w.cfg.Queue.DeadLetter(ctx, m.Body, reason); err != nil {
+		log.Error("dead-lettering a poison message failed", "reason", reason, "err", err)
+		return outcomeKeep
+	}
+	log.Warn("poison message dead-lettered", "reason", reason)
+	return outcomeDelete
+}
+
+// claim takes the job before any model call and, when the claim is
+// refused, decides from the record what the message still means.
+func (w *Worker) claim(ctx context.Context, m events.SQSMessage, id string, log *slog.Logger) outcome {
+	for range claimTries {
+		now := w.cfg.Clock.Now()
+		owner := w.cfg.NewOwner()
+		j, err := w.cfg.Store.Claim(ctx, job.Claim{ID: id, Owner: owner, Now: now, LeaseUntil: now.Add(w.cfg.Timing.LeaseTTL)})
+		switch job.ErrorCode(err) {
+		case "":
+			return w.attempt(ctx, m, j, owner, now, log.With("attempt", j.Attempts))
+		case job.CodeNotFound:
+			return w.poison(ctx, m, "job_not_found", log)
+		case job.CodeConflict:
+		default:
+			log.Error("claim failed", "err", err)
+			return outcomeKeep
+		}
+		cur, _ := job.ConflictJob(err)
+		d := job.WhyRefused(cur, now, 0)
+		switch d.Action {
+		case job.Drop:
+			log.Info("duplicate delivery absorbed by the claim", "state", cur.State)
+			return outcomeDelete
+		case job.Wait:
+			// Another worker holds a live lease: hide the message until it
+			// ends, so it returns only if that owner dies.
+			if err := w.cfg.Queue.ChangeVisibility(ctx, m.ReceiptHandle, d.Delay+time.Second); err != nil {
+				log.Warn("hiding a message behind a live lease failed", "err", err)
+			}
+			log.Info("job held by another worker", "lease_left", d.Delay.String())
+			return outcomeKeep
+		case job.Stop:
+			_, err := w.cfg.Store.End(ctx, job.End{ID: id, Now: now, Class: d.Class,
+				ExpiresAt: w.cfg.Retention.ExpiresAt(d.Class.FinalState(), now)})
+			switch job.ErrorCode(err) {
+			case "":
+				log.Info("job ended before an attempt", "error_class", d.Class)
+				return outcomeDelete
+			case job.CodeConflict:
+				continue
+			default:
+				log.Error("ending a job failed", "err", err)
+				return outcomeKeep
+			}
+		}
+	}
+	return outcomeKeep
+}
+
+// finished turns the answer of a finishing write into what happens to the
+// message. A refused finish still recorded the cost (the store guarantees
+// it); the message goes if the job is over, and stays otherwise.
+func (w *Worker) finished(err error, log *slog.Logger) outcome {
+	switch job.ErrorCode(err) {
+	case "":
+		return outcomeDelete
+	case job.CodeNotFound:
+		return outcomeDelete
+	case job.CodeConflict:
+		cur, _ := job.ConflictJob(err)
+		log.Info("result discarded: lease lost or job cancelled; cost kept", "state", cur.State)
+		if cur.State.Terminal() {
+			return outcomeDelete
+		}
+		return outcomeKeep
+	}
+	log.Error("recording the outcome failed", "err", err)
+	return outcomeKeep
+}
+
+// retryWrite repeats a finishing write a few times when the store is
+// unavailable: it carries money already spent.
+func retryWrite(ctx context.Context, write func() error) error {
+	var err error
+	for i := range 4 {
+		if err = write(); job.ErrorCode(err) != job.CodeUnavailable {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(time.Duration(100<<i) * time.Millisecond):
+		}
+	}
+	return err
+}
+
+// finishTimeout bounds the writes that record an outcome. They run on a
+// context detached from the invocation's cancellation: an attempt that was
+// paid for must be recorded even while the invocation is being torn down.
+const finishTimeout = 5 * time.Second
+
+func finishContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
+}
+
+var (
+	errLeaseLost      = errors.New("lease lost or job cancelled")
+	errRouteTimeout   = errors.New("model route timeout")
+	errJobDeadline    = errors.New("job deadline")
+	errLambdaDeadline = errors.New("function deadline")
+)

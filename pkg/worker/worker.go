@@ -1,0 +1,128 @@
+// Package worker is the worker Lambda's handler: it takes an SQS batch,
+// claims each job before any model call (so a duplicate delivery costs one
+// database round trip, not a second billed generation), keeps the claim
+// alive with heartbeats on both the message and the record, and records
+// every outcome, cost included, before the function's deadline.
+package worker
+
+import (
+	"context"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/model"
+)
+
+// Store is the part of the job store the worker drives.
+type Store interface {
+	Claim(context.Context, job.Claim) (job.Job, error)
+	Heartbeat(context.Context, job.Heartbeat) (job.Job, error)
+	Succeed(context.Context, job.Succeed) (job.Job, error)
+	Release(context.Context, job.Release) (job.Job, error)
+	End(context.Context, job.End) (job.Job, error)
+}
+
+// Queue is the part of the job queue the worker drives.
+type Queue interface {
+	ChangeVisibility(ctx context.Context, receiptHandle string, d time.Duration) error
+	DeadLetter(ctx context.Context, body, reason string) error
+}
+
+// Route is a named way to run a model: which provider, which of its models,
+// at what price, with which timeout.
+type Route struct {
+	Provider model.Provider
+	// Model is the provider's model id; empty lets the provider choose.
+	Model   string
+	Price   job.Price
+	Timeout time.Duration
+}
+
+// Timing are the rules of DESIGN 5 the worker applies.
+type Timing struct {
+	// Heartbeat is how often a running attempt renews its lease and message.
+	Heartbeat time.Duration
+	// LeaseTTL is how far ahead each renewal reaches, so a dead worker's job
+	// comes back within LeaseTTL, not at the queue's visibility timeout.
+	LeaseTTL time.Duration
+	// AttemptMargin is added to the route timeout to give the attempt's
+	// deadline; the lease never reaches past it.
+	AttemptMargin time.Duration
+	// LambdaMargin ends the model call this long before the function's
+	// deadline, so the outcome is always recorded.
+	LambdaMargin time.Duration
+	BackoffBase  time.Duration
+	BackoffMax   time.Duration
+}
+
+// Config wires a Worker.
+type Config struct {
+	Store     Store
+	Queue     Queue
+	Routes    map[string]Route
+	Timing    Timing
+	Retention job.Retention
+	Clock     job.Clock
+	Logger    *slog.Logger
+	// Rand returns a number in [0,1) for backoff jitter.
+	Rand func() float64
+	// NewOwner returns a fresh lease token for each claim.
+	NewOwner func() string
+}
+
+// Worker handles SQS batches of job messages.
+type Worker struct{ cfg Config }
+
+// New returns a worker; nil Rand, NewOwner and Logger get defaults.
+func New(cfg Config) *Worker {
+	if cfg.Rand == nil {
+		cfg.Rand = rand.Float64
+	}
+	if cfg.NewOwner == nil {
+		cfg.NewOwner = randomOwner
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = job.SystemClock{}
+	}
+	return &Worker{cfg: cfg}
+}
+
+// Handle processes every message of the batch concurrently, each with its
+// own claim, heartbeat and outcome, and reports the messages that must come
+// back as batch item failures (Lambda deletes the rest).
+func (w *Worker) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+	keep := make([]bool, len(ev.Records))
+	var wg sync.WaitGroup
+	for i, m := range ev.Records {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			keep[i] = w.process(ctx, m) == outcomeKeep
+		}()
+	}
+	wg.Wait()
+	var resp events.SQSEventResponse
+	for i, k := range keep {
+		if k {
+			resp.BatchItemFailures = append(resp.BatchItemFailures, events.SQSBatchItemFailure{ItemIdentifier: ev.Records[i].MessageId})
+		}
+	}
+	return resp, nil
+}
+
+func randomOwner() string {
+	const letters = "abcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, 20)
+	for i := range b {
+		b[i] = letters[rand.IntN(len(letters))]
+	}
+	return "w_" + string(b)
+}
