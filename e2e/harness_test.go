@@ -41,6 +41,7 @@ func testEnv(prefix, endpoint string) map[string]string {
 		"AIJOBS_PREFIX":             prefix,
 		"AIJOBS_LISTEN":             "127.0.0.1:0",
 		"AIJOBS_LOG_LEVEL":          "warn",
+		"AIJOBS_METRICS":            "off",
 		"AIJOBS_MODEL_PROVIDER":     "fake",
 		"AIJOBS_FAKE_LATENCY":       "50ms",
 		"AIJOBS_PRICE_INPUT":        "100",
@@ -136,7 +137,9 @@ func (s *stack) do(method, path, tenant string, headers map[string]string, body 
 	raw, _ := io.ReadAll(resp.Body)
 	r := response{status: resp.StatusCode, header: resp.Header, raw: raw}
 	if len(raw) > 0 {
-		_ = json.Unmarshal(raw, &r.body)
+		dec := json.NewDecoder(bytes.NewReader(raw))
+		dec.UseNumber()
+		_ = dec.Decode(&r.body)
 	}
 	return r
 }
@@ -194,10 +197,7 @@ func jobBody(content string, extra string) string {
 	return s + "}"
 }
 
-func cost(v map[string]any) string {
-	n, _ := v["cost_cents"].(float64)
-	return fmt.Sprint(n)
-}
+// num reads an exact JSON number field of a view as a string.
+func num(v map[string]any, field string) string { return fmt.Sprint(v[field]) }
 
-var _ = bytes.MinRead
 var _ model.Provider = (*fake.Provider)(nil)

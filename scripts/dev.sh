@@ -27,6 +27,6 @@ if [ -z "${AWS_ENDPOINT_URL:-}" ]; then
   fi
 fi
 export AWS_REGION=${AWS_REGION:-us-east-1}
-bin/aijobs-dev &
+AIJOBS_METRICS=${AIJOBS_METRICS:-off} bin/aijobs-dev &
 pids+=($!)
 wait -n "${pids[@]}"

@@ -15,6 +15,7 @@ import (
 	"github.com/aijobs/aijobs/pkg/awsclient"
 	"github.com/aijobs/aijobs/pkg/config"
 	"github.com/aijobs/aijobs/pkg/dynamodb"
+	"github.com/aijobs/aijobs/pkg/emf"
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/model"
 	"github.com/aijobs/aijobs/pkg/model/fake"
@@ -84,8 +85,12 @@ func New(ctx context.Context, cfg config.Config, o Options) (*App, error) {
 	s := cfg.Settings
 	a.API = api.New(api.Config{Store: a.Store, Queue: a.Queue, Limits: s.Limits, Retention: s.Retention,
 		Clock: o.Clock, EnqueueRetryAfter: s.EnqueueRetryAfter, Logger: o.Logger})
+	var metrics worker.Metrics
+	if cfg.Metrics == "emf" {
+		metrics = emf.New(os.Stdout, o.Clock)
+	}
 	a.Worker = worker.New(worker.Config{
-		Store: a.Store, Queue: a.Queue, Clock: o.Clock, Logger: o.Logger, Retention: s.Retention,
+		Store: a.Store, Queue: a.Queue, Clock: o.Clock, Logger: o.Logger, Retention: s.Retention, Metrics: metrics,
 		Routes: map[string]worker.Route{s.Limits.DefaultModel: {
 			Provider: provider, Model: cfg.Provider.Model, Price: cfg.Provider.Price, Timeout: cfg.Provider.Timeout}},
 		Timing: worker.Timing{Heartbeat: s.Heartbeat, LeaseTTL: s.LeaseTTL, AttemptMargin: s.AttemptMargin,

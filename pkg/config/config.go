@@ -41,6 +41,8 @@ type Config struct {
 	DLQURL   string
 	Listen   string
 	LogLevel string
+	// Metrics is "emf" or "off".
+	Metrics  string
 	Provider Provider
 }
 
@@ -86,6 +88,9 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if c.Provider.Kind == "openai" && c.Provider.BaseURL == "" {
 		return Config{}, fmt.Errorf("config: the openai provider needs OPENAI_BASE_URL")
+	}
+	if c.Metrics != "emf" && c.Metrics != "off" {
+		return Config{}, fmt.Errorf("config: AIJOBS_METRICS=%q: want emf or off", c.Metrics)
 	}
 	if c.Provider.Timeout == 0 {
 		c.Provider.Timeout = c.Settings.ModelTimeout

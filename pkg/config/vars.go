@@ -15,6 +15,7 @@ var vars = []Var{
 	{"AIJOBS_QUEUE_URL", "", "Job queue URL (the CDK stack sets it; the dev server creates the queue and finds it).", str(func(c *Config) *string { return &c.QueueURL })},
 	{"AIJOBS_DLQ_URL", "", "Dead letter queue URL, where the worker sends poison messages itself.", str(func(c *Config) *string { return &c.DLQURL })},
 	{"AIJOBS_LISTEN", "127.0.0.1:8080", "Dev server listen address.", str(func(c *Config) *string { return &c.Listen })},
+	{"AIJOBS_METRICS", "emf", "Worker metrics: `emf` (CloudWatch Embedded Metric Format lines on stdout) or `off`. `make dev` sets `off`.", str(func(c *Config) *string { return &c.Metrics })},
 	{"AIJOBS_LOG_LEVEL", "info", "Log level: debug, info, warn, error.", str(func(c *Config) *string { return &c.LogLevel })},
 
 	{"AIJOBS_MODEL_PROVIDER", "", "Provider of the `default` model route: `fake` or `openai`. Empty: `openai` when OPENAI_BASE_URL is set, else `fake`.", str(func(c *Config) *string { return &c.Provider.Kind })},

@@ -67,6 +67,7 @@ func (w *Worker) attempt(ctx context.Context, m events.SQSMessage, j job.Job, ow
 	cancelCall(nil)
 	hb.Wait() // no heartbeat may move the message after the outcome below
 	elapsed := time.Since(began)
+	w.cfg.Metrics.Emit("AttemptDuration", float64(elapsed.Milliseconds()), "Milliseconds", nil)
 
 	ctx, cancelWrites := finishContext(ctx)
 	defer cancelWrites()
@@ -80,6 +81,10 @@ func (w *Worker) attempt(ctx context.Context, m events.SQSMessage, j job.Job, ow
 		})
 		log.Info("attempt succeeded", "cost_cents", resp.Cost.String(), "duration_ms", elapsed.Milliseconds(),
 			"input_tokens", resp.Usage.InputTokens, "output_tokens", resp.Usage.OutputTokens)
+		w.spent(resp.Cost)
+		if err == nil {
+			w.count("JobsSucceeded", nil)
+		}
 		return w.finished(err, log)
 	}
 
@@ -88,6 +93,7 @@ func (w *Worker) attempt(ctx context.Context, m events.SQSMessage, j job.Job, ow
 		class, cost = job.Cancelled, resp.Cost
 	}
 	detail := detailOf(genErr)
+	w.spent(cost)
 	switch {
 	case errors.Is(why, errLeaseLost):
 		// The record is no longer ours: the release is refused, which
@@ -97,6 +103,7 @@ func (w *Worker) attempt(ctx context.Context, m events.SQSMessage, j job.Job, ow
 			return err
 		})
 		log.Info("attempt stopped: lease lost or job cancelled", "cost_cents", cost.String(), "duration_ms", elapsed.Milliseconds())
+		w.count("LeasesLost", nil)
 		return w.finished(err, log)
 	case errors.Is(why, errJobDeadline):
 		class, detail = job.DeadlineExceeded, "the job's deadline passed during the call"
@@ -133,6 +140,7 @@ func (w *Worker) failed(ctx context.Context, m events.SQSMessage, j job.Job, own
 		log.Warn("setting the retry backoff failed; the message returns at its current visibility", "err", err)
 	}
 	log.Info("job released for retry", "error_class", class, "backoff_ms", d.Delay.Milliseconds())
+	w.count("JobsRetried", map[string]string{"ErrorClass": string(class)})
 	return outcomeKeep
 }
 
@@ -145,6 +153,9 @@ func (w *Worker) stop(ctx context.Context, j job.Job, owner string, class job.Er
 		return err
 	})
 	log.Info("job ended", "error_class", class, "state", class.FinalState())
+	if err == nil {
+		w.ended(class)
+	}
 	return w.finished(err, log)
 }
 
@@ -178,6 +189,14 @@ func (w *Worker) heartbeat(ctx, call context.Context, receipt, id, owner string,
 		default:
 			log.Warn("heartbeat: extending the lease failed", "err", err)
 		}
+	}
+}
+
+// spent reports money an attempt cost, in cents (metrics need no exactness;
+// the record keeps the exact amount).
+func (w *Worker) spent(c job.Nanocents) {
+	if c > 0 {
+		w.cfg.Metrics.Emit("CostCents", float64(c)/float64(job.NanosPerCent), "None", nil)
 	}
 }
 

@@ -50,6 +50,7 @@ func (w *Worker) poison(ctx context.Context, m events.SQSMessage, reason string,
 		return outcomeKeep
 	}
 	log.Warn("poison message dead-lettered", "reason", reason)
+	w.count("PoisonMessages", nil)
 	return outcomeDelete
 }
 
@@ -75,6 +76,7 @@ func (w *Worker) claim(ctx context.Context, m events.SQSMessage, id string, log 
 		switch d.Action {
 		case job.Drop:
 			log.Info("duplicate delivery absorbed by the claim", "state", cur.State)
+			w.count("DuplicatesAbsorbed", nil)
 			return outcomeDelete
 		case job.Wait:
 			// Another worker holds a live lease: hide the message until it
@@ -83,6 +85,7 @@ func (w *Worker) claim(ctx context.Context, m events.SQSMessage, id string, log 
 				log.Warn("hiding a message behind a live lease failed", "err", err)
 			}
 			log.Info("job held by another worker", "lease_left", d.Delay.String())
+			w.count("DuplicatesAbsorbed", nil)
 			return outcomeKeep
 		case job.Stop:
 			_, err := w.cfg.Store.End(ctx, job.End{ID: id, Now: now, Class: d.Class,
@@ -90,6 +93,7 @@ func (w *Worker) claim(ctx context.Context, m events.SQSMessage, id string, log 
 			switch job.ErrorCode(err) {
 			case "":
 				log.Info("job ended before an attempt", "error_class", d.Class)
+				w.ended(d.Class)
 				return outcomeDelete
 			case job.CodeConflict:
 				continue

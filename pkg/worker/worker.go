@@ -33,6 +33,15 @@ type Queue interface {
 	DeadLetter(ctx context.Context, body, reason string) error
 }
 
+// Metrics receives the worker's counters (CloudWatch EMF in Lambda).
+type Metrics interface {
+	Emit(metric string, value float64, unit string, dims map[string]string)
+}
+
+type noMetrics struct{}
+
+func (noMetrics) Emit(string, float64, string, map[string]string) {}
+
 // Route is a named way to run a model: which provider, which of its models,
 // at what price, with which timeout.
 type Route struct {
@@ -69,6 +78,7 @@ type Config struct {
 	Retention job.Retention
 	Clock     job.Clock
 	Logger    *slog.Logger
+	Metrics   Metrics
 	// Rand returns a number in [0,1) for backoff jitter.
 	Rand func() float64
 	// NewOwner returns a fresh lease token for each claim.
@@ -88,6 +98,9 @@ func New(cfg Config) *Worker {
 	}
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = noMetrics{}
 	}
 	if cfg.Clock == nil {
 		cfg.Clock = job.SystemClock{}
@@ -116,6 +129,19 @@ func (w *Worker) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 		}
 	}
 	return resp, nil
+}
+
+func (w *Worker) count(metric string, dims map[string]string) {
+	w.cfg.Metrics.Emit(metric, 1, "Count", dims)
+}
+
+// ended counts a job that reached a terminal state for good.
+func (w *Worker) ended(class job.ErrorClass) {
+	if class.FinalState() == job.Abandoned {
+		w.count("JobsAbandoned", map[string]string{"ErrorClass": string(class)})
+		return
+	}
+	w.count("JobsFailed", map[string]string{"ErrorClass": string(class)})
 }
 
 func randomOwner() string {

@@ -89,13 +89,34 @@ func (q *queue) last() visibility {
 	return q.visibility[len(q.visibility)-1]
 }
 
+type metrics struct {
+	mu     sync.Mutex
+	counts map[string]float64
+}
+
+func (m *metrics) Emit(name string, v float64, _ string, dims map[string]string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if c, ok := dims["ErrorClass"]; ok {
+		name += "/" + c
+	}
+	m.counts[name] += v
+}
+
+func (m *metrics) get(name string) float64 {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return m.counts[name]
+}
+
 type fixture struct {
-	t     *testing.T
-	store *memstore.Store
-	queue *queue
-	prov  *provider
-	w     *worker.Worker
-	price job.Price
+	metrics *metrics
+	t       *testing.T
+	store   *memstore.Store
+	queue   *queue
+	prov    *provider
+	w       *worker.Worker
+	price   job.Price
 }
 
 var timing = worker.Timing{
@@ -104,13 +125,14 @@ var timing = worker.Timing{
 }
 
 func setup(t *testing.T, step func(context.Context, model.Request, int) (model.Response, error)) *fixture {
-	f := &fixture{t: t, store: memstore.New(), queue: &queue{}, prov: newProvider(step)}
+	f := &fixture{t: t, store: memstore.New(), queue: &queue{}, prov: newProvider(step), metrics: &metrics{counts: map[string]float64{}}}
 	f.price, _ = job.PricePerMillion("1", "2") // 1000 and 2000 nanocents per token
 	f.w = worker.New(worker.Config{
 		Store: f.store, Queue: f.queue, Timing: timing, Clock: job.SystemClock{},
 		Retention: job.Retention{Succeeded: time.Hour, Failed: 24 * time.Hour},
 		Routes:    map[string]worker.Route{"default": {Provider: f.prov, Model: "m1", Price: f.price, Timeout: 2 * time.Second}},
 		Rand:      func() float64 { return 0 },
+		Metrics:   f.metrics,
 	})
 	return f
 }
@@ -203,6 +225,12 @@ func TestDuplicateDeliveriesNeverGenerateTwice(t *testing.T) {
 	if f.get(j.ID).Attempts != 1 {
 		t.Fatalf("attempts = %d, want 1", f.get(j.ID).Attempts)
 	}
+	if got := f.metrics.get("DuplicatesAbsorbed"); got != 3 {
+		t.Fatalf("DuplicatesAbsorbed = %v, want 3", got)
+	}
+	if got := f.metrics.get("JobsSucceeded"); got != 1 {
+		t.Fatalf("JobsSucceeded = %v, want 1", got)
+	}
 }
 
 func TestRetryableErrorReleasesWithBackoffAndKeepsCost(t *testing.T) {
@@ -242,6 +270,9 @@ func TestPermanentErrorFails(t *testing.T) {
 	got := f.get(j.ID)
 	if got.State != job.Failed || got.ErrorClass != job.ContentFiltered || got.Cost != 42 || got.Attempts != 1 {
 		t.Fatalf("job = %+v", got)
+	}
+	if f.metrics.get("JobsFailed/content_filtered") != 1 || f.metrics.get("CostCents") != 42e-9 {
+		t.Fatalf("metrics = %v", f.metrics.counts)
 	}
 }
 
@@ -304,6 +335,9 @@ func TestCancelReachesRunningCall(t *testing.T) {
 	got := f.get(j.ID)
 	if got.State != job.Abandoned || got.ErrorClass != job.Cancelled || got.Cost != 300 {
 		t.Fatalf("cancelled job must keep the discarded attempt's cost: %+v", got)
+	}
+	if f.metrics.get("LeasesLost") != 1 {
+		t.Fatalf("LeasesLost = %v, want 1", f.metrics.get("LeasesLost"))
 	}
 }
 
@@ -418,6 +452,9 @@ func TestPoisonMessagesGoToTheDLQOnce(t *testing.T) {
 	if len(r.BatchItemFailures) != 0 {
 		t.Fatalf("poison or finished messages must not loop: kept %v", failedIDs(r))
 	}
+	if f.metrics.get("PoisonMessages") != 5 {
+		t.Fatalf("PoisonMessages = %v, want 5", f.metrics.get("PoisonMessages"))
+	}
 	if len(f.queue.dead) != 5 {
 		t.Fatalf("dead-lettered %d (%v), want 5 (the finished job's duplicate is just deleted)", len(f.queue.dead), f.queue.dead)
 	}
@@ -431,5 +468,22 @@ func TestPoisonMessagesGoToTheDLQOnce(t *testing.T) {
 		if !found {
 			t.Errorf("no dead letter with %q in %v", want, f.queue.dead)
 		}
+	}
+}
+
+func TestShutdownMidCallIsATimeoutNotACancel(t *testing.T) {
+	f := setup(t, func(ctx context.Context, r model.Request, n int) (model.Response, error) {
+		<-ctx.Done()
+		return model.Response{}, &model.Error{Class: job.Cancelled, Cost: 5, Err: ctx.Err()}
+	})
+	j := f.create("k1", nil)
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(100*time.Millisecond, cancel)
+	resp, _ := f.w.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: "m0", ReceiptHandle: "r0", Body: body(j.ID)}}})
+	got := f.get(j.ID)
+	// The invocation ending is not the user cancelling: the attempt is
+	// recorded (on a detached context) and retried.
+	if got.State != job.Queued || got.ErrorClass != job.Timeout || got.Cost != 5 || len(resp.BatchItemFailures) != 1 {
+		t.Fatalf("job = %+v, kept = %v", got, failedIDs(resp))
 	}
 }

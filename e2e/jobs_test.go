@@ -1,0 +1,337 @@
+package e2e
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+)
+
+func TestJobSucceedsAndReplaysIdempotently(t *testing.T) {
+	t.Parallel()
+	s := startStack(t, nil)
+	body := `{"input":{"messages":[{"role":"user","content":"hello e2e"}],"max_tokens":50},"metadata":{"a":1,"b":2}}`
+	r := s.do("POST", "/jobs", "tenant-a", map[string]string{"Idempotency-Key": "k-1"}, body)
+	if r.status != http.StatusAccepted || r.header.Get("Location") != "/jobs/"+r.body["id"].(string) {
+		t.Fatalf("create: %d %v %s", r.status, r.header, r.raw)
+	}
+	id := r.body["id"].(string)
+	v := s.wait("tenant-a", id, 10*time.Second, "succeeded")
+	if num(v, "attempts") != "1" || v["error_class"] != nil || v["result"] == nil {
+		t.Fatalf("view: %v", v)
+	}
+	if got, want := num(v, "cost_cents"), s.fake.Billed(id).String(); got != want {
+		t.Fatalf("cost_cents = %s, the model billed %s", got, want)
+	}
+
+	// Same key, same input (keys reordered, other whitespace): the same job.
+	replay := `{ "metadata": {"b":2, "a":1}, "input": {"max_tokens":50, "messages":[{"content":"hello e2e","role":"user"}]} }`
+	r = s.do("POST", "/jobs", "tenant-a", map[string]string{"Idempotency-Key": "k-1"}, replay)
+	if r.status != http.StatusOK || r.header.Get("Idempotent-Replayed") != "true" || r.body["id"] != id || r.body["state"] != "succeeded" {
+		t.Fatalf("replay: %d %v %s", r.status, r.header, r.raw)
+	}
+	// Same key, any field changed: 422, and still one generation.
+	r = s.do("POST", "/jobs", "tenant-a", map[string]string{"Idempotency-Key": "k-1"}, strings.Replace(body, `"b":2`, `"b":3`, 1))
+	if r.status != http.StatusUnprocessableEntity || r.body["code"] != "idempotency_key_reused" {
+		t.Fatalf("reused key: %d %s", r.status, r.raw)
+	}
+	// Another tenant with the same key is another job; it cannot see tenant-a's.
+	other := s.submit("tenant-b", "k-1", body)
+	if other == id {
+		t.Fatal("two tenants share a job id")
+	}
+	miss := s.get("tenant-b", id)
+	unknown := s.get("tenant-b", "job_aaaaaaaaaaaaaaaaaaaaaaaaaa")
+	if miss.status != http.StatusNotFound || string(miss.raw) != string(unknown.raw) {
+		t.Fatalf("other tenant's job: %d %s, unknown: %s", miss.status, miss.raw, unknown.raw)
+	}
+	s.wait("tenant-b", other, 10*time.Second, "succeeded")
+	time.Sleep(300 * time.Millisecond)
+	if g := s.fake.Generations(id); g != 1 {
+		t.Fatalf("generations = %d, want 1", g)
+	}
+}
+
+func TestRetriesAreCountedAndPaidFor(t *testing.T) {
+	t.Parallel()
+	s := startStack(t, nil)
+	id := s.submit("t", "retry", jobBody("[[fake:fail=rate_limited*2]] try again", ""))
+	v := s.wait("t", id, 15*time.Second, "succeeded")
+	if num(v, "attempts") != "3" || v["error_class"] != nil {
+		t.Fatalf("view: %v", v)
+	}
+	if s.fake.Calls(id) != 3 || s.fake.Generations(id) != 1 {
+		t.Fatalf("calls %d generations %d, want 3 and 1", s.fake.Calls(id), s.fake.Generations(id))
+	}
+	if got, want := num(v, "cost_cents"), s.fake.Billed(id).String(); got != want || want == "0" {
+		t.Fatalf("cost over three attempts = %s, billed %s", got, want)
+	}
+}
+
+func TestPermanentErrorFailsAtOnce(t *testing.T) {
+	t.Parallel()
+	s := startStack(t, nil)
+	id := s.submit("t", "perm", jobBody("[[fake:fail=content_filtered]] nope", ""))
+	v := s.wait("t", id, 10*time.Second, "failed")
+	if v["error_class"] != "content_filtered" || num(v, "attempts") != "1" || s.fake.Calls(id) != 1 {
+		t.Fatalf("view: %v, calls %d", v, s.fake.Calls(id))
+	}
+}
+
+func TestRetriesStopAtMaxAttempts(t *testing.T) {
+	t.Parallel()
+	s := startStack(t, nil)
+	id := s.submit("t", "overloaded", jobBody("[[fake:fail=overloaded]] busy", `"max_attempts":2`))
+	v := s.wait("t", id, 15*time.Second, "failed")
+	if v["error_class"] != "overloaded" || num(v, "attempts") != "2" || s.fake.Calls(id) != 2 {
+		t.Fatalf("view: %v, calls %d", v, s.fake.Calls(id))
+	}
+	if got, want := num(v, "cost_cents"), s.fake.Billed(id).String(); got != want {
+		t.Fatalf("cost %s, billed %s", got, want)
+	}
+}
+
+func TestCancelReachesRunningCall(t *testing.T) {
+	t.Parallel()
+	s := startStack(t, nil)
+	id := s.submit("t", "cancel", jobBody("[[fake:hang]] forever", ""))
+	s.wait("t", id, 10*time.Second, "running")
+	r := s.do("POST", "/jobs/"+id+"/cancel", "t", nil, "")
+	if r.status != http.StatusOK || r.body["state"] != "abandoned" || r.body["error_class"] != "cancelled" {
+		t.Fatalf("cancel: %d %s", r.status, r.raw)
+	}
+	cancelledAt := time.Now()
+	// The call ends at the next heartbeat (100 ms) and its cost lands.
+	for {
+		v := s.get("t", id).body
+		if num(v, "cost_cents") != "0" {
+			if took := time.Since(cancelledAt); took > 2*time.Second {
+				t.Fatalf("cancel took %s to stop the call", took)
+			}
+			if got, want := num(v, "cost_cents"), s.fake.Billed(id).String(); got != want {
+				t.Fatalf("discarded attempt's cost %s, billed %s", got, want)
+			}
+			break
+		}
+		if time.Since(cancelledAt) > 3*time.Second {
+			t.Fatalf("the running call was not stopped: %v", v)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if s.fake.Generations(id) != 0 {
+		t.Fatal("a cancelled job completed a generation")
+	}
+	if again := s.do("POST", "/jobs/"+id+"/cancel", "t", nil, ""); again.status != http.StatusOK {
+		t.Fatalf("second cancel: %d", again.status)
+	}
+}
+
+func TestDeadlineAndBudgetAbandon(t *testing.T) {
+	t.Parallel()
+	s := startStack(t, nil)
+	late := s.submit("t", "deadline", jobBody("[[fake:hang]] slow", `"deadline_seconds":1`))
+	poor := s.submit("t", "budget", jobBody("cheap please", `"budget_cents":0.000001`))
+	v := s.wait("t", late, 10*time.Second, "abandoned")
+	if v["error_class"] != "deadline_exceeded" {
+		t.Fatalf("deadline: %v", v)
+	}
+	if got, want := num(v, "cost_cents"), s.fake.Billed(late).String(); got != want {
+		t.Fatalf("deadline cost %s, billed %s", got, want)
+	}
+	v = s.wait("t", poor, 10*time.Second, "abandoned")
+	if v["error_class"] != "budget_exhausted" || s.fake.Calls(poor) != 0 {
+		t.Fatalf("budget: %v, calls %d (an attempt that could overrun must never start)", v, s.fake.Calls(poor))
+	}
+}
+
+func TestDuplicateMessagesNeverGenerateTwice(t *testing.T) {
+	t.Parallel()
+	s := startStack(t, nil)
+	id := s.submit("t", "dups", jobBody("[[fake:latency=1500ms]] take your time", ""))
+	s.wait("t", id, 10*time.Second, "running")
+	for range 3 {
+		s.sendRaw(`{"job_id":"` + id + `"}`)
+	}
+	s.wait("t", id, 10*time.Second, "succeeded")
+	for range 3 {
+		s.sendRaw(`{"job_id":"` + id + `"}`)
+	}
+	s.drained(15 * time.Second)
+	v := s.get("t", id).body
+	if s.fake.Generations(id) != 1 || s.fake.Calls(id) != 1 || num(v, "attempts") != "1" {
+		t.Fatalf("generations %d calls %d attempts %v: duplicates must cost a DB round trip, not a generation",
+			s.fake.Generations(id), s.fake.Calls(id), v["attempts"])
+	}
+}
+
+func TestLeaseExpiredWhileFirstWorkerStillRuns(t *testing.T) {
+	t.Parallel()
+	// Heartbeats every 2 s, so the forced expiry below is not renewed
+	// before the second worker takes over.
+	s := startStack(t, map[string]string{"AIJOBS_HEARTBEAT": "2s", "AIJOBS_LEASE_TTL": "4s",
+		"AIJOBS_MODEL_TIMEOUT": "6s", "AIJOBS_WORKER_TIMEOUT": "10s", "AIJOBS_VISIBILITY_TIMEOUT": "12s"})
+	id := s.submit("t", "lease", jobBody("[[fake:latency=3s]] long call", ""))
+	s.wait("t", id, 10*time.Second, "running")
+	s.expireLease(id)
+	s.sendRaw(`{"job_id":"` + id + `"}`)
+	v := s.wait("t", id, 20*time.Second, "succeeded")
+	if num(v, "attempts") != "2" || s.fake.Calls(id) != 2 || s.fake.Generations(id) != 1 {
+		t.Fatalf("attempts %v calls %d generations %d: the stale owner must be stopped, not finish",
+			v["attempts"], s.fake.Calls(id), s.fake.Generations(id))
+	}
+	// The stale owner's discarded attempt is paid for too; its cost lands
+	// when it notices (its next heartbeat).
+	deadline := time.Now().Add(5 * time.Second)
+	for num(s.get("t", id).body, "cost_cents") != s.fake.Billed(id).String() {
+		if time.Now().After(deadline) {
+			t.Fatalf("cost %s, billed %s", num(s.get("t", id).body, "cost_cents"), s.fake.Billed(id))
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+}
+
+func TestPoisonMessagesAreDeadLetteredNotLooped(t *testing.T) {
+	t.Parallel()
+	s := startStack(t, nil)
+	done := s.submit("t", "done", jobBody("finish me", ""))
+	s.wait("t", done, 10*time.Second, "succeeded")
+	s.sendRaw("this is not json")
+	s.sendRaw(`{"job_id":"job_aaaaaaaaaaaaaaaaaaaaaaaaaa"}`)
+	s.sendRaw(`{"job_id":"` + done + `"}`)
+	s.drained(15 * time.Second)
+	reasons := s.deadLetterReasons(2, 10*time.Second)
+	if len(reasons) != 2 || !contains(reasons, "unparseable") || !contains(reasons, "job_not_found") {
+		t.Fatalf("dead letter reasons = %v", reasons)
+	}
+	if s.fake.Calls(done) != 1 {
+		t.Fatalf("finished job called %d times", s.fake.Calls(done))
+	}
+}
+
+func TestBadInputLeavesNothingBehind(t *testing.T) {
+	t.Parallel()
+	s := startStack(t, nil)
+	key := map[string]string{"Idempotency-Key": "bad"}
+	cases := []struct {
+		name, method, path, tenant string
+		headers                    map[string]string
+		body                       string
+		status                     int
+		code                       string
+	}{
+		{"no key", "POST", "/jobs", "t", nil, jobBody("x", ""), 400, "invalid_request"},
+		{"oversized key", "POST", "/jobs", "t", map[string]string{"Idempotency-Key": strings.Repeat("k", 256)}, jobBody("x", ""), 400, "invalid_request"},
+		{"malformed json", "POST", "/jobs", "t", key, `{"input":`, 400, "invalid_request"},
+		{"array", "POST", "/jobs", "t", key, `[1,2]`, 400, "invalid_request"},
+		{"missing input", "POST", "/jobs", "t", key, `{"model":"default"}`, 400, "invalid_request"},
+		{"unknown field", "POST", "/jobs", "t", key, `{"input":{"messages":[{"role":"user","content":"x"}]},"colour":"red"}`, 400, "invalid_request"},
+		{"out of range", "POST", "/jobs", "t", key, jobBody("x", `"max_attempts":1000`), 400, "invalid_request"},
+		{"2 MiB body", "POST", "/jobs", "t", key, `{"input":"` + strings.Repeat("a", 2<<20) + `"}`, 413, "payload_too_large"},
+		{"no tenant", "POST", "/jobs", "", key, jobBody("x", ""), 401, "unauthorized"},
+		{"garbage id", "GET", "/jobs/%00%ff..", "t", nil, "", 400, "invalid_request"},
+		{"oversized id", "GET", "/jobs/job_" + strings.Repeat("a", 300), "t", nil, "", 400, "invalid_request"},
+		{"wrong method", "DELETE", "/jobs", "t", nil, "", 405, "method_not_allowed"},
+		{"wrong method on job", "PUT", "/jobs/job_aaaaaaaaaaaaaaaaaaaaaaaaaa", "t", nil, "", 405, "method_not_allowed"},
+		{"unknown path", "GET", "/nope", "t", nil, "", 404, "not_found"},
+		{"unknown job", "GET", "/jobs/job_aaaaaaaaaaaaaaaaaaaaaaaaaa", "t", nil, "", 404, "not_found"},
+		{"cancel unknown", "POST", "/jobs/job_aaaaaaaaaaaaaaaaaaaaaaaaaa/cancel", "t", nil, "", 404, "not_found"},
+	}
+	for _, c := range cases {
+		r := s.do(c.method, c.path, c.tenant, c.headers, c.body)
+		if r.status != c.status || r.body["code"] != c.code || !strings.HasPrefix(r.header.Get("Content-Type"), "application/problem+json") {
+			t.Errorf("%s: %d %s %q, want %d %s", c.name, r.status, r.header.Get("Content-Type"), r.raw, c.status, c.code)
+		}
+	}
+	out, err := s.ddb.Scan(context.Background(), &awsddb.ScanInput{TableName: aws.String(s.app.Config.Table), Select: ddbtypes.SelectCount})
+	if err != nil || out.Count != 0 {
+		t.Fatalf("bad input left %d records behind (%v)", out.Count, err)
+	}
+	if n := s.queueDepth(); n != 0 {
+		t.Fatalf("bad input left %d messages behind", n)
+	}
+}
+
+// drained waits until the job queue holds no message, visible or not.
+func (s *stack) drained(timeout time.Duration) {
+	s.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for s.queueDepth() != 0 {
+		if time.Now().After(deadline) {
+			s.t.Fatalf("queue still holds %d messages after %s", s.queueDepth(), timeout)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func (s *stack) queueDepth() int {
+	s.t.Helper()
+	out, err := s.sqs.GetQueueAttributes(context.Background(), &awssqs.GetQueueAttributesInput{
+		QueueUrl: aws.String(s.app.Config.QueueURL),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible},
+	})
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	n := 0
+	for _, v := range out.Attributes {
+		var k int
+		for _, c := range v {
+			k = k*10 + int(c-'0')
+		}
+		n += k
+	}
+	return n
+}
+
+func (s *stack) deadLetterReasons(want int, timeout time.Duration) []string {
+	s.t.Helper()
+	var reasons []string
+	deadline := time.Now().Add(timeout)
+	for len(reasons) < want && time.Now().Before(deadline) {
+		out, err := s.sqs.ReceiveMessage(context.Background(), &awssqs.ReceiveMessageInput{
+			QueueUrl: aws.String(s.app.Config.DLQURL), MaxNumberOfMessages: 10, WaitTimeSeconds: 1,
+			MessageAttributeNames: []string{"All"}, VisibilityTimeout: 30,
+		})
+		if err != nil {
+			s.t.Fatal(err)
+		}
+		for _, m := range out.Messages {
+			reasons = append(reasons, aws.ToString(m.MessageAttributes["aijobs_reason"].StringValue))
+		}
+	}
+	return reasons
+}
+
+// expireLease moves a running job's lease into the past, as if its worker
+// had stalled past it, without touching the owner.
+func (s *stack) expireLease(id string) {
+	s.t.Helper()
+	_, err := s.ddb.UpdateItem(context.Background(), &awsddb.UpdateItemInput{
+		TableName:                 aws.String(s.app.Config.Table),
+		Key:                       map[string]ddbtypes.AttributeValue{"id": &ddbtypes.AttributeValueMemberS{Value: id}},
+		UpdateExpression:          aws.String("SET lease_until_ms = :past"),
+		ConditionExpression:       aws.String("#s = :running"),
+		ExpressionAttributeNames:  map[string]string{"#s": "state"},
+		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":past": &ddbtypes.AttributeValueMemberN{Value: "1"}, ":running": &ddbtypes.AttributeValueMemberS{Value: "running"}},
+	})
+	if err != nil {
+		s.t.Fatalf("expire lease: %v", err)
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}

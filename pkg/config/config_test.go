@@ -1,0 +1,106 @@
+package config_test
+
+import (
+	"flag"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aijobs/aijobs/pkg/config"
+	"github.com/aijobs/aijobs/pkg/job"
+)
+
+func env(kv map[string]string) func(string) string { return func(k string) string { return kv[k] } }
+
+func TestDefaults(t *testing.T) {
+	c, err := config.Load(env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Provider.Kind != "fake" || c.Table != "aijobs-jobs" || c.Listen != "127.0.0.1:8080" || c.Region != "us-east-1" || c.Metrics != "emf" {
+		t.Fatalf("defaults: %+v", c)
+	}
+	if c.Provider.Price.InputPerToken != 150 || c.Provider.Price.OutputPerToken != 600 {
+		t.Fatalf("default price %+v, want 15 and 60 cents per million = 150 and 600 nanocents per token", c.Provider.Price)
+	}
+	if c.Provider.Timeout != 120*time.Second || c.Settings.ModelTimeout != c.Provider.Timeout || !c.Provider.Stream {
+		t.Fatalf("provider: %+v", c.Provider)
+	}
+}
+
+func TestOpenAIBaseURLSwitchesTheDefaultRoute(t *testing.T) {
+	c, err := config.Load(env(map[string]string{"OPENAI_BASE_URL": "http://127.0.0.1:11434/v1", "OPENAI_API_KEY": "sk-secret"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Provider.Kind != "openai" || c.Provider.BaseURL != "http://127.0.0.1:11434/v1" || c.Provider.APIKey != "sk-secret" {
+		t.Fatalf("provider: %+v", c.Provider)
+	}
+	if _, err := config.Load(env(map[string]string{"AIJOBS_MODEL_PROVIDER": "openai"})); err == nil {
+		t.Fatal("openai without a base URL must be refused")
+	}
+}
+
+func TestOverridesAndRefusals(t *testing.T) {
+	c, err := config.Load(env(map[string]string{
+		"AIJOBS_PREFIX": "p", "AIJOBS_HEARTBEAT": "1s", "AIJOBS_LEASE_TTL": "3s", "AIJOBS_MAX_BUDGET_CENTS": "12.5",
+		"AIJOBS_BATCH_SIZE": "10", "AIJOBS_PRICE_OUTPUT": "7.5",
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Table != "p-jobs" || c.Settings.Heartbeat != time.Second || c.Settings.Limits.MaxBudget != job.Cents(12)+job.NanosPerCent/2 ||
+		c.Settings.BatchSize != 10 || c.Provider.Price.OutputPerToken != 75 {
+		t.Fatalf("overrides: %+v", c)
+	}
+	for name, kv := range map[string]map[string]string{
+		"bad duration":      {"AIJOBS_HEARTBEAT": "often"},
+		"bad number":        {"AIJOBS_BATCH_SIZE": "ten"},
+		"batch too big":     {"AIJOBS_BATCH_SIZE": "11"},
+		"timing rule":       {"AIJOBS_VISIBILITY_TIMEOUT": "10s"},
+		"bad provider":      {"AIJOBS_MODEL_PROVIDER": "magic"},
+		"price precision":   {"AIJOBS_PRICE_INPUT": "0.0001"},
+		"bad metrics":       {"AIJOBS_METRICS": "statsd"},
+		"bad bool":          {"AIJOBS_OPENAI_STREAM": "maybe"},
+		"negative duration": {"AIJOBS_LEASE_TTL": "-1s"},
+	} {
+		if _, err := config.Load(env(kv)); err == nil {
+			t.Errorf("%s: accepted %v", name, kv)
+		}
+	}
+}
+
+func TestSecretsNeverInErrors(t *testing.T) {
+	_, err := config.Load(env(map[string]string{"OPENAI_API_KEY": "sk-live-123", "AIJOBS_HEARTBEAT": "x"}))
+	if err == nil || strings.Contains(err.Error(), "sk-live-123") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+var updateREADME = flag.Bool("update-readme", false, "rewrite README.md's configuration table")
+
+// TestREADMEDocumentsEveryVariable keeps the README's table equal to vars.go.
+// Regenerate it with: go test ./pkg/config -run README -update-readme
+func TestREADMEDocumentsEveryVariable(t *testing.T) {
+	const path, begin, end = "../../README.md", "<!-- config-table -->\n", "<!-- /config-table -->"
+	readme, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := string(readme)
+	i, j := strings.Index(s, begin), strings.Index(s, end)
+	if i < 0 || j < i {
+		t.Fatalf("README.md lacks the %q ... %q markers", begin, end)
+	}
+	want := s[:i+len(begin)] + config.Markdown() + s[j:]
+	if *updateREADME {
+		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	if want != s {
+		t.Fatal("README.md's configuration table is out of date: go test ./pkg/config -run README -update-readme")
+	}
+}
