@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -282,9 +283,9 @@ func (s *stack) queueDepth() int {
 	}
 	n := 0
 	for _, v := range out.Attributes {
-		var k int
-		for _, c := range v {
-			k = k*10 + int(c-'0')
+		k, err := strconv.Atoi(v)
+		if err != nil {
+			s.t.Fatalf("queue attribute %q: %v", v, err)
 		}
 		n += k
 	}

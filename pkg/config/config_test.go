@@ -21,8 +21,8 @@ func TestDefaults(t *testing.T) {
 	if c.Provider.Kind != "fake" || c.Table != "aijobs-jobs" || c.Listen != "127.0.0.1:8080" || c.Region != "us-east-1" || c.Metrics != "emf" {
 		t.Fatalf("defaults: %+v", c)
 	}
-	if c.Provider.Price.InputPerToken != 150 || c.Provider.Price.OutputPerToken != 600 {
-		t.Fatalf("default price %+v, want 15 and 60 cents per million = 150 and 600 nanocents per token", c.Provider.Price)
+	if c.Provider.Price.InputPerToken != 15000 || c.Provider.Price.OutputPerToken != 60000 {
+		t.Fatalf("default price %+v, want 15 and 60 cents per million = 15000 and 60000 nanocents per token", c.Provider.Price)
 	}
 	if c.Provider.Timeout != 120*time.Second || c.Settings.ModelTimeout != c.Provider.Timeout || !c.Provider.Stream {
 		t.Fatalf("provider: %+v", c.Provider)
@@ -44,14 +44,14 @@ func TestOpenAIBaseURLSwitchesTheDefaultRoute(t *testing.T) {
 
 func TestOverridesAndRefusals(t *testing.T) {
 	c, err := config.Load(env(map[string]string{
-		"AIJOBS_PREFIX": "p", "AIJOBS_HEARTBEAT": "1s", "AIJOBS_LEASE_TTL": "3s", "AIJOBS_MAX_BUDGET_CENTS": "12.5",
+		"AIJOBS_PREFIX": "p", "AIJOBS_HEARTBEAT": "1s", "AIJOBS_LEASE_TTL": "3s", "AIJOBS_MAX_BUDGET_CENTS": "12.5", "AIJOBS_DEFAULT_BUDGET_CENTS": "10",
 		"AIJOBS_BATCH_SIZE": "10", "AIJOBS_PRICE_OUTPUT": "7.5",
 	}))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if c.Table != "p-jobs" || c.Settings.Heartbeat != time.Second || c.Settings.Limits.MaxBudget != job.Cents(12)+job.NanosPerCent/2 ||
-		c.Settings.BatchSize != 10 || c.Provider.Price.OutputPerToken != 75 {
+		c.Settings.BatchSize != 10 || c.Provider.Price.OutputPerToken != 7500 {
 		t.Fatalf("overrides: %+v", c)
 	}
 	for name, kv := range map[string]map[string]string{

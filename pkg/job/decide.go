@@ -80,9 +80,18 @@ func Backoff(attempt int, base, max time.Duration, r float64) time.Duration {
 	if attempt < 1 {
 		attempt = 1
 	}
+	if !(r >= 0) { // negative or NaN
+		r = 0
+	} else if r > 1 {
+		r = 1
+	}
 	d := float64(base) * math.Pow(2, float64(attempt-1))
 	if d > float64(max) || math.IsInf(d, 0) {
 		d = float64(max)
 	}
-	return time.Duration(d/2 + r*d/2)
+	out := d/2 + r*d/2
+	if out >= float64(math.MaxInt64) { // float64(max) may round up past it
+		return max
+	}
+	return time.Duration(out)
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"io"
 )
 
 // Canonical re-encodes a JSON document with object keys sorted and
@@ -17,6 +18,10 @@ func Canonical(doc []byte) ([]byte, error) {
 	var v any
 	if err := dec.Decode(&v); err != nil {
 		return nil, fmt.Errorf("canonical json: %w", err)
+	}
+	// One document, nothing after it: "{} garbage" is not the same body as "{}".
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, fmt.Errorf("canonical json: data after the JSON value")
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)

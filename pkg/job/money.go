@@ -21,14 +21,15 @@ func Cents(c int64) Nanocents { return Nanocents(c) * NanosPerCent }
 // String formats the amount as decimal cents with no trailing zeros: "0.42".
 func (n Nanocents) String() string {
 	neg := n < 0
+	// The magnitude as uint64, so the most negative amount has one too.
+	u := uint64(n)
 	if neg {
-		n = -n
+		u = -u
 	}
-	whole := int64(n / NanosPerCent)
-	frac := int64(n % NanosPerCent)
-	s := strconv.FormatInt(whole, 10)
+	whole, frac := u/uint64(NanosPerCent), u%uint64(NanosPerCent)
+	s := strconv.FormatUint(whole, 10)
 	if frac != 0 {
-		f := strconv.FormatInt(frac, 10)
+		f := strconv.FormatUint(frac, 10)
 		f = strings.Repeat("0", 9-len(f)) + f
 		s += "." + strings.TrimRight(f, "0")
 	}
@@ -41,8 +42,12 @@ func (n Nanocents) String() string {
 // MarshalJSON writes the amount as a JSON number of cents, exactly.
 func (n Nanocents) MarshalJSON() ([]byte, error) { return []byte(n.String()), nil }
 
-// UnmarshalJSON reads a JSON number of cents, exactly.
+// UnmarshalJSON reads a JSON number of cents, exactly. Like encoding/json
+// itself, it leaves the amount alone on null.
 func (n *Nanocents) UnmarshalJSON(b []byte) error {
+	if string(b) == "null" {
+		return nil
+	}
 	v, err := ParseCents(string(b))
 	if err != nil {
 		return err

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -49,14 +50,27 @@ type Input struct {
 	Temperature *float64  `json:"temperature,omitempty"`
 }
 
+// createBody is the top level of a create body. The numbers stay raw so a
+// quoted number ("10") is refused: encoding/json would accept a string into a
+// json.Number field.
 type createBody struct {
 	Model           *string          `json:"model"`
 	Input           *json.RawMessage `json:"input"`
-	DeadlineSeconds *json.Number     `json:"deadline_seconds"`
-	BudgetCents     *json.Number     `json:"budget_cents"`
-	MaxAttempts     *json.Number     `json:"max_attempts"`
+	DeadlineSeconds *json.RawMessage `json:"deadline_seconds"`
+	BudgetCents     *json.RawMessage `json:"budget_cents"`
+	MaxAttempts     *json.RawMessage `json:"max_attempts"`
 	Metadata        *json.RawMessage `json:"metadata"`
 }
+
+// The member names each object of a create body may hold, matched exactly:
+// encoding/json matches names case-insensitively, so without this check
+// "Input" or "MAX_ATTEMPTS" would pass for a known field (and hash as a
+// different body than the same request spelled correctly).
+var (
+	bodyFields    = []string{"model", "input", "deadline_seconds", "budget_cents", "max_attempts", "metadata"}
+	inputFields   = []string{"messages", "max_tokens", "temperature"}
+	messageFields = []string{"role", "content"}
+)
 
 // CreateRequest is a validated POST /jobs, defaults applied.
 type CreateRequest struct {
@@ -110,6 +124,9 @@ func ParseCreate(tenant, key string, body []byte, l Limits) (CreateRequest, erro
 		return CreateRequest{}, invalid("", "the body must be a JSON object")
 	}
 	var b createBody
+	if err := exactKeys(trimmed, "", bodyFields); err != nil {
+		return CreateRequest{}, err
+	}
 	if err := strictDecode(trimmed, &b); err != nil {
 		return CreateRequest{}, err
 	}
@@ -141,8 +158,12 @@ func ParseCreate(tenant, key string, body []byte, l Limits) (CreateRequest, erro
 		return r, err
 	}
 	r.Budget = l.DefaultBudget
-	if b.BudgetCents != nil {
-		v, perr := ParseCents(b.BudgetCents.String())
+	budget, ok, err := number("budget_cents", b.BudgetCents)
+	if err != nil {
+		return r, err
+	}
+	if ok {
+		v, perr := ParseCents(budget)
 		if perr != nil || v <= 0 || v > l.MaxBudget {
 			return r, invalid("budget_cents", "budget_cents must be a decimal number of cents above 0 and at most %s", l.MaxBudget)
 		}
@@ -165,6 +186,9 @@ func parseInput(raw json.RawMessage, l Limits, r *CreateRequest) error {
 	t := bytes.TrimSpace(raw)
 	if len(t) == 0 || t[0] != '{' {
 		return invalid("input", "input must be a JSON object")
+	}
+	if err := inputKeys(t); err != nil {
+		return err
 	}
 	if err := strictDecode(t, &r.Input); err != nil {
 		var e *Error
@@ -231,12 +255,77 @@ func strictDecode(b []byte, v any) error {
 	return nil
 }
 
-func boundedInt(field string, n *json.Number, def, lo, hi int) (int, error) {
-	if n == nil {
+// exactKeys refuses a member of the JSON object b whose name is not, byte
+// for byte, one of allowed, naming it prefix+name. Anything that is not an
+// object is left to strictDecode, which names the type error.
+func exactKeys(b []byte, prefix string, allowed []string) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+		return nil
+	}
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return nil
+		}
+		k, _ := t.(string)
+		if !contains(allowed, k) {
+			return invalid(prefix+k, "unknown field %q", truncate(prefix+k, 64))
+		}
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return nil
+		}
+	}
+	return nil
+}
+
+// inputKeys applies exactKeys to the input object and to each message.
+func inputKeys(b []byte) error {
+	if err := exactKeys(b, "input.", inputFields); err != nil {
+		return err
+	}
+	var in struct {
+		Messages json.RawMessage `json:"messages"`
+	}
+	var msgs []json.RawMessage
+	if json.Unmarshal(b, &in) != nil || json.Unmarshal(in.Messages, &msgs) != nil {
+		return nil
+	}
+	for i, m := range msgs {
+		if err := exactKeys(m, fmt.Sprintf("input.messages[%d].", i), messageFields); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// number returns the literal of an optional JSON number member; absent and
+// null are "not given". A string, even one that holds digits, is refused.
+func number(field string, raw *json.RawMessage) (string, bool, error) {
+	if raw == nil {
+		return "", false, nil
+	}
+	s := string(bytes.TrimSpace(*raw))
+	switch {
+	case s == "null":
+		return "", false, nil
+	case s == "" || s[0] != '-' && (s[0] < '0' || s[0] > '9'):
+		return "", false, invalid(field, "%s must be a JSON number", field)
+	}
+	return s, true, nil
+}
+
+func boundedInt(field string, raw *json.RawMessage, def, lo, hi int) (int, error) {
+	s, ok, err := number(field, raw)
+	if err != nil {
+		return 0, err
+	}
+	if !ok {
 		return def, nil
 	}
-	var v int
-	if _, err := fmt.Sscanf(n.String(), "%d", &v); err != nil || fmt.Sprint(v) != n.String() || v < lo || v > hi {
+	v, err := strconv.Atoi(s)
+	if err != nil || v < lo || v > hi {
 		return 0, invalid(field, "%s must be a whole number between %d and %d", field, lo, hi)
 	}
 	return v, nil

@@ -144,7 +144,9 @@ func heldBy(j Job, owner string) bool {
 func NextUpdate(prev, now time.Time) time.Time {
 	now = Millis(now)
 	if !now.After(prev) {
-		return prev.Add(time.Millisecond)
+		// Millis first, so the result keeps the store's precision even if
+		// prev did not; it is still strictly after prev.
+		return Millis(prev).Add(time.Millisecond)
 	}
 	return now
 }
@@ -161,8 +163,20 @@ func (c Claim) Apply(j Job) Job {
 
 // Apply returns j after the heartbeat.
 func (h Heartbeat) Apply(j Job) Job {
-	j.LeaseUntil, j.Progress = Millis(h.LeaseUntil), h.Progress
+	j.LeaseUntil, j.Progress = Millis(h.LeaseUntil), clampProgress(h.Progress)
 	return touch(j, h.Now)
+}
+
+// clampProgress keeps progress in 0..1 (DESIGN 2) whatever the estimate
+// said: a provider may stream more tokens than asked for.
+func clampProgress(p float64) float64 {
+	switch {
+	case p > 1:
+		return 1
+	case p >= 0:
+		return p
+	}
+	return 0 // negative or NaN
 }
 
 // Apply returns j after the success.

@@ -6,6 +6,8 @@ package settings
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/aijobs/aijobs/pkg/job"
@@ -135,12 +137,19 @@ func (s Settings) Validate() error {
 	check(s.MaxConcurrency >= 2, "maximum concurrency %d below 2 (the Lambda minimum)", s.MaxConcurrency)
 	check(s.FailureShards >= 1, "failure shards below 1")
 	check(s.BackoffBase > 0 && s.BackoffMax >= s.BackoffBase, "backoff base/max out of order")
-	check(s.Limits.DefaultMaxAttempts <= s.Limits.MaxMaxAttempts, "default max attempts above the limit")
-	check(s.Limits.DefaultDeadline <= s.Limits.MaxDeadline, "default deadline above the limit")
-	check(s.Limits.DefaultBudget <= s.Limits.MaxBudget, "default budget above the limit")
-	check(s.Limits.DefaultMaxTokens <= s.Limits.MaxMaxTokens, "default max tokens above the limit")
+	check(s.Retention.Succeeded > 0 && s.Retention.Failed >= s.Retention.Succeeded,
+		"retention %s (succeeded) / %s (failed) must be positive, failed at least as long", s.Retention.Succeeded, s.Retention.Failed)
+	// ParseCreate applies the defaults without checking them, so a default
+	// outside its own bounds would create jobs no claim can ever take.
+	l := s.Limits
+	check(l.DefaultMaxAttempts >= 1 && l.DefaultMaxAttempts <= l.MaxMaxAttempts, "default max attempts %d outside 1..%d", l.DefaultMaxAttempts, l.MaxMaxAttempts)
+	check(l.DefaultDeadline >= time.Second && l.DefaultDeadline <= l.MaxDeadline, "default deadline %s outside 1s..%s", l.DefaultDeadline, l.MaxDeadline)
+	check(l.DefaultBudget > 0 && l.DefaultBudget <= l.MaxBudget, "default budget %s cents outside (0, %s]", l.DefaultBudget, l.MaxBudget)
+	check(l.DefaultMaxTokens >= 1 && l.DefaultMaxTokens <= l.MaxMaxTokens, "default max tokens %d outside 1..%d", l.DefaultMaxTokens, l.MaxMaxTokens)
+	check(l.MaxMessages >= 1, "max messages %d below 1", l.MaxMessages)
+	check(slices.Contains(l.Models, l.DefaultModel), "default model %q is not among the models %q", l.DefaultModel, l.Models)
 	if len(errs) > 0 {
-		return fmt.Errorf("settings: %v", errs)
+		return fmt.Errorf("settings: %s", strings.Join(errs, "; "))
 	}
 	return nil
 }

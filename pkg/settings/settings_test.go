@@ -1,0 +1,169 @@
+package settings_test
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/settings"
+)
+
+func TestDefaultsValidate(t *testing.T) {
+	if err := settings.Defaults().Validate(); err != nil {
+		t.Fatalf("Defaults().Validate() = %v", err)
+	}
+}
+
+func TestValidateRefuses(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*settings.Settings)
+		want   string // a phrase naming the broken rule
+	}{
+		{"empty prefix", func(s *settings.Settings) { s.Prefix = "" }, "prefix is empty"},
+		{"visibility below worker timeout", func(s *settings.Settings) { s.VisibilityTimeout = s.WorkerTimeout - time.Second }, "visibility timeout"},
+		{"visibility misses the batching window", func(s *settings.Settings) { s.VisibilityTimeout = s.WorkerTimeout + s.BatchWindow - time.Second }, "batching window"},
+		{"attempt + margin over worker timeout", func(s *settings.Settings) {
+			s.ModelTimeout = s.WorkerTimeout - s.AttemptMargin - s.LambdaMargin + time.Second
+		}, "attempt timeout"},
+		{"lambda margin too big", func(s *settings.Settings) { s.LambdaMargin = s.WorkerTimeout }, "lambda margin"},
+		{"max receive count = 2x max attempts", func(s *settings.Settings) { s.MaxReceiveCount = 2 * s.Limits.MaxMaxAttempts }, "max receive count"},
+		{"max receive count below max attempts", func(s *settings.Settings) { s.MaxReceiveCount = s.Limits.MaxMaxAttempts }, "max receive count"},
+		{"more max attempts than receives allow", func(s *settings.Settings) { s.Limits.MaxMaxAttempts = s.MaxReceiveCount / 2 }, "max receive count"},
+		{"DLQ retention = queue retention", func(s *settings.Settings) { s.DLQRetention = s.QueueRetention }, "DLQ retention"},
+		{"DLQ retention < queue retention", func(s *settings.Settings) { s.DLQRetention = s.QueueRetention - time.Hour }, "DLQ retention"},
+		{"lease TTL < 2 heartbeats", func(s *settings.Settings) { s.LeaseTTL = 2*s.Heartbeat - time.Millisecond }, "lease TTL"},
+		{"no heartbeat", func(s *settings.Settings) { s.Heartbeat = 0 }, "lease TTL"},
+		{"batch size 0", func(s *settings.Settings) { s.BatchSize = 0 }, "batch size 0"},
+		{"batch size 11", func(s *settings.Settings) { s.BatchSize = 11 }, "batch size 11"},
+		{"max concurrency 1", func(s *settings.Settings) { s.MaxConcurrency = 1 }, "maximum concurrency 1"},
+		{"failure shards 0", func(s *settings.Settings) { s.FailureShards = 0 }, "failure shards"},
+		{"backoff base 0", func(s *settings.Settings) { s.BackoffBase = 0 }, "backoff"},
+		{"backoff max < base", func(s *settings.Settings) { s.BackoffMax = s.BackoffBase - 1 }, "backoff"},
+		{"no succeeded retention", func(s *settings.Settings) { s.Retention.Succeeded = 0 }, "retention"},
+		{"failed kept shorter than succeeded", func(s *settings.Settings) { s.Retention.Failed = s.Retention.Succeeded - time.Hour }, "retention"},
+		{"default attempts above max", func(s *settings.Settings) { s.Limits.DefaultMaxAttempts = s.Limits.MaxMaxAttempts + 1 }, "default max attempts"},
+		{"default attempts 0", func(s *settings.Settings) { s.Limits.DefaultMaxAttempts = 0 }, "default max attempts"},
+		{"default deadline above max", func(s *settings.Settings) { s.Limits.DefaultDeadline = s.Limits.MaxDeadline + time.Second }, "default deadline"},
+		{"default deadline below 1s", func(s *settings.Settings) { s.Limits.DefaultDeadline = time.Second - 1 }, "default deadline"},
+		{"default budget above max", func(s *settings.Settings) { s.Limits.DefaultBudget = s.Limits.MaxBudget + 1 }, "default budget"},
+		{"default budget 0", func(s *settings.Settings) { s.Limits.DefaultBudget = 0 }, "default budget"},
+		{"default max tokens above max", func(s *settings.Settings) { s.Limits.DefaultMaxTokens = s.Limits.MaxMaxTokens + 1 }, "default max tokens"},
+		{"default max tokens 0", func(s *settings.Settings) { s.Limits.DefaultMaxTokens = 0 }, "default max tokens"},
+		{"no messages allowed", func(s *settings.Settings) { s.Limits.MaxMessages = 0 }, "max messages"},
+		{"default model not routable", func(s *settings.Settings) { s.Limits.DefaultModel = "other" }, "default model"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := settings.Defaults()
+			tt.change(&s)
+			err := s.Validate()
+			if err == nil {
+				t.Fatal("Validate() = nil")
+			}
+			if !strings.Contains(err.Error(), tt.want) {
+				t.Errorf("Validate() = %q, want it to name %q", err, tt.want)
+			}
+		})
+	}
+}
+
+// The boundaries of each timing rule are accepted.
+func TestValidateBoundaries(t *testing.T) {
+	tests := []struct {
+		name   string
+		change func(*settings.Settings)
+	}{
+		{"visibility = worker timeout + window", func(s *settings.Settings) { s.VisibilityTimeout = s.WorkerTimeout + s.BatchWindow }},
+		{"attempt + margin = worker timeout", func(s *settings.Settings) { s.ModelTimeout = s.WorkerTimeout - s.AttemptMargin - s.LambdaMargin }},
+		{"max receive count = 2x max attempts + 1", func(s *settings.Settings) { s.MaxReceiveCount = 2*s.Limits.MaxMaxAttempts + 1 }},
+		{"DLQ retention = queue retention + 1s", func(s *settings.Settings) { s.DLQRetention = s.QueueRetention + time.Second }},
+		{"lease TTL = 2 heartbeats", func(s *settings.Settings) { s.LeaseTTL = 2 * s.Heartbeat }},
+		{"batch size 1", func(s *settings.Settings) { s.BatchSize = 1 }},
+		{"batch size 10", func(s *settings.Settings) { s.BatchSize = 10 }},
+		{"max concurrency 2", func(s *settings.Settings) { s.MaxConcurrency = 2 }},
+		{"defaults equal to their limits", func(s *settings.Settings) {
+			l := &s.Limits
+			l.DefaultMaxAttempts, l.DefaultDeadline, l.DefaultBudget, l.DefaultMaxTokens = l.MaxMaxAttempts, l.MaxDeadline, l.MaxBudget, l.MaxMaxTokens
+		}},
+		{"equal retentions", func(s *settings.Settings) { s.Retention.Failed = s.Retention.Succeeded }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := settings.Defaults()
+			tt.change(&s)
+			if err := s.Validate(); err != nil {
+				t.Errorf("Validate() = %v", err)
+			}
+		})
+	}
+}
+
+func TestValidateReportsEveryViolation(t *testing.T) {
+	s := settings.Defaults()
+	s.BatchSize, s.MaxConcurrency, s.Prefix = 0, 1, ""
+	err := s.Validate()
+	if err == nil {
+		t.Fatal("Validate() = nil")
+	}
+	for _, want := range []string{"prefix is empty", "batch size 0", "maximum concurrency 1"} {
+		if !strings.Contains(err.Error(), want) {
+			t.Errorf("Validate() = %q, missing %q", err, want)
+		}
+	}
+	if n := strings.Count(err.Error(), "; "); n != 2 {
+		t.Errorf("Validate() = %q: want 3 violations separated by \"; \"", err)
+	}
+}
+
+func TestAttemptTimeout(t *testing.T) {
+	s := settings.Defaults()
+	s.ModelTimeout, s.AttemptMargin = 120*time.Second, 10*time.Second
+	tests := []struct {
+		rungs int
+		want  time.Duration
+	}{
+		{1, 130 * time.Second},
+		{3, 370 * time.Second},
+		{0, 130 * time.Second},
+		{-2, 130 * time.Second},
+	}
+	for _, tt := range tests {
+		if got := s.AttemptTimeout(tt.rungs); got != tt.want {
+			t.Errorf("AttemptTimeout(%d) = %s, want %s", tt.rungs, got, tt.want)
+		}
+	}
+}
+
+func TestResourceNames(t *testing.T) {
+	tests := []struct {
+		prefix, table, queue, dlq string
+	}{
+		{"aijobs", "aijobs-jobs", "aijobs-jobs", "aijobs-jobs-dlq"},
+		{"test-42", "test-42-jobs", "test-42-jobs", "test-42-jobs-dlq"},
+	}
+	for _, tt := range tests {
+		s := settings.Defaults()
+		s.Prefix = tt.prefix
+		if s.TableName() != tt.table || s.QueueName() != tt.queue || s.DLQName() != tt.dlq {
+			t.Errorf("prefix %q: %s %s %s", tt.prefix, s.TableName(), s.QueueName(), s.DLQName())
+		}
+	}
+	if d := settings.Defaults(); d.Prefix != "aijobs" || d.FailureIndex == "" {
+		t.Errorf("defaults: prefix %q, failure index %q", d.Prefix, d.FailureIndex)
+	}
+}
+
+// The shipped limits accept the design's example request.
+func TestDefaultLimitsAcceptTheDesignExample(t *testing.T) {
+	body := `{"model": "default", "input": {"messages": [{"role": "user", "content": "..."}], "max_tokens": 256},
+ "deadline_seconds": 900, "budget_cents": 50, "max_attempts": 4, "metadata": {"any": "json"}}`
+	r, err := job.ParseCreate("t", "k", []byte(body), settings.Defaults().Limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Deadline != 900*time.Second || r.Budget != job.Cents(50) || r.MaxAttempts != 4 || r.Input.MaxTokens != 256 {
+		t.Errorf("ParseCreate = %+v", r)
+	}
+}
