@@ -8,6 +8,9 @@ GO_PKGS := ./...
 
 .PHONY: all build dev test lint unit bench kumo clean
 
+# The CDK stack's targets (synth, deploy, test-infra, localstack-*).
+-include infra.mk
+
 all: build
 
 bin/kumo:

@@ -3,6 +3,7 @@ package e2e
 import (
 	"bufio"
 	"encoding/json"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -24,16 +25,22 @@ type openAIServer struct {
 	calls     int
 	completed int
 	first     chan struct{}
+	stop      chan struct{}
 }
 
 func (o *openAIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	// Reading the whole body lets the server notice the client going away.
+	_, _ = io.Copy(io.Discard, r.Body)
 	o.mu.Lock()
 	o.calls++
 	n := o.calls
 	o.mu.Unlock()
 	if n == 1 {
 		close(o.first)
-		<-r.Context().Done() // the worker process dies with this call open
+		select { // the worker process dies with this call open
+		case <-r.Context().Done():
+		case <-o.stop:
+		}
 		return
 	}
 	w.Header().Set("Content-Type", "application/json")
@@ -89,9 +96,10 @@ func TestWorkerKilledMidCallIsFinishedByAnother(t *testing.T) {
 	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/aijobs-dev").CombinedOutput(); err != nil {
 		t.Fatalf("build dev server: %v\n%s", err, out)
 	}
-	model := &openAIServer{first: make(chan struct{})}
+	model := &openAIServer{first: make(chan struct{}), stop: make(chan struct{})}
 	srv := httptest.NewServer(model)
 	defer srv.Close()
+	defer close(model.stop)
 	env := testEnv(awstest.Prefix(t), awstest.Endpoint(t))
 	env["AIJOBS_MODEL_PROVIDER"] = "openai"
 	env["OPENAI_BASE_URL"] = srv.URL

@@ -15,7 +15,8 @@ import (
 )
 
 // Config says where AWS is. An empty Endpoint means real AWS; a set one
-// (kumo, LocalStack) also gets dummy credentials when none are configured,
+// means an emulator (kumo, LocalStack): it gets static dummy credentials
+// (emulators accept any, and the default chain would probe EC2 metadata)
 // and response checksum validation off (kumo sends no X-Amz-Crc32).
 type Config struct {
 	Region   string
@@ -41,9 +42,7 @@ func Load(ctx context.Context, c Config) (aws.Config, error) {
 	}
 	if c.Endpoint != "" {
 		cfg.BaseEndpoint = aws.String(c.Endpoint)
-		if _, err := cfg.Credentials.Retrieve(ctx); err != nil {
-			cfg.Credentials = credentials.NewStaticCredentialsProvider("test", "test", "")
-		}
+		cfg.Credentials = credentials.NewStaticCredentialsProvider("test", "test", "")
 	}
 	if c.Counter != nil {
 		cfg.APIOptions = append(cfg.APIOptions, c.Counter.middleware)

@@ -1,0 +1,107 @@
+package api
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"runtime/debug"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/aijobs/aijobs/pkg/job"
+)
+
+// Store is what the handler needs from the job store. Create answers an
+// *job.Error of code Conflict carrying the existing record when the id is
+// taken; Get and Cancel answer code NotFound for an unknown id; Cancel
+// answers Conflict carrying the record when the job is already terminal.
+type Store interface {
+	Create(ctx context.Context, j job.Job) (job.Job, error)
+	Get(ctx context.Context, id string) (job.Job, error)
+	Cancel(ctx context.Context, c job.Cancel) (job.Job, error)
+}
+
+// Queue delivers a job id to the workers. Duplicates are harmless: the
+// worker's claim dedupes them.
+type Queue interface {
+	Send(ctx context.Context, jobID string) error
+}
+
+// Config is what New needs. Store, Queue, Limits and Retention are required;
+// Clock defaults to the wall clock, EnqueueRetryAfter to one second and
+// Logger to JSON on standard error.
+type Config struct {
+	Store     Store
+	Queue     Queue
+	Limits    job.Limits
+	Retention job.Retention
+	Clock     job.Clock
+	// EnqueueRetryAfter is the Retry-After of a 503: how soon a client
+	// should retry a create that was recorded but not enqueued.
+	EnqueueRetryAfter time.Duration
+	Logger            *slog.Logger
+}
+
+// Handler answers API Gateway HTTP API events. It is safe for concurrent use.
+type Handler struct {
+	store      Store
+	queue      Queue
+	limits     job.Limits
+	retention  job.Retention
+	clock      job.Clock
+	retryAfter time.Duration
+	log        *slog.Logger
+}
+
+// New builds a Handler from cfg, filling the optional fields' defaults.
+func New(cfg Config) *Handler {
+	h := &Handler{
+		store:      cfg.Store,
+		queue:      cfg.Queue,
+		limits:     cfg.Limits,
+		retention:  cfg.Retention,
+		clock:      cfg.Clock,
+		retryAfter: cfg.EnqueueRetryAfter,
+		log:        cfg.Logger,
+	}
+	if h.clock == nil {
+		h.clock = job.SystemClock{}
+	}
+	if h.retryAfter < time.Second {
+		h.retryAfter = time.Second
+	}
+	if h.log == nil {
+		h.log = slog.New(slog.NewJSONHandler(os.Stderr, nil))
+	}
+	return h
+}
+
+// Handle answers one request. It never returns a non-nil error and never
+// panics: a failure of any kind is a problem+json response (a panic is a
+// 500 internal), and its cause goes to the log.
+func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest) (resp events.APIGatewayV2HTTPResponse, err error) {
+	log := h.log.With(
+		slog.String("request_id", ev.RequestContext.RequestID),
+		slog.String("method", ev.RequestContext.HTTP.Method),
+		slog.String("path", truncate(ev.RawPath, 200)),
+	)
+	defer func() {
+		if v := recover(); v != nil {
+			log.LogAttrs(ctx, slog.LevelError, "panic while handling a request",
+				slog.String("panic", truncate(fmt.Sprint(v), 500)),
+				slog.String("stack", string(debug.Stack())))
+			resp, err = problemFor(job.CodeInternal, "", ""), nil
+		}
+		log.LogAttrs(ctx, slog.LevelInfo, "request", slog.Int("status", resp.StatusCode))
+	}()
+	return h.route(ctx, log, ev), nil
+}
+
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
+}

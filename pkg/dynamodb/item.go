@@ -1,0 +1,150 @@
+package dynamodb
+
+import (
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/aijobs/aijobs/pkg/job"
+)
+
+// The item layout: one item per job, partition key id.
+//
+//	id, tenant, request_key, input_hash, model   S
+//	input, metadata (optional), result           S, JSON text
+//	state, lease_owner, error_class, error_detail, result_model   S (optional ones absent when empty)
+//	attempts, max_attempts, version              N
+//	budget_nc, cost_nc, remaining_nc             N, integer nanocents (1e-9 cent). cost_nc and
+//	                                             remaining_nc (= budget_nc - cost_nc) are only
+//	                                             ever changed together by ADD, never read-modify-written;
+//	                                             remaining_nc exists because conditions cannot do arithmetic.
+//	deadline_ms, lease_until_ms (while running), created_ms, updated_ms   N, unix milliseconds
+//	progress                                     N, 0..1
+//	expires_at                                   N, unix SECONDS (the table's TTL attribute)
+//	fail_pk, fail_sk                             S, only once failed or abandoned: the sparse
+//	                                             failure index, "<error_class>#<shard>" and
+//	                                             "<13-digit ended unix ms>#<id>"
+const (
+	aID, aTenant, aRequestKey, aInputHash, aModel = "id", "tenant", "request_key", "input_hash", "model"
+	aInput, aMetadata, aResult                    = "input", "metadata", "result"
+	aState, aLeaseOwner, aErrorClass              = "state", "lease_owner", "error_class"
+	aErrorDetail, aResultModel                    = "error_detail", "result_model"
+	aAttempts, aMaxAttempts, aVersion             = "attempts", "max_attempts", "version"
+	aBudget, aCost, aRemaining                    = "budget_nc", "cost_nc", "remaining_nc"
+	aDeadline, aLeaseUntil                        = "deadline_ms", "lease_until_ms"
+	aCreated, aUpdated, aProgress, aExpires       = "created_ms", "updated_ms", "progress", "expires_at"
+	aFailPK, aFailSK                              = "fail_pk", "fail_sk"
+)
+
+// FailureProjection lists the attributes the failure index carries besides
+// its keys: enough to answer "what did this cost and which inputs caused it".
+var FailureProjection = []string{aTenant, aState, aErrorClass, aInputHash, aCost, aAttempts, aModel, aUpdated}
+
+func avS(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
+func avN(v int64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+}
+func avF(v float64) types.AttributeValue {
+	return &types.AttributeValueMemberN{Value: strconv.FormatFloat(v, 'f', -1, 64)}
+}
+func ms(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMilli()
+}
+
+func toItem(j job.Job) map[string]types.AttributeValue {
+	it := map[string]types.AttributeValue{
+		aID: avS(j.ID), aTenant: avS(j.Tenant), aRequestKey: avS(j.RequestKey), aInputHash: avS(j.InputHash), aModel: avS(j.Model),
+		aInput: avS(string(j.Input)), aState: avS(string(j.State)),
+		aAttempts: avN(int64(j.Attempts)), aMaxAttempts: avN(int64(j.MaxAttempts)), aVersion: avN(j.Version),
+		aBudget: avN(int64(j.Budget)), aCost: avN(int64(j.Cost)), aRemaining: avN(int64(j.Budget - j.Cost)),
+		aDeadline: avN(ms(j.Deadline)), aCreated: avN(ms(j.CreatedAt)), aUpdated: avN(ms(j.UpdatedAt)),
+		aProgress: avF(j.Progress),
+	}
+	opt := func(k, v string) {
+		if v != "" {
+			it[k] = avS(v)
+		}
+	}
+	opt(aMetadata, string(j.Metadata))
+	opt(aResult, string(j.Result))
+	opt(aLeaseOwner, j.LeaseOwner)
+	opt(aErrorClass, string(j.ErrorClass))
+	opt(aErrorDetail, j.ErrorDetail)
+	opt(aResultModel, j.ResultModel)
+	if !j.LeaseUntil.IsZero() {
+		it[aLeaseUntil] = avN(ms(j.LeaseUntil))
+	}
+	if !j.ExpiresAt.IsZero() {
+		it[aExpires] = avN(j.ExpiresAt.Unix())
+	}
+	return it
+}
+
+func fromItem(it map[string]types.AttributeValue) (job.Job, error) {
+	var err error
+	str := func(k string) string {
+		if v, ok := it[k].(*types.AttributeValueMemberS); ok {
+			return v.Value
+		}
+		return ""
+	}
+	num := func(k string) int64 {
+		v, ok := it[k].(*types.AttributeValueMemberN)
+		if !ok {
+			return 0
+		}
+		x, perr := strconv.ParseInt(v.Value, 10, 64)
+		if perr != nil && err == nil {
+			err = fmt.Errorf("attribute %s: %w", k, perr)
+		}
+		return x
+	}
+	raw := func(k string) json.RawMessage {
+		if v := str(k); v != "" {
+			return json.RawMessage(v)
+		}
+		return nil
+	}
+	t := func(k string) time.Time {
+		if v := num(k); v != 0 {
+			return time.UnixMilli(v).UTC()
+		}
+		return time.Time{}
+	}
+	var progress float64
+	if v, ok := it[aProgress].(*types.AttributeValueMemberN); ok {
+		progress, _ = strconv.ParseFloat(v.Value, 64)
+	}
+	j := job.Job{
+		ID: str(aID), Tenant: str(aTenant), RequestKey: str(aRequestKey), InputHash: str(aInputHash), Model: str(aModel),
+		Input: raw(aInput), Metadata: raw(aMetadata), Result: raw(aResult),
+		State: job.State(str(aState)), LeaseOwner: str(aLeaseOwner), ErrorClass: job.ErrorClass(str(aErrorClass)),
+		ErrorDetail: str(aErrorDetail), ResultModel: str(aResultModel),
+		Attempts: int(num(aAttempts)), MaxAttempts: int(num(aMaxAttempts)), Version: num(aVersion),
+		Budget: job.Nanocents(num(aBudget)), Cost: job.Nanocents(num(aCost)),
+		Deadline: t(aDeadline), LeaseUntil: t(aLeaseUntil), CreatedAt: t(aCreated), UpdatedAt: t(aUpdated),
+		Progress: progress,
+	}
+	if e := num(aExpires); e != 0 {
+		j.ExpiresAt = time.Unix(e, 0).UTC()
+	}
+	if err != nil {
+		return job.Job{}, fmt.Errorf("decode job item: %w", err)
+	}
+	return j, nil
+}
+
+// failureKeys are the sparse index keys of a job that ended at t.
+func failureKeys(id string, class job.ErrorClass, t time.Time, shards int) (pk, sk string) {
+	h := fnv.New32a()
+	h.Write([]byte(id))
+	shard := int(h.Sum32() % uint32(max(shards, 1)))
+	return fmt.Sprintf("%s#%d", class, shard), fmt.Sprintf("%013d#%s", t.UnixMilli(), id)
+}

@@ -1,0 +1,213 @@
+// Package dynamodb is the job store on Amazon DynamoDB. Every transition of
+// pkg/job is ONE conditional write whose condition is the transition's
+// precondition; a refused write is answered with the record as it is, so the
+// caller decides without a read-modify-write. Driver errors become domain
+// errors here and nowhere else.
+package dynamodb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"regexp"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/aijobs/aijobs/pkg/job"
+)
+
+// Client is the part of the DynamoDB API the store calls.
+type Client interface {
+	PutItem(context.Context, *ddb.PutItemInput, ...func(*ddb.Options)) (*ddb.PutItemOutput, error)
+	GetItem(context.Context, *ddb.GetItemInput, ...func(*ddb.Options)) (*ddb.GetItemOutput, error)
+	UpdateItem(context.Context, *ddb.UpdateItemInput, ...func(*ddb.Options)) (*ddb.UpdateItemOutput, error)
+}
+
+// Store keeps jobs in one table.
+type Store struct {
+	c      Client
+	table  string
+	shards int
+}
+
+// New returns the store over table; shards spreads the failure index.
+func New(c Client, table string, shards int) *Store {
+	return &Store{c: c, table: table, shards: max(shards, 1)}
+}
+
+// skewRetries bounds how often a write re-stamps updated_at after finding a
+// record stamped by a writer whose clock was ahead.
+const skewRetries = 3
+
+// Create puts j unless its id exists; then it answers Conflict with the
+// existing record (emulators return no ALL_OLD item, so it is read).
+func (s *Store) Create(ctx context.Context, j job.Job) (job.Job, error) {
+	_, err := s.c.PutItem(ctx, &ddb.PutItemInput{
+		TableName:                           aws.String(s.table),
+		Item:                                toItem(j),
+		ConditionExpression:                 aws.String("attribute_not_exists(#id)"),
+		ExpressionAttributeNames:            map[string]string{"#id": aID},
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+	if err == nil {
+		return j, nil
+	}
+	var ccf *types.ConditionalCheckFailedException
+	if !errors.As(err, &ccf) {
+		return job.Job{}, unavailable("put job", err)
+	}
+	cur, err := s.current(ctx, j.ID, ccf.Item)
+	if err != nil {
+		return job.Job{}, err
+	}
+	return job.Job{}, conflict(cur)
+}
+
+// Get reads the record with a strongly consistent read.
+func (s *Store) Get(ctx context.Context, id string) (job.Job, error) {
+	out, err := s.c.GetItem(ctx, &ddb.GetItemInput{
+		TableName: aws.String(s.table), Key: key(id), ConsistentRead: aws.Bool(true),
+	})
+	if err != nil {
+		return job.Job{}, unavailable("get job", err)
+	}
+	if len(out.Item) == 0 {
+		return job.Job{}, &job.Error{Code: job.CodeNotFound, Message: "no such job"}
+	}
+	j, err := fromItem(out.Item)
+	if err != nil {
+		return job.Job{}, &job.Error{Code: job.CodeInternal, Message: "a job record could not be read", Err: err}
+	}
+	return j, nil
+}
+
+// update is one conditional write: the precondition, the effect, and the
+// values they name. ":upd" (the new updated_ms) is added by apply.
+type update struct {
+	cond   string
+	expr   string
+	values map[string]types.AttributeValue
+}
+
+// apply runs one transition: the write, and on a refused condition the
+// diagnosis. allows is the transition's precondition in code; when it holds
+// and only the clock check failed, the write is re-stamped after the
+// record's updated_at. A refused write with cost > 0 still adds the cost.
+func (s *Store) apply(ctx context.Context, id string, now time.Time, allows func(job.Job) bool, u update, cost job.Nanocents) (job.Job, error) {
+	stamp := job.Millis(now)
+	for range skewRetries {
+		out, err := s.write(ctx, id, u, stamp)
+		if err == nil {
+			return s.decode(out)
+		}
+		var ccf *types.ConditionalCheckFailedException
+		if !errors.As(err, &ccf) {
+			return job.Job{}, unavailable("update job", err)
+		}
+		cur, err := s.current(ctx, id, ccf.Item)
+		if err != nil {
+			return job.Job{}, err
+		}
+		if allows(cur) && !cur.UpdatedAt.Before(stamp) {
+			stamp = job.NextUpdate(cur.UpdatedAt, now)
+			continue
+		}
+		if cost != 0 {
+			return s.addCost(ctx, id, cost, now)
+		}
+		return job.Job{}, conflict(cur)
+	}
+	return job.Job{}, &job.Error{Code: job.CodeUnavailable, Message: "the job store is unavailable", Err: fmt.Errorf("job %s: updated_at kept moving", id)}
+}
+
+// addCost records a refused finish's cost with no precondition but the
+// record's existence, then answers Conflict with the record after it.
+func (s *Store) addCost(ctx context.Context, id string, cost job.Nanocents, now time.Time) (job.Job, error) {
+	u := update{
+		cond:   "attribute_exists(#id)",
+		expr:   "SET #updated_ms = :upd ADD #cost_nc :cost, #remaining_nc :negcost, #version :one",
+		values: map[string]types.AttributeValue{":cost": avN(int64(cost)), ":negcost": avN(-int64(cost)), ":one": avN(1)},
+	}
+	stamp := job.Millis(now)
+	for range skewRetries {
+		out, err := s.write(ctx, id, u, stamp)
+		if err == nil {
+			j, err := s.decode(out)
+			if err != nil {
+				return job.Job{}, err
+			}
+			return job.Job{}, conflict(j)
+		}
+		var ccf *types.ConditionalCheckFailedException
+		if !errors.As(err, &ccf) {
+			return job.Job{}, unavailable("add cost", err)
+		}
+		cur, err := s.current(ctx, id, ccf.Item)
+		if err != nil {
+			return job.Job{}, err
+		}
+		stamp = job.NextUpdate(cur.UpdatedAt, now)
+	}
+	return job.Job{}, &job.Error{Code: job.CodeUnavailable, Message: "the job store is unavailable", Err: fmt.Errorf("job %s: cost add kept racing", id)}
+}
+
+var placeholder = regexp.MustCompile(`#[a-z_]+`)
+
+func (s *Store) write(ctx context.Context, id string, u update, stamp time.Time) (*ddb.UpdateItemOutput, error) {
+	cond := "(" + u.cond + ") AND #updated_ms < :upd"
+	values := map[string]types.AttributeValue{":upd": avN(stamp.UnixMilli())}
+	for k, v := range u.values {
+		values[k] = v
+	}
+	names := map[string]string{}
+	for _, p := range placeholder.FindAllString(cond+" "+u.expr, -1) {
+		names[p] = p[1:]
+	}
+	return s.c.UpdateItem(ctx, &ddb.UpdateItemInput{
+		TableName:                           aws.String(s.table),
+		Key:                                 key(id),
+		ConditionExpression:                 aws.String(cond),
+		UpdateExpression:                    aws.String(u.expr),
+		ExpressionAttributeNames:            names,
+		ExpressionAttributeValues:           values,
+		ReturnValues:                        types.ReturnValueAllNew,
+		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
+	})
+}
+
+func (s *Store) decode(out *ddb.UpdateItemOutput) (job.Job, error) {
+	j, err := fromItem(out.Attributes)
+	if err != nil {
+		return job.Job{}, &job.Error{Code: job.CodeInternal, Message: "a job record could not be read", Err: err}
+	}
+	return j, nil
+}
+
+// current is the record after a refused write: the item DynamoDB returned
+// with the failure when it did (real DynamoDB), else a consistent read
+// (emulators return none).
+func (s *Store) current(ctx context.Context, id string, item map[string]types.AttributeValue) (job.Job, error) {
+	if len(item) > 0 {
+		j, err := fromItem(item)
+		if err != nil {
+			return job.Job{}, &job.Error{Code: job.CodeInternal, Message: "a job record could not be read", Err: err}
+		}
+		return j, nil
+	}
+	return s.Get(ctx, id)
+}
+
+func key(id string) map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{aID: avS(id)}
+}
+
+func conflict(j job.Job) error {
+	return &job.Error{Code: job.CodeConflict, Message: "the job is not in a state that allows this", Job: &j}
+}
+
+func unavailable(what string, err error) error {
+	return &job.Error{Code: job.CodeUnavailable, Message: "the job store is unavailable", Err: fmt.Errorf("dynamodb: %s: %w", what, err)}
+}

@@ -1,0 +1,71 @@
+package dynamodb
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/aijobs/aijobs/pkg/settings"
+)
+
+// TableAPI is what creating the table needs.
+type TableAPI interface {
+	CreateTable(context.Context, *ddb.CreateTableInput, ...func(*ddb.Options)) (*ddb.CreateTableOutput, error)
+	DescribeTable(context.Context, *ddb.DescribeTableInput, ...func(*ddb.Options)) (*ddb.DescribeTableOutput, error)
+	UpdateTimeToLive(context.Context, *ddb.UpdateTimeToLiveInput, ...func(*ddb.Options)) (*ddb.UpdateTimeToLiveOutput, error)
+}
+
+// CreateTable makes the jobs table as the CDK stack does (on demand, the
+// sparse failure index, TTL on expires_at), for local stacks. It is
+// idempotent and returns once the table is ACTIVE.
+func CreateTable(ctx context.Context, c TableAPI, table string, st settings.Settings) error {
+	_, err := c.CreateTable(ctx, &ddb.CreateTableInput{
+		TableName:   aws.String(table),
+		BillingMode: types.BillingModePayPerRequest,
+		AttributeDefinitions: []types.AttributeDefinition{
+			{AttributeName: aws.String(aID), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(aFailPK), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(aFailSK), AttributeType: types.ScalarAttributeTypeS},
+		},
+		KeySchema: []types.KeySchemaElement{{AttributeName: aws.String(aID), KeyType: types.KeyTypeHash}},
+		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
+			IndexName: aws.String(st.FailureIndex),
+			KeySchema: []types.KeySchemaElement{
+				{AttributeName: aws.String(aFailPK), KeyType: types.KeyTypeHash},
+				{AttributeName: aws.String(aFailSK), KeyType: types.KeyTypeRange},
+			},
+			Projection: &types.Projection{ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: FailureProjection},
+		}},
+	})
+	var inUse *types.ResourceInUseException
+	if err != nil && !errors.As(err, &inUse) {
+		return fmt.Errorf("create table %s: %w", table, err)
+	}
+	for i := 0; ; i++ {
+		out, err := c.DescribeTable(ctx, &ddb.DescribeTableInput{TableName: aws.String(table)})
+		if err != nil {
+			return fmt.Errorf("describe table %s: %w", table, err)
+		}
+		if out.Table.TableStatus == types.TableStatusActive {
+			break
+		}
+		if i > 600 {
+			return fmt.Errorf("table %s not active after a minute", table)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	_, err = c.UpdateTimeToLive(ctx, &ddb.UpdateTimeToLiveInput{
+		TableName:               aws.String(table),
+		TimeToLiveSpecification: &types.TimeToLiveSpecification{AttributeName: aws.String(aExpires), Enabled: aws.Bool(true)},
+	})
+	if err != nil && !strings.Contains(strings.ToLower(err.Error()), "already enabled") {
+		return fmt.Errorf("enable ttl on %s: %w", table, err)
+	}
+	return nil
+}

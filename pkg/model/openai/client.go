@@ -1,0 +1,172 @@
+// Package openai is a model provider for OpenAI-compatible chat-completions
+// servers: OpenAI itself, vLLM, Ollama, LiteLLM proxies. It makes exactly
+// one HTTP request per Generate (no retries of its own: retries happen only
+// through the claim path, where they are counted and paid for), streams when
+// asked so progress is known while tokens arrive, and always asks for usage,
+// so every call's cost is known.
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/model"
+)
+
+// Doer sends HTTP requests; the SDK's buildable client or *http.Client.
+type Doer interface {
+	Do(*http.Request) (*http.Response, error)
+}
+
+// Config describes one server and model.
+type Config struct {
+	// BaseURL is the API root, e.g. https://api.openai.com/v1.
+	BaseURL string
+	// APIKey is sent as a bearer token when set; it is never logged or put
+	// into an error.
+	APIKey string
+	// Model is used when a request names none.
+	Model  string
+	Price  job.Price
+	Stream bool
+	// HTTPClient sends the requests; nil means a plain http.Client. The
+	// request's context bounds each call: the client has no timeout.
+	HTTPClient Doer
+}
+
+// Client is the provider.
+type Client struct {
+	cfg Config
+	url string
+}
+
+// New checks cfg and returns a client.
+func New(cfg Config) (*Client, error) {
+	if cfg.BaseURL == "" {
+		return nil, errors.New("openai: base URL is required")
+	}
+	if cfg.HTTPClient == nil {
+		cfg.HTTPClient = &http.Client{}
+	}
+	return &Client{cfg: cfg, url: strings.TrimRight(cfg.BaseURL, "/") + "/chat/completions"}, nil
+}
+
+type chatMessage struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type chatRequest struct {
+	Model         string         `json:"model"`
+	Messages      []chatMessage  `json:"messages"`
+	MaxTokens     int            `json:"max_tokens,omitempty"`
+	Temperature   *float64       `json:"temperature,omitempty"`
+	Stream        bool           `json:"stream,omitempty"`
+	StreamOptions *streamOptions `json:"stream_options,omitempty"`
+}
+
+type streamOptions struct {
+	IncludeUsage bool `json:"include_usage"`
+}
+
+type usage struct {
+	PromptTokens     int64 `json:"prompt_tokens"`
+	CompletionTokens int64 `json:"completion_tokens"`
+}
+
+type chatResponse struct {
+	Model   string `json:"model"`
+	Choices []struct {
+		Message      chatMessage `json:"message"`
+		FinishReason string      `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *usage `json:"usage"`
+}
+
+// Generate makes one chat-completions call.
+func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response, error) {
+	req := chatRequest{Model: r.Model, MaxTokens: r.MaxTokens, Temperature: r.Temperature, Stream: c.cfg.Stream}
+	if req.Model == "" {
+		req.Model = c.cfg.Model
+	}
+	for _, m := range r.Messages {
+		req.Messages = append(req.Messages, chatMessage{Role: m.Role, Content: m.Content})
+	}
+	if c.cfg.Stream {
+		req.StreamOptions = &streamOptions{IncludeUsage: true}
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return model.Response{}, &model.Error{Class: job.Internal, Detail: "openai: encode request", Err: fmt.Errorf("openai: encode request: %w", err)}
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		return model.Response{}, &model.Error{Class: job.InvalidRequest, Detail: "openai: bad base URL", Err: fmt.Errorf("openai: build request: %w", err)}
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	if c.cfg.Stream {
+		hr.Header.Set("Accept", "text/event-stream")
+	}
+	if c.cfg.APIKey != "" {
+		hr.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
+	}
+	resp, err := c.cfg.HTTPClient.Do(hr)
+	if err != nil {
+		return model.Response{}, c.transportError(ctx, err, 0, 0)
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return model.Response{}, statusError(resp.StatusCode, b)
+	}
+	prompt := promptEstimate(r)
+	if c.cfg.Stream {
+		return c.readStream(ctx, resp.Body, r, prompt)
+	}
+	var cr chatResponse
+	if err := json.NewDecoder(resp.Body).Decode(&cr); err != nil {
+		if ctx.Err() != nil || isTransport(err) {
+			return model.Response{}, c.transportError(ctx, err, prompt, 0)
+		}
+		return model.Response{}, &model.Error{Class: job.ProviderError, Detail: "openai: unparseable response", Err: fmt.Errorf("openai: decode response: %w", err)}
+	}
+	if len(cr.Choices) == 0 {
+		return model.Response{}, &model.Error{Class: job.ProviderError, Detail: "openai: no choices", Err: errors.New("openai: response has no choices")}
+	}
+	u := usage{PromptTokens: prompt, CompletionTokens: int64(len(cr.Choices[0].Message.Content)+3) / 4}
+	if cr.Usage != nil {
+		u = *cr.Usage
+	}
+	if r.Progress != nil {
+		r.Progress(int(u.CompletionTokens))
+	}
+	return c.finish(cr.Choices[0].Message.Content, cr.Model, cr.Choices[0].FinishReason, u)
+}
+
+// finish turns a completed answer into a response, or into a content
+// filter error that still carries its cost.
+func (c *Client) finish(output, modelName, finish string, u usage) (model.Response, error) {
+	mu := model.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
+	cost := c.cfg.Price.Cost(u.PromptTokens, u.CompletionTokens)
+	if finish == "content_filter" {
+		return model.Response{}, &model.Error{Class: job.ContentFiltered, Detail: "openai: finish_reason content_filter", Usage: mu, Cost: cost}
+	}
+	return model.Response{Output: output, Model: modelName, FinishReason: finish, Usage: mu, Cost: cost}, nil
+}
+
+// promptEstimate is the prompt's token count when the server reports none:
+// about four bytes a token.
+func promptEstimate(r model.Request) int64 {
+	var b int64
+	for _, m := range r.Messages {
+		b += int64(len(m.Content))
+	}
+	return (b + 3) / 4
+}

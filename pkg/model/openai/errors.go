@@ -1,0 +1,114 @@
+package openai
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strings"
+	"syscall"
+
+	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/model"
+)
+
+// errorBody is the error object of an OpenAI-compatible error response:
+// {"error": {"message": "...", "type": "...", "param": ..., "code": "..."}}.
+// Only type and code are ever kept: the message may quote the prompt.
+type errorBody struct {
+	Type string          `json:"type"`
+	Code json.RawMessage `json:"code"`
+}
+
+func (b errorBody) code() string {
+	var s string
+	if json.Unmarshal(b.Code, &s) == nil {
+		return s
+	}
+	return strings.Trim(string(b.Code), `"`)
+}
+
+// statusError classifies a non-2xx answer by its status and error body.
+func statusError(status int, body []byte) *model.Error {
+	var eb struct {
+		Error errorBody `json:"error"`
+	}
+	_ = json.Unmarshal(body, &eb)
+	return bodyError(status, eb.Error)
+}
+
+func bodyError(status int, b errorBody) *model.Error {
+	code, typ := b.code(), b.Type
+	has := func(s string) bool { return strings.Contains(code, s) || strings.Contains(typ, s) }
+	var class job.ErrorClass
+	switch {
+	case has("insufficient_quota") || has("billing_hard_limit") || has("spend_limit"):
+		class = job.QuotaExhausted
+	case has("context_length"):
+		class = job.ContextLengthExceeded
+	case has("content_filter") || has("content_policy"):
+		class = job.ContentFiltered
+	case status == http.StatusTooManyRequests || has("rate_limit"):
+		class = job.RateLimited
+	case status == http.StatusServiceUnavailable || status == 529 || has("overloaded"):
+		class = job.Overloaded
+	case status == http.StatusUnauthorized || status == http.StatusForbidden || has("invalid_api_key") || has("authentication"):
+		class = job.Auth
+	case status >= 500 || has("server_error"):
+		class = job.ProviderError
+	case status == 400 || status == 404 || status == 409 || status == 413 || status == 422 || has("invalid_request"):
+		class = job.InvalidRequest
+	default:
+		class = job.Internal
+	}
+	detail := fmt.Sprintf("http %d", status)
+	for _, s := range []string{code, typ} {
+		if s != "" && len(s) <= 64 {
+			detail += " " + s
+		}
+	}
+	return &model.Error{Class: class, Detail: detail, Err: fmt.Errorf("openai: %s", detail)}
+}
+
+// transportError classifies a failure to get or read an answer: the call's
+// own context first (deadline: timeout; cancelled: cancelled), then network
+// timeouts, then everything else as a network error. The tokens seen so far
+// are still billed.
+func (c *Client) transportError(ctx context.Context, err error, prompt, out int64) *model.Error {
+	e := &model.Error{Usage: model.Usage{InputTokens: prompt, OutputTokens: out}, Cost: c.cfg.Price.Cost(prompt, out)}
+	var ne net.Error
+	switch {
+	case errors.Is(ctx.Err(), context.DeadlineExceeded):
+		e.Class, e.Detail = job.Timeout, "openai: call deadline"
+	case errors.Is(ctx.Err(), context.Canceled):
+		e.Class, e.Detail = job.Cancelled, "openai: call cancelled"
+	case errors.As(err, &ne) && ne.Timeout():
+		e.Class, e.Detail = job.Timeout, "openai: network timeout"
+	default:
+		e.Class, e.Detail = job.Network, "openai: connection failed"
+	}
+	e.Err = fmt.Errorf("openai: %s: %w", e.Detail, redact(err))
+	return e
+}
+
+// isTransport reports whether a body read failed in transit rather than on
+// bad content.
+func isTransport(err error) bool {
+	var ne net.Error
+	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.As(err, &ne)
+}
+
+// redact drops the URL from url.Error (it is safe, but a proxy URL may
+// carry credentials) and keeps the cause.
+func redact(err error) error {
+	var ue interface{ Unwrap() error }
+	if errors.As(err, &ue) && strings.Contains(err.Error(), "://") {
+		if inner := ue.Unwrap(); inner != nil {
+			return inner
+		}
+	}
+	return err
+}
