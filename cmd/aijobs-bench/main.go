@@ -26,6 +26,7 @@ func run() error {
 	flag.IntVar(&o.Jobs, "jobs", 500, "jobs to run")
 	flag.IntVar(&o.Concurrency, "concurrency", 16, "clients creating and polling at once")
 	flag.DurationVar(&o.PollEvery, "poll", 100*time.Millisecond, "poll interval")
+	flag.DurationVar(&o.BatchWindow, "batch-window", 0, "batching window of the event source mapping")
 	flag.Parse()
 	if o.Endpoint = os.Getenv("AWS_ENDPOINT_URL"); o.Endpoint == "" {
 		k, err := kumo.Start()

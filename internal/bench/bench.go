@@ -29,6 +29,8 @@ type Options struct {
 	Concurrency int
 	// PollEvery is the client's poll interval while a job is not finished.
 	PollEvery time.Duration
+	// BatchWindow is the event source mapping's batching window.
+	BatchWindow time.Duration
 }
 
 // Result is one run's figures.
@@ -48,7 +50,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	env := map[string]string{
 		"AWS_ENDPOINT_URL": o.Endpoint, "AIJOBS_PREFIX": fmt.Sprintf("bench-%d", time.Now().UnixNano()),
 		"AIJOBS_LISTEN": "127.0.0.1:0", "AIJOBS_LOG_LEVEL": "error", "AIJOBS_METRICS": "off", "AIJOBS_MODEL_PROVIDER": "fake",
-		"AIJOBS_FAKE_LATENCY": "0s", "AIJOBS_BATCH_WINDOW": "0s", "AIJOBS_BATCH_SIZE": "10", "AIJOBS_MAX_CONCURRENCY": "8",
+		"AIJOBS_FAKE_LATENCY": "0s", "AIJOBS_BATCH_WINDOW": o.BatchWindow.String(), "AIJOBS_BATCH_SIZE": "10", "AIJOBS_MAX_CONCURRENCY": "8",
 	}
 	cfg, err := config.Load(func(k string) string { return env[k] })
 	if err != nil {

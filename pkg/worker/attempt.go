@@ -71,7 +71,7 @@ func (w *Worker) attempt(ctx context.Context, m events.SQSMessage, j job.Job, ow
 
 	ctx, cancelWrites := finishContext(ctx)
 	defer cancelWrites()
-	now := w.cfg.Clock.Now()
+	now := w.stamp(j)
 	if genErr == nil && !errors.Is(why, errLeaseLost) {
 		result, _ := json.Marshal(resp)
 		err := retryWrite(ctx, func() error {
@@ -123,7 +123,7 @@ func (w *Worker) attempt(ctx context.Context, m events.SQSMessage, j job.Job, ow
 // failed records an attempt that ended with class: released for a retry
 // after a backoff, or ended for good (failed or abandoned).
 func (w *Worker) failed(ctx context.Context, m events.SQSMessage, j job.Job, owner string, class job.ErrorClass, detail string, cost, reserve job.Nanocents, log *slog.Logger) outcome {
-	now := w.cfg.Clock.Now()
+	now := w.stamp(j)
 	backoff := job.Backoff(j.Attempts, w.cfg.Timing.BackoffBase, w.cfg.Timing.BackoffMax, w.cfg.Rand())
 	d := job.AfterError(j, now, class, cost, backoff, reserve)
 	if d.Action == job.Stop {
@@ -146,7 +146,7 @@ func (w *Worker) failed(ctx context.Context, m events.SQSMessage, j job.Job, own
 
 // stop ends a held job for good with class.
 func (w *Worker) stop(ctx context.Context, j job.Job, owner string, class job.ErrorClass, detail string, cost job.Nanocents, log *slog.Logger) outcome {
-	now := w.cfg.Clock.Now()
+	now := w.stamp(j)
 	err := retryWrite(ctx, func() error {
 		_, err := w.cfg.Store.End(ctx, job.End{ID: j.ID, Owner: owner, Now: now, Cost: cost, Class: class, Detail: detail,
 			ExpiresAt: w.cfg.Retention.ExpiresAt(class.FinalState(), now)})
@@ -190,6 +190,14 @@ func (w *Worker) heartbeat(ctx, call context.Context, receipt, id, owner string,
 			log.Warn("heartbeat: extending the lease failed", "err", err)
 		}
 	}
+}
+
+// stamp is the time of a write to a record the worker holds: the clock,
+// but never at or before the claim's own updated_at, which a zero-latency
+// call can reach within the same millisecond (the store would otherwise
+// spend a read and a second write re-stamping it).
+func (w *Worker) stamp(j job.Job) time.Time {
+	return job.NextUpdate(j.UpdatedAt, w.cfg.Clock.Now())
 }
 
 // spent reports money an attempt cost, in cents (metrics need no exactness;
