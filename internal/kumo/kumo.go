@@ -43,6 +43,7 @@ func Start() (*Process, error) {
 	_, port, _ := net.SplitHostPort(addr)
 	cmd := exec.Command(bin, "--host", "127.0.0.1", "--port", port)
 	cmd.Env = append(os.Environ(), "KUMO_LOG_LEVEL=warn")
+	dieWithParent(cmd)
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start kumo: %w", err)
 	}

@@ -2,8 +2,9 @@ package api
 
 import (
 	"context"
-	"encoding/base64"
-	"mime"
+	"errors"
+	"fmt"
+	"log/slog"
 	"net/http"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -11,60 +12,75 @@ import (
 	"github.com/aijobs/aijobs/pkg/job"
 )
 
-// create answers POST /jobs: validate everything first (nothing is written
-// for a bad request), put the record only if its id is new, then enqueue.
-func (h *Handler) create(ctx context.Context, log logger, ev events.APIGatewayV2HTTPRequest, tenant string) events.APIGatewayV2HTTPResponse {
-	if ct, ok := header(ev, "content-type"); ok && ct != "" {
-		mt, _, err := mime.ParseMediaType(ct)
-		if err != nil || mt != "application/json" {
-			return problemFor(job.CodeUnsupportedMediaType, "send the body as application/json", "Content-Type")
-		}
+// create answers POST /jobs (DESIGN 4.1): validate, record, enqueue. Nothing
+// is written for an invalid request. A record whose message could not be
+// sent stays queued and the caller gets 503 enqueue_failed; the caller's
+// retry with the same key finds it queued with no attempts and sends again.
+func (h *Handler) create(ctx context.Context, log *slog.Logger, ev events.APIGatewayV2HTTPRequest, tenant string) events.APIGatewayV2HTTPResponse {
+	b, jerr := body(ev)
+	if jerr != nil {
+		return h.clientProblem(ctx, log, "read body", jerr)
 	}
-	// Length first, before anything is decoded.
-	if len(ev.Body) > base64.StdEncoding.EncodedLen(job.MaxBodyBytes) || !ev.IsBase64Encoded && len(ev.Body) > job.MaxBodyBytes {
-		return problemFor(job.CodePayloadTooLarge, "the body is larger than 256 KiB", "")
+	if jerr := checkContentType(ev); jerr != nil {
+		return h.clientProblem(ctx, log, "check content type", jerr)
 	}
-	body := []byte(ev.Body)
-	if ev.IsBase64Encoded {
-		b, err := base64.StdEncoding.DecodeString(ev.Body)
-		if err != nil {
-			return problemFor(job.CodeInvalidRequest, "the body is not valid base64", "")
-		}
-		body = b
-	}
-	key, _ := header(ev, "idempotency-key")
-	req, err := job.ParseCreate(tenant, key, body, h.limits)
+	key, _ := header(ev, "Idempotency-Key")
+	req, err := job.ParseCreate(tenant, key, b, h.limits)
 	if err != nil {
-		return h.fromError(err, log)
+		return h.clientProblem(ctx, log, "parse create", err)
 	}
-	rec := req.NewJob(h.clock.Now(), h.retention.Failed)
-	log = log.With("job_id", rec.ID)
+	if jerr := checkNumbers(b); jerr != nil {
+		return h.clientProblem(ctx, log, "parse create", jerr)
+	}
+	j := req.NewJob(h.clock.Now(), h.retention.Failed)
+	log = log.With(slog.String("job_id", j.ID))
 
-	created, err := h.store.Create(ctx, rec)
-	if err != nil {
-		existing, ok := job.ConflictJob(err)
-		if !ok {
-			return h.fromError(err, log)
+	created, err := h.store.Create(ctx, j)
+	if err == nil {
+		if err := h.queue.Send(ctx, created.ID); err != nil {
+			return h.enqueueProblem(ctx, log, fmt.Errorf("send new job %s: %w", created.ID, err))
 		}
-		if existing.InputHash != rec.InputHash {
-			return problemFor(job.CodeKeyReused, "", "Idempotency-Key")
+		return h.created(ctx, log, http.StatusAccepted, created)
+	}
+	if job.ErrorCode(err) != job.CodeConflict {
+		return h.serverProblem(ctx, log, "create", fmt.Errorf("create job %s: %w", j.ID, err))
+	}
+	existing, ok := job.ConflictJob(err)
+	if !ok {
+		return h.serverProblem(ctx, log, "create", fmt.Errorf("create job %s: conflict without the existing record: %w", j.ID, err))
+	}
+	return h.replay(ctx, log, j, existing)
+}
+
+// replay answers a create whose id is taken: the same body is the same job
+// (re-sent if it may never have been enqueued), another body is a 422.
+func (h *Handler) replay(ctx context.Context, log *slog.Logger, want, existing job.Job) events.APIGatewayV2HTTPResponse {
+	if existing.Tenant != want.Tenant || existing.RequestKey != want.RequestKey {
+		err := errors.New("the existing record belongs to another tenant or key")
+		return h.serverProblem(ctx, log, "create", fmt.Errorf("id collision on %s: %w", want.ID, err))
+	}
+	if existing.InputHash != want.InputHash {
+		return h.clientProblem(ctx, log, "create", &job.Error{Code: job.CodeKeyReused, Field: "Idempotency-Key",
+			Message: "this Idempotency-Key was used with a different request body"})
+	}
+	if existing.State == job.Queued && existing.Attempts == 0 {
+		if err := h.queue.Send(ctx, existing.ID); err != nil {
+			return h.enqueueProblem(ctx, log, fmt.Errorf("re-send job %s: %w", existing.ID, err))
 		}
-		// The same request again. A job still queued with no attempt may
-		// have lost its message (a send that failed): send it again; the
-		// claim makes a duplicate harmless.
-		if existing.State == job.Queued && existing.Attempts == 0 {
-			if err := h.queue.Send(ctx, existing.ID); err != nil {
-				return h.fromError(&job.Error{Code: job.CodeEnqueueFailed, Err: err}, log)
-			}
-		}
-		resp := viewResponse(http.StatusOK, existing, h.clock.Now())
+	}
+	resp := h.created(ctx, log, http.StatusOK, existing)
+	if resp.StatusCode == http.StatusOK {
 		resp.Headers["Idempotent-Replayed"] = "true"
-		return resp
 	}
-	if err := h.queue.Send(ctx, created.ID); err != nil {
-		return h.fromError(&job.Error{Code: job.CodeEnqueueFailed, Err: err}, log)
+	return resp
+}
+
+// created answers status with the view and the job's Location.
+func (h *Handler) created(ctx context.Context, log *slog.Logger, status int, j job.Job) events.APIGatewayV2HTTPResponse {
+	resp, err := viewResponse(status, j)
+	if err != nil {
+		return h.serverProblem(ctx, log, "create", err)
 	}
-	resp := viewResponse(http.StatusAccepted, created, h.clock.Now())
-	resp.Headers["Location"] = "/jobs/" + created.ID
+	resp.Headers["Location"] = "/jobs/" + j.ID
 	return resp
 }

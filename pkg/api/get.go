@@ -2,6 +2,8 @@ package api
 
 import (
 	"context"
+	"fmt"
+	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -12,48 +14,66 @@ import (
 	"github.com/aijobs/aijobs/pkg/job"
 )
 
-// get answers GET /jobs/{id}, with ETag/304 and a Retry-After for pollers.
-func (h *Handler) get(ctx context.Context, log logger, ev events.APIGatewayV2HTTPRequest, tenant, id string) events.APIGatewayV2HTTPResponse {
-	j, err := h.store.Get(ctx, id)
-	if err != nil {
-		return h.fromError(err, log)
-	}
-	if j.Tenant != tenant {
-		return problemFor(job.CodeNotFound, "", "") // indistinguishable from an unknown id
-	}
-	now := h.clock.Now()
-	if inm, ok := header(ev, "if-none-match"); ok && etagMatches(inm, j.Version) {
-		return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusNotModified, Headers: cacheHeaders(j, now)}
-	}
-	return viewResponse(http.StatusOK, j, now)
+// Poll interval bounds for Retry-After on a job that is not yet terminal.
+const (
+	minPoll = time.Second
+	maxPoll = 30 * time.Second
+)
+
+// pollAfter is the Retry-After of a job that is not terminal, growing with
+// its age so that patient clients poll less: a quarter of the age, at least
+// 1 and at most 30 seconds (a job 20 s old says 5, one 4 minutes old says
+// 30). Whole seconds, rounded down.
+func pollAfter(age time.Duration) time.Duration {
+	d := (age / 4).Truncate(time.Second)
+	return min(max(d, minPoll), maxPoll)
 }
 
-func etag(version int64) string { return `"` + strconv.FormatInt(version, 10) + `"` }
+// notFound is the one answer for an unknown id and for another tenant's job,
+// so a caller can never tell the two apart.
+func notFound() events.APIGatewayV2HTTPResponse {
+	return problemFor(job.CodeNotFound, "", "no such job")
+}
 
-// etagMatches implements If-None-Match's weak comparison: "*", a list, and
-// W/ forms all match.
-func etagMatches(header string, version int64) bool {
-	want := etag(version)
-	for _, t := range strings.Split(header, ",") {
-		t = strings.TrimPrefix(strings.TrimSpace(t), "W/")
-		if t == "*" || t == want {
+// get answers GET /jobs/{id}: the view with ETag, Cache-Control and, while
+// the job is not terminal, Retry-After; 304 with the same headers and no
+// body when If-None-Match matches the ETag.
+func (h *Handler) get(ctx context.Context, log *slog.Logger, ev events.APIGatewayV2HTTPRequest, tenant, id string) events.APIGatewayV2HTTPResponse {
+	j, err := h.store.Get(ctx, id)
+	switch {
+	case job.ErrorCode(err) == job.CodeNotFound:
+		return notFound()
+	case err != nil:
+		return h.serverProblem(ctx, log, "get", fmt.Errorf("get job %s: %w", id, err))
+	case j.Tenant != tenant:
+		return notFound()
+	}
+	resp, err := viewResponse(http.StatusOK, j)
+	if err != nil {
+		return h.serverProblem(ctx, log, "get", err)
+	}
+	if !j.State.Terminal() {
+		age := h.clock.Now().Sub(j.CreatedAt)
+		resp.Headers["Retry-After"] = strconv.FormatInt(int64(pollAfter(age)/time.Second), 10)
+	}
+	if inm, ok := header(ev, "If-None-Match"); ok && etagMatches(inm, resp.Headers["ETag"]) {
+		resp.StatusCode = http.StatusNotModified
+		resp.Body = ""
+		delete(resp.Headers, "Content-Type")
+	}
+	return resp
+}
+
+// etagMatches reports whether an If-None-Match value matches tag: "*", or
+// any entry of a comma-separated list, compared weakly (a W/ prefix on
+// either side is ignored, RFC 9110 13.1.2).
+func etagMatches(ifNoneMatch, tag string) bool {
+	tag = strings.TrimPrefix(tag, "W/")
+	for _, t := range strings.Split(ifNoneMatch, ",") {
+		t = strings.TrimSpace(t)
+		if t == "*" || strings.TrimPrefix(t, "W/") == tag {
 			return true
 		}
 	}
 	return false
-}
-
-// retryAfter tells a poller when to come back: clamp(age/4, 1s, 30s), so a
-// young job is polled often and an old one rarely. Finished jobs get none.
-func retryAfter(j job.Job, now time.Time) time.Duration {
-	d := now.Sub(j.CreatedAt) / 4
-	return min(max(d, time.Second), 30*time.Second)
-}
-
-func cacheHeaders(j job.Job, now time.Time) map[string]string {
-	h := map[string]string{"ETag": etag(j.Version), "Cache-Control": "no-store"}
-	if !j.State.Terminal() {
-		h["Retry-After"] = strconv.Itoa(int(retryAfter(j, now) / time.Second))
-	}
-	return h
 }

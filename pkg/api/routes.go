@@ -2,7 +2,6 @@ package api
 
 import (
 	"context"
-	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -12,74 +11,85 @@ import (
 	"github.com/aijobs/aijobs/pkg/job"
 )
 
-type logger = *slog.Logger
+// endpoint is one of the API's paths: which method it takes and the job id
+// its path names, if any.
+type endpoint struct {
+	name   string // "create", "get" or "cancel", for logs
+	method string // the one method the path accepts; HEAD is not supported
+	id     string
+}
 
-func asJobError(err error, target **job.Error) bool { return errors.As(err, target) }
-
-// route dispatches on the raw path, since the HTTP API's $default route
-// sends every unmatched path here too.
-func (h *Handler) route(ctx context.Context, log logger, ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {
-	method := ev.RequestContext.HTTP.Method
-	path := ev.RawPath
-	if path == "" {
-		path = ev.RequestContext.HTTP.Path
-	}
-	parts := strings.Split(strings.Trim(path, "/"), "/")
+// match finds the endpoint of a raw path. Ids are taken as they appear in
+// the path, not percent-decoded: a valid id never needs escaping, so an
+// escaped one is refused as malformed.
+func match(path string) (endpoint, bool) {
+	rest, ok := strings.CutPrefix(path, "/jobs")
 	switch {
-	case len(parts) == 1 && parts[0] == "jobs":
-		if method != http.MethodPost {
-			return notAllowed("POST")
-		}
-		return h.withTenant(ev, func(tenant string) events.APIGatewayV2HTTPResponse { return h.create(ctx, log, ev, tenant) })
-	case len(parts) == 2 && parts[0] == "jobs":
-		if method != http.MethodGet {
-			return notAllowed("GET")
-		}
-		return h.withJobID(ev, parts[1], func(tenant, id string) events.APIGatewayV2HTTPResponse { return h.get(ctx, log, ev, tenant, id) })
-	case len(parts) == 3 && parts[0] == "jobs" && parts[2] == "cancel":
-		if method != http.MethodPost {
-			return notAllowed("POST")
-		}
-		return h.withJobID(ev, parts[1], func(tenant, id string) events.APIGatewayV2HTTPResponse { return h.cancel(ctx, log, tenant, id) })
+	case !ok:
+		return endpoint{}, false
+	case rest == "":
+		return endpoint{name: "create", method: http.MethodPost}, true
+	case rest[0] != '/':
+		return endpoint{}, false
 	}
-	return problemFor(job.CodeNotFound, "no such route", "")
+	id, tail, nested := strings.Cut(rest[1:], "/")
+	switch {
+	case id == "":
+		return endpoint{}, false
+	case !nested:
+		return endpoint{name: "get", method: http.MethodGet, id: id}, true
+	case tail == "cancel":
+		return endpoint{name: "cancel", method: http.MethodPost, id: id}, true
+	}
+	return endpoint{}, false
 }
 
-func notAllowed(allow string) events.APIGatewayV2HTTPResponse {
-	r := problemFor(job.CodeMethodNotAllowed, "this path accepts "+allow+" only", "")
-	r.Headers["Allow"] = allow
-	return r
+// matchEvent matches the event's raw path, and failing that the path without
+// a leading "/<stage>" (HTTP APIs include a named stage in rawPath unless a
+// custom domain mapping removes it).
+func matchEvent(ev events.APIGatewayV2HTTPRequest) (endpoint, bool) {
+	if ep, ok := match(ev.RawPath); ok {
+		return ep, true
+	}
+	stage := ev.RequestContext.Stage
+	if stage == "" || stage == "$default" {
+		return endpoint{}, false
+	}
+	if rest, ok := strings.CutPrefix(ev.RawPath, "/"+stage); ok && strings.HasPrefix(rest, "/") {
+		return match(rest)
+	}
+	return endpoint{}, false
 }
 
-func (h *Handler) withTenant(ev events.APIGatewayV2HTTPRequest, next func(tenant string) events.APIGatewayV2HTTPResponse) events.APIGatewayV2HTTPResponse {
-	tenant := tenantOf(ev)
+// route answers 404 for an unknown path, 405 for a known path with another
+// method, 401 without a tenant, and otherwise hands the request on.
+func (h *Handler) route(ctx context.Context, log *slog.Logger, ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {
+	ep, ok := matchEvent(ev)
+	if !ok {
+		return problemFor(job.CodeNotFound, "", "no such route: the API serves POST /jobs, GET /jobs/{id} and POST /jobs/{id}/cancel")
+	}
+	if ev.RequestContext.HTTP.Method != ep.method {
+		resp := problemFor(job.CodeMethodNotAllowed, "", "this path accepts only "+ep.method)
+		resp.Headers["Allow"] = ep.method
+		return resp
+	}
+	tenant := tenantOf(ev.RequestContext)
 	if tenant == "" {
-		return problemFor(job.CodeUnauthorized, "", "")
+		return problemFor(job.CodeUnauthorized, "", "the request carries no caller identity")
 	}
-	return next(tenant)
-}
-
-// withJobID checks the tenant first (an anonymous caller learns nothing,
-// not even that an id is malformed), then the id's shape.
-func (h *Handler) withJobID(ev events.APIGatewayV2HTTPRequest, id string, next func(tenant, id string) events.APIGatewayV2HTTPResponse) events.APIGatewayV2HTTPResponse {
-	return h.withTenant(ev, func(tenant string) events.APIGatewayV2HTTPResponse {
-		if len(id) > job.IDLength || !job.ValidID(id) {
-			return problemFor(job.CodeInvalidRequest, "the job id is malformed", "id")
+	log = log.With(slog.String("route", ep.name))
+	if ep.id != "" {
+		if len(ep.id) > job.IDLength || !job.ValidID(ep.id) {
+			return problemFor(job.CodeInvalidRequest, "id", "the id in the path is not a job id")
 		}
-		return next(tenant, id)
-	})
-}
-
-// header reads a request header case-insensitively (API Gateway lower-cases
-// names, other callers may not).
-func header(ev events.APIGatewayV2HTTPRequest, name string) (string, bool) {
-	if v, ok := ev.Headers[name]; ok {
-		return v, true
+		log = log.With(slog.String("job_id", ep.id))
 	}
-	for k, v := range ev.Headers {
-		if strings.EqualFold(k, name) {
-			return v, true
-		}
+	switch ep.name {
+	case "create":
+		return h.create(ctx, log, ev, tenant)
+	case "get":
+		return h.get(ctx, log, ev, tenant, ep.id)
+	default:
+		return h.cancel(ctx, log, tenant, ep.id)
 	}
-	return "", false
 }

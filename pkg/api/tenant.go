@@ -2,27 +2,30 @@ package api
 
 import "github.com/aws/aws-lambda-go/events"
 
-// tenantOf is the caller's identity from the authorizer context: the JWT
-// subject, a Lambda authorizer's "tenant", or the IAM principal. The local
-// dev server fills the JWT claim from its bearer token, so the same code
-// decides isolation everywhere. Empty means unauthenticated.
-func tenantOf(ev events.APIGatewayV2HTTPRequest) string {
-	a := ev.RequestContext.Authorizer
+// tenantOf is the caller's tenant from the authorizer context, "" if none:
+// the JWT subject, else a Lambda authorizer's "tenant" key, else the IAM
+// caller (its ARN, or account and caller id). The local dev server fills the
+// JWT subject from "Authorization: Bearer <tenant>", so isolation is
+// exercised locally by the same code.
+func tenantOf(rc events.APIGatewayV2HTTPRequestContext) string {
+	a := rc.Authorizer
 	if a == nil {
 		return ""
 	}
-	if a.JWT != nil && a.JWT.Claims["sub"] != "" {
-		return "jwt:" + a.JWT.Claims["sub"]
+	if a.JWT != nil {
+		if sub := a.JWT.Claims["sub"]; sub != "" {
+			return sub
+		}
 	}
 	if t, ok := a.Lambda["tenant"].(string); ok && t != "" {
-		return "lambda:" + t
+		return t
 	}
 	if a.IAM != nil {
 		if a.IAM.UserARN != "" {
-			return "iam:" + a.IAM.UserARN
+			return a.IAM.UserARN
 		}
-		if a.IAM.CallerID != "" {
-			return "iam:" + a.IAM.AccountID + ":" + a.IAM.CallerID
+		if a.IAM.AccountID != "" && a.IAM.CallerID != "" {
+			return a.IAM.AccountID + ":" + a.IAM.CallerID
 		}
 	}
 	return ""

@@ -1,7 +1,11 @@
 package api
 
 import (
+	"bytes"
 	"encoding/json"
+	"fmt"
+	"math"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -9,19 +13,27 @@ import (
 	"github.com/aijobs/aijobs/pkg/job"
 )
 
-// View is the job as a client sees it: no tenant, no lease owner, no input.
+// TimeFormat is how the view writes times: RFC 3339 in UTC with
+// milliseconds, the precision the store keeps.
+const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
+
+// View is a job as the API shows it to its owner. It leaves out what a
+// caller must not see or need not carry back: the tenant, the lease, the
+// input and the error detail.
 type View struct {
-	ID          string          `json:"id"`
-	State       job.State       `json:"state"`
-	RequestKey  string          `json:"request_key"`
-	InputHash   string          `json:"input_hash"`
-	Model       string          `json:"model"`
-	Attempts    int             `json:"attempts"`
-	MaxAttempts int             `json:"max_attempts"`
-	Progress    float64         `json:"progress"`
-	CostCents   job.Nanocents   `json:"cost_cents"`
-	BudgetCents job.Nanocents   `json:"budget_cents"`
-	ErrorClass  *job.ErrorClass `json:"error_class"`
+	ID          string        `json:"id"`
+	State       job.State     `json:"state"`
+	RequestKey  string        `json:"request_key"`
+	InputHash   string        `json:"input_hash"`
+	Model       string        `json:"model"`
+	Attempts    int           `json:"attempts"`
+	MaxAttempts int           `json:"max_attempts"`
+	Progress    float64       `json:"progress"`
+	CostCents   job.Nanocents `json:"cost_cents"`
+	BudgetCents job.Nanocents `json:"budget_cents"`
+	// ErrorClass is null unless the job has one; always null once succeeded.
+	ErrorClass *job.ErrorClass `json:"error_class"`
+	// Result is the stored model output, or null.
 	Result      json.RawMessage `json:"result"`
 	ResultModel string          `json:"result_model,omitempty"`
 	Metadata    json.RawMessage `json:"metadata,omitempty"`
@@ -31,31 +43,63 @@ type View struct {
 	Version     int64           `json:"version"`
 }
 
-const rfc3339Millis = "2006-01-02T15:04:05.000Z07:00"
-
-// NewView renders a job record for clients.
+// NewView is the view of j.
 func NewView(j job.Job) View {
 	v := View{
-		ID: j.ID, State: j.State, RequestKey: j.RequestKey, InputHash: j.InputHash, Model: j.Model,
-		Attempts: j.Attempts, MaxAttempts: j.MaxAttempts, Progress: j.Progress,
-		CostCents: j.Cost, BudgetCents: j.Budget, ResultModel: j.ResultModel, Metadata: j.Metadata,
-		CreatedAt: j.CreatedAt.UTC().Format(rfc3339Millis), UpdatedAt: j.UpdatedAt.UTC().Format(rfc3339Millis),
-		Deadline: j.Deadline.UTC().Format(rfc3339Millis), Version: j.Version,
-		Result: json.RawMessage("null"),
+		ID: j.ID, State: j.State, RequestKey: j.RequestKey, InputHash: j.InputHash,
+		Model: j.Model, Attempts: j.Attempts, MaxAttempts: j.MaxAttempts,
+		Progress: clampProgress(j.Progress), CostCents: j.Cost, BudgetCents: j.Budget,
+		ResultModel: j.ResultModel,
+		CreatedAt:   formatTime(j.CreatedAt), UpdatedAt: formatTime(j.UpdatedAt),
+		Deadline: formatTime(j.Deadline), Version: j.Version,
 	}
 	if j.ErrorClass != "" && j.State != job.Succeeded {
 		c := j.ErrorClass
 		v.ErrorClass = &c
 	}
-	if len(j.Result) > 0 && j.State == job.Succeeded {
+	if present(j.Result) {
 		v.Result = j.Result
+	}
+	if present(j.Metadata) {
+		v.Metadata = j.Metadata
 	}
 	return v
 }
 
-func viewResponse(status int, j job.Job, now time.Time) events.APIGatewayV2HTTPResponse {
-	b, _ := json.Marshal(NewView(j))
-	h := cacheHeaders(j, now)
-	h["Content-Type"] = "application/json"
-	return events.APIGatewayV2HTTPResponse{StatusCode: status, Headers: h, Body: string(b)}
+func present(raw json.RawMessage) bool {
+	t := bytes.TrimSpace(raw)
+	return len(t) > 0 && !bytes.Equal(t, []byte("null"))
+}
+
+func clampProgress(p float64) float64 {
+	switch {
+	case math.IsNaN(p) || p < 0:
+		return 0
+	case p > 1:
+		return 1
+	}
+	return p
+}
+
+func formatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
+
+// etag is the strong entity tag of a record: its version, which every write
+// increments.
+func etag(j job.Job) string { return `"` + strconv.FormatInt(j.Version, 10) + `"` }
+
+// viewResponse answers status with the view of j and its ETag.
+func viewResponse(status int, j job.Job) (events.APIGatewayV2HTTPResponse, error) {
+	body, err := json.Marshal(NewView(j))
+	if err != nil {
+		return events.APIGatewayV2HTTPResponse{}, fmt.Errorf("encode the view of %s: %w", j.ID, err)
+	}
+	return events.APIGatewayV2HTTPResponse{
+		StatusCode: status,
+		Headers: map[string]string{
+			"Content-Type":  "application/json",
+			"Cache-Control": "no-store",
+			"ETag":          etag(j),
+		},
+		Body: string(body),
+	}, nil
 }

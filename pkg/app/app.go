@@ -83,6 +83,10 @@ func New(ctx context.Context, cfg config.Config, o Options) (*App, error) {
 	a := &App{Config: cfg, AWS: awsCfg, Provider: provider, Logger: o.Logger,
 		Store: dynamodb.New(ddb, cfg.Table, cfg.Settings.FailureShards), Queue: sqs.New(sq, cfg.QueueURL, cfg.DLQURL)}
 	s := cfg.Settings
+	routeModel := cfg.Provider.Model
+	if cfg.Provider.Kind == "fake" {
+		routeModel = "fake"
+	}
 	a.API = api.New(api.Config{Store: a.Store, Queue: a.Queue, Limits: s.Limits, Retention: s.Retention,
 		Clock: o.Clock, EnqueueRetryAfter: s.EnqueueRetryAfter, Logger: o.Logger})
 	var metrics worker.Metrics
@@ -92,7 +96,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*App, error) {
 	a.Worker = worker.New(worker.Config{
 		Store: a.Store, Queue: a.Queue, Clock: o.Clock, Logger: o.Logger, Retention: s.Retention, Metrics: metrics,
 		Routes: map[string]worker.Route{s.Limits.DefaultModel: {
-			Provider: provider, Model: cfg.Provider.Model, Price: cfg.Provider.Price, Timeout: cfg.Provider.Timeout}},
+			Provider: provider, Model: routeModel, Price: cfg.Provider.Price, Timeout: cfg.Provider.Timeout}},
 		Timing: worker.Timing{Heartbeat: s.Heartbeat, LeaseTTL: s.LeaseTTL, AttemptMargin: s.AttemptMargin,
 			LambdaMargin: s.LambdaMargin, BackoffBase: s.BackoffBase, BackoffMax: s.BackoffMax},
 	})

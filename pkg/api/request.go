@@ -1,0 +1,90 @@
+package api
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"mime"
+	"strings"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/aijobs/aijobs/pkg/job"
+)
+
+// header is the value of the named request header, matched without regard
+// to case (API Gateway lower-cases names; other callers may not).
+func header(ev events.APIGatewayV2HTTPRequest, name string) (string, bool) {
+	if v, ok := ev.Headers[strings.ToLower(name)]; ok {
+		return v, true
+	}
+	for k, v := range ev.Headers {
+		if strings.EqualFold(k, name) {
+			return v, true
+		}
+	}
+	return "", false
+}
+
+// body is the request body, decoded from base64 when API Gateway encoded
+// it. Its size is checked before anything is decoded: on the encoded length
+// first, then on the decoded one.
+func body(ev events.APIGatewayV2HTTPRequest) ([]byte, *job.Error) {
+	tooLarge := &job.Error{Code: job.CodePayloadTooLarge,
+		Message: fmt.Sprintf("the body is larger than %d bytes", job.MaxBodyBytes)}
+	if !ev.IsBase64Encoded {
+		if len(ev.Body) > job.MaxBodyBytes {
+			return nil, tooLarge
+		}
+		return []byte(ev.Body), nil
+	}
+	if len(ev.Body) > base64.StdEncoding.EncodedLen(job.MaxBodyBytes) {
+		return nil, tooLarge
+	}
+	b, err := base64.StdEncoding.DecodeString(ev.Body)
+	if err != nil {
+		return nil, &job.Error{Code: job.CodeInvalidRequest, Message: "the body is not valid base64"}
+	}
+	if len(b) > job.MaxBodyBytes {
+		return nil, tooLarge
+	}
+	return b, nil
+}
+
+// checkContentType refuses a Content-Type that is present and not
+// application/json; parameters such as charset are allowed.
+func checkContentType(ev events.APIGatewayV2HTTPRequest) *job.Error {
+	ct, ok := header(ev, "Content-Type")
+	if !ok || strings.TrimSpace(ct) == "" {
+		return nil
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil || mt != "application/json" {
+		return &job.Error{Code: job.CodeUnsupportedMediaType, Field: "Content-Type",
+			Message: "the body must be application/json"}
+	}
+	return nil
+}
+
+// numericFields are the create body's top-level options that must be JSON
+// numbers.
+var numericFields = []string{"deadline_seconds", "budget_cents", "max_attempts"}
+
+// checkNumbers refuses a numeric option written as a JSON string ("10").
+// job.ParseCreate decodes these into json.Number, which encoding/json also
+// fills from a quoted number, so it lets them through; this check closes
+// that gap for a body ParseCreate has already accepted.
+func checkNumbers(b []byte) *job.Error {
+	var top map[string]json.RawMessage
+	if err := json.Unmarshal(b, &top); err != nil {
+		return &job.Error{Code: job.CodeInvalidRequest, Message: "the body is not valid JSON"}
+	}
+	for _, f := range numericFields {
+		if v, ok := top[f]; ok && bytes.HasPrefix(bytes.TrimSpace(v), []byte(`"`)) {
+			return &job.Error{Code: job.CodeInvalidRequest, Field: f,
+				Message: f + " must be a JSON number, not a string"}
+		}
+	}
+	return nil
+}

@@ -1,0 +1,12 @@
+package memstore_test
+
+import (
+	"testing"
+
+	"github.com/aijobs/aijobs/pkg/memstore"
+	"github.com/aijobs/aijobs/pkg/storetest"
+)
+
+func TestConformance(t *testing.T) {
+	storetest.Run(t, func(*testing.T) storetest.Store { return memstore.New() })
+}
