@@ -399,12 +399,21 @@ func unknown(s *suite) {
 	_, err := s.store.Get(s.ctx, id)
 	equal(s.t, "get", job.ErrorCode(err), job.CodeNotFound)
 	for name, call := range map[string]func() error{
-		"claim":     func() error { _, e := s.store.Claim(s.ctx, job.Claim{ID: id, Owner: "x", Now: at, LeaseUntil: at}); return e },
+		"claim": func() error {
+			_, e := s.store.Claim(s.ctx, job.Claim{ID: id, Owner: "x", Now: at, LeaseUntil: at})
+			return e
+		},
 		"heartbeat": func() error { _, e := s.store.Heartbeat(s.ctx, job.Heartbeat{ID: id, Owner: "x", Now: at}); return e },
-		"succeed":   func() error { _, e := s.store.Succeed(s.ctx, job.Succeed{ID: id, Owner: "x", Now: at, Cost: 1}); return e },
-		"release":   func() error { _, e := s.store.Release(s.ctx, job.Release{ID: id, Owner: "x", Now: at, Cost: 1}); return e },
-		"end":       func() error { _, e := s.store.End(s.ctx, job.End{ID: id, Now: at, Class: job.Internal}); return e },
-		"cancel":    func() error { _, e := s.store.Cancel(s.ctx, job.Cancel{ID: id, Tenant: "nobody", Now: at}); return e },
+		"succeed": func() error {
+			_, e := s.store.Succeed(s.ctx, job.Succeed{ID: id, Owner: "x", Now: at, Cost: 1})
+			return e
+		},
+		"release": func() error {
+			_, e := s.store.Release(s.ctx, job.Release{ID: id, Owner: "x", Now: at, Cost: 1})
+			return e
+		},
+		"end":    func() error { _, e := s.store.End(s.ctx, job.End{ID: id, Now: at, Class: job.Internal}); return e },
+		"cancel": func() error { _, e := s.store.Cancel(s.ctx, job.Cancel{ID: id, Tenant: "nobody", Now: at}); return e },
 	} {
 		equal(s.t, name, job.ErrorCode(call()), job.CodeNotFound)
 	}

@@ -1,0 +1,93 @@
+package sqs_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/aijobs/aijobs/internal/awstest"
+	"github.com/aijobs/aijobs/pkg/awsclient"
+	"github.com/aijobs/aijobs/pkg/settings"
+	"github.com/aijobs/aijobs/pkg/sqs"
+)
+
+func TestMain(m *testing.M) { os.Exit(awstest.Main(m)) }
+
+func newQueue(t *testing.T) (*sqs.Queue, *awssqs.Client, string, string) {
+	t.Helper()
+	c := awsclient.SQS(awstest.Config(t, nil))
+	s := settings.Defaults()
+	s.Prefix = awstest.Prefix(t)
+	url, dlq, err := sqs.CreateQueues(context.Background(), c, s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	again, dlqAgain, err := sqs.CreateQueues(context.Background(), c, s)
+	if err != nil || again != url || dlqAgain != dlq {
+		t.Fatalf("second create: %s %s %v", again, dlqAgain, err)
+	}
+	return sqs.New(c, url, dlq), c, url, dlq
+}
+
+func TestQueuesCarrySettings(t *testing.T) {
+	_, c, url, _ := newQueue(t)
+	out, err := c.GetQueueAttributes(context.Background(), &awssqs.GetQueueAttributesInput{QueueUrl: aws.String(url), AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameAll}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Attributes["VisibilityTimeout"] != "200" || out.Attributes["RedrivePolicy"] == "" {
+		t.Fatalf("attributes: %v", out.Attributes)
+	}
+}
+
+func TestSendReceiveHideDelete(t *testing.T) {
+	ctx := context.Background()
+	q, _, _, _ := newQueue(t)
+	if err := q.Send(ctx, "job_aaaaaaaaaaaaaaaaaaaaaaaaaa"); err != nil {
+		t.Fatal(err)
+	}
+	msgs, err := q.Receive(ctx, 10, time.Second)
+	if err != nil || len(msgs) != 1 || msgs[0].Body != `{"job_id":"job_aaaaaaaaaaaaaaaaaaaaaaaaaa"}` || msgs[0].Attributes["ApproximateReceiveCount"] != "1" {
+		t.Fatalf("receive: %+v %v", msgs, err)
+	}
+	// Visible again after a 1 s visibility, as a retry backoff would make it.
+	if err := q.ChangeVisibility(ctx, msgs[0].ReceiptHandle, 500*time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := q.Receive(ctx, 10, 0); len(again) != 0 {
+		t.Fatal("a hidden message was delivered")
+	}
+	time.Sleep(1200 * time.Millisecond)
+	again, err := q.Receive(ctx, 10, time.Second)
+	if err != nil || len(again) != 1 || again[0].Attributes["ApproximateReceiveCount"] != "2" {
+		t.Fatalf("redelivery: %+v %v", again, err)
+	}
+	if err := q.Delete(ctx, []string{again[0].ReceiptHandle}); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(1200 * time.Millisecond)
+	if left, _ := q.Receive(ctx, 10, 0); len(left) != 0 {
+		t.Fatal("a deleted message came back")
+	}
+}
+
+func TestDeadLetterCarriesReason(t *testing.T) {
+	ctx := context.Background()
+	q, c, _, dlq := newQueue(t)
+	if err := q.DeadLetter(ctx, "garbage", "unparseable"); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{QueueUrl: aws.String(dlq), WaitTimeSeconds: 1, MessageAttributeNames: []string{"All"}})
+	if err != nil || len(out.Messages) != 1 {
+		t.Fatalf("dlq: %+v %v", out, err)
+	}
+	m := out.Messages[0]
+	if aws.ToString(m.Body) != "garbage" || aws.ToString(m.MessageAttributes[sqs.ReasonAttribute].StringValue) != "unparseable" {
+		t.Fatalf("dead letter: %s %v", aws.ToString(m.Body), m.MessageAttributes)
+	}
+}
