@@ -41,6 +41,8 @@ unit:
 test: bin/kumo lint
 	KUMO_BIN=$(CURDIR)/bin/kumo go test -race -count=1 -timeout 15m $(GO_PKGS)
 
+BENCH_ARGS ?= -jobs 1000 -concurrency 64
+
 bench: bin/kumo
 	KUMO_BIN=$(CURDIR)/bin/kumo go run ./cmd/aijobs-bench $(BENCH_ARGS)
 
