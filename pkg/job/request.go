@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -241,7 +242,7 @@ func strictDecode(b []byte, v any) error {
 		var te *json.UnmarshalTypeError
 		switch {
 		case errors.As(err, &te):
-			return invalid(te.Field, "%s has the wrong type (want %s)", te.Field, te.Type)
+			return invalid(te.Field, "%s has the wrong type (want %s)", te.Field, jsonKind(te.Type))
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
 			f := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
 			return invalid(f, "unknown field %q", truncate(f, 64))
@@ -314,6 +315,28 @@ func number(field string, raw *json.RawMessage) (string, bool, error) {
 		return "", false, invalid(field, "%s must be a JSON number", field)
 	}
 	return s, true, nil
+}
+
+// jsonKind names a Go kind the way a JSON caller knows it, so no Go type
+// name reaches a response.
+func jsonKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8,
+		reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return "another type"
 }
 
 func boundedInt(field string, raw *json.RawMessage, def, lo, hi int) (int, error) {

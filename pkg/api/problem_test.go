@@ -1,0 +1,107 @@
+package api
+
+import (
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aijobs/aijobs/pkg/job"
+)
+
+func TestEveryCodeHasOneStatus(t *testing.T) {
+	want := map[job.Code]int{
+		job.CodeInvalidRequest: 400, job.CodeUnauthorized: 401, job.CodeNotFound: 404,
+		job.CodeMethodNotAllowed: 405, job.CodeAlreadyFinished: 409, job.CodePayloadTooLarge: 413,
+		job.CodeUnsupportedMediaType: 415, job.CodeKeyReused: 422, job.CodeEnqueueFailed: 503,
+		job.CodeUnavailable: 503, job.CodeInternal: 500,
+		job.CodeConflict: 500, "something_new": 500,
+	}
+	for code, status := range want {
+		resp := problemFor(code, "f", "detail")
+		if resp.StatusCode != status {
+			t.Errorf("%s: status %d, want %d", code, resp.StatusCode, status)
+		}
+		p := decodeProblem(t, resp)
+		if status == 500 && p.Code != job.CodeInternal {
+			t.Errorf("%s answered as %s", code, p.Code)
+		}
+		if status >= 500 && (p.Field != "" || p.Detail == "detail") {
+			t.Errorf("%s: a server error shows a caller-supplied field or detail: %+v", code, p)
+		}
+	}
+}
+
+func TestStoreErrorsNeverReachTheCaller(t *testing.T) {
+	id := job.NewID("tenant-a", "k")
+	unavailable := &job.Error{Code: job.CodeUnavailable, Message: "dynamodb throttled us leak-me",
+		Err: errors.New("ProvisionedThroughputExceededException leak-me")}
+	plain := errors.New("operation error DynamoDB: GetItem, https response error leak-me")
+	conflictWithoutRecord := &job.Error{Code: job.CodeConflict, Message: "leak-me"}
+	tests := []struct {
+		name   string
+		err    error
+		status int
+		code   job.Code
+	}{
+		{"unavailable", unavailable, http.StatusServiceUnavailable, job.CodeUnavailable},
+		{"wrapped unavailable", errors.Join(errors.New("leak-me"), unavailable), http.StatusServiceUnavailable, job.CodeUnavailable},
+		{"plain error", plain, http.StatusInternalServerError, job.CodeInternal},
+		{"conflict without a record", conflictWithoutRecord, http.StatusInternalServerError, job.CodeInternal},
+	}
+	for _, tc := range tests {
+		for _, r := range []struct{ method, path string }{{"POST", "/jobs"}, {"GET", "/jobs/" + id}, {"POST", "/jobs/" + id + "/cancel"}} {
+			t.Run(tc.name+" "+r.method+" "+r.path, func(t *testing.T) {
+				e := newEnv(t)
+				e.h = e.handler(failingStore(tc.err))
+				ev := createReq(t, "k", simpleBody)
+				ev.RawPath, ev.RequestContext.HTTP.Method = r.path, r.method
+				resp := e.do(t, ev)
+				wantProblem(t, resp, tc.status, tc.code, "")
+				if strings.Contains(resp.Body, "leak-me") || strings.Contains(resp.Body, "DynamoDB") {
+					t.Errorf("body leaks the error: %s", resp.Body)
+				}
+				if ra := resp.Headers["Retry-After"]; (tc.status == 503) != (ra == "2") {
+					t.Errorf("Retry-After = %q", ra)
+				}
+				if e.queue.count() != 0 {
+					t.Errorf("%d sends after a failed write", e.queue.count())
+				}
+				if !strings.Contains(e.logs.String(), "leak-me") {
+					t.Errorf("the error is not logged:\n%s", e.logs.String())
+				}
+			})
+		}
+	}
+}
+
+func TestPanicIsInternal(t *testing.T) {
+	id := job.NewID("tenant-a", "k")
+	for _, r := range []struct{ method, path string }{{"POST", "/jobs"}, {"GET", "/jobs/" + id}, {"POST", "/jobs/" + id + "/cancel"}} {
+		e := newEnv(t)
+		e.h = e.handler(&stubStore{}) // every call panics
+		ev := createReq(t, "k", simpleBody)
+		ev.RawPath, ev.RequestContext.HTTP.Method = r.path, r.method
+		resp := e.do(t, ev)
+		wantProblem(t, resp, http.StatusInternalServerError, job.CodeInternal, "")
+		if !strings.Contains(e.logs.String(), "panic") {
+			t.Errorf("the panic is not logged:\n%s", e.logs.String())
+		}
+	}
+}
+
+func TestZeroConfigDoesNotPanic(t *testing.T) {
+	resp, err := New(Config{Logger: newEnv(t).h.log}).Handle(t.Context(), request(t, "GET", "/jobs/"+job.NewID("t", "k"), ""))
+	if err != nil || resp.StatusCode != http.StatusInternalServerError {
+		t.Errorf("status %d, err %v", resp.StatusCode, err)
+	}
+}
+
+func TestSeconds(t *testing.T) {
+	for d, want := range map[time.Duration]string{0: "1", 1: "1", time.Second: "1", time.Second + 1: "2", 2 * time.Second: "2", 90 * time.Second: "90"} {
+		if got := seconds(d); got != want {
+			t.Errorf("seconds(%s) = %s, want %s", d, got, want)
+		}
+	}
+}

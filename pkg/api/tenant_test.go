@@ -1,0 +1,60 @@
+package api
+
+import (
+	"net/http"
+	"testing"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/aijobs/aijobs/pkg/job"
+)
+
+func TestTenantOf(t *testing.T) {
+	iamOnly := fixture(t, "request-iam.json")
+	iamOnly.RequestContext.Authorizer.IAM.UserARN = ""
+	both := fixture(t, "request-lambda-authorizer.json")
+	both.RequestContext.Authorizer.JWT = &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{
+		Claims: map[string]string{"sub": "from-jwt"}}
+	noSub := fixture(t, "request-lambda-authorizer.json")
+	noSub.RequestContext.Authorizer.JWT = &events.APIGatewayV2HTTPRequestContextAuthorizerJWTDescription{
+		Claims: map[string]string{"iss": "x"}}
+	notString := fixture(t, "request-lambda-authorizer.json")
+	notString.RequestContext.Authorizer.Lambda["tenant"] = 42
+	tests := []struct {
+		name string
+		ev   events.APIGatewayV2HTTPRequest
+		want string
+	}{
+		{"jwt", fixture(t, "request-jwt.json"), "tenant-a"},
+		{"iam user arn", fixture(t, "request-iam.json"), "arn:aws:iam::123456789012:user/alice"},
+		{"iam account and caller", iamOnly, "123456789012:AIDAEXAMPLE"},
+		{"lambda authorizer", fixture(t, "request-lambda-authorizer.json"), "tenant-lambda"},
+		{"jwt before lambda", both, "from-jwt"},
+		{"jwt without sub", noSub, "tenant-lambda"},
+		{"lambda tenant not a string", notString, ""},
+		{"no authorizer", fixture(t, "request-no-authorizer.json"), ""},
+	}
+	for _, tc := range tests {
+		if got := tenantOf(tc.ev.RequestContext); got != tc.want {
+			t.Errorf("%s: tenant %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
+func TestTenantsFromEveryAuthorizerCreate(t *testing.T) {
+	for name, want := range map[string]string{
+		"request-iam.json":               "arn:aws:iam::123456789012:user/alice",
+		"request-lambda-authorizer.json": "tenant-lambda",
+	} {
+		e := newEnv(t)
+		ev := fixture(t, name)
+		ev.Headers["idempotency-key"], ev.Body = "k", simpleBody
+		resp := e.do(t, ev)
+		if resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("%s: status %d, body %s", name, resp.StatusCode, resp.Body)
+		}
+		if id := decodeView(t, resp).ID; id != job.NewID(want, "k") {
+			t.Errorf("%s: id %s is not the id of tenant %s", name, id, want)
+		}
+	}
+}
