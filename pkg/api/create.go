@@ -29,9 +29,6 @@ func (h *Handler) create(ctx context.Context, log *slog.Logger, ev events.APIGat
 	if err != nil {
 		return h.clientProblem(ctx, log, "parse create", err)
 	}
-	if jerr := checkNumbers(b); jerr != nil {
-		return h.clientProblem(ctx, log, "parse create", jerr)
-	}
 	j := req.NewJob(h.clock.Now(), h.retention.Failed)
 	log = log.With(slog.String("job_id", j.ID))
 

@@ -7,9 +7,11 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net/http"
 	"os"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 
 	"github.com/aijobs/aijobs/pkg/api"
 	"github.com/aijobs/aijobs/pkg/awsclient"
@@ -109,11 +111,23 @@ func newProvider(cfg config.Config, awsCfg aws.Config) (model.Provider, error) {
 		return fake.New(fake.Config{Latency: p.FakeLatency, Price: p.Price}), nil
 	}
 	c, err := openai.New(openai.Config{BaseURL: p.BaseURL, APIKey: p.APIKey, Model: p.Model, Price: p.Price,
-		Stream: p.Stream, HTTPClient: awsCfg.HTTPClient})
+		Stream: p.Stream, HTTPClient: modelHTTPClient(awsCfg)})
 	if err != nil {
 		return nil, fmt.Errorf("app: openai provider: %w", err)
 	}
 	return c, nil
+}
+
+// modelHTTPClient is the client for model providers: the SDK's transport
+// (it honours AWS_CA_BUNDLE and proxies like every AWS call) with no
+// overall timeout (each call's context bounds it) and no redirects (a
+// followed 307 would re-send the request: a second billed call).
+func modelHTTPClient(awsCfg aws.Config) *http.Client {
+	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	if b, ok := awsCfg.HTTPClient.(*awshttp.BuildableClient); ok {
+		c.Transport = b.GetTransport()
+	}
+	return c
 }
 
 // Logger is the JSON logger every binary uses (CloudWatch reads JSON lines).

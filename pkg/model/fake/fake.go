@@ -14,6 +14,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/model"
@@ -45,7 +46,8 @@ var directive = regexp.MustCompile(`\[\[fake:([a-z_]+)(?:=([^\]]*))?\]\]`)
 type script struct {
 	latency   time.Duration
 	failClass job.ErrorClass
-	failFirst int // 0: every call fails when failClass is set
+	failFirst int // with counted: only the first failFirst calls of the job fail
+	counted   bool
 	hang      bool
 	tokens    int
 }
@@ -65,7 +67,10 @@ func parse(r model.Request, def time.Duration) script {
 				if !sc.failClass.Valid() {
 					sc.failClass = job.Internal
 				}
-				sc.failFirst, _ = strconv.Atoi(count)
+				if count != "" {
+					n, err := strconv.Atoi(count)
+					sc.failFirst, sc.counted = max(n, 0), err == nil
+				}
 			case "hang":
 				sc.hang = true
 			case "tokens":
@@ -98,7 +103,7 @@ func (p *Provider) Generate(ctx context.Context, r model.Request) (model.Respons
 		}
 		return model.Response{}, p.failure(r.JobID, cls, "fake: interrupted", in, produced, err)
 	}
-	if sc.failClass != "" && (sc.failFirst == 0 || call <= sc.failFirst) {
+	if sc.failClass != "" && (!sc.counted || call <= sc.failFirst) {
 		return model.Response{}, p.failure(r.JobID, sc.failClass, "fake: scripted "+string(sc.failClass), in, 0, nil)
 	}
 	cost := p.cfg.Price.Cost(in, out)
@@ -180,7 +185,11 @@ func reply(r model.Request, maxWords int) string {
 	}
 	last = strings.TrimSpace(directive.ReplaceAllString(last, ""))
 	if len(last) > 60 {
-		last = last[:60]
+		cut := 60
+		for cut > 0 && !utf8.RuneStart(last[cut]) {
+			cut--
+		}
+		last = last[:cut]
 	}
 	words := strings.Fields(fmt.Sprintf("fake reply to: %s", last))
 	if len(words) > maxWords {

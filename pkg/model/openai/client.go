@@ -53,7 +53,9 @@ func New(cfg Config) (*Client, error) {
 		return nil, errors.New("openai: base URL is required")
 	}
 	if cfg.HTTPClient == nil {
-		cfg.HTTPClient = &http.Client{}
+		// Never follow redirects: a 307/308 would re-send the POST, a
+		// second billed call behind the claim's back.
+		cfg.HTTPClient = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
 	return &Client{cfg: cfg, url: strings.TrimRight(cfg.BaseURL, "/") + "/chat/completions"}, nil
 }
@@ -96,6 +98,7 @@ func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response,
 	if req.Model == "" {
 		req.Model = c.cfg.Model
 	}
+	r.Model = req.Model
 	for _, m := range r.Messages {
 		req.Messages = append(req.Messages, chatMessage{Role: m.Role, Content: m.Content})
 	}
@@ -147,7 +150,11 @@ func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response,
 	if r.Progress != nil {
 		r.Progress(int(u.CompletionTokens))
 	}
-	return c.finish(cr.Choices[0].Message.Content, cr.Model, cr.Choices[0].FinishReason, u)
+	name := cr.Model
+	if name == "" {
+		name = r.Model
+	}
+	return c.finish(cr.Choices[0].Message.Content, name, cr.Choices[0].FinishReason, u)
 }
 
 // finish turns a completed answer into a response, or into a content

@@ -90,7 +90,7 @@ func (c *Client) transportError(ctx context.Context, err error, prompt, out int6
 	default:
 		e.Class, e.Detail = job.Network, "openai: connection failed"
 	}
-	e.Err = fmt.Errorf("openai: %s: %w", e.Detail, redact(err))
+	e.Err = fmt.Errorf("%s: %w", e.Detail, redact(err))
 	return e
 }
 

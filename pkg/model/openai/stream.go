@@ -54,6 +54,9 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, r model.Request
 		}
 		if ch.Error != nil {
 			e := bodyError(200, *ch.Error)
+			if e.Class == job.Internal { // the server itself failed mid-answer
+				e.Class = job.ProviderError
+			}
 			e.Usage, e.Cost = model.Usage{InputTokens: prompt, OutputTokens: chunks}, c.cfg.Price.Cost(prompt, chunks)
 			return model.Response{}, e
 		}
@@ -80,6 +83,9 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, r model.Request
 		if err == nil {
 			err = io.ErrUnexpectedEOF
 		}
+		if u != nil { // the usage chunk arrived before the cut: bill what the server counted
+			return model.Response{}, c.transportError(ctx, err, u.PromptTokens, u.CompletionTokens)
+		}
 		return model.Response{}, c.transportError(ctx, err, prompt, chunks)
 	}
 	final := usage{PromptTokens: prompt, CompletionTokens: chunks}
@@ -88,6 +94,9 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, r model.Request
 	}
 	if r.Progress != nil {
 		r.Progress(int(final.CompletionTokens))
+	}
+	if name == "" {
+		name = r.Model
 	}
 	return c.finish(out.String(), name, finish, final)
 }

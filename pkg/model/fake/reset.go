@@ -1,0 +1,11 @@
+package fake
+
+// Reset forgets every count and amount, so one provider can serve several
+// tests (or benchmark rounds) that each measure from zero.
+func (p *Provider) Reset() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	clear(p.calls)
+	clear(p.gens)
+	clear(p.spent)
+}
