@@ -21,10 +21,13 @@ type Provider struct {
 	Kind    string
 	BaseURL string
 	// APIKey is a secret: it is never logged or printed.
-	APIKey  string
-	Model   string
-	Stream  bool
-	Price   job.Price
+	APIKey string
+	Model  string
+	Stream bool
+	Price  job.Price
+	// Prices is the per-model price table; the route's model is priced
+	// from it when it is listed there, else from Price.
+	Prices  map[string]job.Price
 	Timeout time.Duration
 	// FakeLatency is the fake provider's delay per call.
 	FakeLatency time.Duration
@@ -96,6 +99,9 @@ func Load(getenv func(string) string) (Config, error) {
 		c.Provider.Timeout = c.Settings.ModelTimeout
 	}
 	c.Settings.ModelTimeout = c.Provider.Timeout
+	if p, ok := c.Provider.Prices[c.Provider.Model]; ok && c.Provider.Kind == "openai" {
+		c.Provider.Price = p
+	}
 	if c.Table == "" {
 		c.Table = c.Settings.TableName()
 	}
@@ -158,6 +164,24 @@ func boolean(f func(*Config) *bool) func(*Config, string) error {
 		*f(c) = b
 		return nil
 	}
+}
+
+// priceTable reads "model=input:output,..." in cents per million tokens.
+func priceTable(c *Config, v string) error {
+	c.Provider.Prices = map[string]job.Price{}
+	for _, entry := range strings.Split(v, ",") {
+		name, prices, ok := strings.Cut(strings.TrimSpace(entry), "=")
+		in, out, ok2 := strings.Cut(prices, ":")
+		if !ok || !ok2 || name == "" {
+			return fmt.Errorf("want model=input:output[,model=input:output], got %q", entry)
+		}
+		p, err := job.PricePerMillion(in, out)
+		if err != nil {
+			return fmt.Errorf("%s: want cents per million tokens, at most 3 decimals: %w", name, err)
+		}
+		c.Provider.Prices[name] = p
+	}
+	return nil
 }
 
 func price(out bool) func(*Config, string) error {

@@ -104,3 +104,19 @@ func TestREADMEDocumentsEveryVariable(t *testing.T) {
 		t.Fatal("README.md's configuration table is out of date: go test ./pkg/config -run README -update-readme")
 	}
 }
+
+func TestPriceTable(t *testing.T) {
+	c, err := config.Load(env(map[string]string{"OPENAI_BASE_URL": "http://x/v1", "AIJOBS_OPENAI_MODEL": "big",
+		"AIJOBS_PRICES": "small=15:60, big=250:1000"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Provider.Price.InputPerToken != 250_000 || c.Provider.Price.OutputPerToken != 1_000_000 || len(c.Provider.Prices) != 2 {
+		t.Fatalf("the route's model must be priced from the table: %+v", c.Provider)
+	}
+	for _, bad := range []string{"small", "small=15", "=1:2", "small=a:b", "small=0.0001:1"} {
+		if _, err := config.Load(env(map[string]string{"AIJOBS_PRICES": bad})); err == nil {
+			t.Errorf("AIJOBS_PRICES=%q accepted", bad)
+		}
+	}
+}

@@ -25,6 +25,7 @@ var vars = []Var{
 	{"AIJOBS_OPENAI_STREAM", "true", "Stream responses (drives job progress; usage is requested in the stream).", boolean(func(c *Config) *bool { return &c.Provider.Stream })},
 	{"AIJOBS_PRICE_INPUT", "15", "Price of input tokens, cents per million tokens (at most 3 decimals).", price(false)},
 	{"AIJOBS_PRICE_OUTPUT", "60", "Price of output tokens, cents per million tokens.", price(true)},
+	{"AIJOBS_PRICES", "", "Per-model price table for the OpenAI-compatible server, `model=input:output,...` in cents per million tokens (e.g. `gpt-4o-mini=15:60,gpt-4o=250:1000`); a listed model overrides AIJOBS_PRICE_INPUT/OUTPUT.", priceTable},
 	{"AIJOBS_MODEL_TIMEOUT", "120s", "Timeout of one model call (one rung).", dur(func(c *Config) *time.Duration { return &c.Provider.Timeout })},
 	{"AIJOBS_FAKE_LATENCY", "500ms", "Latency of each fake model call.", dur(func(c *Config) *time.Duration { return &c.Provider.FakeLatency })},
 

@@ -33,8 +33,11 @@ type Config struct {
 	// into an error.
 	APIKey string
 	// Model is used when a request names none.
-	Model  string
+	Model string
+	// Price is what a call costs; Prices, when it names the request's
+	// model, overrides it (one server, several models at several prices).
 	Price  job.Price
+	Prices map[string]job.Price
 	Stream bool
 	// HTTPClient sends the requests; nil means a plain http.Client. The
 	// request's context bounds each call: the client has no timeout.
@@ -99,6 +102,11 @@ func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response,
 		req.Model = c.cfg.Model
 	}
 	r.Model = req.Model
+	if p, ok := c.cfg.Prices[req.Model]; ok {
+		priced := *c
+		priced.cfg.Price = p
+		c = &priced
+	}
 	for _, m := range r.Messages {
 		req.Messages = append(req.Messages, chatMessage{Role: m.Role, Content: m.Content})
 	}
