@@ -86,7 +86,7 @@ func TestCancelFinishedIsConflict(t *testing.T) {
 func TestCancelHidesOtherTenantsJobs(t *testing.T) {
 	e := newEnv(t)
 	id := e.mustCreate(t, "k")
-	unknown := e.do(t, request(t, "POST", "/jobs/"+job.NewID("tenant-a", "never")+"/cancel", ""))
+	unknown := e.do(t, request(t, "POST", "/jobs/"+job.NewID("jwt:tenant-a", "never")+"/cancel", ""))
 	wantProblem(t, unknown, http.StatusNotFound, job.CodeNotFound, "")
 	other := e.do(t, asTenant(request(t, "POST", "/jobs/"+id+"/cancel", ""), "tenant-b"))
 	wantProblem(t, other, http.StatusNotFound, job.CodeNotFound, "")
@@ -102,9 +102,9 @@ func TestCancelHidesOtherTenantsJobs(t *testing.T) {
 // tenant's record in its Conflict (DynamoDB's ALL_OLD): still a 404.
 func TestCancelConflictOnOtherTenantsRecord(t *testing.T) {
 	e := newEnv(t)
-	id := job.NewID("tenant-b", "k")
+	id := job.NewID("jwt:tenant-b", "k")
 	e.h = e.handler(&stubStore{cancel: func(job.Cancel) (job.Job, error) {
-		rec := job.Job{ID: id, Tenant: "tenant-b", State: job.Queued, Version: 1}
+		rec := job.Job{ID: id, Tenant: "jwt:tenant-b", State: job.Queued, Version: 1}
 		return job.Job{}, &job.Error{Code: job.CodeConflict, Job: &rec}
 	}})
 	resp := e.do(t, request(t, "POST", "/jobs/"+id+"/cancel", ""))
@@ -115,8 +115,8 @@ func TestCancelConflictOnOtherTenantsRecord(t *testing.T) {
 // between; the handler tries again, a bounded number of times.
 func TestCancelRetriesAChangingRecord(t *testing.T) {
 	e := newEnv(t)
-	id := job.NewID("tenant-a", "k")
-	rec := job.Job{ID: id, Tenant: "tenant-a", State: job.Queued, Version: 1}
+	id := job.NewID("jwt:tenant-a", "k")
+	rec := job.Job{ID: id, Tenant: "jwt:tenant-a", State: job.Queued, Version: 1}
 	store := &stubStore{cancel: func(job.Cancel) (job.Job, error) {
 		return job.Job{}, &job.Error{Code: job.CodeConflict, Job: &rec}
 	}}

@@ -108,7 +108,7 @@ func TestCreateAccepted(t *testing.T) {
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("status %d, body %s", resp.StatusCode, resp.Body)
 	}
-	id := job.NewID("tenant-a", "order-42")
+	id := job.NewID("jwt:tenant-a", "order-42")
 	if got := resp.Headers["Location"]; got != "/jobs/"+id {
 		t.Errorf("Location = %q", got)
 	}
@@ -185,7 +185,7 @@ func TestCreateAcceptsHeaderAndEncodingVariants(t *testing.T) {
 			if resp.StatusCode != http.StatusAccepted {
 				t.Fatalf("status %d, body %s", resp.StatusCode, resp.Body)
 			}
-			if v := decodeView(t, resp); v.ID != job.NewID("tenant-a", "key-1") || e.queue.countFor(v.ID) != 1 {
+			if v := decodeView(t, resp); v.ID != job.NewID("jwt:tenant-a", "key-1") || e.queue.countFor(v.ID) != 1 {
 				t.Errorf("id %s, sends %d", v.ID, e.queue.countFor(v.ID))
 			}
 		})
@@ -280,7 +280,7 @@ func TestCreateQueueFailureHealsOnRetry(t *testing.T) {
 	if strings.Contains(resp.Body, "sqs") || strings.Contains(resp.Body, "secret-vendor-text") {
 		t.Errorf("body leaks the queue error: %s", resp.Body)
 	}
-	id := job.NewID("tenant-a", "k")
+	id := job.NewID("jwt:tenant-a", "k")
 	if j, err := e.store.Get(t.Context(), id); err != nil || j.State != job.Queued || j.Attempts != 0 {
 		t.Fatalf("record after failed send: %+v, %v", j, err)
 	}

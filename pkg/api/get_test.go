@@ -129,7 +129,7 @@ func TestGetRefusesMalformedIDs(t *testing.T) {
 	e := newEnv(t)
 	store := &stubStore{} // any call panics: a malformed id never reaches the store
 	e.h = e.handler(store)
-	valid := job.NewID("tenant-a", "k")
+	valid := job.NewID("jwt:tenant-a", "k")
 	for _, id := range []string{
 		"nope", "job_", strings.ToUpper(valid), valid + "a", valid[:len(valid)-1],
 		"job_" + strings.Repeat("a", 500), "job_aaaaaaaaaaaaaaaaaaaaaaaaa%61", "job_aaaaaaaaaaaaaaaaaaaaaaaaa1",
@@ -151,7 +151,7 @@ func TestGetRefusesMalformedIDs(t *testing.T) {
 func TestGetHidesOtherTenantsJobs(t *testing.T) {
 	e := newEnv(t)
 	id := e.mustCreate(t, "k")
-	unknown := e.do(t, request(t, "GET", "/jobs/"+job.NewID("tenant-a", "never"), ""))
+	unknown := e.do(t, request(t, "GET", "/jobs/"+job.NewID("jwt:tenant-a", "never"), ""))
 	wantProblem(t, unknown, http.StatusNotFound, job.CodeNotFound, "")
 	other := e.do(t, asTenant(request(t, "GET", "/jobs/"+id, ""), "tenant-b"))
 	wantProblem(t, other, http.StatusNotFound, job.CodeNotFound, "")
@@ -166,9 +166,9 @@ func TestGetHidesOtherTenantsJobs(t *testing.T) {
 
 func TestGetUnencodableRecordIsInternal(t *testing.T) {
 	e := newEnv(t)
-	id := job.NewID("tenant-a", "k")
+	id := job.NewID("jwt:tenant-a", "k")
 	e.h = e.handler(&stubStore{get: func(string) (job.Job, error) {
-		return job.Job{ID: id, Tenant: "tenant-a", State: job.Succeeded, Result: json.RawMessage(`{broken`)}, nil
+		return job.Job{ID: id, Tenant: "jwt:tenant-a", State: job.Succeeded, Result: json.RawMessage(`{broken`)}, nil
 	}})
 	resp := e.do(t, request(t, "GET", "/jobs/"+id, ""))
 	wantProblem(t, resp, http.StatusInternalServerError, job.CodeInternal, "")

@@ -34,7 +34,7 @@ func TestEveryCodeHasOneStatus(t *testing.T) {
 }
 
 func TestStoreErrorsNeverReachTheCaller(t *testing.T) {
-	id := job.NewID("tenant-a", "k")
+	id := job.NewID("jwt:tenant-a", "k")
 	unavailable := &job.Error{Code: job.CodeUnavailable, Message: "dynamodb throttled us leak-me",
 		Err: errors.New("ProvisionedThroughputExceededException leak-me")}
 	plain := errors.New("operation error DynamoDB: GetItem, https response error leak-me")
@@ -77,7 +77,7 @@ func TestStoreErrorsNeverReachTheCaller(t *testing.T) {
 }
 
 func TestPanicIsInternal(t *testing.T) {
-	id := job.NewID("tenant-a", "k")
+	id := job.NewID("jwt:tenant-a", "k")
 	for _, r := range []struct{ method, path string }{{"POST", "/jobs"}, {"GET", "/jobs/" + id}, {"POST", "/jobs/" + id + "/cancel"}} {
 		e := newEnv(t)
 		e.h = e.handler(&stubStore{}) // every call panics

@@ -8,7 +8,7 @@ import (
 )
 
 func TestWrongMethodIs405WithAllow(t *testing.T) {
-	id := job.NewID("tenant-a", "k")
+	id := job.NewID("jwt:tenant-a", "k")
 	tests := []struct{ method, path, allow string }{
 		{"GET", "/jobs", "POST"},
 		{"PUT", "/jobs", "POST"},
@@ -40,7 +40,7 @@ func TestWrongMethodIs405WithAllow(t *testing.T) {
 }
 
 func TestUnknownPathIs404(t *testing.T) {
-	id := job.NewID("tenant-a", "k")
+	id := job.NewID("jwt:tenant-a", "k")
 	for _, path := range []string{"", "/", "/job", "/jobs/", "/jobsx", "/JOBS", "/v1/jobs", "/jobs//cancel",
 		"/jobs/" + id + "/", "/jobs/" + id + "/retry", "/jobs/" + id + "/cancel/now", "/prod/jobs"} {
 		for _, method := range []string{"GET", "POST"} {
@@ -73,7 +73,7 @@ func TestNamedStagePrefixIsStripped(t *testing.T) {
 }
 
 func TestNoTenantIs401OnEveryRoute(t *testing.T) {
-	id := job.NewID("tenant-a", "k")
+	id := job.NewID("jwt:tenant-a", "k")
 	for _, r := range []struct{ method, path string }{{"POST", "/jobs"}, {"GET", "/jobs/" + id}, {"POST", "/jobs/" + id + "/cancel"}} {
 		e := newEnv(t)
 		ev := fixture(t, "request-no-authorizer.json")

@@ -4,9 +4,11 @@ import "github.com/aws/aws-lambda-go/events"
 
 // tenantOf is the caller's tenant from the authorizer context, "" if none:
 // the JWT subject, else a Lambda authorizer's "tenant" key, else the IAM
-// caller (its ARN, or account and caller id). The local dev server fills the
-// JWT subject from "Authorization: Bearer <tenant>", so isolation is
-// exercised locally by the same code.
+// caller (its ARN, or account and caller id). Each is namespaced by its
+// source ("jwt:", "lambda:", "iam:"), so a JWT whose subject looks like an
+// IAM ARN can never be that IAM principal's tenant. The local dev server
+// fills the JWT subject from "Authorization: Bearer <tenant>", so isolation
+// is exercised locally by the same code.
 func tenantOf(rc events.APIGatewayV2HTTPRequestContext) string {
 	a := rc.Authorizer
 	if a == nil {
@@ -14,18 +16,18 @@ func tenantOf(rc events.APIGatewayV2HTTPRequestContext) string {
 	}
 	if a.JWT != nil {
 		if sub := a.JWT.Claims["sub"]; sub != "" {
-			return sub
+			return "jwt:" + sub
 		}
 	}
 	if t, ok := a.Lambda["tenant"].(string); ok && t != "" {
-		return t
+		return "lambda:" + t
 	}
 	if a.IAM != nil {
 		if a.IAM.UserARN != "" {
-			return a.IAM.UserARN
+			return "iam:" + a.IAM.UserARN
 		}
 		if a.IAM.AccountID != "" && a.IAM.CallerID != "" {
-			return a.IAM.AccountID + ":" + a.IAM.CallerID
+			return "iam:" + a.IAM.AccountID + ":" + a.IAM.CallerID
 		}
 	}
 	return ""

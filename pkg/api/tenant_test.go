@@ -25,12 +25,12 @@ func TestTenantOf(t *testing.T) {
 		ev   events.APIGatewayV2HTTPRequest
 		want string
 	}{
-		{"jwt", fixture(t, "request-jwt.json"), "tenant-a"},
-		{"iam user arn", fixture(t, "request-iam.json"), "arn:aws:iam::123456789012:user/alice"},
-		{"iam account and caller", iamOnly, "123456789012:AIDAEXAMPLE"},
-		{"lambda authorizer", fixture(t, "request-lambda-authorizer.json"), "tenant-lambda"},
-		{"jwt before lambda", both, "from-jwt"},
-		{"jwt without sub", noSub, "tenant-lambda"},
+		{"jwt", fixture(t, "request-jwt.json"), "jwt:tenant-a"},
+		{"iam user arn", fixture(t, "request-iam.json"), "iam:arn:aws:iam::123456789012:user/alice"},
+		{"iam account and caller", iamOnly, "iam:123456789012:AIDAEXAMPLE"},
+		{"lambda authorizer", fixture(t, "request-lambda-authorizer.json"), "lambda:tenant-lambda"},
+		{"jwt before lambda", both, "jwt:from-jwt"},
+		{"jwt without sub", noSub, "lambda:tenant-lambda"},
 		{"lambda tenant not a string", notString, ""},
 		{"no authorizer", fixture(t, "request-no-authorizer.json"), ""},
 	}
@@ -43,8 +43,8 @@ func TestTenantOf(t *testing.T) {
 
 func TestTenantsFromEveryAuthorizerCreate(t *testing.T) {
 	for name, want := range map[string]string{
-		"request-iam.json":               "arn:aws:iam::123456789012:user/alice",
-		"request-lambda-authorizer.json": "tenant-lambda",
+		"request-iam.json":               "iam:arn:aws:iam::123456789012:user/alice",
+		"request-lambda-authorizer.json": "lambda:tenant-lambda",
 	} {
 		e := newEnv(t)
 		ev := fixture(t, name)
@@ -56,5 +56,14 @@ func TestTenantsFromEveryAuthorizerCreate(t *testing.T) {
 		if id := decodeView(t, resp).ID; id != job.NewID(want, "k") {
 			t.Errorf("%s: id %s is not the id of tenant %s", name, id, want)
 		}
+	}
+}
+
+func TestTenantNamespacesNeverCollide(t *testing.T) {
+	iam := fixture(t, "request-iam.json")
+	jwt := fixture(t, "request-jwt.json")
+	jwt.RequestContext.Authorizer.JWT.Claims["sub"] = iam.RequestContext.Authorizer.IAM.UserARN
+	if a, b := tenantOf(iam.RequestContext), tenantOf(jwt.RequestContext); a == b || a == "" {
+		t.Fatalf("a JWT subject spelled like an IAM ARN got the IAM principal's tenant %q", a)
 	}
 }
