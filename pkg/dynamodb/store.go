@@ -10,11 +10,13 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/aijobs/aijobs/pkg/job"
 )
@@ -209,5 +211,10 @@ func conflict(j job.Job) error {
 }
 
 func unavailable(what string, err error) error {
+	var api smithy.APIError
+	if errors.As(err, &api) && api.ErrorCode() == "ValidationException" && strings.Contains(strings.ToLower(api.ErrorMessage()), "size") {
+		// Retrying cannot help: the record would exceed DynamoDB's 400 KB item limit.
+		return &job.Error{Code: job.CodePayloadTooLarge, Message: "the job record would be larger than the store allows", Err: fmt.Errorf("dynamodb: %s: %w", what, err)}
+	}
 	return &job.Error{Code: job.CodeUnavailable, Message: "the job store is unavailable", Err: fmt.Errorf("dynamodb: %s: %w", what, err)}
 }

@@ -41,3 +41,16 @@ func InputHash(body []byte) (string, error) {
 	sum := sha256.Sum256(c)
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
 }
+
+// EncodeJSON marshals v without HTML escaping: "<" stays one byte instead
+// of six ("\u003c"), so what is stored is no larger than what was sent and
+// a record cannot outgrow the store's item limit by encoding alone.
+func EncodeJSON(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, fmt.Errorf("encode json: %w", err)
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}

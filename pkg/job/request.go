@@ -224,7 +224,7 @@ func parseInput(raw json.RawMessage, l Limits, r *CreateRequest) error {
 	if in.Temperature != nil && (*in.Temperature < 0 || *in.Temperature > 2) {
 		return invalid("input.temperature", "temperature must be between 0 and 2")
 	}
-	js, err := json.Marshal(in)
+	js, err := EncodeJSON(in)
 	if err != nil {
 		return fmt.Errorf("encode input: %w", err)
 	}

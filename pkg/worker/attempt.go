@@ -73,7 +73,7 @@ func (w *Worker) attempt(ctx context.Context, m events.SQSMessage, j job.Job, ow
 	defer cancelWrites()
 	now := w.stamp(j)
 	if genErr == nil && !errors.Is(why, errLeaseLost) {
-		result, _ := json.Marshal(resp)
+		result, _ := job.EncodeJSON(resp)
 		err := retryWrite(ctx, func() error {
 			_, err := w.cfg.Store.Succeed(ctx, job.Succeed{ID: j.ID, Owner: owner, Now: now, Cost: resp.Cost,
 				Result: result, Model: resp.Model, ExpiresAt: w.cfg.Retention.ExpiresAt(job.Succeeded, now)})
@@ -82,6 +82,11 @@ func (w *Worker) attempt(ctx context.Context, m events.SQSMessage, j job.Job, ow
 		log.Info("attempt succeeded", "cost_cents", resp.Cost.String(), "duration_ms", elapsed.Milliseconds(),
 			"input_tokens", resp.Usage.InputTokens, "output_tokens", resp.Usage.OutputTokens)
 		w.spent(resp.Cost)
+		if job.ErrorCode(err) == job.CodePayloadTooLarge {
+			// The record cannot hold this result: end the job for good,
+			// keeping what the call cost, rather than generate it again.
+			return w.stop(ctx, j, owner, job.Internal, "the result is too large to store", resp.Cost, log)
+		}
 		if err == nil {
 			w.count("JobsSucceeded", nil)
 		}

@@ -487,3 +487,25 @@ func TestShutdownMidCallIsATimeoutNotACancel(t *testing.T) {
 		t.Fatalf("job = %+v, kept = %v", got, failedIDs(resp))
 	}
 }
+
+// tooLarge is a store whose success write is refused as too large, as
+// DynamoDB refuses an item over 400 KB.
+type tooLarge struct{ *memstore.Store }
+
+func (tooLarge) Succeed(context.Context, job.Succeed) (job.Job, error) {
+	return job.Job{}, &job.Error{Code: job.CodePayloadTooLarge}
+}
+
+func TestResultTooLargeEndsTheJobAndKeepsItsCost(t *testing.T) {
+	f := setup(t, ok(77))
+	j := f.create("k1", nil)
+	f.w = worker.New(worker.Config{Store: tooLarge{f.store}, Queue: f.queue, Timing: timing,
+		Routes: map[string]worker.Route{"default": {Provider: f.prov, Price: f.price, Timeout: 2 * time.Second}}})
+	if r := f.deliver(body(j.ID)); len(r.BatchItemFailures) != 0 {
+		t.Fatalf("kept: %v (it would be generated again)", failedIDs(r))
+	}
+	got := f.get(j.ID)
+	if got.State != job.Failed || got.ErrorClass != job.Internal || got.Cost != 77 {
+		t.Fatalf("job = %+v", got)
+	}
+}
