@@ -52,7 +52,7 @@ func (w *Worker) attempt(ctx context.Context, m events.SQSMessage, j job.Job, ow
 	hb.Add(1)
 	go func() {
 		defer hb.Done()
-		w.heartbeat(ctx, timed, m.ReceiptHandle, j.ID, owner, leaseCap, &progress, func() { cancelCall(errLeaseLost) }, log)
+		w.heartbeat(ctx, timed, m.ReceiptHandle, j.ID, owner, j.LeaseUntil, leaseCap, &progress, cancelCall, log)
 	}()
 
 	began := time.Now()
@@ -110,6 +110,8 @@ func (w *Worker) attempt(ctx context.Context, m events.SQSMessage, j job.Job, ow
 		log.Info("attempt stopped: lease lost or job cancelled", "cost_cents", cost.String(), "duration_ms", elapsed.Milliseconds())
 		w.count("LeasesLost", nil)
 		return w.finished(err, log)
+	case errors.Is(why, errLeaseExpiring):
+		class, detail = job.Timeout, "the lease could not be renewed"
 	case errors.Is(why, errJobDeadline):
 		class, detail = job.DeadlineExceeded, "the job's deadline passed during the call"
 	case errors.Is(why, errLambdaDeadline):
@@ -167,7 +169,11 @@ func (w *Worker) stop(ctx context.Context, j job.Job, owner string, class job.Er
 // heartbeat renews the lease and the message's visibility every interval
 // until the call ends, and cancels the call the moment the record says the
 // job is no longer ours (cancelled, or taken over after a lost lease).
-func (w *Worker) heartbeat(ctx, call context.Context, receipt, id, owner string, leaseCap time.Time, progress *atomic.Uint64, lost func(), log *slog.Logger) {
+//
+// If renewals keep failing (the store is unavailable), the call is stopped
+// before the last lease it holds runs out: past that point another worker
+// may claim the job, and two calls would be billed for one job.
+func (w *Worker) heartbeat(ctx, call context.Context, receipt, id, owner string, held, leaseCap time.Time, progress *atomic.Uint64, stop context.CancelCauseFunc, log *slog.Logger) {
 	t := time.NewTicker(w.cfg.Timing.Heartbeat)
 	defer t.Stop()
 	for {
@@ -188,11 +194,16 @@ func (w *Worker) heartbeat(ctx, call context.Context, receipt, id, owner string,
 			Progress: math.Float64frombits(progress.Load())})
 		switch job.ErrorCode(err) {
 		case "":
+			held = horizon
 		case job.CodeConflict, job.CodeNotFound:
-			lost()
+			stop(errLeaseLost)
 			return
 		default:
 			log.Warn("heartbeat: extending the lease failed", "err", err)
+			if !now.Add(w.cfg.Timing.Heartbeat).Before(held) {
+				stop(errLeaseExpiring)
+				return
+			}
 		}
 	}
 }

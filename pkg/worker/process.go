@@ -155,6 +155,7 @@ func finishContext(ctx context.Context) (context.Context, context.CancelFunc) {
 
 var (
 	errLeaseLost      = errors.New("lease lost or job cancelled")
+	errLeaseExpiring  = errors.New("lease about to expire unrenewed")
 	errRouteTimeout   = errors.New("model route timeout")
 	errJobDeadline    = errors.New("job deadline")
 	errLambdaDeadline = errors.New("function deadline")

@@ -509,3 +509,38 @@ func TestResultTooLargeEndsTheJobAndKeepsItsCost(t *testing.T) {
 		t.Fatalf("job = %+v", got)
 	}
 }
+
+// flakyHeartbeats is a store whose heartbeats fail as if DynamoDB were
+// unavailable while everything else works.
+type flakyHeartbeats struct{ *memstore.Store }
+
+func (flakyHeartbeats) Heartbeat(context.Context, job.Heartbeat) (job.Job, error) {
+	return job.Job{}, &job.Error{Code: job.CodeUnavailable}
+}
+
+func TestUnrenewableLeaseStopsTheCallBeforeItExpires(t *testing.T) {
+	var stoppedAt atomic.Int64
+	f := setup(t, func(ctx context.Context, r model.Request, n int) (model.Response, error) {
+		<-ctx.Done()
+		stoppedAt.Store(time.Now().UnixMilli())
+		return model.Response{}, &model.Error{Class: job.Cancelled, Cost: 3, Err: ctx.Err()}
+	})
+	j := f.create("k1", nil)
+	f.w = worker.New(worker.Config{Store: flakyHeartbeats{f.store}, Queue: f.queue, Timing: timing, Rand: func() float64 { return 0 },
+		Retention: job.Retention{Succeeded: time.Hour, Failed: time.Hour},
+		Routes:    map[string]worker.Route{"default": {Provider: f.prov, Price: f.price, Timeout: 2 * time.Second}}})
+	f.deliver(body(j.ID))
+	got := f.get(j.ID)
+	// The claim's lease (200 ms TTL) was never renewed: the call must stop
+	// before it ran out, so no other worker can start a second generation.
+	if stoppedAt.Load() == 0 {
+		t.Fatal("the call was never stopped")
+	}
+	if got.State != job.Queued || got.ErrorClass != job.Timeout || got.Cost != 3 {
+		t.Fatalf("job = %+v", got)
+	}
+	claimed := got.CreatedAt // the claim happened right after create, well within 10 ms
+	if lease := claimed.Add(timing.LeaseTTL); time.UnixMilli(stoppedAt.Load()).After(lease) {
+		t.Fatalf("call stopped at %s, after the unrenewed lease ended at %s", time.UnixMilli(stoppedAt.Load()), lease)
+	}
+}

@@ -1,0 +1,196 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatch"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awscloudwatchactions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
+	"github.com/aws/jsii-runtime-go"
+
+	"github.com/aijobs/aijobs/pkg/emf"
+	"github.com/aijobs/aijobs/pkg/job"
+)
+
+// dlqArrivalExpression is the number of messages that arrived in the DLQ
+// in a period. SQS does not count messages moved there by redrive in the
+// DLQ's NumberOfMessagesSent, so an alarm on that metric alone never fires
+// for the case that matters (a worker that crashed maxReceiveCount times).
+// The increase of the DLQ's depth catches redrive; NumberOfMessagesSent
+// adds the worker's own poison sends. FILL(…, 0) because SQS stops
+// publishing for a queue that is empty and idle for six hours (so "no
+// data" means 0), and because arithmetic on a missing point is missing. A
+// poison send counts twice here (depth and sent); the alarm only asks >= 1.
+// It never alarms on depth alone: an old dead letter that nobody replayed
+// yet must not keep the alarm red and hide the next one.
+const dlqArrivalExpression = "IF(DIFF(FILL(visible, 0)) > 0, DIFF(FILL(visible, 0)), 0) + FILL(sent, 0)"
+
+// period is the evaluation period of every alarm but spend.
+const period = 5 * time.Minute
+
+// Alarms is the alarm topic and every alarm, for outputs and the dashboard.
+type Alarms struct {
+	Topic awssns.Topic
+	All   []awscloudwatch.Alarm
+}
+
+// Signals are the metrics the alarms and the dashboard share.
+type Signals struct {
+	DLQArrivals     awscloudwatch.IMetric
+	OldestJob       awscloudwatch.IMetric
+	WorkerErrors    awscloudwatch.IMetric
+	WorkerThrottles awscloudwatch.IMetric
+	API5xx          awscloudwatch.IMetric
+	// RetryableFailed sums JobsFailed over the retryable classes: a job
+	// that used up its attempts on them means the provider is unhealthy.
+	RetryableFailed awscloudwatch.IMetric
+	// ProviderRefused sums JobsFailed over auth and quota_exhausted: the
+	// provider key or its spend limit, which no retry fixes.
+	ProviderRefused awscloudwatch.IMetric
+	SpendPerHour    awscloudwatch.IMetric
+}
+
+func newSignals(q Queues, f Functions, api API) Signals {
+	opts := func(stat string) *awscloudwatch.MetricOptions {
+		return &awscloudwatch.MetricOptions{Statistic: jsii.String(stat), Period: seconds(period)}
+	}
+	var retryable, refused []job.ErrorClass
+	for _, c := range job.Classes() {
+		switch {
+		case c.FinalState() != job.Failed || c == job.DeadLettered:
+			// abandoned classes are the caller's limits; dead_lettered only
+			// comes from a replay and has its own (DLQ) alarm
+		case c.Retryable():
+			retryable = append(retryable, c)
+		case c == job.Auth || c == job.QuotaExhausted:
+			refused = append(refused, c)
+		}
+	}
+	return Signals{
+		DLQArrivals: awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+			Expression: jsii.String(dlqArrivalExpression),
+			UsingMetrics: &map[string]awscloudwatch.IMetric{
+				"visible": q.DLQ.MetricApproximateNumberOfMessagesVisible(opts("Maximum")),
+				"sent":    q.DLQ.MetricNumberOfMessagesSent(opts("Sum")),
+			},
+			Label:  jsii.String("messages arriving in the DLQ"),
+			Period: seconds(period),
+		}),
+		OldestJob:       q.Jobs.MetricApproximateAgeOfOldestMessage(opts("Maximum")),
+		WorkerErrors:    f.Worker.MetricErrors(opts("Sum")),
+		WorkerThrottles: f.Worker.MetricThrottles(opts("Sum")),
+		API5xx:          api.HTTP.MetricServerError(opts("Sum")),
+		RetryableFailed: sumByClass("jobs failed after retries", retryable),
+		ProviderRefused: sumByClass("jobs refused by the provider (auth, quota)", refused),
+		SpendPerHour: awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+			Namespace: jsii.String(emf.Namespace), MetricName: jsii.String("CostCents"),
+			Statistic: jsii.String("Sum"), Period: awscdk.Duration_Hours(jsii.Number(1)),
+			Label: jsii.String("spend, cents per hour"),
+		}),
+	}
+}
+
+// sumByClass adds the worker's JobsFailed metric over the given classes.
+// Alarms cannot use SEARCH, so the classes are listed (from pkg/job, so a
+// new class is picked up) and stay well under the ten metrics an alarm may
+// use. The dashboard shows every class with a SEARCH instead.
+func sumByClass(label string, classes []job.ErrorClass) awscloudwatch.IMetric {
+	using := map[string]awscloudwatch.IMetric{}
+	var terms []string
+	for _, c := range classes {
+		id := metricID(string(c))
+		using[id] = classMetric("JobsFailed", c)
+		terms = append(terms, fmt.Sprintf("FILL(%s, 0)", id))
+	}
+	return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+		Expression:   jsii.String(strings.Join(terms, " + ")),
+		UsingMetrics: &using,
+		Label:        jsii.String(label),
+		Period:       seconds(period),
+	})
+}
+
+func classMetric(name string, c job.ErrorClass) awscloudwatch.Metric {
+	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+		Namespace: jsii.String(emf.Namespace), MetricName: jsii.String(name),
+		DimensionsMap: &map[string]*string{"ErrorClass": jsii.String(string(c))},
+		Statistic:     jsii.String("Sum"), Period: seconds(period),
+	})
+}
+
+// metricID turns an error class into a metric math id ("rate_limited" ->
+// "rateLimited"): ids must start lower case and be alphanumeric.
+func metricID(class string) string {
+	parts := strings.Split(class, "_")
+	for i := 1; i < len(parts); i++ {
+		if parts[i] != "" {
+			parts[i] = strings.ToUpper(parts[i][:1]) + parts[i][1:]
+		}
+	}
+	return strings.Join(parts, "")
+}
+
+// newAlarms is the alarm topic and one alarm per signal, each with an
+// action on alarm and on recovery. The topic is encrypted with a customer
+// managed key because CloudWatch cannot publish to a topic encrypted with
+// the AWS managed alias/aws/sns key (its key policy cannot be changed to
+// let CloudWatch use it).
+func newAlarms(stack awscdk.Stack, cfg Config, sig Signals) Alarms {
+	s := cfg.Settings
+	key := awskms.NewKey(stack, jsii.String("AlarmTopicKey"), &awskms.KeyProps{
+		Description:       jsii.String("aijobs alarm topic encryption"),
+		EnableKeyRotation: jsii.Bool(true),
+		RemovalPolicy:     removalPolicy(cfg),
+		PendingWindow:     awscdk.Duration_Days(jsii.Number(7)),
+	})
+	key.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("CloudWatchAlarmsPublish"),
+		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("cloudwatch.amazonaws.com"), nil)},
+		Actions:    jsii.Strings("kms:Decrypt", "kms:GenerateDataKey*"),
+		Resources:  jsii.Strings("*"), // a key policy's resource is always the key itself
+	}), nil)
+	topic := awssns.NewTopic(stack, jsii.String("AlarmTopic"), &awssns.TopicProps{
+		DisplayName: jsii.String(s.Prefix + " alarms"),
+		MasterKey:   key,
+		EnforceSSL:  jsii.Bool(true),
+	})
+	if cfg.AlarmEmail != "" {
+		topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(cfg.AlarmEmail), nil))
+	}
+	a := Alarms{Topic: topic}
+	add := func(id, what string, m awscloudwatch.IMetric, threshold float64, op awscloudwatch.ComparisonOperator, evaluations float64) {
+		alarm := awscloudwatch.NewAlarm(stack, jsii.String(id), &awscloudwatch.AlarmProps{
+			AlarmName:          jsii.String(s.Prefix + "-" + id),
+			AlarmDescription:   jsii.String(what + " See docs/deploy.md, section Alarms."),
+			Metric:             m,
+			Threshold:          jsii.Number(threshold),
+			ComparisonOperator: op,
+			EvaluationPeriods:  jsii.Number(evaluations),
+			DatapointsToAlarm:  jsii.Number(1),
+			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+		})
+		alarm.AddAlarmAction(awscloudwatchactions.NewSnsAction(topic))
+		alarm.AddOkAction(awscloudwatchactions.NewSnsAction(topic))
+		a.All = append(a.All, alarm)
+	}
+	gte := awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD
+	// Two periods (1 of 2 to alarm): DIFF needs the previous point.
+	add("DlqArrivals", "A message reached the DLQ: a worker crashed on it maxReceiveCount times, or it was poison.",
+		sig.DLQArrivals, 1, gte, 2)
+	add("OldestJobAge", fmt.Sprintf("A job id has waited in the queue longer than the default job deadline (%s).", s.Limits.DefaultDeadline),
+		sig.OldestJob, s.Limits.DefaultDeadline.Seconds(), gte, 1)
+	add("WorkerErrors", "The worker function failed an invocation (crash, timeout, out of memory).", sig.WorkerErrors, 1, gte, 1)
+	add("WorkerThrottles", "The worker function was throttled (account concurrency).", sig.WorkerThrottles, 1, gte, 1)
+	add("Api5xx", "The HTTP API answered 5xx.", sig.API5xx, cfg.API5xxPer5Min, gte, 1)
+	add("JobsFailedRetryable", "Jobs failed after using up their attempts on retryable errors.", sig.RetryableFailed, cfg.FailedJobsPer5Min, gte, 1)
+	add("JobsRefusedByProvider", "Jobs failed on auth or quota_exhausted: the provider key or spend limit needs an operator.", sig.ProviderRefused, 1, gte, 1)
+	add("SpendPerHour", fmt.Sprintf("Model spend exceeded %.0f cents in an hour.", cfg.SpendCentsPerHour),
+		sig.SpendPerHour, cfg.SpendCentsPerHour, awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, 1)
+	return a
+}

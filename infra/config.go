@@ -1,0 +1,247 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/constructs-go/constructs/v10"
+
+	"github.com/aijobs/aijobs/pkg/config"
+	"github.com/aijobs/aijobs/pkg/settings"
+)
+
+// Config is everything the stack is built from: the settings the functions
+// also run with, plus the knobs that only exist in AWS (authorizer, alarm
+// thresholds, throttling, log retention).
+type Config struct {
+	Settings settings.Settings
+	// Env is the environment both functions get, apart from the resource
+	// names and URLs the stack fills in. It holds the same strings the
+	// settings were parsed from, so the deployed functions run with exactly
+	// the synthesized numbers (a test feeds it back through config.Load).
+	Env map[string]string
+
+	StackName string
+	// Throwaway relaxes the data's protection (DESTROY, no deletion
+	// protection) for test stacks such as LocalStack.
+	Throwaway bool
+
+	JWTIssuer   string
+	JWTAudience []string
+
+	AlarmEmail        string
+	SpendCentsPerHour float64
+	FailedJobsPer5Min float64
+	API5xxPer5Min     float64
+
+	ThrottleRate  float64
+	ThrottleBurst float64
+	LogRetention  awslogs.RetentionDays
+	LogDays       int
+
+	APIAssetDir    string
+	WorkerAssetDir string
+}
+
+// Lookup returns a context value as a string, and whether it was set.
+type Lookup func(key string) (string, bool)
+
+// ContextLookup reads the CDK context: cdk.json, cdk.context.json and -c.
+// Values from -c are strings, values from cdk.json keep their JSON type.
+func ContextLookup(node constructs.Node) Lookup {
+	return func(key string) (string, bool) {
+		switch v := node.TryGetContext(&key).(type) {
+		case nil:
+			return "", false
+		case string:
+			return v, v != ""
+		case bool:
+			return strconv.FormatBool(v), true
+		case float64:
+			return strconv.FormatFloat(v, 'f', -1, 64), true
+		default:
+			return fmt.Sprint(v), true
+		}
+	}
+}
+
+// notFromContext are the variables the stack never copies from the context
+// into the functions' environment: Lambda sets the region, the endpoint is
+// real AWS, the stack sets the resource names, the listen address is the
+// dev server's, and a secret never goes into a template.
+var notFromContext = map[string]bool{
+	"AWS_REGION": true, "AWS_ENDPOINT_URL": true, "AIJOBS_LISTEN": true,
+	"AIJOBS_TABLE": true, "AIJOBS_QUEUE_URL": true, "AIJOBS_DLQ_URL": true,
+	"OPENAI_API_KEY": true,
+}
+
+// LoadConfig builds the stack's Config from the context. Every variable of
+// pkg/config can be given under its own name (-c AIJOBS_BATCH_SIZE=3); the
+// result is checked by the same config.Load and settings.Validate the
+// functions run at start, so a stack the functions would refuse never
+// synthesizes.
+func LoadConfig(ctx Lookup) (Config, error) {
+	for name := range notFromContext {
+		if _, set := ctx(name); set {
+			return Config{}, fmt.Errorf("context %s: not settable here (the stack sets it, or it is a secret)", name)
+		}
+	}
+	env := map[string]string{}
+	getenv := func(name string) string {
+		v, _ := ctx(name)
+		return v
+	}
+	loaded, err := config.Load(getenv)
+	if err != nil {
+		return Config{}, err
+	}
+	for _, v := range config.Vars() {
+		if notFromContext[v.Name] {
+			continue
+		}
+		val, set := ctx(v.Name)
+		if !set {
+			val = v.Default
+		}
+		if val != "" {
+			env[v.Name] = val
+		}
+	}
+	c := Config{Settings: loaded.Settings, Env: env}
+	var errs []string
+	c.StackName = str(ctx, "stackName", "AijobsStack")
+	c.Throwaway = boolean(ctx, "throwaway", false, &errs)
+	c.JWTIssuer = str(ctx, "jwtIssuer", "")
+	if aud := str(ctx, "jwtAudience", ""); aud != "" {
+		for _, a := range strings.Split(aud, ",") {
+			if a = strings.TrimSpace(a); a != "" {
+				c.JWTAudience = append(c.JWTAudience, a)
+			}
+		}
+	}
+	if (c.JWTIssuer == "") != (len(c.JWTAudience) == 0) {
+		errs = append(errs, "jwtIssuer and jwtAudience go together")
+	}
+	if c.JWTIssuer != "" && !strings.HasPrefix(c.JWTIssuer, "https://") {
+		errs = append(errs, "jwtIssuer must be an https URL")
+	}
+	c.AlarmEmail = str(ctx, "alarmEmail", "")
+	c.SpendCentsPerHour = number(ctx, "spendAlarmCentsPerHour", 500, &errs)
+	c.FailedJobsPer5Min = number(ctx, "failedJobsPer5Min", 5, &errs)
+	c.API5xxPer5Min = number(ctx, "api5xxPer5Min", 5, &errs)
+	c.ThrottleRate = number(ctx, "apiThrottleRate", 50, &errs)
+	c.ThrottleBurst = number(ctx, "apiThrottleBurst", 100, &errs)
+	c.LogDays = int(number(ctx, "logRetentionDays", 30, &errs))
+	var ok bool
+	if c.LogRetention, ok = retentionDays[c.LogDays]; !ok {
+		errs = append(errs, fmt.Sprintf("logRetentionDays %d: want one of 1, 3, 5, 7, 14, 30, 60, 90, 180, 365", c.LogDays))
+	}
+	s := &c.Settings
+	s.APIMemoryMB = int(number(ctx, "apiMemoryMB", float64(s.APIMemoryMB), &errs))
+	s.WorkerMemoryMB = int(number(ctx, "workerMemoryMB", float64(s.WorkerMemoryMB), &errs))
+	if d, set := ctx("apiTimeout"); set {
+		if s.APITimeout, err = time.ParseDuration(d); err != nil {
+			errs = append(errs, fmt.Sprintf("apiTimeout %q: want a duration like 10s", d))
+		}
+	}
+	errs = append(errs, checkAWSLimits(*s)...)
+
+	root := repoRoot()
+	c.APIAssetDir = str(ctx, "apiAssetDir", filepath.Join(root, "dist", "api"))
+	c.WorkerAssetDir = str(ctx, "workerAssetDir", filepath.Join(root, "dist", "worker"))
+	for _, dir := range []string{c.APIAssetDir, c.WorkerAssetDir} {
+		if _, err := os.Stat(filepath.Join(dir, "bootstrap")); err != nil {
+			errs = append(errs, fmt.Sprintf("%s/bootstrap is missing: run `make lambdas` first (or point -c apiAssetDir/workerAssetDir elsewhere)", dir))
+		}
+	}
+	if len(errs) > 0 {
+		return Config{}, fmt.Errorf("infra: %s", strings.Join(errs, "; "))
+	}
+	return c, nil
+}
+
+// checkAWSLimits refuses what settings.Validate cannot know: the units and
+// ranges AWS accepts. CloudFormation would reject these only mid-deploy.
+func checkAWSLimits(s settings.Settings) []string {
+	var errs []string
+	whole := func(name string, d, lo, hi time.Duration) {
+		if d%time.Second != 0 || d < lo || d > hi {
+			errs = append(errs, fmt.Sprintf("%s %s: want whole seconds in %s..%s", name, d, lo, hi))
+		}
+	}
+	whole("worker timeout", s.WorkerTimeout, time.Second, 15*time.Minute)
+	whole("API timeout", s.APITimeout, time.Second, 30*time.Second) // API Gateway's integration limit
+	whole("visibility timeout", s.VisibilityTimeout, 0, 12*time.Hour)
+	whole("batching window", s.BatchWindow, 0, 5*time.Minute)
+	whole("queue retention", s.QueueRetention, time.Minute, 14*24*time.Hour)
+	whole("DLQ retention", s.DLQRetention, time.Minute, 14*24*time.Hour)
+	for name, mb := range map[string]int{"API memory": s.APIMemoryMB, "worker memory": s.WorkerMemoryMB} {
+		if mb < 128 || mb > 10240 {
+			errs = append(errs, fmt.Sprintf("%s %d MB outside 128..10240", name, mb))
+		}
+	}
+	if s.MaxConcurrency > 1000 {
+		errs = append(errs, fmt.Sprintf("maximum concurrency %d above 1000", s.MaxConcurrency))
+	}
+	return errs
+}
+
+var retentionDays = map[int]awslogs.RetentionDays{
+	1: awslogs.RetentionDays_ONE_DAY, 3: awslogs.RetentionDays_THREE_DAYS, 5: awslogs.RetentionDays_FIVE_DAYS,
+	7: awslogs.RetentionDays_ONE_WEEK, 14: awslogs.RetentionDays_TWO_WEEKS, 30: awslogs.RetentionDays_ONE_MONTH,
+	60: awslogs.RetentionDays_TWO_MONTHS, 90: awslogs.RetentionDays_THREE_MONTHS, 180: awslogs.RetentionDays_SIX_MONTHS,
+	365: awslogs.RetentionDays_ONE_YEAR,
+}
+
+// repoRoot is the directory holding cdk.json: the CLI runs the app with
+// `go run -C infra .` and tests run in infra/, so it is found upwards.
+func repoRoot() string {
+	dir, err := os.Getwd()
+	if err != nil {
+		return ".."
+	}
+	for d := dir; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "cdk.json")); err == nil {
+			return d
+		}
+		if filepath.Dir(d) == d {
+			return filepath.Dir(dir)
+		}
+	}
+}
+
+func str(ctx Lookup, key, def string) string {
+	if v, ok := ctx(key); ok {
+		return v
+	}
+	return def
+}
+
+func boolean(ctx Lookup, key string, def bool, errs *[]string) bool {
+	v, ok := ctx(key)
+	if !ok {
+		return def
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		*errs = append(*errs, fmt.Sprintf("%s %q: want true or false", key, v))
+	}
+	return b
+}
+
+func number(ctx Lookup, key string, def float64, errs *[]string) float64 {
+	v, ok := ctx(key)
+	if !ok {
+		return def
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f < 0 {
+		*errs = append(*errs, fmt.Sprintf("%s %q: want a non-negative number", key, v))
+	}
+	return f
+}

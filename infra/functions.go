@@ -1,0 +1,131 @@
+package main
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// Functions are the two Lambdas and the log groups they write to.
+type Functions struct {
+	API, Worker         awslambda.Function
+	APILogs, WorkerLogs awslogs.LogGroup
+}
+
+// The actions each function calls, and nothing else (DESIGN: the API
+// creates, reads and cancels; the worker claims, heartbeats and records,
+// and sends poison messages to the DLQ itself). The event source mapping
+// runs with the worker's role, so the worker also gets what it polls with.
+var (
+	apiTableActions    = []string{"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem"}
+	apiQueueActions    = []string{"sqs:SendMessage"}
+	workerTableActions = []string{"dynamodb:UpdateItem", "dynamodb:GetItem"}
+	workerQueueActions = []string{"sqs:ChangeMessageVisibility", "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"}
+	workerDLQActions   = []string{"sqs:SendMessage"}
+	logActions         = []string{"logs:CreateLogStream", "logs:PutLogEvents"}
+)
+
+// newFunctions builds the API and worker functions: provided.al2023 on
+// arm64 (the Go binaries are cross-compiled by `make lambdas`), JSON logs to
+// log groups with a retention, and the same environment, so both load the
+// same settings and refuse to start if they break a timing rule.
+func newFunctions(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, q Queues) Functions {
+	s := cfg.Settings
+	env := map[string]*string{
+		"AIJOBS_TABLE":     table.TableName(),
+		"AIJOBS_QUEUE_URL": q.Jobs.QueueUrl(),
+		"AIJOBS_DLQ_URL":   q.DLQ.QueueUrl(),
+	}
+	for k, v := range cfg.Env {
+		env[k] = jsii.String(v)
+	}
+	f := Functions{APILogs: newLogGroup(stack, "ApiLogs", cfg), WorkerLogs: newLogGroup(stack, "WorkerLogs", cfg)}
+
+	apiRole := newRole(stack, "ApiRole", "aijobs API function: create, read and cancel jobs", f.APILogs,
+		allow(apiTableActions, table.TableArn()),
+		allow(apiQueueActions, q.Jobs.QueueArn()))
+	f.API = awslambda.NewFunction(stack, jsii.String("Api"), &awslambda.FunctionProps{
+		FunctionName: jsii.String(s.Prefix + "-api"),
+		Description:  jsii.String("aijobs HTTP API: POST /jobs, GET /jobs/{id}, POST /jobs/{id}/cancel"),
+		Code:         awslambda.Code_FromAsset(jsii.String(cfg.APIAssetDir), nil),
+		MemorySize:   jsii.Number(float64(s.APIMemoryMB)),
+		Timeout:      seconds(s.APITimeout),
+		Role:         apiRole,
+		Environment:  &env,
+		LogGroup:     f.APILogs,
+		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture: awslambda.Architecture_ARM_64(),
+		Handler:      jsii.String("bootstrap"),
+		// JSON so CloudWatch Logs Insights can filter on the slog fields;
+		// the worker's EMF lines stay plain JSON objects either way.
+		LoggingFormat: awslambda.LoggingFormat_JSON,
+	})
+
+	workerRole := newRole(stack, "WorkerRole", "aijobs worker function: claim, heartbeat and record jobs", f.WorkerLogs,
+		allow(workerTableActions, table.TableArn()),
+		allow(workerQueueActions, q.Jobs.QueueArn()),
+		allow(workerDLQActions, q.DLQ.QueueArn()))
+	f.Worker = awslambda.NewFunction(stack, jsii.String("Worker"), &awslambda.FunctionProps{
+		FunctionName:  jsii.String(s.Prefix + "-worker"),
+		Description:   jsii.String("aijobs worker: SQS batches of job ids, one claim per message"),
+		Code:          awslambda.Code_FromAsset(jsii.String(cfg.WorkerAssetDir), nil),
+		MemorySize:    jsii.Number(float64(s.WorkerMemoryMB)),
+		Timeout:       seconds(s.WorkerTimeout),
+		Role:          workerRole,
+		Environment:   &env,
+		LogGroup:      f.WorkerLogs,
+		Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture:  awslambda.Architecture_ARM_64(),
+		Handler:       jsii.String("bootstrap"),
+		LoggingFormat: awslambda.LoggingFormat_JSON,
+	})
+	// Partial batch failures: a retryable job is released with its own
+	// backoff and reported, the others in the batch are deleted.
+	// MaxConcurrency caps what one queue can do to the model provider.
+	f.Worker.AddEventSource(awslambdaeventsources.NewSqsEventSource(q.Jobs, &awslambdaeventsources.SqsEventSourceProps{
+		BatchSize:               jsii.Number(float64(s.BatchSize)),
+		MaxBatchingWindow:       seconds(s.BatchWindow),
+		ReportBatchItemFailures: jsii.Bool(true),
+		MaxConcurrency:          jsii.Number(float64(s.MaxConcurrency)),
+	}))
+	return f
+}
+
+// newLogGroup is a function's log group, created by the stack so it has a
+// retention and no function needs logs:CreateLogGroup.
+func newLogGroup(stack awscdk.Stack, id string, cfg Config) awslogs.LogGroup {
+	return awslogs.NewLogGroup(stack, jsii.String(id), &awslogs.LogGroupProps{
+		Retention:     cfg.LogRetention,
+		RemovalPolicy: removalPolicy(cfg),
+	})
+}
+
+// newRole is a function's role with exactly the given statements plus
+// writing to its own log group, inline so they exist before the function
+// and its event source mapping (which checks the role when it is created).
+// It is handed to the function immutable: no construct can widen it
+// afterwards (SqsEventSource would add sqs:GetQueueUrl, which the worker
+// never calls), so the template shows the whole policy.
+func newRole(stack awscdk.Stack, id, description string, logs awslogs.LogGroup, statements ...awsiam.PolicyStatement) awsiam.IRole {
+	statements = append(statements, allow(logActions, logs.LogGroupArn()))
+	role := awsiam.NewRole(stack, jsii.String(id), &awsiam.RoleProps{
+		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
+		Description: jsii.String(description),
+		InlinePolicies: &map[string]awsiam.PolicyDocument{
+			"least-privilege": awsiam.NewPolicyDocument(&awsiam.PolicyDocumentProps{Statements: &statements}),
+		},
+	})
+	return role.WithoutPolicyUpdates(nil)
+}
+
+// allow is one Allow statement on one resource.
+func allow(actions []string, resource *string) awsiam.PolicyStatement {
+	return awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions:   jsii.Strings(actions...),
+		Resources: &[]*string{resource},
+	})
+}

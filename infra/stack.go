@@ -1,0 +1,44 @@
+package main
+
+import (
+	"time"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/constructs-go/constructs/v10"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// NewStack builds the whole deployment in one stack: the jobs table, the
+// job queue and its DLQ, the two functions, the HTTP API, the alarms and
+// the dashboard. Every number comes from cfg.Settings, the same settings
+// the functions load at start.
+func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
+	stack := awscdk.NewStack(scope, jsii.String(cfg.StackName), &awscdk.StackProps{
+		Description: jsii.String("aijobs: slow AI model calls as background jobs (API, queue, worker, job records)"),
+	})
+	table := newTable(stack, cfg)
+	queues := newQueues(stack, cfg)
+	fns := newFunctions(stack, cfg, table, queues)
+	api := newAPI(stack, cfg, fns.API)
+	signals := newSignals(queues, fns, api)
+	alarms := newAlarms(stack, cfg, signals)
+	newDashboard(stack, cfg, queues, fns, api, signals, alarms)
+	suppress(stack, fns, api)
+
+	output(stack, "ApiUrl", api.Stage.Url(), "HTTP API base URL (IAM-signed or JWT requests)")
+	output(stack, "TableName", table.TableName(), "jobs table")
+	output(stack, "QueueUrl", queues.Jobs.QueueUrl(), "job queue")
+	output(stack, "DlqUrl", queues.DLQ.QueueUrl(), "dead letter queue (replay from here)")
+	output(stack, "AlarmTopicArn", alarms.Topic.TopicArn(), "SNS topic every alarm notifies")
+	return stack
+}
+
+func output(stack awscdk.Stack, id string, value *string, description string) {
+	awscdk.NewCfnOutput(stack, jsii.String(id), &awscdk.CfnOutputProps{Value: value, Description: jsii.String(description)})
+}
+
+// seconds converts a settings duration (whole seconds, checked by
+// checkAWSLimits) to a CDK duration.
+func seconds(d time.Duration) awscdk.Duration {
+	return awscdk.Duration_Seconds(jsii.Number(d.Seconds()))
+}
