@@ -4,7 +4,8 @@
 SHELL := /bin/bash
 KUMO_VERSION := v0.33.1
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
-GO_PKGS := ./...
+# Explicit roots: ./... would also walk node_modules (the CDK CLI ships Go templates).
+GO_PKGS := ./cmd/... ./e2e/... ./functions/... ./internal/... ./pkg/...
 
 .PHONY: all build dev test lint unit bench kumo clean
 

@@ -28,6 +28,9 @@ import (
 //	fail_pk, fail_sk                             S, only once failed or abandoned: the sparse
 //	                                             failure index, "<error_class>#<shard>" and
 //	                                             "<13-digit ended unix ms>#<id>"
+//	last_write                                   S, the token of the last finishing write
+//	                                             ("<lease owner>#finish"), so a retried write
+//	                                             that was already applied is recognised
 const (
 	aID, aTenant, aRequestKey, aInputHash, aModel = "id", "tenant", "request_key", "input_hash", "model"
 	aInput, aMetadata, aResult                    = "input", "metadata", "result"
@@ -38,6 +41,7 @@ const (
 	aDeadline, aLeaseUntil                        = "deadline_ms", "lease_until_ms"
 	aCreated, aUpdated, aProgress, aExpires       = "created_ms", "updated_ms", "progress", "expires_at"
 	aFailPK, aFailSK                              = "fail_pk", "fail_sk"
+	aLastWrite                                    = "last_write"
 )
 
 // FailureProjection lists the attributes the failure index carries besides

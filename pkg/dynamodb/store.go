@@ -61,7 +61,7 @@ func (s *Store) Create(ctx context.Context, j job.Job) (job.Job, error) {
 	if !errors.As(err, &ccf) {
 		return job.Job{}, unavailable("put job", err)
 	}
-	cur, err := s.current(ctx, j.ID, ccf.Item)
+	cur, _, err := s.current(ctx, j.ID, ccf.Item)
 	if err != nil {
 		return job.Job{}, err
 	}
@@ -92,6 +92,10 @@ type update struct {
 	cond   string
 	expr   string
 	values map[string]types.AttributeValue
+	// token, when set, is written to last_write with the effect, so a retry
+	// of a write that was applied but whose answer was lost (the SDK retries
+	// resets and 5xx) is recognised instead of refused and its cost added twice.
+	token string
 }
 
 // apply runs one transition: the write, and on a refused condition the
@@ -109,16 +113,19 @@ func (s *Store) apply(ctx context.Context, id string, now time.Time, allows func
 		if !errors.As(err, &ccf) {
 			return job.Job{}, unavailable("update job", err)
 		}
-		cur, err := s.current(ctx, id, ccf.Item)
+		cur, raw, err := s.current(ctx, id, ccf.Item)
 		if err != nil {
 			return job.Job{}, err
+		}
+		if u.token != "" && lastWrite(raw) == u.token {
+			return cur, nil // our own earlier try was applied
 		}
 		if allows(cur) && !cur.UpdatedAt.Before(stamp) {
 			stamp = job.NextUpdate(cur.UpdatedAt, now)
 			continue
 		}
 		if cost != 0 {
-			return s.addCost(ctx, id, cost, now)
+			return s.addCost(ctx, id, cost, now, u.token)
 		}
 		return job.Job{}, conflict(cur)
 	}
@@ -127,11 +134,14 @@ func (s *Store) apply(ctx context.Context, id string, now time.Time, allows func
 
 // addCost records a refused finish's cost with no precondition but the
 // record's existence, then answers Conflict with the record after it.
-func (s *Store) addCost(ctx context.Context, id string, cost job.Nanocents, now time.Time) (job.Job, error) {
+func (s *Store) addCost(ctx context.Context, id string, cost job.Nanocents, now time.Time, token string) (job.Job, error) {
 	u := update{
 		cond:   "attribute_exists(#id)",
 		expr:   "SET #updated_ms = :upd ADD #cost_nc :cost, #remaining_nc :negcost, #version :one",
 		values: map[string]types.AttributeValue{":cost": avN(int64(cost)), ":negcost": avN(-int64(cost)), ":one": avN(1)},
+	}
+	if token != "" {
+		u.token = token + "+cost"
 	}
 	stamp := job.Millis(now)
 	for range skewRetries {
@@ -147,9 +157,12 @@ func (s *Store) addCost(ctx context.Context, id string, cost job.Nanocents, now 
 		if !errors.As(err, &ccf) {
 			return job.Job{}, unavailable("add cost", err)
 		}
-		cur, err := s.current(ctx, id, ccf.Item)
+		cur, raw, err := s.current(ctx, id, ccf.Item)
 		if err != nil {
 			return job.Job{}, err
+		}
+		if u.token != "" && lastWrite(raw) == u.token {
+			return job.Job{}, conflict(cur) // the cost was added by our earlier try
 		}
 		stamp = job.NextUpdate(cur.UpdatedAt, now)
 	}
@@ -164,15 +177,20 @@ func (s *Store) write(ctx context.Context, id string, u update, stamp time.Time)
 	for k, v := range u.values {
 		values[k] = v
 	}
+	expr := u.expr
+	if u.token != "" {
+		expr = strings.Replace(expr, "SET ", "SET #last_write = :wtoken, ", 1)
+		values[":wtoken"] = avS(u.token)
+	}
 	names := map[string]string{}
-	for _, p := range placeholder.FindAllString(cond+" "+u.expr, -1) {
+	for _, p := range placeholder.FindAllString(cond+" "+expr, -1) {
 		names[p] = p[1:]
 	}
 	return s.c.UpdateItem(ctx, &ddb.UpdateItemInput{
 		TableName:                           aws.String(s.table),
 		Key:                                 key(id),
 		ConditionExpression:                 aws.String(cond),
-		UpdateExpression:                    aws.String(u.expr),
+		UpdateExpression:                    aws.String(expr),
 		ExpressionAttributeNames:            names,
 		ExpressionAttributeValues:           values,
 		ReturnValues:                        types.ReturnValueAllNew,
@@ -191,15 +209,29 @@ func (s *Store) decode(out *ddb.UpdateItemOutput) (job.Job, error) {
 // current is the record after a refused write: the item DynamoDB returned
 // with the failure when it did (real DynamoDB), else a consistent read
 // (emulators return none).
-func (s *Store) current(ctx context.Context, id string, item map[string]types.AttributeValue) (job.Job, error) {
-	if len(item) > 0 {
-		j, err := fromItem(item)
+func (s *Store) current(ctx context.Context, id string, item map[string]types.AttributeValue) (job.Job, map[string]types.AttributeValue, error) {
+	if len(item) == 0 {
+		out, err := s.c.GetItem(ctx, &ddb.GetItemInput{TableName: aws.String(s.table), Key: key(id), ConsistentRead: aws.Bool(true)})
 		if err != nil {
-			return job.Job{}, &job.Error{Code: job.CodeInternal, Message: "a job record could not be read", Err: err}
+			return job.Job{}, nil, unavailable("get job", err)
 		}
-		return j, nil
+		if len(out.Item) == 0 {
+			return job.Job{}, nil, &job.Error{Code: job.CodeNotFound, Message: "no such job"}
+		}
+		item = out.Item
 	}
-	return s.Get(ctx, id)
+	j, err := fromItem(item)
+	if err != nil {
+		return job.Job{}, nil, &job.Error{Code: job.CodeInternal, Message: "a job record could not be read", Err: err}
+	}
+	return j, item, nil
+}
+
+func lastWrite(item map[string]types.AttributeValue) string {
+	if v, ok := item[aLastWrite].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
 }
 
 func key(id string) map[string]types.AttributeValue {

@@ -56,7 +56,7 @@ func (s *Store) Succeed(ctx context.Context, t job.Succeed) (job.Job, error) {
 	} else {
 		remove += ", #result_model"
 	}
-	return s.apply(ctx, t.ID, t.Now, t.Allows, update{cond: heldCond, expr: expr + remove + costAdd, values: v}, t.Cost)
+	return s.apply(ctx, t.ID, t.Now, t.Allows, update{cond: heldCond, expr: expr + remove + costAdd, values: v, token: finishToken(t.Owner)}, t.Cost)
 }
 
 // Release applies job.Release; a refused release still adds its cost.
@@ -65,7 +65,7 @@ func (s *Store) Release(ctx context.Context, t job.Release) (job.Job, error) {
 	v[":running"], v[":owner"], v[":queued"], v[":class"] = st(job.Running), avS(t.Owner), st(job.Queued), avS(string(t.Class))
 	expr, remove := "SET #state = :queued, #error_class = :class, #updated_ms = :upd", unlease
 	expr, remove = detail(expr, remove, t.Detail, v)
-	return s.apply(ctx, t.ID, t.Now, t.Allows, update{cond: heldCond, expr: expr + remove + costAdd, values: v}, t.Cost)
+	return s.apply(ctx, t.ID, t.Now, t.Allows, update{cond: heldCond, expr: expr + remove + costAdd, values: v, token: finishToken(t.Owner)}, t.Cost)
 }
 
 // End applies job.End; a refused end still adds its cost.
@@ -83,7 +83,7 @@ func (s *Store) End(ctx context.Context, t job.End) (job.Job, error) {
 	v[":final"], v[":class"], v[":exp"], v[":fpk"], v[":fsk"] = st(t.Class.FinalState()), avS(string(t.Class)), avN(t.ExpiresAt.Unix()), avS(pk), avS(sk)
 	expr, remove := "SET #state = :final, #error_class = :class, #expires_at = :exp, #fail_pk = :fpk, #fail_sk = :fsk, #updated_ms = :upd", unlease
 	expr, remove = detail(expr, remove, t.Detail, v)
-	return s.apply(ctx, t.ID, t.Now, t.Allows, update{cond: cond, expr: expr + remove + costAdd, values: v}, t.Cost)
+	return s.apply(ctx, t.ID, t.Now, t.Allows, update{cond: cond, expr: expr + remove + costAdd, values: v, token: finishToken(t.Owner)}, t.Cost)
 }
 
 // Cancel applies job.Cancel; another tenant's job is NotFound, exactly like
@@ -103,6 +103,15 @@ func (s *Store) Cancel(ctx context.Context, c job.Cancel) (job.Job, error) {
 		return job.Job{}, &job.Error{Code: job.CodeNotFound, Message: "no such job"}
 	}
 	return j, err
+}
+
+// finishToken marks the one finishing write of an attempt (its lease owner
+// is unique to it); an unowned end has none.
+func finishToken(owner string) string {
+	if owner == "" {
+		return ""
+	}
+	return owner + "#finish"
 }
 
 const costAdd = " ADD #cost_nc :cost, #remaining_nc :negcost, #version :one"

@@ -72,6 +72,11 @@ func (w *Worker) claim(ctx context.Context, m events.SQSMessage, id string, log 
 			return outcomeKeep
 		}
 		cur, _ := job.ConflictJob(err)
+		if cur.State == job.Running && cur.LeaseOwner == owner {
+			// Our own claim was applied and its answer lost (the SDK retried
+			// it and the retry was refused): the job is ours.
+			return w.attempt(ctx, m, cur, owner, now, log.With("attempt", cur.Attempts))
+		}
 		d := job.WhyRefused(cur, now, 0)
 		switch d.Action {
 		case job.Drop:

@@ -7,6 +7,7 @@ package worker
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -118,6 +119,13 @@ func (w *Worker) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			keep[i] = true // if process panics, the message comes back
+			defer func() {
+				if v := recover(); v != nil {
+					w.cfg.Logger.Error("panic while processing a message; it stays for redelivery",
+						"message_id", m.MessageId, "panic", fmt.Sprint(v))
+				}
+			}()
 			keep[i] = w.process(ctx, m) == outcomeKeep
 		}()
 	}

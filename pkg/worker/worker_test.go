@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -542,5 +543,49 @@ func TestUnrenewableLeaseStopsTheCallBeforeItExpires(t *testing.T) {
 	claimed := got.CreatedAt // the claim happened right after create, well within 10 ms
 	if lease := claimed.Add(timing.LeaseTTL); time.UnixMilli(stoppedAt.Load()).After(lease) {
 		t.Fatalf("call stopped at %s, after the unrenewed lease ended at %s", time.UnixMilli(stoppedAt.Load()), lease)
+	}
+}
+
+// replayedClaim answers a claim as an SDK retry of an applied claim would:
+// the first try is applied, its answer lost, the retry refused.
+type replayedClaim struct{ *memstore.Store }
+
+func (s replayedClaim) Claim(ctx context.Context, c job.Claim) (job.Job, error) {
+	if _, err := s.Store.Claim(ctx, c); err != nil {
+		return job.Job{}, err
+	}
+	return s.Store.Claim(ctx, c)
+}
+
+func TestOwnAppliedClaimIsRecognised(t *testing.T) {
+	f := setup(t, ok(5))
+	j := f.create("k1", nil)
+	f.w = worker.New(worker.Config{Store: replayedClaim{f.store}, Queue: f.queue, Timing: timing,
+		Routes: map[string]worker.Route{"default": {Provider: f.prov, Price: f.price, Timeout: 2 * time.Second}}})
+	if r := f.deliver(body(j.ID)); len(r.BatchItemFailures) != 0 {
+		t.Fatalf("kept: %v", failedIDs(r))
+	}
+	if got := f.get(j.ID); got.State != job.Succeeded || got.Attempts != 1 || f.prov.generations(j.ID) != 1 {
+		t.Fatalf("job = %+v: a claim whose answer was lost must still run the attempt", got)
+	}
+}
+
+func TestPanickingProviderDoesNotTakeDownTheBatch(t *testing.T) {
+	f := setup(t, func(ctx context.Context, r model.Request, n int) (model.Response, error) {
+		if strings.Contains(r.Messages[0].Content, "boom") {
+			panic("provider bug")
+		}
+		return ok(1)(ctx, r, n)
+	})
+	bad := f.create("bad", func(j *job.Job) {
+		j.Input = json.RawMessage(`{"messages":[{"role":"user","content":"boom"}],"max_tokens":5}`)
+	})
+	good := f.create("good", nil)
+	r := f.deliver(body(bad.ID), body(good.ID))
+	if ids := failedIDs(r); len(ids) != 1 || ids[0] != "m0" {
+		t.Fatalf("kept %v, want only the panicking message", ids)
+	}
+	if f.get(good.ID).State != job.Succeeded {
+		t.Fatal("the other job of the batch did not finish")
 	}
 }
