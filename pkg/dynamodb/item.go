@@ -29,8 +29,9 @@ import (
 //	                                             failure index, "<error_class>#<shard>" and
 //	                                             "<13-digit ended unix ms>#<id>"
 //	last_write                                   S, the token of the last finishing write
-//	                                             ("<lease owner>#finish"), so a retried write
-//	                                             that was already applied is recognised
+//	                                             ("<lease owner>#succeed|release|end", "+cost"
+//	                                             for a refused one's cost add), so a retried
+//	                                             write that was already applied is recognised
 const (
 	aID, aTenant, aRequestKey, aInputHash, aModel = "id", "tenant", "request_key", "input_hash", "model"
 	aInput, aMetadata, aResult                    = "input", "metadata", "result"
@@ -124,7 +125,11 @@ func fromItem(it map[string]types.AttributeValue) (job.Job, error) {
 	}
 	var progress float64
 	if v, ok := it[aProgress].(*types.AttributeValueMemberN); ok {
-		progress, _ = strconv.ParseFloat(v.Value, 64)
+		p, perr := strconv.ParseFloat(v.Value, 64)
+		if perr != nil && err == nil {
+			err = fmt.Errorf("attribute %s: %w", aProgress, perr)
+		}
+		progress = p
 	}
 	j := job.Job{
 		ID: str(aID), Tenant: str(aTenant), RequestKey: str(aRequestKey), InputHash: str(aInputHash), Model: str(aModel),
@@ -138,6 +143,9 @@ func fromItem(it map[string]types.AttributeValue) (job.Job, error) {
 	}
 	if e := num(aExpires); e != 0 {
 		j.ExpiresAt = time.Unix(e, 0).UTC()
+	}
+	if err == nil && (j.ID == "" || !j.State.Valid()) {
+		err = fmt.Errorf("no id or no valid state (%q)", j.State)
 	}
 	if err != nil {
 		return job.Job{}, fmt.Errorf("decode job item: %w", err)

@@ -16,7 +16,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-	"github.com/aws/smithy-go"
 
 	"github.com/aijobs/aijobs/pkg/job"
 )
@@ -77,11 +76,11 @@ func (s *Store) Get(ctx context.Context, id string) (job.Job, error) {
 		return job.Job{}, unavailable("get job", err)
 	}
 	if len(out.Item) == 0 {
-		return job.Job{}, &job.Error{Code: job.CodeNotFound, Message: "no such job"}
+		return job.Job{}, notFound()
 	}
 	j, err := fromItem(out.Item)
 	if err != nil {
-		return job.Job{}, &job.Error{Code: job.CodeInternal, Message: "a job record could not be read", Err: err}
+		return job.Job{}, unreadable(err)
 	}
 	return j, nil
 }
@@ -129,7 +128,7 @@ func (s *Store) apply(ctx context.Context, id string, now time.Time, allows func
 		}
 		return job.Job{}, conflict(cur)
 	}
-	return job.Job{}, &job.Error{Code: job.CodeUnavailable, Message: "the job store is unavailable", Err: fmt.Errorf("job %s: updated_at kept moving", id)}
+	return job.Job{}, unavailable("update job", fmt.Errorf("job %s: updated_at kept moving", id))
 }
 
 // addCost records a refused finish's cost with no precondition but the
@@ -166,7 +165,7 @@ func (s *Store) addCost(ctx context.Context, id string, cost job.Nanocents, now 
 		}
 		stamp = job.NextUpdate(cur.UpdatedAt, now)
 	}
-	return job.Job{}, &job.Error{Code: job.CodeUnavailable, Message: "the job store is unavailable", Err: fmt.Errorf("job %s: cost add kept racing", id)}
+	return job.Job{}, unavailable("add cost", fmt.Errorf("job %s: updated_at kept moving", id))
 }
 
 var placeholder = regexp.MustCompile(`#[a-z_]+`)
@@ -201,7 +200,7 @@ func (s *Store) write(ctx context.Context, id string, u update, stamp time.Time)
 func (s *Store) decode(out *ddb.UpdateItemOutput) (job.Job, error) {
 	j, err := fromItem(out.Attributes)
 	if err != nil {
-		return job.Job{}, &job.Error{Code: job.CodeInternal, Message: "a job record could not be read", Err: err}
+		return job.Job{}, unreadable(err)
 	}
 	return j, nil
 }
@@ -216,13 +215,13 @@ func (s *Store) current(ctx context.Context, id string, item map[string]types.At
 			return job.Job{}, nil, unavailable("get job", err)
 		}
 		if len(out.Item) == 0 {
-			return job.Job{}, nil, &job.Error{Code: job.CodeNotFound, Message: "no such job"}
+			return job.Job{}, nil, notFound()
 		}
 		item = out.Item
 	}
 	j, err := fromItem(item)
 	if err != nil {
-		return job.Job{}, nil, &job.Error{Code: job.CodeInternal, Message: "a job record could not be read", Err: err}
+		return job.Job{}, nil, unreadable(err)
 	}
 	return j, item, nil
 }
@@ -236,17 +235,4 @@ func lastWrite(item map[string]types.AttributeValue) string {
 
 func key(id string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{aID: avS(id)}
-}
-
-func conflict(j job.Job) error {
-	return &job.Error{Code: job.CodeConflict, Message: "the job is not in a state that allows this", Job: &j}
-}
-
-func unavailable(what string, err error) error {
-	var api smithy.APIError
-	if errors.As(err, &api) && api.ErrorCode() == "ValidationException" && strings.Contains(strings.ToLower(api.ErrorMessage()), "size") {
-		// Retrying cannot help: the record would exceed DynamoDB's 400 KB item limit.
-		return &job.Error{Code: job.CodePayloadTooLarge, Message: "the job record would be larger than the store allows", Err: fmt.Errorf("dynamodb: %s: %w", what, err)}
-	}
-	return &job.Error{Code: job.CodeUnavailable, Message: "the job store is unavailable", Err: fmt.Errorf("dynamodb: %s: %w", what, err)}
 }

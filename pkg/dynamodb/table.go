@@ -19,7 +19,14 @@ type TableAPI interface {
 	CreateTable(context.Context, *ddb.CreateTableInput, ...func(*ddb.Options)) (*ddb.CreateTableOutput, error)
 	DescribeTable(context.Context, *ddb.DescribeTableInput, ...func(*ddb.Options)) (*ddb.DescribeTableOutput, error)
 	UpdateTimeToLive(context.Context, *ddb.UpdateTimeToLiveInput, ...func(*ddb.Options)) (*ddb.UpdateTimeToLiveOutput, error)
+	DescribeTimeToLive(context.Context, *ddb.DescribeTimeToLiveInput, ...func(*ddb.Options)) (*ddb.DescribeTimeToLiveOutput, error)
 }
+
+// activePolls bounds the wait for a new table: activePolls x activePoll.
+const (
+	activePolls = 600
+	activePoll  = 100 * time.Millisecond
+)
 
 // CreateTable makes the jobs table as the CDK stack does (on demand, the
 // sparse failure index, TTL on expires_at), for local stacks. It is
@@ -47,18 +54,43 @@ func CreateTable(ctx context.Context, c TableAPI, table string, st settings.Sett
 	if err != nil && !errors.As(err, &inUse) {
 		return fmt.Errorf("create table %s: %w", table, err)
 	}
-	for i := 0; ; i++ {
+	if err := waitActive(ctx, c, table); err != nil {
+		return err
+	}
+	return enableTTL(ctx, c, table)
+}
+
+// waitActive polls until the table (and so the index created with it) is
+// ACTIVE, or ctx ends.
+func waitActive(ctx context.Context, c TableAPI, table string) error {
+	for range activePolls {
 		out, err := c.DescribeTable(ctx, &ddb.DescribeTableInput{TableName: aws.String(table)})
 		if err != nil {
 			return fmt.Errorf("describe table %s: %w", table, err)
 		}
-		if out.Table.TableStatus == types.TableStatusActive {
-			break
+		if out.Table != nil && out.Table.TableStatus == types.TableStatusActive {
+			return nil
 		}
-		if i > 600 {
-			return fmt.Errorf("table %s not active after a minute", table)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("wait for table %s: %w", table, ctx.Err())
+		case <-time.After(activePoll):
 		}
-		time.Sleep(100 * time.Millisecond)
+	}
+	return fmt.Errorf("table %s not active after %s", table, activePolls*activePoll)
+}
+
+// enableTTL turns TTL on for expires_at unless it already is: DynamoDB
+// refuses a second enable ("TimeToLive is already enabled"), and an enable
+// that is still ENABLING counts as done.
+func enableTTL(ctx context.Context, c TableAPI, table string) error {
+	out, err := c.DescribeTimeToLive(ctx, &ddb.DescribeTimeToLiveInput{TableName: aws.String(table)})
+	if err != nil {
+		return fmt.Errorf("describe ttl of %s: %w", table, err)
+	}
+	if d := out.TimeToLiveDescription; d != nil && aws.ToString(d.AttributeName) == aExpires &&
+		(d.TimeToLiveStatus == types.TimeToLiveStatusEnabled || d.TimeToLiveStatus == types.TimeToLiveStatusEnabling) {
+		return nil
 	}
 	_, err = c.UpdateTimeToLive(ctx, &ddb.UpdateTimeToLiveInput{
 		TableName:               aws.String(table),

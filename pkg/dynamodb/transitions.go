@@ -2,6 +2,7 @@ package dynamodb
 
 import (
 	"context"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -11,7 +12,9 @@ import (
 // The conditions below state, in DynamoDB's words, exactly the Allows
 // predicates of pkg/job; the conformance suite holds the two equal.
 const (
-	heldCond   = "#state = :running AND #lease_owner = :owner"
+	// heldCond is job's heldBy: an empty owner holds nothing, even a lease
+	// that a claim by an empty owner recorded.
+	heldCond   = "#state = :running AND #lease_owner = :owner AND #lease_owner <> :nobody"
 	unheldCond = "#state = :queued OR (#state = :running AND #lease_until_ms <= :now)"
 	claimCond  = "(" + unheldCond + ") AND #attempts < #max_attempts AND #deadline_ms > :now AND #cost_nc < #budget_nc AND #remaining_nc >= :reserve"
 	unlease    = " REMOVE #lease_owner, #lease_until_ms"
@@ -38,7 +41,7 @@ func (s *Store) Heartbeat(ctx context.Context, h job.Heartbeat) (job.Job, error)
 		cond: heldCond,
 		expr: "SET #lease_until_ms = :lease, #progress = :progress, #updated_ms = :upd ADD #version :one",
 		values: map[string]types.AttributeValue{
-			":running": st(job.Running), ":owner": avS(h.Owner), ":lease": avN(h.LeaseUntil.UnixMilli()), ":progress": avF(p), ":one": avN(1),
+			":running": st(job.Running), ":owner": avS(h.Owner), ":nobody": avS(""), ":lease": avN(h.LeaseUntil.UnixMilli()), ":progress": avF(p), ":one": avN(1),
 		},
 	}, 0)
 }
@@ -46,72 +49,81 @@ func (s *Store) Heartbeat(ctx context.Context, h job.Heartbeat) (job.Job, error)
 // Succeed applies job.Succeed; a refused success still adds its cost.
 func (s *Store) Succeed(ctx context.Context, t job.Succeed) (job.Job, error) {
 	v := costValues(t.Cost)
-	v[":running"], v[":owner"], v[":succeeded"] = st(job.Running), avS(t.Owner), st(job.Succeeded)
-	v[":result"], v[":one_f"], v[":exp"] = avS(string(t.Result)), avN(1), avN(t.ExpiresAt.Unix())
-	expr := "SET #state = :succeeded, #result = :result, #progress = :one_f, #expires_at = :exp, #updated_ms = :upd"
+	held(v, t.Owner)
+	v[":succeeded"], v[":one_f"] = st(job.Succeeded), avN(1)
+	expr := "SET #state = :succeeded, #progress = :one_f, #updated_ms = :upd"
 	remove := " REMOVE #lease_owner, #lease_until_ms, #error_class, #error_detail"
-	if t.Model != "" {
-		expr += ", #result_model = :model"
-		v[":model"] = avS(t.Model)
-	} else {
-		remove += ", #result_model"
-	}
-	return s.apply(ctx, t.ID, t.Now, t.Allows, update{cond: heldCond, expr: expr + remove + costAdd, values: v, token: finishToken(t.Owner)}, t.Cost)
+	expr, remove = opt(expr, remove, aResult, avS(string(t.Result)), len(t.Result) > 0, v)
+	expr, remove = opt(expr, remove, aResultModel, avS(t.Model), t.Model != "", v)
+	expr, remove = expiry(expr, remove, t.ExpiresAt, v)
+	return s.apply(ctx, t.ID, t.Now, t.Allows, update{cond: heldCond, expr: expr + remove + costAdd, values: v, token: finishToken(t.Owner, "succeed")}, t.Cost)
 }
 
 // Release applies job.Release; a refused release still adds its cost.
 func (s *Store) Release(ctx context.Context, t job.Release) (job.Job, error) {
 	v := costValues(t.Cost)
-	v[":running"], v[":owner"], v[":queued"], v[":class"] = st(job.Running), avS(t.Owner), st(job.Queued), avS(string(t.Class))
+	held(v, t.Owner)
+	v[":queued"], v[":class"] = st(job.Queued), avS(string(t.Class))
 	expr, remove := "SET #state = :queued, #error_class = :class, #updated_ms = :upd", unlease
 	expr, remove = detail(expr, remove, t.Detail, v)
-	return s.apply(ctx, t.ID, t.Now, t.Allows, update{cond: heldCond, expr: expr + remove + costAdd, values: v, token: finishToken(t.Owner)}, t.Cost)
+	return s.apply(ctx, t.ID, t.Now, t.Allows, update{cond: heldCond, expr: expr + remove + costAdd, values: v, token: finishToken(t.Owner, "release")}, t.Cost)
 }
 
 // End applies job.End; a refused end still adds its cost.
 func (s *Store) End(ctx context.Context, t job.End) (job.Job, error) {
 	v := costValues(t.Cost)
 	cond := heldCond
-	v[":running"] = st(job.Running)
 	if t.Owner != "" {
-		v[":owner"] = avS(t.Owner)
+		held(v, t.Owner)
 	} else {
 		cond = unheldCond
-		v[":queued"], v[":now"] = st(job.Queued), avN(t.Now.UnixMilli())
+		v[":queued"], v[":running"], v[":now"] = st(job.Queued), st(job.Running), avN(t.Now.UnixMilli())
 	}
 	pk, sk := failureKeys(t.ID, t.Class, t.Now, s.shards)
-	v[":final"], v[":class"], v[":exp"], v[":fpk"], v[":fsk"] = st(t.Class.FinalState()), avS(string(t.Class)), avN(t.ExpiresAt.Unix()), avS(pk), avS(sk)
-	expr, remove := "SET #state = :final, #error_class = :class, #expires_at = :exp, #fail_pk = :fpk, #fail_sk = :fsk, #updated_ms = :upd", unlease
+	v[":final"], v[":class"], v[":fpk"], v[":fsk"] = st(t.Class.FinalState()), avS(string(t.Class)), avS(pk), avS(sk)
+	expr, remove := "SET #state = :final, #error_class = :class, #fail_pk = :fpk, #fail_sk = :fsk, #updated_ms = :upd", unlease
 	expr, remove = detail(expr, remove, t.Detail, v)
-	return s.apply(ctx, t.ID, t.Now, t.Allows, update{cond: cond, expr: expr + remove + costAdd, values: v, token: finishToken(t.Owner)}, t.Cost)
+	expr, remove = expiry(expr, remove, t.ExpiresAt, v)
+	return s.apply(ctx, t.ID, t.Now, t.Allows, update{cond: cond, expr: expr + remove + costAdd, values: v, token: finishToken(t.Owner, "end")}, t.Cost)
 }
 
 // Cancel applies job.Cancel; another tenant's job is NotFound, exactly like
 // a job that does not exist.
 func (s *Store) Cancel(ctx context.Context, c job.Cancel) (job.Job, error) {
 	pk, sk := failureKeys(c.ID, job.Cancelled, c.Now, s.shards)
+	v := map[string]types.AttributeValue{
+		":tenant": avS(c.Tenant), ":queued": st(job.Queued), ":running": st(job.Running), ":abandoned": st(job.Abandoned),
+		":class": avS(string(job.Cancelled)), ":fpk": avS(pk), ":fsk": avS(sk), ":one": avN(1),
+	}
+	expr, remove := "SET #state = :abandoned, #error_class = :class, #fail_pk = :fpk, #fail_sk = :fsk, #updated_ms = :upd",
+		" REMOVE #lease_owner, #lease_until_ms, #error_detail"
+	expr, remove = expiry(expr, remove, c.ExpiresAt, v)
 	j, err := s.apply(ctx, c.ID, c.Now, c.Allows, update{
-		cond: "#tenant = :tenant AND (#state = :queued OR #state = :running)",
-		expr: "SET #state = :abandoned, #error_class = :class, #expires_at = :exp, #fail_pk = :fpk, #fail_sk = :fsk, #updated_ms = :upd" +
-			" REMOVE #lease_owner, #lease_until_ms, #error_detail ADD #version :one",
-		values: map[string]types.AttributeValue{
-			":tenant": avS(c.Tenant), ":queued": st(job.Queued), ":running": st(job.Running), ":abandoned": st(job.Abandoned),
-			":class": avS(string(job.Cancelled)), ":exp": avN(c.ExpiresAt.Unix()), ":fpk": avS(pk), ":fsk": avS(sk), ":one": avN(1),
-		},
+		cond:   "#tenant = :tenant AND (#state = :queued OR #state = :running)",
+		expr:   expr + remove + " ADD #version :one",
+		values: v,
 	}, 0)
 	if cur, ok := job.ConflictJob(err); ok && cur.Tenant != c.Tenant {
-		return job.Job{}, &job.Error{Code: job.CodeNotFound, Message: "no such job"}
+		return job.Job{}, notFound()
 	}
 	return j, err
 }
 
-// finishToken marks the one finishing write of an attempt (its lease owner
-// is unique to it); an unowned end has none.
-func finishToken(owner string) string {
+// finishToken marks one finishing write of an attempt: its lease owner
+// (unique to the attempt) and which finish it is, so only a retry of that
+// same write is recognised as already applied, never a different, later
+// finish by the same owner (that one is refused and keeps its cost). An
+// unowned end has none.
+func finishToken(owner, kind string) string {
 	if owner == "" {
 		return ""
 	}
-	return owner + "#finish"
+	return owner + "#" + kind
+}
+
+// held sets the values heldCond names.
+func held(v map[string]types.AttributeValue, owner string) {
+	v[":running"], v[":owner"], v[":nobody"] = st(job.Running), avS(owner), avS("")
 }
 
 const costAdd = " ADD #cost_nc :cost, #remaining_nc :negcost, #version :one"
@@ -120,12 +132,25 @@ func costValues(c job.Nanocents) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{":cost": avN(int64(c)), ":negcost": avN(-int64(c)), ":one": avN(1)}
 }
 
-// detail sets error_detail when there is one and removes a stale one
-// otherwise (DynamoDB stores no empty strings in our layout).
-func detail(expr, remove, d string, v map[string]types.AttributeValue) (string, string) {
-	if d == "" {
-		return expr, remove + ", #error_detail"
+// opt adds "SET name = val" to expr when present, else "name" to the
+// REMOVE list: the layout keeps no empty optional attribute, so a value
+// from an earlier attempt never survives one that has none.
+func opt(expr, remove, name string, val types.AttributeValue, present bool, v map[string]types.AttributeValue) (string, string) {
+	if !present {
+		return expr, remove + ", #" + name
 	}
-	v[":detail"] = avS(d)
-	return expr + ", #error_detail = :detail", remove
+	v[":"+name] = val
+	return expr + ", #" + name + " = :" + name, remove
+}
+
+// detail sets or removes error_detail.
+func detail(expr, remove, d string, v map[string]types.AttributeValue) (string, string) {
+	return opt(expr, remove, aErrorDetail, avS(d), d != "", v)
+}
+
+// expiry sets the TTL attribute (unix seconds) or, for a record kept
+// forever (zero ExpiresAt), removes it: a zero time written as seconds
+// would be year 1, which a TTL sweeper deletes at once.
+func expiry(expr, remove string, t time.Time, v map[string]types.AttributeValue) (string, string) {
+	return opt(expr, remove, aExpires, avN(t.Unix()), !t.IsZero(), v)
 }

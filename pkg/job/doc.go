@@ -4,7 +4,7 @@
 // tested and reused (API, worker, reconciler, CLI) without a cloud in sight.
 //
 // Every state change is described by one transition value (Claim, Heartbeat,
-// Succeed, Release, Fail, Abandon, Cancel). A store applies a transition as
+// Succeed, Release, End, Cancel). A store applies a transition as
 // ONE conditional write whose condition is the transition's precondition, and
 // answers a refused precondition with an *Error of code Conflict carrying the
 // record as it now is, so the caller can decide without a read-modify-write.

@@ -103,7 +103,9 @@ func (s *Store) apply(id string, allows func(job.Job) bool, effect func(job.Job)
 		}
 		return job.Job{}, conflict(cur)
 	}
-	next := effect(cur)
+	// The effect may carry the caller's buffers (Succeed.Result): store a
+	// copy, so a caller reusing them cannot change the record.
+	next := clone(effect(cur))
 	s.jobs[id] = next
 	return clone(next), nil
 }

@@ -1,0 +1,98 @@
+package dynamodb_test
+
+import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/aijobs/aijobs/pkg/dynamodb"
+	"github.com/aijobs/aijobs/pkg/job"
+)
+
+// recorder keeps every UpdateItem; with refuse set it refuses every
+// transition's write (not the cost-only add) and reads back a finished job,
+// so the refusal paths are recorded too.
+type recorder struct {
+	refuse bool
+	mu     sync.Mutex
+	inputs []*ddb.UpdateItemInput
+}
+
+var finished = map[string]types.AttributeValue{
+	"id": &types.AttributeValueMemberS{Value: "job_x"}, "tenant": &types.AttributeValueMemberS{Value: "t"},
+	"state": &types.AttributeValueMemberS{Value: "succeeded"}, "version": &types.AttributeValueMemberN{Value: "3"},
+}
+
+func (r *recorder) PutItem(context.Context, *ddb.PutItemInput, ...func(*ddb.Options)) (*ddb.PutItemOutput, error) {
+	return &ddb.PutItemOutput{}, nil
+}
+
+func (r *recorder) GetItem(context.Context, *ddb.GetItemInput, ...func(*ddb.Options)) (*ddb.GetItemOutput, error) {
+	return &ddb.GetItemOutput{Item: finished}, nil
+}
+
+func (r *recorder) UpdateItem(_ context.Context, in *ddb.UpdateItemInput, _ ...func(*ddb.Options)) (*ddb.UpdateItemOutput, error) {
+	r.mu.Lock()
+	r.inputs = append(r.inputs, in)
+	r.mu.Unlock()
+	if r.refuse && !strings.HasPrefix(aws.ToString(in.ConditionExpression), "(attribute_exists(") {
+		return nil, &types.ConditionalCheckFailedException{Message: aws.String("The conditional request failed")}
+	}
+	return &ddb.UpdateItemOutput{Attributes: finished}, nil
+}
+
+// TestEveryPlaceholderIsUsed: DynamoDB refuses a request whose
+// ExpressionAttributeValues or ExpressionAttributeNames hold an entry no
+// expression uses; kumo does not check, so this test does, for every
+// shape of every write.
+func TestEveryPlaceholderIsUsed(t *testing.T) {
+	id, now := "job_x", base
+	res := json.RawMessage(`{}`)
+	for _, refuse := range []bool{false, true} {
+		r := &recorder{refuse: refuse}
+		st := dynamodb.New(r, "jobs", 4)
+		ctx := t.Context()
+		_, _ = st.Claim(ctx, job.Claim{ID: id, Owner: "w", Now: now, LeaseUntil: now.Add(time.Minute), Reserve: 1})
+		_, _ = st.Heartbeat(ctx, job.Heartbeat{ID: id, Owner: "w", Now: now, LeaseUntil: now.Add(time.Minute), Progress: 0.5})
+		_, _ = st.Succeed(ctx, job.Succeed{ID: id, Owner: "w", Now: now, Cost: 1, Result: res, Model: "m", ExpiresAt: keep})
+		_, _ = st.Succeed(ctx, job.Succeed{ID: id, Owner: "w", Now: now})
+		_, _ = st.Release(ctx, job.Release{ID: id, Owner: "w", Now: now, Cost: 1, Class: job.Timeout, Detail: "d"})
+		_, _ = st.Release(ctx, job.Release{ID: id, Owner: "w", Now: now, Class: job.Timeout})
+		_, _ = st.End(ctx, job.End{ID: id, Owner: "w", Now: now, Cost: 1, Class: job.Auth, Detail: "d", ExpiresAt: keep})
+		_, _ = st.End(ctx, job.End{ID: id, Now: now, Class: job.DeadlineExceeded})
+		_, _ = st.Cancel(ctx, job.Cancel{ID: id, Tenant: "t", Now: now, ExpiresAt: keep})
+		_, _ = st.Cancel(ctx, job.Cancel{ID: id, Tenant: "t", Now: now})
+		costOnly := 0
+		for _, in := range r.inputs {
+			exprs := aws.ToString(in.ConditionExpression) + " " + aws.ToString(in.UpdateExpression)
+			if strings.HasPrefix(aws.ToString(in.ConditionExpression), "(attribute_exists(") {
+				costOnly++
+			}
+			for k := range in.ExpressionAttributeValues {
+				if !used(exprs, k) {
+					t.Errorf("value %s unused in %q", k, exprs)
+				}
+			}
+			for k := range in.ExpressionAttributeNames {
+				if !used(exprs, k) {
+					t.Errorf("name %s unused in %q", k, exprs)
+				}
+			}
+		}
+		if refuse && costOnly != 3 {
+			t.Errorf("%d cost-only adds recorded, want 3 (the refused finishes with a cost)", costOnly)
+		}
+	}
+}
+
+func used(exprs, placeholder string) bool {
+	return regexp.MustCompile(regexp.QuoteMeta(placeholder) + `\b`).MatchString(exprs)
+}

@@ -1,0 +1,123 @@
+package storetest
+
+import (
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aijobs/aijobs/pkg/job"
+)
+
+// claimRefused: every way the claim precondition fails is a Conflict that
+// carries the record, untouched.
+func claimRefused(t *testing.T, s *suite) {
+	now := base.Add(time.Minute)
+	for _, c := range []struct {
+		name    string
+		reserve job.Nanocents
+		mut     func(*job.Job)
+	}{
+		{"succeeded", 0, ended(job.Succeeded, "")},
+		{"failed", 0, ended(job.Failed, job.Auth)},
+		{"abandoned", 0, ended(job.Abandoned, job.Cancelled)},
+		{"running, lease live one more millisecond", 0, running("other", now.Add(time.Millisecond))},
+		{"attempts used up", 0, func(j *job.Job) { j.Attempts = j.MaxAttempts }},
+		{"deadline is now", 0, func(j *job.Job) { j.Deadline = now }},
+		{"deadline passed", 0, func(j *job.Job) { j.Deadline = now.Add(-time.Second) }},
+		{"cost equals budget", 0, func(j *job.Job) { j.Cost = j.Budget }},
+		{"cost above budget", 0, func(j *job.Job) { j.Cost = j.Budget + 1 }},
+		{"no budget at all", 0, func(j *job.Job) { j.Budget = 0 }},
+		{"remaining budget below the reserve", 11, func(j *job.Job) { j.Cost = j.Budget - 10 }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			j := s.create(t, c.mut)
+			_, err := s.store.Claim(t.Context(), job.Claim{ID: j.ID, Owner: "me", Now: now, LeaseUntil: now.Add(time.Minute), Reserve: c.reserve})
+			s.refused(t, "claim", err, j)
+		})
+	}
+}
+
+// claimApplied: the claim's effect from every state it allows.
+func claimApplied(t *testing.T, s *suite) {
+	now := base.Add(time.Minute)
+	for _, c := range []struct {
+		name    string
+		reserve job.Nanocents
+		mut     func(*job.Job)
+	}{
+		{"queued", 0, nil},
+		{"reserve exactly the remaining budget", 11, func(j *job.Job) { j.Cost = j.Budget - 11 }},
+		{"last attempt", 0, func(j *job.Job) { j.Attempts = j.MaxAttempts - 1 }},
+		{"deadline one millisecond away", 0, func(j *job.Job) { j.Deadline = now.Add(time.Millisecond) }},
+		{"takeover: lease_until is now", 0, func(j *job.Job) {
+			running("old", now)(j)
+			j.Progress = 0.5
+		}},
+		{"takeover: lease long expired", 0, running("old", now.Add(-time.Hour))},
+		{"released: error class and detail kept", 0, func(j *job.Job) {
+			j.Attempts, j.Cost, j.ErrorClass, j.ErrorDetail = 1, 4, job.RateLimited, "http 429"
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			j := s.create(t, c.mut)
+			got, err := s.store.Claim(t.Context(), job.Claim{ID: j.ID, Owner: "me", Now: now, LeaseUntil: now.Add(time.Minute), Reserve: c.reserve})
+			want := j
+			want.State, want.LeaseOwner, want.LeaseUntil = job.Running, "me", now.Add(time.Minute)
+			want.Attempts++
+			want.Progress = 0
+			want.Version++
+			want.UpdatedAt = now
+			s.applied(t, "claim", got, err, want)
+		})
+	}
+}
+
+// racingClaims: 16 claimers at once, exactly one wins; every loser is told
+// who won.
+func racingClaims(t *testing.T, s *suite) {
+	const n = 16
+	j := s.create(t)
+	now := base.Add(time.Minute)
+	type answer struct {
+		got job.Job
+		err error
+	}
+	answers := make([]answer, n)
+	start := make(chan struct{})
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			got, err := s.store.Claim(t.Context(), job.Claim{ID: j.ID, Owner: fmt.Sprint("w", i), Now: now, LeaseUntil: now.Add(time.Minute)})
+			answers[i] = answer{got, err}
+		})
+	}
+	close(start)
+	wg.Wait()
+
+	var winners []job.Job
+	for i, a := range answers {
+		if a.err == nil {
+			winners = append(winners, a.got)
+		} else if _, ok := job.ConflictJob(a.err); !ok {
+			t.Errorf("claimer w%d: %v, want success or a Conflict", i, a.err)
+		}
+	}
+	if len(winners) != 1 {
+		t.Fatalf("%d claims won, want exactly 1", len(winners))
+	}
+	win := winners[0]
+	want := j
+	want.State, want.LeaseOwner, want.LeaseUntil = job.Running, win.LeaseOwner, now.Add(time.Minute)
+	want.Attempts, want.Version, want.UpdatedAt = 1, j.Version+1, now
+	same(t, "winner", win, want)
+	for i, a := range answers {
+		if cur, ok := job.ConflictJob(a.err); ok {
+			same(t, fmt.Sprintf("loser w%d (conflict record)", i), cur, want)
+		}
+	}
+	same(t, "stored", s.get(t, j.ID), want)
+}

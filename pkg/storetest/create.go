@@ -1,0 +1,122 @@
+package storetest
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/aijobs/aijobs/pkg/job"
+)
+
+func createAndGet(t *testing.T, s *suite) {
+	for _, c := range []struct {
+		name string
+		mut  func(*job.Job)
+	}{
+		{"queued, optional fields empty", nil},
+		{"every field set", func(j *job.Job) {
+			// JSON is kept byte for byte: spacing, escapes, HTML characters.
+			j.Input = json.RawMessage(`{"messages":[{"role":"user","content":"<b>&amp;</b> é \u00e9 \"q\""}], "max_tokens": 10}`)
+			j.Metadata = json.RawMessage(`{"any":["json",1,null],"nested":{"k":"v"}}`)
+			j.State, j.Attempts, j.MaxAttempts = job.Running, 2, 7
+			// 2^53+1 nanocents: an amount float64 cannot hold exactly.
+			j.Budget, j.Cost = 9_007_199_254_740_993, 333_333_333
+			j.Deadline = base.Add(36*time.Hour + 999*time.Millisecond)
+			j.LeaseOwner, j.LeaseUntil = "worker-1", base.Add(90*time.Second+time.Millisecond)
+			j.ErrorClass, j.ErrorDetail = job.RateLimited, "http 429"
+			j.Result, j.ResultModel, j.Progress = json.RawMessage(`{"output":"x"}`), "gpt-x", 0.375
+			j.Version = 7
+			j.CreatedAt, j.UpdatedAt, j.ExpiresAt = base.Add(-time.Hour), base.Add(time.Millisecond), keep
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			j := s.create(t, c.mut)
+			same(t, "get", s.get(t, j.ID), j)
+		})
+	}
+}
+
+func duplicateCreate(t *testing.T, s *suite) {
+	j := s.create(t, func(j *job.Job) { j.Metadata = json.RawMessage(`{"first":true}`) })
+	again := j
+	again.InputHash, again.Input, again.Metadata, again.Version = "sha256:other", json.RawMessage(`{"other":1}`), nil, 9
+	_, err := s.store.Create(t.Context(), again)
+	s.refused(t, "second create with the same id", err, j)
+}
+
+func unknownIDs(t *testing.T, s *suite) {
+	ctx, id, now := t.Context(), job.NewID(tenant, "never-created"), base
+	_, err := s.store.Get(ctx, id)
+	notFound(t, "get", err)
+	for _, c := range []struct {
+		name string
+		call func() error
+	}{
+		{"claim", func() error {
+			_, err := s.store.Claim(ctx, job.Claim{ID: id, Owner: "me", Now: now, LeaseUntil: now.Add(time.Minute)})
+			return err
+		}},
+		{"heartbeat", func() error {
+			_, err := s.store.Heartbeat(ctx, job.Heartbeat{ID: id, Owner: "me", Now: now, LeaseUntil: now.Add(time.Minute)})
+			return err
+		}},
+		{"succeed with a cost", func() error {
+			_, err := s.store.Succeed(ctx, job.Succeed{ID: id, Owner: "me", Now: now, Cost: 1, Result: json.RawMessage(`{}`)})
+			return err
+		}},
+		{"release with a cost", func() error {
+			_, err := s.store.Release(ctx, job.Release{ID: id, Owner: "me", Now: now, Cost: 1, Class: job.Timeout})
+			return err
+		}},
+		{"end with an owner and a cost", func() error {
+			_, err := s.store.End(ctx, job.End{ID: id, Owner: "me", Now: now, Cost: 1, Class: job.Auth})
+			return err
+		}},
+		{"end with no owner", func() error {
+			_, err := s.store.End(ctx, job.End{ID: id, Now: now, Class: job.DeadlineExceeded})
+			return err
+		}},
+		{"cancel", func() error {
+			_, err := s.store.Cancel(ctx, job.Cancel{ID: id, Tenant: tenant, Now: now})
+			return err
+		}},
+	} {
+		notFound(t, c.name, c.call())
+	}
+	// No cost add (or anything else) created the record.
+	_, err = s.store.Get(ctx, id)
+	notFound(t, "get after the transitions", err)
+}
+
+// copies: a record shares no memory with its caller, in either direction.
+func copies(t *testing.T, s *suite) {
+	ctx := t.Context()
+	input := []byte(`{"a":1}`)
+	j := s.record(func(j *job.Job) { j.Input = input })
+	if _, err := s.store.Create(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	input[1] = 'X'
+	got := s.get(t, j.ID)
+	if string(got.Input) != `{"a":1}` {
+		t.Fatalf("the caller's input buffer changed the stored record: %s", got.Input)
+	}
+	got.Input[1] = 'Y'
+	if string(s.get(t, j.ID).Input) != `{"a":1}` {
+		t.Fatal("a returned record shares memory with the stored one")
+	}
+
+	now := base.Add(time.Minute)
+	s.claim(t, j.ID, "me", now)
+	result := []byte(`{"o":1}`)
+	done, err := s.store.Succeed(ctx, job.Succeed{ID: j.ID, Owner: "me", Now: now, Result: result, ExpiresAt: keep})
+	if err != nil {
+		t.Fatal(err)
+	}
+	result[1] = 'X'
+	done.Result[2] = 'Y'
+	if r := s.get(t, j.ID).Result; string(r) != `{"o":1}` {
+		t.Fatalf("the caller's result buffer changed the stored record: %s", r)
+	}
+}

@@ -1,0 +1,205 @@
+package storetest
+
+import (
+	"encoding/json"
+	"math"
+	"testing"
+	"time"
+
+	"github.com/aijobs/aijobs/pkg/job"
+)
+
+// The effect of each applied transition on the whole record.
+
+// attempt is a record held by "me" whose earlier attempt failed: it carries
+// cost, progress, an error class and a detail that each effect must keep or
+// clear as documented.
+func attempt(now time.Time) func(*job.Job) {
+	return func(j *job.Job) {
+		running("me", now.Add(time.Minute))(j)
+		j.Attempts, j.Cost, j.Progress = 2, 4, 0.6
+		j.ErrorClass, j.ErrorDetail = job.RateLimited, "http 429"
+	}
+}
+
+func heartbeat(t *testing.T, s *suite) {
+	now := base.Add(time.Minute)
+	for _, c := range []struct {
+		name           string
+		progress, want float64
+	}{
+		{"progress kept", 0.25, 0.25},
+		{"progress above 1 clamped", 1.5, 1},
+		{"negative progress clamped", -0.5, 0},
+		{"NaN progress is 0", math.NaN(), 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			j := s.create(t, attempt(now))
+			got, err := s.store.Heartbeat(t.Context(), job.Heartbeat{ID: j.ID, Owner: "me", Now: now, LeaseUntil: now.Add(10 * time.Minute), Progress: c.progress})
+			want := j
+			want.LeaseUntil, want.Progress, want.Version, want.UpdatedAt = now.Add(10*time.Minute), c.want, j.Version+1, now
+			s.applied(t, "heartbeat", got, err, want)
+		})
+	}
+}
+
+func succeed(t *testing.T, s *suite) {
+	now := base.Add(time.Minute)
+	for _, c := range []struct {
+		name    string
+		model   string
+		expires time.Time
+		mut     func(*job.Job)
+	}{
+		{"result, model, class cleared", "gpt-x", keep, nil},
+		{"no model named clears a stale one", "", keep, func(j *job.Job) { j.ResultModel = "stale" }},
+		{"no expiry: kept forever", "gpt-x", time.Time{}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			j := s.create(t, attempt(now), c.mut)
+			got, err := s.store.Succeed(t.Context(), job.Succeed{ID: j.ID, Owner: "me", Now: now, Cost: 6,
+				Result: json.RawMessage(`{"output":"x"}`), Model: c.model, ExpiresAt: c.expires})
+			want := j
+			want.State, want.Result, want.ResultModel = job.Succeeded, json.RawMessage(`{"output":"x"}`), c.model
+			want.ErrorClass, want.ErrorDetail = "", ""
+			want.LeaseOwner, want.LeaseUntil = "", time.Time{}
+			want.Cost, want.Progress, want.ExpiresAt = 10, 1, c.expires
+			want.Version, want.UpdatedAt = j.Version+1, now
+			s.applied(t, "succeed", got, err, want)
+		})
+	}
+}
+
+func release(t *testing.T, s *suite) {
+	now := base.Add(time.Minute)
+	for _, c := range []struct {
+		name   string
+		class  job.ErrorClass
+		detail string
+	}{
+		{"class and detail set", job.Overloaded, "http 529"},
+		{"no detail clears the old one", job.Timeout, ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			j := s.create(t, attempt(now))
+			got, err := s.store.Release(t.Context(), job.Release{ID: j.ID, Owner: "me", Now: now, Cost: 6, Class: c.class, Detail: c.detail})
+			want := j
+			want.State, want.ErrorClass, want.ErrorDetail = job.Queued, c.class, c.detail
+			want.LeaseOwner, want.LeaseUntil = "", time.Time{}
+			want.Cost, want.Version, want.UpdatedAt = 10, j.Version+1, now
+			s.applied(t, "release", got, err, want)
+		})
+	}
+}
+
+func endOwned(t *testing.T, s *suite) {
+	now := base.Add(time.Minute)
+	for _, c := range []struct {
+		class job.ErrorClass
+		state job.State
+	}{
+		{job.ContentFiltered, job.Failed},
+		{job.Timeout, job.Failed},
+		{job.DeadLettered, job.Failed},
+		{job.DeadlineExceeded, job.Abandoned},
+		{job.BudgetExhausted, job.Abandoned},
+		{job.Cancelled, job.Abandoned},
+	} {
+		t.Run(string(c.class), func(t *testing.T) {
+			t.Parallel()
+			j := s.create(t, attempt(now))
+			got, err := s.store.End(t.Context(), job.End{ID: j.ID, Owner: "me", Now: now, Cost: 6, Class: c.class, Detail: "why", ExpiresAt: keep})
+			want := j
+			want.State, want.ErrorClass, want.ErrorDetail = c.state, c.class, "why"
+			want.LeaseOwner, want.LeaseUntil = "", time.Time{}
+			want.Cost, want.ExpiresAt, want.Version, want.UpdatedAt = 10, keep, j.Version+1, now
+			s.applied(t, "end", got, err, want)
+		})
+	}
+	t.Run("end of a queued job names an owner", func(t *testing.T) {
+		t.Parallel()
+		j := s.create(t)
+		_, err := s.store.End(t.Context(), job.End{ID: j.ID, Owner: "me", Now: now, Class: job.Auth, ExpiresAt: keep})
+		s.refused(t, "end", err, j)
+	})
+}
+
+// endUnowned: with no owner, End takes only a job nobody holds.
+func endUnowned(t *testing.T, s *suite) {
+	now := base.Add(time.Minute)
+	for _, c := range []struct {
+		name string
+		mut  func(*job.Job)
+		ok   bool
+	}{
+		{"queued", nil, true},
+		{"queued after a failed attempt", func(j *job.Job) { j.Attempts, j.ErrorClass, j.ErrorDetail = 3, job.RateLimited, "old" }, true},
+		{"running, lease_until is now", running("old", now), true},
+		{"running, lease long expired", running("old", now.Add(-time.Hour)), true},
+		{"running, lease live one more millisecond", running("old", now.Add(time.Millisecond)), false},
+		{"succeeded", ended(job.Succeeded, ""), false},
+		{"failed", ended(job.Failed, job.Auth), false},
+		{"abandoned", ended(job.Abandoned, job.Cancelled), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			j := s.create(t, c.mut)
+			got, err := s.store.End(t.Context(), job.End{ID: j.ID, Now: now, Class: job.DeadlineExceeded, Detail: "late", ExpiresAt: keep})
+			if !c.ok {
+				s.refused(t, "end", err, j)
+				return
+			}
+			want := j
+			want.State, want.ErrorClass, want.ErrorDetail = job.Abandoned, job.DeadlineExceeded, "late"
+			want.LeaseOwner, want.LeaseUntil = "", time.Time{}
+			want.ExpiresAt, want.Version, want.UpdatedAt = keep, j.Version+1, now
+			s.applied(t, "end", got, err, want)
+		})
+	}
+}
+
+// cancel: the owning tenant abandons a live job; a finished one is a
+// Conflict; another tenant's job does not exist.
+func cancel(t *testing.T, s *suite) {
+	now := base.Add(time.Minute)
+	for _, c := range []struct {
+		name   string
+		mut    func(*job.Job)
+		tenant string
+		ok     bool
+	}{
+		{"queued", func(j *job.Job) { j.ErrorClass, j.ErrorDetail = job.RateLimited, "http 429" }, tenant, true},
+		{"running", attempt(now), tenant, true},
+		{"succeeded", ended(job.Succeeded, ""), tenant, false},
+		{"failed", ended(job.Failed, job.Auth), tenant, false},
+		{"abandoned", ended(job.Abandoned, job.Cancelled), tenant, false},
+		{"another tenant's queued job", nil, other, false},
+		{"another tenant's running job", attempt(now), other, false},
+		{"another tenant's succeeded job", ended(job.Succeeded, ""), other, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			j := s.create(t, c.mut)
+			got, err := s.store.Cancel(t.Context(), job.Cancel{ID: j.ID, Tenant: c.tenant, Now: now, ExpiresAt: keep})
+			switch {
+			case c.tenant != j.Tenant:
+				notFound(t, "cancel", err)
+				same(t, "stored", s.get(t, j.ID), j)
+			case !c.ok:
+				s.refused(t, "cancel", err, j)
+			default:
+				want := j
+				want.State, want.ErrorClass, want.ErrorDetail = job.Abandoned, job.Cancelled, ""
+				want.LeaseOwner, want.LeaseUntil = "", time.Time{}
+				want.ExpiresAt, want.Version, want.UpdatedAt = keep, j.Version+1, now
+				s.applied(t, "cancel", got, err, want)
+				// The running attempt notices at its next heartbeat.
+				_, err = s.store.Heartbeat(t.Context(), job.Heartbeat{ID: j.ID, Owner: "me", Now: now.Add(time.Second), LeaseUntil: now.Add(time.Hour)})
+				s.refused(t, "heartbeat after the cancel", err, want)
+			}
+		})
+	}
+}
