@@ -12,26 +12,30 @@ CDK_ENV := CDK_DISABLE_CLI_TELEMETRY=true
 CDK := $(CDK_ENV) $(CURDIR)/node_modules/.bin/cdk
 CDKLOCAL := $(CDK_ENV) $(CURDIR)/node_modules/.bin/cdklocal
 CDK_ARGS ?=
+STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
 LAMBDA_FUNCTIONS := api worker
 LAMBDA_BUILD := CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -tags lambda.norpc -trimpath -ldflags="-s -w"
 
 LOCALSTACK_URL := http://127.0.0.1:4566
 # LocalStack accepts any credentials; these keep a developer's real ones
-# (and their account) out of every LocalStack target.
+# (and their account) out of the end-to-end run. cdklocal needs none: it
+# strips AWS_* settings itself and targets localhost:4566 (it refuses an
+# AWS_ENDPOINT_URL without AWS_ENDPOINT_URL_S3).
 LOCALSTACK_ENV := AWS_ENDPOINT_URL=$(LOCALSTACK_URL) AWS_REGION=us-east-1 AWS_DEFAULT_REGION=us-east-1 \
 	AWS_ACCESS_KEY_ID=test AWS_SECRET_ACCESS_KEY=test AWS_SESSION_TOKEN= AWS_PROFILE=
 COMPOSE := docker compose -f localstack/docker-compose.yml
-NEED_DOCKER = @command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1 || { \
-	echo "$@: needs a running Docker engine (LocalStack runs in a container); none found."; \
-	echo "$@: the default local stack needs no Docker: make dev (kumo)."; exit 1; }
 
-.PHONY: cdk-cli lambdas synth deploy test-infra localstack-up localstack-deploy localstack-test localstack-down
+.PHONY: cdk-cli lambdas synth deploy test-infra need-docker localstack-up localstack-deploy localstack-test localstack-down
 
-node_modules/.bin/cdk node_modules/.bin/cdklocal &: package.json package-lock.json
+# npm ci, then a go.mod in node_modules: it makes node_modules a module of
+# its own, so the root module's ./... (go vet, go test, staticcheck) never
+# walks into the Go init templates the CDK CLI ships. Written last, it is
+# also the stamp that the install finished.
+node_modules/go.mod: package.json package-lock.json
 	npm ci --no-audit --no-fund
-	@touch node_modules/.bin/cdk node_modules/.bin/cdklocal
+	@printf 'module ignored/node_modules\n\n// Written by make cdk-cli (infra.mk): keeps node_modules out of the root module.\n' > $@
 
-cdk-cli: node_modules/.bin/cdk
+cdk-cli: node_modules/go.mod
 
 # Always run: go build is incremental, and a stale binary would deploy old code.
 lambdas:
@@ -53,23 +57,27 @@ test-infra: cdk-cli
 	cd infra && $(CDK_ENV) AIJOBS_REQUIRE_CDK_CLI=1 go test -count=1 -timeout 15m ./...
 	cd infra && out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	cd infra && go vet ./...
+	cd infra && go run $(STATICCHECK) ./...
 
-localstack-up:
-	$(NEED_DOCKER)
+# LocalStack runs in a container: without a Docker engine (as in CI) every
+# localstack-* target stops here, with a message, non-zero.
+need-docker:
+	@command -v docker >/dev/null 2>&1 && docker info >/dev/null 2>&1 || { \
+	  echo "LocalStack needs a running Docker engine, and none was found."; \
+	  echo "The default local stack needs no Docker: make dev (kumo); make test runs everything else."; exit 1; }
+
+localstack-up: need-docker
 	$(COMPOSE) up -d --wait
 
-localstack-down:
-	$(NEED_DOCKER)
+localstack-down: need-docker
 	$(COMPOSE) down
 
-localstack-deploy: cdk-cli lambdas
-	$(NEED_DOCKER)
-	$(LOCALSTACK_ENV) $(CDKLOCAL) bootstrap -c throwaway=true $(CDK_ARGS)
-	$(LOCALSTACK_ENV) $(CDKLOCAL) deploy --require-approval never -c throwaway=true $(CDK_ARGS)
+localstack-deploy: need-docker cdk-cli lambdas
+	$(CDKLOCAL) bootstrap -c throwaway=true $(CDK_ARGS)
+	$(CDKLOCAL) deploy --require-approval never -c throwaway=true $(CDK_ARGS)
 
 # The end-to-end suite runs the real handlers in-process (the dev server
 # and its event source mapping emulator) against LocalStack's DynamoDB and
 # SQS; it does not go through the deployed API Gateway (docs/deploy.md).
-localstack-test:
-	$(NEED_DOCKER)
+localstack-test: need-docker
 	$(LOCALSTACK_ENV) go test -count=1 -timeout 15m ./e2e/...

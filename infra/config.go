@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"time"
@@ -91,7 +92,6 @@ func LoadConfig(ctx Lookup) (Config, error) {
 			return Config{}, fmt.Errorf("context %s: not settable here (the stack sets it, or it is a secret)", name)
 		}
 	}
-	env := map[string]string{}
 	getenv := func(name string) string {
 		v, _ := ctx(name)
 		return v
@@ -100,6 +100,7 @@ func LoadConfig(ctx Lookup) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
+	env := map[string]string{}
 	for _, v := range config.Vars() {
 		if notFromContext[v.Name] {
 			continue
@@ -136,6 +137,12 @@ func LoadConfig(ctx Lookup) (Config, error) {
 	c.API5xxPer5Min = number(ctx, "api5xxPer5Min", 5, &errs)
 	c.ThrottleRate = number(ctx, "apiThrottleRate", 50, &errs)
 	c.ThrottleBurst = number(ctx, "apiThrottleBurst", 100, &errs)
+	for name, v := range map[string]float64{"spendAlarmCentsPerHour": c.SpendCentsPerHour, "failedJobsPer5Min": c.FailedJobsPer5Min,
+		"api5xxPer5Min": c.API5xxPer5Min, "apiThrottleRate": c.ThrottleRate, "apiThrottleBurst": c.ThrottleBurst} {
+		if v <= 0 {
+			errs = append(errs, fmt.Sprintf("%s must be above 0 (an alarm at 0 never recovers, a stage at 0 refuses everything)", name))
+		}
+	}
 	c.LogDays = int(number(ctx, "logRetentionDays", 30, &errs))
 	var ok bool
 	if c.LogRetention, ok = retentionDays[c.LogDays]; !ok {
@@ -169,6 +176,10 @@ func LoadConfig(ctx Lookup) (Config, error) {
 // ranges AWS accepts. CloudFormation would reject these only mid-deploy.
 func checkAWSLimits(s settings.Settings) []string {
 	var errs []string
+	// The prefix names the table, the queues, the functions and the alarms.
+	if !validPrefix.MatchString(s.Prefix) {
+		errs = append(errs, fmt.Sprintf("prefix %q: want 1..40 letters, digits, '-' or '_'", s.Prefix))
+	}
 	whole := func(name string, d, lo, hi time.Duration) {
 		if d%time.Second != 0 || d < lo || d > hi {
 			errs = append(errs, fmt.Sprintf("%s %s: want whole seconds in %s..%s", name, d, lo, hi))
@@ -190,6 +201,8 @@ func checkAWSLimits(s settings.Settings) []string {
 	}
 	return errs
 }
+
+var validPrefix = regexp.MustCompile(`^[A-Za-z0-9_-]{1,40}$`)
 
 var retentionDays = map[int]awslogs.RetentionDays{
 	1: awslogs.RetentionDays_ONE_DAY, 3: awslogs.RetentionDays_THREE_DAYS, 5: awslogs.RetentionDays_FIVE_DAYS,

@@ -7,6 +7,7 @@ package main
 import (
 	"fmt"
 	"os"
+	"path/filepath"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/jsii-runtime-go"
@@ -14,14 +15,21 @@ import (
 
 func main() {
 	defer jsii.Close()
-	app := awscdk.NewApp(nil)
-	cfg, err := LoadConfig(ContextLookup(app.Node()))
+	// The CLI passes its output directory relative to where it runs (the
+	// repository root), but `go run -C infra` runs the app one level down.
+	props := &awscdk.AppProps{}
+	if out := os.Getenv("CDK_OUTDIR"); out != "" && !filepath.IsAbs(out) {
+		props.Outdir = jsii.String(filepath.Join(repoRoot(), out))
+	}
+	app := awscdk.NewApp(props)
+	ctx := ContextLookup(app.Node())
+	cfg, err := LoadConfig(ctx)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	NewStack(app, cfg)
-	if v, _ := ContextLookup(app.Node())("nag"); v != "false" {
+	if v, _ := ctx("nag"); v != "false" {
 		ApplyNag(app)
 	}
 	app.Synth(nil)

@@ -23,7 +23,6 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 	signals := newSignals(queues, fns, api)
 	alarms := newAlarms(stack, cfg, signals)
 	newDashboard(stack, cfg, queues, fns, api, signals, alarms)
-	suppress(stack, fns, api)
 
 	output(stack, "ApiUrl", api.Stage.Url(), "HTTP API base URL (IAM-signed or JWT requests)")
 	output(stack, "TableName", table.TableName(), "jobs table")

@@ -1,0 +1,219 @@
+package main
+
+import (
+	"encoding/json"
+	"strings"
+	"testing"
+
+	"github.com/aijobs/aijobs/pkg/job"
+)
+
+func alarm(t *testing.T, s *synthesized, id string) map[string]any {
+	t.Helper()
+	_, a := s.one(t, "AWS::CloudWatch::Alarm", named("AlarmName", s.cfg.Settings.Prefix+"-"+id))
+	return a
+}
+
+// queries returns an alarm's metric math: the expression and, by id, the
+// metrics it uses.
+func queries(t *testing.T, a map[string]any) (string, map[string]map[string]any) {
+	t.Helper()
+	var expr string
+	metrics := map[string]map[string]any{}
+	for _, q := range a["Metrics"].([]any) {
+		m := q.(map[string]any)
+		if e, ok := m["Expression"].(string); ok {
+			expr = e
+			continue
+		}
+		metrics[m["Id"].(string)] = m["MetricStat"].(map[string]any)
+	}
+	return expr, metrics
+}
+
+// single is the one metric an alarm watches, whether CloudFormation has it
+// as top-level properties or (with a label) as a one-query Metrics list.
+func single(t *testing.T, a map[string]any) (namespace, name, stat string, period float64) {
+	t.Helper()
+	if a["MetricName"] != nil {
+		return a["Namespace"].(string), a["MetricName"].(string), a["Statistic"].(string), a["Period"].(float64)
+	}
+	qs, _ := a["Metrics"].([]any)
+	if len(qs) != 1 {
+		t.Fatalf("alarm %v watches %d queries, want one metric", a["AlarmName"], len(qs))
+	}
+	ms := qs[0].(map[string]any)["MetricStat"].(map[string]any)
+	m := ms["Metric"].(map[string]any)
+	return m["Namespace"].(string), m["MetricName"].(string), ms["Stat"].(string), ms["Period"].(float64)
+}
+
+func metricName(ms map[string]any) string {
+	return ms["Metric"].(map[string]any)["MetricName"].(string)
+}
+
+func TestDLQArrivalAlarm(t *testing.T) {
+	s := defaults(t)
+	a := alarm(t, s, "DlqArrivals")
+	expr, metrics := queries(t, a)
+	if expr != dlqArrivalExpression || !strings.Contains(expr, "DIFF(FILL(visible, 0))") || !strings.Contains(expr, "sent") {
+		t.Errorf("expression %q", expr)
+	}
+	dlqID, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", s.cfg.Settings.DLQName()))
+	for id, want := range map[string][2]string{
+		"visible": {"ApproximateNumberOfMessagesVisible", "Maximum"},
+		"sent":    {"NumberOfMessagesSent", "Sum"},
+	} {
+		m := metrics[id]
+		if m == nil {
+			t.Errorf("no metric %q in %v", id, metrics)
+			continue
+		}
+		metric := m["Metric"].(map[string]any)
+		dims := metric["Dimensions"].([]any)[0].(map[string]any)
+		if metricName(m) != want[0] || m["Stat"] != want[1] || metric["Namespace"] != "AWS/SQS" ||
+			dims["Name"] != "QueueName" || ref(dims["Value"]) != dlqID {
+			t.Errorf("metric %s = %v, want %s (%s) of the DLQ", id, m, want[0], want[1])
+		}
+	}
+	if a["Threshold"] != 1.0 || a["ComparisonOperator"] != "GreaterThanOrEqualToThreshold" ||
+		a["EvaluationPeriods"] != 2.0 || a["DatapointsToAlarm"] != 1.0 || a["TreatMissingData"] != "notBreaching" {
+		t.Errorf("alarm %v, want >= 1 arrival in 1 of 2 periods", a)
+	}
+	// Never on depth alone: no alarm watches a queue's depth directly.
+	for id, r := range s.resources("AWS::CloudWatch::Alarm") {
+		if p := r["Properties"].(map[string]any); p["MetricName"] == "ApproximateNumberOfMessagesVisible" {
+			t.Errorf("alarm %s watches queue depth", id)
+		}
+	}
+}
+
+func TestOldestJobAlarm(t *testing.T) {
+	s := defaults(t)
+	a := alarm(t, s, "OldestJobAge")
+	queueID, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", s.cfg.Settings.QueueName()))
+	dims := a["Dimensions"].([]any)[0].(map[string]any)
+	if a["MetricName"] != "ApproximateAgeOfOldestMessage" || a["Namespace"] != "AWS/SQS" || ref(dims["Value"]) != queueID ||
+		a["Threshold"] != s.cfg.Settings.Limits.DefaultDeadline.Seconds() || a["Statistic"] != "Maximum" {
+		t.Errorf("alarm %v, want the job queue's oldest message against %v", a, s.cfg.Settings.Limits.DefaultDeadline)
+	}
+}
+
+func TestFunctionAndAPIAlarms(t *testing.T) {
+	s := defaults(t)
+	worker, _ := s.one(t, "AWS::Lambda::Function", named("FunctionName", s.cfg.Settings.Prefix+"-worker"))
+	api, _ := s.one(t, "AWS::ApiGatewayV2::Api", nil)
+	for id, want := range map[string][3]any{
+		"WorkerErrors":    {"Errors", worker, 1.0},
+		"WorkerThrottles": {"Throttles", worker, 1.0},
+		"Api5xx":          {"5xx", api, 5.0},
+	} {
+		a := alarm(t, s, id)
+		dims := a["Dimensions"].([]any)[0].(map[string]any)
+		if a["MetricName"] != want[0] || ref(dims["Value"]) != want[1] || a["Threshold"] != want[2] || a["Statistic"] != "Sum" || a["Period"] != 300.0 {
+			t.Errorf("%s: %v, want %v", id, a, want)
+		}
+	}
+}
+
+func TestJobAlarms(t *testing.T) {
+	s := defaults(t)
+	expr, metrics := queries(t, alarm(t, s, "JobsFailedRetryable"))
+	var classes []string
+	for _, c := range job.Classes() {
+		if c.Retryable() {
+			classes = append(classes, string(c))
+		}
+	}
+	var got []string
+	for id, m := range metrics {
+		dims := m["Metric"].(map[string]any)["Dimensions"].([]any)[0].(map[string]any)
+		if metricName(m) != "JobsFailed" || m["Metric"].(map[string]any)["Namespace"] != "aijobs" || dims["Name"] != "ErrorClass" || m["Period"] != 300.0 {
+			t.Errorf("metric %s = %v", id, m)
+		}
+		if !strings.Contains(expr, "FILL("+id+", 0)") {
+			t.Errorf("expression %q does not use %s", expr, id)
+		}
+		got = append(got, dims["Value"].(string))
+	}
+	if !equalSets(got, classes) {
+		t.Errorf("retryable failure alarm covers %v, want every retryable class %v", got, classes)
+	}
+	if len(metrics) > 10 {
+		t.Errorf("%d metrics: an alarm may use at most 10", len(metrics))
+	}
+	_, refused := queries(t, alarm(t, s, "JobsRefusedByProvider"))
+	got = nil
+	for _, m := range refused {
+		got = append(got, m["Metric"].(map[string]any)["Dimensions"].([]any)[0].(map[string]any)["Value"].(string))
+	}
+	if !equalSets(got, []string{"auth", "quota_exhausted"}) {
+		t.Errorf("provider refusal alarm covers %v", got)
+	}
+
+	spend := alarm(t, s, "SpendPerHour")
+	if ns, name, stat, period := single(t, spend); name != "CostCents" || ns != "aijobs" || period != 3600 || stat != "Sum" ||
+		spend["Threshold"] != 500.0 || spend["ComparisonOperator"] != "GreaterThanThreshold" {
+		t.Errorf("spend alarm %v", spend)
+	}
+	tuned := build(t, map[string]any{"spendAlarmCentsPerHour": "1234", "failedJobsPer5Min": 2.0}, false)
+	if a := alarm(t, tuned, "SpendPerHour"); a["Threshold"] != 1234.0 {
+		t.Errorf("spend threshold %v, want 1234 from the context", a["Threshold"])
+	}
+	if a := alarm(t, tuned, "JobsFailedRetryable"); a["Threshold"] != 2.0 {
+		t.Errorf("failure threshold %v, want 2 from the context", a["Threshold"])
+	}
+}
+
+func TestAlarmsNotifyEncryptedTopic(t *testing.T) {
+	s := defaults(t)
+	topicID, topic := s.one(t, "AWS::SNS::Topic", nil)
+	keyID, key := s.one(t, "AWS::KMS::Key", nil)
+	if ref(topic["KmsMasterKeyId"]) != keyID || key["EnableKeyRotation"] != true {
+		t.Errorf("topic %v key %v, want a rotated customer managed key", topic, key)
+	}
+	policy, _ := json.Marshal(key["KeyPolicy"])
+	if !strings.Contains(string(policy), `"Service":"cloudwatch.amazonaws.com"`) {
+		t.Errorf("key policy does not let CloudWatch publish: %s", policy)
+	}
+	alarms := s.resources("AWS::CloudWatch::Alarm")
+	if len(alarms) != 8 {
+		t.Errorf("%d alarms, want 8: %v", len(alarms), sortedKeys(alarms))
+	}
+	for id, r := range alarms {
+		p := r["Properties"].(map[string]any)
+		for _, k := range []string{"AlarmActions", "OKActions"} {
+			acts, _ := p[k].([]any)
+			if len(acts) != 1 || ref(acts[0]) != topicID {
+				t.Errorf("alarm %s %s = %v, want the alarm topic", id, k, p[k])
+			}
+		}
+	}
+	if n := len(s.resources("AWS::SNS::Subscription")); n != 0 {
+		t.Errorf("%d subscriptions without alarmEmail", n)
+	}
+	mailed := build(t, map[string]any{"alarmEmail": "ops@example.com"}, false)
+	_, sub := mailed.one(t, "AWS::SNS::Subscription", nil)
+	if sub["Protocol"] != "email" || sub["Endpoint"] != "ops@example.com" {
+		t.Errorf("subscription %v", sub)
+	}
+}
+
+func TestDashboard(t *testing.T) {
+	s := defaults(t)
+	_, d := s.one(t, "AWS::CloudWatch::Dashboard", nil)
+	body, _ := json.Marshal(d["DashboardBody"])
+	for _, want := range []string{"SEARCH(", "JobsFailed", "JobsAbandoned", "CostCents", "ApproximateAgeOfOldestMessage",
+		"DIFF(FILL(visible, 0))", "LeasesLost", "DuplicatesAbsorbed", "PoisonMessages", "AttemptDuration", "JobsSucceeded", "5xx"} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("dashboard does not show %s", want)
+		}
+	}
+}
+
+func TestMetricID(t *testing.T) {
+	for in, want := range map[string]string{"rate_limited": "rateLimited", "timeout": "timeout", "context_length_exceeded": "contextLengthExceeded"} {
+		if got := metricID(in); got != want {
+			t.Errorf("metricID(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

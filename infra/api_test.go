@@ -1,0 +1,94 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+
+	"github.com/aws/jsii-runtime-go"
+)
+
+func routes(t *testing.T, s *synthesized) map[string]map[string]any {
+	t.Helper()
+	out := map[string]map[string]any{}
+	for _, r := range s.resources("AWS::ApiGatewayV2::Route") {
+		p := r["Properties"].(map[string]any)
+		out[p["RouteKey"].(string)] = p
+	}
+	return out
+}
+
+func TestHTTPAPIRoutesUseIAM(t *testing.T) {
+	s := defaults(t)
+	got := routes(t, s)
+	want := []string{"$default", "GET /jobs/{id}", "POST /jobs", "POST /jobs/{id}/cancel"}
+	if !equalSets(sortedKeys(got), want) {
+		t.Fatalf("routes %v, want %v", sortedKeys(got), want)
+	}
+	integrationID, integration := s.one(t, "AWS::ApiGatewayV2::Integration", nil)
+	for key, r := range got {
+		if r["AuthorizationType"] != "AWS_IAM" {
+			t.Errorf("%s: authorization %v, want AWS_IAM", key, r["AuthorizationType"])
+		}
+		target, _ := json.Marshal(r["Target"])
+		if want, _ := json.Marshal(map[string]any{"Fn::Join": []any{"", []any{"integrations/", map[string]any{"Ref": integrationID}}}}); string(target) != string(want) {
+			t.Errorf("%s: target %s, want the API function's integration", key, target)
+		}
+	}
+	apiFn, _ := s.one(t, "AWS::Lambda::Function", named("FunctionName", s.cfg.Settings.Prefix+"-api"))
+	if integration["IntegrationType"] != "AWS_PROXY" || integration["PayloadFormatVersion"] != "2.0" || ref(integration["IntegrationUri"]) != apiFn {
+		t.Errorf("integration %v, want a 2.0 proxy to %s", integration, apiFn)
+	}
+	if n := len(s.resources("AWS::ApiGatewayV2::Authorizer")); n != 0 {
+		t.Errorf("%d authorizers in IAM mode", n)
+	}
+}
+
+func TestHTTPAPIStage(t *testing.T) {
+	s := defaults(t)
+	_, stage := s.one(t, "AWS::ApiGatewayV2::Stage", nil)
+	if stage["StageName"] != "$default" || stage["AutoDeploy"] != true {
+		t.Errorf("stage %v", stage)
+	}
+	routeSettings := stage["DefaultRouteSettings"].(map[string]any)
+	if routeSettings["ThrottlingRateLimit"] != 50.0 || routeSettings["ThrottlingBurstLimit"] != 100.0 {
+		t.Errorf("throttling %v, want 50/100", routeSettings)
+	}
+	access := stage["AccessLogSettings"].(map[string]any)
+	group := ref(access["DestinationArn"])
+	if lg := s.resources("AWS::Logs::LogGroup")[group]; lg == nil {
+		t.Errorf("access logs go to %v, not a log group of the stack", access["DestinationArn"])
+	}
+	var format map[string]string
+	if err := json.Unmarshal([]byte(access["Format"].(string)), &format); err != nil || format["requestId"] != "$context.requestId" {
+		t.Errorf("access log format %v is not JSON with the request id (%v)", access["Format"], err)
+	}
+
+	tuned := build(t, map[string]any{"apiThrottleRate": "7", "apiThrottleBurst": 9.0}, false)
+	_, stage = tuned.one(t, "AWS::ApiGatewayV2::Stage", nil)
+	routeSettings = stage["DefaultRouteSettings"].(map[string]any)
+	if routeSettings["ThrottlingRateLimit"] != 7.0 || routeSettings["ThrottlingBurstLimit"] != 9.0 {
+		t.Errorf("throttling %v, want 7/9 from the context", routeSettings)
+	}
+}
+
+func TestJWTMode(t *testing.T) {
+	s := build(t, map[string]any{"jwtIssuer": "https://issuer.example.com/", "jwtAudience": "aijobs, aijobs-cli"}, false)
+	authID, auth := s.one(t, "AWS::ApiGatewayV2::Authorizer", nil)
+	cfg := auth["JwtConfiguration"].(map[string]any)
+	if auth["AuthorizerType"] != "JWT" || cfg["Issuer"] != "https://issuer.example.com/" ||
+		!equalSets(strs(cfg["Audience"]), []string{"aijobs", "aijobs-cli"}) {
+		t.Errorf("authorizer %v", auth)
+	}
+	for key, r := range routes(t, s) {
+		if r["AuthorizationType"] != "JWT" || ref(r["AuthorizerId"]) != authID {
+			t.Errorf("%s: %v %v, want the JWT authorizer", key, r["AuthorizationType"], r["AuthorizerId"])
+		}
+	}
+}
+
+func TestOutputs(t *testing.T) {
+	s := defaults(t)
+	for _, o := range []string{"ApiUrl", "TableName", "QueueUrl", "DlqUrl", "AlarmTopicArn"} {
+		must(t, "output "+o, func() { s.tmpl.HasOutput(jsii.String(o), map[string]any{}) })
+	}
+}

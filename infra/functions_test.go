@@ -1,0 +1,184 @@
+package main
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/aijobs/aijobs/pkg/config"
+)
+
+func TestFunctions(t *testing.T) {
+	s := defaults(t)
+	st := s.cfg.Settings
+	for _, fn := range []struct {
+		name    string
+		memory  int
+		timeout float64
+	}{
+		{"api", st.APIMemoryMB, st.APITimeout.Seconds()},
+		{"worker", st.WorkerMemoryMB, st.WorkerTimeout.Seconds()},
+	} {
+		_, props := s.one(t, "AWS::Lambda::Function", named("FunctionName", st.Prefix+"-"+fn.name))
+		if props["Runtime"] != "provided.al2023" || props["Handler"] != "bootstrap" {
+			t.Errorf("%s: runtime %v handler %v", fn.name, props["Runtime"], props["Handler"])
+		}
+		if a := strs(props["Architectures"]); len(a) != 1 || a[0] != "arm64" {
+			t.Errorf("%s: architectures %v", fn.name, a)
+		}
+		if num(t, props["MemorySize"], "MemorySize") != float64(fn.memory) || num(t, props["Timeout"], "Timeout") != fn.timeout {
+			t.Errorf("%s: memory %v timeout %v, settings say %d / %v", fn.name, props["MemorySize"], props["Timeout"], fn.memory, fn.timeout)
+		}
+		logging, _ := props["LoggingConfig"].(map[string]any)
+		group := ref(logging["LogGroup"])
+		if logging["LogFormat"] != "JSON" || group == "" {
+			t.Errorf("%s: logging %v", fn.name, logging)
+			continue
+		}
+		lg := s.resources("AWS::Logs::LogGroup")[group]
+		if lg == nil || num(t, lg["Properties"].(map[string]any)["RetentionInDays"], "RetentionInDays") != 30 {
+			t.Errorf("%s: log group %s %v, want 30 days retention", fn.name, group, lg)
+		}
+		env := props["Environment"].(map[string]any)["Variables"].(map[string]any)
+		tableID, _ := s.one(t, "AWS::DynamoDB::Table", nil)
+		queueID, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.QueueName()))
+		dlqID, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.DLQName()))
+		for k, want := range map[string]string{"AIJOBS_TABLE": tableID, "AIJOBS_QUEUE_URL": queueID, "AIJOBS_DLQ_URL": dlqID} {
+			if ref(env[k]) != want {
+				t.Errorf("%s: %s = %v, want a reference to %s", fn.name, k, env[k], want)
+			}
+		}
+		if env["AIJOBS_PREFIX"] != st.Prefix {
+			t.Errorf("%s: AIJOBS_PREFIX = %v", fn.name, env["AIJOBS_PREFIX"])
+		}
+	}
+}
+
+// The functions must run with exactly the settings the stack was built
+// from: load their environment, as read from the template, through the
+// same config.Load the Lambdas call at start.
+func TestEnvironmentReproducesSettings(t *testing.T) {
+	for name, overrides := range map[string]map[string]any{
+		"defaults":   nil,
+		"overridden": {"AIJOBS_BATCH_SIZE": "3", "AIJOBS_HEARTBEAT": "5s", "AIJOBS_LEASE_TTL": "20s", "AIJOBS_MAX_ATTEMPTS": "6"},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := defaults(t)
+			if overrides != nil {
+				s = build(t, overrides, false)
+			}
+			for _, fn := range []string{"api", "worker"} {
+				_, props := s.one(t, "AWS::Lambda::Function", named("FunctionName", s.cfg.Settings.Prefix+"-"+fn))
+				env := props["Environment"].(map[string]any)["Variables"].(map[string]any)
+				known := map[string]bool{}
+				for _, v := range config.Vars() {
+					known[v.Name] = true
+				}
+				for k, v := range env {
+					if !known[k] {
+						t.Errorf("%s: %s is not a variable pkg/config reads", fn, k)
+					}
+					if strings.Contains(k, "KEY") || strings.Contains(k, "SECRET") {
+						t.Errorf("%s: %s=%v: secrets never go into the template", fn, k, v)
+					}
+				}
+				loaded, err := config.Load(func(k string) string {
+					switch v := env[k].(type) {
+					case string:
+						return v
+					case nil:
+						return ""
+					default: // a reference to a resource, resolved at deploy
+						return "resolved-at-deploy"
+					}
+				})
+				if err != nil {
+					t.Fatalf("%s: its environment does not load: %v", fn, err)
+				}
+				want := s.cfg.Settings
+				got := loaded.Settings
+				// Not environment variables: the stack applies them itself.
+				got.APIMemoryMB, got.WorkerMemoryMB, got.APITimeout = want.APIMemoryMB, want.WorkerMemoryMB, want.APITimeout
+				if !reflect.DeepEqual(got, want) {
+					t.Errorf("%s loads settings\n%+v\nthe stack was built from\n%+v", fn, got, want)
+				}
+			}
+			for k, v := range overrides {
+				if s.cfg.Env[k] != v {
+					t.Errorf("override %s=%v not in the environment: %v", k, v, s.cfg.Env[k])
+				}
+			}
+		})
+	}
+}
+
+func TestEventSourceMapping(t *testing.T) {
+	check := func(t *testing.T, s *synthesized, size, window, concurrency float64) {
+		t.Helper()
+		workerID, _ := s.one(t, "AWS::Lambda::Function", named("FunctionName", s.cfg.Settings.Prefix+"-worker"))
+		queueID, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", s.cfg.Settings.QueueName()))
+		_, esm := s.one(t, "AWS::Lambda::EventSourceMapping", nil)
+		if ref(esm["FunctionName"]) != workerID || ref(esm["EventSourceArn"]) != queueID {
+			t.Errorf("mapping %v, want %s from %s", esm, workerID, queueID)
+		}
+		if r := strs(esm["FunctionResponseTypes"]); len(r) != 1 || r[0] != "ReportBatchItemFailures" {
+			t.Errorf("FunctionResponseTypes %v", r)
+		}
+		scaling, _ := esm["ScalingConfig"].(map[string]any)
+		if esm["BatchSize"] != size || esm["MaximumBatchingWindowInSeconds"] != window || scaling["MaximumConcurrency"] != concurrency {
+			t.Errorf("batch %v window %v concurrency %v, want %v %v %v",
+				esm["BatchSize"], esm["MaximumBatchingWindowInSeconds"], scaling["MaximumConcurrency"], size, window, concurrency)
+		}
+	}
+	st := defaults(t).cfg.Settings
+	check(t, defaults(t), float64(st.BatchSize), st.BatchWindow.Seconds(), float64(st.MaxConcurrency))
+	// -c values arrive as strings, cdk.json values as numbers: both work.
+	check(t, build(t, map[string]any{"AIJOBS_BATCH_SIZE": "3", "AIJOBS_BATCH_WINDOW": "5s", "AIJOBS_MAX_CONCURRENCY": 4.0}, false), 3, 5, 4)
+}
+
+// A stack the functions would refuse at start, or that AWS would reject
+// mid-deploy, does not synthesize.
+func TestLoadConfigRefuses(t *testing.T) {
+	dir := t.TempDir()
+	for _, fn := range []string{"api", "worker"} {
+		_ = os.MkdirAll(filepath.Join(dir, fn), 0o755)
+		_ = os.WriteFile(filepath.Join(dir, fn, "bootstrap"), []byte("x"), 0o755)
+	}
+	base := map[string]any{"apiAssetDir": filepath.Join(dir, "api"), "workerAssetDir": filepath.Join(dir, "worker")}
+	for _, tc := range []struct {
+		name string
+		ctx  map[string]any
+		want string
+	}{
+		{"visibility below worker timeout", map[string]any{"AIJOBS_VISIBILITY_TIMEOUT": "100s"}, "visibility timeout"},
+		{"receive count too low", map[string]any{"AIJOBS_MAX_RECEIVE_COUNT": "8"}, "max receive count"},
+		{"fractional timeout", map[string]any{"AIJOBS_WORKER_TIMEOUT": "180500ms", "AIJOBS_VISIBILITY_TIMEOUT": "200s"}, "whole seconds"},
+		{"secret in context", map[string]any{"OPENAI_API_KEY": "sk-test"}, "OPENAI_API_KEY"},
+		{"table name in context", map[string]any{"AIJOBS_TABLE": "other"}, "AIJOBS_TABLE"},
+		{"half a JWT config", map[string]any{"jwtIssuer": "https://issuer.example.com/"}, "jwtAudience"},
+		{"bad retention", map[string]any{"logRetentionDays": "31"}, "logRetentionDays"},
+		{"bad throwaway", map[string]any{"throwaway": "yes please"}, "throwaway"},
+		{"zero alarm threshold", map[string]any{"spendAlarmCentsPerHour": "0"}, "spendAlarmCentsPerHour"},
+		{"prefix AWS cannot name", map[string]any{"AIJOBS_PREFIX": "ai jobs"}, "prefix"},
+		{"missing binaries", map[string]any{"apiAssetDir": filepath.Join(dir, "nothing")}, "make lambdas"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx := map[string]any{}
+			for k, v := range base {
+				ctx[k] = v
+			}
+			for k, v := range tc.ctx {
+				ctx[k] = v
+			}
+			_, err := LoadConfig(mapLookup(ctx))
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("LoadConfig = %v, want an error about %q", err, tc.want)
+			}
+		})
+	}
+	if _, err := LoadConfig(mapLookup(base)); err != nil {
+		t.Fatalf("defaults refused: %v", err)
+	}
+}

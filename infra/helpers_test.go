@@ -1,0 +1,236 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// assetDir holds placeholder api/bootstrap and worker/bootstrap files, so
+// the tests need no Lambda build.
+var assetDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "aijobs-infra-assets")
+	if err != nil {
+		panic(err)
+	}
+	assetDir = dir
+	for _, fn := range []string{"api", "worker"} {
+		_ = os.MkdirAll(filepath.Join(dir, fn), 0o755)
+		if err := os.WriteFile(filepath.Join(dir, fn, "bootstrap"), []byte("#!/bin/sh\necho placeholder "+fn+"\n"), 0o755); err != nil {
+			panic(err)
+		}
+	}
+	code := m.Run()
+	jsii.Close()
+	_ = os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// cdkContext is the "context" of the repository's cdk.json: `go test`
+// does not read cdk.json, so the tests pass it themselves and synthesize
+// with exactly the feature flags `cdk synth` uses.
+func cdkContext(t *testing.T) map[string]any {
+	t.Helper()
+	b, err := os.ReadFile("../cdk.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var f struct {
+		Context map[string]any `json:"context"`
+	}
+	if err := json.Unmarshal(b, &f); err != nil {
+		t.Fatal(err)
+	}
+	return f.Context
+}
+
+// testContext is cdk.json's context, the placeholder assets, then overrides.
+func testContext(t *testing.T, overrides map[string]any) map[string]any {
+	ctx := cdkContext(t)
+	ctx["apiAssetDir"] = filepath.Join(assetDir, "api")
+	ctx["workerAssetDir"] = filepath.Join(assetDir, "worker")
+	for k, v := range overrides {
+		ctx[k] = v
+	}
+	return ctx
+}
+
+// mapLookup is a context Lookup over a plain map, for LoadConfig tests.
+func mapLookup(m map[string]any) Lookup {
+	return func(key string) (string, bool) {
+		v, ok := m[key]
+		if !ok {
+			return "", false
+		}
+		s := fmt.Sprint(v)
+		return s, s != ""
+	}
+}
+
+// synthesized is one built stack: its config, its template as JSON, and
+// the assertions Template over it.
+type synthesized struct {
+	cfg    Config
+	outdir string
+	app    awscdk.App
+	stack  awscdk.Stack
+	tmpl   assertions.Template
+	json   map[string]any
+}
+
+// build synthesizes the stack with the given context overrides. nag adds
+// the AwsSolutions checks before synthesis.
+func build(t *testing.T, overrides map[string]any, nag bool) *synthesized {
+	t.Helper()
+	ctx := testContext(t, overrides)
+	outdir := t.TempDir()
+	app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx, Outdir: jsii.String(outdir)})
+	cfg, err := LoadConfig(ContextLookup(app.Node()))
+	if err != nil {
+		t.Fatalf("LoadConfig: %v", err)
+	}
+	stack := NewStack(app, cfg)
+	if nag {
+		ApplyNag(app)
+	}
+	s := &synthesized{cfg: cfg, outdir: outdir, app: app, stack: stack}
+	must(t, "synthesize", func() {
+		s.tmpl = assertions.Template_FromStack(stack, nil)
+		s.json = *s.tmpl.ToJSON()
+	})
+	if s.json == nil {
+		t.FailNow()
+	}
+	return s
+}
+
+var (
+	defaultOnce  sync.Once
+	defaultStack *synthesized
+)
+
+// defaults is the stack as `cdk synth` builds it with no overrides,
+// synthesized once for all the tests that only read it.
+func defaults(t *testing.T) *synthesized {
+	t.Helper()
+	defaultOnce.Do(func() { defaultStack = build(t, nil, false) })
+	if defaultStack == nil {
+		t.Fatal("the default stack did not synthesize")
+	}
+	return defaultStack
+}
+
+// must runs an assertions call: they panic on failure (jsii turns the
+// JavaScript exception into a Go panic), which would abort the whole test
+// binary; here it fails just this test, with the assertion's message.
+func must(t *testing.T, what string, f func()) {
+	t.Helper()
+	defer func() {
+		if r := recover(); r != nil {
+			t.Errorf("%s: %v", what, r)
+		}
+	}()
+	f()
+}
+
+// resources returns the template's resources of one type, by logical id.
+func (s *synthesized) resources(typ string) map[string]map[string]any {
+	out := map[string]map[string]any{}
+	for id, r := range s.json["Resources"].(map[string]any) {
+		res := r.(map[string]any)
+		if res["Type"] == typ {
+			out[id] = res
+		}
+	}
+	return out
+}
+
+// one returns the only resource of a type whose properties match pick.
+func (s *synthesized) one(t *testing.T, typ string, pick func(props map[string]any) bool) (string, map[string]any) {
+	t.Helper()
+	var ids []string
+	var found map[string]any
+	for id, r := range s.resources(typ) {
+		props, _ := r["Properties"].(map[string]any)
+		if pick == nil || pick(props) {
+			ids = append(ids, id)
+			found = props
+		}
+	}
+	if len(ids) != 1 {
+		sort.Strings(ids)
+		t.Fatalf("want exactly one %s, found %v", typ, ids)
+	}
+	return ids[0], found
+}
+
+// named picks a resource by one string property.
+func named(key, value string) func(map[string]any) bool {
+	return func(p map[string]any) bool { return p[key] == value }
+}
+
+// ref is the logical id a {"Ref": id} or {"Fn::GetAtt": [id, attr]} names.
+func ref(v any) string {
+	m, ok := v.(map[string]any)
+	if !ok {
+		return ""
+	}
+	if r, ok := m["Ref"].(string); ok {
+		return r
+	}
+	if g, ok := m["Fn::GetAtt"].([]any); ok && len(g) > 0 {
+		s, _ := g[0].(string)
+		return s
+	}
+	return ""
+}
+
+func num(t *testing.T, v any, what string) float64 {
+	t.Helper()
+	f, ok := v.(float64)
+	if !ok {
+		t.Fatalf("%s = %#v, want a number", what, v)
+	}
+	return f
+}
+
+func strs(v any) []string {
+	var out []string
+	switch x := v.(type) {
+	case string:
+		out = []string{x}
+	case []any:
+		for _, e := range x {
+			out = append(out, fmt.Sprint(e))
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+func equalSets(a, b []string) bool {
+	a, b = append([]string(nil), a...), append([]string(nil), b...)
+	sort.Strings(a)
+	sort.Strings(b)
+	return strings.Join(a, "\x00") == strings.Join(b, "\x00")
+}

@@ -1,0 +1,101 @@
+package main
+
+import (
+	"fmt"
+	"sort"
+	"testing"
+)
+
+// grants lists a role's permissions as "action on resource-logical-id",
+// from its inline policies and any AWS::IAM::Policy attached to it.
+func grants(t *testing.T, s *synthesized, roleID string) []string {
+	t.Helper()
+	var docs []any
+	role := s.resources("AWS::IAM::Role")[roleID]
+	if role == nil {
+		t.Fatalf("no role %s", roleID)
+	}
+	props := role["Properties"].(map[string]any)
+	if m := props["ManagedPolicyArns"]; m != nil {
+		t.Errorf("role %s has managed policies %v: only its own statements are allowed", roleID, m)
+	}
+	if p, ok := props["Policies"].([]any); ok {
+		for _, pol := range p {
+			docs = append(docs, pol.(map[string]any)["PolicyDocument"])
+		}
+	}
+	for _, pol := range s.resources("AWS::IAM::Policy") {
+		pp := pol["Properties"].(map[string]any)
+		for _, r := range pp["Roles"].([]any) {
+			if ref(r) == roleID {
+				docs = append(docs, pp["PolicyDocument"])
+			}
+		}
+	}
+	var out []string
+	for _, d := range docs {
+		for _, st := range d.(map[string]any)["Statement"].([]any) {
+			stmt := st.(map[string]any)
+			if stmt["Effect"] != "Allow" {
+				continue
+			}
+			var resources []any
+			switch r := stmt["Resource"].(type) {
+			case []any:
+				resources = r
+			default:
+				resources = []any{r}
+			}
+			for _, a := range strs(stmt["Action"]) {
+				for _, r := range resources {
+					name := ref(r)
+					if name == "" {
+						name = fmt.Sprint(r) // a literal: "*" would show up here
+					}
+					out = append(out, a+" on "+name)
+				}
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Each function may call exactly what DESIGN 4 says it calls, on exactly
+// its resources: the API creates, reads and cancels (no DeleteItem, no
+// Scan, no receiving); the worker claims and records (no PutItem) and
+// sends to the DLQ only; both write only to their own log group.
+func TestFunctionPermissionsAreExact(t *testing.T) {
+	s := defaults(t)
+	st := s.cfg.Settings
+	table, _ := s.one(t, "AWS::DynamoDB::Table", nil)
+	queue, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.QueueName()))
+	dlq, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.DLQName()))
+	want := map[string][]string{
+		"api": {
+			"dynamodb:GetItem on " + table, "dynamodb:PutItem on " + table, "dynamodb:UpdateItem on " + table,
+			"sqs:SendMessage on " + queue,
+		},
+		"worker": {
+			"dynamodb:GetItem on " + table, "dynamodb:UpdateItem on " + table,
+			"sqs:ChangeMessageVisibility on " + queue, "sqs:DeleteMessage on " + queue,
+			"sqs:GetQueueAttributes on " + queue, "sqs:ReceiveMessage on " + queue,
+			"sqs:SendMessage on " + dlq,
+		},
+	}
+	for fn, w := range want {
+		_, props := s.one(t, "AWS::Lambda::Function", named("FunctionName", st.Prefix+"-"+fn))
+		group := ref(props["LoggingConfig"].(map[string]any)["LogGroup"])
+		w = append(w, "logs:CreateLogStream on "+group, "logs:PutLogEvents on "+group)
+		got := grants(t, s, ref(props["Role"]))
+		if !equalSets(got, w) {
+			t.Errorf("%s may\n  %v\nwant exactly\n  %v", fn, got, w)
+		}
+	}
+	if n := len(s.resources("AWS::IAM::Role")); n != 2 {
+		t.Errorf("%d roles, want the two function roles only", n)
+	}
+	if p := s.resources("AWS::IAM::Policy"); len(p) != 0 {
+		t.Errorf("unexpected IAM policies %v: every statement belongs in a function role", sortedKeys(p))
+	}
+}
