@@ -22,7 +22,8 @@ import (
 //	                                             remaining_nc (= budget_nc - cost_nc) are only
 //	                                             ever changed together by ADD, never read-modify-written;
 //	                                             remaining_nc exists because conditions cannot do arithmetic.
-//	deadline_ms, lease_until_ms (while running), created_ms, updated_ms   N, unix milliseconds
+//	deadline_ms, lease_until_ms (while running), not_before_ms (a released
+//	job's backoff end), created_ms, updated_ms   N, unix milliseconds
 //	progress                                     N, 0..1
 //	expires_at                                   N, unix SECONDS (the table's TTL attribute)
 //	fail_pk, fail_sk                             S, only once failed or abandoned: the sparse
@@ -40,6 +41,7 @@ const (
 	aAttempts, aMaxAttempts, aVersion             = "attempts", "max_attempts", "version"
 	aBudget, aCost, aRemaining                    = "budget_nc", "cost_nc", "remaining_nc"
 	aDeadline, aLeaseUntil                        = "deadline_ms", "lease_until_ms"
+	aNotBefore                                    = "not_before_ms"
 	aCreated, aUpdated, aProgress, aExpires       = "created_ms", "updated_ms", "progress", "expires_at"
 	aFailPK, aFailSK                              = "fail_pk", "fail_sk"
 	aLastWrite                                    = "last_write"
@@ -85,6 +87,9 @@ func toItem(j job.Job) map[string]types.AttributeValue {
 	opt(aResultModel, j.ResultModel)
 	if !j.LeaseUntil.IsZero() {
 		it[aLeaseUntil] = avN(ms(j.LeaseUntil))
+	}
+	if !j.NotBefore.IsZero() {
+		it[aNotBefore] = avN(ms(j.NotBefore))
 	}
 	if !j.ExpiresAt.IsZero() {
 		it[aExpires] = avN(j.ExpiresAt.Unix())
@@ -138,7 +143,7 @@ func fromItem(it map[string]types.AttributeValue) (job.Job, error) {
 		ErrorDetail: str(aErrorDetail), ResultModel: str(aResultModel),
 		Attempts: int(num(aAttempts)), MaxAttempts: int(num(aMaxAttempts)), Version: num(aVersion),
 		Budget: job.Nanocents(num(aBudget)), Cost: job.Nanocents(num(aCost)),
-		Deadline: t(aDeadline), LeaseUntil: t(aLeaseUntil), CreatedAt: t(aCreated), UpdatedAt: t(aUpdated),
+		Deadline: t(aDeadline), LeaseUntil: t(aLeaseUntil), NotBefore: t(aNotBefore), CreatedAt: t(aCreated), UpdatedAt: t(aUpdated),
 		Progress: progress,
 	}
 	if e := num(aExpires); e != 0 {

@@ -16,7 +16,7 @@ const (
 	// that a claim by an empty owner recorded.
 	heldCond   = "#state = :running AND #lease_owner = :owner AND #lease_owner <> :nobody"
 	unheldCond = "#state = :queued OR (#state = :running AND #lease_until_ms <= :now)"
-	claimCond  = "(" + unheldCond + ") AND #attempts < #max_attempts AND #deadline_ms > :now AND #cost_nc < #budget_nc AND #remaining_nc >= :reserve"
+	claimCond  = "(" + unheldCond + ") AND #attempts < #max_attempts AND #deadline_ms > :now AND #cost_nc < #budget_nc AND #remaining_nc >= :reserve AND (attribute_not_exists(#not_before_ms) OR #not_before_ms <= :now)"
 	unlease    = " REMOVE #lease_owner, #lease_until_ms"
 )
 
@@ -26,7 +26,7 @@ func st(v job.State) types.AttributeValue { return avS(string(v)) }
 func (s *Store) Claim(ctx context.Context, c job.Claim) (job.Job, error) {
 	return s.apply(ctx, c.ID, c.Now, c.Allows, update{
 		cond: claimCond,
-		expr: "SET #state = :running, #lease_owner = :owner, #lease_until_ms = :lease, #progress = :zero, #updated_ms = :upd ADD #attempts :one, #version :one",
+		expr: "SET #state = :running, #lease_owner = :owner, #lease_until_ms = :lease, #progress = :zero, #updated_ms = :upd REMOVE #not_before_ms ADD #attempts :one, #version :one",
 		values: map[string]types.AttributeValue{
 			":queued": st(job.Queued), ":running": st(job.Running), ":now": avN(c.Now.UnixMilli()), ":reserve": avN(int64(c.Reserve)),
 			":owner": avS(c.Owner), ":lease": avN(c.LeaseUntil.UnixMilli()), ":zero": avN(0), ":one": avN(1),
@@ -66,6 +66,12 @@ func (s *Store) Release(ctx context.Context, t job.Release) (job.Job, error) {
 	v[":queued"], v[":class"] = st(job.Queued), avS(string(t.Class))
 	expr, remove := "SET #state = :queued, #error_class = :class, #updated_ms = :upd", unlease
 	expr, remove = detail(expr, remove, t.Detail, v)
+	if t.NotBefore.IsZero() {
+		remove += ", #not_before_ms"
+	} else {
+		expr += ", #not_before_ms = :nb"
+		v[":nb"] = avN(t.NotBefore.UnixMilli())
+	}
 	return s.apply(ctx, t.ID, t.Now, t.Allows, update{cond: heldCond, expr: expr + remove + costAdd, values: v, token: finishToken(t.Owner, "release")}, t.Cost)
 }
 

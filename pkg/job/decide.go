@@ -39,6 +39,9 @@ func WhyRefused(j Job, now time.Time, reserve Nanocents) Decision {
 		return Decision{Action: Drop}
 	case j.LeaseLive(now):
 		return Decision{Action: Wait, Delay: j.LeaseUntil.Sub(now)}
+	case j.State == Queued && j.NotBefore.After(now) && j.Deadline.After(j.NotBefore):
+		// Released with a backoff: a duplicate waits it out too.
+		return Decision{Action: Wait, Delay: j.NotBefore.Sub(now)}
 	case !j.Deadline.After(now):
 		return Decision{Action: Stop, Class: DeadlineExceeded}
 	case j.Remaining() < reserve || j.Remaining() == 0:

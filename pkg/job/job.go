@@ -31,6 +31,9 @@ type Job struct {
 
 	LeaseOwner string
 	LeaseUntil time.Time
+	// NotBefore is when a released job's backoff ends: no claim takes it
+	// earlier, so a duplicate message cannot skip a provider's rate limit.
+	NotBefore time.Time
 
 	ErrorClass ErrorClass
 	// ErrorDetail is a short, secret-free note (for example a provider's
@@ -64,7 +67,7 @@ func (j Job) LeaseLive(now time.Time) bool {
 // the same predicate the store's claim condition states.
 func (j Job) Claimable(now time.Time) bool {
 	return (j.State == Queued || (j.State == Running && !j.LeaseUntil.After(now))) &&
-		j.Attempts < j.MaxAttempts && j.Deadline.After(now)
+		j.Attempts < j.MaxAttempts && j.Deadline.After(now) && !j.NotBefore.After(now)
 }
 
 // Millis truncates t to the store's precision.

@@ -61,6 +61,8 @@ type Release struct {
 	Cost   Nanocents
 	Class  ErrorClass
 	Detail string
+	// NotBefore is when the backoff ends; zero means at once.
+	NotBefore time.Time
 }
 
 // End stops a job for good with Class; the state is Class.FinalState()
@@ -156,6 +158,7 @@ func NextUpdate(prev, now time.Time) time.Time {
 // Apply returns j after the claim.
 func (c Claim) Apply(j Job) Job {
 	j.State, j.LeaseOwner, j.LeaseUntil = Running, c.Owner, Millis(c.LeaseUntil)
+	j.NotBefore = time.Time{}
 	j.Attempts++
 	j.Progress = 0
 	return touch(j, c.Now)
@@ -192,6 +195,10 @@ func (s Succeed) Apply(j Job) Job {
 // Apply returns j after the release.
 func (r Release) Apply(j Job) Job {
 	j.State, j.ErrorClass, j.ErrorDetail = Queued, r.Class, r.Detail
+	j.NotBefore = Millis(r.NotBefore)
+	if r.NotBefore.IsZero() {
+		j.NotBefore = time.Time{}
+	}
 	j.Cost += r.Cost
 	return unlease(touch(j, r.Now))
 }

@@ -121,3 +121,28 @@ func racingClaims(t *testing.T, s *suite) {
 	}
 	same(t, "stored", s.get(t, j.ID), want)
 }
+
+// notBefore: a released job's backoff holds off every claim until it ends,
+// and the claim that takes it clears it.
+func notBefore(t *testing.T, s *suite) {
+	ctx := t.Context()
+	now := base.Add(time.Minute)
+	j := s.create(t)
+	s.claim(t, j.ID, "a", now)
+	until := now.Add(10 * time.Second)
+	released, err := s.store.Release(ctx, job.Release{ID: j.ID, Owner: "a", Now: now.Add(time.Second), Class: job.RateLimited, NotBefore: until})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !released.NotBefore.Equal(until) {
+		t.Fatalf("not before = %s, want %s", released.NotBefore, until)
+	}
+	_, err = s.store.Claim(ctx, job.Claim{ID: j.ID, Owner: "b", Now: until.Add(-time.Millisecond), LeaseUntil: until.Add(time.Minute)})
+	if cur, ok := job.ConflictJob(err); !ok || cur.Version != released.Version {
+		t.Fatalf("a claim during the backoff: %v", err)
+	}
+	got := s.claim(t, j.ID, "b", until)
+	if !got.NotBefore.IsZero() || got.LeaseOwner != "b" {
+		t.Fatalf("claim after the backoff: %+v", got)
+	}
+}

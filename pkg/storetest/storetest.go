@@ -57,6 +57,7 @@ func cases() []testCase {
 		{"records are copies", copies},
 		{"claim preconditions refuse", claimRefused},
 		{"claim applies", claimApplied},
+		{"a backoff holds off claims", notBefore},
 		{"racing claimers: exactly one wins", racingClaims},
 		{"a stale owner never overwrites", staleOwner},
 		{"an empty owner holds nothing", emptyOwner},

@@ -137,7 +137,7 @@ func (w *Worker) failed(ctx context.Context, m events.SQSMessage, j job.Job, own
 		return w.stop(ctx, j, owner, d.Class, detail, cost, log)
 	}
 	err := retryWrite(ctx, func() error {
-		_, err := w.cfg.Store.Release(ctx, job.Release{ID: j.ID, Owner: owner, Now: now, Cost: cost, Class: class, Detail: detail})
+		_, err := w.cfg.Store.Release(ctx, job.Release{ID: j.ID, Owner: owner, Now: now, Cost: cost, Class: class, Detail: detail, NotBefore: now.Add(d.Delay)})
 		return err
 	})
 	if err != nil {

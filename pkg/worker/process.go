@@ -84,12 +84,13 @@ func (w *Worker) claim(ctx context.Context, m events.SQSMessage, id string, log 
 			w.count("DuplicatesAbsorbed", nil)
 			return outcomeDelete
 		case job.Wait:
-			// Another worker holds a live lease: hide the message until it
-			// ends, so it returns only if that owner dies.
-			if err := w.cfg.Queue.ChangeVisibility(ctx, m.ReceiptHandle, d.Delay+time.Second); err != nil {
-				log.Warn("hiding a message behind a live lease failed", "err", err)
+			// Another worker holds a live lease, or the job waits out a
+			// retry backoff: hide the message until that ends, so it
+			// returns only if the owner dies or the backoff is over.
+			if err := w.cfg.Queue.ChangeVisibility(ctx, m.ReceiptHandle, d.Delay+100*time.Millisecond); err != nil {
+				log.Warn("hiding a message behind a lease or backoff failed", "err", err)
 			}
-			log.Info("job held by another worker", "lease_left", d.Delay.String())
+			log.Info("job held by another worker or backing off", "wait", d.Delay.String())
 			w.count("DuplicatesAbsorbed", nil)
 			return outcomeKeep
 		case job.Stop:

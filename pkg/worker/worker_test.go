@@ -122,7 +122,7 @@ type fixture struct {
 
 var timing = worker.Timing{
 	Heartbeat: 20 * time.Millisecond, LeaseTTL: 200 * time.Millisecond, AttemptMargin: 100 * time.Millisecond,
-	LambdaMargin: 50 * time.Millisecond, BackoffBase: time.Second, BackoffMax: 10 * time.Second,
+	LambdaMargin: 50 * time.Millisecond, BackoffBase: 100 * time.Millisecond, BackoffMax: time.Second,
 }
 
 func setup(t *testing.T, step func(context.Context, model.Request, int) (model.Response, error)) *fixture {
@@ -250,9 +250,17 @@ func TestRetryableErrorReleasesWithBackoffAndKeepsCost(t *testing.T) {
 	if got.State != job.Queued || got.ErrorClass != job.RateLimited || got.Cost != 500 || got.LeaseOwner != "" {
 		t.Fatalf("after retryable error: %+v", got)
 	}
-	if v := f.queue.last(); v.handle != "r0" || v.d != 500*time.Millisecond {
-		t.Fatalf("backoff visibility = %+v, want r0 for 500ms (base 1s, half fixed)", v)
+	if v := f.queue.last(); v.handle != "r0" || v.d != 50*time.Millisecond {
+		t.Fatalf("backoff visibility = %+v, want r0 for 50ms (base 100ms, half fixed)", v)
 	}
+	// A duplicate during the backoff waits it out: no claim, no call.
+	if r := f.deliver(body(j.ID)); len(r.BatchItemFailures) != 1 || f.prov.calls[j.ID] != 1 {
+		t.Fatalf("a duplicate skipped the backoff: kept %v, calls %d", failedIDs(r), f.prov.calls[j.ID])
+	}
+	if v := f.queue.last(); v.d <= 0 || v.d > 50*time.Millisecond+time.Second {
+		t.Fatalf("the duplicate must hide until the backoff ends: %+v", v)
+	}
+	time.Sleep(60 * time.Millisecond)
 	f.deliver(body(j.ID))
 	got = f.get(j.ID)
 	if got.State != job.Succeeded || got.Cost != 1500 || got.Attempts != 2 || got.ErrorClass != "" {
@@ -283,6 +291,7 @@ func TestAttemptsUsedUpFailWithLastClass(t *testing.T) {
 	})
 	j := f.create("k1", func(j *job.Job) { j.MaxAttempts = 2 })
 	f.deliver(body(j.ID))
+	time.Sleep(60 * time.Millisecond) // the first backoff
 	if r := f.deliver(body(j.ID)); len(r.BatchItemFailures) != 0 {
 		t.Fatalf("the last attempt must delete its message: %v", failedIDs(r))
 	}
