@@ -9,7 +9,7 @@ import (
 
 var vars = []Var{
 	{"AWS_REGION", "us-east-1", "AWS region.", str(func(c *Config) *string { return &c.Region })},
-	{"AWS_ENDPOINT_URL", "", "AWS endpoint for every service: kumo or LocalStack (`http://127.0.0.1:4566`); empty means real AWS. `make dev` and `make test` set it to their kumo.", str(func(c *Config) *string { return &c.Endpoint })},
+	{"AWS_ENDPOINT_URL", "", "AWS endpoint for every service: kumo or LocalStack (`http://127.0.0.1:4566`); empty means real AWS. `make dev` sets it to its kumo; tests use it when set, else each test binary starts its own kumo.", str(func(c *Config) *string { return &c.Endpoint })},
 	{"AIJOBS_PREFIX", "aijobs", "Resource name prefix: table `<prefix>-jobs`, queues `<prefix>-jobs` and `<prefix>-jobs-dlq`.", str(func(c *Config) *string { return &c.Settings.Prefix })},
 	{"AIJOBS_TABLE", "", "Jobs table name (the CDK stack sets it; default `<prefix>-jobs`).", str(func(c *Config) *string { return &c.Table })},
 	{"AIJOBS_QUEUE_URL", "", "Job queue URL (the CDK stack sets it; the dev server creates the queue and finds it).", str(func(c *Config) *string { return &c.QueueURL })},
