@@ -110,8 +110,8 @@ func newProvider(cfg config.Config, awsCfg aws.Config) (model.Provider, error) {
 	if p.Kind == "fake" {
 		return fake.New(fake.Config{Latency: p.FakeLatency, Price: p.Price}), nil
 	}
-	c, err := openai.New(openai.Config{BaseURL: p.BaseURL, APIKey: p.APIKey, Model: p.Model, Price: p.Price,
-		Prices: p.Prices, Stream: p.Stream, HTTPClient: modelHTTPClient(awsCfg)})
+	c, err := openai.New(openai.Config{BaseURL: p.BaseURL, APIKey: p.APIKey, Model: p.Model,
+		Stream: p.Stream, HTTPClient: modelHTTPClient(awsCfg)})
 	if err != nil {
 		return nil, fmt.Errorf("app: openai provider: %w", err)
 	}

@@ -24,20 +24,23 @@ type Request struct {
 	Progress func(outputTokens int)
 }
 
-// Usage is what the provider reported, the only basis of cost.
+// Usage is what the provider reported, the only basis of cost: the worker
+// prices it at the configured rung's price, so a provider never needs to
+// know what it charges and the record's cost has one formula.
 type Usage struct {
 	InputTokens  int64 `json:"input_tokens"`
 	OutputTokens int64 `json:"output_tokens"`
 }
 
-// Response is a successful generation and what it cost at the configured
-// price.
+// Cost is what the usage costs at p.
+func (u Usage) Cost(p job.Price) job.Nanocents { return p.Cost(u.InputTokens, u.OutputTokens) }
+
+// Response is a successful generation and the usage it was billed for.
 type Response struct {
-	Output       string        `json:"output"`
-	Model        string        `json:"model"`
-	FinishReason string        `json:"finish_reason,omitempty"`
-	Usage        Usage         `json:"usage"`
-	Cost         job.Nanocents `json:"-"`
+	Output       string `json:"output"`
+	Model        string `json:"model"`
+	FinishReason string `json:"finish_reason,omitempty"`
+	Usage        Usage  `json:"usage"`
 }
 
 // Provider generates. Implementations are safe for concurrent use.
@@ -47,12 +50,12 @@ type Provider interface {
 
 // Error is a failed generation, normalised: Class is one of job's error
 // classes, Detail a short secret-free note (a status code, an error type),
-// and Usage/Cost what the failed call still consumed, if the provider said.
+// and Usage what the failed call still consumed (and is billed for), as
+// the provider reported it or, when it could not, as estimated.
 type Error struct {
 	Class  job.ErrorClass
 	Detail string
 	Usage  Usage
-	Cost   job.Nanocents
 	Err    error
 }
 
@@ -74,22 +77,22 @@ func Errorf(class job.ErrorClass, format string, args ...any) *Error {
 	return &Error{Class: class, Detail: fmt.Sprintf(format, args...)}
 }
 
-// Classify returns the class and cost of any error a provider returned.
-// A context that ended is a timeout (deadline) or a cancellation; anything
-// unrecognised is internal, never a vendor string.
-func Classify(err error) (job.ErrorClass, job.Nanocents) {
+// Classify returns the class and billed usage of any error a provider
+// returned. A context that ended is a timeout (deadline) or a
+// cancellation; anything unrecognised is internal, never a vendor string.
+func Classify(err error) (job.ErrorClass, Usage) {
 	var me *Error
 	if errors.As(err, &me) {
 		if me.Class.Valid() {
-			return me.Class, me.Cost
+			return me.Class, me.Usage
 		}
-		return job.Internal, me.Cost
+		return job.Internal, me.Usage
 	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return job.Timeout, 0
+		return job.Timeout, Usage{}
 	case errors.Is(err, context.Canceled):
-		return job.Cancelled, 0
+		return job.Cancelled, Usage{}
 	}
-	return job.Internal, 0
+	return job.Internal, Usage{}
 }

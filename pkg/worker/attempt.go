@@ -73,19 +73,20 @@ func (w *Worker) attempt(ctx context.Context, m events.SQSMessage, j job.Job, ow
 	defer cancelWrites()
 	now := w.stamp(j)
 	if genErr == nil && !errors.Is(why, errLeaseLost) {
+		cost := resp.Usage.Cost(route.Price)
 		result, _ := job.EncodeJSON(resp)
 		err := retryWrite(ctx, func() error {
-			_, err := w.cfg.Store.Succeed(ctx, job.Succeed{ID: j.ID, Owner: owner, Now: now, Cost: resp.Cost,
+			_, err := w.cfg.Store.Succeed(ctx, job.Succeed{ID: j.ID, Owner: owner, Now: now, Cost: cost,
 				Result: result, Model: resp.Model, ExpiresAt: w.cfg.Retention.ExpiresAt(job.Succeeded, now)})
 			return err
 		})
-		log.Info("attempt succeeded", "cost_cents", resp.Cost.String(), "duration_ms", elapsed.Milliseconds(),
+		log.Info("attempt succeeded", "cost_cents", cost.String(), "duration_ms", elapsed.Milliseconds(),
 			"input_tokens", resp.Usage.InputTokens, "output_tokens", resp.Usage.OutputTokens)
-		w.spent(resp.Cost)
+		w.spent(cost)
 		if job.ErrorCode(err) == job.CodePayloadTooLarge {
 			// The record cannot hold this result: end the job for good,
 			// keeping what the call cost, rather than generate it again.
-			return w.stop(ctx, j, owner, job.Internal, "the result is too large to store", resp.Cost, log)
+			return w.stop(ctx, j, owner, job.Internal, "the result is too large to store", cost, log)
 		}
 		if err == nil {
 			w.count("JobsSucceeded", nil)
@@ -93,10 +94,11 @@ func (w *Worker) attempt(ctx context.Context, m events.SQSMessage, j job.Job, ow
 		return w.finished(err, log)
 	}
 
-	class, cost := model.Classify(genErr)
+	class, usage := model.Classify(genErr)
 	if genErr == nil {
-		class, cost = job.Cancelled, resp.Cost
+		class, usage = job.Cancelled, resp.Usage
 	}
+	cost := usage.Cost(route.Price)
 	detail := detailOf(genErr)
 	w.spent(cost)
 	switch {

@@ -52,7 +52,7 @@ func newProvider(step func(ctx context.Context, r model.Request, call int) (mode
 
 func ok(cost job.Nanocents) func(context.Context, model.Request, int) (model.Response, error) {
 	return func(context.Context, model.Request, int) (model.Response, error) {
-		return model.Response{Output: "hi", Model: "m1", Usage: model.Usage{InputTokens: 3, OutputTokens: 2}, Cost: cost}, nil
+		return model.Response{Output: "hi", Model: "m1", Usage: model.Usage{InputTokens: int64(cost)}}, nil
 	}
 }
 
@@ -127,7 +127,9 @@ var timing = worker.Timing{
 
 func setup(t *testing.T, step func(context.Context, model.Request, int) (model.Response, error)) *fixture {
 	f := &fixture{t: t, store: memstore.New(), queue: &queue{}, prov: newProvider(step), metrics: &metrics{counts: map[string]float64{}}}
-	f.price, _ = job.PricePerMillion("1", "2") // 1000 and 2000 nanocents per token
+	// 1 and 2 nanocents per token: an input token is one nanocent, so a
+	// provider's usage states the cost it means directly.
+	f.price, _ = job.PricePerMillion("0.001", "0.002")
 	f.w = worker.New(worker.Config{
 		Store: f.store, Queue: f.queue, Timing: timing, Clock: job.SystemClock{},
 		Retention: job.Retention{Succeeded: time.Hour, Failed: 24 * time.Hour},
@@ -237,7 +239,7 @@ func TestDuplicateDeliveriesNeverGenerateTwice(t *testing.T) {
 func TestRetryableErrorReleasesWithBackoffAndKeepsCost(t *testing.T) {
 	f := setup(t, func(ctx context.Context, r model.Request, n int) (model.Response, error) {
 		if n == 1 {
-			return model.Response{}, &model.Error{Class: job.RateLimited, Detail: "http 429", Cost: 500}
+			return model.Response{}, &model.Error{Class: job.RateLimited, Detail: "http 429", Usage: model.Usage{InputTokens: 500}}
 		}
 		return ok(1000)(ctx, r, n)
 	})
@@ -270,7 +272,7 @@ func TestRetryableErrorReleasesWithBackoffAndKeepsCost(t *testing.T) {
 
 func TestPermanentErrorFails(t *testing.T) {
 	f := setup(t, func(context.Context, model.Request, int) (model.Response, error) {
-		return model.Response{}, &model.Error{Class: job.ContentFiltered, Cost: 42}
+		return model.Response{}, &model.Error{Class: job.ContentFiltered, Usage: model.Usage{InputTokens: 42}}
 	})
 	j := f.create("k1", nil)
 	if r := f.deliver(body(j.ID)); len(r.BatchItemFailures) != 0 {
@@ -287,7 +289,7 @@ func TestPermanentErrorFails(t *testing.T) {
 
 func TestAttemptsUsedUpFailWithLastClass(t *testing.T) {
 	f := setup(t, func(context.Context, model.Request, int) (model.Response, error) {
-		return model.Response{}, &model.Error{Class: job.Overloaded, Cost: 1}
+		return model.Response{}, &model.Error{Class: job.Overloaded, Usage: model.Usage{InputTokens: 1}}
 	})
 	j := f.create("k1", func(j *job.Job) { j.MaxAttempts = 2 })
 	f.deliver(body(j.ID))
@@ -302,20 +304,20 @@ func TestAttemptsUsedUpFailWithLastClass(t *testing.T) {
 }
 
 func TestBudgetBoundsAttempts(t *testing.T) {
-	// Worst case of one attempt: prompt (5 bytes -> 3 + 8 tokens) x 1000 +
-	// 10 output tokens x 2000 = 31000 nanocents.
+	// Worst case of one attempt: prompt (5 bytes -> 3 + 8 tokens) x 1 +
+	// 10 output tokens x 2 = 31 nanocents.
 	f := setup(t, func(context.Context, model.Request, int) (model.Response, error) {
-		return model.Response{}, &model.Error{Class: job.ProviderError, Cost: 20000}
+		return model.Response{}, &model.Error{Class: job.ProviderError, Usage: model.Usage{InputTokens: 20}}
 	})
-	j := f.create("k1", func(j *job.Job) { j.Budget = 50000; j.MaxAttempts = 5 })
+	j := f.create("k1", func(j *job.Job) { j.Budget = 50; j.MaxAttempts = 5 })
 	f.deliver(body(j.ID))
 	got := f.get(j.ID)
-	if got.State != job.Abandoned || got.ErrorClass != job.BudgetExhausted || got.Cost != 20000 {
-		t.Fatalf("remaining 30000 < worst case 31000 must abandon: %+v", got)
+	if got.State != job.Abandoned || got.ErrorClass != job.BudgetExhausted || got.Cost != 20 {
+		t.Fatalf("remaining 30 < worst case 31 must abandon: %+v", got)
 	}
 
 	g := setup(t, ok(1))
-	k := g.create("k2", func(j *job.Job) { j.Budget = 30000 })
+	k := g.create("k2", func(j *job.Job) { j.Budget = 30 })
 	g.deliver(body(k.ID))
 	if got := g.get(k.ID); got.State != job.Abandoned || got.ErrorClass != job.BudgetExhausted || g.prov.generations(k.ID) != 0 {
 		t.Fatalf("an attempt that could overrun the budget must never start: %+v", got)
@@ -327,7 +329,7 @@ func TestCancelReachesRunningCall(t *testing.T) {
 	f := setup(t, func(ctx context.Context, r model.Request, n int) (model.Response, error) {
 		<-ctx.Done()
 		sawCancel.Store(true)
-		return model.Response{}, &model.Error{Class: job.Cancelled, Cost: 300, Err: ctx.Err()}
+		return model.Response{}, &model.Error{Class: job.Cancelled, Usage: model.Usage{InputTokens: 300}, Err: ctx.Err()}
 	})
 	j := f.create("k1", nil)
 	go func() {
@@ -364,7 +366,7 @@ func TestLeaseLostToAnotherWorkerDiscardsResultKeepsCost(t *testing.T) {
 				t.Errorf("takeover: %v", err)
 			}
 			_, _ = f.store.Succeed(ctx, job.Succeed{ID: r.JobID, Owner: "other", Now: claimAt, Cost: 10, Result: json.RawMessage(`{"output":"theirs"}`)})
-			return model.Response{Output: "mine", Cost: 7}, nil
+			return model.Response{Output: "mine", Usage: model.Usage{InputTokens: 7}}, nil
 		}
 		return model.Response{}, fmt.Errorf("unexpected call %d", n)
 	}
@@ -409,7 +411,7 @@ func TestHeartbeatExtendsLeaseAndVisibility(t *testing.T) {
 func TestRouteTimeoutIsRecordedBeforeDeadline(t *testing.T) {
 	f := setup(t, func(ctx context.Context, r model.Request, n int) (model.Response, error) {
 		<-ctx.Done()
-		return model.Response{}, &model.Error{Class: job.Timeout, Cost: 9, Err: ctx.Err()}
+		return model.Response{}, &model.Error{Class: job.Timeout, Usage: model.Usage{InputTokens: 9}, Err: ctx.Err()}
 	})
 	j := f.create("k1", nil)
 	// A function deadline 300ms away: the call must end 50ms before it.
@@ -429,7 +431,7 @@ func TestRouteTimeoutIsRecordedBeforeDeadline(t *testing.T) {
 func TestJobDeadlineDuringCallAbandons(t *testing.T) {
 	f := setup(t, func(ctx context.Context, r model.Request, n int) (model.Response, error) {
 		<-ctx.Done()
-		return model.Response{}, &model.Error{Class: job.Timeout, Cost: 4, Err: ctx.Err()}
+		return model.Response{}, &model.Error{Class: job.Timeout, Usage: model.Usage{InputTokens: 4}, Err: ctx.Err()}
 	})
 	j := f.create("k1", func(j *job.Job) { j.Deadline = job.Millis(time.Now().Add(150 * time.Millisecond)) })
 	f.deliver(body(j.ID))
@@ -484,7 +486,7 @@ func TestPoisonMessagesGoToTheDLQOnce(t *testing.T) {
 func TestShutdownMidCallIsATimeoutNotACancel(t *testing.T) {
 	f := setup(t, func(ctx context.Context, r model.Request, n int) (model.Response, error) {
 		<-ctx.Done()
-		return model.Response{}, &model.Error{Class: job.Cancelled, Cost: 5, Err: ctx.Err()}
+		return model.Response{}, &model.Error{Class: job.Cancelled, Usage: model.Usage{InputTokens: 5}, Err: ctx.Err()}
 	})
 	j := f.create("k1", nil)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -533,7 +535,7 @@ func TestUnrenewableLeaseStopsTheCallBeforeItExpires(t *testing.T) {
 	f := setup(t, func(ctx context.Context, r model.Request, n int) (model.Response, error) {
 		<-ctx.Done()
 		stoppedAt.Store(time.Now().UnixMilli())
-		return model.Response{}, &model.Error{Class: job.Cancelled, Cost: 3, Err: ctx.Err()}
+		return model.Response{}, &model.Error{Class: job.Cancelled, Usage: model.Usage{InputTokens: 3}, Err: ctx.Err()}
 	})
 	j := f.create("k1", nil)
 	f.w = worker.New(worker.Config{Store: flakyHeartbeats{f.store}, Queue: f.queue, Timing: timing, Rand: func() float64 { return 0 },

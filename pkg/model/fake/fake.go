@@ -20,7 +20,10 @@ import (
 	"github.com/aijobs/aijobs/pkg/model"
 )
 
-// Config sets the defaults a prompt's directives override.
+// Config sets the defaults a prompt's directives override. Price is what
+// the fake "invoices" per call (Billed), as a real provider's bill would
+// show: the worker prices usage at its own configured price, and a test
+// compares the two.
 type Config struct {
 	Latency time.Duration
 	Price   job.Price
@@ -116,7 +119,7 @@ func (p *Provider) Generate(ctx context.Context, r model.Request) (model.Respons
 		name = "fake"
 	}
 	return model.Response{Output: reply(r, int(out)), Model: name, FinishReason: "stop",
-		Usage: model.Usage{InputTokens: in, OutputTokens: out}, Cost: cost}, nil
+		Usage: model.Usage{InputTokens: in, OutputTokens: out}}, nil
 }
 
 func (p *Provider) failure(id string, class job.ErrorClass, detail string, in, out int64, err error) error {
@@ -124,7 +127,7 @@ func (p *Provider) failure(id string, class job.ErrorClass, detail string, in, o
 	p.mu.Lock()
 	p.spent[id] += cost
 	p.mu.Unlock()
-	return &model.Error{Class: class, Detail: detail, Usage: model.Usage{InputTokens: in, OutputTokens: out}, Cost: cost, Err: err}
+	return &model.Error{Class: class, Detail: detail, Usage: model.Usage{InputTokens: in, OutputTokens: out}, Err: err}
 }
 
 // wait lets latency pass, reporting proportional progress four times, and

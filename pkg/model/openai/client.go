@@ -33,11 +33,7 @@ type Config struct {
 	// into an error.
 	APIKey string
 	// Model is used when a request names none.
-	Model string
-	// Price is what a call costs; Prices, when it names the request's
-	// model, overrides it (one server, several models at several prices).
-	Price  job.Price
-	Prices map[string]job.Price
+	Model  string
 	Stream bool
 	// HTTPClient sends the requests; nil means a plain http.Client. The
 	// request's context bounds each call: the client has no timeout.
@@ -102,11 +98,6 @@ func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response,
 		req.Model = c.cfg.Model
 	}
 	r.Model = req.Model
-	if p, ok := c.cfg.Prices[req.Model]; ok {
-		priced := *c
-		priced.cfg.Price = p
-		c = &priced
-	}
 	for _, m := range r.Messages {
 		req.Messages = append(req.Messages, chatMessage{Role: m.Role, Content: m.Content})
 	}
@@ -130,7 +121,7 @@ func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response,
 	}
 	resp, err := c.cfg.HTTPClient.Do(hr)
 	if err != nil {
-		return model.Response{}, c.transportError(ctx, err, 0, 0)
+		return model.Response{}, transportError(ctx, err, 0, 0)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
@@ -139,12 +130,12 @@ func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response,
 	}
 	prompt := promptEstimate(r)
 	if c.cfg.Stream {
-		return c.readStream(ctx, resp.Body, r, prompt)
+		return readStream(ctx, resp.Body, r, prompt)
 	}
 	var cr chatResponse
 	if err := json.NewDecoder(resp.Body).Decode(&cr); err != nil {
 		if ctx.Err() != nil || isTransport(err) {
-			return model.Response{}, c.transportError(ctx, err, prompt, 0)
+			return model.Response{}, transportError(ctx, err, prompt, 0)
 		}
 		return model.Response{}, &model.Error{Class: job.ProviderError, Detail: "openai: unparseable response", Err: fmt.Errorf("openai: decode response: %w", err)}
 	}
@@ -162,18 +153,17 @@ func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response,
 	if name == "" {
 		name = r.Model
 	}
-	return c.finish(cr.Choices[0].Message.Content, name, cr.Choices[0].FinishReason, u)
+	return finish(cr.Choices[0].Message.Content, name, cr.Choices[0].FinishReason, u)
 }
 
 // finish turns a completed answer into a response, or into a content
-// filter error that still carries its cost.
-func (c *Client) finish(output, modelName, finish string, u usage) (model.Response, error) {
+// filter error that is still billed.
+func finish(output, modelName, reason string, u usage) (model.Response, error) {
 	mu := model.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
-	cost := c.cfg.Price.Cost(u.PromptTokens, u.CompletionTokens)
-	if finish == "content_filter" {
-		return model.Response{}, &model.Error{Class: job.ContentFiltered, Detail: "openai: finish_reason content_filter", Usage: mu, Cost: cost}
+	if reason == "content_filter" {
+		return model.Response{}, &model.Error{Class: job.ContentFiltered, Detail: "openai: finish_reason content_filter", Usage: mu}
 	}
-	return model.Response{Output: output, Model: modelName, FinishReason: finish, Usage: mu, Cost: cost}, nil
+	return model.Response{Output: output, Model: modelName, FinishReason: reason, Usage: mu}, nil
 }
 
 // promptEstimate is the prompt's token count when the server reports none:

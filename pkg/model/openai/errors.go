@@ -77,8 +77,8 @@ func bodyError(status int, b errorBody) *model.Error {
 // own context first (deadline: timeout; cancelled: cancelled), then network
 // timeouts, then everything else as a network error. The tokens seen so far
 // are still billed.
-func (c *Client) transportError(ctx context.Context, err error, prompt, out int64) *model.Error {
-	e := &model.Error{Usage: model.Usage{InputTokens: prompt, OutputTokens: out}, Cost: c.cfg.Price.Cost(prompt, out)}
+func transportError(ctx context.Context, err error, prompt, out int64) *model.Error {
+	e := &model.Error{Usage: model.Usage{InputTokens: prompt, OutputTokens: out}}
 	var ne net.Error
 	switch {
 	case errors.Is(ctx.Err(), context.DeadlineExceeded):

@@ -30,12 +30,9 @@ const (
 // promptTokens is the client's estimate for the test prompt: ceil(29/4).
 const promptTokens = 8
 
-// price: $2.50 and $10 per million tokens, in Nanocents per token.
-var price = job.Price{InputPerToken: 250_000, OutputPerToken: 1_000_000}
-
 func newClient(t *testing.T, baseURL string, stream bool) *openai.Client {
 	t.Helper()
-	c, err := openai.New(openai.Config{BaseURL: baseURL, APIKey: apiKey, Model: "cfg-model", Price: price, Stream: stream})
+	c, err := openai.New(openai.Config{BaseURL: baseURL, APIKey: apiKey, Model: "cfg-model", Stream: stream})
 	if err != nil {
 		t.Fatalf("New: %v", err)
 	}
@@ -58,8 +55,8 @@ func asModelError(t *testing.T, err error, secrets ...string) *model.Error {
 			t.Fatalf("error leaks %q: detail %q, error %q", s, me.Detail, err.Error())
 		}
 	}
-	if class, cost := model.Classify(err); class != me.Class || cost != me.Cost {
-		t.Fatalf("Classify = %q %v, want %q %v", class, cost, me.Class, me.Cost)
+	if class, usage := model.Classify(err); class != me.Class || usage != me.Usage {
+		t.Fatalf("Classify = %q %+v, want %q %+v", class, usage, me.Class, me.Usage)
 	}
 	return me
 }
@@ -157,7 +154,7 @@ func TestGenerateRequestAndResponse(t *testing.T) {
 				fmt.Fprintf(w, completion, "stop")
 			}))
 			defer srv.Close()
-			c, err := openai.New(openai.Config{BaseURL: srv.URL + "/v1/", APIKey: tt.key, Model: "cfg-model", Price: price})
+			c, err := openai.New(openai.Config{BaseURL: srv.URL + "/v1/", APIKey: tt.key, Model: "cfg-model"})
 			if err != nil {
 				t.Fatalf("New: %v", err)
 			}
@@ -169,7 +166,7 @@ func TestGenerateRequestAndResponse(t *testing.T) {
 				t.Fatalf("Generate: %v", err)
 			}
 			want := model.Response{Output: "Once upon a time.", Model: "gpt-4o-mini-2024-07-18", FinishReason: "stop",
-				Usage: model.Usage{InputTokens: 12, OutputTokens: 7}, Cost: 12*250_000 + 7*1_000_000}
+				Usage: model.Usage{InputTokens: 12, OutputTokens: 7}}
 			if resp != want {
 				t.Fatalf("got %+v\nwant %+v", resp, want)
 			}
@@ -190,8 +187,8 @@ func TestGenerateWithoutUsageEstimates(t *testing.T) {
 		t.Fatalf("Generate: %v", err)
 	}
 	// ceil(10 bytes / 4) output tokens, ceil(29 / 4) prompt tokens.
-	if resp.Usage != (model.Usage{InputTokens: promptTokens, OutputTokens: 3}) || resp.Cost != price.Cost(promptTokens, 3) {
-		t.Fatalf("usage %+v cost %v, want the byte estimate", resp.Usage, resp.Cost)
+	if resp.Usage != (model.Usage{InputTokens: promptTokens, OutputTokens: 3}) {
+		t.Fatalf("usage %+v, want the byte estimate", resp.Usage)
 	}
 	if resp.FinishReason != "length" {
 		t.Fatalf("finish reason %q, want length", resp.FinishReason)
@@ -259,7 +256,7 @@ func TestGenerateStream(t *testing.T) {
 				t.Fatalf("Generate: %v", err)
 			}
 			want := model.Response{Output: "Once upon a time.", Model: "gpt-4o-mini-2024-07-18", FinishReason: tt.finish,
-				Usage: tt.usage, Cost: price.Cost(tt.usage.InputTokens, tt.usage.OutputTokens)}
+				Usage: tt.usage}
 			if resp != want {
 				t.Fatalf("got %+v\nwant %+v", resp, want)
 			}
@@ -335,8 +332,8 @@ func TestErrorBodies(t *testing.T) {
 				if me.Class != tt.class || me.Detail != tt.detail {
 					t.Fatalf("stream=%v: class %q detail %q, want %q %q", stream, me.Class, me.Detail, tt.class, tt.detail)
 				}
-				if me.Cost != 0 || me.Usage != (model.Usage{}) {
-					t.Fatalf("a refused call is billed: %+v %v", me.Usage, me.Cost)
+				if me.Usage != (model.Usage{}) {
+					t.Fatalf("a refused call is billed: %+v", me.Usage)
 				}
 				if n := requests.Load(); n != 1 {
 					t.Fatalf("stream=%v: %d requests, want exactly 1 (no retries)", stream, n)
@@ -412,8 +409,8 @@ func TestBadSuccessfulResponses(t *testing.T) {
 			defer srv.Close()
 			_, err := newClient(t, srv.URL, tt.stream).Generate(context.Background(), request())
 			me := asModelError(t, err)
-			if me.Class != tt.class || me.Usage != tt.usage || me.Cost != price.Cost(tt.usage.InputTokens, tt.usage.OutputTokens) {
-				t.Fatalf("got %q %+v %v, want %q %+v", me.Class, me.Usage, me.Cost, tt.class, tt.usage)
+			if me.Class != tt.class || me.Usage != tt.usage {
+				t.Fatalf("got %q %+v, want %q %+v", me.Class, me.Usage, tt.class, tt.usage)
 			}
 		})
 	}
@@ -446,8 +443,8 @@ func TestCancelClosesStream(t *testing.T) {
 		t.Fatalf("class %q, want cancelled (%v)", me.Class, err)
 	}
 	// Money spent on a cancelled stream is still spent.
-	if me.Usage != (model.Usage{InputTokens: promptTokens, OutputTokens: 2}) || me.Cost != price.Cost(promptTokens, 2) {
-		t.Fatalf("usage %+v cost %v, want the two chunks received billed", me.Usage, me.Cost)
+	if me.Usage != (model.Usage{InputTokens: promptTokens, OutputTokens: 2}) {
+		t.Fatalf("usage %+v, want the two chunks received billed", me.Usage)
 	}
 	select {
 	case <-gone:
@@ -505,8 +502,8 @@ func TestConnectionDrops(t *testing.T) {
 			if me.Class != job.Network {
 				t.Fatalf("class %q, want network (%v)", me.Class, err)
 			}
-			if me.Usage != tt.usage || me.Cost != price.Cost(tt.usage.InputTokens, tt.usage.OutputTokens) {
-				t.Fatalf("usage %+v cost %v, want %+v billed", me.Usage, me.Cost, tt.usage)
+			if me.Usage != tt.usage {
+				t.Fatalf("usage %+v, want %+v billed", me.Usage, tt.usage)
 			}
 			if n := requests.Load(); n != 1 {
 				t.Fatalf("%d requests, want exactly 1 (no retries)", n)
@@ -523,8 +520,8 @@ func TestConnectionRefused(t *testing.T) {
 	addr := l.Addr().String()
 	_ = l.Close()
 	_, err = newClient(t, "http://"+addr+"/v1", false).Generate(context.Background(), request())
-	if me := asModelError(t, err); me.Class != job.Network || me.Cost != 0 {
-		t.Fatalf("class %q cost %v, want network and nothing billed", me.Class, me.Cost)
+	if me := asModelError(t, err); me.Class != job.Network || me.Usage != (model.Usage{}) {
+		t.Fatalf("class %q usage %+v, want network and nothing billed", me.Class, me.Usage)
 	}
 }
 
@@ -565,7 +562,7 @@ func TestTimeouts(t *testing.T) {
 				ctx, cancel = context.WithTimeout(ctx, tt.deadline)
 				defer cancel()
 			}
-			c, err := openai.New(openai.Config{BaseURL: srv.URL, APIKey: apiKey, Price: price, Stream: tt.stream, HTTPClient: tt.client})
+			c, err := openai.New(openai.Config{BaseURL: srv.URL, APIKey: apiKey, Stream: tt.stream, HTTPClient: tt.client})
 			if err != nil {
 				t.Fatalf("New: %v", err)
 			}
@@ -581,8 +578,8 @@ func TestTimeouts(t *testing.T) {
 			if tt.target != nil && !errors.Is(err, tt.target) {
 				t.Fatalf("%v does not wrap %v", err, tt.target)
 			}
-			if me.Usage != tt.usage || me.Cost != price.Cost(tt.usage.InputTokens, tt.usage.OutputTokens) {
-				t.Fatalf("usage %+v cost %v, want %+v", me.Usage, me.Cost, tt.usage)
+			if me.Usage != tt.usage {
+				t.Fatalf("usage %+v, want %+v", me.Usage, tt.usage)
 			}
 		})
 	}

@@ -28,9 +28,9 @@ type chunk struct {
 // the output and drive progress (one token per content chunk until the
 // final usage chunk gives the real counts). A stream cut short still
 // reports the tokens seen so far, so the attempt is paid for.
-func (c *Client) readStream(ctx context.Context, body io.Reader, r model.Request, prompt int64) (model.Response, error) {
+func readStream(ctx context.Context, body io.Reader, r model.Request, prompt int64) (model.Response, error) {
 	var out strings.Builder
-	var name, finish string
+	var name, reason string
 	var u *usage
 	chunks := int64(0)
 	sc := bufio.NewScanner(body)
@@ -49,15 +49,15 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, r model.Request
 		var ch chunk
 		if err := json.Unmarshal([]byte(data), &ch); err != nil {
 			return model.Response{}, &model.Error{Class: job.ProviderError, Detail: "openai: unparseable stream chunk",
-				Usage: model.Usage{InputTokens: prompt, OutputTokens: chunks}, Cost: c.cfg.Price.Cost(prompt, chunks),
-				Err: fmt.Errorf("openai: decode stream chunk: %w", err)}
+				Usage: model.Usage{InputTokens: prompt, OutputTokens: chunks},
+				Err:   fmt.Errorf("openai: decode stream chunk: %w", err)}
 		}
 		if ch.Error != nil {
 			e := bodyError(200, *ch.Error)
 			if e.Class == job.Internal { // the server itself failed mid-answer
 				e.Class = job.ProviderError
 			}
-			e.Usage, e.Cost = model.Usage{InputTokens: prompt, OutputTokens: chunks}, c.cfg.Price.Cost(prompt, chunks)
+			e.Usage = model.Usage{InputTokens: prompt, OutputTokens: chunks}
 			return model.Response{}, e
 		}
 		if ch.Model != "" {
@@ -75,7 +75,7 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, r model.Request
 				}
 			}
 			if choice.FinishReason != nil {
-				finish = *choice.FinishReason
+				reason = *choice.FinishReason
 			}
 		}
 	}
@@ -84,9 +84,9 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, r model.Request
 			err = io.ErrUnexpectedEOF
 		}
 		if u != nil { // the usage chunk arrived before the cut: bill what the server counted
-			return model.Response{}, c.transportError(ctx, err, u.PromptTokens, u.CompletionTokens)
+			return model.Response{}, transportError(ctx, err, u.PromptTokens, u.CompletionTokens)
 		}
-		return model.Response{}, c.transportError(ctx, err, prompt, chunks)
+		return model.Response{}, transportError(ctx, err, prompt, chunks)
 	}
 	final := usage{PromptTokens: prompt, CompletionTokens: chunks}
 	if u != nil {
@@ -98,5 +98,5 @@ func (c *Client) readStream(ctx context.Context, body io.Reader, r model.Request
 	if name == "" {
 		name = r.Model
 	}
-	return c.finish(out.String(), name, finish, final)
+	return finish(out.String(), name, reason, final)
 }
