@@ -30,6 +30,7 @@ func (h *Handler) create(ctx context.Context, log *slog.Logger, ev events.APIGat
 		return h.clientProblem(ctx, log, "parse create", err)
 	}
 	j := req.NewJob(h.clock.Now(), h.retention.Failed)
+	j.Reserve = h.routes[j.Model].Reserve(req.Input)
 	log = log.With(slog.String("job_id", j.ID))
 
 	created, err := h.store.Create(ctx, j)

@@ -37,7 +37,11 @@ type Config struct {
 	Queue     Queue
 	Limits    job.Limits
 	Retention job.Retention
-	Clock     job.Clock
+	// Routes are the model routes by name: a new job's Reserve is its
+	// route's worst case for its input, so the claim can refuse an attempt
+	// the budget cannot cover. A route missing here reserves nothing.
+	Routes map[string]job.Route
+	Clock  job.Clock
 	// EnqueueRetryAfter is the Retry-After of a 503: how soon a client
 	// should retry a create that was recorded but not enqueued.
 	EnqueueRetryAfter time.Duration
@@ -50,6 +54,7 @@ type Handler struct {
 	queue      Queue
 	limits     job.Limits
 	retention  job.Retention
+	routes     map[string]job.Route
 	clock      job.Clock
 	retryAfter time.Duration
 	log        *slog.Logger
@@ -62,6 +67,7 @@ func New(cfg Config) *Handler {
 		queue:      cfg.Queue,
 		limits:     cfg.Limits,
 		retention:  cfg.Retention,
+		routes:     cfg.Routes,
 		clock:      cfg.Clock,
 		retryAfter: cfg.EnqueueRetryAfter,
 		log:        cfg.Logger,

@@ -31,6 +31,9 @@ type View struct {
 	Progress    float64       `json:"progress"`
 	CostCents   job.Nanocents `json:"cost_cents"`
 	BudgetCents job.Nanocents `json:"budget_cents"`
+	// ReservedCents is what attempts in flight hold of the budget until
+	// their cost is settled (a worker that died keeps its hold).
+	ReservedCents job.Nanocents `json:"reserved_cents"`
 	// ErrorClass is null unless the job has one; always null once succeeded.
 	ErrorClass *job.ErrorClass `json:"error_class"`
 	// Result is the stored model output, or null.
@@ -48,7 +51,7 @@ func NewView(j job.Job) View {
 	v := View{
 		ID: j.ID, State: j.State, RequestKey: j.RequestKey, InputHash: j.InputHash,
 		Model: j.Model, Attempts: j.Attempts, MaxAttempts: j.MaxAttempts,
-		Progress: clampProgress(j.Progress), CostCents: j.Cost, BudgetCents: j.Budget,
+		Progress: clampProgress(j.Progress), CostCents: j.Cost, BudgetCents: j.Budget, ReservedCents: max(j.Reserved, 0),
 		ResultModel: j.ResultModel,
 		CreatedAt:   formatTime(j.CreatedAt), UpdatedAt: formatTime(j.UpdatedAt),
 		Deadline: formatTime(j.Deadline), Version: j.Version,

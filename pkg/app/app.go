@@ -20,8 +20,6 @@ import (
 	"github.com/aijobs/aijobs/pkg/emf"
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/model"
-	"github.com/aijobs/aijobs/pkg/model/fake"
-	"github.com/aijobs/aijobs/pkg/model/openai"
 	"github.com/aijobs/aijobs/pkg/sqs"
 	"github.com/aijobs/aijobs/pkg/worker"
 )
@@ -34,22 +32,24 @@ type Options struct {
 	CreateResources bool
 	// Counter counts AWS API calls.
 	Counter *awsclient.Counter
-	// Provider replaces the configured provider of the default route.
-	Provider model.Provider
-	Logger   *slog.Logger
-	Clock    job.Clock
+	// Providers replace the configured providers of the same names;
+	// Provider, when set, replaces every other one.
+	Providers map[string]model.Provider
+	Provider  model.Provider
+	Logger    *slog.Logger
+	Clock     job.Clock
 }
 
 // App is the wired system.
 type App struct {
-	Config   config.Config
-	AWS      aws.Config
-	Store    *dynamodb.Store
-	Queue    *sqs.Queue
-	Provider model.Provider
-	API      *api.Handler
-	Worker   *worker.Worker
-	Logger   *slog.Logger
+	Config    config.Config
+	AWS       aws.Config
+	Store     *dynamodb.Store
+	Queue     *sqs.Queue
+	Providers map[string]model.Provider
+	API       *api.Handler
+	Worker    *worker.Worker
+	Logger    *slog.Logger
 }
 
 // New wires the system described by cfg.
@@ -76,20 +76,14 @@ func New(ctx context.Context, cfg config.Config, o Options) (*App, error) {
 	if cfg.QueueURL == "" {
 		return nil, fmt.Errorf("app: no queue URL (set AIJOBS_QUEUE_URL)")
 	}
-	provider := o.Provider
-	if provider == nil {
-		if provider, err = newProvider(cfg, awsCfg); err != nil {
-			return nil, err
-		}
+	providers, err := newProviders(ctx, cfg, awsCfg, o)
+	if err != nil {
+		return nil, err
 	}
-	a := &App{Config: cfg, AWS: awsCfg, Provider: provider, Logger: o.Logger,
+	a := &App{Config: cfg, AWS: awsCfg, Providers: providers, Logger: o.Logger,
 		Store: dynamodb.New(ddb, cfg.Table, cfg.Settings.FailureShards), Queue: sqs.New(sq, cfg.QueueURL, cfg.DLQURL)}
 	s := cfg.Settings
-	routeModel := cfg.Provider.Model
-	if cfg.Provider.Kind == "fake" {
-		routeModel = "fake"
-	}
-	a.API = api.New(api.Config{Store: a.Store, Queue: a.Queue, Limits: s.Limits, Retention: s.Retention,
+	a.API = api.New(api.Config{Store: a.Store, Queue: a.Queue, Limits: s.Limits, Retention: s.Retention, Routes: cfg.RouteTable,
 		Clock: o.Clock, EnqueueRetryAfter: s.EnqueueRetryAfter, Logger: o.Logger})
 	var metrics worker.Metrics
 	if cfg.Metrics == "emf" {
@@ -97,25 +91,11 @@ func New(ctx context.Context, cfg config.Config, o Options) (*App, error) {
 	}
 	a.Worker = worker.New(worker.Config{
 		Store: a.Store, Queue: a.Queue, Clock: o.Clock, Logger: o.Logger, Retention: s.Retention, Metrics: metrics,
-		Routes: map[string]worker.Route{s.Limits.DefaultModel: {
-			Provider: provider, Model: routeModel, Price: cfg.Provider.Price, Timeout: cfg.Provider.Timeout}},
+		Routes: cfg.RouteTable, Providers: providers,
 		Timing: worker.Timing{Heartbeat: s.Heartbeat, LeaseTTL: s.LeaseTTL, AttemptMargin: s.AttemptMargin,
 			LambdaMargin: s.LambdaMargin, BackoffBase: s.BackoffBase, BackoffMax: s.BackoffMax},
 	})
 	return a, nil
-}
-
-func newProvider(cfg config.Config, awsCfg aws.Config) (model.Provider, error) {
-	p := cfg.Provider
-	if p.Kind == "fake" {
-		return fake.New(fake.Config{Latency: p.FakeLatency, Price: p.Price}), nil
-	}
-	c, err := openai.New(openai.Config{BaseURL: p.BaseURL, APIKey: p.APIKey, Model: p.Model,
-		Stream: p.Stream, HTTPClient: modelHTTPClient(awsCfg)})
-	if err != nil {
-		return nil, fmt.Errorf("app: openai provider: %w", err)
-	}
-	return c, nil
 }
 
 // modelHTTPClient is the client for model providers: the SDK's transport

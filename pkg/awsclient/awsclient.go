@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 )
 
@@ -62,3 +63,6 @@ func DynamoDB(cfg aws.Config) *dynamodb.Client {
 
 // SQS builds an SQS client for cfg.
 func SQS(cfg aws.Config) *sqs.Client { return sqs.NewFromConfig(cfg) }
+
+// SecretsManager builds a Secrets Manager client for cfg.
+func SecretsManager(cfg aws.Config) *secretsmanager.Client { return secretsmanager.NewFromConfig(cfg) }

@@ -15,7 +15,8 @@ import (
 	"github.com/aijobs/aijobs/pkg/settings"
 )
 
-// Provider says which model provider serves the default route.
+// Provider is the single-provider shortcut: when AIJOBS_ROUTES is unset,
+// these variables describe the one `default` route and its provider.
 type Provider struct {
 	// Kind is "fake" or "openai".
 	Kind    string
@@ -45,8 +46,17 @@ type Config struct {
 	Listen   string
 	LogLevel string
 	// Metrics is "emf" or "off".
-	Metrics  string
+	Metrics string
+	// Routes is AIJOBS_ROUTES as given (empty when unset).
+	Routes string
+	// Provider is the single-provider shortcut the variables describe.
 	Provider Provider
+
+	// ProviderTable and RouteTable are what the worker runs: from
+	// AIJOBS_ROUTES, or from Provider as one `default` route whose
+	// provider is named `default`.
+	ProviderTable map[string]ProviderConfig
+	RouteTable    map[string]job.Route
 }
 
 // Var is one environment variable: its name, its default as shown to a
@@ -96,11 +106,26 @@ func Load(getenv func(string) string) (Config, error) {
 		return Config{}, fmt.Errorf("config: AIJOBS_METRICS=%q: want emf or off", c.Metrics)
 	}
 	if c.Provider.Timeout == 0 {
-		c.Provider.Timeout = c.Settings.ModelTimeout
+		c.Provider.Timeout = c.Settings.RouteTimeout
 	}
-	c.Settings.ModelTimeout = c.Provider.Timeout
 	if p, ok := c.Provider.Prices[c.Provider.Model]; ok && c.Provider.Kind == "openai" {
 		c.Provider.Price = p
+	}
+	if c.Routes == "" {
+		c.ProviderTable, c.RouteTable = c.Provider.table()
+	} else {
+		var err error
+		if c.ProviderTable, c.RouteTable, err = parseRoutes(c.Routes, getenv, c.Provider.Timeout); err != nil {
+			return Config{}, fmt.Errorf("config: AIJOBS_ROUTES: %w", err)
+		}
+	}
+	if _, ok := c.RouteTable[c.Settings.Limits.DefaultModel]; !ok {
+		return Config{}, fmt.Errorf("config: AIJOBS_ROUTES: no %q route (the model of a job that names none)", c.Settings.Limits.DefaultModel)
+	}
+	c.Settings.Limits.Models = sortedKeys(c.RouteTable)
+	c.Settings.RouteTimeout = 0
+	for _, r := range c.RouteTable {
+		c.Settings.RouteTimeout = max(c.Settings.RouteTimeout, r.Timeout())
 	}
 	if c.Table == "" {
 		c.Table = c.Settings.TableName()
@@ -109,6 +134,18 @@ func Load(getenv func(string) string) (Config, error) {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
 	return c, nil
+}
+
+// table is the shortcut's one `default` route, on a provider named
+// `default`.
+func (p Provider) table() (map[string]ProviderConfig, map[string]job.Route) {
+	pc := ProviderConfig{Kind: p.Kind, BaseURL: p.BaseURL, APIKey: p.APIKey, Stream: p.Stream, Latency: p.FakeLatency}
+	model := p.Model
+	if p.Kind == KindFake {
+		model = "fake"
+	}
+	rung := job.Rung{Provider: "default", Model: model, Price: p.Price, Timeout: p.Timeout}
+	return map[string]ProviderConfig{"default": pc}, map[string]job.Route{"default": {Rungs: []job.Rung{rung}}}
 }
 
 func redact(name, v string) string {

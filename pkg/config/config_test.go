@@ -24,7 +24,7 @@ func TestDefaults(t *testing.T) {
 	if c.Provider.Price.InputPerToken != 15000 || c.Provider.Price.OutputPerToken != 60000 {
 		t.Fatalf("default price %+v, want 15 and 60 cents per million = 15000 and 60000 nanocents per token", c.Provider.Price)
 	}
-	if c.Provider.Timeout != 120*time.Second || c.Settings.ModelTimeout != c.Provider.Timeout || !c.Provider.Stream {
+	if c.Provider.Timeout != 120*time.Second || c.Settings.RouteTimeout != c.Provider.Timeout || !c.Provider.Stream {
 		t.Fatalf("provider: %+v", c.Provider)
 	}
 }

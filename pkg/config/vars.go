@@ -18,7 +18,8 @@ var vars = []Var{
 	{"AIJOBS_METRICS", "emf", "Worker metrics: `emf` (CloudWatch Embedded Metric Format lines on stdout) or `off`. `make dev` sets `off`.", str(func(c *Config) *string { return &c.Metrics })},
 	{"AIJOBS_LOG_LEVEL", "info", "Log level: debug, info, warn, error.", str(func(c *Config) *string { return &c.LogLevel })},
 
-	{"AIJOBS_MODEL_PROVIDER", "", "Provider of the `default` model route: `fake` or `openai`. Empty: `openai` when OPENAI_BASE_URL is set, else `fake`.", str(func(c *Config) *string { return &c.Provider.Kind })},
+	{"AIJOBS_ROUTES", "", "Model routes and their providers, as one JSON document (see Model routes above): each route an ordered list of rungs (provider, model, price, max tokens, timeout) and the error classes it falls back on. Empty: one `default` route from the variables below.", str(func(c *Config) *string { return &c.Routes })},
+	{"AIJOBS_MODEL_PROVIDER", "", "Without AIJOBS_ROUTES: provider of the `default` route, `fake` or `openai`. Empty: `openai` when OPENAI_BASE_URL is set, else `fake`.", str(func(c *Config) *string { return &c.Provider.Kind })},
 	{"OPENAI_BASE_URL", "", "OpenAI-compatible API base URL (OpenAI, vLLM, Ollama, LiteLLM), e.g. `https://api.openai.com/v1`. Setting it switches the default route to it.", str(func(c *Config) *string { return &c.Provider.BaseURL })},
 	{"OPENAI_API_KEY", "", "API key sent as a bearer token. Never logged.", str(func(c *Config) *string { return &c.Provider.APIKey })},
 	{"AIJOBS_OPENAI_MODEL", "gpt-4o-mini", "Model id sent to the OpenAI-compatible server.", str(func(c *Config) *string { return &c.Provider.Model })},
@@ -26,7 +27,7 @@ var vars = []Var{
 	{"AIJOBS_PRICE_INPUT", "15", "Price of input tokens, cents per million tokens (at most 3 decimals).", price(false)},
 	{"AIJOBS_PRICE_OUTPUT", "60", "Price of output tokens, cents per million tokens.", price(true)},
 	{"AIJOBS_PRICES", "", "Per-model price table for the OpenAI-compatible server, `model=input:output,...` in cents per million tokens (e.g. `gpt-4o-mini=15:60,gpt-4o=250:1000`); a listed model overrides AIJOBS_PRICE_INPUT/OUTPUT.", priceTable},
-	{"AIJOBS_MODEL_TIMEOUT", "120s", "Timeout of one model call (one rung).", dur(func(c *Config) *time.Duration { return &c.Provider.Timeout })},
+	{"AIJOBS_MODEL_TIMEOUT", "120s", "Timeout of one model call (one rung); the default of a rung that names none.", dur(func(c *Config) *time.Duration { return &c.Provider.Timeout })},
 	{"AIJOBS_FAKE_LATENCY", "500ms", "Latency of each fake model call.", dur(func(c *Config) *time.Duration { return &c.Provider.FakeLatency })},
 
 	{"AIJOBS_HEARTBEAT", "10s", "How often a running attempt renews its lease and message visibility.", dur(func(c *Config) *time.Duration { return &c.Settings.Heartbeat })},

@@ -60,9 +60,9 @@ func TestEveryPlaceholderIsUsed(t *testing.T) {
 		r := &recorder{refuse: refuse}
 		st := dynamodb.New(r, "jobs", 4)
 		ctx := t.Context()
-		_, _ = st.Claim(ctx, job.Claim{ID: id, Owner: "w", Now: now, LeaseUntil: now.Add(time.Minute), Reserve: 1})
+		_, _ = st.Claim(ctx, job.Claim{ID: id, Owner: "w", Now: now, LeaseUntil: now.Add(time.Minute)})
 		_, _ = st.Heartbeat(ctx, job.Heartbeat{ID: id, Owner: "w", Now: now, LeaseUntil: now.Add(time.Minute), Progress: 0.5})
-		_, _ = st.Succeed(ctx, job.Succeed{ID: id, Owner: "w", Now: now, Cost: 1, Result: res, Model: "m", ExpiresAt: keep})
+		_, _ = st.Succeed(ctx, job.Succeed{ID: id, Owner: "w", Now: now, Cost: 1, Held: 2, Ran: time.Second, Result: res, Model: "m", ExpiresAt: keep})
 		_, _ = st.Succeed(ctx, job.Succeed{ID: id, Owner: "w", Now: now})
 		_, _ = st.Release(ctx, job.Release{ID: id, Owner: "w", Now: now, Cost: 1, Class: job.Timeout, Detail: "d"})
 		_, _ = st.Release(ctx, job.Release{ID: id, Owner: "w", Now: now, Class: job.Timeout})

@@ -18,13 +18,17 @@ import (
 //	input, metadata (optional), result           S, JSON text
 //	state, lease_owner, error_class, error_detail, result_model   S (optional ones absent when empty)
 //	attempts, max_attempts, version              N
-//	budget_nc, cost_nc, remaining_nc             N, integer nanocents (1e-9 cent). cost_nc and
-//	                                             remaining_nc (= budget_nc - cost_nc) are only
-//	                                             ever changed together by ADD, never read-modify-written;
-//	                                             remaining_nc exists because conditions cannot do arithmetic.
+//	budget_nc, cost_nc, remaining_nc, reserve_nc N, integer nanocents (1e-9 cent). remaining_nc
+//	                                             = budget_nc - cost_nc - (holds of attempts in flight);
+//	                                             it and cost_nc are only ever changed by ADD or by
+//	                                             the claim's "remaining_nc - reserve_nc", never
+//	                                             read-modify-written; it exists because conditions
+//	                                             cannot do arithmetic. reserve_nc is the worst case
+//	                                             one attempt holds, fixed at creation.
 //	deadline_ms, lease_until_ms (while running), not_before_ms (a released
 //	job's backoff end), created_ms, updated_ms   N, unix milliseconds
 //	progress                                     N, 0..1
+//	run_ms                                       N, milliseconds attempts ran, summed (ADD)
 //	expires_at                                   N, unix SECONDS (the table's TTL attribute)
 //	fail_pk, fail_sk                             S, only once failed or abandoned: the sparse
 //	                                             failure index, "<error_class>#<shard>" and
@@ -39,10 +43,11 @@ const (
 	aState, aLeaseOwner, aErrorClass              = "state", "lease_owner", "error_class"
 	aErrorDetail, aResultModel                    = "error_detail", "result_model"
 	aAttempts, aMaxAttempts, aVersion             = "attempts", "max_attempts", "version"
-	aBudget, aCost, aRemaining                    = "budget_nc", "cost_nc", "remaining_nc"
+	aBudget, aCost, aRemaining, aReserve          = "budget_nc", "cost_nc", "remaining_nc", "reserve_nc"
 	aDeadline, aLeaseUntil                        = "deadline_ms", "lease_until_ms"
 	aNotBefore                                    = "not_before_ms"
 	aCreated, aUpdated, aProgress, aExpires       = "created_ms", "updated_ms", "progress", "expires_at"
+	aRunMS                                        = "run_ms"
 	aFailPK, aFailSK                              = "fail_pk", "fail_sk"
 	aLastWrite                                    = "last_write"
 )
@@ -70,7 +75,8 @@ func toItem(j job.Job) map[string]types.AttributeValue {
 		aID: avS(j.ID), aTenant: avS(j.Tenant), aRequestKey: avS(j.RequestKey), aInputHash: avS(j.InputHash), aModel: avS(j.Model),
 		aInput: avS(string(j.Input)), aState: avS(string(j.State)),
 		aAttempts: avN(int64(j.Attempts)), aMaxAttempts: avN(int64(j.MaxAttempts)), aVersion: avN(j.Version),
-		aBudget: avN(int64(j.Budget)), aCost: avN(int64(j.Cost)), aRemaining: avN(int64(j.Budget - j.Cost)),
+		aBudget: avN(int64(j.Budget)), aCost: avN(int64(j.Cost)), aRemaining: avN(int64(j.Budget - j.Cost - j.Reserved)),
+		aReserve: avN(int64(j.Reserve)), aRunMS: avN(j.RunTime.Milliseconds()),
 		aDeadline: avN(ms(j.Deadline)), aCreated: avN(ms(j.CreatedAt)), aUpdated: avN(ms(j.UpdatedAt)),
 		aProgress: avF(j.Progress),
 	}
@@ -142,9 +148,13 @@ func fromItem(it map[string]types.AttributeValue) (job.Job, error) {
 		State: job.State(str(aState)), LeaseOwner: str(aLeaseOwner), ErrorClass: job.ErrorClass(str(aErrorClass)),
 		ErrorDetail: str(aErrorDetail), ResultModel: str(aResultModel),
 		Attempts: int(num(aAttempts)), MaxAttempts: int(num(aMaxAttempts)), Version: num(aVersion),
-		Budget: job.Nanocents(num(aBudget)), Cost: job.Nanocents(num(aCost)),
+		Budget: job.Nanocents(num(aBudget)), Cost: job.Nanocents(num(aCost)), Reserve: job.Nanocents(num(aReserve)),
+		RunTime:  time.Duration(num(aRunMS)) * time.Millisecond,
 		Deadline: t(aDeadline), LeaseUntil: t(aLeaseUntil), NotBefore: t(aNotBefore), CreatedAt: t(aCreated), UpdatedAt: t(aUpdated),
 		Progress: progress,
+	}
+	if r, ok := it[aRemaining]; ok && r != nil {
+		j.Reserved = j.Budget - j.Cost - job.Nanocents(num(aRemaining))
 	}
 	if e := num(aExpires); e != 0 {
 		j.ExpiresAt = time.Unix(e, 0).UTC()

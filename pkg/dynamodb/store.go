@@ -100,8 +100,9 @@ type update struct {
 // apply runs one transition: the write, and on a refused condition the
 // diagnosis. allows is the transition's precondition in code; when it holds
 // and only the clock check failed, the write is re-stamped after the
-// record's updated_at. A refused write with cost > 0 still adds the cost.
-func (s *Store) apply(ctx context.Context, id string, now time.Time, allows func(job.Job) bool, u update, cost job.Nanocents) (job.Job, error) {
+// record's updated_at. A refused write that settles an attempt still
+// settles it.
+func (s *Store) apply(ctx context.Context, id string, now time.Time, allows func(job.Job) bool, u update, set settle) (job.Job, error) {
 	stamp := job.Millis(now)
 	for range skewRetries {
 		out, err := s.write(ctx, id, u, stamp)
@@ -123,21 +124,22 @@ func (s *Store) apply(ctx context.Context, id string, now time.Time, allows func
 			stamp = job.NextUpdate(cur.UpdatedAt, now)
 			continue
 		}
-		if cost != 0 {
-			return s.addCost(ctx, id, cost, now, u.token)
+		if !set.zero() {
+			return s.addCost(ctx, id, set, now, u.token)
 		}
 		return job.Job{}, conflict(cur)
 	}
 	return job.Job{}, unavailable("update job", fmt.Errorf("job %s: updated_at kept moving", id))
 }
 
-// addCost records a refused finish's cost with no precondition but the
-// record's existence, then answers Conflict with the record after it.
-func (s *Store) addCost(ctx context.Context, id string, cost job.Nanocents, now time.Time, token string) (job.Job, error) {
+// addCost settles a refused finish's attempt (cost added, hold returned)
+// with no precondition but the record's existence, then answers Conflict
+// with the record after it.
+func (s *Store) addCost(ctx context.Context, id string, set settle, now time.Time, token string) (job.Job, error) {
 	u := update{
 		cond:   "attribute_exists(#id)",
-		expr:   "SET #updated_ms = :upd ADD #cost_nc :cost, #remaining_nc :negcost, #version :one",
-		values: map[string]types.AttributeValue{":cost": avN(int64(cost)), ":negcost": avN(-int64(cost)), ":one": avN(1)},
+		expr:   "SET #updated_ms = :upd" + costAdd,
+		values: set.values(),
 	}
 	if token != "" {
 		u.token = token + "+cost"

@@ -16,7 +16,7 @@ const (
 	// that a claim by an empty owner recorded.
 	heldCond   = "#state = :running AND #lease_owner = :owner AND #lease_owner <> :nobody"
 	unheldCond = "#state = :queued OR (#state = :running AND #lease_until_ms <= :now)"
-	claimCond  = "(" + unheldCond + ") AND #attempts < #max_attempts AND #deadline_ms > :now AND #cost_nc < #budget_nc AND #remaining_nc >= :reserve AND (attribute_not_exists(#not_before_ms) OR #not_before_ms <= :now)"
+	claimCond  = "(" + unheldCond + ") AND #attempts < #max_attempts AND #deadline_ms > :now AND #cost_nc < #budget_nc AND #remaining_nc >= #reserve_nc AND (attribute_not_exists(#not_before_ms) OR #not_before_ms <= :now)"
 	unlease    = " REMOVE #lease_owner, #lease_until_ms"
 )
 
@@ -26,12 +26,12 @@ func st(v job.State) types.AttributeValue { return avS(string(v)) }
 func (s *Store) Claim(ctx context.Context, c job.Claim) (job.Job, error) {
 	return s.apply(ctx, c.ID, c.Now, c.Allows, update{
 		cond: claimCond,
-		expr: "SET #state = :running, #lease_owner = :owner, #lease_until_ms = :lease, #progress = :zero, #updated_ms = :upd REMOVE #not_before_ms ADD #attempts :one, #version :one",
+		expr: "SET #state = :running, #lease_owner = :owner, #lease_until_ms = :lease, #progress = :zero, #updated_ms = :upd, #remaining_nc = #remaining_nc - #reserve_nc REMOVE #not_before_ms ADD #attempts :one, #version :one",
 		values: map[string]types.AttributeValue{
-			":queued": st(job.Queued), ":running": st(job.Running), ":now": avN(c.Now.UnixMilli()), ":reserve": avN(int64(c.Reserve)),
+			":queued": st(job.Queued), ":running": st(job.Running), ":now": avN(c.Now.UnixMilli()),
 			":owner": avS(c.Owner), ":lease": avN(c.LeaseUntil.UnixMilli()), ":zero": avN(0), ":one": avN(1),
 		},
-	}, 0)
+	}, settle{})
 }
 
 // Heartbeat applies job.Heartbeat.
@@ -43,12 +43,13 @@ func (s *Store) Heartbeat(ctx context.Context, h job.Heartbeat) (job.Job, error)
 		values: map[string]types.AttributeValue{
 			":running": st(job.Running), ":owner": avS(h.Owner), ":nobody": avS(""), ":lease": avN(h.LeaseUntil.UnixMilli()), ":progress": avF(p), ":one": avN(1),
 		},
-	}, 0)
+	}, settle{})
 }
 
 // Succeed applies job.Succeed; a refused success still adds its cost.
 func (s *Store) Succeed(ctx context.Context, t job.Succeed) (job.Job, error) {
-	v := costValues(t.Cost)
+	set := settle{t.Cost, t.Held, t.Ran}
+	v := set.values()
 	held(v, t.Owner)
 	v[":succeeded"], v[":one_f"] = st(job.Succeeded), avN(1)
 	expr := "SET #state = :succeeded, #progress = :one_f, #updated_ms = :upd"
@@ -56,12 +57,13 @@ func (s *Store) Succeed(ctx context.Context, t job.Succeed) (job.Job, error) {
 	expr, remove = opt(expr, remove, aResult, avS(string(t.Result)), len(t.Result) > 0, v)
 	expr, remove = opt(expr, remove, aResultModel, avS(t.Model), t.Model != "", v)
 	expr, remove = expiry(expr, remove, t.ExpiresAt, v)
-	return s.apply(ctx, t.ID, t.Now, t.Allows, update{cond: heldCond, expr: expr + remove + costAdd, values: v, token: finishToken(t.Owner, "succeed")}, t.Cost)
+	return s.apply(ctx, t.ID, t.Now, t.Allows, update{cond: heldCond, expr: expr + remove + costAdd, values: v, token: finishToken(t.Owner, "succeed")}, set)
 }
 
 // Release applies job.Release; a refused release still adds its cost.
 func (s *Store) Release(ctx context.Context, t job.Release) (job.Job, error) {
-	v := costValues(t.Cost)
+	set := settle{t.Cost, t.Held, t.Ran}
+	v := set.values()
 	held(v, t.Owner)
 	v[":queued"], v[":class"] = st(job.Queued), avS(string(t.Class))
 	expr, remove := "SET #state = :queued, #error_class = :class, #updated_ms = :upd", unlease
@@ -72,12 +74,13 @@ func (s *Store) Release(ctx context.Context, t job.Release) (job.Job, error) {
 		expr += ", #not_before_ms = :nb"
 		v[":nb"] = avN(t.NotBefore.UnixMilli())
 	}
-	return s.apply(ctx, t.ID, t.Now, t.Allows, update{cond: heldCond, expr: expr + remove + costAdd, values: v, token: finishToken(t.Owner, "release")}, t.Cost)
+	return s.apply(ctx, t.ID, t.Now, t.Allows, update{cond: heldCond, expr: expr + remove + costAdd, values: v, token: finishToken(t.Owner, "release")}, set)
 }
 
 // End applies job.End; a refused end still adds its cost.
 func (s *Store) End(ctx context.Context, t job.End) (job.Job, error) {
-	v := costValues(t.Cost)
+	set := settle{t.Cost, t.Held, t.Ran}
+	v := set.values()
 	cond := heldCond
 	if t.Owner != "" {
 		held(v, t.Owner)
@@ -90,7 +93,7 @@ func (s *Store) End(ctx context.Context, t job.End) (job.Job, error) {
 	expr, remove := "SET #state = :final, #error_class = :class, #fail_pk = :fpk, #fail_sk = :fsk, #updated_ms = :upd", unlease
 	expr, remove = detail(expr, remove, t.Detail, v)
 	expr, remove = expiry(expr, remove, t.ExpiresAt, v)
-	return s.apply(ctx, t.ID, t.Now, t.Allows, update{cond: cond, expr: expr + remove + costAdd, values: v, token: finishToken(t.Owner, "end")}, t.Cost)
+	return s.apply(ctx, t.ID, t.Now, t.Allows, update{cond: cond, expr: expr + remove + costAdd, values: v, token: finishToken(t.Owner, "end")}, set)
 }
 
 // Cancel applies job.Cancel; another tenant's job is NotFound, exactly like
@@ -108,7 +111,7 @@ func (s *Store) Cancel(ctx context.Context, c job.Cancel) (job.Job, error) {
 		cond:   "#tenant = :tenant AND (#state = :queued OR #state = :running)",
 		expr:   expr + remove + " ADD #version :one",
 		values: v,
-	}, 0)
+	}, settle{})
 	if cur, ok := job.ConflictJob(err); ok && cur.Tenant != c.Tenant {
 		return job.Job{}, notFound()
 	}
@@ -132,10 +135,24 @@ func held(v map[string]types.AttributeValue, owner string) {
 	v[":running"], v[":owner"], v[":nobody"] = st(job.Running), avS(owner), avS("")
 }
 
-const costAdd = " ADD #cost_nc :cost, #remaining_nc :negcost, #version :one"
+// settle is what a finishing write settles for its attempt: its cost, the
+// hold its claim took, and how long it ran. A refused finish still settles
+// it (money spent is never lost from the record).
+type settle struct {
+	cost, held job.Nanocents
+	ran        time.Duration
+}
 
-func costValues(c job.Nanocents) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{":cost": avN(int64(c)), ":negcost": avN(-int64(c)), ":one": avN(1)}
+func (s settle) zero() bool { return s == settle{} }
+
+// costAdd settles an attempt: its cost and run time are added and, in the
+// same ADD to remaining_nc, the hold its claim took is returned
+// (:settle = held - cost).
+const costAdd = " ADD #cost_nc :cost, #remaining_nc :settle, #run_ms :ran, #version :one"
+
+func (s settle) values() map[string]types.AttributeValue {
+	return map[string]types.AttributeValue{":cost": avN(int64(s.cost)), ":settle": avN(int64(s.held - s.cost)),
+		":ran": avN(s.ran.Milliseconds()), ":one": avN(1)}
 }
 
 // opt adds "SET name = val" to expr when present, else "name" to the

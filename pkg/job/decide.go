@@ -33,7 +33,7 @@ type Decision struct {
 // WhyRefused decides what to do with a message whose claim was refused,
 // given the record as it now is. It never calls for a model call on a job
 // that is finished or held.
-func WhyRefused(j Job, now time.Time, reserve Nanocents) Decision {
+func WhyRefused(j Job, now time.Time) Decision {
 	switch {
 	case j.State.Terminal():
 		return Decision{Action: Drop}
@@ -44,7 +44,7 @@ func WhyRefused(j Job, now time.Time, reserve Nanocents) Decision {
 		return Decision{Action: Wait, Delay: j.NotBefore.Sub(now)}
 	case !j.Deadline.After(now):
 		return Decision{Action: Stop, Class: DeadlineExceeded}
-	case j.Remaining() < reserve || j.Remaining() == 0:
+	case j.Remaining() < j.Reserve || j.Remaining() == 0:
 		return Decision{Action: Stop, Class: BudgetExhausted}
 	case j.Attempts >= j.MaxAttempts:
 		c := j.ErrorClass
@@ -58,17 +58,17 @@ func WhyRefused(j Job, now time.Time, reserve Nanocents) Decision {
 }
 
 // AfterError decides what follows an attempt that ended with class, given
-// the record as the claim left it (Attempts counts this attempt), the
-// attempt's cost, the backoff before the next attempt, and the worst case
-// the next attempt would reserve. Attempts are bounded by spend as well as
-// by count.
+// the record as the claim left it (Attempts counts this attempt, Reserved
+// its hold), the attempt's cost, the backoff before the next attempt, and
+// the worst case the next attempt would need (at least the record's
+// Reserve). Attempts are bounded by spend as well as by count.
 func AfterError(j Job, now time.Time, class ErrorClass, cost Nanocents, backoff time.Duration, reserve Nanocents) Decision {
 	switch {
 	case !class.Retryable():
 		return Decision{Action: Stop, Class: class}
 	case j.Attempts >= j.MaxAttempts:
 		return Decision{Action: Stop, Class: class}
-	case j.Budget-j.Cost-cost < reserve || j.Budget-j.Cost-cost <= 0:
+	case j.Settled(cost) < max(reserve, j.Reserve) || j.Settled(cost) == 0:
 		return Decision{Action: Stop, Class: BudgetExhausted}
 	case !j.Deadline.After(now.Add(backoff)):
 		return Decision{Action: Stop, Class: DeadlineExceeded}

@@ -9,7 +9,7 @@ import (
 )
 
 func TestWhyRefused(t *testing.T) {
-	const reserve = job.Nanocents(1_000_000_000)
+	const reserve = job.Nanocents(1_000_000_000) // queued()'s Reserve
 	tests := []struct {
 		name string
 		j    job.Job
@@ -36,18 +36,21 @@ func TestWhyRefused(t *testing.T) {
 		{"claimable after all (record changed)", queued(), job.Decision{Action: job.Attempt}},
 		{"remaining = reserve", with(queued(), func(j *job.Job) { j.Cost = j.Budget - reserve }), job.Decision{Action: job.Attempt}},
 		{"expired lease, attempts left", with(running(), func(j *job.Job) { j.LeaseUntil = t0.Add(-time.Second) }), job.Decision{Action: job.Attempt}},
+		{"expired lease, the dead hold leaves less than the reserve", with(running(), func(j *job.Job) {
+			j.LeaseUntil, j.Cost = t0.Add(-time.Second), j.Budget-2*reserve+1
+		}), job.Decision{Action: job.Stop, Class: job.BudgetExhausted}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := job.WhyRefused(tt.j, t0, reserve); got != tt.want {
+			if got := job.WhyRefused(tt.j, t0); got != tt.want {
 				t.Errorf("WhyRefused = %+v, want %+v", got, tt.want)
 			}
 			// Attempt exactly when the claim would have been allowed.
-			allowed := job.Claim{Now: t0, Reserve: reserve}.Allows(tt.j)
-			if got := job.WhyRefused(tt.j, t0, reserve).Action == job.Attempt; got != allowed {
+			allowed := job.Claim{Now: t0}.Allows(tt.j)
+			if got := job.WhyRefused(tt.j, t0).Action == job.Attempt; got != allowed {
 				t.Errorf("Attempt = %v but Claim.Allows = %v", got, allowed)
 			}
-			if d := job.WhyRefused(tt.j, t0, reserve); d.Action == job.Stop && !d.Class.Valid() {
+			if d := job.WhyRefused(tt.j, t0); d.Action == job.Stop && !d.Class.Valid() {
 				t.Errorf("Stop with unknown class %q", d.Class)
 			}
 		})

@@ -25,9 +25,22 @@ type Job struct {
 	Attempts    int
 	MaxAttempts int
 	Budget      Nanocents
-	// Cost is accumulated over every attempt, kept or discarded.
-	Cost     Nanocents
+	// Cost is accumulated over every attempt, kept or discarded: exactly
+	// what the providers reported, at the configured prices.
+	Cost Nanocents
+	// Reserve is the worst case of one attempt's first rung for this input,
+	// fixed at creation: a claim takes it only if the budget left covers it.
+	Reserve Nanocents
+	// Reserved is what attempts in flight hold: each claim holds Reserve
+	// until its attempt's cost is settled, which returns it. An attempt
+	// whose worker died never settles, so its hold stays: the provider may
+	// have billed it, and the budget must not be spent twice over.
+	Reserved Nanocents
 	Deadline time.Time
+	// RunTime is how long attempts ran, summed over every attempt (at
+	// millisecond precision): fallback rungs and retries included, backoffs
+	// and queueing not.
+	RunTime time.Duration
 
 	LeaseOwner string
 	LeaseUntil time.Time
@@ -50,12 +63,24 @@ type Job struct {
 	ExpiresAt time.Time
 }
 
-// Remaining is the budget not yet spent (never below zero).
+// Remaining is the budget neither spent nor held by an attempt in flight
+// (never below zero).
 func (j Job) Remaining() Nanocents {
-	if j.Cost >= j.Budget {
+	if j.Cost+j.Reserved >= j.Budget {
 		return 0
 	}
-	return j.Budget - j.Cost
+	return j.Budget - j.Cost - j.Reserved
+}
+
+// Settled is the budget that will remain once the holder of the current
+// claim settles its attempt at cost (and returns its hold), never below
+// zero: what the next attempt could use.
+func (j Job) Settled(cost Nanocents) Nanocents {
+	left := j.Budget - j.Cost - cost - (j.Reserved - j.Reserve)
+	if left < 0 {
+		return 0
+	}
+	return left
 }
 
 // LeaseLive reports whether a running job's lease still holds at now.

@@ -13,7 +13,7 @@ func TestBackoffHoldsOffClaimsAndDuplicatesWait(t *testing.T) {
 	if (job.Claim{Owner: "w", Now: now}).Allows(j) {
 		t.Fatal("a claim during the backoff was allowed")
 	}
-	if d := job.WhyRefused(j, now, 0); d.Action != job.Wait || d.Delay != 2*time.Second {
+	if d := job.WhyRefused(j, now); d.Action != job.Wait || d.Delay != 2*time.Second {
 		t.Fatalf("decision = %+v, want Wait 2s", d)
 	}
 	if !(job.Claim{Owner: "w", Now: now.Add(2 * time.Second)}).Allows(j) {

@@ -13,17 +13,16 @@ import (
 
 // Claim takes a job for one attempt, before any model call.
 // Precondition: (state = queued OR (state = running AND lease_until <= Now))
-// AND attempts < max_attempts AND deadline > Now AND budget - cost >= Reserve.
+// AND attempts < max_attempts AND deadline > Now AND cost < budget AND
+// budget - cost - reserved >= reserve (the record's own worst case: an
+// attempt that could overrun the budget never starts).
 // Effect: state = running, lease_owner = Owner, lease_until = LeaseUntil,
-// attempts + 1, progress 0.
+// attempts + 1, progress 0, reserved + reserve.
 type Claim struct {
 	ID         string
 	Owner      string
 	Now        time.Time
 	LeaseUntil time.Time
-	// Reserve is the attempt's worst-case cost; an attempt that could
-	// overrun the budget never starts.
-	Reserve Nanocents
 }
 
 // Heartbeat extends a held lease and records progress.
@@ -41,10 +40,17 @@ type Heartbeat struct {
 // When the precondition fails, the store still adds Cost (unconditionally)
 // before answering Conflict: money spent is never lost from the record.
 type Succeed struct {
-	ID        string
-	Owner     string
-	Now       time.Time
-	Cost      Nanocents
+	ID    string
+	Owner string
+	Now   time.Time
+	Cost  Nanocents
+	// Held is the reservation the attempt's claim took, returned now that
+	// the attempt's cost is known; it is returned whether or not the
+	// precondition holds, exactly like Cost is added.
+	Held Nanocents
+	// Ran is how long the attempt ran, added to the record's RunTime (the
+	// latency operators size timeouts and sync-vs-async decisions with).
+	Ran       time.Duration
 	Result    json.RawMessage
 	Model     string
 	ExpiresAt time.Time
@@ -52,13 +58,15 @@ type Succeed struct {
 
 // Release hands a job back to the queue after a retryable error; its message
 // returns after the backoff.
-// Precondition: state = running AND lease_owner = Owner. Cost is kept as in
-// Succeed.
+// Precondition: state = running AND lease_owner = Owner. Cost and Held are
+// settled as in Succeed.
 type Release struct {
 	ID     string
 	Owner  string
 	Now    time.Time
 	Cost   Nanocents
+	Held   Nanocents
+	Ran    time.Duration
 	Class  ErrorClass
 	Detail string
 	// NotBefore is when the backoff ends; zero means at once.
@@ -69,12 +77,15 @@ type Release struct {
 // (failed or abandoned).
 // Precondition: with Owner set, state = running AND lease_owner = Owner;
 // with Owner empty, the job is held by nobody: state = queued OR
-// (state = running AND lease_until <= Now). Cost is kept as in Succeed.
+// (state = running AND lease_until <= Now), and Held is zero (nobody's
+// claim held anything). Cost and Held are settled as in Succeed.
 type End struct {
 	ID        string
 	Owner     string
 	Now       time.Time
 	Cost      Nanocents
+	Held      Nanocents
+	Ran       time.Duration
 	Class     ErrorClass
 	Detail    string
 	ExpiresAt time.Time
@@ -111,7 +122,7 @@ func (r Retention) ExpiresAt(state State, now time.Time) time.Time {
 
 // Allows reports whether the claim's precondition holds for j.
 func (c Claim) Allows(j Job) bool {
-	return j.Claimable(c.Now) && j.Budget-j.Cost >= c.Reserve && j.Cost < j.Budget
+	return j.Claimable(c.Now) && j.Remaining() >= j.Reserve && j.Cost < j.Budget
 }
 
 // Allows reports whether the heartbeat's precondition holds for j.
@@ -161,6 +172,7 @@ func (c Claim) Apply(j Job) Job {
 	j.NotBefore = time.Time{}
 	j.Attempts++
 	j.Progress = 0
+	j.Reserved += j.Reserve
 	return touch(j, c.Now)
 }
 
@@ -186,7 +198,7 @@ func clampProgress(p float64) float64 {
 func (s Succeed) Apply(j Job) Job {
 	j.State, j.Result, j.ResultModel = Succeeded, s.Result, s.Model
 	j.ErrorClass, j.ErrorDetail = "", ""
-	j.Cost += s.Cost
+	j = Settle(j, s.Cost, s.Held, s.Ran)
 	j.Progress = 1
 	j.ExpiresAt = Millis(s.ExpiresAt)
 	return unlease(touch(j, s.Now))
@@ -199,14 +211,14 @@ func (r Release) Apply(j Job) Job {
 	if r.NotBefore.IsZero() {
 		j.NotBefore = time.Time{}
 	}
-	j.Cost += r.Cost
+	j = Settle(j, r.Cost, r.Held, r.Ran)
 	return unlease(touch(j, r.Now))
 }
 
 // Apply returns j after the end.
 func (e End) Apply(j Job) Job {
 	j.State, j.ErrorClass, j.ErrorDetail = e.Class.FinalState(), e.Class, e.Detail
-	j.Cost += e.Cost
+	j = Settle(j, e.Cost, e.Held, e.Ran)
 	j.ExpiresAt = Millis(e.ExpiresAt)
 	return unlease(touch(j, e.Now))
 }
@@ -218,11 +230,19 @@ func (c Cancel) Apply(j Job) Job {
 	return unlease(touch(j, c.Now))
 }
 
-// AddCost returns j with a discarded attempt's cost added, the one write
-// that needs no precondition.
-func AddCost(j Job, cost Nanocents, now time.Time) Job {
+// AddCost returns j with a discarded attempt settled (its cost and run
+// time added, its hold returned), the one write that needs no precondition.
+func AddCost(j Job, cost, held Nanocents, ran time.Duration, now time.Time) Job {
+	return touch(Settle(j, cost, held, ran), now)
+}
+
+// Settle adds an attempt's cost and run time and returns the hold its
+// claim took.
+func Settle(j Job, cost, held Nanocents, ran time.Duration) Job {
 	j.Cost += cost
-	return touch(j, now)
+	j.Reserved -= held
+	j.RunTime += ran.Truncate(time.Millisecond)
+	return j
 }
 
 func touch(j Job, now time.Time) Job {

@@ -33,23 +33,25 @@ func jobsEqual(a, b job.Job) bool {
 func queued() job.Job {
 	return job.Job{
 		ID: job.NewID("tenant-a", "k"), Tenant: "tenant-a", RequestKey: "k", State: job.Queued,
-		MaxAttempts: 3, Budget: job.Cents(50), Deadline: t0.Add(time.Hour),
+		MaxAttempts: 3, Budget: job.Cents(50), Reserve: job.Cents(1), Deadline: t0.Add(time.Hour),
 		Version: 2, CreatedAt: t0.Add(-time.Hour), UpdatedAt: t0.Add(-time.Minute),
 	}
 }
 
-// running is held by w1 with a lease of 30 more seconds.
+// running is held by w1 with a lease of 30 more seconds; w1's claim holds
+// the reserve.
 func running() job.Job {
 	j := queued()
 	j.State, j.Attempts, j.LeaseOwner, j.LeaseUntil = job.Running, 1, "w1", t0.Add(30*time.Second)
+	j.Reserved = j.Reserve
 	return j
 }
 
 func with(j job.Job, f func(*job.Job)) job.Job { f(&j); return j }
 
 func TestPreconditions(t *testing.T) {
-	const reserve = job.Nanocents(1_000_000_000)
-	claim := job.Claim{ID: "x", Owner: "w2", Now: t0, LeaseUntil: t0.Add(2 * time.Minute), Reserve: reserve}
+	const reserve = job.Nanocents(1_000_000_000) // queued()'s Reserve
+	claim := job.Claim{ID: "x", Owner: "w2", Now: t0, LeaseUntil: t0.Add(2 * time.Minute)}
 	hb := job.Heartbeat{Owner: "w1", Now: t0, LeaseUntil: t0.Add(time.Minute)}
 	succeed := job.Succeed{Owner: "w1", Now: t0}
 	release := job.Release{Owner: "w1", Now: t0}
@@ -70,6 +72,12 @@ func TestPreconditions(t *testing.T) {
 		{"running, lease ends now", with(running(), func(j *job.Job) { j.LeaseUntil = t0 }), allows{true, true, true, true, true, true, true}},
 		{"running, lease ends 1ms from now", with(running(), func(j *job.Job) { j.LeaseUntil = t0.Add(time.Millisecond) }), allows{false, true, true, true, true, false, true}},
 		{"running, expired, other owner", with(running(), func(j *job.Job) { j.LeaseOwner, j.LeaseUntil = "w9", t0.Add(-time.Second) }), allows{true, false, false, false, false, true, true}},
+		{"running, expired, the dead hold leaves less than the reserve", with(running(), func(j *job.Job) {
+			j.LeaseUntil, j.Cost = t0.Add(-time.Second), j.Budget-2*reserve+1
+		}), allows{false, true, true, true, true, true, true}},
+		{"running, expired, the dead hold leaves the reserve", with(running(), func(j *job.Job) {
+			j.LeaseUntil, j.Cost = t0.Add(-time.Second), j.Budget-2*reserve
+		}), allows{true, true, true, true, true, true, true}},
 		{"succeeded", with(running(), func(j *job.Job) { j.State = job.Succeeded }), allows{}},
 		{"failed", with(running(), func(j *job.Job) { j.State = job.Failed }), allows{}},
 		{"abandoned", with(running(), func(j *job.Job) { j.State = job.Abandoned }), allows{}},
@@ -105,10 +113,11 @@ func TestPreconditionsNeedAnOwner(t *testing.T) {
 	if (job.Heartbeat{Now: t0}).Allows(unowned) || (job.Succeed{Now: t0}).Allows(unowned) || (job.Release{Now: t0}).Allows(unowned) {
 		t.Error("an empty owner holds a job whose lease owner is empty")
 	}
-	if !(job.Claim{Now: t0}).Allows(queued()) {
+	free := func(j *job.Job) { j.Reserve = 0 }
+	if !(job.Claim{Now: t0}).Allows(with(queued(), free)) {
 		t.Error("a claim with no reserve refused on a fresh job")
 	}
-	if (job.Claim{Now: t0}).Allows(with(queued(), func(j *job.Job) { j.Cost = j.Budget })) {
+	if (job.Claim{Now: t0}).Allows(with(with(queued(), free), func(j *job.Job) { j.Cost = j.Budget })) {
 		t.Error("a claim with no reserve allowed on a spent budget")
 	}
 }
@@ -127,10 +136,13 @@ func TestApply(t *testing.T) {
 			func(j *job.Job) {
 				j.State, j.LeaseOwner, j.LeaseUntil = job.Running, "w2", t0.Add(time.Minute+time.Millisecond)
 				j.Attempts, j.Progress = 2, 0 // the last class stays for "attempts used up"
+				j.Reserved = job.Cents(1)
 			}},
-		{"claim over an expired lease", with(running(), func(j *job.Job) { j.LeaseUntil = t0.Add(-time.Second) }),
+		{"claim over an expired lease keeps the dead hold", with(running(), func(j *job.Job) { j.LeaseUntil = t0.Add(-time.Second) }),
 			job.Claim{Owner: "w2", Now: t0, LeaseUntil: t0.Add(time.Minute)}.Apply,
-			func(j *job.Job) { j.LeaseOwner, j.LeaseUntil, j.Attempts = "w2", t0.Add(time.Minute), 2 }},
+			func(j *job.Job) {
+				j.LeaseOwner, j.LeaseUntil, j.Attempts, j.Reserved = "w2", t0.Add(time.Minute), 2, job.Cents(2)
+			}},
 		{"heartbeat", running(),
 			job.Heartbeat{Owner: "w1", Now: t0, LeaseUntil: odd.Add(time.Minute), Progress: 0.4}.Apply,
 			func(j *job.Job) { j.LeaseUntil, j.Progress = t0.Add(time.Minute+time.Millisecond), 0.4 }},
@@ -141,23 +153,26 @@ func TestApply(t *testing.T) {
 			job.Heartbeat{Owner: "w1", Now: t0, LeaseUntil: t0.Add(time.Minute), Progress: math.NaN()}.Apply,
 			func(j *job.Job) { j.LeaseUntil, j.Progress = t0.Add(time.Minute), 0 }},
 		{"succeed", with(running(), func(j *job.Job) { j.Cost, j.ErrorClass, j.ErrorDetail, j.Progress = 7, job.Timeout, "504", 0.3 }),
-			job.Succeed{Owner: "w1", Now: t0, Cost: 5, Result: result, Model: "m-1", ExpiresAt: odd.Add(time.Hour)}.Apply,
+			job.Succeed{Owner: "w1", Now: t0, Cost: 5, Held: job.Cents(1), Ran: 1500 * time.Millisecond, Result: result, Model: "m-1", ExpiresAt: odd.Add(time.Hour)}.Apply,
 			func(j *job.Job) {
 				j.State, j.Result, j.ResultModel, j.Cost, j.Progress = job.Succeeded, result, "m-1", 12, 1
+				j.Reserved, j.RunTime = 0, 1500*time.Millisecond
 				j.ErrorClass, j.ErrorDetail = "", ""
 				j.LeaseOwner, j.LeaseUntil = "", time.Time{}
 				j.ExpiresAt = t0.Add(time.Hour + time.Millisecond)
 			}},
 		{"release", with(running(), func(j *job.Job) { j.Cost = 7 }),
-			job.Release{Owner: "w1", Now: t0, Cost: 5, Class: job.RateLimited, Detail: "429"}.Apply,
+			job.Release{Owner: "w1", Now: t0, Cost: 5, Held: job.Cents(1), Ran: 1700 * time.Microsecond, Class: job.RateLimited, Detail: "429"}.Apply,
 			func(j *job.Job) {
 				j.State, j.Cost, j.ErrorClass, j.ErrorDetail = job.Queued, 12, job.RateLimited, "429"
+				j.Reserved, j.RunTime = 0, time.Millisecond // kept at millisecond precision
 				j.LeaseOwner, j.LeaseUntil = "", time.Time{}
 			}},
 		{"end, retryable class used up -> failed", with(running(), func(j *job.Job) { j.Cost = 7 }),
-			job.End{Owner: "w1", Now: t0, Cost: 5, Class: job.Timeout, Detail: "d", ExpiresAt: t0.Add(90 * 24 * time.Hour)}.Apply,
+			job.End{Owner: "w1", Now: t0, Cost: 5, Held: job.Cents(1), Class: job.Timeout, Detail: "d", ExpiresAt: t0.Add(90 * 24 * time.Hour)}.Apply,
 			func(j *job.Job) {
 				j.State, j.Cost, j.ErrorClass, j.ErrorDetail = job.Failed, 12, job.Timeout, "d"
+				j.Reserved = 0
 				j.LeaseOwner, j.LeaseUntil, j.ExpiresAt = "", time.Time{}, t0.Add(90*24*time.Hour)
 			}},
 		{"end, budget -> abandoned", queued(),
@@ -172,8 +187,11 @@ func TestApply(t *testing.T) {
 				j.LeaseOwner, j.LeaseUntil, j.ExpiresAt = "", time.Time{}, t0.Add(time.Hour)
 			}},
 		{"add cost to a finished job", with(queued(), func(j *job.Job) { j.State, j.Cost = job.Abandoned, 7 }),
-			func(j job.Job) job.Job { return job.AddCost(j, 5, t0) },
+			func(j job.Job) job.Job { return job.AddCost(j, 5, 0, 0, t0) },
 			func(j *job.Job) { j.Cost = 12 }},
+		{"settle a discarded attempt", with(running(), func(j *job.Job) { j.State, j.Cost = job.Abandoned, 7 }),
+			func(j job.Job) job.Job { return job.AddCost(j, 5, job.Cents(1), 2*time.Second, t0) },
+			func(j *job.Job) { j.Cost, j.Reserved, j.RunTime = 12, 0, 2*time.Second }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -264,9 +282,10 @@ func TestJobHelpers(t *testing.T) {
 		live      bool
 	}{
 		{"fresh", queued(), job.Cents(50), false},
-		{"partly spent", with(running(), func(j *job.Job) { j.Cost = job.Cents(20) }), job.Cents(30), true},
+		{"partly spent, one hold", with(running(), func(j *job.Job) { j.Cost = job.Cents(20) }), job.Cents(29), true},
 		{"overspent", with(running(), func(j *job.Job) { j.Cost = job.Cents(51) }), 0, true},
-		{"lease at now is not live", with(running(), func(j *job.Job) { j.LeaseUntil = t0 }), job.Cents(50), false},
+		{"held beyond the budget", with(running(), func(j *job.Job) { j.Cost, j.Reserved = job.Cents(20), job.Cents(31) }), 0, true},
+		{"lease at now is not live", with(running(), func(j *job.Job) { j.LeaseUntil = t0 }), job.Cents(49), false},
 		{"queued with a stale lease is not live", with(queued(), func(j *job.Job) { j.LeaseUntil = t0.Add(time.Hour) }), job.Cents(50), false},
 	}
 	for _, tt := range tests {
@@ -275,6 +294,14 @@ func TestJobHelpers(t *testing.T) {
 		}
 		if got := tt.j.LeaseLive(t0); got != tt.live {
 			t.Errorf("%s: LeaseLive = %v, want %v", tt.name, got, tt.live)
+		}
+	}
+	// Settled: what the holder leaves once its attempt is paid and its hold
+	// returned; a dead attempt's hold still counts.
+	held := with(running(), func(j *job.Job) { j.Cost, j.Reserved = job.Cents(10), job.Cents(3) })
+	for cost, want := range map[job.Nanocents]job.Nanocents{0: job.Cents(38), job.Cents(8): job.Cents(30), job.Cents(40): 0} {
+		if got := held.Settled(cost); got != want {
+			t.Errorf("Settled(%s) = %s, want %s", cost, got, want)
 		}
 	}
 	if got := job.Millis(time.Date(2025, 1, 1, 0, 0, 0, 999_999_999, time.FixedZone("Z", 3600))); !got.Equal(time.Date(2024, 12, 31, 23, 0, 0, 999_000_000, time.UTC)) || got.Location() != time.UTC {

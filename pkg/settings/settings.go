@@ -39,9 +39,11 @@ type Settings struct {
 	APITimeout  time.Duration
 	APIMemoryMB int
 
-	// Attempt timing (DESIGN 5). ModelTimeout is one rung's timeout; the
-	// attempt deadline is ModelTimeout x rungs + AttemptMargin.
-	ModelTimeout      time.Duration
+	// Attempt timing (DESIGN 5). RouteTimeout is the longest route's
+	// attempt: every rung's timeout, one after another (the configuration
+	// computes it from the routes); the attempt deadline is RouteTimeout +
+	// AttemptMargin, and it must end LambdaMargin before the worker does.
+	RouteTimeout      time.Duration
 	AttemptMargin     time.Duration
 	Heartbeat         time.Duration
 	LeaseTTL          time.Duration
@@ -71,7 +73,7 @@ func Defaults() Settings {
 		DLQRetention:      14 * 24 * time.Hour,
 		APITimeout:        10 * time.Second,
 		APIMemoryMB:       256,
-		ModelTimeout:      120 * time.Second,
+		RouteTimeout:      120 * time.Second,
 		AttemptMargin:     10 * time.Second,
 		Heartbeat:         10 * time.Second,
 		LeaseTTL:          30 * time.Second,
@@ -106,13 +108,10 @@ func (s Settings) QueueName() string { return s.Prefix + "-jobs" }
 // DLQName is the job queue's dead letter queue.
 func (s Settings) DLQName() string { return s.Prefix + "-jobs-dlq" }
 
-// AttemptTimeout is the longest one attempt may run: every rung's timeout
-// plus a margin to record the outcome.
-func (s Settings) AttemptTimeout(rungs int) time.Duration {
-	if rungs < 1 {
-		rungs = 1
-	}
-	return s.ModelTimeout*time.Duration(rungs) + s.AttemptMargin
+// AttemptTimeout is the longest one attempt may run: every rung of the
+// longest route plus a margin to record the outcome.
+func (s Settings) AttemptTimeout() time.Duration {
+	return s.RouteTimeout + s.AttemptMargin
 }
 
 // Validate checks the timing rules of DESIGN 5; a deployment that breaks one
@@ -127,8 +126,10 @@ func (s Settings) Validate() error {
 	check(s.Prefix != "", "prefix is empty")
 	check(s.VisibilityTimeout >= s.WorkerTimeout+s.BatchWindow,
 		"visibility timeout %s < worker timeout %s + batching window %s", s.VisibilityTimeout, s.WorkerTimeout, s.BatchWindow)
-	check(s.AttemptTimeout(1)+s.LambdaMargin <= s.WorkerTimeout,
-		"attempt timeout %s + lambda margin %s > worker timeout %s", s.AttemptTimeout(1), s.LambdaMargin, s.WorkerTimeout)
+	check(s.RouteTimeout > 0, "route timeout %s is not positive", s.RouteTimeout)
+	check(s.AttemptTimeout()+s.LambdaMargin <= s.WorkerTimeout,
+		"attempt timeout %s (longest route %s + margin %s) + lambda margin %s > worker timeout %s",
+		s.AttemptTimeout(), s.RouteTimeout, s.AttemptMargin, s.LambdaMargin, s.WorkerTimeout)
 	check(s.MaxReceiveCount > 2*s.Limits.MaxMaxAttempts,
 		"max receive count %d must exceed twice the max attempts %d (room for lease-held redeliveries)", s.MaxReceiveCount, s.Limits.MaxMaxAttempts)
 	check(s.DLQRetention > s.QueueRetention, "DLQ retention %s must exceed queue retention %s", s.DLQRetention, s.QueueRetention)

@@ -25,7 +25,7 @@ func TestValidateRefuses(t *testing.T) {
 		{"visibility below worker timeout", func(s *settings.Settings) { s.VisibilityTimeout = s.WorkerTimeout - time.Second }, "visibility timeout"},
 		{"visibility misses the batching window", func(s *settings.Settings) { s.VisibilityTimeout = s.WorkerTimeout + s.BatchWindow - time.Second }, "batching window"},
 		{"attempt + margin over worker timeout", func(s *settings.Settings) {
-			s.ModelTimeout = s.WorkerTimeout - s.AttemptMargin - s.LambdaMargin + time.Second
+			s.RouteTimeout = s.WorkerTimeout - s.AttemptMargin - s.LambdaMargin + time.Second
 		}, "attempt timeout"},
 		{"lambda margin too big", func(s *settings.Settings) { s.LambdaMargin = s.WorkerTimeout }, "lambda margin"},
 		{"max receive count = 2x max attempts", func(s *settings.Settings) { s.MaxReceiveCount = 2 * s.Limits.MaxMaxAttempts }, "max receive count"},
@@ -35,6 +35,7 @@ func TestValidateRefuses(t *testing.T) {
 		{"DLQ retention < queue retention", func(s *settings.Settings) { s.DLQRetention = s.QueueRetention - time.Hour }, "DLQ retention"},
 		{"lease TTL < 2 heartbeats", func(s *settings.Settings) { s.LeaseTTL = 2*s.Heartbeat - time.Millisecond }, "lease TTL"},
 		{"no heartbeat", func(s *settings.Settings) { s.Heartbeat = 0 }, "lease TTL"},
+		{"no route timeout", func(s *settings.Settings) { s.RouteTimeout = 0 }, "route timeout"},
 		{"batch size 0", func(s *settings.Settings) { s.BatchSize = 0 }, "batch size 0"},
 		{"batch size 11", func(s *settings.Settings) { s.BatchSize = 11 }, "batch size 11"},
 		{"max concurrency 1", func(s *settings.Settings) { s.MaxConcurrency = 1 }, "maximum concurrency 1"},
@@ -76,7 +77,7 @@ func TestValidateBoundaries(t *testing.T) {
 		change func(*settings.Settings)
 	}{
 		{"visibility = worker timeout + window", func(s *settings.Settings) { s.VisibilityTimeout = s.WorkerTimeout + s.BatchWindow }},
-		{"attempt + margin = worker timeout", func(s *settings.Settings) { s.ModelTimeout = s.WorkerTimeout - s.AttemptMargin - s.LambdaMargin }},
+		{"attempt + margin = worker timeout", func(s *settings.Settings) { s.RouteTimeout = s.WorkerTimeout - s.AttemptMargin - s.LambdaMargin }},
 		{"max receive count = 2x max attempts + 1", func(s *settings.Settings) { s.MaxReceiveCount = 2*s.Limits.MaxMaxAttempts + 1 }},
 		{"DLQ retention = queue retention + 1s", func(s *settings.Settings) { s.DLQRetention = s.QueueRetention + time.Second }},
 		{"lease TTL = 2 heartbeats", func(s *settings.Settings) { s.LeaseTTL = 2 * s.Heartbeat }},
@@ -119,20 +120,9 @@ func TestValidateReportsEveryViolation(t *testing.T) {
 
 func TestAttemptTimeout(t *testing.T) {
 	s := settings.Defaults()
-	s.ModelTimeout, s.AttemptMargin = 120*time.Second, 10*time.Second
-	tests := []struct {
-		rungs int
-		want  time.Duration
-	}{
-		{1, 130 * time.Second},
-		{3, 370 * time.Second},
-		{0, 130 * time.Second},
-		{-2, 130 * time.Second},
-	}
-	for _, tt := range tests {
-		if got := s.AttemptTimeout(tt.rungs); got != tt.want {
-			t.Errorf("AttemptTimeout(%d) = %s, want %s", tt.rungs, got, tt.want)
-		}
+	s.RouteTimeout, s.AttemptMargin = 370*time.Second, 10*time.Second
+	if got := s.AttemptTimeout(); got != 380*time.Second {
+		t.Errorf("AttemptTimeout() = %s, want 380s", got)
 	}
 }
 

@@ -14,26 +14,29 @@ import (
 func claimRefused(t *testing.T, s *suite) {
 	now := base.Add(time.Minute)
 	for _, c := range []struct {
-		name    string
-		reserve job.Nanocents
-		mut     func(*job.Job)
+		name string
+		mut  func(*job.Job)
 	}{
-		{"succeeded", 0, ended(job.Succeeded, "")},
-		{"failed", 0, ended(job.Failed, job.Auth)},
-		{"abandoned", 0, ended(job.Abandoned, job.Cancelled)},
-		{"running, lease live one more millisecond", 0, running("other", now.Add(time.Millisecond))},
-		{"attempts used up", 0, func(j *job.Job) { j.Attempts = j.MaxAttempts }},
-		{"deadline is now", 0, func(j *job.Job) { j.Deadline = now }},
-		{"deadline passed", 0, func(j *job.Job) { j.Deadline = now.Add(-time.Second) }},
-		{"cost equals budget", 0, func(j *job.Job) { j.Cost = j.Budget }},
-		{"cost above budget", 0, func(j *job.Job) { j.Cost = j.Budget + 1 }},
-		{"no budget at all", 0, func(j *job.Job) { j.Budget = 0 }},
-		{"remaining budget below the reserve", 11, func(j *job.Job) { j.Cost = j.Budget - 10 }},
+		{"succeeded", ended(job.Succeeded, "")},
+		{"failed", ended(job.Failed, job.Auth)},
+		{"abandoned", ended(job.Abandoned, job.Cancelled)},
+		{"running, lease live one more millisecond", running("other", now.Add(time.Millisecond))},
+		{"attempts used up", func(j *job.Job) { j.Attempts = j.MaxAttempts }},
+		{"deadline is now", func(j *job.Job) { j.Deadline = now }},
+		{"deadline passed", func(j *job.Job) { j.Deadline = now.Add(-time.Second) }},
+		{"cost equals budget", func(j *job.Job) { j.Cost = j.Budget }},
+		{"cost above budget", func(j *job.Job) { j.Cost = j.Budget + 1 }},
+		{"no budget at all", func(j *job.Job) { j.Budget = 0 }},
+		{"remaining budget below the reserve", func(j *job.Job) { j.Reserve, j.Cost = 11, j.Budget-10 }},
+		{"a dead attempt's hold leaves less than the reserve", func(j *job.Job) {
+			running("dead", now.Add(-time.Hour))(j)
+			j.Reserve, j.Reserved = 11, j.Budget-10
+		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			j := s.create(t, c.mut)
-			_, err := s.store.Claim(t.Context(), job.Claim{ID: j.ID, Owner: "me", Now: now, LeaseUntil: now.Add(time.Minute), Reserve: c.reserve})
+			_, err := s.store.Claim(t.Context(), job.Claim{ID: j.ID, Owner: "me", Now: now, LeaseUntil: now.Add(time.Minute)})
 			s.refused(t, "claim", err, j)
 		})
 	}
@@ -43,30 +46,35 @@ func claimRefused(t *testing.T, s *suite) {
 func claimApplied(t *testing.T, s *suite) {
 	now := base.Add(time.Minute)
 	for _, c := range []struct {
-		name    string
-		reserve job.Nanocents
-		mut     func(*job.Job)
+		name string
+		mut  func(*job.Job)
 	}{
-		{"queued", 0, nil},
-		{"reserve exactly the remaining budget", 11, func(j *job.Job) { j.Cost = j.Budget - 11 }},
-		{"last attempt", 0, func(j *job.Job) { j.Attempts = j.MaxAttempts - 1 }},
-		{"deadline one millisecond away", 0, func(j *job.Job) { j.Deadline = now.Add(time.Millisecond) }},
-		{"takeover: lease_until is now", 0, func(j *job.Job) {
+		{"queued", nil},
+		{"reserve exactly the remaining budget", func(j *job.Job) { j.Reserve, j.Cost = 11, j.Budget-11 }},
+		{"no reserve", func(j *job.Job) { j.Reserve = 0 }},
+		{"last attempt", func(j *job.Job) { j.Attempts = j.MaxAttempts - 1 }},
+		{"deadline one millisecond away", func(j *job.Job) { j.Deadline = now.Add(time.Millisecond) }},
+		{"takeover: lease_until is now", func(j *job.Job) {
 			running("old", now)(j)
 			j.Progress = 0.5
 		}},
-		{"takeover: lease long expired", 0, running("old", now.Add(-time.Hour))},
-		{"released: error class and detail kept", 0, func(j *job.Job) {
+		{"takeover: lease long expired, the dead attempt's hold stays", running("old", now.Add(-time.Hour))},
+		{"takeover: a dead attempt's hold leaves exactly the reserve", func(j *job.Job) {
+			running("dead", now.Add(-time.Hour))(j)
+			j.Reserve, j.Reserved, j.Cost = 11, j.Budget-20, 9
+		}},
+		{"released: error class and detail kept", func(j *job.Job) {
 			j.Attempts, j.Cost, j.ErrorClass, j.ErrorDetail = 1, 4, job.RateLimited, "http 429"
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			j := s.create(t, c.mut)
-			got, err := s.store.Claim(t.Context(), job.Claim{ID: j.ID, Owner: "me", Now: now, LeaseUntil: now.Add(time.Minute), Reserve: c.reserve})
+			got, err := s.store.Claim(t.Context(), job.Claim{ID: j.ID, Owner: "me", Now: now, LeaseUntil: now.Add(time.Minute)})
 			want := j
 			want.State, want.LeaseOwner, want.LeaseUntil = job.Running, "me", now.Add(time.Minute)
 			want.Attempts++
+			want.Reserved += j.Reserve
 			want.Progress = 0
 			want.Version++
 			want.UpdatedAt = now
@@ -113,6 +121,7 @@ func racingClaims(t *testing.T, s *suite) {
 	want := j
 	want.State, want.LeaseOwner, want.LeaseUntil = job.Running, win.LeaseOwner, now.Add(time.Minute)
 	want.Attempts, want.Version, want.UpdatedAt = 1, j.Version+1, now
+	want.Reserved = j.Reserve // one hold: the winner's
 	same(t, "winner", win, want)
 	for i, a := range answers {
 		if cur, ok := job.ConflictJob(a.err); ok {

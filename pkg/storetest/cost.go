@@ -9,31 +9,47 @@ import (
 	"github.com/aijobs/aijobs/pkg/job"
 )
 
-// finish is one of the three transitions that carry an attempt's cost, as
-// done by owner at now.
+// paid is what a finish settles: the attempt's cost, the hold its claim
+// took, and how long it ran.
+type paid struct {
+	cost, held job.Nanocents
+	ran        time.Duration
+}
+
+// settled is want after p was settled on it.
+func (p paid) settled(want job.Job) job.Job {
+	want.Cost += p.cost
+	want.Reserved -= p.held
+	want.RunTime += p.ran
+	return want
+}
+
+// finish is one of the three transitions that settle an attempt, as done
+// by owner at now.
 type finish struct {
 	name string
-	call func(t *testing.T, id, owner string, now time.Time, cost job.Nanocents) (job.Job, error)
+	call func(t *testing.T, id, owner string, now time.Time, p paid) (job.Job, error)
 }
 
 // finishes are succeed, release and end, in that order.
 func finishes(s *suite) []finish {
 	return []finish{
-		{"succeed", func(t *testing.T, id, owner string, now time.Time, cost job.Nanocents) (job.Job, error) {
-			return s.store.Succeed(t.Context(), job.Succeed{ID: id, Owner: owner, Now: now, Cost: cost,
+		{"succeed", func(t *testing.T, id, owner string, now time.Time, p paid) (job.Job, error) {
+			return s.store.Succeed(t.Context(), job.Succeed{ID: id, Owner: owner, Now: now, Cost: p.cost, Held: p.held, Ran: p.ran,
 				Result: json.RawMessage(`{"output":"discarded"}`), Model: "m", ExpiresAt: keep})
 		}},
-		{"release", func(t *testing.T, id, owner string, now time.Time, cost job.Nanocents) (job.Job, error) {
-			return s.store.Release(t.Context(), job.Release{ID: id, Owner: owner, Now: now, Cost: cost, Class: job.Timeout, Detail: "d"})
+		{"release", func(t *testing.T, id, owner string, now time.Time, p paid) (job.Job, error) {
+			return s.store.Release(t.Context(), job.Release{ID: id, Owner: owner, Now: now, Cost: p.cost, Held: p.held, Ran: p.ran, Class: job.Timeout, Detail: "d"})
 		}},
-		{"end", func(t *testing.T, id, owner string, now time.Time, cost job.Nanocents) (job.Job, error) {
-			return s.store.End(t.Context(), job.End{ID: id, Owner: owner, Now: now, Cost: cost, Class: job.Auth, Detail: "d", ExpiresAt: keep})
+		{"end", func(t *testing.T, id, owner string, now time.Time, p paid) (job.Job, error) {
+			return s.store.End(t.Context(), job.End{ID: id, Owner: owner, Now: now, Cost: p.cost, Held: p.held, Ran: p.ran, Class: job.Auth, Detail: "d", ExpiresAt: keep})
 		}},
 	}
 }
 
-// refusedFinishKeepsCost: a finish that is refused still adds its cost,
-// unconditionally, and changes nothing else; with no cost it writes nothing.
+// refusedFinishKeepsCost: a finish that is refused still settles its
+// attempt (cost and run time added, hold returned), unconditionally, and
+// changes nothing else; with nothing to settle it writes nothing.
 func refusedFinishKeepsCost(t *testing.T, s *suite) {
 	now := base.Add(time.Minute)
 	for _, why := range []struct {
@@ -46,14 +62,15 @@ func refusedFinishKeepsCost(t *testing.T, s *suite) {
 		{"job queued again", func(j *job.Job) { j.Attempts, j.ErrorClass = 1, job.RateLimited }},
 	} {
 		for _, f := range finishes(s) {
-			for _, cost := range []job.Nanocents{333_333_333, 0} {
-				t.Run(fmt.Sprintf("%s/%s/cost %d", why.name, f.name, cost), func(t *testing.T) {
+			for _, p := range []paid{{333_333_333, reserve, ran}, {cost: 333_333_333}, {held: reserve}, {}} {
+				t.Run(fmt.Sprintf("%s/%s/%+v", why.name, f.name, p), func(t *testing.T) {
 					t.Parallel()
-					j := s.create(t, why.mut, func(j *job.Job) { j.Cost = 1000 })
-					_, err := f.call(t, j.ID, "me", now, cost)
+					// me's claim still holds its reserve, whatever became of the job.
+					j := s.create(t, why.mut, func(j *job.Job) { j.Cost, j.Reserved = 1000, j.Reserved+reserve })
+					_, err := f.call(t, j.ID, "me", now, p)
 					want := j
-					if cost != 0 {
-						want.Cost += cost
+					if p != (paid{}) {
+						want = p.settled(want)
 						want.Version++
 						want.UpdatedAt = now
 					}
@@ -64,9 +81,40 @@ func refusedFinishKeepsCost(t *testing.T, s *suite) {
 	}
 }
 
+// holds: every claim holds the record's reserve and every settle returns
+// it, so after attempts that all settled nothing is held, while a dead
+// attempt's hold stays until the end.
+func holds(t *testing.T, s *suite) {
+	fs := finishes(s)
+	now := base.Add(time.Minute)
+	j := s.create(t, func(j *job.Job) { j.Reserve, j.MaxAttempts = 1_000_000, 10 })
+	for i := range 3 {
+		owner := fmt.Sprint("a", i)
+		got := s.claim(t, j.ID, owner, now)
+		if got.Reserved != 1_000_000 {
+			t.Fatalf("claim %d holds %d, want 1000000", i, got.Reserved)
+		}
+		got, err := fs[1].call(t, j.ID, owner, now.Add(time.Second), paid{7, 1_000_000, time.Second})
+		if err != nil || got.Reserved != 0 || got.Cost != job.Nanocents(7*(i+1)) || got.RunTime != time.Duration(i+1)*time.Second {
+			t.Fatalf("release %d: %+v %v, want nothing held, cost %d, run time %ds", i, got, err, 7*(i+1), i+1)
+		}
+		now = now.Add(time.Minute)
+	}
+	// A worker dies holding its claim; the takeover adds its own hold to it.
+	s.claim(t, j.ID, "dead", now)
+	got := s.claim(t, j.ID, "next", now.Add(2*time.Minute))
+	if got.Reserved != 2_000_000 || got.Remaining() != got.Budget-21-2_000_000 {
+		t.Fatalf("takeover: held %d, remaining %d", got.Reserved, got.Remaining())
+	}
+	got, err := fs[2].call(t, j.ID, "next", now.Add(3*time.Minute), paid{5, 1_000_000, time.Second})
+	if err != nil || got.Reserved != 1_000_000 || got.Cost != 26 {
+		t.Fatalf("end: %+v %v, want the dead attempt's hold kept and cost 26", got, err)
+	}
+}
+
 // costSum: the amounts of many attempts, applied and refused, add up
-// exactly, and the budget left over is exactly what the claim's reserve
-// check sees.
+// exactly, every hold is returned, and the budget left over is exactly what
+// the claim's reserve check sees.
 func costSum(t *testing.T, s *suite) {
 	amounts := []job.Nanocents{1, 333_333_333, job.NanosPerCent / 10, 333_333_333, 1, 999_999_999, 333_333_334, 7, job.NanosPerCent / 10}
 	j := s.create(t, func(j *job.Job) { j.Budget, j.MaxAttempts, j.Deadline = job.Cents(100), 100, base.Add(24*time.Hour) })
@@ -78,7 +126,7 @@ func costSum(t *testing.T, s *suite) {
 		s.claim(t, j.ID, owner, now)
 		sum += c
 		if i%2 == 0 { // applied release
-			got, err := fs[1].call(t, j.ID, owner, now.Add(time.Second), c)
+			got, err := fs[1].call(t, j.ID, owner, now.Add(time.Second), paid{c, reserve, time.Millisecond})
 			if err != nil || got.Cost != sum {
 				t.Fatalf("attempt %d: release: cost %d (%v), want %d", i, got.Cost, err, sum)
 			}
@@ -86,11 +134,11 @@ func costSum(t *testing.T, s *suite) {
 			thief := owner + "-thief"
 			s.claim(t, j.ID, thief, now.Add(time.Minute))
 			f := fs[(i/2)%len(fs)]
-			_, err := f.call(t, j.ID, owner, now.Add(time.Minute+time.Second), c)
+			_, err := f.call(t, j.ID, owner, now.Add(time.Minute+time.Second), paid{c, reserve, time.Millisecond})
 			if cur, ok := job.ConflictJob(err); !ok || cur.Cost != sum || cur.LeaseOwner != thief {
 				t.Fatalf("attempt %d: stale %s: %+v %v, want a Conflict with cost %d held by %s", i, f.name, cur, err, sum, thief)
 			}
-			if _, err := fs[1].call(t, j.ID, thief, now.Add(time.Minute+2*time.Second), 0); err != nil {
+			if _, err := fs[1].call(t, j.ID, thief, now.Add(time.Minute+2*time.Second), paid{held: reserve}); err != nil {
 				t.Fatalf("attempt %d: thief's release: %v", i, err)
 			}
 		}
@@ -100,15 +148,11 @@ func costSum(t *testing.T, s *suite) {
 		t.Fatalf("the suite's own sum is %d, want %d", sum, want)
 	}
 	cur := s.get(t, j.ID)
-	if cur.Cost != sum {
-		t.Fatalf("stored cost %d, want exactly %d", cur.Cost, sum)
+	if cur.Cost != sum || cur.Reserved != 0 || cur.RunTime != time.Duration(len(amounts))*time.Millisecond {
+		t.Fatalf("stored cost %d, held %d, run time %s, want exactly %d, nothing held, %d ms", cur.Cost, cur.Reserved, cur.RunTime, sum, len(amounts))
 	}
-	left := cur.Budget - sum
-	_, err := s.store.Claim(t.Context(), job.Claim{ID: j.ID, Owner: "over", Now: now, LeaseUntil: now.Add(time.Minute), Reserve: left + 1})
-	s.refused(t, "claim reserving one nanocent more than is left", err, cur)
-	got, err := s.store.Claim(t.Context(), job.Claim{ID: j.ID, Owner: "exact", Now: now, LeaseUntil: now.Add(time.Minute), Reserve: left})
-	if err != nil || got.Cost != sum {
-		t.Fatalf("claim reserving exactly what is left: %+v %v", got, err)
+	if cur.Remaining() != cur.Budget-sum {
+		t.Fatalf("remaining %d, want exactly %d (what the claim's reserve check sees)", cur.Remaining(), cur.Budget-sum)
 	}
 }
 
@@ -119,14 +163,14 @@ func secondFinish(t *testing.T, s *suite) {
 	now := base.Add(time.Minute)
 	j := s.create(t)
 	s.claim(t, j.ID, "me", now)
-	rel, err := fs[1].call(t, j.ID, "me", now.Add(time.Second), 5)
+	rel, err := fs[1].call(t, j.ID, "me", now.Add(time.Second), paid{5, reserve, time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := rel
 	for i, f := range []int{2, 0} { // end, then succeed
 		at := now.Add(time.Duration(2+i) * time.Second)
-		_, err := fs[f].call(t, j.ID, "me", at, 7)
+		_, err := fs[f].call(t, j.ID, "me", at, paid{cost: 7})
 		want.Cost, want.Version, want.UpdatedAt = want.Cost+7, want.Version+1, at
 		s.refused(t, "the released owner's "+fs[f].name, err, want)
 	}

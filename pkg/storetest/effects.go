@@ -12,15 +12,18 @@ import (
 // The effect of each applied transition on the whole record.
 
 // attempt is a record held by "me" whose earlier attempt failed: it carries
-// cost, progress, an error class and a detail that each effect must keep or
-// clear as documented.
+// cost, run time, progress, an error class and a detail that each effect
+// must keep or clear as documented, and the hold of me's claim.
 func attempt(now time.Time) func(*job.Job) {
 	return func(j *job.Job) {
 		running("me", now.Add(time.Minute))(j)
-		j.Attempts, j.Cost, j.Progress = 2, 4, 0.6
+		j.Attempts, j.Cost, j.Progress, j.RunTime = 2, 4, 0.6, 700*time.Millisecond
 		j.ErrorClass, j.ErrorDetail = job.RateLimited, "http 429"
 	}
 }
+
+// ran is how long the attempts the cases finish ran.
+const ran = 1500 * time.Millisecond
 
 func heartbeat(t *testing.T, s *suite) {
 	now := base.Add(time.Minute)
@@ -59,13 +62,13 @@ func succeed(t *testing.T, s *suite) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			j := s.create(t, attempt(now), c.mut)
-			got, err := s.store.Succeed(t.Context(), job.Succeed{ID: j.ID, Owner: "me", Now: now, Cost: 6,
+			got, err := s.store.Succeed(t.Context(), job.Succeed{ID: j.ID, Owner: "me", Now: now, Cost: 6, Held: reserve, Ran: ran,
 				Result: json.RawMessage(`{"output":"x"}`), Model: c.model, ExpiresAt: c.expires})
 			want := j
 			want.State, want.Result, want.ResultModel = job.Succeeded, json.RawMessage(`{"output":"x"}`), c.model
 			want.ErrorClass, want.ErrorDetail = "", ""
 			want.LeaseOwner, want.LeaseUntil = "", time.Time{}
-			want.Cost, want.Progress, want.ExpiresAt = 10, 1, c.expires
+			want.Cost, want.Reserved, want.RunTime, want.Progress, want.ExpiresAt = 10, 0, 2200*time.Millisecond, 1, c.expires
 			want.Version, want.UpdatedAt = j.Version+1, now
 			s.applied(t, "succeed", got, err, want)
 		})
@@ -85,11 +88,11 @@ func release(t *testing.T, s *suite) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			j := s.create(t, attempt(now))
-			got, err := s.store.Release(t.Context(), job.Release{ID: j.ID, Owner: "me", Now: now, Cost: 6, Class: c.class, Detail: c.detail})
+			got, err := s.store.Release(t.Context(), job.Release{ID: j.ID, Owner: "me", Now: now, Cost: 6, Held: reserve, Ran: ran, Class: c.class, Detail: c.detail})
 			want := j
 			want.State, want.ErrorClass, want.ErrorDetail = job.Queued, c.class, c.detail
 			want.LeaseOwner, want.LeaseUntil = "", time.Time{}
-			want.Cost, want.Version, want.UpdatedAt = 10, j.Version+1, now
+			want.Cost, want.Reserved, want.RunTime, want.Version, want.UpdatedAt = 10, 0, 2200*time.Millisecond, j.Version+1, now
 			s.applied(t, "release", got, err, want)
 		})
 	}
@@ -111,11 +114,12 @@ func endOwned(t *testing.T, s *suite) {
 		t.Run(string(c.class), func(t *testing.T) {
 			t.Parallel()
 			j := s.create(t, attempt(now))
-			got, err := s.store.End(t.Context(), job.End{ID: j.ID, Owner: "me", Now: now, Cost: 6, Class: c.class, Detail: "why", ExpiresAt: keep})
+			got, err := s.store.End(t.Context(), job.End{ID: j.ID, Owner: "me", Now: now, Cost: 6, Held: reserve, Ran: ran, Class: c.class, Detail: "why", ExpiresAt: keep})
 			want := j
 			want.State, want.ErrorClass, want.ErrorDetail = c.state, c.class, "why"
 			want.LeaseOwner, want.LeaseUntil = "", time.Time{}
-			want.Cost, want.ExpiresAt, want.Version, want.UpdatedAt = 10, keep, j.Version+1, now
+			want.Cost, want.Reserved, want.RunTime = 10, 0, 2200*time.Millisecond
+			want.ExpiresAt, want.Version, want.UpdatedAt = keep, j.Version+1, now
 			s.applied(t, "end", got, err, want)
 		})
 	}

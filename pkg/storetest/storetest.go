@@ -62,6 +62,7 @@ func cases() []testCase {
 		{"a stale owner never overwrites", staleOwner},
 		{"an empty owner holds nothing", emptyOwner},
 		{"a refused finish keeps its cost", refusedFinishKeepsCost},
+		{"claims hold the reserve until their attempt settles", holds},
 		{"cost sums exactly over attempts", costSum},
 		{"a second finish by the same owner keeps its cost", secondFinish},
 		{"version and updated_at move forward", versionAndUpdated},
@@ -97,14 +98,15 @@ type suite struct {
 	seq   atomic.Int64
 }
 
-// record is a queued job with a fresh id: 3 attempts, 5 cents, an hour to
-// go, last written at base; muts adjust it in order.
+// record is a queued job with a fresh id: 3 attempts, 5 cents, a reserve
+// of 2 nanocents per attempt, an hour to go, last written at base; muts
+// adjust it in order.
 func (s *suite) record(muts ...func(*job.Job)) job.Job {
 	key := fmt.Sprintf("key-%d", s.seq.Add(1))
 	j := job.Job{
 		ID: job.NewID(tenant, key), Tenant: tenant, RequestKey: key, InputHash: "sha256:" + key, Model: "default",
 		Input: json.RawMessage(`{"messages":[{"role":"user","content":"hi"}],"max_tokens":10}`),
-		State: job.Queued, MaxAttempts: 3, Budget: job.Cents(5), Deadline: base.Add(time.Hour),
+		State: job.Queued, MaxAttempts: 3, Budget: job.Cents(5), Reserve: reserve, Deadline: base.Add(time.Hour),
 		Version: 1, CreatedAt: base, UpdatedAt: base,
 	}
 	for _, m := range muts {
@@ -146,10 +148,16 @@ func (s *suite) claim(t *testing.T, id, owner string, now time.Time) job.Job {
 	return j
 }
 
-// running makes a record held by owner until until, on its first attempt.
+// reserve is every record's Reserve: what each claim holds until its
+// attempt settles.
+const reserve job.Nanocents = 2
+
+// running makes a record held by owner until until, on its first attempt,
+// whose claim holds the record's reserve.
 func running(owner string, until time.Time) func(*job.Job) {
 	return func(j *job.Job) {
 		j.State, j.Attempts, j.LeaseOwner, j.LeaseUntil = job.Running, 1, owner, until
+		j.Reserved += j.Reserve
 	}
 }
 

@@ -16,22 +16,38 @@ import (
 	"github.com/aijobs/aijobs/pkg/model"
 )
 
-// attempt runs one claimed attempt to a recorded outcome.
+// held is what one claimed attempt carries to its finishing write: who
+// holds the job, the budget hold its claim took (returned by the finish),
+// and when it started (its run time is added to the record).
+type held struct {
+	j     job.Job
+	owner string
+	start time.Time
+}
+
+// attempt runs one claimed attempt to a recorded outcome: the route's rungs
+// in order, falling back on the classes the route names, under one lease
+// that covers them all.
 func (w *Worker) attempt(ctx context.Context, m events.SQSMessage, j job.Job, owner string, start time.Time, log *slog.Logger) outcome {
+	h := held{j: j, owner: owner, start: start}
 	var in job.Input
 	if err := json.Unmarshal(j.Input, &in); err != nil {
-		return w.stop(ctx, j, owner, job.InvalidRequest, "stored input is not valid", 0, log)
+		return w.stop(ctx, h, job.InvalidRequest, "stored input is not valid", 0, log)
 	}
 	route, ok := w.cfg.Routes[j.Model]
-	if !ok {
-		return w.failed(ctx, m, j, owner, job.Internal, "no route for model "+j.Model, 0, 0, log)
+	if !ok || len(route.Rungs) == 0 {
+		return w.failed(ctx, m, h, job.Internal, "no route for model "+j.Model, 0, 0, log)
 	}
-	reserve := WorstCase(route.Price, in)
-	if j.Remaining() < reserve {
-		return w.stop(ctx, j, owner, job.BudgetExhausted, "remaining budget below the attempt's worst case "+reserve.String()+" cents", 0, log)
+	// What this attempt may spend: the budget left once its own hold is
+	// set aside (the claim checked the record's Reserve; the route's price
+	// may have changed since the job was created).
+	avail := j.Settled(0)
+	next := max(route.Reserve(in), j.Reserve)
+	if first := route.Rungs[0].WorstCase(in); avail < first {
+		return w.stop(ctx, h, job.BudgetExhausted, "remaining budget below the first rung's worst case "+first.String()+" cents", 0, log)
 	}
 
-	limit, cause := route.Timeout, errRouteTimeout
+	limit, cause := route.Timeout(), errRouteTimeout
 	if left := j.Deadline.Sub(start); left < limit {
 		limit, cause = left, errJobDeadline
 	}
@@ -40,7 +56,7 @@ func (w *Worker) attempt(ctx context.Context, m events.SQSMessage, j job.Job, ow
 			limit, cause = left, errLambdaDeadline
 		}
 	}
-	leaseCap := start.Add(route.Timeout + w.cfg.Timing.AttemptMargin)
+	leaseCap := start.Add(route.Timeout() + w.cfg.Timing.AttemptMargin)
 
 	callCtx, cancelCall := context.WithCancelCause(ctx)
 	defer cancelCall(nil)
@@ -56,13 +72,7 @@ func (w *Worker) attempt(ctx context.Context, m events.SQSMessage, j job.Job, ow
 	}()
 
 	began := time.Now()
-	resp, genErr := route.Provider.Generate(timed, model.Request{
-		JobID: j.ID, Model: route.Model, Messages: in.Messages, MaxTokens: in.MaxTokens, Temperature: in.Temperature,
-		Progress: func(tokens int) {
-			p := math.Min(float64(tokens)/float64(max(in.MaxTokens, 1)), 1)
-			progress.Store(math.Float64bits(p))
-		},
-	})
+	r := w.climb(timed, route, in, j.ID, avail, &progress, log)
 	why := context.Cause(timed)
 	cancelCall(nil)
 	hb.Wait() // no heartbeat may move the message after the outcome below
@@ -72,21 +82,21 @@ func (w *Worker) attempt(ctx context.Context, m events.SQSMessage, j job.Job, ow
 	ctx, cancelWrites := finishContext(ctx)
 	defer cancelWrites()
 	now := w.stamp(j)
-	if genErr == nil && !errors.Is(why, errLeaseLost) {
-		cost := resp.Usage.Cost(route.Price)
-		result, _ := job.EncodeJSON(resp)
+	w.spent(r.cost)
+	if r.err == nil && !errors.Is(why, errLeaseLost) {
+		result, _ := job.EncodeJSON(r.resp)
+		produced := r.rung.Provider + "/" + r.resp.Model
 		err := retryWrite(ctx, func() error {
-			_, err := w.cfg.Store.Succeed(ctx, job.Succeed{ID: j.ID, Owner: owner, Now: now, Cost: cost,
-				Result: result, Model: resp.Model, ExpiresAt: w.cfg.Retention.ExpiresAt(job.Succeeded, now)})
+			_, err := w.cfg.Store.Succeed(ctx, job.Succeed{ID: j.ID, Owner: owner, Now: now, Cost: r.cost, Held: j.Reserve,
+				Ran: now.Sub(start), Result: result, Model: produced, ExpiresAt: w.cfg.Retention.ExpiresAt(job.Succeeded, now)})
 			return err
 		})
-		log.Info("attempt succeeded", "cost_cents", cost.String(), "duration_ms", elapsed.Milliseconds(),
-			"input_tokens", resp.Usage.InputTokens, "output_tokens", resp.Usage.OutputTokens)
-		w.spent(cost)
+		log.Info("attempt succeeded", "model", produced, "rungs", r.tried, "cost_cents", r.cost.String(), "duration_ms", elapsed.Milliseconds(),
+			"input_tokens", r.resp.Usage.InputTokens, "output_tokens", r.resp.Usage.OutputTokens)
 		if job.ErrorCode(err) == job.CodePayloadTooLarge {
 			// The record cannot hold this result: end the job for good,
 			// keeping what the call cost, rather than generate it again.
-			return w.stop(ctx, j, owner, job.Internal, "the result is too large to store", cost, log)
+			return w.stop(ctx, h, job.Internal, "the result is too large to store", r.cost, log)
 		}
 		if err == nil {
 			w.count("JobsSucceeded", nil)
@@ -94,22 +104,19 @@ func (w *Worker) attempt(ctx context.Context, m events.SQSMessage, j job.Job, ow
 		return w.finished(err, log)
 	}
 
-	class, usage := model.Classify(genErr)
-	if genErr == nil {
-		class, usage = job.Cancelled, resp.Usage
+	class, detail := r.class, detailOf(r.err)
+	if r.err == nil {
+		class = job.Cancelled // a result that arrived after the lease was lost
 	}
-	cost := usage.Cost(route.Price)
-	detail := detailOf(genErr)
-	w.spent(cost)
 	switch {
 	case errors.Is(why, errLeaseLost):
 		// The record is no longer ours: the release is refused, which
-		// still adds the cost, and says what became of the job.
+		// still settles the attempt, and says what became of the job.
 		err := retryWrite(ctx, func() error {
-			_, err := w.cfg.Store.Release(ctx, job.Release{ID: j.ID, Owner: owner, Now: now, Cost: cost, Class: class})
+			_, err := w.cfg.Store.Release(ctx, job.Release{ID: j.ID, Owner: owner, Now: now, Cost: r.cost, Held: j.Reserve, Ran: now.Sub(start), Class: class})
 			return err
 		})
-		log.Info("attempt stopped: lease lost or job cancelled", "cost_cents", cost.String(), "duration_ms", elapsed.Milliseconds())
+		log.Info("attempt stopped: lease lost or job cancelled", "cost_cents", r.cost.String(), "duration_ms", elapsed.Milliseconds())
 		w.count("LeasesLost", nil)
 		return w.finished(err, log)
 	case errors.Is(why, errLeaseExpiring):
@@ -125,21 +132,94 @@ func (w *Worker) attempt(ctx context.Context, m events.SQSMessage, j job.Job, ow
 		// invocation's context (shutdown) is a timeout, and retried.
 		class, detail = job.Timeout, "the invocation ended during the call"
 	}
-	log.Info("attempt failed", "error_class", class, "cost_cents", cost.String(), "duration_ms", elapsed.Milliseconds())
-	return w.failed(ctx, m, j, owner, class, detail, cost, reserve, log)
+	log.Info("attempt failed", "error_class", class, "rungs", r.tried, "cost_cents", r.cost.String(), "duration_ms", elapsed.Milliseconds())
+	return w.failed(ctx, m, h, class, detail, r.cost, next, log)
+}
+
+// climbed is how an attempt's climb down the route ended: the response of
+// the rung that answered, or the error and class of the last rung tried,
+// and what every rung tried cost together.
+type climbed struct {
+	resp  model.Response
+	err   error
+	class job.ErrorClass
+	rung  job.Rung
+	tried int
+	cost  job.Nanocents
+}
+
+// climb calls the route's rungs in order until one answers, one fails with
+// a class the route does not fall back on, the attempt's own context ends,
+// or the next rung's worst case no longer fits in avail.
+func (w *Worker) climb(ctx context.Context, route job.Route, in job.Input, id string, avail job.Nanocents, progress *atomic.Uint64, log *slog.Logger) climbed {
+	var r climbed
+	for i, rung := range route.Rungs {
+		if i > 0 {
+			if wc := rung.WorstCase(in); r.cost+wc > avail {
+				log.Info("no fallback: the next rung's worst case does not fit the budget", "error_class", r.class, "rung", i, "worst_case_cents", wc.String())
+				return r
+			}
+			log.Info("falling back to the next rung", "error_class", r.class, "rung", i, "provider", rung.Provider, "model", rung.Model)
+			w.count("Fallbacks", map[string]string{"ErrorClass": string(r.class)})
+		}
+		r.rung, r.tried = rung, i+1
+		progress.Store(0)
+		resp, err, timedOut := w.call(ctx, rung, in, id, progress)
+		class, usage := model.Classify(err)
+		if err == nil {
+			usage = resp.Usage
+		}
+		r.cost += usage.Cost(rung.Price)
+		r.resp, r.err, r.class = resp, err, class
+		if err == nil || ctx.Err() != nil {
+			return r // answered, or the attempt itself is over
+		}
+		if timedOut {
+			r.class = job.Timeout
+		}
+		if !route.FallsBackOn(r.class) {
+			return r
+		}
+	}
+	return r
+}
+
+// call runs one rung under its own timeout and reports whether that
+// timeout (not the attempt's) ended it.
+func (w *Worker) call(ctx context.Context, rung job.Rung, in job.Input, id string, progress *atomic.Uint64) (model.Response, error, bool) {
+	p, ok := w.cfg.Providers[rung.Provider]
+	if !ok {
+		return model.Response{}, model.Errorf(job.Internal, "no provider %q", rung.Provider), false
+	}
+	rctx, cancel := context.WithTimeoutCause(ctx, rung.Timeout, errRungTimeout)
+	defer cancel()
+	out := rung.OutputCap(in)
+	resp, err := p.Generate(rctx, model.Request{
+		JobID: id, Model: rung.Model, Messages: in.Messages, MaxTokens: out, Temperature: in.Temperature,
+		Progress: func(tokens int) {
+			v := math.Min(float64(tokens)/float64(max(out, 1)), 1)
+			progress.Store(math.Float64bits(v))
+		},
+	})
+	if resp.Model == "" {
+		resp.Model = rung.Model
+	}
+	return resp, err, err != nil && ctx.Err() == nil && errors.Is(context.Cause(rctx), errRungTimeout)
 }
 
 // failed records an attempt that ended with class: released for a retry
-// after a backoff, or ended for good (failed or abandoned).
-func (w *Worker) failed(ctx context.Context, m events.SQSMessage, j job.Job, owner string, class job.ErrorClass, detail string, cost, reserve job.Nanocents, log *slog.Logger) outcome {
-	now := w.stamp(j)
-	backoff := job.Backoff(j.Attempts, w.cfg.Timing.BackoffBase, w.cfg.Timing.BackoffMax, w.cfg.Rand())
-	d := job.AfterError(j, now, class, cost, backoff, reserve)
+// after a backoff, or ended for good (failed or abandoned). next is the
+// worst case the next attempt would need.
+func (w *Worker) failed(ctx context.Context, m events.SQSMessage, h held, class job.ErrorClass, detail string, cost, next job.Nanocents, log *slog.Logger) outcome {
+	now := w.stamp(h.j)
+	backoff := job.Backoff(h.j.Attempts, w.cfg.Timing.BackoffBase, w.cfg.Timing.BackoffMax, w.cfg.Rand())
+	d := job.AfterError(h.j, now, class, cost, backoff, next)
 	if d.Action == job.Stop {
-		return w.stop(ctx, j, owner, d.Class, detail, cost, log)
+		return w.stop(ctx, h, d.Class, detail, cost, log)
 	}
 	err := retryWrite(ctx, func() error {
-		_, err := w.cfg.Store.Release(ctx, job.Release{ID: j.ID, Owner: owner, Now: now, Cost: cost, Class: class, Detail: detail, NotBefore: now.Add(d.Delay)})
+		_, err := w.cfg.Store.Release(ctx, job.Release{ID: h.j.ID, Owner: h.owner, Now: now, Cost: cost, Held: h.j.Reserve,
+			Ran: now.Sub(h.start), Class: class, Detail: detail, NotBefore: now.Add(d.Delay)})
 		return err
 	})
 	if err != nil {
@@ -154,11 +234,11 @@ func (w *Worker) failed(ctx context.Context, m events.SQSMessage, j job.Job, own
 }
 
 // stop ends a held job for good with class.
-func (w *Worker) stop(ctx context.Context, j job.Job, owner string, class job.ErrorClass, detail string, cost job.Nanocents, log *slog.Logger) outcome {
-	now := w.stamp(j)
+func (w *Worker) stop(ctx context.Context, h held, class job.ErrorClass, detail string, cost job.Nanocents, log *slog.Logger) outcome {
+	now := w.stamp(h.j)
 	err := retryWrite(ctx, func() error {
-		_, err := w.cfg.Store.End(ctx, job.End{ID: j.ID, Owner: owner, Now: now, Cost: cost, Class: class, Detail: detail,
-			ExpiresAt: w.cfg.Retention.ExpiresAt(class.FinalState(), now)})
+		_, err := w.cfg.Store.End(ctx, job.End{ID: h.j.ID, Owner: h.owner, Now: now, Cost: cost, Held: h.j.Reserve, Ran: now.Sub(h.start),
+			Class: class, Detail: detail, ExpiresAt: w.cfg.Retention.ExpiresAt(class.FinalState(), now)})
 		return err
 	})
 	log.Info("job ended", "error_class", class, "state", class.FinalState())

@@ -77,7 +77,7 @@ func (w *Worker) claim(ctx context.Context, m events.SQSMessage, id string, log 
 			// it and the retry was refused): the job is ours.
 			return w.attempt(ctx, m, cur, owner, now, log.With("attempt", cur.Attempts))
 		}
-		d := job.WhyRefused(cur, now, 0)
+		d := job.WhyRefused(cur, now)
 		switch d.Action {
 		case job.Drop:
 			log.Info("duplicate delivery absorbed by the claim", "state", cur.State)
@@ -163,6 +163,7 @@ var (
 	errLeaseLost      = errors.New("lease lost or job cancelled")
 	errLeaseExpiring  = errors.New("lease about to expire unrenewed")
 	errRouteTimeout   = errors.New("model route timeout")
+	errRungTimeout    = errors.New("model rung timeout")
 	errJobDeadline    = errors.New("job deadline")
 	errLambdaDeadline = errors.New("function deadline")
 )

@@ -43,16 +43,6 @@ type noMetrics struct{}
 
 func (noMetrics) Emit(string, float64, string, map[string]string) {}
 
-// Route is a named way to run a model: which provider, which of its models,
-// at what price, with which timeout.
-type Route struct {
-	Provider model.Provider
-	// Model is the provider's model id; empty lets the provider choose.
-	Model   string
-	Price   job.Price
-	Timeout time.Duration
-}
-
 // Timing are the rules of DESIGN 5 the worker applies.
 type Timing struct {
 	// Heartbeat is how often a running attempt renews its lease and message.
@@ -60,8 +50,8 @@ type Timing struct {
 	// LeaseTTL is how far ahead each renewal reaches, so a dead worker's job
 	// comes back within LeaseTTL, not at the queue's visibility timeout.
 	LeaseTTL time.Duration
-	// AttemptMargin is added to the route timeout to give the attempt's
-	// deadline; the lease never reaches past it.
+	// AttemptMargin is added to the route's timeout (every rung's) to give
+	// the attempt's deadline; the lease never reaches past it.
 	AttemptMargin time.Duration
 	// LambdaMargin ends the model call this long before the function's
 	// deadline, so the outcome is always recorded.
@@ -72,9 +62,12 @@ type Timing struct {
 
 // Config wires a Worker.
 type Config struct {
-	Store     Store
-	Queue     Queue
-	Routes    map[string]Route
+	Store Store
+	Queue Queue
+	// Routes are the model routes by name (the job's model field); each
+	// rung names a provider of Providers.
+	Routes    map[string]job.Route
+	Providers map[string]model.Provider
 	Timing    Timing
 	Retention job.Retention
 	Clock     job.Clock

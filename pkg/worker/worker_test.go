@@ -133,11 +133,17 @@ func setup(t *testing.T, step func(context.Context, model.Request, int) (model.R
 	f.w = worker.New(worker.Config{
 		Store: f.store, Queue: f.queue, Timing: timing, Clock: job.SystemClock{},
 		Retention: job.Retention{Succeeded: time.Hour, Failed: 24 * time.Hour},
-		Routes:    map[string]worker.Route{"default": {Provider: f.prov, Model: "m1", Price: f.price, Timeout: 2 * time.Second}},
+		Routes:    f.routes(),
+		Providers: map[string]model.Provider{"p": f.prov},
 		Rand:      func() float64 { return 0 },
 		Metrics:   f.metrics,
 	})
 	return f
+}
+
+// routes is one default route with one rung on provider "p", model "m1".
+func (f *fixture) routes() map[string]job.Route {
+	return map[string]job.Route{"default": {Rungs: []job.Rung{{Provider: "p", Model: "m1", Price: f.price, Timeout: 2 * time.Second}}}}
 }
 
 func (f *fixture) create(key string, mut func(*job.Job)) job.Job {
@@ -194,7 +200,7 @@ func TestSuccessRecordsResultAndCost(t *testing.T) {
 		t.Fatalf("failures = %v, want none", failedIDs(r))
 	}
 	got := f.get(j.ID)
-	if got.State != job.Succeeded || got.Cost != 7000 || got.Attempts != 1 || got.ResultModel != "m1" || got.ErrorClass != "" {
+	if got.State != job.Succeeded || got.Cost != 7000 || got.Attempts != 1 || got.ResultModel != "p/m1" || got.ErrorClass != "" {
 		t.Fatalf("job = %+v", got)
 	}
 	var res model.Response
@@ -512,7 +518,7 @@ func TestResultTooLargeEndsTheJobAndKeepsItsCost(t *testing.T) {
 	f := setup(t, ok(77))
 	j := f.create("k1", nil)
 	f.w = worker.New(worker.Config{Store: tooLarge{f.store}, Queue: f.queue, Timing: timing,
-		Routes: map[string]worker.Route{"default": {Provider: f.prov, Price: f.price, Timeout: 2 * time.Second}}})
+		Routes: f.routes(), Providers: map[string]model.Provider{"p": f.prov}})
 	if r := f.deliver(body(j.ID)); len(r.BatchItemFailures) != 0 {
 		t.Fatalf("kept: %v (it would be generated again)", failedIDs(r))
 	}
@@ -540,7 +546,7 @@ func TestUnrenewableLeaseStopsTheCallBeforeItExpires(t *testing.T) {
 	j := f.create("k1", nil)
 	f.w = worker.New(worker.Config{Store: flakyHeartbeats{f.store}, Queue: f.queue, Timing: timing, Rand: func() float64 { return 0 },
 		Retention: job.Retention{Succeeded: time.Hour, Failed: time.Hour},
-		Routes:    map[string]worker.Route{"default": {Provider: f.prov, Price: f.price, Timeout: 2 * time.Second}}})
+		Routes:    f.routes(), Providers: map[string]model.Provider{"p": f.prov}})
 	f.deliver(body(j.ID))
 	got := f.get(j.ID)
 	// The claim's lease (200 ms TTL) was never renewed: the call must stop
@@ -572,7 +578,7 @@ func TestOwnAppliedClaimIsRecognised(t *testing.T) {
 	f := setup(t, ok(5))
 	j := f.create("k1", nil)
 	f.w = worker.New(worker.Config{Store: replayedClaim{f.store}, Queue: f.queue, Timing: timing,
-		Routes: map[string]worker.Route{"default": {Provider: f.prov, Price: f.price, Timeout: 2 * time.Second}}})
+		Routes: f.routes(), Providers: map[string]model.Provider{"p": f.prov}})
 	if r := f.deliver(body(j.ID)); len(r.BatchItemFailures) != 0 {
 		t.Fatalf("kept: %v", failedIDs(r))
 	}

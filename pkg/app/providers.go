@@ -1,0 +1,61 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/aijobs/aijobs/pkg/awsclient"
+	"github.com/aijobs/aijobs/pkg/config"
+	"github.com/aijobs/aijobs/pkg/model"
+	"github.com/aijobs/aijobs/pkg/model/fake"
+	"github.com/aijobs/aijobs/pkg/model/openai"
+	"github.com/aijobs/aijobs/pkg/secretsmanager"
+)
+
+// newProviders builds the provider table's entries, once per process:
+// keys named by api_key_secret are read from Secrets Manager here (a cold
+// start), and entries the options replace are not built at all.
+func newProviders(ctx context.Context, cfg config.Config, awsCfg aws.Config, o Options) (map[string]model.Provider, error) {
+	out := map[string]model.Provider{}
+	var secrets *secretsmanager.Reader
+	for name, pc := range cfg.ProviderTable {
+		if p, ok := o.Providers[name]; ok {
+			out[name] = p
+			continue
+		}
+		if o.Provider != nil {
+			out[name] = o.Provider
+			continue
+		}
+		if pc.APIKeySecret != "" {
+			if secrets == nil {
+				secrets = secretsmanager.New(awsclient.SecretsManager(awsCfg))
+			}
+			key, err := secrets.String(ctx, pc.APIKeySecret)
+			if err != nil {
+				return nil, fmt.Errorf("app: provider %s: api key: %w", name, err)
+			}
+			pc.APIKey = key
+		}
+		p, err := newProvider(pc, cfg, awsCfg)
+		if err != nil {
+			return nil, fmt.Errorf("app: provider %s: %w", name, err)
+		}
+		out[name] = p
+	}
+	return out, nil
+}
+
+func newProvider(pc config.ProviderConfig, cfg config.Config, awsCfg aws.Config) (model.Provider, error) {
+	switch pc.Kind {
+	case config.KindFake:
+		// The fake bills at the default route's price: what a fake
+		// invoice would say, for tests that compare it with the record.
+		return fake.New(fake.Config{Latency: pc.Latency, Price: cfg.Provider.Price}), nil
+	case config.KindOpenAI:
+		return openai.New(openai.Config{BaseURL: pc.BaseURL, APIKey: pc.APIKey, Stream: pc.Stream, HTTPClient: modelHTTPClient(awsCfg)})
+	}
+	return nil, fmt.Errorf("kind %q is not built into this binary", pc.Kind)
+}

@@ -1,0 +1,141 @@
+package config_test
+
+import (
+	"os"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aijobs/aijobs/pkg/config"
+	"github.com/aijobs/aijobs/pkg/job"
+)
+
+func price(t *testing.T, in, out string) job.Price {
+	t.Helper()
+	p, err := job.PricePerMillion(in, out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestRoutesExample loads the README's example routes file, so the
+// documented configuration is one that actually starts.
+func TestRoutesExample(t *testing.T) {
+	doc, err := os.ReadFile("testdata/routes.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := config.Load(env(map[string]string{"AIJOBS_ROUTES": string(doc), "OPENAI_API_KEY": "sk-openai"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantProviders := map[string]config.ProviderConfig{
+		"anthropic": {Kind: "anthropic", BaseURL: "https://api.anthropic.com", APIKeySecret: "arn:aws:secretsmanager:eu-west-1:123456789012:secret:aijobs/anthropic-AbCdEf", Stream: true},
+		"bedrock":   {Kind: "bedrock", Region: "us-east-1", Stream: true},
+		"openai":    {Kind: "openai", BaseURL: "https://api.openai.com/v1", APIKey: "sk-openai", Stream: true},
+		"ollama":    {Kind: "openai", BaseURL: "http://127.0.0.1:11434/v1", Stream: false},
+	}
+	if !reflect.DeepEqual(c.ProviderTable, wantProviders) {
+		t.Errorf("providers:\n got %+v\nwant %+v", c.ProviderTable, wantProviders)
+	}
+	retryable := []job.ErrorClass{job.RateLimited, job.Overloaded, job.ProviderError, job.Timeout, job.Network}
+	wantRoutes := map[string]job.Route{
+		"default": {Rungs: []job.Rung{
+			{Provider: "anthropic", Model: "claude-sonnet-4-5", Price: price(t, "300", "1500"), MaxTokens: 4096, Timeout: 60 * time.Second},
+			{Provider: "bedrock", Model: "us.anthropic.claude-sonnet-4-5-20250929-v1:0", Price: price(t, "300", "1500"), MaxTokens: 4096, Timeout: 60 * time.Second},
+			{Provider: "openai", Model: "gpt-4o", Price: price(t, "250", "1000"), Timeout: 40 * time.Second},
+		}, FallbackOn: retryable},
+		"cheap": {Rungs: []job.Rung{
+			{Provider: "openai", Model: "gpt-4o-mini", Price: price(t, "15", "60"), Timeout: 120 * time.Second},
+		}},
+		"local": {Rungs: []job.Rung{
+			{Provider: "ollama", Model: "llama3.2", Price: price(t, "0", "0"), Timeout: 90 * time.Second},
+		}},
+	}
+	if !reflect.DeepEqual(c.RouteTable, wantRoutes) {
+		t.Errorf("routes:\n got %+v\nwant %+v", c.RouteTable, wantRoutes)
+	}
+	if want := []string{"cheap", "default", "local"}; !reflect.DeepEqual(c.Settings.Limits.Models, want) {
+		t.Errorf("models a caller may name: %v, want %v", c.Settings.Limits.Models, want)
+	}
+	if c.Settings.RouteTimeout != 160*time.Second {
+		t.Errorf("route timeout %s, want the longest route's 60+60+40 = 160s", c.Settings.RouteTimeout)
+	}
+}
+
+func TestShortcutIsOneDefaultRoute(t *testing.T) {
+	c, err := config.Load(env(map[string]string{"OPENAI_BASE_URL": "http://x/v1", "OPENAI_API_KEY": "sk-1", "AIJOBS_OPENAI_MODEL": "m", "AIJOBS_MODEL_TIMEOUT": "30s"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]job.Route{"default": {Rungs: []job.Rung{{Provider: "default", Model: "m", Price: c.Provider.Price, Timeout: 30 * time.Second}}}}
+	if !reflect.DeepEqual(c.RouteTable, want) || c.ProviderTable["default"].APIKey != "sk-1" || c.ProviderTable["default"].Kind != "openai" {
+		t.Fatalf("routes %+v providers %+v", c.RouteTable, c.ProviderTable)
+	}
+	if c.Settings.RouteTimeout != 30*time.Second || len(c.Settings.Limits.Models) != 1 {
+		t.Fatalf("settings: %s %v", c.Settings.RouteTimeout, c.Settings.Limits.Models)
+	}
+}
+
+func TestRoutesRefused(t *testing.T) {
+	const fakeP = `"providers":{"f":{"kind":"fake"}}`
+	rung := `{"provider":"f","price":{"input":1,"output":2}}`
+	tests := []struct {
+		name, doc, want string
+	}{
+		{"not JSON", `{`, "not the routes document"},
+		{"unknown field", `{` + fakeP + `,"routes":{"default":{"rungs":[` + rung + `],"fallback":["timeout"]}}}`, "unknown field"},
+		{"trailing data", `{` + fakeP + `,"routes":{"default":{"rungs":[` + rung + `]}}} {}`, "trailing data"},
+		{"no routes", `{` + fakeP + `}`, "no routes"},
+		{"no default route", `{` + fakeP + `,"routes":{"other":{"rungs":[` + rung + `]}}}`, `no "default" route`},
+		{"no rungs", `{` + fakeP + `,"routes":{"default":{"rungs":[]}}}`, "no rungs"},
+		{"unknown provider", `{` + fakeP + `,"routes":{"default":{"rungs":[{"provider":"g","price":{"input":1,"output":2}}]}}}`, `provider "g" is not in the provider table`},
+		{"unused provider", `{"providers":{"f":{"kind":"fake"},"g":{"kind":"fake"}},"routes":{"default":{"rungs":[` + rung + `]}}}`, `provider "g": no rung uses it`},
+		{"unknown kind", `{"providers":{"f":{"kind":"magic"}},"routes":{"default":{"rungs":[` + rung + `]}}}`, `kind "magic"`},
+		{"openai without base_url", `{"providers":{"f":{"kind":"openai"}},"routes":{"default":{"rungs":[{"provider":"f","model":"m","price":{"input":1,"output":2}}]}}}`, "needs base_url"},
+		{"no model", `{"providers":{"f":{"kind":"openai","base_url":"http://x"}},"routes":{"default":{"rungs":[{"provider":"f","price":{"input":1,"output":2}}]}}}`, "no model"},
+		{"no price", `{` + fakeP + `,"routes":{"default":{"rungs":[{"provider":"f"}]}}}`, "price needs input and output"},
+		{"price too precise", `{` + fakeP + `,"routes":{"default":{"rungs":[{"provider":"f","price":{"input":"0.0001","output":2}}]}}}`, "at most 3 decimals"},
+		{"negative price", `{` + fakeP + `,"routes":{"default":{"rungs":[{"provider":"f","price":{"input":-1,"output":2}}]}}}`, "price"},
+		{"bad timeout", `{` + fakeP + `,"routes":{"default":{"rungs":[{"provider":"f","price":{"input":1,"output":2},"timeout":"soon"}]}}}`, "timeout"},
+		{"zero timeout", `{` + fakeP + `,"routes":{"default":{"rungs":[{"provider":"f","price":{"input":1,"output":2},"timeout":"0s"}]}}}`, "timeout"},
+		{"negative max tokens", `{` + fakeP + `,"routes":{"default":{"rungs":[{"provider":"f","price":{"input":1,"output":2},"max_tokens":-1}]}}}`, "max_tokens"},
+		{"fallback on an unknown class", `{` + fakeP + `,"routes":{"default":{"rungs":[` + rung + `],"fallback_on":["oops"]}}}`, `fallback_on "oops"`},
+		{"fallback on the job's own limit", `{` + fakeP + `,"routes":{"default":{"rungs":[` + rung + `],"fallback_on":["budget_exhausted"]}}}`, `fallback_on "budget_exhausted"`},
+		{"fallback class twice", `{` + fakeP + `,"routes":{"default":{"rungs":[` + rung + `],"fallback_on":["timeout","timeout"]}}}`, "twice"},
+		{"rungs that can never run", `{` + fakeP + `,"routes":{"default":{"rungs":[` + rung + `,` + rung + `]}}}`, "no fallback_on"},
+		{"bedrock with a key", `{"providers":{"f":{"kind":"bedrock","api_key_env":"K"}},"routes":{"default":{"rungs":[{"provider":"f","model":"m","price":{"input":1,"output":2}}]}}}`, "no api key"},
+		{"key from an empty variable", `{"providers":{"f":{"kind":"anthropic","api_key_env":"EMPTY"}},"routes":{"default":{"rungs":[{"provider":"f","model":"m","price":{"input":1,"output":2}}]}}}`, "EMPTY, which is empty"},
+		{"two kinds of key", `{"providers":{"f":{"kind":"anthropic","api_key_env":"K","api_key_secret":"s"}},"routes":{"default":{"rungs":[{"provider":"f","model":"m","price":{"input":1,"output":2}}]}}}`, "exclusive"},
+		{"region off bedrock", `{"providers":{"f":{"kind":"anthropic","region":"us-east-1"}},"routes":{"default":{"rungs":[{"provider":"f","model":"m","price":{"input":1,"output":2}}]}}}`, "region and endpoint are for bedrock"},
+		{"route too long for the worker", `{` + fakeP + `,"routes":{"default":{"rungs":[{"provider":"f","price":{"input":1,"output":2},"timeout":"100s"},{"provider":"f","price":{"input":1,"output":2},"timeout":"100s"}],"fallback_on":["timeout"]}}}`, "worker timeout"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := config.Load(env(map[string]string{"AIJOBS_ROUTES": tt.doc, "K": "sk-secret-value"}))
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want one mentioning %q", err, tt.want)
+			}
+			if strings.Contains(err.Error(), "sk-secret-value") {
+				t.Fatalf("err leaks a key: %v", err)
+			}
+		})
+	}
+}
+
+func TestRoutePriceAsStringOrNumber(t *testing.T) {
+	for _, p := range []string{`{"input":"7.5","output":"30"}`, `{"input":7.5,"output":30}`} {
+		c, err := config.Load(env(map[string]string{"AIJOBS_ROUTES": `{"providers":{"f":{"kind":"fake","latency":"5ms"}},"routes":{"default":{"rungs":[{"provider":"f","price":` + p + `}]}}}`}))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := c.RouteTable["default"].Rungs[0].Price; got != price(t, "7.5", "30") {
+			t.Errorf("%s: price %+v", p, got)
+		}
+		if c.ProviderTable["f"].Latency != 5*time.Millisecond {
+			t.Errorf("fake latency %s", c.ProviderTable["f"].Latency)
+		}
+	}
+}

@@ -1,0 +1,79 @@
+package job
+
+import (
+	"slices"
+	"time"
+)
+
+// Route is a named way to run a model that callers pick with the job's
+// `model` field: an ordered list of rungs, tried in turn within ONE attempt
+// when a rung ends with one of the FallbackOn classes. The attempt's lease
+// covers every rung, so a fallback never needs a second claim, and the
+// attempt's cost is the sum of what each rung it reached consumed.
+type Route struct {
+	Rungs []Rung
+	// FallbackOn are the classes on which an attempt moves on to the next
+	// rung instead of ending; on any other class it ends with that class.
+	FallbackOn []ErrorClass
+}
+
+// Rung is one provider and model with its own price, output cap and
+// timeout. Provider names an entry of the deployment's provider table, so
+// credentials live in one place however many rungs use them.
+type Rung struct {
+	Provider string
+	Model    string
+	Price    Price
+	// MaxTokens caps the output tokens asked of this rung; 0 leaves the
+	// job's own max_tokens alone.
+	MaxTokens int
+	Timeout   time.Duration
+}
+
+// Timeout is the longest an attempt on the route may run: every rung's
+// timeout, one after another.
+func (r Route) Timeout() time.Duration {
+	var d time.Duration
+	for _, g := range r.Rungs {
+		d += g.Timeout
+	}
+	return d
+}
+
+// FallsBackOn reports whether an attempt moves past a rung that ended with c.
+func (r Route) FallsBackOn(c ErrorClass) bool { return slices.Contains(r.FallbackOn, c) }
+
+// Reserve is what an attempt must be able to pay before it may start: the
+// worst case of the route's first rung for this input. It is computed when
+// the job is created and stored on the record, so the claim itself refuses
+// an attempt the budget cannot cover (conditions cannot do arithmetic).
+func (r Route) Reserve(in Input) Nanocents {
+	if len(r.Rungs) == 0 {
+		return 0
+	}
+	return r.Rungs[0].WorstCase(in)
+}
+
+// OutputCap is the max_tokens this rung is asked for: the job's, lowered
+// to the rung's own cap.
+func (g Rung) OutputCap(in Input) int {
+	if g.MaxTokens > 0 && (in.MaxTokens <= 0 || g.MaxTokens < in.MaxTokens) {
+		return g.MaxTokens
+	}
+	return in.MaxTokens
+}
+
+// WorstCase is the most a call on this rung can cost: every output token it
+// may produce at the output price, plus an over-estimate of the prompt (one
+// token per two bytes of content, and eight per message, where providers
+// count about four bytes a token). A rung is called only if the budget left
+// covers it, so a job overruns its budget by no more than the prompt
+// estimate's error.
+func (g Rung) WorstCase(in Input) Nanocents {
+	var bytes int64
+	for _, m := range in.Messages {
+		bytes += int64(len(m.Content))
+	}
+	prompt := (bytes+1)/2 + 8*int64(len(in.Messages))
+	return g.Price.Cost(prompt, int64(g.OutputCap(in)))
+}
