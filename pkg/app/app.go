@@ -81,7 +81,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*App, error) {
 		return nil, err
 	}
 	a := &App{Config: cfg, AWS: awsCfg, Providers: providers, Logger: o.Logger,
-		Store: dynamodb.New(ddb, cfg.Table, cfg.Settings.FailureShards), Queue: sqs.New(sq, cfg.QueueURL, cfg.DLQURL)}
+		Store: dynamodb.New(ddb, cfg.Table, cfg.Settings), Queue: sqs.New(sq, cfg.QueueURL, cfg.DLQURL)}
 	s := cfg.Settings
 	a.API = api.New(api.Config{Store: a.Store, Queue: a.Queue, Limits: s.Limits, Retention: s.Retention, Routes: cfg.RouteTable,
 		Clock: o.Clock, EnqueueRetryAfter: s.EnqueueRetryAfter, Logger: o.Logger})

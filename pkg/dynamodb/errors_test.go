@@ -15,6 +15,7 @@ import (
 
 	"github.com/aijobs/aijobs/pkg/dynamodb"
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/settings"
 )
 
 // broken answers every call with err, or, when err is nil, reads with item.
@@ -32,6 +33,10 @@ func (b broken) GetItem(context.Context, *ddb.GetItemInput, ...func(*ddb.Options
 		return nil, b.err
 	}
 	return &ddb.GetItemOutput{Item: b.item}, nil
+}
+
+func (b broken) Query(context.Context, *ddb.QueryInput, ...func(*ddb.Options)) (*ddb.QueryOutput, error) {
+	return nil, b.err
 }
 
 func (b broken) UpdateItem(context.Context, *ddb.UpdateItemInput, ...func(*ddb.Options)) (*ddb.UpdateItemOutput, error) {
@@ -84,7 +89,7 @@ func TestDriverErrorsAreUnavailable(t *testing.T) {
 		"network":             errors.New("dial tcp 127.0.0.1:4566: connect: connection refused"),
 		"context":             context.DeadlineExceeded,
 	} {
-		for call, f := range calls(dynamodb.New(broken{err: cause}, "jobs", 4)) {
+		for call, f := range calls(dynamodb.New(broken{err: cause}, "jobs", settings.Defaults())) {
 			err := f(t.Context())
 			var e *job.Error
 			if !errors.As(err, &e) || e.Code != job.CodeUnavailable {
@@ -110,7 +115,7 @@ func TestUndecodableItemIsInternal(t *testing.T) {
 		"no state":      {"id": &types.AttributeValueMemberS{Value: "job_x"}},
 		"unknown state": {"id": &types.AttributeValueMemberS{Value: "job_x"}, "state": &types.AttributeValueMemberS{Value: "paused"}},
 	} {
-		st := dynamodb.New(broken{item: item}, "jobs", 4)
+		st := dynamodb.New(broken{item: item}, "jobs", settings.Defaults())
 		for _, call := range []string{"get", "claim", "heartbeat"} {
 			if err := calls(st)[call](t.Context()); job.ErrorCode(err) != job.CodeInternal {
 				t.Errorf("%s on %s: %v, want Internal", name, call, err)

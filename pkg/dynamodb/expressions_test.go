@@ -15,15 +15,17 @@ import (
 
 	"github.com/aijobs/aijobs/pkg/dynamodb"
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/settings"
 )
 
 // recorder keeps every UpdateItem; with refuse set it refuses every
 // transition's write (not the cost-only add) and reads back a finished job,
 // so the refusal paths are recorded too.
 type recorder struct {
-	refuse bool
-	mu     sync.Mutex
-	inputs []*ddb.UpdateItemInput
+	refuse  bool
+	mu      sync.Mutex
+	inputs  []*ddb.UpdateItemInput
+	queries []*ddb.QueryInput
 }
 
 var finished = map[string]types.AttributeValue{
@@ -37,6 +39,13 @@ func (r *recorder) PutItem(context.Context, *ddb.PutItemInput, ...func(*ddb.Opti
 
 func (r *recorder) GetItem(context.Context, *ddb.GetItemInput, ...func(*ddb.Options)) (*ddb.GetItemOutput, error) {
 	return &ddb.GetItemOutput{Item: finished}, nil
+}
+
+func (r *recorder) Query(_ context.Context, in *ddb.QueryInput, _ ...func(*ddb.Options)) (*ddb.QueryOutput, error) {
+	r.mu.Lock()
+	r.queries = append(r.queries, in)
+	r.mu.Unlock()
+	return &ddb.QueryOutput{}, nil
 }
 
 func (r *recorder) UpdateItem(_ context.Context, in *ddb.UpdateItemInput, _ ...func(*ddb.Options)) (*ddb.UpdateItemOutput, error) {
@@ -58,7 +67,7 @@ func TestEveryPlaceholderIsUsed(t *testing.T) {
 	res := json.RawMessage(`{}`)
 	for _, refuse := range []bool{false, true} {
 		r := &recorder{refuse: refuse}
-		st := dynamodb.New(r, "jobs", 4)
+		st := dynamodb.New(r, "jobs", settings.Defaults())
 		ctx := t.Context()
 		_, _ = st.Claim(ctx, job.Claim{ID: id, Owner: "w", Now: now, LeaseUntil: now.Add(time.Minute)})
 		_, _ = st.Heartbeat(ctx, job.Heartbeat{ID: id, Owner: "w", Now: now, LeaseUntil: now.Add(time.Minute), Progress: 0.5})
@@ -70,6 +79,31 @@ func TestEveryPlaceholderIsUsed(t *testing.T) {
 		_, _ = st.End(ctx, job.End{ID: id, Now: now, Class: job.DeadlineExceeded})
 		_, _ = st.Cancel(ctx, job.Cancel{ID: id, Tenant: "t", Now: now, ExpiresAt: keep})
 		_, _ = st.Cancel(ctx, job.Cancel{ID: id, Tenant: "t", Now: now})
+		_, _ = st.Replay(ctx, job.Replay{ID: id, Now: now, Attempts: 2, Deadline: now.Add(time.Hour), ExpiresAt: keep})
+		_, _ = st.Replay(ctx, job.Replay{ID: id, Now: now, Attempts: 2, Deadline: now.Add(time.Hour)})
+		_, _ = st.Nudge(ctx, job.Nudge{ID: id, Now: now, Stale: now.Add(-time.Hour)})
+		if refuse {
+			_, _ = st.List(ctx, job.ListQuery{Tenant: "t"})
+			_, _ = st.List(ctx, job.ListQuery{Tenant: "t", State: job.Failed, Class: job.Auth, Since: now, Cursor: job.Position{CreatedAt: now, ID: job.NewID("t", "k")}.Cursor()})
+			_ = st.Failures(ctx, job.FailureQuery{Since: now, Until: now.Add(time.Hour), Classes: []job.ErrorClass{job.Auth}}, func(job.Failure) error { return nil })
+			_ = st.Unfinished(ctx, now, func(string) error { return nil })
+			if len(r.queries) != 2+4+4 {
+				t.Errorf("%d queries recorded, want 2 lists, 4 failure shards and 4 active shards", len(r.queries))
+			}
+		}
+		for _, in := range r.queries {
+			exprs := aws.ToString(in.KeyConditionExpression) + " " + aws.ToString(in.FilterExpression)
+			for k := range in.ExpressionAttributeValues {
+				if !used(exprs, k) {
+					t.Errorf("value %s unused in %q", k, exprs)
+				}
+			}
+			for k := range in.ExpressionAttributeNames {
+				if !used(exprs, k) {
+					t.Errorf("name %s unused in %q", k, exprs)
+				}
+			}
+		}
 		costOnly := 0
 		for _, in := range r.inputs {
 			exprs := aws.ToString(in.ConditionExpression) + " " + aws.ToString(in.UpdateExpression)

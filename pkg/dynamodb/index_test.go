@@ -23,7 +23,7 @@ func TestFailureIndexHoldsEndedJobsOnly(t *testing.T) {
 	ctx := t.Context()
 	c, table := newTable(t)
 	s := settings.Defaults()
-	st := dynamodb.New(c, table, s.FailureShards)
+	st := dynamodb.New(c, table, s)
 	now := base.Add(time.Second)
 	mk := func(key string) job.Job {
 		j := queuedJob(key)

@@ -33,6 +33,11 @@ import (
 //	fail_pk, fail_sk                             S, only once failed or abandoned: the sparse
 //	                                             failure index, "<error_class>#<shard>" and
 //	                                             "<13-digit ended unix ms>#<id>"
+//	act_pk                                       S, only while queued or running: the active
+//	                                             index ("active#<shard>", sort key created_ms),
+//	                                             the reconciler's worklist
+//	replays, replayed_ms                         N, operator replays of a failed job, and the last
+//	nudges                                       N, the reconciler's re-sends of a stuck job
 //	last_write                                   S, the token of the last finishing write
 //	                                             ("<lease owner>#succeed|release|end", "+cost"
 //	                                             for a refused one's cost add), so a retried
@@ -49,12 +54,21 @@ const (
 	aCreated, aUpdated, aProgress, aExpires       = "created_ms", "updated_ms", "progress", "expires_at"
 	aRunMS                                        = "run_ms"
 	aFailPK, aFailSK                              = "fail_pk", "fail_sk"
+	aActivePK                                     = "act_pk"
+	aReplays, aReplayed, aNudges                  = "replays", "replayed_ms", "nudges"
 	aLastWrite                                    = "last_write"
 )
 
 // FailureProjection lists the attributes the failure index carries besides
 // its keys: enough to answer "what did this cost and which inputs caused it".
 var FailureProjection = []string{aTenant, aState, aErrorClass, aInputHash, aCost, aAttempts, aModel, aUpdated}
+
+// TenantProjection lists what the tenant index carries besides its keys:
+// a job's summary as GET /jobs shows it. Only attributes that change with
+// the state are here (not updated_ms, progress or the lease), so a
+// heartbeat never writes to the index.
+var TenantProjection = []string{aState, aRequestKey, aInputHash, aModel, aAttempts, aMaxAttempts, aCost, aBudget,
+	aErrorClass, aResultModel, aDeadline, aReplays}
 
 func avS(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 func avN(v int64) types.AttributeValue {
@@ -70,7 +84,7 @@ func ms(t time.Time) int64 {
 	return t.UnixMilli()
 }
 
-func toItem(j job.Job) map[string]types.AttributeValue {
+func toItem(j job.Job, activeShards int) map[string]types.AttributeValue {
 	it := map[string]types.AttributeValue{
 		aID: avS(j.ID), aTenant: avS(j.Tenant), aRequestKey: avS(j.RequestKey), aInputHash: avS(j.InputHash), aModel: avS(j.Model),
 		aInput: avS(string(j.Input)), aState: avS(string(j.State)),
@@ -99,6 +113,18 @@ func toItem(j job.Job) map[string]types.AttributeValue {
 	}
 	if !j.ExpiresAt.IsZero() {
 		it[aExpires] = avN(j.ExpiresAt.Unix())
+	}
+	if !j.State.Terminal() {
+		it[aActivePK] = avS(activeKey(j.ID, activeShards))
+	}
+	if j.Replays != 0 {
+		it[aReplays] = avN(int64(j.Replays))
+	}
+	if j.Nudges != 0 {
+		it[aNudges] = avN(int64(j.Nudges))
+	}
+	if !j.ReplayedAt.IsZero() {
+		it[aReplayed] = avN(ms(j.ReplayedAt))
 	}
 	return it
 }
@@ -151,7 +177,7 @@ func fromItem(it map[string]types.AttributeValue) (job.Job, error) {
 		Budget: job.Nanocents(num(aBudget)), Cost: job.Nanocents(num(aCost)), Reserve: job.Nanocents(num(aReserve)),
 		RunTime:  time.Duration(num(aRunMS)) * time.Millisecond,
 		Deadline: t(aDeadline), LeaseUntil: t(aLeaseUntil), NotBefore: t(aNotBefore), CreatedAt: t(aCreated), UpdatedAt: t(aUpdated),
-		Progress: progress,
+		Progress: progress, Replays: int(num(aReplays)), ReplayedAt: t(aReplayed), Nudges: int(num(aNudges)),
 	}
 	if r, ok := it[aRemaining]; ok && r != nil {
 		j.Reserved = j.Budget - j.Cost - job.Nanocents(num(aRemaining))
@@ -170,8 +196,17 @@ func fromItem(it map[string]types.AttributeValue) (job.Job, error) {
 
 // failureKeys are the sparse index keys of a job that ended at t.
 func failureKeys(id string, class job.ErrorClass, t time.Time, shards int) (pk, sk string) {
+	return fmt.Sprintf("%s#%d", class, shard(id, shards)), fmt.Sprintf("%013d#%s", t.UnixMilli(), id)
+}
+
+// activeKey is the active index's partition key of an unfinished job.
+func activeKey(id string, shards int) string {
+	return fmt.Sprintf("active#%d", shard(id, shards))
+}
+
+// shard spreads ids over n partitions, the same way every time.
+func shard(id string, n int) int {
 	h := fnv.New32a()
 	h.Write([]byte(id))
-	shard := int(h.Sum32() % uint32(max(shards, 1)))
-	return fmt.Sprintf("%s#%d", class, shard), fmt.Sprintf("%013d#%s", t.UnixMilli(), id)
+	return int(h.Sum32() % uint32(max(n, 1)))
 }

@@ -72,8 +72,9 @@ func ms(t time.Time) string { return "N:" + strconv.FormatInt(t.UnixMilli(), 10)
 func TestItemLayout(t *testing.T) {
 	ctx := t.Context()
 	c, table := newTable(t)
-	shards := settings.Defaults().FailureShards
-	st := dynamodb.New(c, table, shards)
+	s := settings.Defaults()
+	shards := s.FailureShards
+	st := dynamodb.New(c, table, s)
 	j := queuedJob("layout")
 	j.Metadata = json.RawMessage(`{"k":"v"}`)
 	if _, err := st.Create(ctx, j); err != nil {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/aijobs/aijobs/pkg/dynamodb"
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/settings"
 )
 
 // lossy applies every write but loses the answer of the first n, as a
@@ -38,11 +39,18 @@ func retrying[T any](f func() (T, error)) (T, error) {
 	return v, err
 }
 
+// oneShard is the default layout with the failure index on one shard.
+func oneShard() settings.Settings {
+	s := settings.Defaults()
+	s.FailureShards = 1
+	return s
+}
+
 func TestRetriedFinishIsRecognisedNotChargedTwice(t *testing.T) {
 	ctx := context.Background()
 	c, table := newTable(t)
 	l := &lossy{Client: c}
-	st := dynamodb.New(l, table, 1)
+	st := dynamodb.New(l, table, oneShard())
 	now := job.Millis(time.Now())
 	j := job.Job{ID: job.NewID("t", "k"), Tenant: "t", RequestKey: "k", InputHash: "sha256:x", Model: "default",
 		Input: json.RawMessage(`{}`), State: job.Queued, MaxAttempts: 3, Budget: job.Cents(1), Deadline: now.Add(time.Hour),

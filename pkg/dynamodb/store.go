@@ -18,6 +18,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/settings"
 )
 
 // Client is the part of the DynamoDB API the store calls.
@@ -25,18 +26,27 @@ type Client interface {
 	PutItem(context.Context, *ddb.PutItemInput, ...func(*ddb.Options)) (*ddb.PutItemOutput, error)
 	GetItem(context.Context, *ddb.GetItemInput, ...func(*ddb.Options)) (*ddb.GetItemOutput, error)
 	UpdateItem(context.Context, *ddb.UpdateItemInput, ...func(*ddb.Options)) (*ddb.UpdateItemOutput, error)
+	Query(context.Context, *ddb.QueryInput, ...func(*ddb.Options)) (*ddb.QueryOutput, error)
 }
 
 // Store keeps jobs in one table.
 type Store struct {
 	c      Client
 	table  string
-	shards int
+	shards int // of the failure index
+	idx    indexes
 }
 
-// New returns the store over table; shards spreads the failure index.
-func New(c Client, table string, shards int) *Store {
-	return &Store{c: c, table: table, shards: max(shards, 1)}
+// indexes are the secondary indexes' names and shard counts.
+type indexes struct {
+	failure, tenant, active string
+	activeShards            int
+}
+
+// New returns the store over table, with the indexes and shard counts of s.
+func New(c Client, table string, s settings.Settings) *Store {
+	return &Store{c: c, table: table, shards: max(s.FailureShards, 1),
+		idx: indexes{failure: s.FailureIndex, tenant: s.TenantIndex, active: s.ActiveIndex, activeShards: max(s.ActiveShards, 1)}}
 }
 
 // skewRetries bounds how often a write re-stamps updated_at after finding a
@@ -48,7 +58,7 @@ const skewRetries = 3
 func (s *Store) Create(ctx context.Context, j job.Job) (job.Job, error) {
 	_, err := s.c.PutItem(ctx, &ddb.PutItemInput{
 		TableName:                           aws.String(s.table),
-		Item:                                toItem(j),
+		Item:                                toItem(j, s.idx.activeShards),
 		ConditionExpression:                 aws.String("attribute_not_exists(#id)"),
 		ExpressionAttributeNames:            map[string]string{"#id": aID},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
@@ -228,12 +238,7 @@ func (s *Store) current(ctx context.Context, id string, item map[string]types.At
 	return j, item, nil
 }
 
-func lastWrite(item map[string]types.AttributeValue) string {
-	if v, ok := item[aLastWrite].(*types.AttributeValueMemberS); ok {
-		return v.Value
-	}
-	return ""
-}
+func lastWrite(item map[string]types.AttributeValue) string { return attrS(item, aLastWrite) }
 
 func key(id string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{aID: avS(id)}

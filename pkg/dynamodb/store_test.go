@@ -37,6 +37,6 @@ func newTable(t *testing.T) (*ddb.Client, string) {
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(t *testing.T) storetest.Store {
 		c, table := newTable(t)
-		return dynamodb.New(c, table, settings.Defaults().FailureShards)
+		return dynamodb.New(c, table, settings.Defaults())
 	})
 }

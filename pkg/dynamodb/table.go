@@ -29,7 +29,8 @@ const (
 )
 
 // CreateTable makes the jobs table as the CDK stack does (on demand, the
-// sparse failure index, TTL on expires_at), for local stacks. It is
+// sparse failure index, the tenant and active indexes, TTL on expires_at),
+// for local stacks. It is
 // idempotent and returns once the table is ACTIVE.
 func CreateTable(ctx context.Context, c TableAPI, table string, st settings.Settings) error {
 	_, err := c.CreateTable(ctx, &ddb.CreateTableInput{
@@ -39,16 +40,37 @@ func CreateTable(ctx context.Context, c TableAPI, table string, st settings.Sett
 			{AttributeName: aws.String(aID), AttributeType: types.ScalarAttributeTypeS},
 			{AttributeName: aws.String(aFailPK), AttributeType: types.ScalarAttributeTypeS},
 			{AttributeName: aws.String(aFailSK), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(aTenant), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(aCreated), AttributeType: types.ScalarAttributeTypeN},
+			{AttributeName: aws.String(aActivePK), AttributeType: types.ScalarAttributeTypeS},
 		},
 		KeySchema: []types.KeySchemaElement{{AttributeName: aws.String(aID), KeyType: types.KeyTypeHash}},
-		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{{
-			IndexName: aws.String(st.FailureIndex),
-			KeySchema: []types.KeySchemaElement{
-				{AttributeName: aws.String(aFailPK), KeyType: types.KeyTypeHash},
-				{AttributeName: aws.String(aFailSK), KeyType: types.KeyTypeRange},
+		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{
+			{
+				IndexName: aws.String(st.FailureIndex),
+				KeySchema: []types.KeySchemaElement{
+					{AttributeName: aws.String(aFailPK), KeyType: types.KeyTypeHash},
+					{AttributeName: aws.String(aFailSK), KeyType: types.KeyTypeRange},
+				},
+				Projection: &types.Projection{ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: FailureProjection},
 			},
-			Projection: &types.Projection{ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: FailureProjection},
-		}},
+			{
+				IndexName: aws.String(st.TenantIndex),
+				KeySchema: []types.KeySchemaElement{
+					{AttributeName: aws.String(aTenant), KeyType: types.KeyTypeHash},
+					{AttributeName: aws.String(aCreated), KeyType: types.KeyTypeRange},
+				},
+				Projection: &types.Projection{ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: TenantProjection},
+			},
+			{
+				IndexName: aws.String(st.ActiveIndex),
+				KeySchema: []types.KeySchemaElement{
+					{AttributeName: aws.String(aActivePK), KeyType: types.KeyTypeHash},
+					{AttributeName: aws.String(aCreated), KeyType: types.KeyTypeRange},
+				},
+				Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
+			},
+		},
 	})
 	var inUse *types.ResourceInUseException
 	if err != nil && !errors.As(err, &inUse) {

@@ -36,18 +36,33 @@ func TestCreateTable(t *testing.T) {
 	if d.BillingModeSummary == nil || d.BillingModeSummary.BillingMode != types.BillingModePayPerRequest {
 		t.Errorf("billing mode %+v, want PAY_PER_REQUEST", d.BillingModeSummary)
 	}
-	if len(d.GlobalSecondaryIndexes) != 1 {
-		t.Fatalf("indexes %+v, want the failure index only", d.GlobalSecondaryIndexes)
+	// Each index by name: its keys, projection type and projected attributes.
+	type index struct {
+		keys       []string
+		projection types.ProjectionType
+		attrs      []string
 	}
-	gsi := d.GlobalSecondaryIndexes[0]
-	if aws.ToString(gsi.IndexName) != st.FailureIndex || len(gsi.KeySchema) != 2 ||
-		aws.ToString(gsi.KeySchema[0].AttributeName) != "fail_pk" || aws.ToString(gsi.KeySchema[1].AttributeName) != "fail_sk" {
-		t.Errorf("index %s keyed by %+v, want %s on fail_pk, fail_sk", aws.ToString(gsi.IndexName), gsi.KeySchema, st.FailureIndex)
+	want := map[string]index{
+		st.FailureIndex: {[]string{"fail_pk", "fail_sk"}, types.ProjectionTypeInclude,
+			[]string{"attempts", "cost_nc", "error_class", "input_hash", "model", "state", "tenant", "updated_ms"}},
+		st.TenantIndex: {[]string{"tenant", "created_ms"}, types.ProjectionTypeInclude,
+			[]string{"attempts", "budget_nc", "cost_nc", "deadline_ms", "error_class", "input_hash", "max_attempts", "model",
+				"replays", "request_key", "result_model", "state"}},
+		st.ActiveIndex: {[]string{"act_pk", "created_ms"}, types.ProjectionTypeKeysOnly, nil},
 	}
-	want := []string{"attempts", "cost_nc", "error_class", "input_hash", "model", "state", "tenant", "updated_ms"}
-	got := slices.Sorted(slices.Values(gsi.Projection.NonKeyAttributes))
-	if gsi.Projection.ProjectionType != types.ProjectionTypeInclude || !slices.Equal(got, want) {
-		t.Errorf("projection %s %v, want INCLUDE %v", gsi.Projection.ProjectionType, got, want)
+	if len(d.GlobalSecondaryIndexes) != len(want) {
+		t.Fatalf("%d indexes, want %d", len(d.GlobalSecondaryIndexes), len(want))
+	}
+	for _, gsi := range d.GlobalSecondaryIndexes {
+		w, ok := want[aws.ToString(gsi.IndexName)]
+		var keys []string
+		for _, k := range gsi.KeySchema {
+			keys = append(keys, aws.ToString(k.AttributeName))
+		}
+		attrs := slices.Sorted(slices.Values(gsi.Projection.NonKeyAttributes))
+		if !ok || !slices.Equal(keys, w.keys) || gsi.Projection.ProjectionType != w.projection || !slices.Equal(attrs, w.attrs) {
+			t.Errorf("index %s: keys %v, projection %s %v; want %+v", aws.ToString(gsi.IndexName), keys, gsi.Projection.ProjectionType, attrs, w)
+		}
 	}
 	ttl, err := c.DescribeTimeToLive(t.Context(), &ddb.DescribeTimeToLiveInput{TableName: aws.String(table)})
 	if err != nil {

@@ -53,7 +53,7 @@ func (s *Store) Succeed(ctx context.Context, t job.Succeed) (job.Job, error) {
 	held(v, t.Owner)
 	v[":succeeded"], v[":one_f"] = st(job.Succeeded), avN(1)
 	expr := "SET #state = :succeeded, #progress = :one_f, #updated_ms = :upd"
-	remove := " REMOVE #lease_owner, #lease_until_ms, #error_class, #error_detail"
+	remove := " REMOVE #lease_owner, #lease_until_ms, #error_class, #error_detail, #act_pk"
 	expr, remove = opt(expr, remove, aResult, avS(string(t.Result)), len(t.Result) > 0, v)
 	expr, remove = opt(expr, remove, aResultModel, avS(t.Model), t.Model != "", v)
 	expr, remove = expiry(expr, remove, t.ExpiresAt, v)
@@ -90,7 +90,7 @@ func (s *Store) End(ctx context.Context, t job.End) (job.Job, error) {
 	}
 	pk, sk := failureKeys(t.ID, t.Class, t.Now, s.shards)
 	v[":final"], v[":class"], v[":fpk"], v[":fsk"] = st(t.Class.FinalState()), avS(string(t.Class)), avS(pk), avS(sk)
-	expr, remove := "SET #state = :final, #error_class = :class, #fail_pk = :fpk, #fail_sk = :fsk, #updated_ms = :upd", unlease
+	expr, remove := "SET #state = :final, #error_class = :class, #fail_pk = :fpk, #fail_sk = :fsk, #updated_ms = :upd", unlease+", #act_pk"
 	expr, remove = detail(expr, remove, t.Detail, v)
 	expr, remove = expiry(expr, remove, t.ExpiresAt, v)
 	return s.apply(ctx, t.ID, t.Now, t.Allows, update{cond: cond, expr: expr + remove + costAdd, values: v, token: finishToken(t.Owner, "end")}, set)
@@ -105,7 +105,7 @@ func (s *Store) Cancel(ctx context.Context, c job.Cancel) (job.Job, error) {
 		":class": avS(string(job.Cancelled)), ":fpk": avS(pk), ":fsk": avS(sk), ":one": avN(1),
 	}
 	expr, remove := "SET #state = :abandoned, #error_class = :class, #fail_pk = :fpk, #fail_sk = :fsk, #updated_ms = :upd",
-		" REMOVE #lease_owner, #lease_until_ms, #error_detail"
+		" REMOVE #lease_owner, #lease_until_ms, #error_detail, #act_pk"
 	expr, remove = expiry(expr, remove, c.ExpiresAt, v)
 	j, err := s.apply(ctx, c.ID, c.Now, c.Allows, update{
 		cond:   "#tenant = :tenant AND (#state = :queued OR #state = :running)",
@@ -116,6 +116,41 @@ func (s *Store) Cancel(ctx context.Context, c job.Cancel) (job.Job, error) {
 		return job.Job{}, notFound()
 	}
 	return j, err
+}
+
+// Replay applies job.Replay: the job leaves the failure index and joins
+// the active one again.
+func (s *Store) Replay(ctx context.Context, r job.Replay) (job.Job, error) {
+	if !r.Deadline.After(r.Now) || r.Attempts <= 0 {
+		// The half of the precondition about the replay itself: no write.
+		cur, _, err := s.current(ctx, r.ID, nil)
+		if err != nil {
+			return job.Job{}, err
+		}
+		return job.Job{}, conflict(cur)
+	}
+	v := map[string]types.AttributeValue{
+		":failed": st(job.Failed), ":queued": st(job.Queued), ":n": avN(int64(r.Attempts)), ":deadline": avN(r.Deadline.UnixMilli()),
+		":replayed": avN(r.Now.UnixMilli()), ":act": avS(activeKey(r.ID, s.idx.activeShards)), ":one": avN(1), ":zero": avN(0),
+	}
+	expr := "SET #state = :queued, #max_attempts = #attempts + :n, #deadline_ms = :deadline, #replayed_ms = :replayed, #act_pk = :act, #updated_ms = :upd"
+	remove := " REMOVE #fail_pk, #fail_sk, #not_before_ms"
+	expr, remove = expiry(expr, remove, r.ExpiresAt, v)
+	return s.apply(ctx, r.ID, r.Now, r.Allows, update{
+		cond:   "#state = :failed AND #remaining_nc >= #reserve_nc AND #remaining_nc > :zero",
+		expr:   expr + remove + " ADD #replays :one, #version :one",
+		values: v,
+	}, settle{})
+}
+
+// Nudge applies job.Nudge.
+func (s *Store) Nudge(ctx context.Context, n job.Nudge) (job.Job, error) {
+	return s.apply(ctx, n.ID, n.Now, n.Allows, update{
+		cond: "#updated_ms <= :stale AND ((#state = :queued AND (attribute_not_exists(#not_before_ms) OR #not_before_ms <= :stale))" +
+			" OR (#state = :running AND #lease_until_ms <= :stale))",
+		expr:   "SET #updated_ms = :upd ADD #nudges :one, #version :one",
+		values: map[string]types.AttributeValue{":queued": st(job.Queued), ":running": st(job.Running), ":stale": avN(n.Stale.UnixMilli()), ":one": avN(1)},
+	}, settle{})
 }
 
 // finishToken marks one finishing write of an attempt: its lease owner

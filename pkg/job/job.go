@@ -57,6 +57,13 @@ type Job struct {
 	ResultModel string
 	Progress    float64
 
+	// Replays counts operator replays of the job after it failed, each an
+	// explicit transition back to queued (ReplayedAt: the last one).
+	Replays    int
+	ReplayedAt time.Time
+	// Nudges counts the reconciler's re-sends of a stuck job's message.
+	Nudges int
+
 	Version   int64
 	CreatedAt time.Time
 	UpdatedAt time.Time

@@ -101,6 +101,37 @@ type Cancel struct {
 	ExpiresAt time.Time
 }
 
+// Replay puts a failed job back in the queue on an operator's word, with
+// Attempts fresh attempts and until a fresh Deadline: the explicit,
+// recorded way out of a terminal state (DESIGN 4.7). The job then goes
+// through the same claim path as any other.
+// Precondition: state = failed AND Deadline > Now AND budget - cost -
+// reserved >= reserve (one more attempt fits the budget: replay never buys
+// more money than the job had).
+// Effect: state = queued, max_attempts = attempts + Attempts, deadline =
+// Deadline, replays + 1, replayed_at = Now, no backoff; the last error
+// class stays until the next attempt.
+type Replay struct {
+	ID        string
+	Now       time.Time
+	Attempts  int
+	Deadline  time.Time
+	ExpiresAt time.Time
+}
+
+// Nudge records that the reconciler found a job stuck and is re-sending
+// its message, so the claim path (not the reconciler) decides what happens.
+// Precondition: updated_at <= Stale AND ((state = queued AND not_before <=
+// Stale) OR (state = running AND lease_until <= Stale)): untouched since
+// Stale, and not waiting out a backoff or held by a live worker.
+// Effect: nudges + 1 (and the version and updated_at, so the next run
+// leaves it alone for as long again).
+type Nudge struct {
+	ID    string
+	Now   time.Time
+	Stale time.Time
+}
+
 // Retention says how long a finished record is kept. Failed and abandoned
 // jobs are what operators study after an incident, so they stay far longer.
 type Retention struct {
@@ -140,6 +171,25 @@ func (e End) Allows(j Job) bool {
 		return heldBy(j, e.Owner)
 	}
 	return j.State == Queued || (j.State == Running && !j.LeaseUntil.After(e.Now))
+}
+
+// Allows reports whether the replay's precondition holds for j.
+func (r Replay) Allows(j Job) bool {
+	return j.State == Failed && r.Deadline.After(r.Now) && r.Attempts > 0 && j.Remaining() >= j.Reserve && j.Remaining() > 0
+}
+
+// Allows reports whether the nudge's precondition holds for j.
+func (n Nudge) Allows(j Job) bool {
+	if j.UpdatedAt.After(n.Stale) {
+		return false
+	}
+	switch j.State {
+	case Queued:
+		return !j.NotBefore.After(n.Stale)
+	case Running:
+		return !j.LeaseUntil.After(n.Stale)
+	}
+	return false
 }
 
 // Allows reports whether the cancel's precondition holds for j.
@@ -228,6 +278,22 @@ func (c Cancel) Apply(j Job) Job {
 	j.State, j.ErrorClass, j.ErrorDetail = Abandoned, Cancelled, ""
 	j.ExpiresAt = Millis(c.ExpiresAt)
 	return unlease(touch(j, c.Now))
+}
+
+// Apply returns j after the replay.
+func (r Replay) Apply(j Job) Job {
+	j.State, j.MaxAttempts, j.Deadline = Queued, j.Attempts+r.Attempts, Millis(r.Deadline)
+	j.NotBefore = time.Time{}
+	j.Replays++
+	j.ReplayedAt = Millis(r.Now)
+	j.ExpiresAt = Millis(r.ExpiresAt)
+	return touch(j, r.Now)
+}
+
+// Apply returns j after the nudge.
+func (n Nudge) Apply(j Job) Job {
+	j.Nudges++
+	return touch(j, n.Now)
 }
 
 // AddCost returns j with a discarded attempt settled (its cost and run

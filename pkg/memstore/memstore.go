@@ -18,10 +18,13 @@ import (
 type Store struct {
 	mu   sync.Mutex
 	jobs map[string]job.Job
+	// ended is when each failed or abandoned job ended: the failure
+	// index's sort key, which later cost-only writes do not move.
+	ended map[string]time.Time
 }
 
 // New returns an empty store.
-func New() *Store { return &Store{jobs: map[string]job.Job{}} }
+func New() *Store { return &Store{jobs: map[string]job.Job{}, ended: map[string]time.Time{}} }
 
 // Create inserts j unless its id exists; then it answers Conflict with the
 // existing record.
@@ -82,6 +85,16 @@ func (s *Store) Cancel(_ context.Context, c job.Cancel) (job.Job, error) {
 	return s.apply(c.ID, c.Allows, c.Apply, 0, 0, 0, c.Now)
 }
 
+// Replay applies job.Replay.
+func (s *Store) Replay(_ context.Context, r job.Replay) (job.Job, error) {
+	return s.apply(r.ID, r.Allows, r.Apply, 0, 0, 0, r.Now)
+}
+
+// Nudge applies job.Nudge.
+func (s *Store) Nudge(_ context.Context, n job.Nudge) (job.Job, error) {
+	return s.apply(n.ID, n.Allows, n.Apply, 0, 0, 0, n.Now)
+}
+
 // Len is the number of records, for tests that prove nothing was written.
 func (s *Store) Len() int {
 	s.mu.Lock()
@@ -107,6 +120,14 @@ func (s *Store) apply(id string, allows func(job.Job) bool, effect func(job.Job)
 	// copy, so a caller reusing them cannot change the record.
 	next := clone(effect(cur))
 	s.jobs[id] = next
+	switch {
+	case next.State == job.Failed || next.State == job.Abandoned:
+		if !cur.State.Terminal() {
+			s.ended[id] = job.Millis(now)
+		}
+	default:
+		delete(s.ended, id)
+	}
 	return clone(next), nil
 }
 

@@ -23,6 +23,24 @@ type Settings struct {
 	// spreads one hot class over that many partitions.
 	FailureIndex  string
 	FailureShards int
+	// TenantIndex lists one tenant's jobs newest first (GET /jobs), keyed
+	// by tenant and created_ms; it projects only what changes with a state
+	// change, so heartbeats never write to it.
+	TenantIndex string
+	// ActiveIndex holds the keys of unfinished jobs, keyed by
+	// "active#<shard>" and created_ms: the reconciler's worklist.
+	// ActiveShards spreads it over that many partitions.
+	ActiveIndex  string
+	ActiveShards int
+
+	// Reconciler (DESIGN 4.8): every ReconcileEvery it re-sends, through
+	// the claim path, jobs queued and untouched for ReconcileAfter (their
+	// message was lost) and jobs whose lease expired that long ago (their
+	// worker died and the message is gone).
+	ReconcileEvery     time.Duration
+	ReconcileAfter     time.Duration
+	ReconcilerTimeout  time.Duration
+	ReconcilerMemoryMB int
 
 	// Worker function and its event source mapping.
 	WorkerTimeout     time.Duration
@@ -59,29 +77,36 @@ type Settings struct {
 // Defaults are the settings that ship.
 func Defaults() Settings {
 	return Settings{
-		Prefix:            "aijobs",
-		FailureIndex:      "failures",
-		FailureShards:     4,
-		WorkerTimeout:     180 * time.Second,
-		WorkerMemoryMB:    256,
-		BatchSize:         5,
-		BatchWindow:       2 * time.Second,
-		MaxConcurrency:    10,
-		VisibilityTimeout: 200 * time.Second,
-		MaxReceiveCount:   20,
-		QueueRetention:    4 * 24 * time.Hour,
-		DLQRetention:      14 * 24 * time.Hour,
-		APITimeout:        10 * time.Second,
-		APIMemoryMB:       256,
-		RouteTimeout:      120 * time.Second,
-		AttemptMargin:     10 * time.Second,
-		Heartbeat:         10 * time.Second,
-		LeaseTTL:          30 * time.Second,
-		LambdaMargin:      10 * time.Second,
-		BackoffBase:       2 * time.Second,
-		BackoffMax:        5 * time.Minute,
-		EnqueueRetryAfter: 2 * time.Second,
-		Retention:         job.Retention{Succeeded: 7 * 24 * time.Hour, Failed: 90 * 24 * time.Hour},
+		Prefix:             "aijobs",
+		FailureIndex:       "failures",
+		FailureShards:      4,
+		TenantIndex:        "by_tenant",
+		ActiveIndex:        "active",
+		ActiveShards:       4,
+		ReconcileEvery:     5 * time.Minute,
+		ReconcileAfter:     10 * time.Minute,
+		ReconcilerTimeout:  60 * time.Second,
+		ReconcilerMemoryMB: 256,
+		WorkerTimeout:      180 * time.Second,
+		WorkerMemoryMB:     256,
+		BatchSize:          5,
+		BatchWindow:        2 * time.Second,
+		MaxConcurrency:     10,
+		VisibilityTimeout:  200 * time.Second,
+		MaxReceiveCount:    20,
+		QueueRetention:     4 * 24 * time.Hour,
+		DLQRetention:       14 * 24 * time.Hour,
+		APITimeout:         10 * time.Second,
+		APIMemoryMB:        256,
+		RouteTimeout:       120 * time.Second,
+		AttemptMargin:      10 * time.Second,
+		Heartbeat:          10 * time.Second,
+		LeaseTTL:           30 * time.Second,
+		LambdaMargin:       10 * time.Second,
+		BackoffBase:        2 * time.Second,
+		BackoffMax:         5 * time.Minute,
+		EnqueueRetryAfter:  2 * time.Second,
+		Retention:          job.Retention{Succeeded: 7 * 24 * time.Hour, Failed: 90 * 24 * time.Hour},
 		Limits: job.Limits{
 			DefaultModel:       "default",
 			Models:             []string{"default"},
@@ -137,6 +162,11 @@ func (s Settings) Validate() error {
 	check(s.BatchSize >= 1 && s.BatchSize <= 10, "batch size %d outside 1..10", s.BatchSize)
 	check(s.MaxConcurrency >= 2, "maximum concurrency %d below 2 (the Lambda minimum)", s.MaxConcurrency)
 	check(s.FailureShards >= 1, "failure shards below 1")
+	check(s.ActiveShards >= 1, "active shards below 1")
+	check(s.ReconcileEvery >= time.Minute, "reconcile every %s: a schedule runs at most once a minute", s.ReconcileEvery)
+	check(s.ReconcileAfter >= 2*s.LeaseTTL && s.ReconcileAfter >= s.ReconcileEvery,
+		"reconcile after %s must be at least two lease TTLs (%s) and one reconcile period (%s): a live job is never re-sent", s.ReconcileAfter, s.LeaseTTL, s.ReconcileEvery)
+	check(s.ReconcilerTimeout >= 10*time.Second, "reconciler timeout %s below 10s", s.ReconcilerTimeout)
 	check(s.BackoffBase > 0 && s.BackoffMax >= s.BackoffBase, "backoff base/max out of order")
 	check(s.Retention.Succeeded > 0 && s.Retention.Failed >= s.Retention.Succeeded,
 		"retention %s (succeeded) / %s (failed) must be positive, failed at least as long", s.Retention.Succeeded, s.Retention.Failed)

@@ -31,6 +31,11 @@ type Store interface {
 	Release(context.Context, job.Release) (job.Job, error)
 	End(context.Context, job.End) (job.Job, error)
 	Cancel(context.Context, job.Cancel) (job.Job, error)
+	Replay(context.Context, job.Replay) (job.Job, error)
+	Nudge(context.Context, job.Nudge) (job.Job, error)
+	List(context.Context, job.ListQuery) (job.Page, error)
+	Failures(context.Context, job.FailureQuery, func(job.Failure) error) error
+	Unfinished(context.Context, time.Time, func(id string) error) error
 }
 
 // Run runs every case as a parallel subtest of t, each against a fresh store
@@ -73,6 +78,11 @@ func cases() []testCase {
 		{"end with an owner", endOwned},
 		{"end with no owner", endUnowned},
 		{"cancel", cancel},
+		{"replay", replay},
+		{"nudge", nudge},
+		{"list", list},
+		{"failures", failures},
+		{"unfinished", unfinished},
 	}
 }
 

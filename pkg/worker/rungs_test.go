@@ -167,7 +167,9 @@ func TestTheLeaseCoversEveryRung(t *testing.T) {
 		live <- cur.LeaseLive(time.Now())
 		return model.Response{Output: "ok"}, nil
 	}
-	l = setupLadder(t, hang, late, func(r *job.Route) { r.Rungs[0].Timeout, r.Rungs[1].Timeout = 150*time.Millisecond, 150*time.Millisecond })
+	l = setupLadder(t, hang, late, func(r *job.Route) {
+		r.Rungs[0].Timeout, r.Rungs[1].Timeout = 150*time.Millisecond, 150*time.Millisecond
+	})
 	j := l.create("k1", nil)
 	l.deliver(body(j.ID))
 	if !<-live {

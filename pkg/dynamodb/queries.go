@@ -1,0 +1,218 @@
+package dynamodb
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/aijobs/aijobs/pkg/job"
+)
+
+// listRounds bounds the queries one list page may take when a filter
+// skips most of what it reads: the page comes back short, with a cursor.
+const listRounds = 5
+
+// List answers a page of one tenant's jobs, newest first, from the tenant
+// index (the summary it projects; no input or result). State and class
+// filter after the read, so a page may hold fewer than Limit jobs and
+// still have a next one.
+func (s *Store) List(ctx context.Context, q job.ListQuery) (job.Page, error) {
+	q.Limit = job.ClampLimit(q.Limit)
+	in := &ddb.QueryInput{
+		TableName: aws.String(s.table), IndexName: aws.String(s.idx.tenant),
+		KeyConditionExpression:    aws.String("#tenant = :tenant"),
+		ExpressionAttributeNames:  map[string]string{"#tenant": aTenant},
+		ExpressionAttributeValues: map[string]types.AttributeValue{":tenant": avS(q.Tenant)},
+		ScanIndexForward:          aws.Bool(false),
+	}
+	if !q.Since.IsZero() {
+		in.KeyConditionExpression = aws.String("#tenant = :tenant AND #created_ms >= :since")
+		in.ExpressionAttributeNames["#created_ms"] = aCreated
+		in.ExpressionAttributeValues[":since"] = avN(q.Since.UnixMilli())
+	}
+	var filters []string
+	if q.State != "" {
+		filters = append(filters, "#state = :state")
+		in.ExpressionAttributeNames["#state"] = aState
+		in.ExpressionAttributeValues[":state"] = avS(string(q.State))
+	}
+	if q.Class != "" {
+		filters = append(filters, "#error_class = :class")
+		in.ExpressionAttributeNames["#error_class"] = aErrorClass
+		in.ExpressionAttributeValues[":class"] = avS(string(q.Class))
+	}
+	if len(filters) > 0 {
+		in.FilterExpression = aws.String(strings.Join(filters, " AND "))
+	}
+	if q.Cursor != "" {
+		p, err := job.ParseCursor(q.Cursor)
+		if err != nil {
+			return job.Page{}, err
+		}
+		in.ExclusiveStartKey = map[string]types.AttributeValue{aID: avS(p.ID), aTenant: avS(q.Tenant)}
+		if !p.CreatedAt.IsZero() {
+			in.ExclusiveStartKey[aCreated] = avN(p.CreatedAt.UnixMilli())
+		}
+	}
+	var page job.Page
+	for range listRounds {
+		// Never read past what the page can hold: the last key read is
+		// then exactly where the next page starts.
+		in.Limit = aws.Int32(int32(q.Limit - len(page.Jobs)))
+		out, err := s.c.Query(ctx, in)
+		if err != nil {
+			return job.Page{}, unavailable("list jobs", err)
+		}
+		for _, it := range out.Items {
+			j, err := fromItem(it)
+			if err != nil {
+				return job.Page{}, unreadable(err)
+			}
+			page.Jobs = append(page.Jobs, j)
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+		if len(out.LastEvaluatedKey) == 0 || len(page.Jobs) >= q.Limit {
+			break
+		}
+	}
+	if lek := in.ExclusiveStartKey; len(lek) > 0 {
+		// The cursor carries the key DynamoDB gave: the table's and the
+		// index's (kumo gives the table's only, and continues from it).
+		p := job.Position{ID: attrS(lek, aID)}
+		if ms := attrN(lek, aCreated); ms != "" {
+			created, err := strconv.ParseInt(ms, 10, 64)
+			if err != nil {
+				return job.Page{}, unreadable(fmt.Errorf("list cursor: %w", err))
+			}
+			p.CreatedAt = time.UnixMilli(created)
+		}
+		page.Next = p.Cursor()
+	}
+	return page, nil
+}
+
+// Failures calls each for every failed or abandoned job that ended in
+// [q.Since, q.Until), class by class and shard by shard over the sparse
+// failure index: one query per class and shard, paged to the end.
+func (s *Store) Failures(ctx context.Context, q job.FailureQuery, each func(job.Failure) error) error {
+	classes := q.Classes
+	if len(classes) == 0 {
+		classes = job.Classes()
+	}
+	// Sort keys are "<13-digit ended ms>#<id>": '~' sorts after every id.
+	from := fmt.Sprintf("%013d", q.Since.UnixMilli())
+	to := fmt.Sprintf("%013d#~", q.Until.UnixMilli()-1)
+	for _, class := range classes {
+		for n := range s.shards {
+			in := &ddb.QueryInput{
+				TableName: aws.String(s.table), IndexName: aws.String(s.idx.failure),
+				KeyConditionExpression:   aws.String("#pk = :pk AND #sk BETWEEN :from AND :to"),
+				ExpressionAttributeNames: map[string]string{"#pk": aFailPK, "#sk": aFailSK},
+				ExpressionAttributeValues: map[string]types.AttributeValue{
+					":pk": avS(fmt.Sprintf("%s#%d", class, n)), ":from": avS(from), ":to": avS(to),
+				},
+			}
+			if err := s.pages(ctx, in, "query failures", func(it map[string]types.AttributeValue) error {
+				f, err := failureFrom(it)
+				if err != nil {
+					return err
+				}
+				return each(f)
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// Unfinished calls each with the id of every job still queued or running
+// that was created before before, from the active index (keys only): the
+// reconciler's candidates.
+func (s *Store) Unfinished(ctx context.Context, before time.Time, each func(id string) error) error {
+	for n := range s.idx.activeShards {
+		in := &ddb.QueryInput{
+			TableName: aws.String(s.table), IndexName: aws.String(s.idx.active),
+			KeyConditionExpression:   aws.String("#pk = :pk AND #created_ms < :before"),
+			ExpressionAttributeNames: map[string]string{"#pk": aActivePK, "#created_ms": aCreated},
+			ExpressionAttributeValues: map[string]types.AttributeValue{
+				":pk": avS(fmt.Sprintf("active#%d", n)), ":before": avN(before.UnixMilli()),
+			},
+		}
+		if err := s.pages(ctx, in, "query unfinished jobs", func(it map[string]types.AttributeValue) error {
+			return each(attrS(it, aID))
+		}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// pages runs a query to its last page, calling each per item; an error
+// from each stops it and is returned as is.
+func (s *Store) pages(ctx context.Context, in *ddb.QueryInput, what string, each func(map[string]types.AttributeValue) error) error {
+	for {
+		out, err := s.c.Query(ctx, in)
+		if err != nil {
+			return unavailable(what, err)
+		}
+		for _, it := range out.Items {
+			if err := each(it); err != nil {
+				return err
+			}
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
+
+func failureFrom(it map[string]types.AttributeValue) (job.Failure, error) {
+	num := func(k string) (int64, error) {
+		v := attrN(it, k)
+		if v == "" {
+			return 0, nil
+		}
+		return strconv.ParseInt(v, 10, 64)
+	}
+	cost, err1 := num(aCost)
+	attempts, err2 := num(aAttempts)
+	endedMS, _, _ := strings.Cut(attrS(it, aFailSK), "#")
+	ended, err3 := strconv.ParseInt(endedMS, 10, 64)
+	if err := firstErr(err1, err2, err3); err != nil {
+		return job.Failure{}, unreadable(fmt.Errorf("failure index item %s: %w", attrS(it, aID), err))
+	}
+	return job.Failure{ID: attrS(it, aID), Tenant: attrS(it, aTenant), Model: attrS(it, aModel), InputHash: attrS(it, aInputHash),
+		State: job.State(attrS(it, aState)), Class: job.ErrorClass(attrS(it, aErrorClass)), Cost: job.Nanocents(cost),
+		Attempts: int(attempts), EndedAt: time.UnixMilli(ended).UTC()}, nil
+}
+
+func firstErr(errs ...error) error {
+	for _, err := range errs {
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func attrS(it map[string]types.AttributeValue, k string) string {
+	if v, ok := it[k].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+func attrN(it map[string]types.AttributeValue, k string) string {
+	if v, ok := it[k].(*types.AttributeValueMemberN); ok {
+		return v.Value
+	}
+	return ""
+}

@@ -1,0 +1,110 @@
+package job
+
+import (
+	"encoding/base64"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// ListQuery selects one tenant's jobs, newest first (GET /jobs). State and
+// Class, when set, filter; Since bounds the creation time from below;
+// Cursor continues a previous page (opaque, from Page.Next).
+type ListQuery struct {
+	Tenant string
+	State  State
+	Class  ErrorClass
+	Since  time.Time
+	Limit  int
+	Cursor string
+}
+
+// The page sizes of a list.
+const (
+	DefaultListLimit = 20
+	MaxListLimit     = 100
+)
+
+// ClampLimit is n within 1..MaxListLimit, DefaultListLimit when unset.
+func ClampLimit(n int) int {
+	switch {
+	case n <= 0:
+		return DefaultListLimit
+	case n > MaxListLimit:
+		return MaxListLimit
+	}
+	return n
+}
+
+// Page is one page of a list; Next is empty on the last.
+type Page struct {
+	Jobs []Job
+	Next string
+}
+
+// FailureQuery selects failed and abandoned jobs that ended in [Since,
+// Until), by class (every class when Classes is empty).
+type FailureQuery struct {
+	Classes      []ErrorClass
+	Since, Until time.Time
+}
+
+// Failure is a failed or abandoned job as the failure index keeps it:
+// enough to say what it cost and which input caused it, without the input.
+type Failure struct {
+	ID        string
+	Tenant    string
+	Model     string
+	InputHash string
+	State     State
+	Class     ErrorClass
+	Cost      Nanocents
+	Attempts  int
+	EndedAt   time.Time
+}
+
+// FailureOf is j as the failure index keeps it.
+func FailureOf(j Job) Failure {
+	return Failure{ID: j.ID, Tenant: j.Tenant, Model: j.Model, InputHash: j.InputHash, State: j.State,
+		Class: j.ErrorClass, Cost: j.Cost, Attempts: j.Attempts, EndedAt: j.UpdatedAt}
+}
+
+// Position is where a list page ended: the last job's id and, when the
+// store gave it, its creation time (the tenant index's sort key). Both
+// stores encode it the same way, so a cursor means the same thing
+// whichever store made it.
+type Position struct {
+	CreatedAt time.Time
+	ID        string
+}
+
+// Cursor is p as an opaque, URL-safe string.
+func (p Position) Cursor() string {
+	ms := ""
+	if !p.CreatedAt.IsZero() {
+		ms = strconv.FormatInt(p.CreatedAt.UnixMilli(), 10)
+	}
+	return base64.RawURLEncoding.EncodeToString([]byte(ms + "." + p.ID))
+}
+
+// ParseCursor reads a cursor back; anything else is an invalid_request
+// naming the cursor field, never a store error.
+func ParseCursor(c string) (Position, error) {
+	bad := &Error{Code: CodeInvalidRequest, Field: "cursor", Message: "the cursor is not one this API returned"}
+	b, err := base64.RawURLEncoding.DecodeString(c)
+	if err != nil {
+		return Position{}, bad
+	}
+	ms, id, ok := strings.Cut(string(b), ".")
+	if !ok || !ValidID(id) {
+		return Position{}, bad
+	}
+	if ms == "" {
+		return Position{ID: id}, nil
+	}
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if err != nil || n < 0 {
+		return Position{}, bad
+	}
+	return Position{CreatedAt: time.UnixMilli(n).UTC(), ID: id}, nil
+}

@@ -1,0 +1,119 @@
+package memstore
+
+import (
+	"context"
+	"slices"
+	"time"
+
+	"github.com/aijobs/aijobs/pkg/job"
+)
+
+// List answers a page of one tenant's jobs, newest first (ties by id), as
+// the DynamoDB store does, cursor included.
+func (s *Store) List(_ context.Context, q job.ListQuery) (job.Page, error) {
+	q.Limit = job.ClampLimit(q.Limit)
+	var after *job.Position
+	if q.Cursor != "" {
+		p, err := job.ParseCursor(q.Cursor)
+		if err != nil {
+			return job.Page{}, err
+		}
+		after = &p
+	}
+	s.mu.Lock()
+	var all []job.Job
+	for _, j := range s.jobs {
+		if j.Tenant == q.Tenant && !j.CreatedAt.Before(q.Since) {
+			all = append(all, clone(j))
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(all, func(a, b job.Job) int {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+			return c
+		}
+		return compareIDs(b.ID, a.ID)
+	})
+	var page job.Page
+	for _, j := range all {
+		if after != nil && !s.beyond(j, *after) {
+			continue
+		}
+		if len(page.Jobs) == q.Limit {
+			last := page.Jobs[len(page.Jobs)-1]
+			page.Next = job.Position{CreatedAt: last.CreatedAt, ID: last.ID}.Cursor()
+			break
+		}
+		if (q.State == "" || j.State == q.State) && (q.Class == "" || j.ErrorClass == q.Class) {
+			page.Jobs = append(page.Jobs, j)
+		}
+	}
+	return page, nil
+}
+
+// beyond reports whether j comes after p in newest-first order. A
+// position with no time (a cursor as kumo's store makes them) is placed by
+// its job's own creation time.
+func (s *Store) beyond(j job.Job, p job.Position) bool {
+	if p.CreatedAt.IsZero() {
+		s.mu.Lock()
+		p.CreatedAt = s.jobs[p.ID].CreatedAt
+		s.mu.Unlock()
+	}
+	if c := j.CreatedAt.Compare(p.CreatedAt); c != 0 {
+		return c < 0
+	}
+	return compareIDs(j.ID, p.ID) < 0
+}
+
+func compareIDs(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// Failures calls each for every failed or abandoned job that ended in
+// [q.Since, q.Until) with one of q.Classes (any class when empty).
+func (s *Store) Failures(_ context.Context, q job.FailureQuery, each func(job.Failure) error) error {
+	s.mu.Lock()
+	var found []job.Failure
+	for id, at := range s.ended {
+		j := s.jobs[id]
+		if at.Before(q.Since) || !at.Before(q.Until) || (len(q.Classes) > 0 && !slices.Contains(q.Classes, j.ErrorClass)) {
+			continue
+		}
+		f := job.FailureOf(j)
+		f.EndedAt = at
+		found = append(found, f)
+	}
+	s.mu.Unlock()
+	for _, f := range found {
+		if err := each(f); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Unfinished calls each with the id of every queued or running job created
+// before before.
+func (s *Store) Unfinished(_ context.Context, before time.Time, each func(id string) error) error {
+	s.mu.Lock()
+	var ids []string
+	for id, j := range s.jobs {
+		if !j.State.Terminal() && j.CreatedAt.Before(before) {
+			ids = append(ids, id)
+		}
+	}
+	s.mu.Unlock()
+	for _, id := range ids {
+		if err := each(id); err != nil {
+			return err
+		}
+	}
+	return nil
+}
