@@ -545,6 +545,16 @@ func TestStreamFailures(t *testing.T) {
 			class: job.ProviderError, detail: "anthropic: unparseable stream event " + reqID,
 			usage: model.Usage{InputTokens: 25, OutputTokens: 1},
 		},
+		{
+			name: "event larger than the 1 MiB line limit",
+			write: func(w http.ResponseWriter) {
+				sse(w, messageStart)
+				sse(w, textDelta("Once"))
+				sse(w, textDelta(strings.Repeat("x", 1<<20)))
+			},
+			class: job.ProviderError, detail: "anthropic: stream event too large " + reqID,
+			usage: model.Usage{InputTokens: 25, OutputTokens: 1},
+		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"strings"
@@ -86,6 +87,10 @@ func readStream(ctx context.Context, body io.Reader, r model.Request, reqID stri
 		if !more {
 			break
 		}
+	}
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return model.Response{}, &model.Error{Class: job.ProviderError, Detail: appendToken("anthropic: stream event too large", reqID),
+			Usage: st.seen(), Err: fmt.Errorf("anthropic: read stream: %w", err)}
 	}
 	if err := sc.Err(); err != nil || !st.done {
 		if err == nil {
