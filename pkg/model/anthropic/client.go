@@ -1,0 +1,244 @@
+// Package anthropic is a model provider for Anthropic's Messages API over
+// plain HTTP. It makes exactly one HTTP request per Generate (no retries of
+// its own: retries happen only through the claim path, where they are
+// counted and paid for), streams when asked so progress is known while
+// tokens arrive, and reports the usage of every call, failed ones included,
+// because a call the server started is a call somebody pays for.
+//
+// It speaks the wire format directly instead of using the SDK: the provider
+// needs one endpoint, and owning the parsing is what lets it bill a stream
+// cut short and classify every error without ever keeping a vendor message,
+// which may quote the prompt.
+package anthropic
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+
+	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/model"
+)
+
+const (
+	// DefaultBaseURL is Anthropic's API root.
+	DefaultBaseURL = "https://api.anthropic.com"
+	// DefaultVersion is the anthropic-version header the wire format
+	// below was written against.
+	DefaultVersion = "2023-06-01"
+	// DefaultMaxTokens is sent when a request sets no limit: the Messages
+	// API requires max_tokens.
+	DefaultMaxTokens = 1024
+)
+
+// Doer sends HTTP requests; *http.Client is one.
+type Doer interface {
+	Do(*http.Request) (*http.Response, error)
+}
+
+// Config describes one API endpoint and model.
+type Config struct {
+	// BaseURL is the API root; empty means DefaultBaseURL. Requests go to
+	// {BaseURL}/v1/messages.
+	BaseURL string
+	// APIKey is sent as x-api-key when set (a proxy may add it instead);
+	// it is never logged or put into an error.
+	APIKey string
+	// Version is the anthropic-version header; empty means DefaultVersion.
+	Version string
+	// Model is used when a request names none.
+	Model  string
+	Stream bool
+	// HTTPClient sends the requests; nil means an http.Client that follows
+	// no redirects. The request's context bounds each call: the client
+	// needs no timeout.
+	HTTPClient Doer
+}
+
+// Client is the provider. It is safe for concurrent use.
+type Client struct {
+	cfg Config
+	url string
+}
+
+// New checks cfg, fills its defaults and returns a client.
+func New(cfg Config) (*Client, error) {
+	if cfg.BaseURL == "" {
+		cfg.BaseURL = DefaultBaseURL
+	}
+	if u, err := url.Parse(cfg.BaseURL); err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, errors.New("anthropic: base URL must be an absolute http(s) URL")
+	}
+	if cfg.Version == "" {
+		cfg.Version = DefaultVersion
+	}
+	if cfg.HTTPClient == nil {
+		// Never follow redirects: a 307/308 would re-send the POST, a
+		// second billed call behind the claim's back.
+		cfg.HTTPClient = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	}
+	return &Client{cfg: cfg, url: strings.TrimRight(cfg.BaseURL, "/") + "/v1/messages"}, nil
+}
+
+type message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+type messagesRequest struct {
+	Model       string    `json:"model"`
+	System      string    `json:"system,omitempty"`
+	Messages    []message `json:"messages"`
+	MaxTokens   int       `json:"max_tokens"`
+	Temperature *float64  `json:"temperature,omitempty"`
+	Stream      bool      `json:"stream,omitempty"`
+}
+
+// usage is the API's token count. Cached prompt tokens are reported apart
+// from input_tokens; they were read all the same, so input() counts them.
+type usage struct {
+	InputTokens              int64 `json:"input_tokens"`
+	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
+	OutputTokens             int64 `json:"output_tokens"`
+}
+
+func (u usage) input() int64 {
+	return u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
+}
+
+type messagesResponse struct {
+	Type    string `json:"type"`
+	Model   string `json:"model"`
+	Content []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
+	StopReason string     `json:"stop_reason"`
+	Usage      *usage     `json:"usage"`
+	Error      *errorBody `json:"error"`
+}
+
+// Generate makes one Messages call.
+func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response, error) {
+	if r.Model == "" {
+		r.Model = c.cfg.Model
+	}
+	body, err := json.Marshal(c.request(r))
+	if err != nil {
+		return model.Response{}, &model.Error{Class: job.Internal, Detail: "anthropic: encode request", Err: fmt.Errorf("anthropic: encode request: %w", err)}
+	}
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
+	if err != nil {
+		return model.Response{}, &model.Error{Class: job.InvalidRequest, Detail: "anthropic: bad base URL", Err: fmt.Errorf("anthropic: build request: %w", err)}
+	}
+	hr.Header.Set("Content-Type", "application/json")
+	hr.Header.Set("Anthropic-Version", c.cfg.Version)
+	if c.cfg.Stream {
+		hr.Header.Set("Accept", "text/event-stream")
+	}
+	if c.cfg.APIKey != "" {
+		hr.Header.Set("X-Api-Key", c.cfg.APIKey)
+	}
+	resp, err := c.cfg.HTTPClient.Do(hr)
+	if err != nil {
+		return model.Response{}, transportError(ctx, err, "", model.Usage{})
+	}
+	defer resp.Body.Close()
+	reqID := requestID(resp.Header)
+	if resp.StatusCode/100 != 2 {
+		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return model.Response{}, statusError(resp.StatusCode, reqID, b)
+	}
+	prompt := promptEstimate(r)
+	if c.cfg.Stream {
+		return readStream(ctx, resp.Body, r, reqID, prompt)
+	}
+	var mr messagesResponse
+	if err := json.NewDecoder(resp.Body).Decode(&mr); err != nil {
+		if ctx.Err() != nil || isTransport(err) {
+			return model.Response{}, transportError(ctx, err, reqID, model.Usage{InputTokens: prompt})
+		}
+		return model.Response{}, &model.Error{Class: job.ProviderError, Detail: "anthropic: unparseable response",
+			Usage: model.Usage{InputTokens: prompt}, Err: fmt.Errorf("anthropic: decode response: %w", err)}
+	}
+	if mr.Type == "error" && mr.Error != nil {
+		e := bodyError(fmt.Sprintf("http %d", resp.StatusCode), resp.StatusCode, reqID, *mr.Error)
+		e.Usage = model.Usage{InputTokens: prompt}
+		return model.Response{}, e
+	}
+	if mr.Type != "message" {
+		return model.Response{}, &model.Error{Class: job.ProviderError, Detail: "anthropic: response is not a message",
+			Usage: model.Usage{InputTokens: prompt}, Err: fmt.Errorf("anthropic: response type %q is not a message", shortToken(mr.Type))}
+	}
+	var out strings.Builder
+	for _, b := range mr.Content {
+		if b.Type == "text" {
+			out.WriteString(b.Text)
+		}
+	}
+	u := model.Usage{InputTokens: prompt, OutputTokens: int64(out.Len()+3) / 4}
+	if mr.Usage != nil {
+		u = model.Usage{InputTokens: mr.Usage.input(), OutputTokens: mr.Usage.OutputTokens}
+	}
+	if r.Progress != nil {
+		r.Progress(int(u.OutputTokens))
+	}
+	name := mr.Model
+	if name == "" {
+		name = r.Model
+	}
+	return finish(out.String(), name, mr.StopReason, reqID, u)
+}
+
+// request maps a model request onto the Messages API: system messages go
+// to the top-level system prompt, the rest stay in order.
+func (c *Client) request(r model.Request) messagesRequest {
+	req := messagesRequest{Model: r.Model, MaxTokens: r.MaxTokens, Temperature: r.Temperature, Stream: c.cfg.Stream,
+		Messages: make([]message, 0, len(r.Messages))}
+	if req.MaxTokens == 0 {
+		req.MaxTokens = DefaultMaxTokens
+	}
+	var system []string
+	for _, m := range r.Messages {
+		if m.Role == "system" {
+			system = append(system, m.Content)
+			continue
+		}
+		req.Messages = append(req.Messages, message{Role: m.Role, Content: m.Content})
+	}
+	req.System = strings.Join(system, "\n\n")
+	return req
+}
+
+// finish turns a completed answer into a response, or into an error that
+// is still billed when the stop reason says the answer is not one.
+func finish(output, modelName, reason, reqID string, u model.Usage) (model.Response, error) {
+	var class job.ErrorClass
+	switch reason {
+	case "refusal":
+		class = job.ContentFiltered
+	case "model_context_window_exceeded":
+		class = job.ContextLengthExceeded
+	default:
+		return model.Response{Output: output, Model: modelName, FinishReason: reason, Usage: u}, nil
+	}
+	detail := appendToken("stop_reason "+reason, reqID)
+	return model.Response{}, &model.Error{Class: class, Detail: detail, Usage: u, Err: fmt.Errorf("anthropic: %s", detail)}
+}
+
+// promptEstimate is the prompt's token count when the server reports none:
+// about four bytes a token.
+func promptEstimate(r model.Request) int64 {
+	var b int64
+	for _, m := range r.Messages {
+		b += int64(len(m.Content))
+	}
+	return (b + 3) / 4
+}

@@ -1,0 +1,169 @@
+package anthropic
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/model"
+)
+
+// streamEvent is the data of one server-sent event. Its type field names
+// the event (the SSE event: line says the same and is not needed):
+// message_start, content_block_start, content_block_delta,
+// content_block_stop, message_delta, message_stop, ping and error.
+type streamEvent struct {
+	Type    string `json:"type"`
+	Message *struct {
+		Model string `json:"model"`
+		Usage *usage `json:"usage"`
+	} `json:"message"`
+	// Delta is a content block's delta (type, text) or, in message_delta,
+	// the message's (stop_reason).
+	Delta struct {
+		Type       string `json:"type"`
+		Text       string `json:"text"`
+		StopReason string `json:"stop_reason"`
+	} `json:"delta"`
+	// Usage is message_delta's usage: cumulative, not an increment.
+	Usage *usage     `json:"usage"`
+	Error *errorBody `json:"error"`
+}
+
+// streamState is what a stream has told so far.
+type streamState struct {
+	r        model.Request
+	out      strings.Builder
+	name     string
+	reason   string
+	input    int64 // the server's once message_start said, else estimated
+	deltas   int64 // content block deltas received
+	server   int64 // the server's latest cumulative output count
+	final    bool  // message_delta gave server its final value
+	reported int   // the last progress reported
+	done     bool  // message_stop arrived
+}
+
+// readStream consumes server-sent events until message_stop: text deltas
+// build the output, and every delta counts one token for progress until
+// message_delta gives the server's count. A stream cut short or failed
+// still reports the tokens seen so far, so the attempt is paid for.
+func readStream(ctx context.Context, body io.Reader, r model.Request, reqID string, prompt int64) (model.Response, error) {
+	st := &streamState{r: r, input: prompt}
+	sc := bufio.NewScanner(body)
+	sc.Buffer(make([]byte, 0, 4<<10), 1<<20)
+	var data []byte
+	var ev streamEvent
+	for !st.done {
+		more := sc.Scan()
+		line := sc.Bytes()
+		if more && len(line) > 0 {
+			if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+				if len(data) > 0 {
+					data = append(data, '\n')
+				}
+				data = append(data, bytes.TrimPrefix(v, []byte(" "))...)
+			}
+			continue // event:, id:, retry: and comments say nothing the data does not
+		}
+		// A blank line ends an event; so does a clean end of the body.
+		if len(data) > 0 {
+			ev = streamEvent{}
+			if err := json.Unmarshal(data, &ev); err != nil {
+				return model.Response{}, &model.Error{Class: job.ProviderError, Detail: appendToken("anthropic: unparseable stream event", reqID),
+					Usage: st.seen(), Err: fmt.Errorf("anthropic: decode stream event: %w", err)}
+			}
+			data = data[:0]
+			if e := st.apply(&ev, reqID); e != nil {
+				return model.Response{}, e
+			}
+		}
+		if !more {
+			break
+		}
+	}
+	if err := sc.Err(); errors.Is(err, bufio.ErrTooLong) {
+		return model.Response{}, &model.Error{Class: job.ProviderError, Detail: appendToken("anthropic: stream event too large", reqID),
+			Usage: st.seen(), Err: fmt.Errorf("anthropic: read stream: %w", err)}
+	}
+	if err := sc.Err(); err != nil || !st.done {
+		if err == nil {
+			err = io.ErrUnexpectedEOF
+		}
+		return model.Response{}, transportError(ctx, err, reqID, st.seen())
+	}
+	u := st.seen()
+	if st.final {
+		u.OutputTokens = st.server
+	}
+	name := st.name
+	if name == "" {
+		name = r.Model
+	}
+	return finish(st.out.String(), name, st.reason, reqID, u)
+}
+
+// apply folds one event into the state; an error event ends the stream.
+func (st *streamState) apply(ev *streamEvent, reqID string) *model.Error {
+	switch ev.Type {
+	case "message_start":
+		if ev.Message != nil {
+			st.name = ev.Message.Model
+			if u := ev.Message.Usage; u != nil {
+				st.input, st.server = u.input(), u.OutputTokens
+			}
+		}
+	case "content_block_delta":
+		st.deltas++
+		if ev.Delta.Type == "text_delta" {
+			st.out.WriteString(ev.Delta.Text)
+		}
+		st.report(st.deltas)
+	case "message_delta":
+		if ev.Delta.StopReason != "" {
+			st.reason = ev.Delta.StopReason
+		}
+		if u := ev.Usage; u != nil {
+			if in := u.input(); in > 0 { // newer servers repeat the input count here
+				st.input = in
+			}
+			st.server, st.final = u.OutputTokens, true
+			st.report(st.server)
+		}
+	case "message_stop":
+		st.done = true
+	case "error":
+		var b errorBody
+		if ev.Error != nil {
+			b = *ev.Error
+		}
+		e := bodyError("stream", 200, reqID, b)
+		e.Usage = st.seen()
+		return e
+	}
+	return nil
+}
+
+// report tells progress the output count, never going backwards.
+func (st *streamState) report(n int64) {
+	if int(n) <= st.reported {
+		return
+	}
+	st.reported = int(n)
+	if st.r.Progress != nil {
+		st.r.Progress(st.reported)
+	}
+}
+
+// seen is the usage so far: the prompt, and the larger of the deltas
+// received and the server's latest count, so a cut stream is never billed
+// less than what arrived.
+func (st *streamState) seen() model.Usage {
+	return model.Usage{InputTokens: st.input, OutputTokens: max(st.deltas, st.server)}
+}
