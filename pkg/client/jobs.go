@@ -19,6 +19,11 @@ import (
 // idempotency_key_reused (422). Retries re-send the same key and body, so
 // they never create a second job; a 503 enqueue_failed is retried after
 // its Retry-After, which re-sends the job's message.
+//
+// replayed is the server's word: after this call's own first try recorded
+// the job and got no usable answer (a 503 enqueue_failed, a lost answer),
+// the retry that finds it is answered as a replay too. Neither side can
+// tell that from a job created by an earlier call with the same key.
 func (c *Client) Submit(ctx context.Context, key string, req CreateRequest) (View, bool, error) {
 	if !job.ValidKey(key) {
 		return View{}, false, fmt.Errorf("aijobs API: the idempotency key must be 1 to %d printable ASCII characters", job.MaxKeyLength)
