@@ -94,6 +94,6 @@ Commands:
 	fmt.Fprint(w, "\nGlobal flags (also accepted after the command):\n")
 	fs := flag.NewFlagSet("aijobs", flag.ContinueOnError)
 	new(globals).register(fs)
-	printFlags(w, fs)
+	printFlags(w, fs, isGlobal)
 	fmt.Fprint(w, "\n"+exitCodesHelp+"\nRun aijobs COMMAND --help for a command's flags. See docs/cli.md.\n")
 }

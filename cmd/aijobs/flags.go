@@ -71,20 +71,13 @@ func (c *cli) flagSet(cmd, synopsis, about string) *flag.FlagSet {
 	c.help = func() {
 		w := c.env.stdout
 		fmt.Fprintf(w, "Usage: aijobs %s [flags] %s\n\n%s\n", cmd, synopsis, strings.TrimSpace(about))
-		own := flag.NewFlagSet(cmd, flag.ContinueOnError)
-		fs.VisitAll(func(f *flag.Flag) {
-			if !isGlobal(f.Name) {
-				own.Var(f.Value, f.Name, f.Usage)
-			}
-		})
-		if hasFlags(own) {
+		own := func(name string) bool { return !isGlobal(name) }
+		if hasFlags(fs, own) {
 			fmt.Fprint(w, "\nFlags:\n")
-			printFlags(w, own)
+			printFlags(w, fs, own)
 		}
 		fmt.Fprint(w, "\nGlobal flags:\n")
-		g := flag.NewFlagSet("aijobs", flag.ContinueOnError)
-		new(globals).register(g)
-		printFlags(w, g)
+		printFlags(w, fs, isGlobal)
 		fmt.Fprint(w, "\n"+exitCodesHelp)
 	}
 	var sub globals // merged into c.g by parse
@@ -119,10 +112,15 @@ func (c *cli) parse(fs *flag.FlagSet, args []string, want int) ([]string, error)
 	return pos, nil
 }
 
-// printFlags lists fs's flags as --name, which is how they are documented
-// (the flag package takes -name and --name alike).
-func printFlags(w io.Writer, fs *flag.FlagSet) {
+// printFlags lists the flags of fs that keep passes as --name, which is
+// how they are documented (the flag package takes -name and --name alike).
+// Defaults are the registered ones, never a value given on this command
+// line.
+func printFlags(w io.Writer, fs *flag.FlagSet, keep func(name string) bool) {
 	fs.VisitAll(func(f *flag.Flag) {
+		if !keep(f.Name) {
+			return
+		}
 		name, usage := flag.UnquoteUsage(f)
 		line := "  --" + f.Name
 		if name != "" {
@@ -144,8 +142,12 @@ func isGlobal(name string) bool {
 	return false
 }
 
-func hasFlags(fs *flag.FlagSet) bool {
+func hasFlags(fs *flag.FlagSet, keep func(name string) bool) bool {
 	n := 0
-	fs.VisitAll(func(*flag.Flag) { n++ })
+	fs.VisitAll(func(f *flag.Flag) {
+		if keep(f.Name) {
+			n++
+		}
+	})
 	return n > 0
 }

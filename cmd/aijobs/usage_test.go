@@ -98,7 +98,11 @@ func TestHelp(t *testing.T) {
 	}
 	for _, cmd := range commands {
 		t.Run(cmd.name, func(t *testing.T) {
-			r := invocation{args: args("--token", "tok-SECRET", cmd.name, "--help", "--token", "tok-SECRET2")}.run(t)
+			a := args("--token", "tok-SECRET", cmd.name, "--token", "tok-SECRET2")
+			if cmd.name == "submit" {
+				a = append(a, "--key", "SECRET-key") // a value given is not a default
+			}
+			r := invocation{args: append(a, "--help")}.run(t)
 			if r.code != 0 || r.stderr != "" {
 				t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 			}
