@@ -1,0 +1,192 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"github.com/aijobs/aijobs/pkg/client"
+	"github.com/aijobs/aijobs/pkg/job"
+)
+
+const submitAbout = `Create a job (POST /jobs) under an idempotency key. The body is a create
+request ({"model":..., "input":{"messages":[...],"max_tokens":N},
+"deadline_seconds":..., "budget_cents":..., "max_attempts":..., "metadata":{...}})
+read from --file (- for stdin) or from stdin when it is piped, or built from
+--prompt. The option flags override the body's fields.
+
+The same key with the same body shows the job it created before (noted on
+stderr as a replay); the same key with another body is
+idempotency_key_reused (exit 4). Network errors and 5xx answers are retried
+with the same key, which never creates a second job.
+
+With --wait it then waits like "aijobs wait" and exits with the job's outcome.`
+
+// submitFlags are submit's own flags.
+type submitFlags struct {
+	key, file, prompt, model, budget, metadata string
+	maxTokens, maxAttempts                     int
+	deadline, timeout                          time.Duration
+	wait                                       bool
+}
+
+// runSubmit creates a job and optionally waits for it.
+func runSubmit(ctx context.Context, c *cli, args []string) error {
+	fs := c.flagSet("submit", "--key KEY (--prompt TEXT | --file PATH | < body.json)", submitAbout)
+	var f submitFlags
+	fs.StringVar(&f.key, "key", "", "idempotency key, 1-255 printable ASCII characters (required): reuse it to retry safely")
+	fs.StringVar(&f.file, "file", "", "read the create body (JSON) from `PATH`; - reads stdin")
+	fs.StringVar(&f.prompt, "prompt", "", "build the input from one user message `TEXT` instead of a body")
+	fs.IntVar(&f.maxTokens, "max-tokens", 0, "with --prompt: input.max_tokens (default: the server's)")
+	fs.StringVar(&f.model, "model", "", "model route (default: the server's default route)")
+	fs.StringVar(&f.budget, "budget-cents", "", "budget in `cents`, decimals allowed, e.g. 50 or 0.5 (default: the server's)")
+	fs.DurationVar(&f.deadline, "deadline", 0, "deadline from creation, whole seconds, e.g. 15m (default: the server's)")
+	fs.IntVar(&f.maxAttempts, "max-attempts", 0, "most attempts the job may make (default: the server's)")
+	fs.StringVar(&f.metadata, "metadata", "", "a JSON `object` returned with the job as given")
+	fs.BoolVar(&f.wait, "wait", false, "wait for the job to end; exit with its outcome")
+	fs.DurationVar(&f.timeout, "timeout", 0, "with --wait: give up after this long (exit 6)")
+	if _, err := c.parse(fs, args, 0); err != nil {
+		return err
+	}
+	set := map[string]bool{}
+	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	req, err := c.createRequest(f, set)
+	if err != nil {
+		return err
+	}
+	if set["timeout"] && (!f.wait || f.timeout < 0) {
+		return usageErrorf("submit: --timeout goes with --wait and must not be negative")
+	}
+	format, err := c.format()
+	if err != nil {
+		return err
+	}
+	cl, err := c.client(ctx)
+	if err != nil {
+		return err
+	}
+	v, replayed, err := cl.Submit(ctx, f.key, req)
+	if err != nil {
+		return err
+	}
+	if replayed {
+		fmt.Fprintf(c.env.stderr, "aijobs: replayed: key %q already created job %s (same body); showing it\n", f.key, v.ID)
+	}
+	if f.wait {
+		return c.await(ctx, cl, v.ID, f.timeout, format)
+	}
+	return printView(c.env.stdout, format, v)
+}
+
+// createRequest builds the body from --prompt, --file or stdin, then
+// applies the option flags that were given. Every mistake is found here,
+// before anything is sent: a usage error (exit 2).
+func (c *cli) createRequest(f submitFlags, set map[string]bool) (client.CreateRequest, error) {
+	var req client.CreateRequest
+	if !job.ValidKey(f.key) {
+		return req, usageErrorf("submit: --key is required: 1 to %d printable ASCII characters", job.MaxKeyLength)
+	}
+	switch {
+	case set["prompt"] && set["file"]:
+		return req, usageErrorf("submit: give --prompt or --file, not both")
+	case set["prompt"]:
+		if f.prompt == "" {
+			return req, usageErrorf("submit: --prompt is empty")
+		}
+		if f.maxTokens < 0 {
+			return req, usageErrorf("submit: --max-tokens must be positive")
+		}
+		req.Input = client.UserPrompt(f.prompt, f.maxTokens)
+	default:
+		if set["max-tokens"] {
+			return req, usageErrorf("submit: --max-tokens goes with --prompt (put max_tokens in the body's input)")
+		}
+		body, err := c.readBody(f.file)
+		if err != nil {
+			return req, err
+		}
+		if req, err = decodeBody(body); err != nil {
+			return req, err
+		}
+	}
+	if set["model"] {
+		req.Model = f.model
+	}
+	if set["budget-cents"] {
+		b, err := job.ParseCents(f.budget)
+		if err != nil || b <= 0 {
+			return req, usageErrorf("submit: --budget-cents %q: want a positive decimal number of cents", f.budget)
+		}
+		req.BudgetCents = b
+	}
+	if set["deadline"] {
+		if f.deadline < time.Second || f.deadline%time.Second != 0 {
+			return req, usageErrorf("submit: --deadline %s: want whole seconds, at least 1s", f.deadline)
+		}
+		req.DeadlineSeconds = int(f.deadline / time.Second)
+	}
+	if set["max-attempts"] {
+		if f.maxAttempts < 1 {
+			return req, usageErrorf("submit: --max-attempts must be at least 1")
+		}
+		req.MaxAttempts = f.maxAttempts
+	}
+	if set["metadata"] {
+		m := bytes.TrimSpace([]byte(f.metadata))
+		if !json.Valid(m) || len(m) == 0 || m[0] != '{' {
+			return req, usageErrorf("submit: --metadata must be a JSON object")
+		}
+		req.Metadata = m
+	}
+	return req, nil
+}
+
+// readBody reads the create body from a file, or from stdin ("-", or no
+// --file with stdin piped). It refuses a body over the API's limit.
+func (c *cli) readBody(path string) ([]byte, error) {
+	var r io.Reader
+	switch {
+	case path == "" && c.env.stdinTTY:
+		return nil, usageErrorf("submit: give --prompt, --file, or pipe a body on stdin (see aijobs submit --help)")
+	case path == "" || path == "-":
+		r = c.env.stdin
+	default:
+		f, err := os.Open(path)
+		if err != nil {
+			return nil, usageErrorf("submit: %v", err)
+		}
+		defer f.Close()
+		r = f
+	}
+	b, err := io.ReadAll(io.LimitReader(r, job.MaxBodyBytes+1))
+	if err != nil {
+		return nil, usageErrorf("submit: read the body: %v", err)
+	}
+	if len(b) > job.MaxBodyBytes {
+		return nil, usageErrorf("submit: the body is larger than %d bytes (the API refuses it)", job.MaxBodyBytes)
+	}
+	return b, nil
+}
+
+// decodeBody reads a create body strictly: one JSON object, no unknown
+// members (the API would refuse them; this says so before sending).
+func decodeBody(b []byte) (client.CreateRequest, error) {
+	var req client.CreateRequest
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&req); err != nil {
+		return req, usageErrorf("submit: the body is not a create request: %v", err)
+	}
+	if dec.More() {
+		return req, usageErrorf("submit: the body holds more than one JSON value")
+	}
+	if len(req.Input) == 0 || string(req.Input) == "null" {
+		return req, usageErrorf("submit: the body has no input")
+	}
+	return req, nil
+}
