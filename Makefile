@@ -26,6 +26,7 @@ kumo: bin/kumo
 build:
 	go build -o bin/aijobs-dev ./cmd/aijobs-dev
 	go build -o bin/aijobs-bench ./cmd/aijobs-bench
+	go build -o bin/aijobs ./cmd/aijobs
 	go build ./...
 
 dev: bin/kumo build

@@ -9,6 +9,7 @@ import (
 	"github.com/aijobs/aijobs/pkg/awsclient"
 	"github.com/aijobs/aijobs/pkg/config"
 	"github.com/aijobs/aijobs/pkg/model"
+	"github.com/aijobs/aijobs/pkg/model/anthropic"
 	"github.com/aijobs/aijobs/pkg/model/fake"
 	"github.com/aijobs/aijobs/pkg/model/openai"
 	"github.com/aijobs/aijobs/pkg/secretsmanager"
@@ -56,6 +57,8 @@ func newProvider(pc config.ProviderConfig, cfg config.Config, awsCfg aws.Config)
 		return fake.New(fake.Config{Latency: pc.Latency, Price: cfg.Provider.Price}), nil
 	case config.KindOpenAI:
 		return openai.New(openai.Config{BaseURL: pc.BaseURL, APIKey: pc.APIKey, Stream: pc.Stream, HTTPClient: modelHTTPClient(awsCfg)})
+	case config.KindAnthropic:
+		return anthropic.New(anthropic.Config{BaseURL: pc.BaseURL, APIKey: pc.APIKey, Stream: pc.Stream, HTTPClient: modelHTTPClient(awsCfg)})
 	}
 	return nil, fmt.Errorf("kind %q is not built into this binary", pc.Kind)
 }

@@ -29,6 +29,8 @@ type View struct {
 	// CostCents counts every attempt, including discarded results.
 	CostCents   job.Nanocents `json:"cost_cents"`
 	BudgetCents job.Nanocents `json:"budget_cents"`
+	// ReservedCents is what attempts in flight hold of the budget.
+	ReservedCents job.Nanocents `json:"reserved_cents"`
 	// ErrorClass is nil unless the job has one; always nil once succeeded.
 	ErrorClass *job.ErrorClass `json:"error_class"`
 	// Result is the model output (succeeded only), else nil.
@@ -65,6 +67,7 @@ type viewJSON struct {
 	Progress    float64         `json:"progress"`
 	CostCents   job.Nanocents   `json:"cost_cents"`
 	BudgetCents job.Nanocents   `json:"budget_cents"`
+	Reserved    job.Nanocents   `json:"reserved_cents"`
 	ErrorClass  *job.ErrorClass `json:"error_class"`
 	Result      json.RawMessage `json:"result"`
 	ResultModel string          `json:"result_model,omitempty"`
@@ -81,7 +84,7 @@ func (v View) MarshalJSON() ([]byte, error) {
 	return json.Marshal(viewJSON{
 		ID: v.ID, State: v.State, RequestKey: v.RequestKey, InputHash: v.InputHash,
 		Model: v.Model, Attempts: v.Attempts, MaxAttempts: v.MaxAttempts, Progress: v.Progress,
-		CostCents: v.CostCents, BudgetCents: v.BudgetCents, ErrorClass: v.ErrorClass,
+		CostCents: v.CostCents, BudgetCents: v.BudgetCents, Reserved: v.ReservedCents, ErrorClass: v.ErrorClass,
 		Result: v.Result, ResultModel: v.ResultModel, Metadata: v.Metadata,
 		CreatedAt: formatTime(v.CreatedAt), UpdatedAt: formatTime(v.UpdatedAt),
 		Deadline: formatTime(v.Deadline), Version: v.Version,
