@@ -43,6 +43,9 @@ var vars = []Var{
 	{"AIJOBS_BATCH_WINDOW", "2s", "Longest wait to fill a batch.", dur(func(c *Config) *time.Duration { return &c.Settings.BatchWindow })},
 	{"AIJOBS_MAX_CONCURRENCY", "10", "Concurrent worker invocations (the event source mapping's MaximumConcurrency).", integer(func(c *Config) *int { return &c.Settings.MaxConcurrency })},
 
+	{"AIJOBS_RECONCILE_EVERY", "5m", "How often the reconciler runs (its schedule in AWS; a ticker in the dev server). At least 1m.", dur(func(c *Config) *time.Duration { return &c.Settings.ReconcileEvery })},
+	{"AIJOBS_RECONCILE_AFTER", "10m", "The reconciler re-sends, through the claim path, a job queued and untouched this long, or running with a lease expired this long ago.", dur(func(c *Config) *time.Duration { return &c.Settings.ReconcileAfter })},
+
 	{"AIJOBS_DEFAULT_DEADLINE", "15m", "Job deadline when a request gives no `deadline_seconds`.", dur(func(c *Config) *time.Duration { return &c.Settings.Limits.DefaultDeadline })},
 	{"AIJOBS_MAX_DEADLINE", "24h", "Largest `deadline_seconds` accepted.", dur(func(c *Config) *time.Duration { return &c.Settings.Limits.MaxDeadline })},
 	{"AIJOBS_DEFAULT_BUDGET_CENTS", "50", "Budget when a request gives no `budget_cents`.", cents(func(c *Config) *job.Nanocents { return &c.Settings.Limits.DefaultBudget })},
