@@ -1,4 +1,4 @@
-// Command api is the API Lambda: POST /jobs, GET /jobs/{id},
+// Command api is the API Lambda: POST /jobs, GET /jobs, GET /jobs/{id},
 // POST /jobs/{id}/cancel behind API Gateway's HTTP API. It only wires.
 package main
 
@@ -10,7 +10,7 @@ import (
 )
 
 func main() {
-	if err := app.Lambda(func(a *app.App) any { return a.API.Handle }); err != nil {
+	if err := app.Lambda(app.APIRole); err != nil {
 		fmt.Fprintln(os.Stderr, "api:", err)
 		os.Exit(1)
 	}

@@ -10,7 +10,7 @@ import (
 )
 
 func main() {
-	if err := app.Lambda(func(a *app.App) any { return a.Worker.Handle }); err != nil {
+	if err := app.Lambda(app.WorkerRole); err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(1)
 	}

@@ -20,12 +20,27 @@ import (
 	"github.com/aijobs/aijobs/pkg/emf"
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/model"
+	"github.com/aijobs/aijobs/pkg/reconciler"
 	"github.com/aijobs/aijobs/pkg/sqs"
 	"github.com/aijobs/aijobs/pkg/worker"
 )
 
+// Role is which function a process serves: a Lambda wires only its own
+// handler (the API and the reconciler never call a model, so they never
+// read a provider key); the dev server and tests wire everything.
+type Role int
+
+// The roles.
+const (
+	All Role = iota
+	APIRole
+	WorkerRole
+	ReconcilerRole
+)
+
 // Options are what tests and tools change about the wiring.
 type Options struct {
+	Role Role
 	// CreateResources makes the table and queues (idempotently) from the
 	// settings, as the dev server does on start; Lambdas get them from the
 	// stack instead.
@@ -47,9 +62,12 @@ type App struct {
 	Store     *dynamodb.Store
 	Queue     *sqs.Queue
 	Providers map[string]model.Provider
-	API       *api.Handler
-	Worker    *worker.Worker
-	Logger    *slog.Logger
+	// The handlers of the role: API, Worker and Reconciler (nil when the
+	// role does not serve them).
+	API        *api.Handler
+	Worker     *worker.Worker
+	Reconciler *reconciler.Reconciler
+	Logger     *slog.Logger
 }
 
 // New wires the system described by cfg.
@@ -76,25 +94,34 @@ func New(ctx context.Context, cfg config.Config, o Options) (*App, error) {
 	if cfg.QueueURL == "" {
 		return nil, fmt.Errorf("app: no queue URL (set AIJOBS_QUEUE_URL)")
 	}
-	providers, err := newProviders(ctx, cfg, awsCfg, o)
-	if err != nil {
-		return nil, err
-	}
-	a := &App{Config: cfg, AWS: awsCfg, Providers: providers, Logger: o.Logger,
+	a := &App{Config: cfg, AWS: awsCfg, Logger: o.Logger,
 		Store: dynamodb.New(ddb, cfg.Table, cfg.Settings), Queue: sqs.New(sq, cfg.QueueURL, cfg.DLQURL)}
 	s := cfg.Settings
-	a.API = api.New(api.Config{Store: a.Store, Queue: a.Queue, Limits: s.Limits, Retention: s.Retention, Routes: cfg.RouteTable,
-		Clock: o.Clock, EnqueueRetryAfter: s.EnqueueRetryAfter, Logger: o.Logger})
-	var metrics worker.Metrics
+	var workerMetrics worker.Metrics
+	var reconcilerMetrics reconciler.Metrics
 	if cfg.Metrics == "emf" {
-		metrics = emf.New(os.Stdout, o.Clock)
+		m := emf.New(os.Stdout, o.Clock)
+		workerMetrics, reconcilerMetrics = m, m
 	}
-	a.Worker = worker.New(worker.Config{
-		Store: a.Store, Queue: a.Queue, Clock: o.Clock, Logger: o.Logger, Retention: s.Retention, Metrics: metrics,
-		Routes: cfg.RouteTable, Providers: providers,
-		Timing: worker.Timing{Heartbeat: s.Heartbeat, LeaseTTL: s.LeaseTTL, AttemptMargin: s.AttemptMargin,
-			LambdaMargin: s.LambdaMargin, BackoffBase: s.BackoffBase, BackoffMax: s.BackoffMax},
-	})
+	if o.Role == All || o.Role == APIRole {
+		a.API = api.New(api.Config{Store: a.Store, Queue: a.Queue, Limits: s.Limits, Retention: s.Retention, Routes: cfg.RouteTable,
+			Clock: o.Clock, EnqueueRetryAfter: s.EnqueueRetryAfter, Logger: o.Logger})
+	}
+	if o.Role == All || o.Role == WorkerRole {
+		if a.Providers, err = newProviders(ctx, cfg, awsCfg, o); err != nil {
+			return nil, err
+		}
+		a.Worker = worker.New(worker.Config{
+			Store: a.Store, Queue: a.Queue, Clock: o.Clock, Logger: o.Logger, Retention: s.Retention, Metrics: workerMetrics,
+			Routes: cfg.RouteTable, Providers: a.Providers,
+			Timing: worker.Timing{Heartbeat: s.Heartbeat, LeaseTTL: s.LeaseTTL, AttemptMargin: s.AttemptMargin,
+				LambdaMargin: s.LambdaMargin, BackoffBase: s.BackoffBase, BackoffMax: s.BackoffMax},
+		})
+	}
+	if o.Role == All || o.Role == ReconcilerRole {
+		a.Reconciler = reconciler.New(reconciler.Config{Store: a.Store, Queue: a.Queue, After: s.ReconcileAfter,
+			Clock: o.Clock, Logger: o.Logger, Metrics: reconcilerMetrics})
+	}
 	return a, nil
 }
 

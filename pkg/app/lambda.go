@@ -2,6 +2,7 @@ package app
 
 import (
 	"context"
+	"fmt"
 	"os"
 
 	"github.com/aws/aws-lambda-go/lambda"
@@ -9,18 +10,26 @@ import (
 	"github.com/aijobs/aijobs/pkg/config"
 )
 
-// Lambda wires the app from the function's environment and serves the
-// handler pick returns (a.API.Handle, a.Worker.Handle). It returns only if
-// the wiring fails.
-func Lambda(pick func(*App) any) error {
+// Lambda wires the app for role from the function's environment and
+// serves that role's handler. It returns only if the wiring fails.
+func Lambda(role Role) error {
 	cfg, err := config.Load(os.Getenv)
 	if err != nil {
 		return err
 	}
-	a, err := New(context.Background(), cfg, Options{})
+	a, err := New(context.Background(), cfg, Options{Role: role})
 	if err != nil {
 		return err
 	}
-	lambda.Start(pick(a))
+	switch role {
+	case APIRole:
+		lambda.Start(a.API.Handle)
+	case WorkerRole:
+		lambda.Start(a.Worker.Handle)
+	case ReconcilerRole:
+		lambda.Start(a.Reconciler.Handle)
+	default:
+		return fmt.Errorf("app: no Lambda handler for role %d", role)
+	}
 	return nil
 }

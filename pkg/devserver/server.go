@@ -11,11 +11,15 @@ import (
 	"time"
 )
 
-// Server runs the gateway and the poller together until its context ends.
+// Server runs the gateway and the poller together until its context ends,
+// and, as the schedule does in AWS, the reconciler's sweep every
+// SweepEvery (never when either is unset).
 type Server struct {
-	Gateway *Gateway
-	Poller  *Poller
-	Logger  *slog.Logger
+	Gateway    *Gateway
+	Poller     *Poller
+	Sweep      func(context.Context)
+	SweepEvery time.Duration
+	Logger     *slog.Logger
 }
 
 // Serve answers HTTP on ln and polls the queue until ctx ends, then stops
@@ -30,6 +34,22 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		defer wg.Done()
 		s.Poller.Run(ctx)
 	}()
+	if s.Sweep != nil && s.SweepEvery > 0 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			t := time.NewTicker(s.SweepEvery)
+			defer t.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-t.C:
+					s.Sweep(ctx)
+				}
+			}
+		}()
+	}
 	errc := make(chan error, 1)
 	go func() { errc <- hs.Serve(ln) }()
 	var err error

@@ -1,0 +1,175 @@
+// Package reconciler is the backstop for lost messages (DESIGN 4.8): on a
+// schedule it finds jobs queued and untouched for a while (their message
+// was lost before or after it was sent) and jobs whose lease expired long
+// ago (their worker died and the message is gone), and sends their ids
+// again. It decides nothing itself: the worker's claim path does, so a
+// re-sent job that finished meanwhile costs one round trip, never a second
+// generation.
+package reconciler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/aijobs/aijobs/pkg/job"
+)
+
+// Store is the part of the job store the reconciler drives.
+type Store interface {
+	Unfinished(ctx context.Context, before time.Time, each func(id string) error) error
+	Nudge(ctx context.Context, n job.Nudge) (job.Job, error)
+}
+
+// Queue re-sends a job's id to the workers.
+type Queue interface {
+	Send(ctx context.Context, jobID string) error
+}
+
+// Metrics receives what a run did (CloudWatch EMF in Lambda).
+type Metrics interface {
+	Emit(metric string, value float64, unit string, dims map[string]string)
+}
+
+// Config wires a Reconciler.
+type Config struct {
+	Store Store
+	Queue Queue
+	// After is how long a job must have been untouched (queued) or
+	// abandoned by its worker (running, lease expired) to be re-sent.
+	After   time.Duration
+	Clock   job.Clock
+	Logger  *slog.Logger
+	Metrics Metrics
+	// Parallel bounds the nudges and sends in flight; 0 means 16.
+	Parallel int
+}
+
+// Reconciler runs one sweep per call of Run.
+type Reconciler struct{ cfg Config }
+
+// New returns a reconciler; nil Clock, Logger and Metrics get defaults.
+func New(cfg Config) *Reconciler {
+	if cfg.Clock == nil {
+		cfg.Clock = job.SystemClock{}
+	}
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = noMetrics{}
+	}
+	if cfg.Parallel <= 0 {
+		cfg.Parallel = 16
+	}
+	return &Reconciler{cfg: cfg}
+}
+
+type noMetrics struct{}
+
+func (noMetrics) Emit(string, float64, string, map[string]string) {}
+
+// Report is what one sweep did.
+type Report struct {
+	// Candidates are unfinished jobs created before the staleness horizon.
+	Candidates int `json:"candidates"`
+	// Queued and Running count the jobs re-sent, by the state they were
+	// found in.
+	Queued  int `json:"queued"`
+	Running int `json:"running"`
+	// Healthy are candidates that turned out to be fine (touched recently,
+	// held by a live worker, or finished meanwhile).
+	Healthy int `json:"healthy"`
+	Errors  int `json:"errors"`
+}
+
+// Handle is the Lambda handler for the schedule's event.
+func (r *Reconciler) Handle(ctx context.Context, _ events.CloudWatchEvent) (Report, error) {
+	return r.Run(ctx)
+}
+
+// Run sweeps once. It returns an error only when the candidates could not
+// be listed; a job it could not nudge or send is counted and left for the
+// next sweep.
+func (r *Reconciler) Run(ctx context.Context) (Report, error) {
+	now := r.cfg.Clock.Now()
+	stale := now.Add(-r.cfg.After)
+	var rep struct{ candidates, queued, running, healthy, errors atomic.Int64 }
+	sem := make(chan struct{}, r.cfg.Parallel)
+	var wg sync.WaitGroup
+	err := r.cfg.Store.Unfinished(ctx, stale, func(id string) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		rep.candidates.Add(1)
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			switch r.one(ctx, id, now, stale) {
+			case job.Queued:
+				rep.queued.Add(1)
+			case job.Running:
+				rep.running.Add(1)
+			case "":
+				rep.healthy.Add(1)
+			default:
+				rep.errors.Add(1)
+			}
+		}()
+		return nil
+	})
+	wg.Wait()
+	out := Report{Candidates: int(rep.candidates.Load()), Queued: int(rep.queued.Load()), Running: int(rep.running.Load()),
+		Healthy: int(rep.healthy.Load()), Errors: int(rep.errors.Load())}
+	r.emit(out)
+	r.cfg.Logger.Info("reconciled", "candidates", out.Candidates, "resent_queued", out.Queued, "resent_running", out.Running,
+		"healthy", out.Healthy, "errors", out.Errors)
+	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
+		return out, fmt.Errorf("reconciler: list unfinished jobs: %w", err)
+	}
+	return out, nil
+}
+
+// failed marks a job the sweep could not handle (one that is not a state).
+const failed job.State = "error"
+
+// one nudges and re-sends one candidate; it answers the state the job was
+// re-sent from, "" when it needed nothing, or failed.
+func (r *Reconciler) one(ctx context.Context, id string, now, stale time.Time) job.State {
+	log := r.cfg.Logger.With("job_id", id)
+	// The nudge is the check: only a job still stale at this instant is
+	// touched, so two sweeps (or a sweep and a worker) never both act.
+	j, err := r.cfg.Store.Nudge(ctx, job.Nudge{ID: id, Now: now, Stale: stale})
+	switch job.ErrorCode(err) {
+	case "":
+	case job.CodeConflict, job.CodeNotFound:
+		return ""
+	default:
+		log.Warn("nudging a stale job failed", "err", err)
+		return failed
+	}
+	if err := r.cfg.Queue.Send(ctx, id); err != nil {
+		// Nudged but not sent: it looks fresh until After passes again,
+		// then the next sweep finds it.
+		log.Warn("re-sending a stale job failed", "err", err)
+		return failed
+	}
+	log.Info("stale job re-sent through the claim path", "state", j.State, "nudges", j.Nudges)
+	return j.State
+}
+
+func (r *Reconciler) emit(rep Report) {
+	m := r.cfg.Metrics
+	m.Emit("ReconcileCandidates", float64(rep.Candidates), "Count", nil)
+	m.Emit("Reconciled", float64(rep.Queued), "Count", map[string]string{"State": string(job.Queued)})
+	m.Emit("Reconciled", float64(rep.Running), "Count", map[string]string{"State": string(job.Running)})
+	m.Emit("ReconcileErrors", float64(rep.Errors), "Count", nil)
+}

@@ -1,0 +1,134 @@
+package reconciler_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/memstore"
+	"github.com/aijobs/aijobs/pkg/reconciler"
+)
+
+type queue struct {
+	mu   sync.Mutex
+	sent []string
+	fail map[string]bool
+}
+
+func (q *queue) Send(_ context.Context, id string) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.fail[id] {
+		return errors.New("sqs down")
+	}
+	q.sent = append(q.sent, id)
+	return nil
+}
+
+type metrics struct {
+	mu sync.Mutex
+	m  map[string]float64
+}
+
+func (m *metrics) Emit(name string, v float64, _ string, dims map[string]string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.m[name+"/"+dims["State"]] += v
+}
+
+type clock struct{ t time.Time }
+
+func (c clock) Now() time.Time { return c.t }
+
+var now = time.Date(2026, 12, 2, 12, 0, 0, 0, time.UTC)
+
+func TestSweep(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	mk := func(key string, created, updated time.Time, mut func(*job.Job)) string {
+		j := job.Job{ID: job.NewID("t", key), Tenant: "t", RequestKey: key, Model: "default", Input: json.RawMessage(`{}`),
+			State: job.Queued, MaxAttempts: 3, Budget: job.Cents(1), Deadline: now.Add(time.Hour),
+			Version: 1, CreatedAt: created, UpdatedAt: updated}
+		if mut != nil {
+			mut(&j)
+		}
+		if _, err := st.Create(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+		return j.ID
+	}
+	old := now.Add(-time.Hour)
+	lost := mk("lost", old, old, nil)
+	backingOff := mk("backing-off", old, old, func(j *job.Job) { j.NotBefore = now.Add(-time.Minute) })
+	recent := mk("touched-recently", old, now.Add(-time.Minute), nil)
+	young := mk("young", now.Add(-time.Minute), now.Add(-time.Minute), nil)
+	dead := mk("dead-worker", old, old.Add(time.Minute), func(j *job.Job) {
+		j.State, j.Attempts, j.LeaseOwner, j.LeaseUntil = job.Running, 1, "w", old.Add(2*time.Minute)
+	})
+	busy := mk("busy-worker", old, now.Add(-5*time.Second), func(j *job.Job) {
+		j.State, j.Attempts, j.LeaseOwner, j.LeaseUntil = job.Running, 1, "w", now.Add(20*time.Second)
+	})
+	done := mk("done", old, old, func(j *job.Job) { j.State = job.Succeeded })
+	unsendable := mk("unsendable", old, old, nil)
+
+	q := &queue{fail: map[string]bool{unsendable: true}}
+	m := &metrics{m: map[string]float64{}}
+	r := reconciler.New(reconciler.Config{Store: st, Queue: q, After: 10 * time.Minute, Clock: clock{now}, Metrics: m, Parallel: 3})
+	rep, err := r.Run(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := reconciler.Report{Candidates: 6, Queued: 1, Running: 1, Healthy: 3, Errors: 1} // young and done are no candidates
+	if rep != want {
+		t.Fatalf("report %+v, want %+v", rep, want)
+	}
+	slices.Sort(q.sent)
+	if w := []string{dead, lost}; !slices.Equal(q.sent, sortIDs(w)) {
+		t.Fatalf("sent %v, want %v", q.sent, sortIDs(w))
+	}
+	for _, id := range []string{backingOff, recent, young, busy, done} {
+		if j, _ := st.Get(ctx, id); j.Nudges != 0 {
+			t.Errorf("%s was nudged: %+v", id, j)
+		}
+	}
+	if j, _ := st.Get(ctx, lost); j.Nudges != 1 || !j.UpdatedAt.Equal(now) {
+		t.Fatalf("the lost job's record does not show the nudge: %+v", j)
+	}
+	if m.m["Reconciled/queued"] != 1 || m.m["Reconciled/running"] != 1 || m.m["ReconcileCandidates/"] != 6 || m.m["ReconcileErrors/"] != 1 {
+		t.Fatalf("metrics %v", m.m)
+	}
+
+	// The next sweep, in the same period, re-sends nothing: every job it
+	// found stale was touched by the first.
+	q.fail = nil
+	rep, err = r.Run(ctx)
+	if err != nil || rep.Queued+rep.Running != 0 {
+		t.Fatalf("second sweep: %+v %v", rep, err)
+	}
+}
+
+func sortIDs(ids []string) []string { slices.Sort(ids); return ids }
+
+func TestSweepStopsWithItsContext(t *testing.T) {
+	st := memstore.New()
+	for i := range 50 {
+		key := string(rune('a'+i%26)) + string(rune('a'+i/26))
+		j := job.Job{ID: job.NewID("t", key), Tenant: "t", RequestKey: key, State: job.Queued, MaxAttempts: 1, Budget: 1,
+			Deadline: now.Add(time.Hour), Version: 1, CreatedAt: now.Add(-time.Hour), UpdatedAt: now.Add(-time.Hour)}
+		if _, err := st.Create(context.Background(), j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	r := reconciler.New(reconciler.Config{Store: st, Queue: &queue{}, After: time.Minute, Clock: clock{now}})
+	rep, err := r.Run(ctx)
+	if err != nil || rep.Candidates > 1 {
+		t.Fatalf("a cancelled sweep went on: %+v %v", rep, err)
+	}
+}
