@@ -21,6 +21,9 @@ type Store interface {
 	Create(ctx context.Context, j job.Job) (job.Job, error)
 	Get(ctx context.Context, id string) (job.Job, error)
 	Cancel(ctx context.Context, c job.Cancel) (job.Job, error)
+	// List answers a page of one tenant's jobs, newest first; a bad
+	// cursor is an invalid_request naming the cursor field.
+	List(ctx context.Context, q job.ListQuery) (job.Page, error)
 }
 
 // Queue delivers a job id to the workers. Duplicates are harmless: the

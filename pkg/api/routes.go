@@ -4,6 +4,7 @@ import (
 	"context"
 	"log/slog"
 	"net/http"
+	"sort"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -11,12 +12,21 @@ import (
 	"github.com/aijobs/aijobs/pkg/job"
 )
 
-// endpoint is one of the API's paths: which method it takes and the job id
-// its path names, if any.
+// endpoint is one of the API's paths: which operation each method it takes
+// is, and the job id its path names, if any. HEAD is not supported.
 type endpoint struct {
-	name   string // "create", "get" or "cancel", for logs
-	method string // the one method the path accepts; HEAD is not supported
-	id     string
+	ops map[string]string // method -> "create", "list", "get" or "cancel"
+	id  string
+}
+
+// allow is the Allow header of the endpoint: its methods, sorted.
+func (e endpoint) allow() string {
+	ms := make([]string, 0, len(e.ops))
+	for m := range e.ops {
+		ms = append(ms, m)
+	}
+	sort.Strings(ms)
+	return strings.Join(ms, ", ")
 }
 
 // match finds the endpoint of a raw path. Ids are taken as they appear in
@@ -28,7 +38,7 @@ func match(path string) (endpoint, bool) {
 	case !ok:
 		return endpoint{}, false
 	case rest == "":
-		return endpoint{name: "create", method: http.MethodPost}, true
+		return endpoint{ops: map[string]string{http.MethodPost: "create", http.MethodGet: "list"}}, true
 	case rest[0] != '/':
 		return endpoint{}, false
 	}
@@ -37,9 +47,9 @@ func match(path string) (endpoint, bool) {
 	case id == "":
 		return endpoint{}, false
 	case !nested:
-		return endpoint{name: "get", method: http.MethodGet, id: id}, true
+		return endpoint{ops: map[string]string{http.MethodGet: "get"}, id: id}, true
 	case tail == "cancel":
-		return endpoint{name: "cancel", method: http.MethodPost, id: id}, true
+		return endpoint{ops: map[string]string{http.MethodPost: "cancel"}, id: id}, true
 	}
 	return endpoint{}, false
 }
@@ -66,27 +76,30 @@ func matchEvent(ev events.APIGatewayV2HTTPRequest) (endpoint, bool) {
 func (h *Handler) route(ctx context.Context, log *slog.Logger, ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {
 	ep, ok := matchEvent(ev)
 	if !ok {
-		return problemFor(job.CodeNotFound, "", "no such route: the API serves POST /jobs, GET /jobs/{id} and POST /jobs/{id}/cancel")
+		return problemFor(job.CodeNotFound, "", "no such route: the API serves POST /jobs, GET /jobs, GET /jobs/{id} and POST /jobs/{id}/cancel")
 	}
-	if ev.RequestContext.HTTP.Method != ep.method {
-		resp := problemFor(job.CodeMethodNotAllowed, "", "this path accepts only "+ep.method)
-		resp.Headers["Allow"] = ep.method
+	op, ok := ep.ops[ev.RequestContext.HTTP.Method]
+	if !ok {
+		resp := problemFor(job.CodeMethodNotAllowed, "", "this path accepts only "+ep.allow())
+		resp.Headers["Allow"] = ep.allow()
 		return resp
 	}
 	tenant := tenantOf(ev.RequestContext)
 	if tenant == "" {
 		return problemFor(job.CodeUnauthorized, "", "the request carries no caller identity")
 	}
-	log = log.With(slog.String("route", ep.name))
+	log = log.With(slog.String("route", op))
 	if ep.id != "" {
 		if len(ep.id) > job.IDLength || !job.ValidID(ep.id) {
 			return problemFor(job.CodeInvalidRequest, "id", "the id in the path is not a job id")
 		}
 		log = log.With(slog.String("job_id", ep.id))
 	}
-	switch ep.name {
+	switch op {
 	case "create":
 		return h.create(ctx, log, ev, tenant)
+	case "list":
+		return h.list(ctx, log, ev, tenant)
 	case "get":
 		return h.get(ctx, log, ev, tenant, ep.id)
 	default:

@@ -10,12 +10,11 @@ import (
 func TestWrongMethodIs405WithAllow(t *testing.T) {
 	id := job.NewID("jwt:tenant-a", "k")
 	tests := []struct{ method, path, allow string }{
-		{"GET", "/jobs", "POST"},
-		{"PUT", "/jobs", "POST"},
-		{"DELETE", "/jobs", "POST"},
-		{"HEAD", "/jobs", "POST"},
-		{"OPTIONS", "/jobs", "POST"},
-		{"post", "/jobs", "POST"},
+		{"PUT", "/jobs", "GET, POST"},
+		{"DELETE", "/jobs", "GET, POST"},
+		{"HEAD", "/jobs", "GET, POST"},
+		{"OPTIONS", "/jobs", "GET, POST"},
+		{"post", "/jobs", "GET, POST"},
 		{"POST", "/jobs/" + id, "GET"},
 		{"HEAD", "/jobs/" + id, "GET"},
 		{"DELETE", "/jobs/" + id, "GET"},

@@ -13,7 +13,13 @@ type stubStore struct {
 	create func(job.Job) (job.Job, error)
 	get    func(string) (job.Job, error)
 	cancel func(job.Cancel) (job.Job, error)
+	list   func(job.ListQuery) (job.Page, error)
 	calls  atomic.Int64
+}
+
+func (s *stubStore) List(_ context.Context, q job.ListQuery) (job.Page, error) {
+	s.calls.Add(1)
+	return s.list(q)
 }
 
 func (s *stubStore) Create(_ context.Context, j job.Job) (job.Job, error) {
@@ -37,5 +43,6 @@ func failingStore(err error) *stubStore {
 		create: func(job.Job) (job.Job, error) { return job.Job{}, err },
 		get:    func(string) (job.Job, error) { return job.Job{}, err },
 		cancel: func(job.Cancel) (job.Job, error) { return job.Job{}, err },
+		list:   func(job.ListQuery) (job.Page, error) { return job.Page{}, err },
 	}
 }

@@ -1,0 +1,137 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/aijobs/aijobs/pkg/job"
+)
+
+// Summary is a job as GET /jobs lists it: the view's fields that change
+// only with the job's state (the list is served from an index that
+// heartbeats never write), under the view's own names. Fetch the job for
+// its progress, result and version.
+type Summary struct {
+	ID          string          `json:"id"`
+	State       job.State       `json:"state"`
+	RequestKey  string          `json:"request_key"`
+	InputHash   string          `json:"input_hash"`
+	Model       string          `json:"model"`
+	Attempts    int             `json:"attempts"`
+	MaxAttempts int             `json:"max_attempts"`
+	CostCents   job.Nanocents   `json:"cost_cents"`
+	BudgetCents job.Nanocents   `json:"budget_cents"`
+	ErrorClass  *job.ErrorClass `json:"error_class"`
+	ResultModel string          `json:"result_model,omitempty"`
+	Replays     int             `json:"replays,omitempty"`
+	CreatedAt   string          `json:"created_at"`
+	Deadline    string          `json:"deadline"`
+}
+
+// listBody is the answer of GET /jobs.
+type listBody struct {
+	Jobs       []Summary `json:"jobs"`
+	NextCursor *string   `json:"next_cursor"`
+}
+
+// listParams are the query parameters GET /jobs takes.
+var listParams = map[string]bool{"state": true, "error_class": true, "since": true, "limit": true, "cursor": true}
+
+// list answers GET /jobs?state=&error_class=&since=&limit=&cursor=: the
+// caller's own jobs, newest first. Unknown or repeated parameters are a
+// 400, like unknown body fields.
+func (h *Handler) list(ctx context.Context, log *slog.Logger, ev events.APIGatewayV2HTTPRequest, tenant string) events.APIGatewayV2HTTPResponse {
+	q, jerr := parseList(ev.RawQueryString)
+	if jerr != nil {
+		return h.clientProblem(ctx, log, "parse list", jerr)
+	}
+	q.Tenant = tenant
+	page, err := h.store.List(ctx, q)
+	if err != nil {
+		var je *job.Error
+		if errors.As(err, &je) && je.Code == job.CodeInvalidRequest {
+			return h.clientProblem(ctx, log, "list", je)
+		}
+		return h.serverProblem(ctx, log, "list", fmt.Errorf("list jobs: %w", err))
+	}
+	out := listBody{Jobs: make([]Summary, 0, len(page.Jobs))}
+	for _, j := range page.Jobs {
+		out.Jobs = append(out.Jobs, summaryOf(j))
+	}
+	if page.Next != "" {
+		out.NextCursor = &page.Next
+	}
+	body, err := json.Marshal(out)
+	if err != nil {
+		return h.serverProblem(ctx, log, "list", fmt.Errorf("encode the list: %w", err))
+	}
+	return events.APIGatewayV2HTTPResponse{
+		StatusCode: http.StatusOK,
+		Headers:    map[string]string{"Content-Type": "application/json", "Cache-Control": "no-store"},
+		Body:       string(body),
+	}
+}
+
+func parseList(raw string) (job.ListQuery, *job.Error) {
+	bad := func(field, format string, args ...any) *job.Error {
+		return &job.Error{Code: job.CodeInvalidRequest, Field: field, Message: fmt.Sprintf(format, args...)}
+	}
+	vals, err := url.ParseQuery(raw)
+	if err != nil {
+		return job.ListQuery{}, bad("", "the query string is not valid")
+	}
+	var q job.ListQuery
+	for name, vs := range vals {
+		if !listParams[name] {
+			return q, bad(name, "unknown query parameter; GET /jobs takes state, error_class, since, limit and cursor")
+		}
+		if len(vs) != 1 {
+			return q, bad(name, "give %s once", name)
+		}
+		v := vs[0]
+		switch name {
+		case "state":
+			if q.State = job.State(v); !q.State.Valid() {
+				return q, bad(name, "want queued, running, succeeded, failed or abandoned")
+			}
+		case "error_class":
+			if q.Class = job.ErrorClass(v); !q.Class.Valid() {
+				return q, bad(name, "not an error class (see docs/errors.md)")
+			}
+		case "since":
+			t, err := time.Parse(time.RFC3339Nano, v)
+			if err != nil {
+				return q, bad(name, "want an RFC 3339 time such as 2026-12-02T10:00:00Z")
+			}
+			q.Since = t
+		case "limit":
+			n, err := strconv.Atoi(v)
+			if err != nil || n < 1 || n > job.MaxListLimit {
+				return q, bad(name, "want a whole number from 1 to %d", job.MaxListLimit)
+			}
+			q.Limit = n
+		case "cursor":
+			if _, err := job.ParseCursor(v); err != nil {
+				return q, bad(name, "the cursor is not one this API returned")
+			}
+			q.Cursor = v
+		}
+	}
+	return q, nil
+}
+
+func summaryOf(j job.Job) Summary {
+	v := NewView(j)
+	return Summary{ID: v.ID, State: v.State, RequestKey: v.RequestKey, InputHash: v.InputHash, Model: v.Model,
+		Attempts: v.Attempts, MaxAttempts: v.MaxAttempts, CostCents: v.CostCents, BudgetCents: v.BudgetCents,
+		ErrorClass: v.ErrorClass, ResultModel: v.ResultModel, Replays: j.Replays, CreatedAt: v.CreatedAt, Deadline: v.Deadline}
+}
