@@ -99,17 +99,32 @@ func (q *Queue) DeadLetter(ctx context.Context, body, reason string) error {
 	return nil
 }
 
+// DeadLetters is the dead letter queue as a queue of its own, for the
+// operator's replay to receive from and delete in.
+func (q *Queue) DeadLetters() *Queue { return &Queue{client: q.client, url: q.dlqURL} }
+
 // Receive long-polls for up to max messages, waiting at most wait, and
 // returns them as Lambda's SQS event records (what the event source mapping
 // would hand the worker).
 func (q *Queue) Receive(ctx context.Context, max int, wait time.Duration) ([]events.SQSMessage, error) {
-	out, err := q.client.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{
+	return q.ReceiveHidden(ctx, max, wait, 0)
+}
+
+// ReceiveHidden is Receive that hides the messages for hide (0: the
+// queue's visibility timeout), so a sweep over a queue sees each message
+// once.
+func (q *Queue) ReceiveHidden(ctx context.Context, max int, wait, hide time.Duration) ([]events.SQSMessage, error) {
+	in := &awssqs.ReceiveMessageInput{
 		QueueUrl:                    aws.String(q.url),
 		MaxNumberOfMessages:         int32(max),
 		WaitTimeSeconds:             int32(wait / time.Second),
 		MessageSystemAttributeNames: []types.MessageSystemAttributeName{types.MessageSystemAttributeNameAll},
 		MessageAttributeNames:       []string{"All"},
-	})
+	}
+	if hide > 0 {
+		in.VisibilityTimeout = visibilitySeconds(hide)
+	}
+	out, err := q.client.ReceiveMessage(ctx, in)
 	if err != nil {
 		return nil, unavailable("receive messages", err)
 	}
