@@ -26,14 +26,10 @@ var commands = []command{
 	{"list", "", "list your jobs (GET /jobs), following cursors with --all", runList},
 	{"advise", "--p99 DURATION (--awaited | --outlives)", "decide between a synchronous call and a job", runAdvise},
 
-	// Operator commands that read DynamoDB and SQS directly rather than
-	// the HTTP API belong here, each in its own file, when they are added:
-	//   failures  failed and abandoned jobs by error class and time (the
-	//             table's failures index), with their input hash and cost;
-	//   replay    re-send job ids (from the DLQ, or from a failures query)
-	//             through the claim path.
-	// They will need AWS clients rather than pkg/client; the globals
-	// (--sigv4's AWS configuration, --output) already fit them.
+	// Operator commands: they read and write DynamoDB and SQS directly
+	// with AWS credentials (the stack's operator policy), not the API.
+	{"failures", "[--class C] [--since T] [--until T]", "failed and abandoned jobs by class and input, with their cost", runFailures},
+	{"replay", "--from dlq|failures", "send jobs back through the claim path (succeeded ones are skipped)", runReplay},
 }
 
 // cli is one invocation: the process environment and the global flags.

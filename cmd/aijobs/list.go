@@ -35,7 +35,7 @@ func runList(ctx context.Context, c *cli, args []string) error {
 		return usageErrorf("list: --limit must not be negative")
 	}
 	if *since != "" {
-		t, err := c.parseSince(*since)
+		t, err := c.parseSince("list: --since", *since)
 		if err != nil {
 			return err
 		}
@@ -79,18 +79,23 @@ func listPages(ctx context.Context, cl *client.Client, q client.ListQuery, all b
 	}
 }
 
-// parseSince reads an RFC 3339 time or a duration back from now.
-func (c *cli) parseSince(s string) (time.Time, error) {
+// parseSince reads flag's value s: an RFC 3339 time or a duration back
+// from now.
+func (c *cli) parseSince(flag, s string) (time.Time, error) {
 	if t, err := time.Parse(time.RFC3339, s); err == nil {
 		return t, nil
 	}
 	d, err := time.ParseDuration(s)
 	if err != nil || d <= 0 {
-		return time.Time{}, usageErrorf("list: --since %q: want an RFC 3339 time or a positive duration such as 24h", s)
+		return time.Time{}, usageErrorf("%s %q: want an RFC 3339 time or a positive duration back from now, such as 24h", flag, s)
 	}
-	now := time.Now
+	return c.clock().Add(-d), nil
+}
+
+// clock is the time now, from the env's seam in tests.
+func (c *cli) clock() time.Time {
 	if c.env.now != nil {
-		now = c.env.now
+		return c.env.now()
 	}
-	return now().Add(-d), nil
+	return time.Now()
 }

@@ -55,16 +55,17 @@ func printView(w io.Writer, format string, v client.View) error {
 }
 
 // printPage writes a list of jobs: the API's page shape as JSON, or one
-// line per job as a table.
+// line per job as a table. A list holds job summaries (no progress,
+// result or updated_at: get the job for those).
 func printPage(w io.Writer, format string, p client.Page) error {
 	if format == "json" {
 		return printJSON(w, p)
 	}
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tERROR_CLASS\tATTEMPTS\tPROGRESS\tCOST_CENTS\tUPDATED_AT")
+	fmt.Fprintln(tw, "ID\tSTATE\tERROR_CLASS\tATTEMPTS\tCOST_CENTS\tCREATED_AT\tMODEL")
 	for _, v := range p.Jobs {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", v.ID, v.State, orDash(string(v.Class())),
-			v.Attempts, v.MaxAttempts, percent(v.Progress), v.CostCents, stamp(v.UpdatedAt))
+			v.Attempts, v.MaxAttempts, v.CostCents, stamp(v.CreatedAt), v.Model)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -1,0 +1,54 @@
+package main
+
+import (
+	"context"
+	"flag"
+
+	"github.com/aijobs/aijobs/pkg/awsclient"
+	"github.com/aijobs/aijobs/pkg/config"
+	"github.com/aijobs/aijobs/pkg/dynamodb"
+	"github.com/aijobs/aijobs/pkg/sqs"
+)
+
+// operator is the AWS side of the operator commands (failures, replay):
+// the jobs table and queues themselves, not the HTTP API, named by the
+// variables the functions run with (AIJOBS_TABLE or AIJOBS_PREFIX,
+// AIJOBS_QUEUE_URL, AIJOBS_DLQ_URL, AWS_REGION, AWS_ENDPOINT_URL) or by
+// flags. Credentials come from the usual AWS chain; the permissions they
+// need are the stack's operator policy (docs/deploy.md).
+type operator struct {
+	cfg   config.Config
+	store *dynamodb.Store
+	queue *sqs.Queue
+}
+
+// awsFlags are the flags that name the table and queues.
+type awsFlags struct{ table, queueURL, dlqURL string }
+
+func (c *cli) operator(ctx context.Context, f awsFlags) (*operator, error) {
+	cfg, err := config.Load(c.env.getenv)
+	if err != nil {
+		return nil, usageErrorf("%v", err)
+	}
+	for dst, v := range map[*string]string{&cfg.Table: f.table, &cfg.QueueURL: f.queueURL, &cfg.DLQURL: f.dlqURL, &cfg.Region: c.g.region} {
+		if v != "" {
+			*dst = v
+		}
+	}
+	awsCfg, err := awsclient.Load(ctx, awsclient.Config{Region: cfg.Region, Endpoint: cfg.Endpoint})
+	if err != nil {
+		return nil, usageErrorf("aws configuration: %v", err)
+	}
+	return &operator{cfg: cfg,
+		store: dynamodb.New(awsclient.DynamoDB(awsCfg), cfg.Table, cfg.Settings),
+		queue: sqs.New(awsclient.SQS(awsCfg), cfg.QueueURL, cfg.DLQURL)}, nil
+}
+
+// register adds the table and, with queues, the queue flags to fs.
+func (f *awsFlags) register(fs *flag.FlagSet, queues bool) {
+	fs.StringVar(&f.table, "table", "", "jobs table (default: AIJOBS_TABLE, else <AIJOBS_PREFIX>-jobs; the stack's TableName output)")
+	if queues {
+		fs.StringVar(&f.queueURL, "queue-url", "", "job queue URL (default: AIJOBS_QUEUE_URL; the stack's QueueUrl output)")
+		fs.StringVar(&f.dlqURL, "dlq-url", "", "dead letter queue URL (default: AIJOBS_DLQ_URL; the stack's DlqUrl output)")
+	}
+}

@@ -1,0 +1,83 @@
+package job
+
+import (
+	"slices"
+	"strings"
+)
+
+// FailureReport answers "what did this cost and which inputs caused it"
+// for a set of failed and abandoned jobs: totals overall, per error class
+// and per input hash (one input failing again and again shows up as one
+// line), each sorted by cost, dearest first.
+type FailureReport struct {
+	Jobs    int
+	Cost    Nanocents
+	ByClass []Total
+	ByInput []Total
+}
+
+// Total is the count and cost of the jobs sharing Key (a class, or an
+// input hash with the classes its jobs ended with).
+type Total struct {
+	Key     string
+	Jobs    int
+	Cost    Nanocents
+	Classes []ErrorClass
+}
+
+// SummarizeFailures totals fs.
+func SummarizeFailures(fs []Failure) FailureReport {
+	var r FailureReport
+	byClass, byInput := map[string]*Total{}, map[string]*Total{}
+	add := func(m map[string]*Total, key string, f Failure) {
+		t, ok := m[key]
+		if !ok {
+			t = &Total{Key: key}
+			m[key] = t
+		}
+		t.Jobs++
+		t.Cost += f.Cost
+		if !slices.Contains(t.Classes, f.Class) {
+			t.Classes = append(t.Classes, f.Class)
+			slices.Sort(t.Classes)
+		}
+	}
+	for _, f := range fs {
+		r.Jobs++
+		r.Cost += f.Cost
+		add(byClass, string(f.Class), f)
+		add(byInput, f.InputHash, f)
+	}
+	r.ByClass, r.ByInput = sorted(byClass), sorted(byInput)
+	for i := range r.ByClass {
+		r.ByClass[i].Classes = nil // the key says it
+	}
+	return r
+}
+
+func sorted(m map[string]*Total) []Total {
+	out := make([]Total, 0, len(m))
+	for _, t := range m {
+		out = append(out, *t)
+	}
+	slices.SortFunc(out, func(a, b Total) int {
+		switch {
+		case a.Cost != b.Cost:
+			return compare(b.Cost, a.Cost)
+		case a.Jobs != b.Jobs:
+			return b.Jobs - a.Jobs
+		}
+		return strings.Compare(a.Key, b.Key)
+	})
+	return out
+}
+
+func compare(a, b Nanocents) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
