@@ -15,11 +15,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/http"
 	"net/url"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
 
@@ -98,28 +96,9 @@ func New(cfg Config) (*Client, error) {
 		}
 		o.Retryer = aws.NopRetryer{}
 		o.RetryMaxAttempts = 1
-		o.HTTPClient = withoutRedirects(o.HTTPClient)
+		o.HTTPClient = httpClient(o.HTTPClient)
 	})
 	return &Client{cfg: cfg, api: api}, nil
-}
-
-// withoutRedirects returns an HTTP client that never follows a redirect: a
-// 307/308 would re-send the POST, a second billed call behind the claim's
-// back. The SDK's default buildable client becomes a plain client on the
-// same transport; a client of another kind is the caller's to configure.
-func withoutRedirects(c aws.HTTPClient) aws.HTTPClient {
-	stop := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	switch hc := c.(type) {
-	case nil:
-		return &http.Client{Transport: awshttp.NewBuildableClient().GetTransport(), CheckRedirect: stop}
-	case *awshttp.BuildableClient:
-		return &http.Client{Transport: hc.GetTransport(), Timeout: hc.GetTimeout(), CheckRedirect: stop}
-	case *http.Client:
-		cp := *hc
-		cp.CheckRedirect = stop
-		return &cp
-	}
-	return c
 }
 
 // Generate makes one Converse or ConverseStream call.
