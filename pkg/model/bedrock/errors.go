@@ -206,6 +206,9 @@ func isTransport(err error) bool {
 // wrappers name the operation and the URL (a proxy URL may carry
 // credentials), the cause is what went wrong.
 func cause(err error) error {
+	if errors.Is(err, io.ErrUnexpectedEOF) {
+		return io.ErrUnexpectedEOF
+	}
 	var ue *url.Error
 	if errors.As(err, &ue) && ue.Err != nil {
 		return ue.Err

@@ -1,18 +1,179 @@
 package bedrock_test
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
+
+	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/model"
 	"github.com/aijobs/aijobs/pkg/model/bedrock"
 )
+
+func TestCutAnswers(t *testing.T) {
+	tests := []struct {
+		name   string
+		stream bool
+		write  func(w http.ResponseWriter)
+		class  job.ErrorClass
+		usage  model.Usage
+	}{
+		{
+			name:   "connection reset mid stream",
+			stream: true,
+			write: func(w http.ResponseWriter) {
+				s := startStream(w)
+				s.messageStart()
+				s.delta("Once")
+				s.delta(" upon")
+				panic(http.ErrAbortHandler)
+			},
+			class: job.Network,
+			usage: model.Usage{InputTokens: promptTokens, OutputTokens: 2},
+		},
+		{
+			name:   "cut mid frame",
+			stream: true,
+			write: func(w http.ResponseWriter) {
+				s := startStream(w)
+				s.messageStart()
+				s.delta("Once")
+				var b bytes.Buffer
+				_ = eventstream.NewEncoder().Encode(&b, frame("event", "contentBlockDelta", `{"contentBlockIndex":0,"delta":{"text":" upon"}}`))
+				_, _ = w.Write(b.Bytes()[:b.Len()/2])
+				w.(http.Flusher).Flush()
+				panic(http.ErrAbortHandler)
+			},
+			class: job.Network,
+			usage: model.Usage{InputTokens: promptTokens, OutputTokens: 1},
+		},
+		{
+			name:   "stream ends without messageStop",
+			stream: true,
+			write: func(w http.ResponseWriter) {
+				s := startStream(w)
+				s.messageStart()
+				s.delta("Once")
+			},
+			class: job.Network,
+			usage: model.Usage{InputTokens: promptTokens, OutputTokens: 1},
+		},
+		{
+			name:   "frame fails its checksum",
+			stream: true,
+			write: func(w http.ResponseWriter) {
+				s := startStream(w)
+				s.messageStart()
+				s.delta("Once")
+				var b bytes.Buffer
+				_ = eventstream.NewEncoder().Encode(&b, frame("event", "contentBlockDelta", `{"contentBlockIndex":0,"delta":{"text":" upon"}}`))
+				raw := b.Bytes()
+				raw[len(raw)-6] ^= 0xff // a payload byte: the message CRC no longer matches
+				_, _ = w.Write(raw)
+			},
+			class: job.ProviderError,
+			usage: model.Usage{InputTokens: promptTokens, OutputTokens: 1},
+		},
+		{
+			name: "cut mid body",
+			write: func(w http.ResponseWriter) {
+				w.Header().Set("Content-Type", "application/json")
+				w.Header().Set("Content-Length", "1000")
+				fmt.Fprint(w, `{"metrics":{"latencyMs":412},"output":{"message":{"content":[{"text":"Once`)
+				w.(http.Flusher).Flush()
+				panic(http.ErrAbortHandler)
+			},
+			class: job.Network,
+			usage: model.Usage{InputTokens: promptTokens}, // the prompt was processed
+		},
+		{
+			name: "body is not JSON",
+			write: func(w http.ResponseWriter) {
+				w.Header().Set("Content-Type", "application/json")
+				fmt.Fprint(w, "<html>hello</html>")
+			},
+			class: job.ProviderError,
+			usage: model.Usage{InputTokens: promptTokens},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var requests atomic.Int32
+			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				requests.Add(1)
+				_, _ = io.Copy(io.Discard, r.Body)
+				tt.write(w)
+			}))
+			defer srv.Close()
+			_, err := newClient(t, srv.URL, tt.stream).Generate(context.Background(), request())
+			me := asModelError(t, err)
+			if me.Class != tt.class {
+				t.Fatalf("class %q, want %q (%v)", me.Class, tt.class, err)
+			}
+			if me.Usage != tt.usage {
+				t.Fatalf("usage %+v, want %+v billed", me.Usage, tt.usage)
+			}
+			if n := requests.Load(); n != 1 {
+				t.Fatalf("%d requests, want exactly 1 (no retries)", n)
+			}
+		})
+	}
+}
+
+func TestCancelClosesStream(t *testing.T) {
+	gone := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		s := startStream(w)
+		s.messageStart()
+		s.delta("Once")
+		s.delta(" upon")
+		select {
+		case <-r.Context().Done():
+			close(gone)
+		case <-time.After(10 * time.Second):
+			t.Error("client kept the stream open after cancelling")
+		}
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := request()
+	var cancelled time.Time
+	r.Progress = func(n int) {
+		if n == 2 {
+			cancelled = time.Now()
+			cancel()
+		}
+	}
+	_, err := newClient(t, srv.URL, true).Generate(ctx, r)
+	me := asModelError(t, err)
+	if me.Class != job.Cancelled || !errors.Is(err, context.Canceled) {
+		t.Fatalf("class %q, want cancelled (%v)", me.Class, err)
+	}
+	// Money spent on a cancelled stream is still spent.
+	if me.Usage != (model.Usage{InputTokens: promptTokens, OutputTokens: 2}) {
+		t.Fatalf("usage %+v, want the two deltas received billed", me.Usage)
+	}
+	select {
+	case <-gone:
+	case <-time.After(2 * time.Second):
+		t.Fatal("server never saw the client go away")
+	}
+	if d := time.Since(cancelled); d > time.Second {
+		t.Fatalf("the stream closed %v after the cancel, want promptly", d)
+	}
+}
 
 // slowWriter is a connection whose writes after the first (the request
 // headers) wait until released: the transport is still busy with the
