@@ -14,7 +14,6 @@ package bedrock
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net/url"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -81,15 +80,13 @@ func New(cfg Config) (*Client, error) {
 	if cfg.Endpoint != "" {
 		u, err := url.Parse(cfg.Endpoint)
 		if err != nil || u.Scheme == "" || u.Host == "" {
-			return nil, fmt.Errorf("bedrock: endpoint %q is not an absolute URL", cfg.Endpoint)
+			return nil, errors.New("bedrock: the endpoint is not an absolute URL")
 		}
 	}
-	awsCfg := cfg.AWS.Copy()
-	awsCfg.BaseEndpoint = nil
-	api := bedrockruntime.NewFromConfig(awsCfg, func(o *bedrockruntime.Options) {
+	api := bedrockruntime.NewFromConfig(cfg.AWS, func(o *bedrockruntime.Options) {
 		o.Region = region
-		// NewFromConfig also reads AWS_ENDPOINT_URL and its Bedrock
-		// variant; only an explicit Endpoint may move Bedrock.
+		// NewFromConfig took AWS.BaseEndpoint, or AWS_ENDPOINT_URL and its
+		// Bedrock variant: only an explicit Endpoint may move Bedrock.
 		o.BaseEndpoint = nil
 		if cfg.Endpoint != "" {
 			o.BaseEndpoint = aws.String(cfg.Endpoint)
@@ -114,11 +111,11 @@ func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response,
 	if err != nil {
 		return model.Response{}, err
 	}
-	prompt := promptEstimate(r)
+	estimate := promptEstimate(r)
 	if c.cfg.Stream {
-		return c.converseStream(ctx, r, p, prompt)
+		return c.converseStream(ctx, r, p, estimate)
 	}
-	return c.converse(ctx, r, p, prompt)
+	return c.converse(ctx, r, p, estimate)
 }
 
 // converse makes one non-streaming call.

@@ -3,6 +3,7 @@ package bedrock_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -336,6 +337,31 @@ func TestRefusedBeforeAnyCall(t *testing.T) {
 				t.Fatalf("%d requests sent for a request refused locally", n)
 			}
 		})
+	}
+}
+
+func TestCredentialsFailure(t *testing.T) {
+	var requests atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { requests.Add(1) }))
+	defer srv.Close()
+	cfg := awsConfig()
+	cfg.Credentials = aws.CredentialsProviderFunc(func(context.Context) (aws.Credentials, error) {
+		return aws.Credentials{}, errors.New("no EC2 IMDS role found")
+	})
+	c, err := bedrock.New(bedrock.Config{AWS: cfg, Endpoint: srv.URL, Model: modelID})
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	_, err = c.Generate(context.Background(), request())
+	me := asModelError(t, err)
+	if me.Class != job.Internal || me.Detail != "bedrock: credentials unavailable" || me.Usage != (model.Usage{}) {
+		t.Fatalf("got %q %q %+v, want internal (retryable), credentials unavailable, nothing billed", me.Class, me.Detail, me.Usage)
+	}
+	if !strings.Contains(err.Error(), "no EC2 IMDS role found") {
+		t.Fatalf("%v lost its cause", err)
+	}
+	if n := requests.Load(); n != 0 {
+		t.Fatalf("%d requests sent unsigned", n)
 	}
 }
 

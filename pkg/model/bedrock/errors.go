@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/url"
 	"regexp"
+	"strings"
 	"syscall"
 
 	"github.com/aws/smithy-go"
@@ -19,10 +20,12 @@ import (
 
 // codeClasses maps Bedrock's error codes to classes: the modelled
 // exceptions of Converse and ConverseStream, then the common AWS errors of
-// Amazon Bedrock's "Troubleshooting API Error Codes" page. An error is
-// classified by its code, never by its HTTP status alone: Bedrock answers
-// 400 both for a bad request and for a spent quota, 429 both for throttling
-// and for a model that is still loading. A code missing here is internal.
+// Amazon Bedrock's "Troubleshooting API Error Codes" page. An answer is
+// classified by its code, not its HTTP status: Bedrock answers 400 both for
+// a bad request and for a spent quota, 429 both for throttling and for a
+// model that is still loading. A code missing here is internal (retried,
+// never trusted blindly); only an answer naming no code (a proxy's page)
+// falls back to its status.
 var codeClasses = map[string]job.ErrorClass{
 	"ThrottlingException": job.RateLimited,
 	// ModelNotReadyException (429) says the model itself cannot serve yet
@@ -92,19 +95,26 @@ func callError(ctx context.Context, err error, estimate int64) *model.Error {
 	if errors.As(err, &ae) {
 		return apiError(ae.ErrorCode(), ae.ErrorMessage(), status, model.Usage{})
 	}
+	// What is left never reached Bedrock, or came back unreadable: its
+	// text is the SDK's, not an answer quoting the prompt.
 	var ip smithy.InvalidParamsError
 	switch {
 	case errors.As(err, &ip):
 		return &model.Error{Class: job.InvalidRequest, Detail: "bedrock: invalid parameters",
-			Err: errors.New("bedrock: the SDK refused the parameters")}
+			Err: fmt.Errorf("bedrock: invalid parameters: %w", err)}
 	case status/100 == 2:
 		return &model.Error{Class: job.ProviderError, Detail: "bedrock: unparseable response", Usage: u,
 			Err: errors.New("bedrock: decode the response failed")}
 	case status != 0:
 		return apiError("", "", status, u)
 	}
-	return &model.Error{Class: job.Internal, Detail: "bedrock: call failed",
-		Err: fmt.Errorf("bedrock: call failed: %T", errors.Unwrap(err))}
+	detail := "bedrock: call failed"
+	if strings.Contains(err.Error(), "get identity") { // the SDK's only mark of a credentials failure
+		// Retryable (internal), not auth: fetching role credentials can fail
+		// for a moment (metadata service, STS), and no answer said no.
+		detail = "bedrock: credentials unavailable"
+	}
+	return &model.Error{Class: job.Internal, Detail: detail, Err: fmt.Errorf("%s: %w", detail, err)}
 }
 
 // streamError classifies an error that ended an event stream: the context,

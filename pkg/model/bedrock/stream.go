@@ -36,7 +36,7 @@ func (c *Client) converseStream(ctx context.Context, r model.Request, p prompt, 
 	var text strings.Builder
 	var reason types.StopReason
 	var final *types.TokenUsage
-	deltas, reported, stopped := 0, 0, false
+	deltas, stopped := 0, false
 	seen := func() model.Usage {
 		if final != nil {
 			return usage(final)
@@ -58,9 +58,8 @@ read:
 				if t, ok := v.Value.Delta.(*types.ContentBlockDeltaMemberText); ok && t.Value != "" {
 					text.WriteString(t.Value)
 					deltas++
-					if r.Progress != nil && deltas > reported {
-						reported = deltas
-						r.Progress(reported)
+					if r.Progress != nil {
+						r.Progress(deltas)
 					}
 				}
 			case *types.ConverseStreamOutputMemberMessageStop:
@@ -84,7 +83,7 @@ read:
 		return model.Response{}, transportError(ctx, io.ErrUnexpectedEOF, seen())
 	}
 	u := seen()
-	if r.Progress != nil && int(u.OutputTokens) > reported {
+	if r.Progress != nil && u.OutputTokens > int64(deltas) { // never back
 		r.Progress(int(u.OutputTokens))
 	}
 	return finish(text.String(), r.Model, reason, u)
