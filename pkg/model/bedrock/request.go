@@ -18,10 +18,10 @@ type prompt struct {
 }
 
 // buildPrompt maps a request onto Converse: system messages become system
-// blocks (Converse has no system role), the others messages of role user or
-// assistant. Consecutive messages of one role become one message with one
-// text block each, since Converse requires the roles to alternate and an
-// OpenAI-style conversation need not.
+// blocks (Converse has no system role), user and assistant messages become
+// Converse messages. Consecutive messages of one role become one message
+// with one text block each, since Converse requires the roles to alternate
+// and an OpenAI-style conversation need not.
 func buildPrompt(r model.Request) (prompt, error) {
 	var p prompt
 	for i, m := range r.Messages {
