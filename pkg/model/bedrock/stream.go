@@ -1,0 +1,90 @@
+package bedrock
+
+import (
+	"context"
+	"io"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
+
+	"github.com/aijobs/aijobs/pkg/model"
+)
+
+// converseStream makes one streaming call and consumes its event stream:
+// text deltas build the output and drive progress (one token per delta
+// until the metadata event gives the real counts), messageStop carries the
+// stop reason. A stream cut short, ended by the context or broken by an
+// in-stream exception still reports the tokens seen so far, so the attempt
+// is paid for.
+func (c *Client) converseStream(ctx context.Context, r model.Request, p prompt, estimate int64) (model.Response, error) {
+	out, err := c.api.ConverseStream(ctx, &bedrockruntime.ConverseStreamInput{
+		ModelId:         aws.String(r.Model),
+		Messages:        p.messages,
+		System:          p.system,
+		InferenceConfig: p.inference,
+	})
+	if err != nil {
+		return model.Response{}, callError(ctx, err, estimate)
+	}
+	es := out.GetStream()
+	// Closing the stream closes the response body, and so the connection:
+	// on every early return Bedrock sees the client go away.
+	defer es.Close()
+
+	var text strings.Builder
+	var reason types.StopReason
+	var final *types.TokenUsage
+	deltas, stopped := 0, false
+	seen := func() model.Usage {
+		if final != nil {
+			return usage(final)
+		}
+		return model.Usage{InputTokens: estimate, OutputTokens: int64(deltas)}
+	}
+	events := es.Events()
+read:
+	for {
+		select {
+		case <-ctx.Done():
+			return model.Response{}, transportError(ctx, ctx.Err(), seen())
+		case ev, ok := <-events:
+			if !ok {
+				break read
+			}
+			switch v := ev.(type) {
+			case *types.ConverseStreamOutputMemberContentBlockDelta:
+				if t, ok := v.Value.Delta.(*types.ContentBlockDeltaMemberText); ok && t.Value != "" {
+					text.WriteString(t.Value)
+					deltas++
+					if r.Progress != nil {
+						r.Progress(deltas)
+					}
+				}
+			case *types.ConverseStreamOutputMemberMessageStop:
+				reason, stopped = v.Value.StopReason, true
+			case *types.ConverseStreamOutputMemberMetadata:
+				if v.Value.Usage != nil {
+					final = v.Value.Usage
+				}
+			}
+		}
+	}
+	if err := es.Err(); err != nil {
+		return model.Response{}, streamError(ctx, err, seen())
+	}
+	if ctx.Err() != nil {
+		return model.Response{}, transportError(ctx, ctx.Err(), seen())
+	}
+	if !stopped {
+		// The SDK ends the event channel quietly when the body ends, even
+		// mid-frame: without messageStop the answer was cut.
+		return model.Response{}, transportError(ctx, io.ErrUnexpectedEOF, seen())
+	}
+	u := seen()
+	if r.Progress != nil && u.OutputTokens > int64(deltas) { // never back
+		r.Progress(int(u.OutputTokens))
+	}
+	return finish(text.String(), r.Model, reason, u)
+}
