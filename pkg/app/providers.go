@@ -10,6 +10,7 @@ import (
 	"github.com/aijobs/aijobs/pkg/config"
 	"github.com/aijobs/aijobs/pkg/model"
 	"github.com/aijobs/aijobs/pkg/model/anthropic"
+	"github.com/aijobs/aijobs/pkg/model/bedrock"
 	"github.com/aijobs/aijobs/pkg/model/fake"
 	"github.com/aijobs/aijobs/pkg/model/openai"
 	"github.com/aijobs/aijobs/pkg/secretsmanager"
@@ -21,6 +22,7 @@ import (
 func newProviders(ctx context.Context, cfg config.Config, awsCfg aws.Config, o Options) (map[string]model.Provider, error) {
 	out := map[string]model.Provider{}
 	var secrets *secretsmanager.Reader
+	var bedrockAWS *aws.Config
 	for name, pc := range cfg.ProviderTable {
 		if p, ok := o.Providers[name]; ok {
 			out[name] = p
@@ -40,7 +42,17 @@ func newProviders(ctx context.Context, cfg config.Config, awsCfg aws.Config, o O
 			}
 			pc.APIKey = key
 		}
-		p, err := newProvider(pc, cfg, awsCfg)
+		if pc.Kind == config.KindBedrock && bedrockAWS == nil {
+			// Bedrock is real AWS even when the table and queues are an
+			// emulator's: its own configuration, the default credential
+			// chain, no emulator endpoint.
+			c, err := awsclient.Load(ctx, awsclient.Config{Region: cfg.Region})
+			if err != nil {
+				return nil, fmt.Errorf("app: provider %s: %w", name, err)
+			}
+			bedrockAWS = &c
+		}
+		p, err := newProvider(pc, cfg, awsCfg, bedrockAWS)
 		if err != nil {
 			return nil, fmt.Errorf("app: provider %s: %w", name, err)
 		}
@@ -49,7 +61,7 @@ func newProviders(ctx context.Context, cfg config.Config, awsCfg aws.Config, o O
 	return out, nil
 }
 
-func newProvider(pc config.ProviderConfig, cfg config.Config, awsCfg aws.Config) (model.Provider, error) {
+func newProvider(pc config.ProviderConfig, cfg config.Config, awsCfg aws.Config, bedrockAWS *aws.Config) (model.Provider, error) {
 	switch pc.Kind {
 	case config.KindFake:
 		// The fake bills at the default route's price: what a fake
@@ -59,6 +71,8 @@ func newProvider(pc config.ProviderConfig, cfg config.Config, awsCfg aws.Config)
 		return openai.New(openai.Config{BaseURL: pc.BaseURL, APIKey: pc.APIKey, Stream: pc.Stream, HTTPClient: modelHTTPClient(awsCfg)})
 	case config.KindAnthropic:
 		return anthropic.New(anthropic.Config{BaseURL: pc.BaseURL, APIKey: pc.APIKey, Stream: pc.Stream, HTTPClient: modelHTTPClient(awsCfg)})
+	case config.KindBedrock:
+		return bedrock.New(bedrock.Config{AWS: *bedrockAWS, Region: pc.Region, Endpoint: pc.Endpoint, Stream: pc.Stream})
 	}
 	return nil, fmt.Errorf("kind %q is not built into this binary", pc.Kind)
 }
