@@ -1,0 +1,214 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/replay"
+)
+
+// TestReplayOf2000JobsNeverRunsASucceededOneAgain: after a bad hour (most
+// jobs failed with a permanent class), an operator replays from the dead
+// letter queue and from the failure index. Jobs that had succeeded are
+// skipped and counted; failed ones go back through the claim path with
+// fresh attempts and succeed; jobs whose budget cannot cover one more
+// attempt are refused. The fake model counts generations: exactly one per
+// job, over all 2,000.
+func TestReplayOf2000JobsNeverRunsASucceededOneAgain(t *testing.T) {
+	t.Parallel()
+	const (
+		succeeded = 400  // ran fine
+		failed    = 1590 // failed once with a permanent class (the fake fails only each job's first call)
+		broke     = 10   // failed, and too little budget is left for one more attempt
+	)
+	s := startStack(t, map[string]string{"AIJOBS_FAKE_LATENCY": "0s", "AIJOBS_MAX_CONCURRENCY": "8", "AIJOBS_BATCH_SIZE": "10"})
+	ctx := context.Background()
+
+	const tenant = "ops"
+	good := jobBody("a fine input", `"max_attempts":1`)
+	bad := jobBody("[[fake:fail=content_filtered*1]] a bad deployment", `"max_attempts":1`)
+	// A budget of exactly one reserve: the first attempt may start, and
+	// whatever it costs leaves less than another reserve.
+	var in job.Input
+	_ = json.Unmarshal([]byte(`{"messages":[{"role":"user","content":"[[fake:fail=content_filtered*1]] a bad deployment"}],"max_tokens":50}`), &in)
+	reserve := s.app.Config.RouteTable["default"].Reserve(in)
+	poor := jobBody("[[fake:fail=content_filtered*1]] a bad deployment", `"max_attempts":1,"budget_cents":`+reserve.String())
+
+	kinds := make([]string, 0, succeeded+failed+broke)
+	bodies := map[string]string{"good": good, "bad": bad, "broke": poor}
+	for i := range succeeded + failed + broke {
+		switch {
+		case i < succeeded:
+			kinds = append(kinds, "good")
+		case i < succeeded+failed:
+			kinds = append(kinds, "bad")
+		default:
+			kinds = append(kinds, "broke")
+		}
+	}
+	ids := createMany(t, s, tenant, kinds, bodies)
+	// Wait for the first run to end everywhere: every job called once.
+	deadline := time.Now().Add(90 * time.Second)
+	for s.totalCalls(ids) < len(ids) || s.unfinished(ctx, ids) > 0 {
+		if time.Now().After(deadline) {
+			t.Fatalf("first run: %d of %d called, %d unfinished", s.totalCalls(ids), len(ids), s.unfinished(ctx, ids))
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if g := s.fake.TotalGenerations(); g != succeeded {
+		t.Fatalf("first run: %d generations, want %d", g, succeeded)
+	}
+
+	// The DLQ holds some of each (as a crash loop would leave them) and a
+	// message that names no job.
+	var dlqIDs []string
+	for i, id := range ids {
+		if i%10 == 0 {
+			dlqIDs = append(dlqIDs, id)
+		}
+	}
+	for _, id := range dlqIDs {
+		s.sendDead(`{"job_id":"` + id + `"}`)
+	}
+	s.sendDead("not a job message")
+
+	r := replay.New(replay.Config{Store: s.app.Store, Queue: s.app.Queue, DeadLetters: s.app.Queue.DeadLetters(),
+		Retention: s.app.Config.Settings.Retention})
+	opts := replay.Options{Attempts: 2, Parallel: 16}
+
+	fromDLQ, err := r.DeadLetters(ctx, 0, opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantDLQ := replay.Summary{replay.SkippedSucceeded: 40, replay.Replayed: 159, replay.RefusedBudget: 1, replay.Unreadable: 1}
+	if fmt.Sprint(fromDLQ) != fmt.Sprint(wantDLQ) {
+		t.Fatalf("from the DLQ: %v, want %v", fromDLQ, wantDLQ)
+	}
+
+	start := time.Now()
+	fromIndex, err := r.Failures(ctx, job.FailureQuery{Since: start.Add(-time.Hour), Until: start.Add(time.Minute)}, opts)
+	took := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The jobs the DLQ replay re-queued left the failure index; the one
+	// refused for budget is still there (and refused again).
+	wantIndex := replay.Summary{replay.Replayed: failed - 159, replay.RefusedBudget: broke}
+	if fmt.Sprint(fromIndex) != fmt.Sprint(wantIndex) {
+		t.Fatalf("from the failure index: %v, want %v", fromIndex, wantIndex)
+	}
+	t.Logf("replayed %d jobs from the failure index in %s: %.0f jobs/s (kumo, 16 in flight)",
+		fromIndex.Total(), took.Round(time.Millisecond), float64(fromIndex.Total())/took.Seconds())
+
+	// Every replayed job now succeeds, with exactly one generation each.
+	deadline = time.Now().Add(90 * time.Second)
+	for s.fake.TotalGenerations() < succeeded+failed {
+		if time.Now().After(deadline) {
+			t.Fatalf("after the replay: %d generations, want %d", s.fake.TotalGenerations(), succeeded+failed)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	time.Sleep(500 * time.Millisecond) // room for any second generation to show
+	for i, id := range ids {
+		want := 1
+		if kinds[i] == "broke" {
+			want = 0
+		}
+		if g := s.fake.Generations(id); g != want {
+			t.Fatalf("job %d (%s): %d generations, want %d", i, kinds[i], g, want)
+		}
+	}
+	if g := s.fake.TotalGenerations(); g != succeeded+failed {
+		t.Fatalf("%d generations in all, want %d", g, succeeded+failed)
+	}
+	j, err := s.app.Store.Get(ctx, ids[succeeded])
+	if err != nil || j.State != job.Succeeded || j.Replays != 1 || j.Attempts != 2 || j.Cost != s.fake.Billed(j.ID) {
+		t.Fatalf("a replayed job: %+v %v (billed %s)", j, err, s.fake.Billed(j.ID))
+	}
+	// A second replay finds nothing left to do but the budget refusals.
+	again, err := r.Failures(ctx, job.FailureQuery{Since: start.Add(-time.Hour), Until: time.Now().Add(time.Minute)}, opts)
+	if err != nil || fmt.Sprint(again) != fmt.Sprint(replay.Summary{replay.RefusedBudget: broke}) {
+		t.Fatalf("second replay: %v %v", again, err)
+	}
+}
+
+// createMany creates one job per kind over HTTP, 32 at a time, and returns
+// their ids in order.
+func createMany(t *testing.T, s *stack, tenant string, kinds []string, bodies map[string]string) []string {
+	t.Helper()
+	ids := make([]string, len(kinds))
+	errs := make(chan error, len(kinds))
+	sem := make(chan struct{}, 32)
+	var wg sync.WaitGroup
+	for i, kind := range kinds {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer wg.Done()
+			defer func() { <-sem }()
+			req, _ := http.NewRequest("POST", s.url+"/jobs", strings.NewReader(bodies[kind]))
+			req.Header.Set("Authorization", "Bearer "+tenant)
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Idempotency-Key", fmt.Sprint("many-", i))
+			resp, err := s.client.Do(req)
+			if err != nil {
+				errs <- err
+				return
+			}
+			defer resp.Body.Close()
+			var v struct {
+				ID string `json:"id"`
+			}
+			raw, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != http.StatusAccepted || json.Unmarshal(raw, &v) != nil {
+				errs <- fmt.Errorf("create %d: %d %s", i, resp.StatusCode, raw)
+				return
+			}
+			ids[i] = v.ID
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	return ids
+}
+
+func (s *stack) totalCalls(ids []string) int {
+	n := 0
+	for _, id := range ids {
+		n += min(s.fake.Calls(id), 1)
+	}
+	return n
+}
+
+// unfinished counts the jobs not yet in a terminal state.
+func (s *stack) unfinished(ctx context.Context, ids []string) int {
+	n := 0
+	for _, id := range ids {
+		if j, err := s.app.Store.Get(ctx, id); err != nil || !j.State.Terminal() {
+			n++
+		}
+	}
+	return n
+}
+
+// sendDead puts a message on the dead letter queue, as redrive would.
+func (s *stack) sendDead(body string) {
+	s.t.Helper()
+	if _, err := s.sqs.SendMessage(context.Background(), &awssqs.SendMessageInput{QueueUrl: aws.String(s.app.Config.DLQURL), MessageBody: aws.String(body)}); err != nil {
+		s.t.Fatal(err)
+	}
+}
