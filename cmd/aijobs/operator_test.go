@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/aijobs/aijobs/internal/awstest"
+	"github.com/aijobs/aijobs/pkg/client/clienttest"
+	"github.com/aijobs/aijobs/pkg/awsclient"
+	"github.com/aijobs/aijobs/pkg/dynamodb"
+	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/settings"
+	"github.com/aijobs/aijobs/pkg/sqs"
+)
+
+func TestMain(m *testing.M) { os.Exit(awstest.Main(m)) }
+
+// operatorEnv creates a table and queues on the emulator and returns the
+// environment the operator commands read, plus the store over that table.
+func operatorEnv(t *testing.T) (map[string]string, *dynamodb.Store) {
+	t.Helper()
+	ctx := context.Background()
+	s := settings.Defaults()
+	s.Prefix = awstest.Prefix(t)
+	awsCfg := awstest.Config(t, nil)
+	ddb := awsclient.DynamoDB(awsCfg)
+	if err := dynamodb.CreateTable(ctx, ddb, s.TableName(), s); err != nil {
+		t.Fatal(err)
+	}
+	q, dlq, err := sqs.CreateQueues(ctx, awsclient.SQS(awsCfg), s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := map[string]string{"AWS_ENDPOINT_URL": awstest.Endpoint(t), "AWS_REGION": "us-east-1", "AIJOBS_PREFIX": s.Prefix,
+		"AIJOBS_QUEUE_URL": q, "AIJOBS_DLQ_URL": dlq}
+	return env, dynamodb.New(ddb, s.TableName(), s)
+}
+
+// endJob creates a job and ends it with class at ended, having cost cost.
+func endJob(t *testing.T, st *dynamodb.Store, key, hash string, class job.ErrorClass, cost job.Nanocents, ended time.Time) string {
+	t.Helper()
+	ctx := context.Background()
+	created := ended.Add(-time.Minute)
+	j := job.Job{ID: job.NewID("t", key), Tenant: "t", RequestKey: key, InputHash: hash, Model: "default",
+		Input: json.RawMessage(`{"messages":[{"role":"user","content":"x"}]}`), State: job.Queued, MaxAttempts: 1,
+		Budget: job.Cents(1), Reserve: 10, Deadline: created.Add(time.Hour), Version: 1, CreatedAt: created, UpdatedAt: created}
+	if _, err := st.Create(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Claim(ctx, job.Claim{ID: j.ID, Owner: "w", Now: ended.Add(-time.Second), LeaseUntil: ended.Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.End(ctx, job.End{ID: j.ID, Owner: "w", Now: ended, Cost: cost, Held: 10, Class: class, ExpiresAt: ended.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	return j.ID
+}
+
+func TestFailuresTotalsAndReplayDryRunOnTheEmulator(t *testing.T) {
+	env, st := operatorEnv(t)
+	now := clienttest.T0 // the invocation's clock
+	endJob(t, st, "a1", "sha256:aaa", job.Overloaded, 100, now.Add(-50*time.Minute))
+	endJob(t, st, "a2", "sha256:aaa", job.Overloaded, 250, now.Add(-40*time.Minute))
+	endJob(t, st, "a3", "sha256:aaa", job.ContextLengthExceeded, 7, now.Add(-30*time.Minute))
+	endJob(t, st, "b1", "sha256:bbb", job.ContentFiltered, 1_000_000_001, now.Add(-20*time.Minute))
+	endJob(t, st, "old", "sha256:aaa", job.Overloaded, 5000, now.Add(-3*time.Hour)) // outside the hour
+
+	res := invocation{args: args("failures", "--since", "1h", "--jobs", "--output", "json"), env: env}.run(t)
+	if res.code != 0 {
+		t.Fatalf("exit %d: %s", res.code, res.stderr)
+	}
+	var r failuresReport
+	if err := json.Unmarshal([]byte(res.stdout), &r); err != nil {
+		t.Fatal(err)
+	}
+	wantClass := []total{{Key: "content_filtered", Jobs: 1, Cost: 1_000_000_001}, {Key: "overloaded", Jobs: 2, Cost: 350},
+		{Key: "context_length_exceeded", Jobs: 1, Cost: 7}}
+	wantInput := []total{{Key: "sha256:bbb", Jobs: 1, Cost: 1_000_000_001, Classes: []job.ErrorClass{job.ContentFiltered}},
+		{Key: "sha256:aaa", Jobs: 3, Cost: 357, Classes: []job.ErrorClass{job.ContextLengthExceeded, job.Overloaded}}}
+	if r.Jobs != 4 || r.Cost != 1_000_000_358 || !sameTotals(r.ByClass, wantClass) || !sameTotals(r.ByInput, wantInput) || len(r.Failures) != 4 {
+		t.Fatalf("report %+v", r)
+	}
+	if res := (invocation{args: args("failures", "--since", "1h", "--class", "overloaded", "--output", "json"), env: env}).run(t); res.code != 0 ||
+		!jsonHas(t, res.stdout, `"jobs":2,"cost_cents":0.00000035,`) {
+		t.Fatalf("by class: %d %s %s", res.code, res.stdout, res.stderr)
+	}
+
+	// A dry run of a replay of the same hour decides, and changes nothing.
+	res = invocation{args: args("replay", "--from", "failures", "--since", "1h", "--dry-run", "--output", "json"), env: env}.run(t)
+	if res.code != 0 {
+		t.Fatalf("replay exit %d: %s", res.code, res.stderr)
+	}
+	var rr replayReport
+	// b1 spent more than its whole budget: not one more attempt fits.
+	if err := json.Unmarshal([]byte(res.stdout), &rr); err != nil || !rr.DryRun || rr.Total != 4 || rr.Outcomes["replayed"] != 3 || rr.Outcomes["refused_budget"] != 1 {
+		t.Fatalf("dry run: %s %v", res.stdout, err)
+	}
+	if j, _ := st.Get(context.Background(), job.NewID("t", "a1")); j.State != job.Failed || j.Replays != 0 {
+		t.Fatalf("a dry run changed a job: %+v", j)
+	}
+	// The real one replays the three that can afford an attempt.
+	res = invocation{args: args("replay", "--from", "failures", "--since", "1h", "--output", "json"), env: env}.run(t)
+	if err := json.Unmarshal([]byte(res.stdout), &rr); err != nil || res.code != 0 || rr.Outcomes["replayed"] != 3 || rr.Outcomes["refused_budget"] != 1 {
+		t.Fatalf("replay: %d %s %s", res.code, res.stdout, res.stderr)
+	}
+	if j, _ := st.Get(context.Background(), job.NewID("t", "a1")); j.State != job.Queued || j.Replays != 1 {
+		t.Fatalf("replayed job: %+v", j)
+	}
+	// Without queue URLs, replay is a configuration error.
+	delete(env, "AIJOBS_QUEUE_URL")
+	if res := (invocation{args: args("replay", "--from", "dlq"), env: env}).run(t); res.code != exitUsage {
+		t.Fatalf("no queue: exit %d %s", res.code, res.stderr)
+	}
+}
+
+func sameTotals(got, want []total) bool {
+	g, _ := json.Marshal(got)
+	w, _ := json.Marshal(want)
+	return string(g) == string(w)
+}
+
+func jsonHas(t *testing.T, s string, parts ...string) bool {
+	t.Helper()
+	for _, p := range parts {
+		if !strings.Contains(s, p) {
+			return false
+		}
+	}
+	return true
+}
