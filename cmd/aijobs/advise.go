@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/aijobs/aijobs/pkg/advise"
+	"github.com/aijobs/aijobs/pkg/job"
 )
 
 const adviseAbout = `Decide whether a model call should be served synchronously (stream the
@@ -25,10 +26,14 @@ The rule:
 
 Give the p99 with retries (--p99), or the per-attempt p99 and the plan
 (--attempt-p99, --attempts, --backoffs, --rungs), computed as
-attempts x (attempt p99 + rung timeouts) + backoffs.`
+attempts x (attempt p99 + rung timeouts) + backoffs, or measure it
+(--from-table): the p99 over finished jobs of a route (--model) of the
+time their attempts ran, fallback rungs included, plus the backoffs their
+retries waited (the configured backoff at the top of its jitter). That
+reads the jobs table with your AWS credentials (a scan of --sample jobs).`
 
 // runAdvise prints the decision and its reasons.
-func runAdvise(_ context.Context, c *cli, args []string) error {
+func runAdvise(ctx context.Context, c *cli, args []string) error {
 	fs := c.flagSet("advise", "--p99 DURATION (--awaited | --outlives)", adviseAbout)
 	hop := fs.String("hop", "http", "shortest hop on the request path: rest (API Gateway REST, 29s), http (HTTP API, 30s), alb (60s) or a `duration`")
 	p99 := fs.Duration("p99", 0, "the call's p99 latency including retries and fallback rungs")
@@ -36,6 +41,11 @@ func runAdvise(_ context.Context, c *cli, args []string) error {
 	attempts := fs.Int("attempts", 1, "with --attempt-p99: attempts a request may make")
 	backoffs := fs.String("backoffs", "", "with --attempt-p99: waits before each retry, comma-separated (attempts-1 of them)")
 	rungs := fs.String("rungs", "", "with --attempt-p99: fallback rung timeouts each attempt may walk, comma-separated")
+	fromTable := fs.Bool("from-table", false, "measure the p99 from the jobs table's finished jobs of --model")
+	model := fs.String("model", "default", "with --from-table: the route whose jobs to measure")
+	sample := fs.Int("sample", 1000, "with --from-table: how many finished jobs to read")
+	var af awsFlags
+	af.register(fs, false)
 	outlives := fs.Bool("outlives", false, "the work outlives the user's session: nobody awaits the answer")
 	awaited := fs.Bool("awaited", false, "a user or caller awaits the answer")
 	if _, err := c.parse(fs, args, 0); err != nil {
@@ -53,14 +63,18 @@ func runAdvise(_ context.Context, c *cli, args []string) error {
 	in := advise.Input{Hop: h, P99: *p99, OutlivesSession: *outlives}
 	planned := set["attempt-p99"] || set["attempts"] || set["backoffs"] || set["rungs"]
 	switch {
-	case set["p99"] && planned:
-		return usageErrorf("advise: give --p99, or --attempt-p99 with the plan flags, not both")
+	case set["p99"] && planned, *fromTable && (set["p99"] || planned):
+		return usageErrorf("advise: give one of --p99, --attempt-p99 with the plan flags, or --from-table, not both")
+	case *fromTable:
+		if in.P99, err = c.measuredP99(ctx, af, *model, *sample); err != nil {
+			return err
+		}
 	case planned:
 		if in.P99, err = planP99(*attemptP99, *attempts, *backoffs, *rungs); err != nil {
 			return err
 		}
 	case !set["p99"]:
-		return usageErrorf("advise: give --p99 (with retries and fallback rungs) or --attempt-p99")
+		return usageErrorf("advise: give --p99 (with retries and fallback rungs), --attempt-p99 or --from-table")
 	}
 	d, err := advise.Decide(in)
 	if err != nil {
@@ -71,6 +85,40 @@ func runAdvise(_ context.Context, c *cli, args []string) error {
 		return err
 	}
 	return printDecision(c.env.stdout, format, in, d)
+}
+
+// measuredP99 is the p99 of what the finished jobs of model took to run,
+// retries and fallback rungs included, plus the backoffs between retries.
+func (c *cli) measuredP99(ctx context.Context, af awsFlags, model string, sample int) (time.Duration, error) {
+	if sample < 1 {
+		return 0, usageErrorf("advise: --sample must be at least 1")
+	}
+	op, err := c.operator(ctx, af)
+	if err != nil {
+		return 0, err
+	}
+	s := op.cfg.Settings
+	var took []time.Duration
+	err = op.store.Finished(ctx, model, sample, func(j job.Job) error {
+		d := j.RunTime
+		for k := 1; k < j.Attempts; k++ {
+			d += job.Backoff(k, s.BackoffBase, s.BackoffMax, 1)
+		}
+		took = append(took, d)
+		return nil
+	})
+	if err != nil {
+		return 0, fmt.Errorf("advise: read finished jobs: %w", err)
+	}
+	if len(took) == 0 {
+		return 0, usageErrorf("advise: no finished jobs of route %q in the table to measure", model)
+	}
+	p99, err := advise.P99(took)
+	if err != nil {
+		return 0, usageErrorf("advise: %v", err)
+	}
+	fmt.Fprintf(c.env.stderr, "measured over %d finished jobs of route %q: p99 %s\n", len(took), model, p99)
+	return p99, nil
 }
 
 func planP99(attempt time.Duration, attempts int, backoffs, rungs string) (time.Duration, error) {

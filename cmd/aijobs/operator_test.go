@@ -3,14 +3,15 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/aijobs/aijobs/internal/awstest"
-	"github.com/aijobs/aijobs/pkg/client/clienttest"
 	"github.com/aijobs/aijobs/pkg/awsclient"
+	"github.com/aijobs/aijobs/pkg/client/clienttest"
 	"github.com/aijobs/aijobs/pkg/dynamodb"
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/settings"
@@ -131,4 +132,38 @@ func jsonHas(t *testing.T, s string, parts ...string) bool {
 		}
 	}
 	return true
+}
+
+func TestAdviseMeasuresTheP99FromTheTable(t *testing.T) {
+	env, st := operatorEnv(t)
+	ctx := context.Background()
+	mk := func(key string, state job.State, attempts int, ran time.Duration) {
+		j := job.Job{ID: job.NewID("t", key), Tenant: "t", RequestKey: key, InputHash: "sha256:x", Model: "reports",
+			Input: json.RawMessage(`{}`), State: state, Attempts: attempts, MaxAttempts: 3, Budget: job.Cents(1), RunTime: ran,
+			Deadline: clienttest.T0.Add(time.Hour), Version: 3, CreatedAt: clienttest.T0, UpdatedAt: clienttest.T0}
+		if _, err := st.Create(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 10 {
+		mk(fmt.Sprint("ok-", i), job.Succeeded, 1, 2*time.Second)
+	}
+	// Three attempts: 20 s of calls and two backoffs at the top of their
+	// jitter (2 s and 4 s with the default 2 s base): 26 s.
+	mk("slow", job.Failed, 3, 20*time.Second)
+	mk("running", job.Running, 1, time.Hour)     // not finished: not measured
+	mk("cancelled", job.Abandoned, 1, time.Hour) // abandoned: not measured
+	for hop, mode := range map[string]string{"rest": "async", "alb": "sync-stream"} {
+		res := invocation{args: args("advise", "--from-table", "--model", "reports", "--awaited", "--hop", hop, "--output", "json"), env: env}.run(t)
+		var d decisionJSON
+		if err := json.Unmarshal([]byte(res.stdout), &d); err != nil || res.code != 0 {
+			t.Fatalf("%s: %d %s %s", hop, res.code, res.stdout, res.stderr)
+		}
+		if d.P99Seconds != 26 || string(d.Mode) != mode || !strings.Contains(res.stderr, "11 finished jobs") {
+			t.Fatalf("%s: %+v (stderr %q), want p99 26s and %s", hop, d, res.stderr, mode)
+		}
+	}
+	if res := (invocation{args: args("advise", "--from-table", "--model", "nothing-here", "--awaited"), env: env}).run(t); res.code != exitUsage {
+		t.Fatalf("an empty route: exit %d %s", res.code, res.stderr)
+	}
 }

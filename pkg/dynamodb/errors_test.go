@@ -39,6 +39,10 @@ func (b broken) Query(context.Context, *ddb.QueryInput, ...func(*ddb.Options)) (
 	return nil, b.err
 }
 
+func (b broken) Scan(context.Context, *ddb.ScanInput, ...func(*ddb.Options)) (*ddb.ScanOutput, error) {
+	return nil, b.err
+}
+
 func (b broken) UpdateItem(context.Context, *ddb.UpdateItemInput, ...func(*ddb.Options)) (*ddb.UpdateItemOutput, error) {
 	if b.err != nil {
 		return nil, b.err

@@ -48,6 +48,14 @@ func (r *recorder) Query(_ context.Context, in *ddb.QueryInput, _ ...func(*ddb.O
 	return &ddb.QueryOutput{}, nil
 }
 
+func (r *recorder) Scan(_ context.Context, in *ddb.ScanInput, _ ...func(*ddb.Options)) (*ddb.ScanOutput, error) {
+	r.mu.Lock()
+	r.queries = append(r.queries, &ddb.QueryInput{FilterExpression: in.FilterExpression, KeyConditionExpression: in.ProjectionExpression,
+		ExpressionAttributeNames: in.ExpressionAttributeNames, ExpressionAttributeValues: in.ExpressionAttributeValues})
+	r.mu.Unlock()
+	return &ddb.ScanOutput{}, nil
+}
+
 func (r *recorder) UpdateItem(_ context.Context, in *ddb.UpdateItemInput, _ ...func(*ddb.Options)) (*ddb.UpdateItemOutput, error) {
 	r.mu.Lock()
 	r.inputs = append(r.inputs, in)
@@ -87,8 +95,9 @@ func TestEveryPlaceholderIsUsed(t *testing.T) {
 			_, _ = st.List(ctx, job.ListQuery{Tenant: "t", State: job.Failed, Class: job.Auth, Since: now, Cursor: job.Position{CreatedAt: now, ID: job.NewID("t", "k")}.Cursor()})
 			_ = st.Failures(ctx, job.FailureQuery{Since: now, Until: now.Add(time.Hour), Classes: []job.ErrorClass{job.Auth}}, func(job.Failure) error { return nil })
 			_ = st.Unfinished(ctx, now, func(string) error { return nil })
-			if len(r.queries) != 2+4+4 {
-				t.Errorf("%d queries recorded, want 2 lists, 4 failure shards and 4 active shards", len(r.queries))
+			_ = st.Finished(ctx, "default", 10, func(job.Job) error { return nil })
+			if len(r.queries) != 2+4+4+1 {
+				t.Errorf("%d reads recorded, want 2 lists, 4 failure shards, 4 active shards and a scan", len(r.queries))
 			}
 		}
 		for _, in := range r.queries {

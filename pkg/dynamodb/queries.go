@@ -154,6 +154,48 @@ func (s *Store) Unfinished(ctx context.Context, before time.Time, each func(id s
 	return nil
 }
 
+// Finished calls each with up to limit finished (succeeded or failed) jobs
+// of the route model, reading only what latency needs (model, state,
+// attempts, run time): a sample for `aijobs advise --from-table`. It scans
+// the table page by page until it has limit jobs, so it reads at least
+// that many items; it is an operator's occasional question, not a hot path.
+func (s *Store) Finished(ctx context.Context, model string, limit int, each func(job.Job) error) error {
+	in := &ddb.ScanInput{
+		TableName:                aws.String(s.table),
+		FilterExpression:         aws.String("#model = :model AND (#state = :succeeded OR #state = :failed)"),
+		ProjectionExpression:     aws.String("#id, #model, #state, #attempts, #run_ms"),
+		ExpressionAttributeNames: map[string]string{"#id": aID, "#model": aModel, "#state": aState, "#attempts": aAttempts, "#run_ms": aRunMS},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":model": avS(model), ":succeeded": st(job.Succeeded), ":failed": st(job.Failed),
+		},
+	}
+	n := 0
+	for n < limit {
+		out, err := s.c.Scan(ctx, in)
+		if err != nil {
+			return unavailable("scan finished jobs", err)
+		}
+		for _, it := range out.Items {
+			if n == limit {
+				return nil
+			}
+			j, err := fromItem(it)
+			if err != nil {
+				return unreadable(err)
+			}
+			n++
+			if err := each(j); err != nil {
+				return err
+			}
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+	return nil
+}
+
 // pages runs a query to its last page, calling each per item; an error
 // from each stops it and is returned as is.
 func (s *Store) pages(ctx context.Context, in *ddb.QueryInput, what string, each func(map[string]types.AttributeValue) error) error {

@@ -117,3 +117,21 @@ func (s *Store) Unfinished(_ context.Context, before time.Time, each func(id str
 	}
 	return nil
 }
+
+// Finished calls each with up to limit succeeded or failed jobs of model.
+func (s *Store) Finished(_ context.Context, model string, limit int, each func(job.Job) error) error {
+	s.mu.Lock()
+	var found []job.Job
+	for _, j := range s.jobs {
+		if len(found) < limit && j.Model == model && (j.State == job.Succeeded || j.State == job.Failed) {
+			found = append(found, clone(j))
+		}
+	}
+	s.mu.Unlock()
+	for _, j := range found {
+		if err := each(j); err != nil {
+			return err
+		}
+	}
+	return nil
+}

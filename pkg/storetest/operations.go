@@ -310,3 +310,28 @@ func unfinished(t *testing.T, s *suite) {
 		t.Fatalf("unfinished %v, want %v", got, want)
 	}
 }
+
+// finished: a sample of one route's succeeded and failed jobs, with their
+// attempts and run time, never another route's or an unfinished one.
+func finished(t *testing.T, s *suite) {
+	ctx := t.Context()
+	model := fmt.Sprint("route-", s.seq.Add(1))
+	on := func(j *job.Job) { j.Model = model }
+	ok := s.create(t, on, ended(job.Succeeded, ""), func(j *job.Job) { j.Attempts, j.RunTime = 2, 1500*time.Millisecond })
+	bad := s.create(t, on, ended(job.Failed, job.Overloaded), func(j *job.Job) { j.Attempts, j.RunTime = 3, 4200*time.Millisecond })
+	s.create(t, on, ended(job.Abandoned, job.Cancelled))
+	s.create(t, on)
+	s.create(t, ended(job.Succeeded, ""))
+	got := map[string]job.Job{}
+	if err := s.store.Finished(ctx, model, 10, func(j job.Job) error { got[j.ID] = j; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != 2 || got[ok.ID].RunTime != ok.RunTime || got[ok.ID].Attempts != 2 || got[bad.ID].RunTime != bad.RunTime ||
+		got[bad.ID].State != job.Failed || got[ok.ID].Model != model {
+		t.Fatalf("sample %+v", got)
+	}
+	n := 0
+	if err := s.store.Finished(ctx, model, 1, func(job.Job) error { n++; return nil }); err != nil || n != 1 {
+		t.Fatalf("limit 1: %d jobs, %v", n, err)
+	}
+}

@@ -36,6 +36,7 @@ type Store interface {
 	List(context.Context, job.ListQuery) (job.Page, error)
 	Failures(context.Context, job.FailureQuery, func(job.Failure) error) error
 	Unfinished(context.Context, time.Time, func(id string) error) error
+	Finished(ctx context.Context, model string, limit int, each func(job.Job) error) error
 }
 
 // Run runs every case as a parallel subtest of t, each against a fresh store
@@ -83,6 +84,7 @@ func cases() []testCase {
 		{"list", list},
 		{"failures", failures},
 		{"unfinished", unfinished},
+		{"finished sample", finished},
 	}
 }
 
