@@ -30,7 +30,17 @@ import (
 	"github.com/aijobs/aijobs/pkg/model/fake"
 )
 
-func TestMain(m *testing.M) { os.Exit(awstest.Main(m)) }
+func TestMain(m *testing.M) {
+	// Bedrock rungs sign with the default credential chain (real AWS even
+	// when the table is kumo's): give the tests' local Bedrock fakes
+	// something to sign with, and never probe EC2 metadata.
+	for k, v := range map[string]string{"AWS_ACCESS_KEY_ID": "e2e", "AWS_SECRET_ACCESS_KEY": "e2e", "AWS_EC2_METADATA_DISABLED": "true"} {
+		if os.Getenv(k) == "" {
+			_ = os.Setenv(k, v)
+		}
+	}
+	os.Exit(awstest.Main(m))
+}
 
 // testEnv are the timings end-to-end tests run with: the production rules,
 // scaled down so a lease expires in about a second.
@@ -74,6 +84,13 @@ type stack struct {
 
 func startStack(t *testing.T, overrides map[string]string) *stack {
 	t.Helper()
+	return startStackWith(t, overrides, true)
+}
+
+// startStackWith starts a stack; with fakeModel every provider is the
+// counting fake, else the configured providers (AIJOBS_ROUTES) run.
+func startStackWith(t *testing.T, overrides map[string]string, fakeModel bool) *stack {
+	t.Helper()
 	env := testEnv(awstest.Prefix(t), awstest.Endpoint(t))
 	for k, v := range overrides {
 		env[k] = v
@@ -84,7 +101,11 @@ func startStack(t *testing.T, overrides map[string]string) *stack {
 	}
 	f := fake.New(fake.Config{Latency: cfg.Provider.FakeLatency, Price: cfg.Provider.Price})
 	ctx, cancel := context.WithCancel(context.Background())
-	a, err := app.New(ctx, cfg, app.Options{CreateResources: true, Provider: f})
+	opts := app.Options{CreateResources: true}
+	if fakeModel {
+		opts.Provider = f
+	}
+	a, err := app.New(ctx, cfg, opts)
 	if err != nil {
 		cancel()
 		t.Fatal(err)
