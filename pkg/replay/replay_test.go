@@ -91,14 +91,18 @@ func setup(t *testing.T) *fixture {
 		Retention: job.Retention{Succeeded: time.Hour, Failed: 24 * time.Hour}})
 	created := now.Add(-2 * time.Hour)
 	kinds := map[string]func(*job.Job){
-		"succeeded":     func(j *job.Job) { j.State, j.Attempts = job.Succeeded, 1 },
-		"cancelled":     func(j *job.Job) { j.State, j.ErrorClass = job.Abandoned, job.Cancelled },
-		"running-live":  func(j *job.Job) { j.State, j.Attempts, j.LeaseOwner, j.LeaseUntil = job.Running, 1, "w", now.Add(time.Minute) },
-		"running-dead":  func(j *job.Job) { j.State, j.Attempts, j.LeaseOwner, j.LeaseUntil = job.Running, 1, "w", now.Add(-time.Minute) },
+		"succeeded": func(j *job.Job) { j.State, j.Attempts = job.Succeeded, 1 },
+		"cancelled": func(j *job.Job) { j.State, j.ErrorClass = job.Abandoned, job.Cancelled },
+		"running-live": func(j *job.Job) {
+			j.State, j.Attempts, j.LeaseOwner, j.LeaseUntil = job.Running, 1, "w", now.Add(time.Minute)
+		},
+		"running-dead": func(j *job.Job) {
+			j.State, j.Attempts, j.LeaseOwner, j.LeaseUntil = job.Running, 1, "w", now.Add(-time.Minute)
+		},
 		"queued":        nil,
 		"failed":        func(j *job.Job) { j.State, j.Attempts, j.ErrorClass, j.Cost = job.Failed, 4, job.Overloaded, 100 },
-		"failed-2-left": func(j *job.Job) { j.State, j.Attempts, j.ErrorClass, j.Cost = job.Failed, 4, job.Overloaded, 1000 - 25 },
-		"failed-broke":  func(j *job.Job) { j.State, j.Attempts, j.ErrorClass, j.Cost = job.Failed, 4, job.Overloaded, 1000 - 9 },
+		"failed-2-left": func(j *job.Job) { j.State, j.Attempts, j.ErrorClass, j.Cost = job.Failed, 4, job.Overloaded, 1000-25 },
+		"failed-broke":  func(j *job.Job) { j.State, j.Attempts, j.ErrorClass, j.Cost = job.Failed, 4, job.Overloaded, 1000-9 },
 	}
 	for kind, mut := range kinds {
 		j := job.Job{ID: job.NewID("t", kind), Tenant: "t", RequestKey: kind, Model: "default", Input: json.RawMessage(`{}`),
