@@ -282,7 +282,7 @@ func TestRoutesOverTheProvidersWireFormats(t *testing.T) {
 		if r := s.do("POST", "/jobs/"+id+"/cancel", "t", nil, ""); r.status != http.StatusOK {
 			t.Fatalf("cancel: %d %s", r.status, r.raw)
 		}
-		v := s.wait("t", id, 5*time.Second, "abandoned")
+		s.wait("t", id, 5*time.Second, "abandoned")
 		deadline = time.Now().Add(3 * time.Second)
 		gone, ok := anthropic.goneAt("slow")
 		for !ok && time.Now().Before(deadline) {
@@ -295,7 +295,7 @@ func TestRoutesOverTheProvidersWireFormats(t *testing.T) {
 		// The discarded attempt is still paid for: the 30 input tokens the
 		// server reported and the tokens that arrived.
 		time.Sleep(500 * time.Millisecond)
-		v = s.get("t", id).body
+		v := s.get("t", id).body
 		var cost job.Nanocents
 		if err := cost.UnmarshalJSON([]byte(num(v, "cost_cents"))); err != nil || cost < claude.Cost(30, 5) || cost > claude.Cost(30, 200) {
 			t.Fatalf("cost of the cancelled attempt %v (%v), want 30 input and at least 5 output tokens' worth", v["cost_cents"], err)
