@@ -162,7 +162,7 @@ func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response,
 	}
 	var mr messagesResponse
 	if err := json.NewDecoder(resp.Body).Decode(&mr); err != nil {
-		if ctx.Err() != nil || isTransport(err) {
+		if ctx.Err() != nil || model.IsTransport(err) {
 			return model.Response{}, transportError(ctx, err, reqID, model.Usage{InputTokens: prompt})
 		}
 		return model.Response{}, &model.Error{Class: job.ProviderError, Detail: "anthropic: unparseable response",

@@ -3,13 +3,9 @@ package anthropic
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"strings"
-	"syscall"
 
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/model"
@@ -139,43 +135,10 @@ func shortToken(s string) string {
 // requestID is the id Anthropic gives every response, for support tickets.
 func requestID(h http.Header) string { return shortToken(h.Get("Request-Id")) }
 
-// transportError classifies a failure to get or read an answer: the call's
-// own context first (deadline: timeout; cancelled: cancelled), then network
-// timeouts, then everything else as a network error. What was consumed so
-// far is still billed.
+// transportError is model.TransportError for this provider, with the
+// request id for support tickets; u is billed.
 func transportError(ctx context.Context, err error, reqID string, u model.Usage) *model.Error {
-	e := &model.Error{Usage: u}
-	var ne net.Error
-	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		e.Class, e.Detail = job.Timeout, "anthropic: call deadline"
-	case errors.Is(ctx.Err(), context.Canceled):
-		e.Class, e.Detail = job.Cancelled, "anthropic: call cancelled"
-	case errors.As(err, &ne) && ne.Timeout():
-		e.Class, e.Detail = job.Timeout, "anthropic: network timeout"
-	default:
-		e.Class, e.Detail = job.Network, "anthropic: connection failed"
-	}
+	e := model.TransportError(ctx, "anthropic", err, u)
 	e.Detail = appendToken(e.Detail, reqID)
-	e.Err = fmt.Errorf("%s: %w", e.Detail, redact(err))
 	return e
-}
-
-// isTransport reports whether a body read failed in transit rather than on
-// bad content.
-func isTransport(err error) bool {
-	var ne net.Error
-	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.As(err, &ne)
-}
-
-// redact drops the URL from url.Error (it is safe, but a proxy URL may
-// carry credentials) and keeps the cause.
-func redact(err error) error {
-	var ue interface{ Unwrap() error }
-	if errors.As(err, &ue) && strings.Contains(err.Error(), "://") {
-		if inner := ue.Unwrap(); inner != nil {
-			return inner
-		}
-	}
-	return err
 }

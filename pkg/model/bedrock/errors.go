@@ -5,11 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/url"
 	"regexp"
 	"strings"
-	"syscall"
 
 	"github.com/aws/smithy-go"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
@@ -179,37 +177,20 @@ func statusClass(status int) job.ErrorClass {
 	return job.Internal
 }
 
-// transportError classifies a failure to get or read an answer: the call's
-// own context first (deadline: timeout; cancelled: cancelled), then network
-// timeouts, then everything else as a network error. u is what is billed.
+// transportError is model.TransportError for this provider, with the
+// SDK's wrappers taken off the cause; u is billed.
 func transportError(ctx context.Context, err error, u model.Usage) *model.Error {
-	e := &model.Error{Usage: u}
-	var ne net.Error
-	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		e.Class, e.Detail = job.Timeout, "bedrock: call deadline"
+	if ctx.Err() != nil {
 		err = ctx.Err()
-	case errors.Is(ctx.Err(), context.Canceled):
-		e.Class, e.Detail = job.Cancelled, "bedrock: call cancelled"
-		err = ctx.Err()
-	case errors.As(err, &ne) && ne.Timeout():
-		e.Class, e.Detail = job.Timeout, "bedrock: network timeout"
-	case errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET):
-		e.Class, e.Detail = job.Network, "bedrock: connection cut"
-	default:
-		e.Class, e.Detail = job.Network, "bedrock: connection failed"
 	}
-	e.Err = fmt.Errorf("%s: %w", e.Detail, cause(err))
-	return e
+	return model.TransportError(ctx, "bedrock", cause(err), u)
 }
 
 // isTransport reports whether err is the connection's fault rather than an
 // answer's.
 func isTransport(err error) bool {
-	var ne net.Error
 	var se *smithyhttp.RequestSendError
-	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) ||
-		errors.As(err, &ne) || errors.As(err, &se)
+	return model.IsTransport(err) || errors.As(err, &se)
 }
 
 // cause is the innermost useful error of an SDK transport error: the SDK's

@@ -134,7 +134,7 @@ func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response,
 	}
 	var cr chatResponse
 	if err := json.NewDecoder(resp.Body).Decode(&cr); err != nil {
-		if ctx.Err() != nil || isTransport(err) {
+		if ctx.Err() != nil || model.IsTransport(err) {
 			return model.Response{}, transportError(ctx, err, prompt, 0)
 		}
 		return model.Response{}, &model.Error{Class: job.ProviderError, Detail: "openai: unparseable response", Err: fmt.Errorf("openai: decode response: %w", err)}

@@ -3,13 +3,9 @@ package openai
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io"
-	"net"
 	"net/http"
 	"strings"
-	"syscall"
 
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/model"
@@ -73,42 +69,8 @@ func bodyError(status int, b errorBody) *model.Error {
 	return &model.Error{Class: class, Detail: detail, Err: fmt.Errorf("openai: %s", detail)}
 }
 
-// transportError classifies a failure to get or read an answer: the call's
-// own context first (deadline: timeout; cancelled: cancelled), then network
-// timeouts, then everything else as a network error. The tokens seen so far
-// are still billed.
+// transportError is model.TransportError for this provider, billing the
+// tokens seen so far.
 func transportError(ctx context.Context, err error, prompt, out int64) *model.Error {
-	e := &model.Error{Usage: model.Usage{InputTokens: prompt, OutputTokens: out}}
-	var ne net.Error
-	switch {
-	case errors.Is(ctx.Err(), context.DeadlineExceeded):
-		e.Class, e.Detail = job.Timeout, "openai: call deadline"
-	case errors.Is(ctx.Err(), context.Canceled):
-		e.Class, e.Detail = job.Cancelled, "openai: call cancelled"
-	case errors.As(err, &ne) && ne.Timeout():
-		e.Class, e.Detail = job.Timeout, "openai: network timeout"
-	default:
-		e.Class, e.Detail = job.Network, "openai: connection failed"
-	}
-	e.Err = fmt.Errorf("%s: %w", e.Detail, redact(err))
-	return e
-}
-
-// isTransport reports whether a body read failed in transit rather than on
-// bad content.
-func isTransport(err error) bool {
-	var ne net.Error
-	return errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.As(err, &ne)
-}
-
-// redact drops the URL from url.Error (it is safe, but a proxy URL may
-// carry credentials) and keeps the cause.
-func redact(err error) error {
-	var ue interface{ Unwrap() error }
-	if errors.As(err, &ue) && strings.Contains(err.Error(), "://") {
-		if inner := ue.Unwrap(); inner != nil {
-			return inner
-		}
-	}
-	return err
+	return model.TransportError(ctx, "openai", err, model.Usage{InputTokens: prompt, OutputTokens: out})
 }

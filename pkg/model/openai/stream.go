@@ -34,7 +34,7 @@ func readStream(ctx context.Context, body io.Reader, r model.Request, prompt int
 	var u *usage
 	chunks := int64(0)
 	sc := bufio.NewScanner(body)
-	sc.Buffer(make([]byte, 64<<10), 1<<20)
+	sc.Buffer(make([]byte, 0, 4<<10), 1<<20)
 	done := false
 	for sc.Scan() {
 		line := sc.Text()
