@@ -38,10 +38,13 @@ import (
 //	                                             the reconciler's worklist
 //	replays, replayed_ms                         N, operator replays of a failed job, and the last
 //	nudges                                       N, the reconciler's re-sends of a stuck job
-//	last_write                                   S, the token of the last finishing write
+//	settled                                      SS, the tokens of every finishing write applied
 //	                                             ("<lease owner>#succeed|release|end", "+cost"
-//	                                             for a refused one's cost add), so a retried
-//	                                             write that was already applied is recognised
+//	                                             for a refused one's cost add): a write whose
+//	                                             token is there is never applied again, and a
+//	                                             retried write that was already applied is
+//	                                             recognised by it, however many other writes
+//	                                             came in between
 const (
 	aID, aTenant, aRequestKey, aInputHash, aModel = "id", "tenant", "request_key", "input_hash", "model"
 	aInput, aMetadata, aResult                    = "input", "metadata", "result"
@@ -56,7 +59,7 @@ const (
 	aFailPK, aFailSK                              = "fail_pk", "fail_sk"
 	aActivePK                                     = "act_pk"
 	aReplays, aReplayed, aNudges                  = "replays", "replayed_ms", "nudges"
-	aLastWrite                                    = "last_write"
+	aSettled                                      = "settled"
 )
 
 // FailureProjection lists the attributes the failure index carries besides

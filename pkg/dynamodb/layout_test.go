@@ -138,3 +138,41 @@ func TestItemLayout(t *testing.T) {
 		"state": "S:succeeded", "result": `S:{"o":1}`, "result_model": "", "progress": "N:1", "expires_at": "", "fail_pk": "", "fail_sk": "",
 	})
 }
+
+// TestRecordsFromBeforeReservesAreClaimable: an item written by the
+// version before budget holds has no reserve_nc; it reserves nothing, and
+// the claim condition and job.Claim.Allows still agree on it.
+func TestRecordsFromBeforeReservesAreClaimable(t *testing.T) {
+	ctx := t.Context()
+	c, table := newTable(t)
+	st := dynamodb.New(c, table, settings.Defaults())
+	j := queuedJob("legacy")
+	item := map[string]types.AttributeValue{}
+	for k, v := range map[string]string{"id": j.ID, "tenant": "t", "request_key": "legacy", "input_hash": "sha256:x", "model": "default",
+		"input": `{"messages":[]}`, "state": "queued"} {
+		item[k] = &types.AttributeValueMemberS{Value: v}
+	}
+	for k, v := range map[string]int64{"attempts": 0, "max_attempts": 3, "version": 1, "budget_nc": 1000, "cost_nc": 0,
+		"remaining_nc": 1000, "deadline_ms": base.Add(time.Hour).UnixMilli(), "created_ms": base.UnixMilli(), "updated_ms": base.UnixMilli()} {
+		item[k] = &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
+	}
+	if _, err := c.PutItem(ctx, &ddb.PutItemInput{TableName: aws.String(table), Item: item}); err != nil {
+		t.Fatal(err)
+	}
+	before, err := st.Get(ctx, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claim := job.Claim{ID: j.ID, Owner: "w", Now: base.Add(time.Second), LeaseUntil: base.Add(time.Minute)}
+	if !claim.Allows(before) {
+		t.Fatalf("the domain refuses the legacy record: %+v", before)
+	}
+	got, err := st.Claim(ctx, claim)
+	if err != nil || got.Reserved != 0 || got.Remaining() != 1000 || got.Attempts != 1 {
+		t.Fatalf("claim of a legacy record: %+v %v", got, err)
+	}
+	got, err = st.Release(ctx, job.Release{ID: j.ID, Owner: "w", Now: base.Add(2 * time.Second), Cost: 10, Class: job.Timeout})
+	if err != nil || got.Cost != 10 || got.Remaining() != 990 {
+		t.Fatalf("release: %+v %v", got, err)
+	}
+}

@@ -89,3 +89,43 @@ func TestRetriedFinishIsRecognisedNotChargedTwice(t *testing.T) {
 		t.Fatalf("retried cost add: %+v %v, want Conflict with cost 500", cur, err)
 	}
 }
+
+// TestRetriedFinishAfterAnotherWriterSettlesOnce: a finish whose answer was
+// lost is retried only after another worker has claimed and finished the
+// job; the retry must still be recognised (cost and hold settled once).
+func TestRetriedFinishAfterAnotherWriterSettlesOnce(t *testing.T) {
+	ctx := context.Background()
+	c, table := newTable(t)
+	l := &lossy{Client: c}
+	st := dynamodb.New(l, table, oneShard())
+	now := job.Millis(time.Now())
+	j := job.Job{ID: job.NewID("t", "k"), Tenant: "t", RequestKey: "k", InputHash: "sha256:x", Model: "default",
+		Input: json.RawMessage(`{}`), State: job.Queued, MaxAttempts: 3, Budget: 1000, Reserve: 50, Deadline: now.Add(time.Hour),
+		Version: 1, CreatedAt: now, UpdatedAt: now}
+	if _, err := st.Create(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Claim(ctx, job.Claim{ID: j.ID, Owner: "b", Now: now.Add(time.Second), LeaseUntil: now.Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	release := job.Release{ID: j.ID, Owner: "b", Now: now.Add(2 * time.Second), Cost: 40, Held: 50, Class: job.RateLimited}
+	l.lose.Store(1)
+	if _, err := st.Release(ctx, release); job.ErrorCode(err) != job.CodeUnavailable {
+		t.Fatalf("first try: %v, want its answer lost", err)
+	}
+	// Worker c claims and finishes before b's retry.
+	if _, err := st.Claim(ctx, job.Claim{ID: j.ID, Owner: "c", Now: now.Add(3 * time.Second), LeaseUntil: now.Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.Release(ctx, job.Release{ID: j.ID, Owner: "c", Now: now.Add(4 * time.Second), Cost: 7, Held: 50, Class: job.RateLimited}); err != nil {
+		t.Fatal(err)
+	}
+	release.Now = now.Add(5 * time.Second)
+	if _, err := st.Release(ctx, release); err != nil {
+		t.Fatalf("b's retry: %v, want it recognised as applied", err)
+	}
+	got, err := st.Get(ctx, j.ID)
+	if err != nil || got.Cost != 47 || got.Reserved != 0 || got.Remaining() != 1000-47 {
+		t.Fatalf("record %+v %v: want cost 47, nothing held, 953 left (each attempt settled once)", got, err)
+	}
+}

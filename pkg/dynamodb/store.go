@@ -10,7 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"regexp"
-	"strings"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -102,9 +102,11 @@ type update struct {
 	cond   string
 	expr   string
 	values map[string]types.AttributeValue
-	// token, when set, is written to last_write with the effect, so a retry
-	// of a write that was applied but whose answer was lost (the SDK retries
-	// resets and 5xx) is recognised instead of refused and its cost added twice.
+	// token, when set, is added to the settled set with the effect, and the
+	// write is applied only while the set lacks it: a retry of a write that
+	// was applied but whose answer was lost (the SDK retries resets and 5xx)
+	// is recognised instead of refused, and its cost is never added twice,
+	// even if other writes landed in between.
 	token string
 }
 
@@ -128,7 +130,7 @@ func (s *Store) apply(ctx context.Context, id string, now time.Time, allows func
 		if err != nil {
 			return job.Job{}, err
 		}
-		if u.token != "" && lastWrite(raw) == u.token {
+		if u.token != "" && settled(raw, u.token) {
 			return cur, nil // our own earlier try was applied
 		}
 		if allows(cur) && !cur.UpdatedAt.Before(stamp) {
@@ -173,7 +175,7 @@ func (s *Store) addCost(ctx context.Context, id string, set settle, now time.Tim
 		if err != nil {
 			return job.Job{}, err
 		}
-		if u.token != "" && lastWrite(raw) == u.token {
+		if u.token != "" && settled(raw, u.token) {
 			return job.Job{}, conflict(cur) // the cost was added by our earlier try
 		}
 		stamp = job.NextUpdate(cur.UpdatedAt, now)
@@ -191,8 +193,11 @@ func (s *Store) write(ctx context.Context, id string, u update, stamp time.Time)
 	}
 	expr := u.expr
 	if u.token != "" {
-		expr = strings.Replace(expr, "SET ", "SET #last_write = :wtoken, ", 1)
+		// Every token-bearing write ends with its ADD clause (costAdd).
+		cond += " AND NOT contains(#settled, :wtoken)"
+		expr += ", #settled :wset"
 		values[":wtoken"] = avS(u.token)
+		values[":wset"] = &types.AttributeValueMemberSS{Value: []string{u.token}}
 	}
 	names := map[string]string{}
 	for _, p := range placeholder.FindAllString(cond+" "+expr, -1) {
@@ -239,7 +244,13 @@ func (s *Store) current(ctx context.Context, id string, item map[string]types.At
 	return j, item, nil
 }
 
-func lastWrite(item map[string]types.AttributeValue) string { return attrS(item, aLastWrite) }
+// settled reports whether item's settled set holds token.
+func settled(item map[string]types.AttributeValue, token string) bool {
+	if v, ok := item[aSettled].(*types.AttributeValueMemberSS); ok {
+		return slices.Contains(v.Value, token)
+	}
+	return false
+}
 
 func key(id string) map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{aID: avS(id)}

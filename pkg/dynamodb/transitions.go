@@ -16,7 +16,10 @@ const (
 	// that a claim by an empty owner recorded.
 	heldCond   = "#state = :running AND #lease_owner = :owner AND #lease_owner <> :nobody"
 	unheldCond = "#state = :queued OR (#state = :running AND #lease_until_ms <= :now)"
-	claimCond  = "(" + unheldCond + ") AND #attempts < #max_attempts AND #deadline_ms > :now AND #cost_nc < #budget_nc AND #remaining_nc >= #reserve_nc AND (attribute_not_exists(#not_before_ms) OR #not_before_ms <= :now)"
+	claimCond  = "(" + unheldCond + ") AND #attempts < #max_attempts AND #deadline_ms > :now AND #cost_nc < #budget_nc AND " + fitsReserve + " AND (attribute_not_exists(#not_before_ms) OR #not_before_ms <= :now)"
+	// fitsReserve: the budget left covers the record's reserve; a record
+	// written before reserves existed has none, and reserves nothing.
+	fitsReserve = "(attribute_not_exists(#reserve_nc) OR #remaining_nc >= #reserve_nc)"
 	unlease    = " REMOVE #lease_owner, #lease_until_ms"
 )
 
@@ -26,7 +29,7 @@ func st(v job.State) types.AttributeValue { return avS(string(v)) }
 func (s *Store) Claim(ctx context.Context, c job.Claim) (job.Job, error) {
 	return s.apply(ctx, c.ID, c.Now, c.Allows, update{
 		cond: claimCond,
-		expr: "SET #state = :running, #lease_owner = :owner, #lease_until_ms = :lease, #progress = :zero, #updated_ms = :upd, #remaining_nc = #remaining_nc - #reserve_nc REMOVE #not_before_ms ADD #attempts :one, #version :one",
+		expr: "SET #state = :running, #lease_owner = :owner, #lease_until_ms = :lease, #progress = :zero, #updated_ms = :upd, #remaining_nc = #remaining_nc - if_not_exists(#reserve_nc, :zero) REMOVE #not_before_ms ADD #attempts :one, #version :one",
 		values: map[string]types.AttributeValue{
 			":queued": st(job.Queued), ":running": st(job.Running), ":now": avN(c.Now.UnixMilli()),
 			":owner": avS(c.Owner), ":lease": avN(c.LeaseUntil.UnixMilli()), ":zero": avN(0), ":one": avN(1),
@@ -137,7 +140,7 @@ func (s *Store) Replay(ctx context.Context, r job.Replay) (job.Job, error) {
 	remove := " REMOVE #fail_pk, #fail_sk, #not_before_ms"
 	expr, remove = expiry(expr, remove, r.ExpiresAt, v)
 	return s.apply(ctx, r.ID, r.Now, r.Allows, update{
-		cond:   "#state = :failed AND #remaining_nc >= #reserve_nc AND #remaining_nc > :zero",
+		cond:   "#state = :failed AND " + fitsReserve + " AND #remaining_nc > :zero",
 		expr:   expr + remove + " ADD #replays :one, #version :one",
 		values: v,
 	}, settle{})
