@@ -20,7 +20,7 @@ const (
 	// fitsReserve: the budget left covers the record's reserve; a record
 	// written before reserves existed has none, and reserves nothing.
 	fitsReserve = "(attribute_not_exists(#reserve_nc) OR #remaining_nc >= #reserve_nc)"
-	unlease    = " REMOVE #lease_owner, #lease_until_ms"
+	unlease     = " REMOVE #lease_owner, #lease_until_ms"
 )
 
 func st(v job.State) types.AttributeValue { return avS(string(v)) }
