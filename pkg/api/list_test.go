@@ -68,6 +68,14 @@ func TestListPagesTheCallersJobsNewestFirst(t *testing.T) {
 		t.Fatalf("ids %v, want %v (newest first, the caller's only)", got, want)
 	}
 
+	// A cursor from a page without since, reused with a since after it:
+	// the caller's mistake, a 400 naming the cursor (never a 503).
+	first := decodeList(t, e.do(t, listReq(t, "limit=4")))
+	if first.NextCursor == nil {
+		t.Fatal("no second page")
+	}
+	wantProblem(t, e.do(t, listReq(t, "since=2026-01-01T12:00:03Z&cursor="+*first.NextCursor)), http.StatusBadRequest, job.CodeInvalidRequest, "cursor")
+
 	b := decodeList(t, e.do(t, listReq(t, "state=succeeded")))
 	if len(b.Jobs) != 1 || b.Jobs[0].ID != ids[1] || b.Jobs[0].CostCents != 420_000_000 || b.Jobs[0].ResultModel != "fake-1" ||
 		b.Jobs[0].ErrorClass != nil || b.Jobs[0].CreatedAt != "2026-01-01T12:00:01.000Z" || b.NextCursor != nil {

@@ -2,6 +2,7 @@ package dynamodb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 
 	"github.com/aijobs/aijobs/pkg/job"
 )
@@ -55,6 +57,10 @@ func (s *Store) List(ctx context.Context, q job.ListQuery) (job.Page, error) {
 		if err != nil {
 			return job.Page{}, err
 		}
+		if !p.CreatedAt.IsZero() && p.CreatedAt.Before(q.Since) {
+			// DynamoDB refuses a start key outside the key condition.
+			return job.Page{}, badCursor("the cursor is from before since: keep since as it was for the first page")
+		}
 		in.ExclusiveStartKey = map[string]types.AttributeValue{aID: avS(p.ID), aTenant: avS(q.Tenant)}
 		if !p.CreatedAt.IsZero() {
 			in.ExclusiveStartKey[aCreated] = avN(p.CreatedAt.UnixMilli())
@@ -67,6 +73,11 @@ func (s *Store) List(ctx context.Context, q job.ListQuery) (job.Page, error) {
 		in.Limit = aws.Int32(int32(q.Limit - len(page.Jobs)))
 		out, err := s.c.Query(ctx, in)
 		if err != nil {
+			var api smithy.APIError
+			if q.Cursor != "" && errors.As(err, &api) && api.ErrorCode() == "ValidationException" {
+				// A start key DynamoDB will not take is the cursor's fault.
+				return job.Page{}, badCursor("the cursor is not one this API returned for this query")
+			}
 			return job.Page{}, unavailable("list jobs", err)
 		}
 		for _, it := range out.Items {
@@ -95,6 +106,10 @@ func (s *Store) List(ctx context.Context, q job.ListQuery) (job.Page, error) {
 		page.Next = p.Cursor()
 	}
 	return page, nil
+}
+
+func badCursor(msg string) error {
+	return &job.Error{Code: job.CodeInvalidRequest, Field: "cursor", Message: msg}
 }
 
 // Failures calls each for every failed or abandoned job that ended in

@@ -18,6 +18,10 @@ func (s *Store) List(_ context.Context, q job.ListQuery) (job.Page, error) {
 		if err != nil {
 			return job.Page{}, err
 		}
+		if !p.CreatedAt.IsZero() && p.CreatedAt.Before(q.Since) {
+			return job.Page{}, &job.Error{Code: job.CodeInvalidRequest, Field: "cursor",
+				Message: "the cursor is from before since: keep since as it was for the first page"}
+		}
 		after = &p
 	}
 	s.mu.Lock()

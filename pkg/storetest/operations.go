@@ -213,8 +213,11 @@ func list(t *testing.T, s *suite) {
 		}
 	})
 	t.Run("a bad cursor is invalid_request", func(t *testing.T) {
-		for _, c := range []string{"!!", "bm90LWEtY3Vyc29y", job.Position{CreatedAt: base, ID: "nope"}.Cursor()} {
-			_, err := s.store.List(ctx, job.ListQuery{Tenant: tenantX, Cursor: c})
+		for _, q := range []job.ListQuery{{Cursor: "!!"}, {Cursor: "bm90LWEtY3Vyc29y"}, {Cursor: job.Position{CreatedAt: base, ID: "nope"}.Cursor()},
+			{Cursor: job.Position{CreatedAt: base, ID: mine[0].ID}.Cursor(), Since: base.Add(time.Second)}} {
+			q.Tenant = tenantX
+			c := q.Cursor
+			_, err := s.store.List(ctx, q)
 			var je *job.Error
 			if !errors.As(err, &je) || je.Code != job.CodeInvalidRequest || je.Field != "cursor" {
 				t.Fatalf("cursor %q: %v", c, err)
