@@ -68,6 +68,12 @@ func (w *Worker) claim(ctx context.Context, m events.SQSMessage, id string, log 
 			return w.poison(ctx, m, "job_not_found", log)
 		case job.CodeConflict:
 		default:
+			// The claim may have been applied and only its answer lost
+			// (the SDK's retries ran out): then the job, and the hold the
+			// claim took, are ours, and leaving them would leak both.
+			if cur, gerr := w.cfg.Store.Get(ctx, id); gerr == nil && cur.State == job.Running && cur.LeaseOwner == owner {
+				return w.attempt(ctx, m, cur, owner, now, log.With("attempt", cur.Attempts))
+			}
 			log.Error("claim failed", "err", err)
 			return outcomeKeep
 		}

@@ -21,6 +21,7 @@ import (
 
 // Store is the part of the job store the worker drives.
 type Store interface {
+	Get(context.Context, string) (job.Job, error)
 	Claim(context.Context, job.Claim) (job.Job, error)
 	Heartbeat(context.Context, job.Heartbeat) (job.Job, error)
 	Succeed(context.Context, job.Succeed) (job.Job, error)

@@ -606,3 +606,27 @@ func TestPanickingProviderDoesNotTakeDownTheBatch(t *testing.T) {
 		t.Fatal("the other job of the batch did not finish")
 	}
 }
+
+// lostClaim applies every claim but answers it as if the store were
+// unavailable: the SDK's retries ran out after the write landed.
+type lostClaim struct{ *memstore.Store }
+
+func (s lostClaim) Claim(ctx context.Context, c job.Claim) (job.Job, error) {
+	if _, err := s.Store.Claim(ctx, c); err != nil {
+		return job.Job{}, err
+	}
+	return job.Job{}, &job.Error{Code: job.CodeUnavailable}
+}
+
+func TestAClaimWhoseAnswerWasLostIsStillOurs(t *testing.T) {
+	f := setup(t, ok(5))
+	j := f.create("k1", func(j *job.Job) { j.Reserve = 3 })
+	f.w = worker.New(worker.Config{Store: lostClaim{f.store}, Queue: f.queue, Timing: timing,
+		Routes: f.routes(), Providers: map[string]model.Provider{"p": f.prov}})
+	if r := f.deliver(body(j.ID)); len(r.BatchItemFailures) != 0 {
+		t.Fatalf("kept: %v", failedIDs(r))
+	}
+	if got := f.get(j.ID); got.State != job.Succeeded || got.Attempts != 1 || got.Reserved != 0 || f.prov.generations(j.ID) != 1 {
+		t.Fatalf("job = %+v: the claim was applied, so the attempt runs and returns its hold", got)
+	}
+}
