@@ -84,7 +84,7 @@ func TestReplayOf2000JobsNeverRunsASucceededOneAgain(t *testing.T) {
 	s.sendDead("not a job message")
 
 	r := replay.New(replay.Config{Store: s.app.Store, Queue: s.app.Queue, DeadLetters: s.app.Queue.DeadLetters(),
-		Retention: s.app.Config.Settings.Retention})
+		Retention: s.app.Config.Settings.Retention, Limits: s.app.Config.Settings.Limits})
 	opts := replay.Options{Attempts: 2, Parallel: 16}
 
 	fromDLQ, err := r.DeadLetters(ctx, 0, opts)

@@ -67,7 +67,7 @@ func runReplay(ctx context.Context, c *cli, args []string) error {
 	if op.cfg.QueueURL == "" || (*from == "dlq" && op.cfg.DLQURL == "") {
 		return usageErrorf("replay: needs the queue URLs: --queue-url and --dlq-url, or AIJOBS_QUEUE_URL and AIJOBS_DLQ_URL")
 	}
-	r := replay.New(replay.Config{Store: op.store, Queue: op.queue, DeadLetters: op.queue.DeadLetters(), Retention: op.cfg.Settings.Retention})
+	r := replay.New(replay.Config{Store: op.store, Queue: op.queue, DeadLetters: op.queue.DeadLetters(), Retention: op.cfg.Settings.Retention, Limits: op.cfg.Settings.Limits})
 	bar := &replayBar{w: c.env.stdout, on: c.env.stdoutTTY, counts: map[replay.Outcome]int{}}
 	o := replay.Options{DryRun: *dry, Attempts: *attempts, Rate: *rate, Parallel: *parallel, Progress: bar.add}
 	start := time.Now()

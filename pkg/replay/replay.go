@@ -90,7 +90,10 @@ type Config struct {
 	DeadLetters DeadLetters
 	// Retention gives a replayed job's record its expiry.
 	Retention job.Retention
-	Clock     job.Clock
+	// Limits bound what a replay gives: no more fresh attempts than
+	// MaxMaxAttempts, no longer a deadline than MaxDeadline.
+	Limits job.Limits
+	Clock  job.Clock
 }
 
 // Options are one run's choices.
@@ -145,13 +148,16 @@ func (r *Replayer) Job(ctx context.Context, id string, o Options) Outcome {
 		}
 		// Failed: one explicit, recorded transition back to queued.
 		n := freshAttempts(j, o.Attempts)
+		if r.cfg.Limits.MaxMaxAttempts > 0 {
+			n = min(n, r.cfg.Limits.MaxMaxAttempts)
+		}
 		if n == 0 {
 			return RefusedBudget
 		}
 		if o.DryRun {
 			return Replayed
 		}
-		deadline := now.Add(j.Deadline.Sub(j.CreatedAt)) // as long again as it first had
+		deadline := now.Add(r.window(j)) // as long again as its last run had
 		_, err := r.cfg.Store.Replay(ctx, job.Replay{ID: id, Now: now, Attempts: n, Deadline: deadline,
 			ExpiresAt: r.cfg.Retention.ExpiresAt(job.Failed, deadline)})
 		switch job.ErrorCode(err) {
@@ -164,6 +170,21 @@ func (r *Replayer) Job(ctx context.Context, id string, o Options) Outcome {
 		return Failed
 	}
 	return Failed
+}
+
+// window is how long the job's last run had: from its creation or its
+// last replay to its deadline, at most the longest deadline allowed (so
+// replays never grow it).
+func (r *Replayer) window(j job.Job) time.Duration {
+	start := j.CreatedAt
+	if !j.ReplayedAt.IsZero() {
+		start = j.ReplayedAt
+	}
+	d := j.Deadline.Sub(start)
+	if m := r.cfg.Limits.MaxDeadline; m > 0 && d > m {
+		d = m
+	}
+	return max(d, time.Minute)
 }
 
 func (r *Replayer) send(ctx context.Context, id string, o Outcome, opts Options) Outcome {
@@ -290,8 +311,8 @@ func (r *Replayer) each(ctx context.Context, keys []string, o Options, do func(s
 		parallel = 8
 	}
 	var tick <-chan time.Time
-	if o.Rate > 0 {
-		t := time.NewTicker(time.Duration(float64(time.Second) / o.Rate))
+	if every := time.Duration(float64(time.Second) / o.Rate); o.Rate > 0 && every > 0 {
+		t := time.NewTicker(every)
 		defer t.Stop()
 		tick = t.C
 	}

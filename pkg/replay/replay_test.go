@@ -218,3 +218,33 @@ func TestRateBoundsTheReplay(t *testing.T) {
 		t.Fatalf("5 jobs at 20/s took %s, want at least 200ms", took)
 	}
 }
+
+func TestReplaysNeverGrowTheDeadlineOrPassTheLimits(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	// A job replayed an hour ago with a 15-minute window, failed again.
+	id := f.ids["failed"]
+	j, _ := f.store.Get(ctx, id)
+	j.ReplayedAt, j.Deadline = now.Add(-time.Hour), now.Add(-time.Hour+15*time.Minute)
+	st := memstore.New()
+	if _, err := st.Create(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	r := replay.New(replay.Config{Store: st, Queue: f.queue, Clock: clock{}, Limits: job.Limits{MaxMaxAttempts: 4, MaxDeadline: 10 * time.Minute}})
+	if got := r.Job(ctx, id, replay.Options{Attempts: 50}); got != replay.Replayed {
+		t.Fatalf("outcome %s", got)
+	}
+	got, _ := st.Get(ctx, id)
+	if !got.Deadline.Equal(now.Add(10*time.Minute)) || got.MaxAttempts != j.Attempts+4 {
+		t.Fatalf("deadline %s, max attempts %d: want the window clamped to 10m (not the hour since creation) and 4 fresh attempts", got.Deadline, got.MaxAttempts)
+	}
+}
+
+func TestAnUnboundedRateIsNoLimit(t *testing.T) {
+	f := setup(t)
+	f.dlq.msgs = append(f.dlq.msgs, events.SQSMessage{MessageId: "m", ReceiptHandle: "h", Body: `{"job_id":"` + f.ids["succeeded"] + `"}`})
+	sum, err := f.r.DeadLetters(context.Background(), 0, replay.Options{Rate: 1e12})
+	if err != nil || sum[replay.SkippedSucceeded] != 1 {
+		t.Fatalf("%v %v", sum, err)
+	}
+}
