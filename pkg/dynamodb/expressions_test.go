@@ -90,6 +90,7 @@ func TestEveryPlaceholderIsUsed(t *testing.T) {
 		_, _ = st.Replay(ctx, job.Replay{ID: id, Now: now, Attempts: 2, Deadline: now.Add(time.Hour), ExpiresAt: keep})
 		_, _ = st.Replay(ctx, job.Replay{ID: id, Now: now, Attempts: 2, Deadline: now.Add(time.Hour)})
 		_, _ = st.Nudge(ctx, job.Nudge{ID: id, Now: now, Stale: now.Add(-time.Hour)})
+		_, _ = st.Nudge(ctx, job.Nudge{ID: id, Now: now, Stale: now.Add(-time.Hour), RunningOnly: true})
 		if refuse {
 			_, _ = st.List(ctx, job.ListQuery{Tenant: "t"})
 			_, _ = st.List(ctx, job.ListQuery{Tenant: "t", State: job.Failed, Class: job.Auth, Since: now, Cursor: job.Position{CreatedAt: now, ID: job.NewID("t", "k")}.Cursor()})

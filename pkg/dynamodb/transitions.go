@@ -148,12 +148,14 @@ func (s *Store) Replay(ctx context.Context, r job.Replay) (job.Job, error) {
 
 // Nudge applies job.Nudge.
 func (s *Store) Nudge(ctx context.Context, n job.Nudge) (job.Job, error) {
-	return s.apply(ctx, n.ID, n.Now, n.Allows, update{
-		cond: "#updated_ms <= :stale AND ((#state = :queued AND (attribute_not_exists(#not_before_ms) OR #not_before_ms <= :stale))" +
-			" OR (#state = :running AND #lease_until_ms <= :stale))",
-		expr:   "SET #updated_ms = :upd ADD #nudges :one, #version :one",
-		values: map[string]types.AttributeValue{":queued": st(job.Queued), ":running": st(job.Running), ":stale": avN(n.Stale.UnixMilli()), ":one": avN(1)},
-	}, settle{})
+	v := map[string]types.AttributeValue{":running": st(job.Running), ":stale": avN(n.Stale.UnixMilli()), ":one": avN(1)}
+	cond := "#updated_ms <= :stale AND #state = :running AND #lease_until_ms <= :stale"
+	if !n.RunningOnly {
+		cond = "#updated_ms <= :stale AND ((#state = :queued AND (attribute_not_exists(#not_before_ms) OR #not_before_ms <= :stale))" +
+			" OR (#state = :running AND #lease_until_ms <= :stale))"
+		v[":queued"] = st(job.Queued)
+	}
+	return s.apply(ctx, n.ID, n.Now, n.Allows, update{cond: cond, expr: "SET #updated_ms = :upd ADD #nudges :one, #version :one", values: v}, settle{})
 }
 
 // finishToken marks one finishing write of an attempt: its lease owner

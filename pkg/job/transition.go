@@ -130,6 +130,9 @@ type Nudge struct {
 	ID    string
 	Now   time.Time
 	Stale time.Time
+	// RunningOnly leaves queued jobs alone: while the queue has a backlog,
+	// an untouched queued job's message is most likely still in it.
+	RunningOnly bool
 }
 
 // Retention says how long a finished record is kept. Failed and abandoned
@@ -185,7 +188,7 @@ func (n Nudge) Allows(j Job) bool {
 	}
 	switch j.State {
 	case Queued:
-		return !j.NotBefore.After(n.Stale)
+		return !n.RunningOnly && !j.NotBefore.After(n.Stale)
 	case Running:
 		return !j.LeaseUntil.After(n.Stale)
 	}

@@ -27,9 +27,11 @@ type Store interface {
 	Nudge(ctx context.Context, n job.Nudge) (job.Job, error)
 }
 
-// Queue re-sends a job's id to the workers.
+// Queue re-sends a job's id to the workers, and says how many messages
+// wait in it.
 type Queue interface {
 	Send(ctx context.Context, jobID string) error
+	Backlog(ctx context.Context) (int, error)
 }
 
 // Metrics receives what a run did (CloudWatch EMF in Lambda).
@@ -87,6 +89,10 @@ type Report struct {
 	// held by a live worker, or finished meanwhile).
 	Healthy int `json:"healthy"`
 	Errors  int `json:"errors"`
+	// Backlog is the messages waiting in the queue when the sweep began;
+	// while there are any, queued jobs are left alone (their messages are
+	// most likely among them), so a backlog is never amplified.
+	Backlog int `json:"backlog"`
 }
 
 // Handle is the Lambda handler for the schedule's event.
@@ -100,10 +106,16 @@ func (r *Reconciler) Handle(ctx context.Context, _ events.CloudWatchEvent) (Repo
 func (r *Reconciler) Run(ctx context.Context) (Report, error) {
 	now := r.cfg.Clock.Now()
 	stale := now.Add(-r.cfg.After)
+	backlog, err := r.cfg.Queue.Backlog(ctx)
+	if err != nil {
+		// Unknown: assume one rather than risk doubling it.
+		r.cfg.Logger.Warn("reading the queue's backlog failed; queued jobs are left for the next sweep", "err", err)
+		backlog = -1
+	}
 	var rep struct{ candidates, queued, running, healthy, errors atomic.Int64 }
 	sem := make(chan struct{}, r.cfg.Parallel)
 	var wg sync.WaitGroup
-	err := r.cfg.Store.Unfinished(ctx, stale, func(id string) error {
+	err = r.cfg.Store.Unfinished(ctx, stale, func(id string) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
@@ -113,7 +125,7 @@ func (r *Reconciler) Run(ctx context.Context) (Report, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			switch r.one(ctx, id, now, stale) {
+			switch r.one(ctx, job.Nudge{ID: id, Now: now, Stale: stale, RunningOnly: backlog != 0}) {
 			case job.Queued:
 				rep.queued.Add(1)
 			case job.Running:
@@ -128,10 +140,10 @@ func (r *Reconciler) Run(ctx context.Context) (Report, error) {
 	})
 	wg.Wait()
 	out := Report{Candidates: int(rep.candidates.Load()), Queued: int(rep.queued.Load()), Running: int(rep.running.Load()),
-		Healthy: int(rep.healthy.Load()), Errors: int(rep.errors.Load())}
+		Healthy: int(rep.healthy.Load()), Errors: int(rep.errors.Load()), Backlog: max(backlog, 0)}
 	r.emit(out)
 	r.cfg.Logger.Info("reconciled", "candidates", out.Candidates, "resent_queued", out.Queued, "resent_running", out.Running,
-		"healthy", out.Healthy, "errors", out.Errors)
+		"healthy", out.Healthy, "errors", out.Errors, "backlog", backlog)
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 		return out, fmt.Errorf("reconciler: list unfinished jobs: %w", err)
 	}
@@ -143,11 +155,12 @@ const failed job.State = "error"
 
 // one nudges and re-sends one candidate; it answers the state the job was
 // re-sent from, "" when it needed nothing, or failed.
-func (r *Reconciler) one(ctx context.Context, id string, now, stale time.Time) job.State {
+func (r *Reconciler) one(ctx context.Context, n job.Nudge) job.State {
+	id := n.ID
 	log := r.cfg.Logger.With("job_id", id)
 	// The nudge is the check: only a job still stale at this instant is
 	// touched, so two sweeps (or a sweep and a worker) never both act.
-	j, err := r.cfg.Store.Nudge(ctx, job.Nudge{ID: id, Now: now, Stale: stale})
+	j, err := r.cfg.Store.Nudge(ctx, n)
 	switch job.ErrorCode(err) {
 	case "":
 	case job.CodeConflict, job.CodeNotFound:
@@ -172,4 +185,5 @@ func (r *Reconciler) emit(rep Report) {
 	m.Emit("Reconciled", float64(rep.Queued), "Count", map[string]string{"State": string(job.Queued)})
 	m.Emit("Reconciled", float64(rep.Running), "Count", map[string]string{"State": string(job.Running)})
 	m.Emit("ReconcileErrors", float64(rep.Errors), "Count", nil)
+	m.Emit("ReconcileBacklog", float64(rep.Backlog), "Count", nil)
 }

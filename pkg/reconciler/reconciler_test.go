@@ -15,10 +15,13 @@ import (
 )
 
 type queue struct {
-	mu   sync.Mutex
-	sent []string
-	fail map[string]bool
+	mu      sync.Mutex
+	sent    []string
+	fail    map[string]bool
+	backlog int
 }
+
+func (q *queue) Backlog(context.Context) (int, error) { return q.backlog, nil }
 
 func (q *queue) Send(_ context.Context, id string) error {
 	q.mu.Lock()
@@ -113,6 +116,37 @@ func TestSweep(t *testing.T) {
 }
 
 func sortIDs(ids []string) []string { slices.Sort(ids); return ids }
+
+// TestABacklogIsNeverAmplified: while messages wait in the queue, a queued
+// job untouched for a long time is most likely among them; the sweep
+// re-sends only jobs whose worker died.
+func TestABacklogIsNeverAmplified(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	old := now.Add(-time.Hour)
+	mk := func(key string, mut func(*job.Job)) string {
+		j := job.Job{ID: job.NewID("t", key), Tenant: "t", RequestKey: key, State: job.Queued, MaxAttempts: 3, Budget: job.Cents(1),
+			Deadline: now.Add(time.Hour), Version: 1, CreatedAt: old, UpdatedAt: old}
+		if mut != nil {
+			mut(&j)
+		}
+		if _, err := st.Create(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+		return j.ID
+	}
+	waiting := mk("waiting", nil)
+	dead := mk("dead", func(j *job.Job) { j.State, j.Attempts, j.LeaseOwner, j.LeaseUntil = job.Running, 1, "w", old.Add(time.Minute) })
+	q := &queue{backlog: 5000}
+	m := &metrics{m: map[string]float64{}}
+	rep, err := reconciler.New(reconciler.Config{Store: st, Queue: q, After: 10 * time.Minute, Clock: clock{now}, Metrics: m}).Run(ctx)
+	if err != nil || rep.Queued != 0 || rep.Running != 1 || rep.Backlog != 5000 || len(q.sent) != 1 || q.sent[0] != dead {
+		t.Fatalf("report %+v %v, sent %v", rep, err, q.sent)
+	}
+	if j, _ := st.Get(ctx, waiting); j.Nudges != 0 || m.m["ReconcileBacklog/"] != 5000 {
+		t.Fatalf("the waiting job was touched (%+v) or the backlog not reported (%v)", j, m.m)
+	}
+}
 
 func TestSweepStopsWithItsContext(t *testing.T) {
 	st := memstore.New()

@@ -25,6 +25,7 @@ type Client interface {
 	ChangeMessageVisibility(context.Context, *awssqs.ChangeMessageVisibilityInput, ...func(*awssqs.Options)) (*awssqs.ChangeMessageVisibilityOutput, error)
 	ReceiveMessage(context.Context, *awssqs.ReceiveMessageInput, ...func(*awssqs.Options)) (*awssqs.ReceiveMessageOutput, error)
 	DeleteMessageBatch(context.Context, *awssqs.DeleteMessageBatchInput, ...func(*awssqs.Options)) (*awssqs.DeleteMessageBatchOutput, error)
+	GetQueueAttributes(context.Context, *awssqs.GetQueueAttributesInput, ...func(*awssqs.Options)) (*awssqs.GetQueueAttributesOutput, error)
 }
 
 // Queue is the job queue and its dead letter queue.
@@ -77,6 +78,24 @@ func (q *Queue) ChangeVisibility(ctx context.Context, receiptHandle string, d ti
 		return unavailable("change message visibility", err)
 	}
 	return nil
+}
+
+// Backlog is about how many messages wait in the queue, visible (SQS's
+// ApproximateNumberOfMessages): the reconciler's sign that queued jobs may
+// simply not have been reached yet.
+func (q *Queue) Backlog(ctx context.Context) (int, error) {
+	out, err := q.client.GetQueueAttributes(ctx, &awssqs.GetQueueAttributesInput{
+		QueueUrl:       aws.String(q.url),
+		AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameApproximateNumberOfMessages},
+	})
+	if err != nil {
+		return 0, unavailable("read the queue's backlog", err)
+	}
+	n, err := strconv.Atoi(out.Attributes[string(types.QueueAttributeNameApproximateNumberOfMessages)])
+	if err != nil {
+		return 0, unavailable("read the queue's backlog", err)
+	}
+	return n, nil
 }
 
 // DeadLetter sends a message the worker cannot use to the dead letter queue

@@ -91,3 +91,25 @@ func TestDeadLetterCarriesReason(t *testing.T) {
 		t.Fatalf("dead letter: %s %v", aws.ToString(m.Body), m.MessageAttributes)
 	}
 }
+
+func TestBacklogCountsVisibleMessages(t *testing.T) {
+	ctx := context.Background()
+	q, _, _, _ := newQueue(t)
+	if n, err := q.Backlog(ctx); err != nil || n != 0 {
+		t.Fatalf("empty queue: %d %v", n, err)
+	}
+	for range 3 {
+		if err := q.Send(ctx, "job_aaaaaaaaaaaaaaaaaaaaaaaaaa"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n, err := q.Backlog(ctx); err != nil || n != 3 {
+		t.Fatalf("three sent: %d %v", n, err)
+	}
+	if _, err := q.ReceiveHidden(ctx, 1, 0, time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := q.Backlog(ctx); err != nil || n != 2 {
+		t.Fatalf("one received and hidden: %d %v, want the two still visible", n, err)
+	}
+}

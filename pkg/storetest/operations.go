@@ -68,6 +68,17 @@ func replay(t *testing.T, s *suite) {
 func nudge(t *testing.T, s *suite) {
 	now := base.Add(20 * time.Minute)
 	stale := now.Add(-10 * time.Minute) // base is well before it
+	t.Run("running only leaves a stale queued job alone", func(t *testing.T) {
+		t.Parallel()
+		q := s.create(t)
+		_, err := s.store.Nudge(t.Context(), job.Nudge{ID: q.ID, Now: now, Stale: stale, RunningOnly: true})
+		s.refused(t, "nudge", err, q)
+		r := s.create(t, running("dead", stale.Add(-time.Second)))
+		got, err := s.store.Nudge(t.Context(), job.Nudge{ID: r.ID, Now: now, Stale: stale, RunningOnly: true})
+		want := r
+		want.Nudges, want.Version, want.UpdatedAt = 1, r.Version+1, now
+		s.applied(t, "nudge", got, err, want)
+	})
 	for _, c := range []struct {
 		name string
 		mut  func(*job.Job)
