@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	ddbtypes "github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+
+	"github.com/aijobs/aijobs/pkg/job"
 )
 
 func TestJobSucceedsAndReplaysIdempotently(t *testing.T) {
@@ -138,7 +141,16 @@ func TestDeadlineAndBudgetAbandon(t *testing.T) {
 	t.Parallel()
 	s := startStack(t, nil)
 	late := s.submit("t", "deadline", jobBody("[[fake:hang]] slow", `"deadline_seconds":1`))
-	poor := s.submit("t", "budget", jobBody("cheap please", `"budget_cents":0.000001`))
+	// A budget below one attempt's worst case is refused at the door.
+	r := s.do("POST", "/jobs", "t", map[string]string{"Idempotency-Key": "budget"}, jobBody("cheap please", `"budget_cents":0.000001`))
+	if r.status != http.StatusBadRequest || r.body["code"] != "invalid_request" || r.body["field"] != "budget_cents" {
+		t.Fatalf("budget below one attempt: %d %s", r.status, r.raw)
+	}
+	// A budget of exactly one attempt's worst case: the first attempt runs,
+	// fails retryably, and what is left no longer covers a second.
+	var in job.Input
+	_ = json.Unmarshal([]byte(`{"messages":[{"role":"user","content":"[[fake:fail=provider_error]] once"}],"max_tokens":50}`), &in)
+	poor := s.submit("t", "budget-2", jobBody("[[fake:fail=provider_error]] once", `"budget_cents":`+s.app.Config.RouteTable["default"].Reserve(in).String()))
 	v := s.wait("t", late, 10*time.Second, "abandoned")
 	if v["error_class"] != "deadline_exceeded" {
 		t.Fatalf("deadline: %v", v)
@@ -147,8 +159,11 @@ func TestDeadlineAndBudgetAbandon(t *testing.T) {
 		t.Fatalf("deadline cost %s, billed %s", got, want)
 	}
 	v = s.wait("t", poor, 10*time.Second, "abandoned")
-	if v["error_class"] != "budget_exhausted" || s.fake.Calls(poor) != 0 {
-		t.Fatalf("budget: %v, calls %d (an attempt that could overrun must never start)", v, s.fake.Calls(poor))
+	if v["error_class"] != "budget_exhausted" || s.fake.Calls(poor) != 1 || num(v, "attempts") != "1" || num(v, "reserved_cents") != "0" {
+		t.Fatalf("budget: %v, calls %d (one attempt, and none that could overrun)", v, s.fake.Calls(poor))
+	}
+	if got, want := num(v, "cost_cents"), s.fake.Billed(poor).String(); got != want {
+		t.Fatalf("budget cost %s, billed %s", got, want)
 	}
 }
 

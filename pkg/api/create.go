@@ -31,6 +31,13 @@ func (h *Handler) create(ctx context.Context, log *slog.Logger, ev events.APIGat
 	}
 	j := req.NewJob(h.clock.Now(), h.retention.Failed)
 	j.Reserve = h.routes[j.Model].Reserve(req.Input)
+	if j.Reserve > j.Budget {
+		// Not one attempt could start: refuse now rather than record a job
+		// that can only be abandoned.
+		return h.clientProblem(ctx, log, "create", &job.Error{Code: job.CodeInvalidRequest, Field: "budget_cents",
+			Message: fmt.Sprintf("the budget (%s cents) is below the worst case of one attempt of route %q for this input (%s cents): raise budget_cents or lower input.max_tokens",
+				j.Budget, j.Model, j.Reserve)})
+	}
 	log = log.With(slog.String("job_id", j.ID))
 
 	created, err := h.store.Create(ctx, j)
