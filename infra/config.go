@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -47,6 +48,20 @@ type Config struct {
 
 	APIAssetDir    string
 	WorkerAssetDir string
+
+	// SkipIndexes are new table indexes left out of this deploy: DynamoDB
+	// adds one global secondary index per table update (docs/deploy.md).
+	SkipIndexes []string
+}
+
+// skips reports whether the table leaves index out of this deploy.
+func (c Config) skips(index string) bool {
+	for _, s := range c.SkipIndexes {
+		if s == index {
+			return true
+		}
+	}
+	return false
 }
 
 // Lookup returns a context value as a string, and whether it was set.
@@ -157,6 +172,17 @@ func LoadConfig(ctx Lookup) (Config, error) {
 		}
 	}
 	errs = append(errs, checkAWSLimits(*s)...)
+
+	if v := str(ctx, "skipIndexes", ""); v != "" {
+		for _, name := range strings.Split(v, ",") {
+			name = strings.TrimSpace(name)
+			if !slices.Contains(skippableIndexes(c), name) {
+				errs = append(errs, fmt.Sprintf("skipIndexes %q: only %s can be left out of a deploy", name, strings.Join(skippableIndexes(c), " or ")))
+				continue
+			}
+			c.SkipIndexes = append(c.SkipIndexes, name)
+		}
+	}
 
 	root := repoRoot()
 	c.APIAssetDir = str(ctx, "apiAssetDir", filepath.Join(root, "dist", "api"))

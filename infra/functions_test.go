@@ -163,6 +163,7 @@ func TestLoadConfigRefuses(t *testing.T) {
 		{"zero alarm threshold", map[string]any{"spendAlarmCentsPerHour": "0"}, "spendAlarmCentsPerHour"},
 		{"prefix AWS cannot name", map[string]any{"AIJOBS_PREFIX": "ai jobs"}, "prefix"},
 		{"missing binaries", map[string]any{"apiAssetDir": filepath.Join(dir, "nothing")}, "make lambdas"},
+		{"skip the failure index", map[string]any{"skipIndexes": "failures"}, "skipIndexes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := map[string]any{}
