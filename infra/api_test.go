@@ -20,7 +20,7 @@ func routes(t *testing.T, s *synthesized) map[string]map[string]any {
 func TestHTTPAPIRoutesUseIAM(t *testing.T) {
 	s := defaults(t)
 	got := routes(t, s)
-	want := []string{"$default", "GET /jobs/{id}", "POST /jobs", "POST /jobs/{id}/cancel"}
+	want := []string{"$default", "GET /jobs", "GET /jobs/{id}", "POST /jobs", "POST /jobs/{id}/cancel"}
 	if !equalSets(sortedKeys(got), want) {
 		t.Fatalf("routes %v, want %v", sortedKeys(got), want)
 	}

@@ -17,11 +17,12 @@ type Functions struct {
 }
 
 // The actions each function calls, and nothing else (DESIGN: the API
-// creates, reads and cancels; the worker claims, heartbeats and records,
+// creates, reads, lists and cancels; the worker claims, heartbeats and records,
 // and sends poison messages to the DLQ itself). The event source mapping
 // runs with the worker's role, so the worker also gets what it polls with.
 var (
 	apiTableActions    = []string{"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem"}
+	apiIndexActions    = []string{"dynamodb:Query"}
 	apiQueueActions    = []string{"sqs:SendMessage"}
 	workerTableActions = []string{"dynamodb:UpdateItem", "dynamodb:GetItem"}
 	workerQueueActions = []string{"sqs:ChangeMessageVisibility", "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"}
@@ -45,12 +46,13 @@ func newFunctions(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, q Que
 	}
 	f := Functions{APILogs: newLogGroup(stack, "ApiLogs", cfg), WorkerLogs: newLogGroup(stack, "WorkerLogs", cfg)}
 
-	apiRole := newRole(stack, "ApiRole", "aijobs API function: create, read and cancel jobs", f.APILogs,
+	apiRole := newRole(stack, "ApiRole", "aijobs API function: create, read, list and cancel jobs", f.APILogs,
 		allow(apiTableActions, table.TableArn()),
+		allow(apiIndexActions, indexArn(table, s.TenantIndex)),
 		allow(apiQueueActions, q.Jobs.QueueArn()))
 	f.API = awslambda.NewFunction(stack, jsii.String("Api"), &awslambda.FunctionProps{
 		FunctionName: jsii.String(s.Prefix + "-api"),
-		Description:  jsii.String("aijobs HTTP API: POST /jobs, GET /jobs/{id}, POST /jobs/{id}/cancel"),
+		Description:  jsii.String("aijobs HTTP API: POST /jobs, GET /jobs, GET /jobs/{id}, POST /jobs/{id}/cancel"),
 		Code:         awslambda.Code_FromAsset(jsii.String(cfg.APIAssetDir), nil),
 		MemorySize:   jsii.Number(float64(s.APIMemoryMB)),
 		Timeout:      seconds(s.APITimeout),

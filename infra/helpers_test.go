@@ -196,6 +196,37 @@ func ref(v any) string {
 	return ""
 }
 
+// render writes a template value as one string: a literal as itself,
+// {"Ref": X} as ${X}, {"Fn::GetAtt": [X, A]} as ${X.A}, Fn::Join joined
+// and Fn::Sub as its template, so an ARN built from tokens reads as
+// "${Jobs1234.Arn}/index/active".
+func render(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case map[string]any:
+		if r, ok := x["Ref"].(string); ok {
+			return "${" + r + "}"
+		}
+		if g, ok := x["Fn::GetAtt"].([]any); ok && len(g) == 2 {
+			return fmt.Sprintf("${%v.%v}", g[0], g[1])
+		}
+		if sub, ok := x["Fn::Sub"].(string); ok {
+			return sub
+		}
+		if j, ok := x["Fn::Join"].([]any); ok && len(j) == 2 {
+			parts, _ := j[1].([]any)
+			out := make([]string, len(parts))
+			for i, p := range parts {
+				out[i] = render(p)
+			}
+			return strings.Join(out, fmt.Sprint(j[0]))
+		}
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
 func num(t *testing.T, v any, what string) float64 {
 	t.Helper()
 	f, ok := v.(float64)

@@ -1,13 +1,13 @@
 package main
 
 import (
-	"fmt"
 	"sort"
 	"testing"
 )
 
-// grants lists a role's permissions as "action on resource-logical-id",
-// from its inline policies and any AWS::IAM::Policy attached to it.
+// grants lists a role's permissions as "action on resource", from its
+// inline policies and any AWS::IAM::Policy attached to it. A resource of
+// the stack is its logical id; any other ARN is rendered (render).
 func grants(t *testing.T, s *synthesized, roleID string) []string {
 	t.Helper()
 	var docs []any
@@ -50,7 +50,7 @@ func grants(t *testing.T, s *synthesized, roleID string) []string {
 				for _, r := range resources {
 					name := ref(r)
 					if name == "" {
-						name = fmt.Sprint(r) // a literal: "*" would show up here
+						name = render(r) // a literal: "*" would show up here
 					}
 					out = append(out, a+" on "+name)
 				}
@@ -62,8 +62,8 @@ func grants(t *testing.T, s *synthesized, roleID string) []string {
 }
 
 // Each function may call exactly what DESIGN 4 says it calls, on exactly
-// its resources: the API creates, reads and cancels (no DeleteItem, no
-// Scan, no receiving); the worker claims and records (no PutItem) and
+// its resources: the API creates, reads, lists (the tenant index only)
+// and cancels (no DeleteItem, no Scan, no receiving); the worker claims and records (no PutItem) and
 // sends to the DLQ only; both write only to their own log group.
 func TestFunctionPermissionsAreExact(t *testing.T) {
 	s := defaults(t)
@@ -74,6 +74,7 @@ func TestFunctionPermissionsAreExact(t *testing.T) {
 	want := map[string][]string{
 		"api": {
 			"dynamodb:GetItem on " + table, "dynamodb:PutItem on " + table, "dynamodb:UpdateItem on " + table,
+			"dynamodb:Query on ${" + table + ".Arn}/index/" + st.TenantIndex,
 			"sqs:SendMessage on " + queue,
 		},
 		"worker": {

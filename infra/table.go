@@ -91,6 +91,12 @@ func newTable(stack awscdk.Stack, cfg Config) awsdynamodb.Table {
 	return table
 }
 
+// indexArn is the ARN of one of the table's indexes: a grant on it allows
+// a Query of that index and of nothing else.
+func indexArn(table awsdynamodb.Table, index string) *string {
+	return jsii.String(*table.TableArn() + "/index/" + index)
+}
+
 // removalPolicy keeps data on stack deletion unless the stack is a throwaway.
 func removalPolicy(cfg Config) awscdk.RemovalPolicy {
 	if cfg.Throwaway {
