@@ -88,7 +88,11 @@ func TestJWTMode(t *testing.T) {
 
 func TestOutputs(t *testing.T) {
 	s := defaults(t)
-	for _, o := range []string{"ApiUrl", "TableName", "QueueUrl", "DlqUrl", "AlarmTopicArn"} {
+	for _, o := range []string{"ApiUrl", "TableName", "QueueUrl", "DlqUrl", "AlarmTopicArn", "ReconcilerFunctionName"} {
 		must(t, "output "+o, func() { s.tmpl.HasOutput(jsii.String(o), map[string]any{}) })
+	}
+	reconciler, _ := s.one(t, "AWS::Lambda::Function", named("FunctionName", s.cfg.Settings.Prefix+"-reconciler"))
+	if v := s.json["Outputs"].(map[string]any)["ReconcilerFunctionName"].(map[string]any)["Value"]; ref(v) != reconciler {
+		t.Errorf("ReconcilerFunctionName = %v, want a reference to %s", v, reconciler)
 	}
 }

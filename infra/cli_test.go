@@ -31,7 +31,8 @@ func cliSynth(t *testing.T, cli string, extra ...string) {
 	out := t.TempDir()
 	args := append([]string{"synth", "--quiet", "-o", out,
 		"-c", "apiAssetDir=" + filepath.Join(assetDir, "api"),
-		"-c", "workerAssetDir=" + filepath.Join(assetDir, "worker")}, extra...)
+		"-c", "workerAssetDir=" + filepath.Join(assetDir, "worker"),
+		"-c", "reconcilerAssetDir=" + filepath.Join(assetDir, "reconciler")}, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = ".." // where cdk.json is
 	cmd.Env = append(os.Environ(),
@@ -66,8 +67,8 @@ func cliSynth(t *testing.T, cli string, extra ...string) {
 			functions++
 		}
 	}
-	if functions != 2 {
-		t.Errorf("%s: %d functions in the template, want 2", cli, functions)
+	if functions != 3 {
+		t.Errorf("%s: %d functions in the template, want 3", cli, functions)
 	}
 }
 

@@ -22,7 +22,7 @@ import (
 // thresholds, throttling, log retention).
 type Config struct {
 	Settings settings.Settings
-	// Env is the environment both functions get, apart from the resource
+	// Env is the environment every function gets, apart from the resource
 	// names and URLs the stack fills in. It holds the same strings the
 	// settings were parsed from, so the deployed functions run with exactly
 	// the synthesized numbers (a test feeds it back through config.Load).
@@ -46,8 +46,9 @@ type Config struct {
 	LogRetention  awslogs.RetentionDays
 	LogDays       int
 
-	APIAssetDir    string
-	WorkerAssetDir string
+	APIAssetDir        string
+	WorkerAssetDir     string
+	ReconcilerAssetDir string
 
 	// SkipIndexes are new table indexes left out of this deploy: DynamoDB
 	// adds one global secondary index per table update (docs/deploy.md).
@@ -166,12 +167,18 @@ func LoadConfig(ctx Lookup) (Config, error) {
 	s := &c.Settings
 	s.APIMemoryMB = int(number(ctx, "apiMemoryMB", float64(s.APIMemoryMB), &errs))
 	s.WorkerMemoryMB = int(number(ctx, "workerMemoryMB", float64(s.WorkerMemoryMB), &errs))
-	if d, set := ctx("apiTimeout"); set {
-		if s.APITimeout, err = time.ParseDuration(d); err != nil {
-			errs = append(errs, fmt.Sprintf("apiTimeout %q: want a duration like 10s", d))
+	s.ReconcilerMemoryMB = int(number(ctx, "reconcilerMemoryMB", float64(s.ReconcilerMemoryMB), &errs))
+	for key, d := range map[string]*time.Duration{"apiTimeout": &s.APITimeout, "reconcilerTimeout": &s.ReconcilerTimeout} {
+		if v, set := ctx(key); set {
+			if *d, err = time.ParseDuration(v); err != nil {
+				errs = append(errs, fmt.Sprintf("%s %q: want a duration like 10s", key, v))
+			}
 		}
 	}
 	errs = append(errs, checkAWSLimits(*s)...)
+	if err := s.Validate(); err != nil { // again: the context may have changed the reconciler's timeout
+		errs = append(errs, err.Error())
+	}
 
 	if v := str(ctx, "skipIndexes", ""); v != "" {
 		for _, name := range strings.Split(v, ",") {
@@ -187,9 +194,10 @@ func LoadConfig(ctx Lookup) (Config, error) {
 	root := repoRoot()
 	c.APIAssetDir = str(ctx, "apiAssetDir", filepath.Join(root, "dist", "api"))
 	c.WorkerAssetDir = str(ctx, "workerAssetDir", filepath.Join(root, "dist", "worker"))
-	for _, dir := range []string{c.APIAssetDir, c.WorkerAssetDir} {
+	c.ReconcilerAssetDir = str(ctx, "reconcilerAssetDir", filepath.Join(root, "dist", "reconciler"))
+	for _, dir := range []string{c.APIAssetDir, c.WorkerAssetDir, c.ReconcilerAssetDir} {
 		if _, err := os.Stat(filepath.Join(dir, "bootstrap")); err != nil {
-			errs = append(errs, fmt.Sprintf("%s/bootstrap is missing: run `make lambdas` first (or point -c apiAssetDir/workerAssetDir elsewhere)", dir))
+			errs = append(errs, fmt.Sprintf("%s/bootstrap is missing: run `make lambdas` first (or point -c apiAssetDir/workerAssetDir/reconcilerAssetDir elsewhere)", dir))
 		}
 	}
 	if len(errs) > 0 {
@@ -212,12 +220,17 @@ func checkAWSLimits(s settings.Settings) []string {
 		}
 	}
 	whole("worker timeout", s.WorkerTimeout, time.Second, 15*time.Minute)
+	whole("reconciler timeout", s.ReconcilerTimeout, time.Second, 15*time.Minute)
 	whole("API timeout", s.APITimeout, time.Second, 30*time.Second) // API Gateway's integration limit
 	whole("visibility timeout", s.VisibilityTimeout, 0, 12*time.Hour)
 	whole("batching window", s.BatchWindow, 0, 5*time.Minute)
 	whole("queue retention", s.QueueRetention, time.Minute, 14*24*time.Hour)
 	whole("DLQ retention", s.DLQRetention, time.Minute, 14*24*time.Hour)
-	for name, mb := range map[string]int{"API memory": s.APIMemoryMB, "worker memory": s.WorkerMemoryMB} {
+	// An EventBridge schedule is rate(<n> minutes): whole minutes, at least one.
+	if s.ReconcileEvery%time.Minute != 0 || s.ReconcileEvery < time.Minute {
+		errs = append(errs, fmt.Sprintf("reconcile every %s: an EventBridge rate schedule wants whole minutes, at least 1m", s.ReconcileEvery))
+	}
+	for name, mb := range map[string]int{"API memory": s.APIMemoryMB, "worker memory": s.WorkerMemoryMB, "reconciler memory": s.ReconcilerMemoryMB} {
 		if mb < 128 || mb > 10240 {
 			errs = append(errs, fmt.Sprintf("%s %d MB outside 128..10240", name, mb))
 		}

@@ -1,8 +1,13 @@
 package main
 
 import (
+	"fmt"
+	"time"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
@@ -10,30 +15,38 @@ import (
 	"github.com/aws/jsii-runtime-go"
 )
 
-// Functions are the two Lambdas and the log groups they write to.
+// Functions are the three Lambdas, the log groups they write to, and the
+// reconciler's schedule.
 type Functions struct {
-	API, Worker         awslambda.Function
-	APILogs, WorkerLogs awslogs.LogGroup
+	API, Worker, Reconciler             awslambda.Function
+	APILogs, WorkerLogs, ReconcilerLogs awslogs.LogGroup
+	Schedule                            awsevents.Rule
 }
 
 // The actions each function calls, and nothing else (DESIGN: the API
-// creates, reads, lists and cancels; the worker claims, heartbeats and records,
-// and sends poison messages to the DLQ itself). The event source mapping
-// runs with the worker's role, so the worker also gets what it polls with.
+// creates, reads, lists and cancels; the worker claims, heartbeats and
+// records, and sends poison messages to the DLQ itself; the reconciler
+// reads its worklist from the active index and re-sends stuck jobs through
+// the claim path). The event source mapping runs with the worker's role,
+// so the worker also gets what it polls with.
 var (
-	apiTableActions    = []string{"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem"}
-	apiIndexActions    = []string{"dynamodb:Query"}
-	apiQueueActions    = []string{"sqs:SendMessage"}
-	workerTableActions = []string{"dynamodb:UpdateItem", "dynamodb:GetItem"}
-	workerQueueActions = []string{"sqs:ChangeMessageVisibility", "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"}
-	workerDLQActions   = []string{"sqs:SendMessage"}
-	logActions         = []string{"logs:CreateLogStream", "logs:PutLogEvents"}
+	apiTableActions        = []string{"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem"}
+	apiIndexActions        = []string{"dynamodb:Query"}
+	apiQueueActions        = []string{"sqs:SendMessage"}
+	workerTableActions     = []string{"dynamodb:UpdateItem", "dynamodb:GetItem"}
+	workerQueueActions     = []string{"sqs:ChangeMessageVisibility", "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"}
+	workerDLQActions       = []string{"sqs:SendMessage"}
+	reconcilerIndexActions = []string{"dynamodb:Query"}
+	reconcilerTableActions = []string{"dynamodb:UpdateItem", "dynamodb:GetItem"}
+	reconcilerQueueActions = []string{"sqs:SendMessage"}
+	logActions             = []string{"logs:CreateLogStream", "logs:PutLogEvents"}
 )
 
-// newFunctions builds the API and worker functions: provided.al2023 on
-// arm64 (the Go binaries are cross-compiled by `make lambdas`), JSON logs to
-// log groups with a retention, and the same environment, so both load the
-// same settings and refuse to start if they break a timing rule.
+// newFunctions builds the API, worker and reconciler functions:
+// provided.al2023 on arm64 (the Go binaries are cross-compiled by `make
+// lambdas`), JSON logs to log groups with a retention, and the same
+// environment, so all three load the same settings and refuse
+// to start if they break a timing rule.
 func newFunctions(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, q Queues) Functions {
 	s := cfg.Settings
 	env := map[string]*string{
@@ -44,7 +57,8 @@ func newFunctions(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, q Que
 	for k, v := range cfg.Env {
 		env[k] = jsii.String(v)
 	}
-	f := Functions{APILogs: newLogGroup(stack, "ApiLogs", cfg), WorkerLogs: newLogGroup(stack, "WorkerLogs", cfg)}
+	f := Functions{APILogs: newLogGroup(stack, "ApiLogs", cfg), WorkerLogs: newLogGroup(stack, "WorkerLogs", cfg),
+		ReconcilerLogs: newLogGroup(stack, "ReconcilerLogs", cfg)}
 
 	apiRole := newRole(stack, "ApiRole", "aijobs API function: create, read, list and cancel jobs", f.APILogs,
 		allow(apiTableActions, table.TableArn()),
@@ -94,6 +108,41 @@ func newFunctions(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, q Que
 		ReportBatchItemFailures: jsii.Bool(true),
 		MaxConcurrency:          jsii.Number(float64(s.MaxConcurrency)),
 	}))
+
+	reconcilerRole := newRole(stack, "ReconcilerRole", "aijobs reconciler function: re-send stuck jobs through the claim path", f.ReconcilerLogs,
+		allow(reconcilerIndexActions, indexArn(table, s.ActiveIndex)),
+		allow(reconcilerTableActions, table.TableArn()),
+		allow(reconcilerQueueActions, q.Jobs.QueueArn()))
+	f.Reconciler = awslambda.NewFunction(stack, jsii.String("Reconciler"), &awslambda.FunctionProps{
+		FunctionName:  jsii.String(s.Prefix + "-reconciler"),
+		Description:   jsii.String(fmt.Sprintf("aijobs reconciler: every %s, re-sends jobs stuck for %s (lost message, dead worker)", s.ReconcileEvery, s.ReconcileAfter)),
+		Code:          awslambda.Code_FromAsset(jsii.String(cfg.ReconcilerAssetDir), nil),
+		MemorySize:    jsii.Number(float64(s.ReconcilerMemoryMB)),
+		Timeout:       seconds(s.ReconcilerTimeout),
+		Role:          reconcilerRole,
+		Environment:   &env,
+		LogGroup:      f.ReconcilerLogs,
+		Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture:  awslambda.Architecture_ARM_64(),
+		Handler:       jsii.String("bootstrap"),
+		LoggingFormat: awslambda.LoggingFormat_JSON,
+		// The schedule is the retry: a failed run is followed by the next
+		// one ReconcileEvery later, and Lambda's own retries (up to two,
+		// minutes apart) would only run it twice in a row.
+		RetryAttempts: jsii.Number(0),
+	})
+	// EventBridge invokes it asynchronously: retry a failed delivery a few
+	// times, but never deliver a run older than the period (the next one
+	// is due by then).
+	f.Schedule = awsevents.NewRule(stack, jsii.String("ReconcileSchedule"), &awsevents.RuleProps{
+		RuleName:    jsii.String(s.Prefix + "-reconcile"),
+		Description: jsii.String(fmt.Sprintf("aijobs: run the reconciler every %s", s.ReconcileEvery)),
+		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(s.ReconcileEvery.Minutes()))),
+		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(f.Reconciler, &awseventstargets.LambdaFunctionProps{
+			RetryAttempts: jsii.Number(2),
+			MaxEventAge:   seconds(min(s.ReconcileEvery, 24*time.Hour)), // EventBridge's limit
+		})},
+	})
 	return f
 }
 

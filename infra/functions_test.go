@@ -20,6 +20,7 @@ func TestFunctions(t *testing.T) {
 	}{
 		{"api", st.APIMemoryMB, st.APITimeout.Seconds()},
 		{"worker", st.WorkerMemoryMB, st.WorkerTimeout.Seconds()},
+		{"reconciler", st.ReconcilerMemoryMB, st.ReconcilerTimeout.Seconds()},
 	} {
 		_, props := s.one(t, "AWS::Lambda::Function", named("FunctionName", st.Prefix+"-"+fn.name))
 		if props["Runtime"] != "provided.al2023" || props["Handler"] != "bootstrap" {
@@ -62,14 +63,14 @@ func TestFunctions(t *testing.T) {
 func TestEnvironmentReproducesSettings(t *testing.T) {
 	for name, overrides := range map[string]map[string]any{
 		"defaults":   nil,
-		"overridden": {"AIJOBS_BATCH_SIZE": "3", "AIJOBS_HEARTBEAT": "5s", "AIJOBS_LEASE_TTL": "20s", "AIJOBS_MAX_ATTEMPTS": "6"},
+		"overridden": {"AIJOBS_BATCH_SIZE": "3", "AIJOBS_HEARTBEAT": "5s", "AIJOBS_LEASE_TTL": "20s", "AIJOBS_MAX_ATTEMPTS": "6", "AIJOBS_RECONCILE_EVERY": "2m"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := defaults(t)
 			if overrides != nil {
 				s = build(t, overrides, false)
 			}
-			for _, fn := range []string{"api", "worker"} {
+			for _, fn := range functionNames {
 				_, props := s.one(t, "AWS::Lambda::Function", named("FunctionName", s.cfg.Settings.Prefix+"-"+fn))
 				env := props["Environment"].(map[string]any)["Variables"].(map[string]any)
 				known := map[string]bool{}
@@ -101,6 +102,7 @@ func TestEnvironmentReproducesSettings(t *testing.T) {
 				got := loaded.Settings
 				// Not environment variables: the stack applies them itself.
 				got.APIMemoryMB, got.WorkerMemoryMB, got.APITimeout = want.APIMemoryMB, want.WorkerMemoryMB, want.APITimeout
+				got.ReconcilerMemoryMB, got.ReconcilerTimeout = want.ReconcilerMemoryMB, want.ReconcilerTimeout
 				if !reflect.DeepEqual(got, want) {
 					t.Errorf("%s loads settings\n%+v\nthe stack was built from\n%+v", fn, got, want)
 				}
@@ -142,11 +144,12 @@ func TestEventSourceMapping(t *testing.T) {
 // mid-deploy, does not synthesize.
 func TestLoadConfigRefuses(t *testing.T) {
 	dir := t.TempDir()
-	for _, fn := range []string{"api", "worker"} {
+	for _, fn := range functionNames {
 		_ = os.MkdirAll(filepath.Join(dir, fn), 0o755)
 		_ = os.WriteFile(filepath.Join(dir, fn, "bootstrap"), []byte("x"), 0o755)
 	}
-	base := map[string]any{"apiAssetDir": filepath.Join(dir, "api"), "workerAssetDir": filepath.Join(dir, "worker")}
+	base := map[string]any{"apiAssetDir": filepath.Join(dir, "api"), "workerAssetDir": filepath.Join(dir, "worker"),
+		"reconcilerAssetDir": filepath.Join(dir, "reconciler")}
 	for _, tc := range []struct {
 		name string
 		ctx  map[string]any
@@ -163,6 +166,10 @@ func TestLoadConfigRefuses(t *testing.T) {
 		{"zero alarm threshold", map[string]any{"spendAlarmCentsPerHour": "0"}, "spendAlarmCentsPerHour"},
 		{"prefix AWS cannot name", map[string]any{"AIJOBS_PREFIX": "ai jobs"}, "prefix"},
 		{"missing binaries", map[string]any{"apiAssetDir": filepath.Join(dir, "nothing")}, "make lambdas"},
+		{"missing reconciler", map[string]any{"reconcilerAssetDir": filepath.Join(dir, "nothing")}, "reconcilerAssetDir"},
+		{"reconcile in seconds", map[string]any{"AIJOBS_RECONCILE_EVERY": "90s"}, "whole minutes"},
+		{"reconciler too short", map[string]any{"reconcilerTimeout": "5s"}, "reconciler timeout"},
+		{"reconciler memory", map[string]any{"reconcilerMemoryMB": "64"}, "reconciler memory"},
 		{"skip the failure index", map[string]any{"skipIndexes": "failures"}, "skipIndexes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -181,5 +188,58 @@ func TestLoadConfigRefuses(t *testing.T) {
 	}
 	if _, err := LoadConfig(mapLookup(base)); err != nil {
 		t.Fatalf("defaults refused: %v", err)
+	}
+}
+
+// The reconciler runs on an EventBridge schedule every ReconcileEvery,
+// with the same environment as the worker.
+func TestReconcilerSchedule(t *testing.T) {
+	for name, tc := range map[string]struct {
+		overrides map[string]any
+		rate      string
+		age       float64
+	}{
+		"defaults": {nil, "rate(5 minutes)", 300},
+		"1m":       {map[string]any{"AIJOBS_RECONCILE_EVERY": "1m"}, "rate(1 minute)", 60},
+		"2h":       {map[string]any{"AIJOBS_RECONCILE_EVERY": "2h", "AIJOBS_RECONCILE_AFTER": "3h"}, "rate(2 hours)", 7200},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := defaults(t)
+			if tc.overrides != nil {
+				s = build(t, tc.overrides, false)
+			}
+			st := s.cfg.Settings
+			fnID, fn := s.one(t, "AWS::Lambda::Function", named("FunctionName", st.Prefix+"-reconciler"))
+			_, rule := s.one(t, "AWS::Events::Rule", nil)
+			if rule["ScheduleExpression"] != tc.rate || rule["State"] != "ENABLED" {
+				t.Errorf("rule %v, want %s", rule, tc.rate)
+			}
+			targets, _ := rule["Targets"].([]any)
+			if len(targets) != 1 {
+				t.Fatalf("targets %v", targets)
+			}
+			target := targets[0].(map[string]any)
+			retry, _ := target["RetryPolicy"].(map[string]any)
+			if ref(target["Arn"]) != fnID || retry["MaximumEventAgeInSeconds"] != tc.age || retry["MaximumRetryAttempts"] != 2.0 {
+				t.Errorf("target %v, want %s, at most %v s old", target, fnID, tc.age)
+			}
+			_, perm := s.one(t, "AWS::Lambda::Permission", named("Principal", "events.amazonaws.com"))
+			if ref(perm["FunctionName"]) != fnID || perm["Action"] != "lambda:InvokeFunction" || ref(perm["SourceArn"]) == "" {
+				t.Errorf("permission %v, want EventBridge invoking %s from the rule", perm, fnID)
+			}
+			_, invokeConfig := s.one(t, "AWS::Lambda::EventInvokeConfig", nil)
+			if ref(invokeConfig["FunctionName"]) != fnID || invokeConfig["MaximumRetryAttempts"] != 0.0 {
+				t.Errorf("invoke config %v, want no async retries (the schedule is the retry)", invokeConfig)
+			}
+			_, worker := s.one(t, "AWS::Lambda::Function", named("FunctionName", st.Prefix+"-worker"))
+			if !reflect.DeepEqual(fn["Environment"], worker["Environment"]) {
+				t.Errorf("reconciler environment %v, want the worker's %v", fn["Environment"], worker["Environment"])
+			}
+		})
+	}
+	s := build(t, map[string]any{"reconcilerMemoryMB": "512", "reconcilerTimeout": "90s"}, false)
+	_, fn := s.one(t, "AWS::Lambda::Function", named("FunctionName", s.cfg.Settings.Prefix+"-reconciler"))
+	if fn["MemorySize"] != 512.0 || fn["Timeout"] != 90.0 {
+		t.Errorf("reconciler memory %v timeout %v, want 512 / 90 from the context", fn["MemorySize"], fn["Timeout"])
 	}
 }

@@ -15,8 +15,8 @@ import (
 	"github.com/aws/jsii-runtime-go"
 )
 
-// assetDir holds placeholder api/bootstrap and worker/bootstrap files, so
-// the tests need no Lambda build.
+// assetDir holds placeholder api, worker and reconciler bootstrap files,
+// so the tests need no Lambda build.
 var assetDir string
 
 func TestMain(m *testing.M) {
@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	assetDir = dir
-	for _, fn := range []string{"api", "worker"} {
+	for _, fn := range functionNames {
 		_ = os.MkdirAll(filepath.Join(dir, fn), 0o755)
 		if err := os.WriteFile(filepath.Join(dir, fn, "bootstrap"), []byte("#!/bin/sh\necho placeholder "+fn+"\n"), 0o755); err != nil {
 			panic(err)
@@ -36,6 +36,10 @@ func TestMain(m *testing.M) {
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
+
+// functionNames are the stack's functions, <prefix>-<name>, each built
+// from dist/<name>.
+var functionNames = []string{"api", "worker", "reconciler"}
 
 // cdkContext is the "context" of the repository's cdk.json: `go test`
 // does not read cdk.json, so the tests pass it themselves and synthesize
@@ -60,6 +64,7 @@ func testContext(t *testing.T, overrides map[string]any) map[string]any {
 	ctx := cdkContext(t)
 	ctx["apiAssetDir"] = filepath.Join(assetDir, "api")
 	ctx["workerAssetDir"] = filepath.Join(assetDir, "worker")
+	ctx["reconcilerAssetDir"] = filepath.Join(assetDir, "reconciler")
 	for k, v := range overrides {
 		ctx[k] = v
 	}
@@ -250,6 +255,13 @@ func strs(v any) []string {
 	return out
 }
 
+func equalSets(a, b []string) bool {
+	a, b = append([]string(nil), a...), append([]string(nil), b...)
+	sort.Strings(a)
+	sort.Strings(b)
+	return strings.Join(a, "\x00") == strings.Join(b, "\x00")
+}
+
 func sortedKeys[V any](m map[string]V) []string {
 	out := make([]string, 0, len(m))
 	for k := range m {
@@ -257,11 +269,4 @@ func sortedKeys[V any](m map[string]V) []string {
 	}
 	sort.Strings(out)
 	return out
-}
-
-func equalSets(a, b []string) bool {
-	a, b = append([]string(nil), a...), append([]string(nil), b...)
-	sort.Strings(a)
-	sort.Strings(b)
-	return strings.Join(a, "\x00") == strings.Join(b, "\x00")
 }

@@ -1,13 +1,16 @@
 package main
 
 import (
+	"fmt"
 	"sort"
+	"strings"
 	"testing"
 )
 
 // grants lists a role's permissions as "action on resource", from its
 // inline policies and any AWS::IAM::Policy attached to it. A resource of
-// the stack is its logical id; any other ARN is rendered (render).
+// the stack is its logical id; any other ARN is rendered (render), and a
+// statement's condition is appended as " if <condition>".
 func grants(t *testing.T, s *synthesized, roleID string) []string {
 	t.Helper()
 	var docs []any
@@ -32,6 +35,11 @@ func grants(t *testing.T, s *synthesized, roleID string) []string {
 			}
 		}
 	}
+	return allowed(docs...)
+}
+
+// allowed flattens policy documents into "action on resource[ if condition]".
+func allowed(docs ...any) []string {
 	var out []string
 	for _, d := range docs {
 		for _, st := range d.(map[string]any)["Statement"].([]any) {
@@ -46,13 +54,17 @@ func grants(t *testing.T, s *synthesized, roleID string) []string {
 			default:
 				resources = []any{r}
 			}
+			cond := ""
+			if c, ok := stmt["Condition"].(map[string]any); ok {
+				cond = " if " + renderCondition(c)
+			}
 			for _, a := range strs(stmt["Action"]) {
 				for _, r := range resources {
 					name := ref(r)
 					if name == "" {
 						name = render(r) // a literal: "*" would show up here
 					}
-					out = append(out, a+" on "+name)
+					out = append(out, a+" on "+name+cond)
 				}
 			}
 		}
@@ -61,20 +73,37 @@ func grants(t *testing.T, s *synthesized, roleID string) []string {
 	return out
 }
 
-// Each function may call exactly what DESIGN 4 says it calls, on exactly
-// its resources: the API creates, reads, lists (the tenant index only)
-// and cancels (no DeleteItem, no Scan, no receiving); the worker claims and records (no PutItem) and
-// sends to the DLQ only; both write only to their own log group.
-func TestFunctionPermissionsAreExact(t *testing.T) {
-	s := defaults(t)
+// renderCondition writes {"ArnLike": {"k": v}} as "ArnLike k=v".
+func renderCondition(c map[string]any) string {
+	var parts []string
+	for op, kv := range c {
+		for k, v := range kv.(map[string]any) {
+			parts = append(parts, fmt.Sprintf("%s %s=%s", op, k, render(v)))
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " and ")
+}
+
+// roleOf is the logical id of a function's role and its log group.
+func roleOf(t *testing.T, s *synthesized, fn string) (role, logs string) {
+	t.Helper()
+	_, props := s.one(t, "AWS::Lambda::Function", named("FunctionName", s.cfg.Settings.Prefix+"-"+fn))
+	return ref(props["Role"]), ref(props["LoggingConfig"].(map[string]any)["LogGroup"])
+}
+
+// basePermissions is what each function may call with no model routes.
+func basePermissions(t *testing.T, s *synthesized) map[string][]string {
+	t.Helper()
 	st := s.cfg.Settings
 	table, _ := s.one(t, "AWS::DynamoDB::Table", nil)
 	queue, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.QueueName()))
 	dlq, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.DLQName()))
-	want := map[string][]string{
+	index := func(name string) string { return "${" + table + ".Arn}/index/" + name }
+	return map[string][]string{
 		"api": {
 			"dynamodb:GetItem on " + table, "dynamodb:PutItem on " + table, "dynamodb:UpdateItem on " + table,
-			"dynamodb:Query on ${" + table + ".Arn}/index/" + st.TenantIndex,
+			"dynamodb:Query on " + index(st.TenantIndex),
 			"sqs:SendMessage on " + queue,
 		},
 		"worker": {
@@ -83,18 +112,31 @@ func TestFunctionPermissionsAreExact(t *testing.T) {
 			"sqs:GetQueueAttributes on " + queue, "sqs:ReceiveMessage on " + queue,
 			"sqs:SendMessage on " + dlq,
 		},
+		"reconciler": {
+			"dynamodb:Query on " + index(st.ActiveIndex),
+			"dynamodb:GetItem on " + table, "dynamodb:UpdateItem on " + table,
+			"sqs:SendMessage on " + queue,
+		},
 	}
-	for fn, w := range want {
-		_, props := s.one(t, "AWS::Lambda::Function", named("FunctionName", st.Prefix+"-"+fn))
-		group := ref(props["LoggingConfig"].(map[string]any)["LogGroup"])
+}
+
+// Each function may call exactly what DESIGN 4 says it calls, on exactly
+// its resources: the API creates, reads, lists (the tenant index only)
+// and cancels (no DeleteItem, no Scan, no receiving); the worker claims
+// and records (no PutItem) and sends to the DLQ only; the reconciler reads
+// the active index (no other index, no Scan), moves stuck jobs and sends
+// them to the job queue; each writes only to its own log group.
+func TestFunctionPermissionsAreExact(t *testing.T) {
+	s := defaults(t)
+	for fn, w := range basePermissions(t, s) {
+		role, group := roleOf(t, s, fn)
 		w = append(w, "logs:CreateLogStream on "+group, "logs:PutLogEvents on "+group)
-		got := grants(t, s, ref(props["Role"]))
-		if !equalSets(got, w) {
+		if got := grants(t, s, role); !equalSets(got, w) {
 			t.Errorf("%s may\n  %v\nwant exactly\n  %v", fn, got, w)
 		}
 	}
-	if n := len(s.resources("AWS::IAM::Role")); n != 2 {
-		t.Errorf("%d roles, want the two function roles only", n)
+	if n := len(s.resources("AWS::IAM::Role")); n != 3 {
+		t.Errorf("%d roles, want the three function roles only", n)
 	}
 	if p := s.resources("AWS::IAM::Policy"); len(p) != 0 {
 		t.Errorf("unexpected IAM policies %v: every statement belongs in a function role", sortedKeys(p))

@@ -9,8 +9,8 @@ import (
 )
 
 // NewStack builds the whole deployment in one stack: the jobs table, the
-// job queue and its DLQ, the two functions, the HTTP API, the alarms and
-// the dashboard. Every number comes from cfg.Settings, the same settings
+// job queue and its DLQ, the three functions (API, worker, scheduled
+// reconciler), the HTTP API, the alarms and the dashboard. Every number comes from cfg.Settings, the same settings
 // the functions load at start.
 func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 	stack := awscdk.NewStack(scope, jsii.String(cfg.StackName), &awscdk.StackProps{
@@ -29,6 +29,7 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 	output(stack, "QueueUrl", queues.Jobs.QueueUrl(), "job queue")
 	output(stack, "DlqUrl", queues.DLQ.QueueUrl(), "dead letter queue (replay from here)")
 	output(stack, "AlarmTopicArn", alarms.Topic.TopicArn(), "SNS topic every alarm notifies")
+	output(stack, "ReconcilerFunctionName", fns.Reconciler.FunctionName(), "scheduled reconciler (re-sends stuck jobs)")
 	return stack
 }
 
