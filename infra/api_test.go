@@ -88,7 +88,7 @@ func TestJWTMode(t *testing.T) {
 
 func TestOutputs(t *testing.T) {
 	s := defaults(t)
-	for _, o := range []string{"ApiUrl", "TableName", "QueueUrl", "DlqUrl", "AlarmTopicArn", "ReconcilerFunctionName"} {
+	for _, o := range []string{"ApiUrl", "TableName", "QueueUrl", "DlqUrl", "AlarmTopicArn", "ReconcilerFunctionName", "OperatorPolicyArn"} {
 		must(t, "output "+o, func() { s.tmpl.HasOutput(jsii.String(o), map[string]any{}) })
 	}
 	reconciler, _ := s.one(t, "AWS::Lambda::Function", named("FunctionName", s.cfg.Settings.Prefix+"-reconciler"))

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -140,5 +141,37 @@ func TestFunctionPermissionsAreExact(t *testing.T) {
 	}
 	if p := s.resources("AWS::IAM::Policy"); len(p) != 0 {
 		t.Errorf("unexpected IAM policies %v: every statement belongs in a function role", sortedKeys(p))
+	}
+}
+
+// The operators' policy allows exactly what `failures` and `replay` call,
+// on exactly their resources, and is attached to nothing.
+func TestOperatorPolicy(t *testing.T) {
+	s := defaults(t)
+	st := s.cfg.Settings
+	table, _ := s.one(t, "AWS::DynamoDB::Table", nil)
+	queue, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.QueueName()))
+	dlq, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.DLQName()))
+	policyID, p := s.one(t, "AWS::IAM::ManagedPolicy", nil)
+	if p["ManagedPolicyName"] != st.Prefix+"-operator" {
+		t.Errorf("policy name %v", p["ManagedPolicyName"])
+	}
+	for _, k := range []string{"Roles", "Users", "Groups"} {
+		if p[k] != nil {
+			t.Errorf("the operator policy is attached (%s %v): the stack attaches it to nobody", k, p[k])
+		}
+	}
+	want := []string{
+		"dynamodb:Query on ${" + table + ".Arn}/index/" + st.FailureIndex,
+		"dynamodb:GetItem on " + table, "dynamodb:UpdateItem on " + table,
+		"sqs:ReceiveMessage on " + dlq, "sqs:DeleteMessage on " + dlq, "sqs:ChangeMessageVisibility on " + dlq, "sqs:GetQueueAttributes on " + dlq,
+		"sqs:SendMessage on " + queue,
+	}
+	if got := allowed(p["PolicyDocument"]); !equalSets(got, want) {
+		t.Errorf("operators may\n  %v\nwant exactly\n  %v", got, want)
+	}
+	out := s.json["Outputs"].(map[string]any)["OperatorPolicyArn"].(map[string]any)
+	if b, _ := json.Marshal(out["Value"]); ref(out["Value"]) != policyID {
+		t.Errorf("OperatorPolicyArn = %s, want the ARN of %s", b, policyID)
 	}
 }
