@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 
 	"github.com/aijobs/aijobs/pkg/config"
+	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/settings"
 )
 
@@ -27,6 +29,13 @@ type Config struct {
 	// settings were parsed from, so the deployed functions run with exactly
 	// the synthesized numbers (a test feeds it back through config.Load).
 	Env map[string]string
+
+	// Routes is AIJOBS_ROUTES as the functions get it (compacted JSON), or
+	// empty for the single-provider shortcut. Providers and RouteTable are
+	// what config.Load made of it: the worker's model grants come from them.
+	Routes     string
+	Providers  map[string]config.ProviderConfig
+	RouteTable map[string]job.Route
 
 	StackName string
 	// Throwaway relaxes the data's protection (DESTROY, no deletion
@@ -69,7 +78,9 @@ func (c Config) skips(index string) bool {
 type Lookup func(key string) (string, bool)
 
 // ContextLookup reads the CDK context: cdk.json, cdk.context.json and -c.
-// Values from -c are strings, values from cdk.json keep their JSON type.
+// Values from -c are strings, values from cdk.json keep their JSON type;
+// an object or a list (AIJOBS_ROUTES written as JSON in cdk.json) comes
+// back as its JSON text.
 func ContextLookup(node constructs.Node) Lookup {
 	return func(key string) (string, bool) {
 		switch v := node.TryGetContext(&key).(type) {
@@ -81,6 +92,12 @@ func ContextLookup(node constructs.Node) Lookup {
 			return strconv.FormatBool(v), true
 		case float64:
 			return strconv.FormatFloat(v, 'f', -1, 64), true
+		case map[string]any, []any:
+			b, err := json.Marshal(v)
+			if err != nil {
+				return fmt.Sprint(v), true
+			}
+			return string(b), true
 		default:
 			return fmt.Sprint(v), true
 		}
@@ -99,6 +116,7 @@ var notFromContext = map[string]bool{
 
 // LoadConfig builds the stack's Config from the context. Every variable of
 // pkg/config can be given under its own name (-c AIJOBS_BATCH_SIZE=3); the
+// model routes can also come from a file (-c routesFile=routes.json). The
 // result is checked by the same config.Load and settings.Validate the
 // functions run at start, so a stack the functions would refuse never
 // synthesizes.
@@ -108,7 +126,14 @@ func LoadConfig(ctx Lookup) (Config, error) {
 			return Config{}, fmt.Errorf("context %s: not settable here (the stack sets it, or it is a secret)", name)
 		}
 	}
+	routes, err := loadRoutes(ctx)
+	if err != nil {
+		return Config{}, err
+	}
 	getenv := func(name string) string {
+		if name == routesVar {
+			return routes
+		}
 		v, _ := ctx(name)
 		return v
 	}
@@ -125,11 +150,14 @@ func LoadConfig(ctx Lookup) (Config, error) {
 		if !set {
 			val = v.Default
 		}
+		if v.Name == routesVar {
+			val = routes
+		}
 		if val != "" {
 			env[v.Name] = val
 		}
 	}
-	c := Config{Settings: loaded.Settings, Env: env}
+	c := Config{Settings: loaded.Settings, Env: env, Routes: routes, Providers: loaded.ProviderTable, RouteTable: loaded.RouteTable}
 	var errs []string
 	c.StackName = str(ctx, "stackName", "AijobsStack")
 	c.Throwaway = boolean(ctx, "throwaway", false, &errs)
@@ -179,6 +207,8 @@ func LoadConfig(ctx Lookup) (Config, error) {
 	if err := s.Validate(); err != nil { // again: the context may have changed the reconciler's timeout
 		errs = append(errs, err.Error())
 	}
+	errs = append(errs, checkEnvSize(c)...)
+	errs = append(errs, checkModelAccess(c)...)
 
 	if v := str(ctx, "skipIndexes", ""); v != "" {
 		for _, name := range strings.Split(v, ",") {

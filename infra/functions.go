@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
@@ -13,6 +14,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 )
 
 // Functions are the three Lambdas, the log groups they write to, and the
@@ -45,7 +47,7 @@ var (
 // newFunctions builds the API, worker and reconciler functions:
 // provided.al2023 on arm64 (the Go binaries are cross-compiled by `make
 // lambdas`), JSON logs to log groups with a retention, and the same
-// environment, so all three load the same settings and refuse
+// environment, so all three load the same settings and routes and refuse
 // to start if they break a timing rule.
 func newFunctions(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, q Queues) Functions {
 	s := cfg.Settings
@@ -70,7 +72,7 @@ func newFunctions(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, q Que
 		Code:         awslambda.Code_FromAsset(jsii.String(cfg.APIAssetDir), nil),
 		MemorySize:   jsii.Number(float64(s.APIMemoryMB)),
 		Timeout:      seconds(s.APITimeout),
-		Role:         apiRole,
+		Role:         immutable(apiRole),
 		Environment:  &env,
 		LogGroup:     f.APILogs,
 		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
@@ -81,17 +83,41 @@ func newFunctions(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, q Que
 		LoggingFormat: awslambda.LoggingFormat_JSON,
 	})
 
-	workerRole := newRole(stack, "WorkerRole", "aijobs worker function: claim, heartbeat and record jobs", f.WorkerLogs,
-		allow(workerTableActions, table.TableArn()),
-		allow(workerQueueActions, q.Jobs.QueueArn()),
-		allow(workerDLQActions, q.DLQ.QueueArn()))
+	// The routes' models and keys: computed (and checked) by LoadConfig.
+	models, err := modelAccess(cfg)
+	if err != nil {
+		panic(err)
+	}
+	workerRole := newRole(stack, "WorkerRole", "aijobs worker function: claim, heartbeat and record jobs, call the routes' models", f.WorkerLogs,
+		append([]awsiam.PolicyStatement{
+			allow(workerTableActions, table.TableArn()),
+			allow(workerQueueActions, q.Jobs.QueueArn()),
+			allow(workerDLQActions, q.DLQ.QueueArn()),
+		}, models.statements()...)...)
+	if w := models.wildcards(); len(w) > 0 {
+		// Only the inference profiles' foundation models, each by name
+		// (TestNagSuppressionsArePinned lists them).
+		appliesTo := make([]any, len(w))
+		profiles := make([]string, len(models.Profiles))
+		for i, r := range w {
+			appliesTo[i] = nagResource(r)
+		}
+		for i, p := range models.Profiles {
+			profiles[i] = p.Profile[strings.LastIndex(p.Profile, "/")+1:]
+		}
+		cdknag.NagSuppressions_AddResourceSuppressions(workerRole.Node().DefaultChild(), &[]*cdknag.NagPackSuppression{{
+			Id:        jsii.String("AwsSolutions-IAM5"),
+			Reason:    jsii.String(fmt.Sprintf("Inference profiles %s. %s", strings.Join(profiles, ", "), inferenceProfileWildcard)),
+			AppliesTo: &appliesTo,
+		}}, jsii.Bool(false))
+	}
 	f.Worker = awslambda.NewFunction(stack, jsii.String("Worker"), &awslambda.FunctionProps{
 		FunctionName:  jsii.String(s.Prefix + "-worker"),
 		Description:   jsii.String("aijobs worker: SQS batches of job ids, one claim per message"),
 		Code:          awslambda.Code_FromAsset(jsii.String(cfg.WorkerAssetDir), nil),
 		MemorySize:    jsii.Number(float64(s.WorkerMemoryMB)),
 		Timeout:       seconds(s.WorkerTimeout),
-		Role:          workerRole,
+		Role:          immutable(workerRole),
 		Environment:   &env,
 		LogGroup:      f.WorkerLogs,
 		Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
@@ -119,7 +145,7 @@ func newFunctions(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, q Que
 		Code:          awslambda.Code_FromAsset(jsii.String(cfg.ReconcilerAssetDir), nil),
 		MemorySize:    jsii.Number(float64(s.ReconcilerMemoryMB)),
 		Timeout:       seconds(s.ReconcilerTimeout),
-		Role:          reconcilerRole,
+		Role:          immutable(reconcilerRole),
 		Environment:   &env,
 		LogGroup:      f.ReconcilerLogs,
 		Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
@@ -161,7 +187,7 @@ func newLogGroup(stack awscdk.Stack, id string, cfg Config) awslogs.LogGroup {
 // It is handed to the function immutable: no construct can widen it
 // afterwards (SqsEventSource would add sqs:GetQueueUrl, which the worker
 // never calls), so the template shows the whole policy.
-func newRole(stack awscdk.Stack, id, description string, logs awslogs.LogGroup, statements ...awsiam.PolicyStatement) awsiam.IRole {
+func newRole(stack awscdk.Stack, id, description string, logs awslogs.LogGroup, statements ...awsiam.PolicyStatement) awsiam.Role {
 	statements = append(statements, allow(logActions, logs.LogGroupArn()))
 	role := awsiam.NewRole(stack, jsii.String(id), &awsiam.RoleProps{
 		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
@@ -170,6 +196,11 @@ func newRole(stack awscdk.Stack, id, description string, logs awslogs.LogGroup, 
 			"least-privilege": awsiam.NewPolicyDocument(&awsiam.PolicyDocumentProps{Statements: &statements}),
 		},
 	})
+	return role
+}
+
+// immutable is the role as a function gets it: nothing can add to it.
+func immutable(role awsiam.Role) awsiam.IRole {
 	return role.WithoutPolicyUpdates(nil)
 }
 

@@ -98,8 +98,13 @@ type synthesized struct {
 // the AwsSolutions checks before synthesis.
 func build(t *testing.T, overrides map[string]any, nag bool) *synthesized {
 	t.Helper()
+	return buildIn(t, t.TempDir(), overrides, nag)
+}
+
+// buildIn is build with the cloud assembly (and the nag report) in outdir.
+func buildIn(t *testing.T, outdir string, overrides map[string]any, nag bool) *synthesized {
+	t.Helper()
 	ctx := testContext(t, overrides)
-	outdir := t.TempDir()
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx, Outdir: jsii.String(outdir)})
 	cfg, err := LoadConfig(ContextLookup(app.Node()))
 	if err != nil {
@@ -123,6 +128,8 @@ func build(t *testing.T, overrides map[string]any, nag bool) *synthesized {
 var (
 	defaultOnce  sync.Once
 	defaultStack *synthesized
+	routedOnce   sync.Once
+	routedStack  *synthesized
 )
 
 // defaults is the stack as `cdk synth` builds it with no overrides,
@@ -232,6 +239,16 @@ func render(v any) string {
 	return string(b)
 }
 
+// writeFile writes content to a new file in a test's temporary directory.
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 func num(t *testing.T, v any, what string) float64 {
 	t.Helper()
 	f, ok := v.(float64)
@@ -260,13 +277,4 @@ func equalSets(a, b []string) bool {
 	sort.Strings(a)
 	sort.Strings(b)
 	return strings.Join(a, "\x00") == strings.Join(b, "\x00")
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
 }

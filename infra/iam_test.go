@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -141,6 +143,160 @@ func TestFunctionPermissionsAreExact(t *testing.T) {
 	}
 	if p := s.resources("AWS::IAM::Policy"); len(p) != 0 {
 		t.Errorf("unexpected IAM policies %v: every statement belongs in a function role", sortedKeys(p))
+	}
+}
+
+// testRoutes has one provider of each kind a deployed stack can grant:
+// Anthropic with a complete and a partial secret ARN, OpenAI with a secret
+// by name, Bedrock in the stack's Region (a foundation model and a US
+// inference profile) and in another (a global profile).
+const testRoutes = `{
+  "providers": {
+    "anthropic":  {"kind": "anthropic", "api_key_secret": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:aijobs/anthropic-AbCdEf"},
+    "anthropic2": {"kind": "anthropic", "api_key_secret": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:aijobs/anthropic2"},
+    "openai":     {"kind": "openai", "base_url": "https://api.openai.com/v1", "api_key_secret": "aijobs/openai"},
+    "bedrock":    {"kind": "bedrock"},
+    "bedrock-west": {"kind": "bedrock", "region": "us-west-2"}
+  },
+  "routes": {
+    "default": {
+      "rungs": [
+        {"provider": "anthropic", "model": "claude-sonnet-4-5", "price": {"input": "300", "output": "1500"}, "timeout": "40s"},
+        {"provider": "bedrock", "model": "us.anthropic.claude-sonnet-4-5-20250929-v1:0", "price": {"input": "300", "output": "1500"}, "timeout": "40s"},
+        {"provider": "openai", "model": "gpt-4o", "price": {"input": "250", "output": "1000"}, "timeout": "40s"}
+      ],
+      "fallback_on": ["rate_limited", "overloaded", "provider_error", "timeout", "network"]
+    },
+    "cheap":  {"rungs": [{"provider": "bedrock", "model": "amazon.nova-lite-v1:0", "price": {"input": "6", "output": "24"}}]},
+    "global": {"rungs": [{"provider": "bedrock-west", "model": "global.anthropic.claude-haiku-4-5-20251001-v1:0", "price": {"input": "100", "output": "500"}}]},
+    "backup": {"rungs": [{"provider": "anthropic2", "model": "claude-haiku-4-5", "price": {"input": "100", "output": "500"}}]}
+  }
+}`
+
+// The inference profiles of testRoutes, their ARNs and their models.
+const (
+	usProfile     = "arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:inference-profile/us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+	globalProfile = "arn:${AWS::Partition}:bedrock:us-west-2:${AWS::AccountId}:inference-profile/global.anthropic.claude-haiku-4-5-20251001-v1:0"
+	usModels      = "arn:${AWS::Partition}:bedrock:*::foundation-model/anthropic.claude-sonnet-4-5-20250929-v1:0"
+	globalModels  = "arn:${AWS::Partition}:bedrock:*::foundation-model/anthropic.claude-haiku-4-5-20251001-v1:0"
+	globalNoRegio = "arn:${AWS::Partition}:bedrock:::foundation-model/anthropic.claude-haiku-4-5-20251001-v1:0"
+)
+
+// routed is the stack with testRoutes, synthesized once.
+func routed(t *testing.T) *synthesized {
+	t.Helper()
+	routedOnce.Do(func() {
+		// Shared by several tests, so not in one test's TempDir: TestMain
+		// removes assetDir at the end.
+		dir, err := os.MkdirTemp(assetDir, "routed")
+		if err != nil {
+			t.Fatal(err)
+		}
+		routes := filepath.Join(dir, "routes.json")
+		if err := os.WriteFile(routes, []byte(testRoutes), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		routedStack = buildIn(t, dir, map[string]any{"routesFile": routes}, true)
+	})
+	if routedStack == nil {
+		t.Fatal("the routed stack did not synthesize")
+	}
+	return routedStack
+}
+
+// The worker gets exactly what the routes call, and the API and the
+// reconciler (which never call a model) get nothing more than without
+// routes.
+func TestModelGrantsAreExact(t *testing.T) {
+	s := routed(t)
+	base := basePermissions(t, s)
+	var model []string
+	for _, a := range bedrockActions {
+		for _, r := range []string{
+			"arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/amazon.nova-lite-v1:0",
+			usProfile, globalProfile,
+		} {
+			model = append(model, a+" on "+r)
+		}
+		model = append(model,
+			a+" on "+usModels+" if ArnLike bedrock:InferenceProfileArn="+usProfile,
+			a+" on "+globalModels+" if ArnLike bedrock:InferenceProfileArn="+globalProfile,
+			a+" on "+globalNoRegio+" if ArnLike bedrock:InferenceProfileArn="+globalProfile)
+	}
+	model = append(model,
+		"secretsmanager:GetSecretValue on arn:aws:secretsmanager:eu-west-1:123456789012:secret:aijobs/anthropic-AbCdEf",
+		"secretsmanager:GetSecretValue on arn:aws:secretsmanager:eu-west-1:123456789012:secret:aijobs/anthropic2-??????",
+		"secretsmanager:GetSecretValue on arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:aijobs/openai-??????")
+	base["worker"] = append(base["worker"], model...)
+	for fn, w := range base {
+		role, group := roleOf(t, s, fn)
+		w = append(w, "logs:CreateLogStream on "+group, "logs:PutLogEvents on "+group)
+		if got := grants(t, s, role); !equalSets(got, w) {
+			t.Errorf("%s may\n  %s\nwant exactly\n  %s", fn, strings.Join(got, "\n  "), strings.Join(w, "\n  "))
+		}
+	}
+}
+
+func TestBedrockResources(t *testing.T) {
+	for _, tc := range []struct {
+		region, model           string
+		direct, profile, models string // models joined by " "
+		err                     string
+	}{
+		{"", "amazon.nova-pro-v1:0", "arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/amazon.nova-pro-v1:0", "", "", ""},
+		{"eu-west-1", "anthropic.claude-3-haiku-20240307-v1:0", "arn:${AWS::Partition}:bedrock:eu-west-1::foundation-model/anthropic.claude-3-haiku-20240307-v1:0", "", "", ""},
+		{"", "eu.amazon.nova-pro-v1:0", "arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:inference-profile/eu.amazon.nova-pro-v1:0",
+			"arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:inference-profile/eu.amazon.nova-pro-v1:0",
+			"arn:${AWS::Partition}:bedrock:*::foundation-model/amazon.nova-pro-v1:0", ""},
+		{"ap-southeast-2", "apac.amazon.nova-pro-v1:0", "arn:${AWS::Partition}:bedrock:ap-southeast-2:${AWS::AccountId}:inference-profile/apac.amazon.nova-pro-v1:0",
+			"arn:${AWS::Partition}:bedrock:ap-southeast-2:${AWS::AccountId}:inference-profile/apac.amazon.nova-pro-v1:0",
+			"arn:${AWS::Partition}:bedrock:*::foundation-model/amazon.nova-pro-v1:0", ""},
+		{"", "global.anthropic.claude-sonnet-4-5-20250929-v1:0",
+			"arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:inference-profile/global.anthropic.claude-sonnet-4-5-20250929-v1:0",
+			"arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:inference-profile/global.anthropic.claude-sonnet-4-5-20250929-v1:0",
+			"arn:${AWS::Partition}:bedrock:*::foundation-model/anthropic.claude-sonnet-4-5-20250929-v1:0 arn:${AWS::Partition}:bedrock:::foundation-model/anthropic.claude-sonnet-4-5-20250929-v1:0", ""},
+		{"", "arn:aws:bedrock:us-east-1::foundation-model/amazon.titan-text-express-v1", "arn:aws:bedrock:us-east-1::foundation-model/amazon.titan-text-express-v1", "", "", ""},
+		{"", "arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.meta.llama3-3-70b-instruct-v1:0",
+			"arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.meta.llama3-3-70b-instruct-v1:0",
+			"arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.meta.llama3-3-70b-instruct-v1:0",
+			"arn:aws:bedrock:*::foundation-model/meta.llama3-3-70b-instruct-v1:0", ""},
+		{"", "arn:aws:bedrock:us-east-1:123456789012:provisioned-model/abc123", "arn:aws:bedrock:us-east-1:123456789012:provisioned-model/abc123", "", "", ""},
+		{"", "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2c3", "", "", "", "application inference profile"},
+		{"", "arn:aws:s3:::bucket", "", "", "", "not a Bedrock ARN"},
+		{"", "${AWS::AccountId}", "", "", "", "not a Bedrock model id"},
+	} {
+		direct, profile, models, err := bedrockResources(tc.region, tc.model)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: err %v, want %q", tc.model, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || direct != tc.direct || profile != tc.profile || strings.Join(models, " ") != tc.models {
+			t.Errorf("%s in %q:\n  %q %q %q %v\nwant\n  %q %q %q", tc.model, tc.region, direct, profile, models, err, tc.direct, tc.profile, tc.models)
+		}
+	}
+}
+
+func TestSecretResource(t *testing.T) {
+	for id, want := range map[string]string{
+		"aijobs/anthropic": "arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:aijobs/anthropic-??????",
+		"arn:aws:secretsmanager:eu-west-1:123456789012:secret:aijobs/anthropic-AbCdEf": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:aijobs/anthropic-AbCdEf",
+		// partial ARNs: no random suffix
+		"arn:aws:secretsmanager:eu-west-1:123456789012:secret:aijobs/anthropic":   "arn:aws:secretsmanager:eu-west-1:123456789012:secret:aijobs/anthropic-??????",
+		"arn:aws:secretsmanager:eu-west-1:123456789012:secret:key-ab12":           "arn:aws:secretsmanager:eu-west-1:123456789012:secret:key-ab12-??????",
+		"arn:aws-cn:secretsmanager:cn-north-1:123456789012:secret:prod/key_1":     "arn:aws-cn:secretsmanager:cn-north-1:123456789012:secret:prod/key_1-??????",
+		"arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod-key-x9Y8z7":    "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod-key-x9Y8z7",
+		"arn:aws:secretsmanager:eu-west-1:123456789012:secret:aijobs/openai-key1": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:aijobs/openai-key1-??????",
+	} {
+		if got, err := secretResource(id); err != nil || got != want {
+			t.Errorf("secretResource(%q) = %q, %v; want %q", id, got, err, want)
+		}
+	}
+	for _, id := range []string{"arn:aws:ssm:eu-west-1:123456789012:parameter/key", "arn:aws:secretsmanager:eu-west-1:123456789012:secret:", "a b"} {
+		if got, err := secretResource(id); err == nil {
+			t.Errorf("secretResource(%q) = %q, want an error", id, got)
+		}
 	}
 }
 
