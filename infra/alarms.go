@@ -34,6 +34,15 @@ const dlqArrivalExpression = "IF(DIFF(FILL(visible, 0)) > 0, DIFF(FILL(visible, 
 // period is the evaluation period of every alarm but spend.
 const period = 5 * time.Minute
 
+// messagesLostExpression sums the reconciler's Reconciled metric over the
+// two states it re-sends from (its EMF lines carry the State dimension):
+// every job it re-sent had lost its queue message. FILL because the metric
+// only exists in periods the reconciler found something.
+const messagesLostExpression = "FILL(queued, 0) + FILL(running, 0)"
+
+// reconcileStates are the values of the reconciler's State dimension.
+var reconcileStates = []string{"queued", "running"}
+
 // Alarms is the alarm topic and every alarm, for outputs and the dashboard.
 type Alarms struct {
 	Topic awssns.Topic
@@ -54,6 +63,10 @@ type Signals struct {
 	// provider key or its spend limit, which no retry fixes.
 	ProviderRefused awscloudwatch.IMetric
 	SpendPerHour    awscloudwatch.IMetric
+	// ReconcilerErrors are the reconciler function's failed runs.
+	ReconcilerErrors awscloudwatch.IMetric
+	// MessagesLost are the jobs the reconciler re-sent, both states.
+	MessagesLost awscloudwatch.IMetric
 }
 
 func newSignals(q Queues, f Functions, api API) Signals {
@@ -93,6 +106,16 @@ func newSignals(q Queues, f Functions, api API) Signals {
 			Statistic: jsii.String("Sum"), Period: awscdk.Duration_Hours(jsii.Number(1)),
 			Label: jsii.String("spend, cents per hour"),
 		}),
+		ReconcilerErrors: f.Reconciler.MetricErrors(opts("Sum")),
+		MessagesLost: awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+			Expression: jsii.String(messagesLostExpression),
+			UsingMetrics: &map[string]awscloudwatch.IMetric{
+				"queued":  dimensionMetric("Reconciled", "State", "queued"),
+				"running": dimensionMetric("Reconciled", "State", "running"),
+			},
+			Label:  jsii.String("jobs re-sent by the reconciler (lost messages)"),
+			Period: seconds(period),
+		}),
 	}
 }
 
@@ -117,9 +140,15 @@ func sumByClass(label string, classes []job.ErrorClass) awscloudwatch.IMetric {
 }
 
 func classMetric(name string, c job.ErrorClass) awscloudwatch.Metric {
+	return dimensionMetric(name, "ErrorClass", string(c))
+}
+
+// dimensionMetric is one of the functions' EMF metrics with one dimension,
+// summed per period.
+func dimensionMetric(name, dimension, value string) awscloudwatch.Metric {
 	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
 		Namespace: jsii.String(emf.Namespace), MetricName: jsii.String(name),
-		DimensionsMap: &map[string]*string{"ErrorClass": jsii.String(string(c))},
+		DimensionsMap: &map[string]*string{dimension: jsii.String(value)},
 		Statistic:     jsii.String("Sum"), Period: seconds(period),
 	})
 }
@@ -192,5 +221,13 @@ func newAlarms(stack awscdk.Stack, cfg Config, sig Signals) Alarms {
 	add("JobsRefusedByProvider", "Jobs failed on auth or quota_exhausted: the provider key or spend limit needs an operator.", sig.ProviderRefused, 1, gte, 1)
 	add("SpendPerHour", fmt.Sprintf("Model spend exceeded %.0f cents in an hour.", cfg.SpendCentsPerHour),
 		sig.SpendPerHour, cfg.SpendCentsPerHour, awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, 1)
+	add("ReconcilerErrors", fmt.Sprintf("The reconciler function (%s-reconciler) failed a run: crash, timeout, out of memory or an error it returned. "+
+		"While it fails, jobs whose queue message was lost stay stuck. Read its log group, fix the cause; the next run (every %s) "+
+		"picks up everything the failed one missed.", s.Prefix, s.ReconcileEvery), sig.ReconcilerErrors, 1, gte, 1)
+	add("MessagesLost", fmt.Sprintf("Messages are being lost: the reconciler re-sent jobs stuck for %s, queued with no progress (their queue "+
+		"message was never sent or was lost) or running with an expired lease (their worker died and the message is gone). The re-send "+
+		"goes through the claim path, so nothing runs twice, but find the cause: Api5xx / 503 enqueue_failed (SendMessage failed after "+
+		"the record was written), WorkerErrors (crashes, timeouts), a purged queue or messages past the queue's retention. The "+
+		"dashboard shows Reconciled by State.", s.ReconcileAfter), sig.MessagesLost, 1, gte, 1)
 	return a
 }

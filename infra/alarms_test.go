@@ -176,8 +176,8 @@ func TestAlarmsNotifyEncryptedTopic(t *testing.T) {
 		t.Errorf("key policy does not let CloudWatch publish: %s", policy)
 	}
 	alarms := s.resources("AWS::CloudWatch::Alarm")
-	if len(alarms) != 8 {
-		t.Errorf("%d alarms, want 8: %v", len(alarms), sortedKeys(alarms))
+	if len(alarms) != 10 {
+		t.Errorf("%d alarms, want 10: %v", len(alarms), sortedKeys(alarms))
 	}
 	for id, r := range alarms {
 		p := r["Properties"].(map[string]any)
@@ -203,9 +203,58 @@ func TestDashboard(t *testing.T) {
 	_, d := s.one(t, "AWS::CloudWatch::Dashboard", nil)
 	body, _ := json.Marshal(d["DashboardBody"])
 	for _, want := range []string{"SEARCH(", "JobsFailed", "JobsAbandoned", "CostCents", "ApproximateAgeOfOldestMessage",
-		"DIFF(FILL(visible, 0))", "LeasesLost", "DuplicatesAbsorbed", "PoisonMessages", "AttemptDuration", "JobsSucceeded", "5xx"} {
+		"DIFF(FILL(visible, 0))", "LeasesLost", "DuplicatesAbsorbed", "PoisonMessages", "AttemptDuration", "JobsSucceeded", "5xx",
+		"ReconcileCandidates", "Reconciled", "ReconcileErrors", `\"State\",\"queued\"`, `\"State\",\"running\"`, messagesLostExpression} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("dashboard does not show %s", want)
+		}
+	}
+}
+
+// The reconciler's two alarms: its function failing, and any job it had to
+// re-send (a lost message), each saying what to do.
+func TestReconcilerAlarms(t *testing.T) {
+	s := defaults(t)
+	reconciler, _ := s.one(t, "AWS::Lambda::Function", named("FunctionName", s.cfg.Settings.Prefix+"-reconciler"))
+	a := alarm(t, s, "ReconcilerErrors")
+	dims := a["Dimensions"].([]any)[0].(map[string]any)
+	if a["MetricName"] != "Errors" || a["Namespace"] != "AWS/Lambda" || ref(dims["Value"]) != reconciler || a["Threshold"] != 1.0 ||
+		a["Statistic"] != "Sum" || a["Period"] != 300.0 || a["ComparisonOperator"] != "GreaterThanOrEqualToThreshold" {
+		t.Errorf("ReconcilerErrors %v, want the reconciler's Errors >= 1", a)
+	}
+	if d, _ := a["AlarmDescription"].(string); !strings.Contains(d, "log group") || !strings.Contains(d, "next run") {
+		t.Errorf("ReconcilerErrors description %q does not say what to do", d)
+	}
+
+	lost := alarm(t, s, "MessagesLost")
+	expr, metrics := queries(t, lost)
+	if expr != messagesLostExpression {
+		t.Errorf("expression %q", expr)
+	}
+	var states []string
+	for id, m := range metrics {
+		metric := m["Metric"].(map[string]any)
+		dims := metric["Dimensions"].([]any)
+		dim := dims[0].(map[string]any)
+		if metricName(m) != "Reconciled" || metric["Namespace"] != "aijobs" || len(dims) != 1 || dim["Name"] != "State" ||
+			dim["Value"] != id || m["Stat"] != "Sum" || m["Period"] != 300.0 {
+			t.Errorf("metric %s = %v, want Reconciled{State=%s}, summed", id, m, id)
+		}
+		states = append(states, id)
+	}
+	if !equalSets(states, reconcileStates) {
+		t.Errorf("MessagesLost sums states %v, want %v", states, reconcileStates)
+	}
+	if lost["Threshold"] != 1.0 || lost["ComparisonOperator"] != "GreaterThanOrEqualToThreshold" || lost["EvaluationPeriods"] != 1.0 ||
+		lost["TreatMissingData"] != "notBreaching" {
+		t.Errorf("MessagesLost %v, want >= 1 in a period", lost)
+	}
+	if d, _ := lost["AlarmDescription"].(string); !strings.Contains(d, "Messages are being lost") || !strings.Contains(d, "enqueue_failed") {
+		t.Errorf("MessagesLost description %q does not say what to do", d)
+	}
+	for _, id := range []string{"ReconcilerErrors", "MessagesLost"} {
+		if d, _ := alarm(t, s, id)["AlarmDescription"].(string); len(d) > 1024 {
+			t.Errorf("%s: description of %d characters, CloudWatch allows 1024", id, len(d))
 		}
 	}
 }

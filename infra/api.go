@@ -65,6 +65,7 @@ func newAPI(stack awscdk.Stack, cfg Config, fn awslambda.Function) API {
 		method awsapigatewayv2.HttpMethod
 	}{
 		{"/jobs", awsapigatewayv2.HttpMethod_POST},
+		{"/jobs", awsapigatewayv2.HttpMethod_GET}, // the caller's own jobs (the tenant index)
 		{"/jobs/{id}", awsapigatewayv2.HttpMethod_GET},
 		{"/jobs/{id}/cancel", awsapigatewayv2.HttpMethod_POST},
 	}

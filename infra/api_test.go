@@ -20,7 +20,7 @@ func routes(t *testing.T, s *synthesized) map[string]map[string]any {
 func TestHTTPAPIRoutesUseIAM(t *testing.T) {
 	s := defaults(t)
 	got := routes(t, s)
-	want := []string{"$default", "GET /jobs/{id}", "POST /jobs", "POST /jobs/{id}/cancel"}
+	want := []string{"$default", "GET /jobs", "GET /jobs/{id}", "POST /jobs", "POST /jobs/{id}/cancel"}
 	if !equalSets(sortedKeys(got), want) {
 		t.Fatalf("routes %v, want %v", sortedKeys(got), want)
 	}
@@ -88,7 +88,11 @@ func TestJWTMode(t *testing.T) {
 
 func TestOutputs(t *testing.T) {
 	s := defaults(t)
-	for _, o := range []string{"ApiUrl", "TableName", "QueueUrl", "DlqUrl", "AlarmTopicArn"} {
+	for _, o := range []string{"ApiUrl", "TableName", "QueueUrl", "DlqUrl", "AlarmTopicArn", "ReconcilerFunctionName", "OperatorPolicyArn"} {
 		must(t, "output "+o, func() { s.tmpl.HasOutput(jsii.String(o), map[string]any{}) })
+	}
+	reconciler, _ := s.one(t, "AWS::Lambda::Function", named("FunctionName", s.cfg.Settings.Prefix+"-reconciler"))
+	if v := s.json["Outputs"].(map[string]any)["ReconcilerFunctionName"].(map[string]any)["Value"]; ref(v) != reconciler {
+		t.Errorf("ReconcilerFunctionName = %v, want a reference to %s", v, reconciler)
 	}
 }

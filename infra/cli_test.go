@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aijobs/aijobs/pkg/config"
 )
 
 // cliSynth runs `cdk synth` (or cdklocal) through the CLI pinned in the
@@ -16,7 +18,8 @@ import (
 // closed: the proxies point at a dead port and the Go module proxy is off,
 // so a synth that needed the network (notices, telemetry, a lookup, a
 // module download) fails here.
-func cliSynth(t *testing.T, cli string, extra ...string) {
+// routes is the AIJOBS_ROUTES the functions must get ("" for none).
+func cliSynth(t *testing.T, cli, routes string, extra ...string) {
 	t.Helper()
 	bin, err := filepath.Abs(filepath.Join("..", "node_modules", ".bin", cli))
 	if err != nil {
@@ -31,7 +34,8 @@ func cliSynth(t *testing.T, cli string, extra ...string) {
 	out := t.TempDir()
 	args := append([]string{"synth", "--quiet", "-o", out,
 		"-c", "apiAssetDir=" + filepath.Join(assetDir, "api"),
-		"-c", "workerAssetDir=" + filepath.Join(assetDir, "worker")}, extra...)
+		"-c", "workerAssetDir=" + filepath.Join(assetDir, "worker"),
+		"-c", "reconcilerAssetDir=" + filepath.Join(assetDir, "reconciler")}, extra...)
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = ".." // where cdk.json is
 	cmd.Env = append(os.Environ(),
@@ -55,7 +59,10 @@ func cliSynth(t *testing.T, cli string, extra ...string) {
 		t.Fatalf("no template: %v\n%s", err, output.String())
 	}
 	var tmpl struct {
-		Resources map[string]struct{ Type string }
+		Resources map[string]struct {
+			Type       string
+			Properties map[string]any
+		}
 	}
 	if err := json.Unmarshal(b, &tmpl); err != nil {
 		t.Fatal(err)
@@ -64,19 +71,31 @@ func cliSynth(t *testing.T, cli string, extra ...string) {
 	for _, r := range tmpl.Resources {
 		if r.Type == "AWS::Lambda::Function" {
 			functions++
+			env, _ := r.Properties["Environment"].(map[string]any)
+			vars, _ := env["Variables"].(map[string]any)
+			if got, _ := vars["AIJOBS_ROUTES"].(string); got != routes {
+				t.Errorf("%s: %v has AIJOBS_ROUTES %q, want %q", cli, r.Properties["FunctionName"], got, routes)
+			}
 		}
 	}
-	if functions != 2 {
-		t.Errorf("%s: %d functions in the template, want 2", cli, functions)
+	if functions != 3 {
+		t.Errorf("%s: %d functions in the template, want 3", cli, functions)
 	}
 }
 
+// With a routes file (and so the worker's model grants and the nag
+// suppression of the inference profiles' models), as `make synth
+// CDK_ARGS="-c routesFile=..."` runs it.
 func TestCDKSynthOffline(t *testing.T) {
 	t.Parallel()
-	cliSynth(t, "cdk")
+	compact, err := config.CompactRoutes(testRoutes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cliSynth(t, "cdk", compact, "-c", "routesFile="+writeFile(t, "routes.json", testRoutes))
 }
 
 func TestCDKLocalSynthOffline(t *testing.T) {
 	t.Parallel()
-	cliSynth(t, "cdklocal", "-c", "throwaway=true")
+	cliSynth(t, "cdklocal", "", "-c", "throwaway=true")
 }

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -13,6 +15,7 @@ import (
 	"github.com/aws/constructs-go/constructs/v10"
 
 	"github.com/aijobs/aijobs/pkg/config"
+	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/settings"
 )
 
@@ -21,11 +24,18 @@ import (
 // thresholds, throttling, log retention).
 type Config struct {
 	Settings settings.Settings
-	// Env is the environment both functions get, apart from the resource
+	// Env is the environment every function gets, apart from the resource
 	// names and URLs the stack fills in. It holds the same strings the
 	// settings were parsed from, so the deployed functions run with exactly
 	// the synthesized numbers (a test feeds it back through config.Load).
 	Env map[string]string
+
+	// Routes is AIJOBS_ROUTES as the functions get it (compacted JSON), or
+	// empty for the single-provider shortcut. Providers and RouteTable are
+	// what config.Load made of it: the worker's model grants come from them.
+	Routes     string
+	Providers  map[string]config.ProviderConfig
+	RouteTable map[string]job.Route
 
 	StackName string
 	// Throwaway relaxes the data's protection (DESTROY, no deletion
@@ -45,15 +55,32 @@ type Config struct {
 	LogRetention  awslogs.RetentionDays
 	LogDays       int
 
-	APIAssetDir    string
-	WorkerAssetDir string
+	APIAssetDir        string
+	WorkerAssetDir     string
+	ReconcilerAssetDir string
+
+	// SkipIndexes are new table indexes left out of this deploy: DynamoDB
+	// adds one global secondary index per table update (docs/deploy.md).
+	SkipIndexes []string
+}
+
+// skips reports whether the table leaves index out of this deploy.
+func (c Config) skips(index string) bool {
+	for _, s := range c.SkipIndexes {
+		if s == index {
+			return true
+		}
+	}
+	return false
 }
 
 // Lookup returns a context value as a string, and whether it was set.
 type Lookup func(key string) (string, bool)
 
 // ContextLookup reads the CDK context: cdk.json, cdk.context.json and -c.
-// Values from -c are strings, values from cdk.json keep their JSON type.
+// Values from -c are strings, values from cdk.json keep their JSON type;
+// an object or a list (AIJOBS_ROUTES written as JSON in cdk.json) comes
+// back as its JSON text.
 func ContextLookup(node constructs.Node) Lookup {
 	return func(key string) (string, bool) {
 		switch v := node.TryGetContext(&key).(type) {
@@ -65,6 +92,12 @@ func ContextLookup(node constructs.Node) Lookup {
 			return strconv.FormatBool(v), true
 		case float64:
 			return strconv.FormatFloat(v, 'f', -1, 64), true
+		case map[string]any, []any:
+			b, err := json.Marshal(v)
+			if err != nil {
+				return fmt.Sprint(v), true
+			}
+			return string(b), true
 		default:
 			return fmt.Sprint(v), true
 		}
@@ -83,6 +116,7 @@ var notFromContext = map[string]bool{
 
 // LoadConfig builds the stack's Config from the context. Every variable of
 // pkg/config can be given under its own name (-c AIJOBS_BATCH_SIZE=3); the
+// model routes can also come from a file (-c routesFile=routes.json). The
 // result is checked by the same config.Load and settings.Validate the
 // functions run at start, so a stack the functions would refuse never
 // synthesizes.
@@ -92,7 +126,14 @@ func LoadConfig(ctx Lookup) (Config, error) {
 			return Config{}, fmt.Errorf("context %s: not settable here (the stack sets it, or it is a secret)", name)
 		}
 	}
+	routes, err := loadRoutes(ctx)
+	if err != nil {
+		return Config{}, err
+	}
 	getenv := func(name string) string {
+		if name == routesVar {
+			return routes
+		}
 		v, _ := ctx(name)
 		return v
 	}
@@ -109,11 +150,14 @@ func LoadConfig(ctx Lookup) (Config, error) {
 		if !set {
 			val = v.Default
 		}
+		if v.Name == routesVar {
+			val = routes
+		}
 		if val != "" {
 			env[v.Name] = val
 		}
 	}
-	c := Config{Settings: loaded.Settings, Env: env}
+	c := Config{Settings: loaded.Settings, Env: env, Routes: routes, Providers: loaded.ProviderTable, RouteTable: loaded.RouteTable}
 	var errs []string
 	c.StackName = str(ctx, "stackName", "AijobsStack")
 	c.Throwaway = boolean(ctx, "throwaway", false, &errs)
@@ -151,19 +195,39 @@ func LoadConfig(ctx Lookup) (Config, error) {
 	s := &c.Settings
 	s.APIMemoryMB = int(number(ctx, "apiMemoryMB", float64(s.APIMemoryMB), &errs))
 	s.WorkerMemoryMB = int(number(ctx, "workerMemoryMB", float64(s.WorkerMemoryMB), &errs))
-	if d, set := ctx("apiTimeout"); set {
-		if s.APITimeout, err = time.ParseDuration(d); err != nil {
-			errs = append(errs, fmt.Sprintf("apiTimeout %q: want a duration like 10s", d))
+	s.ReconcilerMemoryMB = int(number(ctx, "reconcilerMemoryMB", float64(s.ReconcilerMemoryMB), &errs))
+	for key, d := range map[string]*time.Duration{"apiTimeout": &s.APITimeout, "reconcilerTimeout": &s.ReconcilerTimeout} {
+		if v, set := ctx(key); set {
+			if *d, err = time.ParseDuration(v); err != nil {
+				errs = append(errs, fmt.Sprintf("%s %q: want a duration like 10s", key, v))
+			}
 		}
 	}
 	errs = append(errs, checkAWSLimits(*s)...)
+	if err := s.Validate(); err != nil { // again: the context may have changed the reconciler's timeout
+		errs = append(errs, err.Error())
+	}
+	errs = append(errs, checkEnvSize(c)...)
+	errs = append(errs, checkModelAccess(c)...)
+
+	if v := str(ctx, "skipIndexes", ""); v != "" {
+		for _, name := range strings.Split(v, ",") {
+			name = strings.TrimSpace(name)
+			if !slices.Contains(skippableIndexes(c), name) {
+				errs = append(errs, fmt.Sprintf("skipIndexes %q: only %s can be left out of a deploy", name, strings.Join(skippableIndexes(c), " or ")))
+				continue
+			}
+			c.SkipIndexes = append(c.SkipIndexes, name)
+		}
+	}
 
 	root := repoRoot()
 	c.APIAssetDir = str(ctx, "apiAssetDir", filepath.Join(root, "dist", "api"))
 	c.WorkerAssetDir = str(ctx, "workerAssetDir", filepath.Join(root, "dist", "worker"))
-	for _, dir := range []string{c.APIAssetDir, c.WorkerAssetDir} {
+	c.ReconcilerAssetDir = str(ctx, "reconcilerAssetDir", filepath.Join(root, "dist", "reconciler"))
+	for _, dir := range []string{c.APIAssetDir, c.WorkerAssetDir, c.ReconcilerAssetDir} {
 		if _, err := os.Stat(filepath.Join(dir, "bootstrap")); err != nil {
-			errs = append(errs, fmt.Sprintf("%s/bootstrap is missing: run `make lambdas` first (or point -c apiAssetDir/workerAssetDir elsewhere)", dir))
+			errs = append(errs, fmt.Sprintf("%s/bootstrap is missing: run `make lambdas` first (or point -c apiAssetDir/workerAssetDir/reconcilerAssetDir elsewhere)", dir))
 		}
 	}
 	if len(errs) > 0 {
@@ -186,12 +250,17 @@ func checkAWSLimits(s settings.Settings) []string {
 		}
 	}
 	whole("worker timeout", s.WorkerTimeout, time.Second, 15*time.Minute)
+	whole("reconciler timeout", s.ReconcilerTimeout, time.Second, 15*time.Minute)
 	whole("API timeout", s.APITimeout, time.Second, 30*time.Second) // API Gateway's integration limit
 	whole("visibility timeout", s.VisibilityTimeout, 0, 12*time.Hour)
 	whole("batching window", s.BatchWindow, 0, 5*time.Minute)
 	whole("queue retention", s.QueueRetention, time.Minute, 14*24*time.Hour)
 	whole("DLQ retention", s.DLQRetention, time.Minute, 14*24*time.Hour)
-	for name, mb := range map[string]int{"API memory": s.APIMemoryMB, "worker memory": s.WorkerMemoryMB} {
+	// An EventBridge schedule is rate(<n> minutes): whole minutes, at least one.
+	if s.ReconcileEvery%time.Minute != 0 || s.ReconcileEvery < time.Minute {
+		errs = append(errs, fmt.Sprintf("reconcile every %s: an EventBridge rate schedule wants whole minutes, at least 1m", s.ReconcileEvery))
+	}
+	for name, mb := range map[string]int{"API memory": s.APIMemoryMB, "worker memory": s.WorkerMemoryMB, "reconciler memory": s.ReconcilerMemoryMB} {
 		if mb < 128 || mb > 10240 {
 			errs = append(errs, fmt.Sprintf("%s %d MB outside 128..10240", name, mb))
 		}

@@ -39,6 +39,13 @@ func newDashboard(stack awscdk.Stack, cfg Config, q Queues, f Functions, api API
 		})
 	}
 	m := func(ms ...awscloudwatch.IMetric) []awscloudwatch.IMetric { return ms }
+	byState := func(name string) []awscloudwatch.IMetric {
+		var out []awscloudwatch.IMetric
+		for _, state := range reconcileStates {
+			out = append(out, dimensionMetric(name, "State", state))
+		}
+		return out
+	}
 	alarmList := make([]interfacesawscloudwatch.IAlarmRef, len(alarms.All))
 	for i, a := range alarms.All {
 		alarmList[i] = a
@@ -70,6 +77,12 @@ func newDashboard(stack awscdk.Stack, cfg Config, q Queues, f Functions, api API
 				awscloudwatch.NewMetric(&awscloudwatch.MetricProps{Namespace: jsii.String(emf.Namespace), MetricName: jsii.String("AttemptDuration"), Statistic: jsii.String("p99"), Period: seconds(period)}),
 			), f.Worker.Metric(jsii.String("ConcurrentExecutions"), opts("Maximum"))),
 			graph("Duplicates absorbed, leases lost, poison messages", 8, m(jobs("DuplicatesAbsorbed"), jobs("LeasesLost"), jobs("PoisonMessages"))),
+		},
+		{
+			graph("Reconciler runs, errors (duration p99 right)", 8, m(f.Reconciler.MetricInvocations(opts("Sum")), sig.ReconcilerErrors,
+				jobs("ReconcileErrors")), f.Reconciler.MetricDuration(opts("p99"))),
+			graph("Reconcile candidates by state", 8, byState("ReconcileCandidates")),
+			graph("Reconciled (re-sent) by state: lost messages", 8, append(byState("Reconciled"), sig.MessagesLost)),
 		},
 	}
 	widgets := make([]*[]awscloudwatch.IWidget, len(rows))

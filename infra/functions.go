@@ -1,38 +1,54 @@
 package main
 
 import (
+	"fmt"
+	"strings"
+	"time"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/jsii-runtime-go"
+	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 )
 
-// Functions are the two Lambdas and the log groups they write to.
+// Functions are the three Lambdas, the log groups they write to, and the
+// reconciler's schedule.
 type Functions struct {
-	API, Worker         awslambda.Function
-	APILogs, WorkerLogs awslogs.LogGroup
+	API, Worker, Reconciler             awslambda.Function
+	APILogs, WorkerLogs, ReconcilerLogs awslogs.LogGroup
+	Schedule                            awsevents.Rule
 }
 
 // The actions each function calls, and nothing else (DESIGN: the API
-// creates, reads and cancels; the worker claims, heartbeats and records,
-// and sends poison messages to the DLQ itself). The event source mapping
-// runs with the worker's role, so the worker also gets what it polls with.
+// creates, reads, lists and cancels; the worker claims, heartbeats and
+// records, and sends poison messages to the DLQ itself; the reconciler
+// reads its worklist from the active index and re-sends stuck jobs through
+// the claim path). The event source mapping runs with the worker's role,
+// so the worker also gets what it polls with.
 var (
-	apiTableActions    = []string{"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem"}
-	apiQueueActions    = []string{"sqs:SendMessage"}
-	workerTableActions = []string{"dynamodb:UpdateItem", "dynamodb:GetItem"}
-	workerQueueActions = []string{"sqs:ChangeMessageVisibility", "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"}
-	workerDLQActions   = []string{"sqs:SendMessage"}
-	logActions         = []string{"logs:CreateLogStream", "logs:PutLogEvents"}
+	apiTableActions        = []string{"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem"}
+	apiIndexActions        = []string{"dynamodb:Query"}
+	apiQueueActions        = []string{"sqs:SendMessage"}
+	workerTableActions     = []string{"dynamodb:UpdateItem", "dynamodb:GetItem"}
+	workerQueueActions     = []string{"sqs:ChangeMessageVisibility", "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"}
+	workerDLQActions       = []string{"sqs:SendMessage"}
+	reconcilerIndexActions = []string{"dynamodb:Query"}
+	reconcilerTableActions = []string{"dynamodb:UpdateItem", "dynamodb:GetItem"}
+	reconcilerQueueActions = []string{"sqs:SendMessage"}
+	logActions             = []string{"logs:CreateLogStream", "logs:PutLogEvents"}
 )
 
-// newFunctions builds the API and worker functions: provided.al2023 on
-// arm64 (the Go binaries are cross-compiled by `make lambdas`), JSON logs to
-// log groups with a retention, and the same environment, so both load the
-// same settings and refuse to start if they break a timing rule.
+// newFunctions builds the API, worker and reconciler functions:
+// provided.al2023 on arm64 (the Go binaries are cross-compiled by `make
+// lambdas`), JSON logs to log groups with a retention, and the same
+// environment, so all three load the same settings and routes and refuse
+// to start if they break a timing rule.
 func newFunctions(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, q Queues) Functions {
 	s := cfg.Settings
 	env := map[string]*string{
@@ -43,18 +59,20 @@ func newFunctions(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, q Que
 	for k, v := range cfg.Env {
 		env[k] = jsii.String(v)
 	}
-	f := Functions{APILogs: newLogGroup(stack, "ApiLogs", cfg), WorkerLogs: newLogGroup(stack, "WorkerLogs", cfg)}
+	f := Functions{APILogs: newLogGroup(stack, "ApiLogs", cfg), WorkerLogs: newLogGroup(stack, "WorkerLogs", cfg),
+		ReconcilerLogs: newLogGroup(stack, "ReconcilerLogs", cfg)}
 
-	apiRole := newRole(stack, "ApiRole", "aijobs API function: create, read and cancel jobs", f.APILogs,
+	apiRole := newRole(stack, "ApiRole", "aijobs API function: create, read, list and cancel jobs", f.APILogs,
 		allow(apiTableActions, table.TableArn()),
+		allow(apiIndexActions, indexArn(table, s.TenantIndex)),
 		allow(apiQueueActions, q.Jobs.QueueArn()))
 	f.API = awslambda.NewFunction(stack, jsii.String("Api"), &awslambda.FunctionProps{
 		FunctionName: jsii.String(s.Prefix + "-api"),
-		Description:  jsii.String("aijobs HTTP API: POST /jobs, GET /jobs/{id}, POST /jobs/{id}/cancel"),
+		Description:  jsii.String("aijobs HTTP API: POST /jobs, GET /jobs, GET /jobs/{id}, POST /jobs/{id}/cancel"),
 		Code:         awslambda.Code_FromAsset(jsii.String(cfg.APIAssetDir), nil),
 		MemorySize:   jsii.Number(float64(s.APIMemoryMB)),
 		Timeout:      seconds(s.APITimeout),
-		Role:         apiRole,
+		Role:         immutable(apiRole),
 		Environment:  &env,
 		LogGroup:     f.APILogs,
 		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
@@ -65,17 +83,41 @@ func newFunctions(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, q Que
 		LoggingFormat: awslambda.LoggingFormat_JSON,
 	})
 
-	workerRole := newRole(stack, "WorkerRole", "aijobs worker function: claim, heartbeat and record jobs", f.WorkerLogs,
-		allow(workerTableActions, table.TableArn()),
-		allow(workerQueueActions, q.Jobs.QueueArn()),
-		allow(workerDLQActions, q.DLQ.QueueArn()))
+	// The routes' models and keys: computed (and checked) by LoadConfig.
+	models, err := modelAccess(cfg)
+	if err != nil {
+		panic(err)
+	}
+	workerRole := newRole(stack, "WorkerRole", "aijobs worker function: claim, heartbeat and record jobs, call the routes' models", f.WorkerLogs,
+		append([]awsiam.PolicyStatement{
+			allow(workerTableActions, table.TableArn()),
+			allow(workerQueueActions, q.Jobs.QueueArn()),
+			allow(workerDLQActions, q.DLQ.QueueArn()),
+		}, models.statements()...)...)
+	if w := models.wildcards(); len(w) > 0 {
+		// Only the inference profiles' foundation models, each by name
+		// (TestNagSuppressionsArePinned lists them).
+		appliesTo := make([]any, len(w))
+		profiles := make([]string, len(models.Profiles))
+		for i, r := range w {
+			appliesTo[i] = nagResource(r)
+		}
+		for i, p := range models.Profiles {
+			profiles[i] = p.Profile[strings.LastIndex(p.Profile, "/")+1:]
+		}
+		cdknag.NagSuppressions_AddResourceSuppressions(workerRole.Node().DefaultChild(), &[]*cdknag.NagPackSuppression{{
+			Id:        jsii.String("AwsSolutions-IAM5"),
+			Reason:    jsii.String(fmt.Sprintf("Inference profiles %s. %s", strings.Join(profiles, ", "), inferenceProfileWildcard)),
+			AppliesTo: &appliesTo,
+		}}, jsii.Bool(false))
+	}
 	f.Worker = awslambda.NewFunction(stack, jsii.String("Worker"), &awslambda.FunctionProps{
 		FunctionName:  jsii.String(s.Prefix + "-worker"),
 		Description:   jsii.String("aijobs worker: SQS batches of job ids, one claim per message"),
 		Code:          awslambda.Code_FromAsset(jsii.String(cfg.WorkerAssetDir), nil),
 		MemorySize:    jsii.Number(float64(s.WorkerMemoryMB)),
 		Timeout:       seconds(s.WorkerTimeout),
-		Role:          workerRole,
+		Role:          immutable(workerRole),
 		Environment:   &env,
 		LogGroup:      f.WorkerLogs,
 		Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
@@ -92,6 +134,41 @@ func newFunctions(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, q Que
 		ReportBatchItemFailures: jsii.Bool(true),
 		MaxConcurrency:          jsii.Number(float64(s.MaxConcurrency)),
 	}))
+
+	reconcilerRole := newRole(stack, "ReconcilerRole", "aijobs reconciler function: re-send stuck jobs through the claim path", f.ReconcilerLogs,
+		allow(reconcilerIndexActions, indexArn(table, s.ActiveIndex)),
+		allow(reconcilerTableActions, table.TableArn()),
+		allow(reconcilerQueueActions, q.Jobs.QueueArn()))
+	f.Reconciler = awslambda.NewFunction(stack, jsii.String("Reconciler"), &awslambda.FunctionProps{
+		FunctionName:  jsii.String(s.Prefix + "-reconciler"),
+		Description:   jsii.String(fmt.Sprintf("aijobs reconciler: every %s, re-sends jobs stuck for %s (lost message, dead worker)", s.ReconcileEvery, s.ReconcileAfter)),
+		Code:          awslambda.Code_FromAsset(jsii.String(cfg.ReconcilerAssetDir), nil),
+		MemorySize:    jsii.Number(float64(s.ReconcilerMemoryMB)),
+		Timeout:       seconds(s.ReconcilerTimeout),
+		Role:          immutable(reconcilerRole),
+		Environment:   &env,
+		LogGroup:      f.ReconcilerLogs,
+		Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture:  awslambda.Architecture_ARM_64(),
+		Handler:       jsii.String("bootstrap"),
+		LoggingFormat: awslambda.LoggingFormat_JSON,
+		// The schedule is the retry: a failed run is followed by the next
+		// one ReconcileEvery later, and Lambda's own retries (up to two,
+		// minutes apart) would only run it twice in a row.
+		RetryAttempts: jsii.Number(0),
+	})
+	// EventBridge invokes it asynchronously: retry a failed delivery a few
+	// times, but never deliver a run older than the period (the next one
+	// is due by then).
+	f.Schedule = awsevents.NewRule(stack, jsii.String("ReconcileSchedule"), &awsevents.RuleProps{
+		RuleName:    jsii.String(s.Prefix + "-reconcile"),
+		Description: jsii.String(fmt.Sprintf("aijobs: run the reconciler every %s", s.ReconcileEvery)),
+		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(s.ReconcileEvery.Minutes()))),
+		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(f.Reconciler, &awseventstargets.LambdaFunctionProps{
+			RetryAttempts: jsii.Number(2),
+			MaxEventAge:   seconds(min(s.ReconcileEvery, 24*time.Hour)), // EventBridge's limit
+		})},
+	})
 	return f
 }
 
@@ -110,7 +187,7 @@ func newLogGroup(stack awscdk.Stack, id string, cfg Config) awslogs.LogGroup {
 // It is handed to the function immutable: no construct can widen it
 // afterwards (SqsEventSource would add sqs:GetQueueUrl, which the worker
 // never calls), so the template shows the whole policy.
-func newRole(stack awscdk.Stack, id, description string, logs awslogs.LogGroup, statements ...awsiam.PolicyStatement) awsiam.IRole {
+func newRole(stack awscdk.Stack, id, description string, logs awslogs.LogGroup, statements ...awsiam.PolicyStatement) awsiam.Role {
 	statements = append(statements, allow(logActions, logs.LogGroupArn()))
 	role := awsiam.NewRole(stack, jsii.String(id), &awsiam.RoleProps{
 		AssumedBy:   awsiam.NewServicePrincipal(jsii.String("lambda.amazonaws.com"), nil),
@@ -119,6 +196,11 @@ func newRole(stack awscdk.Stack, id, description string, logs awslogs.LogGroup, 
 			"least-privilege": awsiam.NewPolicyDocument(&awsiam.PolicyDocumentProps{Statements: &statements}),
 		},
 	})
+	return role
+}
+
+// immutable is the role as a function gets it: nothing can add to it.
+func immutable(role awsiam.Role) awsiam.IRole {
 	return role.WithoutPolicyUpdates(nil)
 }
 

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -20,6 +22,7 @@ func TestFunctions(t *testing.T) {
 	}{
 		{"api", st.APIMemoryMB, st.APITimeout.Seconds()},
 		{"worker", st.WorkerMemoryMB, st.WorkerTimeout.Seconds()},
+		{"reconciler", st.ReconcilerMemoryMB, st.ReconcilerTimeout.Seconds()},
 	} {
 		_, props := s.one(t, "AWS::Lambda::Function", named("FunctionName", st.Prefix+"-"+fn.name))
 		if props["Runtime"] != "provided.al2023" || props["Handler"] != "bootstrap" {
@@ -60,18 +63,41 @@ func TestFunctions(t *testing.T) {
 // from: load their environment, as read from the template, through the
 // same config.Load the Lambdas call at start.
 func TestEnvironmentReproducesSettings(t *testing.T) {
+	routes := writeFile(t, "routes.json", testRoutes)
+	compact, err := config.CompactRoutes(testRoutes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var routesObject map[string]any // as cdk.json would hold it
+	if err := json.Unmarshal([]byte(testRoutes), &routesObject); err != nil {
+		t.Fatal(err)
+	}
+	objectText, _ := json.Marshal(routesObject)
 	for name, overrides := range map[string]map[string]any{
-		"defaults":   nil,
-		"overridden": {"AIJOBS_BATCH_SIZE": "3", "AIJOBS_HEARTBEAT": "5s", "AIJOBS_LEASE_TTL": "20s", "AIJOBS_MAX_ATTEMPTS": "6"},
+		"defaults":    nil,
+		"overridden":  {"AIJOBS_BATCH_SIZE": "3", "AIJOBS_HEARTBEAT": "5s", "AIJOBS_LEASE_TTL": "20s", "AIJOBS_MAX_ATTEMPTS": "6", "AIJOBS_RECONCILE_EVERY": "2m"},
+		"routes file": {"routesFile": routes},
+		"routes":      {"AIJOBS_ROUTES": testRoutes},
+		"routes JSON": {"AIJOBS_ROUTES": routesObject},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := defaults(t)
 			if overrides != nil {
 				s = build(t, overrides, false)
 			}
-			for _, fn := range []string{"api", "worker"} {
+			var wantRoutes any
+			switch {
+			case name == "routes JSON":
+				wantRoutes = string(objectText)
+			case overrides["routesFile"] != nil || overrides["AIJOBS_ROUTES"] != nil:
+				wantRoutes = compact
+			}
+			for _, fn := range functionNames {
 				_, props := s.one(t, "AWS::Lambda::Function", named("FunctionName", s.cfg.Settings.Prefix+"-"+fn))
 				env := props["Environment"].(map[string]any)["Variables"].(map[string]any)
+				if env["AIJOBS_ROUTES"] != wantRoutes {
+					t.Errorf("%s: AIJOBS_ROUTES = %v, want %v", fn, env["AIJOBS_ROUTES"], wantRoutes)
+				}
 				known := map[string]bool{}
 				for _, v := range config.Vars() {
 					known[v.Name] = true
@@ -101,11 +127,15 @@ func TestEnvironmentReproducesSettings(t *testing.T) {
 				got := loaded.Settings
 				// Not environment variables: the stack applies them itself.
 				got.APIMemoryMB, got.WorkerMemoryMB, got.APITimeout = want.APIMemoryMB, want.WorkerMemoryMB, want.APITimeout
+				got.ReconcilerMemoryMB, got.ReconcilerTimeout = want.ReconcilerMemoryMB, want.ReconcilerTimeout
 				if !reflect.DeepEqual(got, want) {
 					t.Errorf("%s loads settings\n%+v\nthe stack was built from\n%+v", fn, got, want)
 				}
 			}
 			for k, v := range overrides {
+				if k == "routesFile" || k == "AIJOBS_ROUTES" {
+					continue
+				}
 				if s.cfg.Env[k] != v {
 					t.Errorf("override %s=%v not in the environment: %v", k, v, s.cfg.Env[k])
 				}
@@ -142,11 +172,21 @@ func TestEventSourceMapping(t *testing.T) {
 // mid-deploy, does not synthesize.
 func TestLoadConfigRefuses(t *testing.T) {
 	dir := t.TempDir()
-	for _, fn := range []string{"api", "worker"} {
+	for _, fn := range functionNames {
 		_ = os.MkdirAll(filepath.Join(dir, fn), 0o755)
 		_ = os.WriteFile(filepath.Join(dir, fn, "bootstrap"), []byte("x"), 0o755)
 	}
-	base := map[string]any{"apiAssetDir": filepath.Join(dir, "api"), "workerAssetDir": filepath.Join(dir, "worker")}
+	base := map[string]any{"apiAssetDir": filepath.Join(dir, "api"), "workerAssetDir": filepath.Join(dir, "worker"),
+		"reconcilerAssetDir": filepath.Join(dir, "reconciler")}
+	route := func(provider, model string) string {
+		return `{"providers":{"p":` + provider + `},"routes":{"default":{"rungs":[{"provider":"p","model":"` + model + `","price":{"input":"1","output":"1"}}]}}}`
+	}
+	var many strings.Builder // 60 routes: valid, but too big for a Lambda environment
+	many.WriteString(`{"providers":{"fake":{"kind":"fake"}},"routes":{`)
+	for i := range 60 {
+		fmt.Fprintf(&many, `"route-number-%02d":{"rungs":[{"provider":"fake","price":{"input":"1","output":"1"}}]},`, i)
+	}
+	many.WriteString(`"default":{"rungs":[{"provider":"fake","price":{"input":"1","output":"1"}}]}}}`)
 	for _, tc := range []struct {
 		name string
 		ctx  map[string]any
@@ -163,6 +203,24 @@ func TestLoadConfigRefuses(t *testing.T) {
 		{"zero alarm threshold", map[string]any{"spendAlarmCentsPerHour": "0"}, "spendAlarmCentsPerHour"},
 		{"prefix AWS cannot name", map[string]any{"AIJOBS_PREFIX": "ai jobs"}, "prefix"},
 		{"missing binaries", map[string]any{"apiAssetDir": filepath.Join(dir, "nothing")}, "make lambdas"},
+		{"missing reconciler", map[string]any{"reconcilerAssetDir": filepath.Join(dir, "nothing")}, "reconcilerAssetDir"},
+		{"reconcile in seconds", map[string]any{"AIJOBS_RECONCILE_EVERY": "90s"}, "whole minutes"},
+		{"reconciler too short", map[string]any{"reconcilerTimeout": "5s"}, "reconciler timeout"},
+		{"reconciler memory", map[string]any{"reconcilerMemoryMB": "64"}, "reconciler memory"},
+		{"routes twice", map[string]any{"routesFile": "routes.json", "AIJOBS_ROUTES": route(`{"kind":"fake"}`, "m")}, "both set"},
+		{"missing routes file", map[string]any{"routesFile": filepath.Join(dir, "nothing.json")}, "routesFile"},
+		{"routes not JSON", map[string]any{"AIJOBS_ROUTES": "{"}, "compact routes"},
+		{"bad routes document", map[string]any{"AIJOBS_ROUTES": `{"providers":{},"routes":{"default":{"rungs":[]}}}`}, "no rungs"},
+		{"key from the environment", map[string]any{"AIJOBS_ROUTES": route(`{"kind":"openai","base_url":"https://api.openai.com/v1","api_key_env":"OPENAI_API_KEY"}`, "gpt-4o")},
+			"api_key_secret"},
+		// relative to the repository root; the example has an api_key_env
+		{"example routes file", map[string]any{"routesFile": "pkg/config/testdata/routes.json"}, `"openai" (api_key_env OPENAI_API_KEY)`},
+		{"environment too big", map[string]any{"AIJOBS_ROUTES": many.String()}, "4096-byte limit"},
+		{"application inference profile", map[string]any{"AIJOBS_ROUTES": route(`{"kind":"bedrock"}`,
+			"arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2c3")}, "application inference profile"},
+		{"secret not an ARN of a secret", map[string]any{"AIJOBS_ROUTES": route(`{"kind":"anthropic","api_key_secret":"arn:aws:ssm:us-east-1:123456789012:parameter/k"}`,
+			"claude-haiku-4-5")}, "not a Secrets Manager secret ARN"},
+		{"skip the failure index", map[string]any{"skipIndexes": "failures"}, "skipIndexes"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ctx := map[string]any{}
@@ -180,5 +238,79 @@ func TestLoadConfigRefuses(t *testing.T) {
 	}
 	if _, err := LoadConfig(mapLookup(base)); err != nil {
 		t.Fatalf("defaults refused: %v", err)
+	}
+}
+
+// The reconciler runs on an EventBridge schedule every ReconcileEvery,
+// with the same environment as the worker.
+func TestReconcilerSchedule(t *testing.T) {
+	for name, tc := range map[string]struct {
+		overrides map[string]any
+		rate      string
+		age       float64
+	}{
+		"defaults": {nil, "rate(5 minutes)", 300},
+		"1m":       {map[string]any{"AIJOBS_RECONCILE_EVERY": "1m"}, "rate(1 minute)", 60},
+		"2h":       {map[string]any{"AIJOBS_RECONCILE_EVERY": "2h", "AIJOBS_RECONCILE_AFTER": "3h"}, "rate(2 hours)", 7200},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s := defaults(t)
+			if tc.overrides != nil {
+				s = build(t, tc.overrides, false)
+			}
+			st := s.cfg.Settings
+			fnID, fn := s.one(t, "AWS::Lambda::Function", named("FunctionName", st.Prefix+"-reconciler"))
+			_, rule := s.one(t, "AWS::Events::Rule", nil)
+			if rule["ScheduleExpression"] != tc.rate || rule["State"] != "ENABLED" {
+				t.Errorf("rule %v, want %s", rule, tc.rate)
+			}
+			targets, _ := rule["Targets"].([]any)
+			if len(targets) != 1 {
+				t.Fatalf("targets %v", targets)
+			}
+			target := targets[0].(map[string]any)
+			retry, _ := target["RetryPolicy"].(map[string]any)
+			if ref(target["Arn"]) != fnID || retry["MaximumEventAgeInSeconds"] != tc.age || retry["MaximumRetryAttempts"] != 2.0 {
+				t.Errorf("target %v, want %s, at most %v s old", target, fnID, tc.age)
+			}
+			_, perm := s.one(t, "AWS::Lambda::Permission", named("Principal", "events.amazonaws.com"))
+			if ref(perm["FunctionName"]) != fnID || perm["Action"] != "lambda:InvokeFunction" || ref(perm["SourceArn"]) == "" {
+				t.Errorf("permission %v, want EventBridge invoking %s from the rule", perm, fnID)
+			}
+			_, invokeConfig := s.one(t, "AWS::Lambda::EventInvokeConfig", nil)
+			if ref(invokeConfig["FunctionName"]) != fnID || invokeConfig["MaximumRetryAttempts"] != 0.0 {
+				t.Errorf("invoke config %v, want no async retries (the schedule is the retry)", invokeConfig)
+			}
+			_, worker := s.one(t, "AWS::Lambda::Function", named("FunctionName", st.Prefix+"-worker"))
+			if !reflect.DeepEqual(fn["Environment"], worker["Environment"]) {
+				t.Errorf("reconciler environment %v, want the worker's %v", fn["Environment"], worker["Environment"])
+			}
+		})
+	}
+	s := build(t, map[string]any{"reconcilerMemoryMB": "512", "reconcilerTimeout": "90s"}, false)
+	_, fn := s.one(t, "AWS::Lambda::Function", named("FunctionName", s.cfg.Settings.Prefix+"-reconciler"))
+	if fn["MemorySize"] != 512.0 || fn["Timeout"] != 90.0 {
+		t.Errorf("reconciler memory %v timeout %v, want 512 / 90 from the context", fn["MemorySize"], fn["Timeout"])
+	}
+}
+
+// The size check counts every variable a function gets: the stack adds
+// exactly the three its estimate covers.
+func TestEnvironmentSizeEstimate(t *testing.T) {
+	s := defaults(t)
+	_, fn := s.one(t, "AWS::Lambda::Function", named("FunctionName", s.cfg.Settings.Prefix+"-worker"))
+	env := fn["Environment"].(map[string]any)["Variables"].(map[string]any)
+	var added []string
+	for k := range env {
+		if _, ok := s.cfg.Env[k]; !ok {
+			added = append(added, k)
+		}
+	}
+	if !equalSets(added, []string{"AIJOBS_TABLE", "AIJOBS_QUEUE_URL", "AIJOBS_DLQ_URL"}) {
+		t.Errorf("the stack adds %v to the environment; stackEnvSize covers AIJOBS_TABLE, AIJOBS_QUEUE_URL, AIJOBS_DLQ_URL", added)
+	}
+	url := "https://sqs.ap-southeast-5.amazonaws.com/123456789012/" + s.cfg.Settings.DLQName()
+	if n := stackEnvSize(s.cfg.Settings); n < 2*len(url)+len(s.cfg.Settings.TableName())+len("AIJOBS_TABLEAIJOBS_QUEUE_URLAIJOBS_DLQ_URL") {
+		t.Errorf("stackEnvSize %d is below a real environment's", n)
 	}
 }

@@ -15,8 +15,8 @@ import (
 	"github.com/aws/jsii-runtime-go"
 )
 
-// assetDir holds placeholder api/bootstrap and worker/bootstrap files, so
-// the tests need no Lambda build.
+// assetDir holds placeholder api, worker and reconciler bootstrap files,
+// so the tests need no Lambda build.
 var assetDir string
 
 func TestMain(m *testing.M) {
@@ -25,7 +25,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	assetDir = dir
-	for _, fn := range []string{"api", "worker"} {
+	for _, fn := range functionNames {
 		_ = os.MkdirAll(filepath.Join(dir, fn), 0o755)
 		if err := os.WriteFile(filepath.Join(dir, fn, "bootstrap"), []byte("#!/bin/sh\necho placeholder "+fn+"\n"), 0o755); err != nil {
 			panic(err)
@@ -36,6 +36,10 @@ func TestMain(m *testing.M) {
 	_ = os.RemoveAll(dir)
 	os.Exit(code)
 }
+
+// functionNames are the stack's functions, <prefix>-<name>, each built
+// from dist/<name>.
+var functionNames = []string{"api", "worker", "reconciler"}
 
 // cdkContext is the "context" of the repository's cdk.json: `go test`
 // does not read cdk.json, so the tests pass it themselves and synthesize
@@ -60,6 +64,7 @@ func testContext(t *testing.T, overrides map[string]any) map[string]any {
 	ctx := cdkContext(t)
 	ctx["apiAssetDir"] = filepath.Join(assetDir, "api")
 	ctx["workerAssetDir"] = filepath.Join(assetDir, "worker")
+	ctx["reconcilerAssetDir"] = filepath.Join(assetDir, "reconciler")
 	for k, v := range overrides {
 		ctx[k] = v
 	}
@@ -93,8 +98,13 @@ type synthesized struct {
 // the AwsSolutions checks before synthesis.
 func build(t *testing.T, overrides map[string]any, nag bool) *synthesized {
 	t.Helper()
+	return buildIn(t, t.TempDir(), overrides, nag)
+}
+
+// buildIn is build with the cloud assembly (and the nag report) in outdir.
+func buildIn(t *testing.T, outdir string, overrides map[string]any, nag bool) *synthesized {
+	t.Helper()
 	ctx := testContext(t, overrides)
-	outdir := t.TempDir()
 	app := awscdk.NewApp(&awscdk.AppProps{Context: &ctx, Outdir: jsii.String(outdir)})
 	cfg, err := LoadConfig(ContextLookup(app.Node()))
 	if err != nil {
@@ -118,6 +128,8 @@ func build(t *testing.T, overrides map[string]any, nag bool) *synthesized {
 var (
 	defaultOnce  sync.Once
 	defaultStack *synthesized
+	routedOnce   sync.Once
+	routedStack  *synthesized
 )
 
 // defaults is the stack as `cdk synth` builds it with no overrides,
@@ -196,6 +208,47 @@ func ref(v any) string {
 	return ""
 }
 
+// render writes a template value as one string: a literal as itself,
+// {"Ref": X} as ${X}, {"Fn::GetAtt": [X, A]} as ${X.A}, Fn::Join joined
+// and Fn::Sub as its template, so an ARN built from tokens reads as
+// "${Jobs1234.Arn}/index/active".
+func render(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case map[string]any:
+		if r, ok := x["Ref"].(string); ok {
+			return "${" + r + "}"
+		}
+		if g, ok := x["Fn::GetAtt"].([]any); ok && len(g) == 2 {
+			return fmt.Sprintf("${%v.%v}", g[0], g[1])
+		}
+		if sub, ok := x["Fn::Sub"].(string); ok {
+			return sub
+		}
+		if j, ok := x["Fn::Join"].([]any); ok && len(j) == 2 {
+			parts, _ := j[1].([]any)
+			out := make([]string, len(parts))
+			for i, p := range parts {
+				out[i] = render(p)
+			}
+			return strings.Join(out, fmt.Sprint(j[0]))
+		}
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// writeFile writes content to a new file in a test's temporary directory.
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
 func num(t *testing.T, v any, what string) float64 {
 	t.Helper()
 	f, ok := v.(float64)
@@ -214,15 +267,6 @@ func strs(v any) []string {
 		for _, e := range x {
 			out = append(out, fmt.Sprint(e))
 		}
-	}
-	sort.Strings(out)
-	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
 	}
 	sort.Strings(out)
 	return out

@@ -1,13 +1,19 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sort"
+	"strings"
 	"testing"
 )
 
-// grants lists a role's permissions as "action on resource-logical-id",
-// from its inline policies and any AWS::IAM::Policy attached to it.
+// grants lists a role's permissions as "action on resource", from its
+// inline policies and any AWS::IAM::Policy attached to it. A resource of
+// the stack is its logical id; any other ARN is rendered (render), and a
+// statement's condition is appended as " if <condition>".
 func grants(t *testing.T, s *synthesized, roleID string) []string {
 	t.Helper()
 	var docs []any
@@ -32,6 +38,11 @@ func grants(t *testing.T, s *synthesized, roleID string) []string {
 			}
 		}
 	}
+	return allowed(docs...)
+}
+
+// allowed flattens policy documents into "action on resource[ if condition]".
+func allowed(docs ...any) []string {
 	var out []string
 	for _, d := range docs {
 		for _, st := range d.(map[string]any)["Statement"].([]any) {
@@ -46,13 +57,17 @@ func grants(t *testing.T, s *synthesized, roleID string) []string {
 			default:
 				resources = []any{r}
 			}
+			cond := ""
+			if c, ok := stmt["Condition"].(map[string]any); ok {
+				cond = " if " + renderCondition(c)
+			}
 			for _, a := range strs(stmt["Action"]) {
 				for _, r := range resources {
 					name := ref(r)
 					if name == "" {
-						name = fmt.Sprint(r) // a literal: "*" would show up here
+						name = render(r) // a literal: "*" would show up here
 					}
-					out = append(out, a+" on "+name)
+					out = append(out, a+" on "+name+cond)
 				}
 			}
 		}
@@ -61,19 +76,37 @@ func grants(t *testing.T, s *synthesized, roleID string) []string {
 	return out
 }
 
-// Each function may call exactly what DESIGN 4 says it calls, on exactly
-// its resources: the API creates, reads and cancels (no DeleteItem, no
-// Scan, no receiving); the worker claims and records (no PutItem) and
-// sends to the DLQ only; both write only to their own log group.
-func TestFunctionPermissionsAreExact(t *testing.T) {
-	s := defaults(t)
+// renderCondition writes {"ArnLike": {"k": v}} as "ArnLike k=v".
+func renderCondition(c map[string]any) string {
+	var parts []string
+	for op, kv := range c {
+		for k, v := range kv.(map[string]any) {
+			parts = append(parts, fmt.Sprintf("%s %s=%s", op, k, render(v)))
+		}
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " and ")
+}
+
+// roleOf is the logical id of a function's role and its log group.
+func roleOf(t *testing.T, s *synthesized, fn string) (role, logs string) {
+	t.Helper()
+	_, props := s.one(t, "AWS::Lambda::Function", named("FunctionName", s.cfg.Settings.Prefix+"-"+fn))
+	return ref(props["Role"]), ref(props["LoggingConfig"].(map[string]any)["LogGroup"])
+}
+
+// basePermissions is what each function may call with no model routes.
+func basePermissions(t *testing.T, s *synthesized) map[string][]string {
+	t.Helper()
 	st := s.cfg.Settings
 	table, _ := s.one(t, "AWS::DynamoDB::Table", nil)
 	queue, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.QueueName()))
 	dlq, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.DLQName()))
-	want := map[string][]string{
+	index := func(name string) string { return "${" + table + ".Arn}/index/" + name }
+	return map[string][]string{
 		"api": {
 			"dynamodb:GetItem on " + table, "dynamodb:PutItem on " + table, "dynamodb:UpdateItem on " + table,
+			"dynamodb:Query on " + index(st.TenantIndex),
 			"sqs:SendMessage on " + queue,
 		},
 		"worker": {
@@ -82,20 +115,219 @@ func TestFunctionPermissionsAreExact(t *testing.T) {
 			"sqs:GetQueueAttributes on " + queue, "sqs:ReceiveMessage on " + queue,
 			"sqs:SendMessage on " + dlq,
 		},
+		"reconciler": {
+			"dynamodb:Query on " + index(st.ActiveIndex),
+			"dynamodb:GetItem on " + table, "dynamodb:UpdateItem on " + table,
+			"sqs:SendMessage on " + queue,
+		},
 	}
-	for fn, w := range want {
-		_, props := s.one(t, "AWS::Lambda::Function", named("FunctionName", st.Prefix+"-"+fn))
-		group := ref(props["LoggingConfig"].(map[string]any)["LogGroup"])
+}
+
+// Each function may call exactly what DESIGN 4 says it calls, on exactly
+// its resources: the API creates, reads, lists (the tenant index only)
+// and cancels (no DeleteItem, no Scan, no receiving); the worker claims
+// and records (no PutItem) and sends to the DLQ only; the reconciler reads
+// the active index (no other index, no Scan), moves stuck jobs and sends
+// them to the job queue; each writes only to its own log group.
+func TestFunctionPermissionsAreExact(t *testing.T) {
+	s := defaults(t)
+	for fn, w := range basePermissions(t, s) {
+		role, group := roleOf(t, s, fn)
 		w = append(w, "logs:CreateLogStream on "+group, "logs:PutLogEvents on "+group)
-		got := grants(t, s, ref(props["Role"]))
-		if !equalSets(got, w) {
+		if got := grants(t, s, role); !equalSets(got, w) {
 			t.Errorf("%s may\n  %v\nwant exactly\n  %v", fn, got, w)
 		}
 	}
-	if n := len(s.resources("AWS::IAM::Role")); n != 2 {
-		t.Errorf("%d roles, want the two function roles only", n)
+	if n := len(s.resources("AWS::IAM::Role")); n != 3 {
+		t.Errorf("%d roles, want the three function roles only", n)
 	}
 	if p := s.resources("AWS::IAM::Policy"); len(p) != 0 {
 		t.Errorf("unexpected IAM policies %v: every statement belongs in a function role", sortedKeys(p))
+	}
+}
+
+// testRoutes has one provider of each kind a deployed stack can grant:
+// Anthropic with a complete and a partial secret ARN, OpenAI with a secret
+// by name, Bedrock in the stack's Region (a foundation model and a US
+// inference profile) and in another (a global profile).
+const testRoutes = `{
+  "providers": {
+    "anthropic":  {"kind": "anthropic", "api_key_secret": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:aijobs/anthropic-AbCdEf"},
+    "anthropic2": {"kind": "anthropic", "api_key_secret": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:aijobs/anthropic2"},
+    "openai":     {"kind": "openai", "base_url": "https://api.openai.com/v1", "api_key_secret": "aijobs/openai"},
+    "bedrock":    {"kind": "bedrock"},
+    "bedrock-west": {"kind": "bedrock", "region": "us-west-2"}
+  },
+  "routes": {
+    "default": {
+      "rungs": [
+        {"provider": "anthropic", "model": "claude-sonnet-4-5", "price": {"input": "300", "output": "1500"}, "timeout": "40s"},
+        {"provider": "bedrock", "model": "us.anthropic.claude-sonnet-4-5-20250929-v1:0", "price": {"input": "300", "output": "1500"}, "timeout": "40s"},
+        {"provider": "openai", "model": "gpt-4o", "price": {"input": "250", "output": "1000"}, "timeout": "40s"}
+      ],
+      "fallback_on": ["rate_limited", "overloaded", "provider_error", "timeout", "network"]
+    },
+    "cheap":  {"rungs": [{"provider": "bedrock", "model": "amazon.nova-lite-v1:0", "price": {"input": "6", "output": "24"}}]},
+    "global": {"rungs": [{"provider": "bedrock-west", "model": "global.anthropic.claude-haiku-4-5-20251001-v1:0", "price": {"input": "100", "output": "500"}}]},
+    "backup": {"rungs": [{"provider": "anthropic2", "model": "claude-haiku-4-5", "price": {"input": "100", "output": "500"}}]}
+  }
+}`
+
+// The inference profiles of testRoutes, their ARNs and their models.
+const (
+	usProfile     = "arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:inference-profile/us.anthropic.claude-sonnet-4-5-20250929-v1:0"
+	globalProfile = "arn:${AWS::Partition}:bedrock:us-west-2:${AWS::AccountId}:inference-profile/global.anthropic.claude-haiku-4-5-20251001-v1:0"
+	usModels      = "arn:${AWS::Partition}:bedrock:*::foundation-model/anthropic.claude-sonnet-4-5-20250929-v1:0"
+	globalModels  = "arn:${AWS::Partition}:bedrock:*::foundation-model/anthropic.claude-haiku-4-5-20251001-v1:0"
+	globalNoRegio = "arn:${AWS::Partition}:bedrock:::foundation-model/anthropic.claude-haiku-4-5-20251001-v1:0"
+)
+
+// routed is the stack with testRoutes, synthesized once.
+func routed(t *testing.T) *synthesized {
+	t.Helper()
+	routedOnce.Do(func() {
+		// Shared by several tests, so not in one test's TempDir: TestMain
+		// removes assetDir at the end.
+		dir, err := os.MkdirTemp(assetDir, "routed")
+		if err != nil {
+			t.Fatal(err)
+		}
+		routes := filepath.Join(dir, "routes.json")
+		if err := os.WriteFile(routes, []byte(testRoutes), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		routedStack = buildIn(t, dir, map[string]any{"routesFile": routes}, true)
+	})
+	if routedStack == nil {
+		t.Fatal("the routed stack did not synthesize")
+	}
+	return routedStack
+}
+
+// The worker gets exactly what the routes call, and the API and the
+// reconciler (which never call a model) get nothing more than without
+// routes.
+func TestModelGrantsAreExact(t *testing.T) {
+	s := routed(t)
+	base := basePermissions(t, s)
+	var model []string
+	for _, a := range bedrockActions {
+		for _, r := range []string{
+			"arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/amazon.nova-lite-v1:0",
+			usProfile, globalProfile,
+		} {
+			model = append(model, a+" on "+r)
+		}
+		model = append(model,
+			a+" on "+usModels+" if ArnLike bedrock:InferenceProfileArn="+usProfile,
+			a+" on "+globalModels+" if ArnLike bedrock:InferenceProfileArn="+globalProfile,
+			a+" on "+globalNoRegio+" if ArnLike bedrock:InferenceProfileArn="+globalProfile)
+	}
+	model = append(model,
+		"secretsmanager:GetSecretValue on arn:aws:secretsmanager:eu-west-1:123456789012:secret:aijobs/anthropic-AbCdEf",
+		"secretsmanager:GetSecretValue on arn:aws:secretsmanager:eu-west-1:123456789012:secret:aijobs/anthropic2-??????",
+		"secretsmanager:GetSecretValue on arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:aijobs/openai-??????")
+	base["worker"] = append(base["worker"], model...)
+	for fn, w := range base {
+		role, group := roleOf(t, s, fn)
+		w = append(w, "logs:CreateLogStream on "+group, "logs:PutLogEvents on "+group)
+		if got := grants(t, s, role); !equalSets(got, w) {
+			t.Errorf("%s may\n  %s\nwant exactly\n  %s", fn, strings.Join(got, "\n  "), strings.Join(w, "\n  "))
+		}
+	}
+}
+
+func TestBedrockResources(t *testing.T) {
+	for _, tc := range []struct {
+		region, model           string
+		direct, profile, models string // models joined by " "
+		err                     string
+	}{
+		{"", "amazon.nova-pro-v1:0", "arn:${AWS::Partition}:bedrock:${AWS::Region}::foundation-model/amazon.nova-pro-v1:0", "", "", ""},
+		{"eu-west-1", "anthropic.claude-3-haiku-20240307-v1:0", "arn:${AWS::Partition}:bedrock:eu-west-1::foundation-model/anthropic.claude-3-haiku-20240307-v1:0", "", "", ""},
+		{"", "eu.amazon.nova-pro-v1:0", "arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:inference-profile/eu.amazon.nova-pro-v1:0",
+			"arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:inference-profile/eu.amazon.nova-pro-v1:0",
+			"arn:${AWS::Partition}:bedrock:*::foundation-model/amazon.nova-pro-v1:0", ""},
+		{"ap-southeast-2", "apac.amazon.nova-pro-v1:0", "arn:${AWS::Partition}:bedrock:ap-southeast-2:${AWS::AccountId}:inference-profile/apac.amazon.nova-pro-v1:0",
+			"arn:${AWS::Partition}:bedrock:ap-southeast-2:${AWS::AccountId}:inference-profile/apac.amazon.nova-pro-v1:0",
+			"arn:${AWS::Partition}:bedrock:*::foundation-model/amazon.nova-pro-v1:0", ""},
+		{"", "global.anthropic.claude-sonnet-4-5-20250929-v1:0",
+			"arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:inference-profile/global.anthropic.claude-sonnet-4-5-20250929-v1:0",
+			"arn:${AWS::Partition}:bedrock:${AWS::Region}:${AWS::AccountId}:inference-profile/global.anthropic.claude-sonnet-4-5-20250929-v1:0",
+			"arn:${AWS::Partition}:bedrock:*::foundation-model/anthropic.claude-sonnet-4-5-20250929-v1:0 arn:${AWS::Partition}:bedrock:::foundation-model/anthropic.claude-sonnet-4-5-20250929-v1:0", ""},
+		{"", "arn:aws:bedrock:us-east-1::foundation-model/amazon.titan-text-express-v1", "arn:aws:bedrock:us-east-1::foundation-model/amazon.titan-text-express-v1", "", "", ""},
+		{"", "arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.meta.llama3-3-70b-instruct-v1:0",
+			"arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.meta.llama3-3-70b-instruct-v1:0",
+			"arn:aws:bedrock:us-east-1:123456789012:inference-profile/us.meta.llama3-3-70b-instruct-v1:0",
+			"arn:aws:bedrock:*::foundation-model/meta.llama3-3-70b-instruct-v1:0", ""},
+		{"", "arn:aws:bedrock:us-east-1:123456789012:provisioned-model/abc123", "arn:aws:bedrock:us-east-1:123456789012:provisioned-model/abc123", "", "", ""},
+		{"", "arn:aws:bedrock:us-east-1:123456789012:application-inference-profile/a1b2c3", "", "", "", "application inference profile"},
+		{"", "arn:aws:s3:::bucket", "", "", "", "not a Bedrock ARN"},
+		{"", "${AWS::AccountId}", "", "", "", "not a Bedrock model id"},
+	} {
+		direct, profile, models, err := bedrockResources(tc.region, tc.model)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: err %v, want %q", tc.model, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || direct != tc.direct || profile != tc.profile || strings.Join(models, " ") != tc.models {
+			t.Errorf("%s in %q:\n  %q %q %q %v\nwant\n  %q %q %q", tc.model, tc.region, direct, profile, models, err, tc.direct, tc.profile, tc.models)
+		}
+	}
+}
+
+func TestSecretResource(t *testing.T) {
+	for id, want := range map[string]string{
+		"aijobs/anthropic": "arn:${AWS::Partition}:secretsmanager:${AWS::Region}:${AWS::AccountId}:secret:aijobs/anthropic-??????",
+		"arn:aws:secretsmanager:eu-west-1:123456789012:secret:aijobs/anthropic-AbCdEf": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:aijobs/anthropic-AbCdEf",
+		// partial ARNs: no random suffix
+		"arn:aws:secretsmanager:eu-west-1:123456789012:secret:aijobs/anthropic":   "arn:aws:secretsmanager:eu-west-1:123456789012:secret:aijobs/anthropic-??????",
+		"arn:aws:secretsmanager:eu-west-1:123456789012:secret:key-ab12":           "arn:aws:secretsmanager:eu-west-1:123456789012:secret:key-ab12-??????",
+		"arn:aws-cn:secretsmanager:cn-north-1:123456789012:secret:prod/key_1":     "arn:aws-cn:secretsmanager:cn-north-1:123456789012:secret:prod/key_1-??????",
+		"arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod-key-x9Y8z7":    "arn:aws:secretsmanager:eu-west-1:123456789012:secret:prod-key-x9Y8z7",
+		"arn:aws:secretsmanager:eu-west-1:123456789012:secret:aijobs/openai-key1": "arn:aws:secretsmanager:eu-west-1:123456789012:secret:aijobs/openai-key1-??????",
+	} {
+		if got, err := secretResource(id); err != nil || got != want {
+			t.Errorf("secretResource(%q) = %q, %v; want %q", id, got, err, want)
+		}
+	}
+	for _, id := range []string{"arn:aws:ssm:eu-west-1:123456789012:parameter/key", "arn:aws:secretsmanager:eu-west-1:123456789012:secret:", "a b"} {
+		if got, err := secretResource(id); err == nil {
+			t.Errorf("secretResource(%q) = %q, want an error", id, got)
+		}
+	}
+}
+
+// The operators' policy allows exactly what `failures` and `replay` call,
+// on exactly their resources, and is attached to nothing.
+func TestOperatorPolicy(t *testing.T) {
+	s := defaults(t)
+	st := s.cfg.Settings
+	table, _ := s.one(t, "AWS::DynamoDB::Table", nil)
+	queue, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.QueueName()))
+	dlq, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.DLQName()))
+	policyID, p := s.one(t, "AWS::IAM::ManagedPolicy", nil)
+	if p["ManagedPolicyName"] != st.Prefix+"-operator" {
+		t.Errorf("policy name %v", p["ManagedPolicyName"])
+	}
+	for _, k := range []string{"Roles", "Users", "Groups"} {
+		if p[k] != nil {
+			t.Errorf("the operator policy is attached (%s %v): the stack attaches it to nobody", k, p[k])
+		}
+	}
+	want := []string{
+		"dynamodb:Query on ${" + table + ".Arn}/index/" + st.FailureIndex,
+		"dynamodb:GetItem on " + table, "dynamodb:UpdateItem on " + table,
+		"sqs:ReceiveMessage on " + dlq, "sqs:DeleteMessage on " + dlq, "sqs:ChangeMessageVisibility on " + dlq, "sqs:GetQueueAttributes on " + dlq,
+		"sqs:SendMessage on " + queue,
+	}
+	if got := allowed(p["PolicyDocument"]); !equalSets(got, want) {
+		t.Errorf("operators may\n  %v\nwant exactly\n  %v", got, want)
+	}
+	out := s.json["Outputs"].(map[string]any)["OperatorPolicyArn"].(map[string]any)
+	if b, _ := json.Marshal(out["Value"]); ref(out["Value"]) != policyID {
+		t.Errorf("OperatorPolicyArn = %s, want the ARN of %s", b, policyID)
 	}
 }

@@ -11,15 +11,29 @@ import (
 // `cdk synth` and the nag test, so a weaker stack cannot be deployed by
 // accident.
 //
-// The stack needs no suppressions today: the functions have explicit
+// The default stack needs no suppressions: the functions have explicit
 // roles with no managed policy (IAM4) and no wildcard resource (IAM5, the
-// log group ARN CloudFormation returns already ends in ":*" as a token),
-// every route is authorized (APIG4), the stage logs access (APIG1), the
-// queues and the topic are encrypted and TLS only (SQS2-4, SNS3), the
-// key rotates (KMS5) and the table has point-in-time recovery (DDB3). A
-// future suppression goes on the narrowest construct with
-// cdknag.NagSuppressions_AddResourceSuppressions, naming the rule id and
-// the reason, and the nag test lists it.
+// log group ARN CloudFormation returns already ends in ":*" as a token;
+// the "-??????" of a secret ARN is not "*"), every route is authorized
+// (APIG4), the stage logs access (APIG1), the queues and the topic are
+// encrypted and TLS only (SQS2-4, SNS3), the key rotates (KMS5) and the
+// table has point-in-time recovery (DDB3).
+//
+// The one suppression there can be: with a route on a Bedrock inference
+// profile, the worker's role grants that profile's foundation model in
+// every Region (IAM5 on "arn:...:bedrock:*::foundation-model/<model>").
+// It is added by newFunctions on the worker's CfnRole only, for exactly
+// those resources (appliesTo), with inferenceProfileWildcard as the
+// reason; TestNagSuppressionsArePinned checks that nothing else is
+// suppressed.
 func ApplyNag(app awscdk.App) {
 	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
 }
+
+// inferenceProfileWildcard is why the worker may invoke an inference
+// profile's model in any Region (see models.go).
+const inferenceProfileWildcard = "A Bedrock cross-Region inference profile sends each call to the model in one of its destination Regions, " +
+	"which are not in the profile id and which AWS extends over time; Bedrock authorizes the call against the foundation model " +
+	"in that Region, so the docs require an allow on the model in each of them " +
+	"(docs.aws.amazon.com/bedrock/latest/userguide/inference-profiles-prereq.html). The wildcard is the Region only, for one " +
+	"named model, and the statement holds only for calls through the named profile (condition bedrock:InferenceProfileArn)."

@@ -11,16 +11,20 @@ import (
 	"github.com/aws/jsii-runtime-go"
 )
 
-// Every AwsSolutions rule passes or is suppressed with a reason, in the
-// default stack and in the variant with every option switched on.
+// Every AwsSolutions rule passes, in the default stack, in the variant
+// with every option switched on, and with model routes; the only
+// suppression there can be is the one TestNagSuppressionsArePinned pins.
 func TestNoUnsuppressedNagFindings(t *testing.T) {
-	for name, overrides := range map[string]map[string]any{
-		"defaults": nil,
-		"every option": {"throwaway": "true", "jwtIssuer": "https://issuer.example.com/", "jwtAudience": "aijobs",
-			"alarmEmail": "ops@example.com"},
+	for name, synth := range map[string]func(t *testing.T) *synthesized{
+		"defaults": func(t *testing.T) *synthesized { return build(t, nil, true) },
+		"every option": func(t *testing.T) *synthesized {
+			return build(t, map[string]any{"throwaway": "true", "jwtIssuer": "https://issuer.example.com/", "jwtAudience": "aijobs",
+				"alarmEmail": "ops@example.com"}, true)
+		},
+		"routes": routed,
 	} {
 		t.Run(name, func(t *testing.T) {
-			s := build(t, overrides, true)
+			s := synth(t)
 			must(t, "annotations", func() {
 				a := assertions.Annotations_FromStack(s.stack)
 				for kind, found := range map[string]int{
@@ -41,7 +45,7 @@ func TestNoUnsuppressedNagFindings(t *testing.T) {
 				}
 			})
 			// The checks ran: cdk-nag's report lists the rules it applied,
-			// and none is non-compliant or suppressed.
+			// and none is non-compliant; only the pinned one is suppressed.
 			reports, _ := filepath.Glob(filepath.Join(s.outdir, "AwsSolutions-*NagReport.csv"))
 			if len(reports) != 1 {
 				t.Fatalf("nag reports %v", reports)
@@ -56,11 +60,67 @@ func TestNoUnsuppressedNagFindings(t *testing.T) {
 					t.Errorf("the nag report does not mention %s", rule)
 				}
 			}
+			// A suppressed finding's line names it: "[Resource::...] reason".
+			prefix := `"AwsSolutions-IAM5","` + s.cfg.StackName + `/WorkerRole/Resource","Suppressed","[`
+			suppressed := map[string]bool{}
 			for _, line := range strings.Split(report, "\n")[1:] {
-				if line != "" && !strings.Contains(line, `","Compliant","N/A",`) {
-					t.Errorf("nag: %s", line)
+				if line == "" || strings.Contains(line, `","Compliant","N/A",`) {
+					continue
 				}
+				if finding, _, ok := strings.Cut(strings.TrimPrefix(line, prefix), "]"); ok && name == "routes" && strings.HasPrefix(line, prefix) {
+					suppressed[finding] = true
+					continue
+				}
+				t.Errorf("nag: %s", line)
+			}
+			var want []string
+			if name == "routes" {
+				want = []string{nagResource(usModels), nagResource(globalModels)}
+			}
+			if got := sortedKeys(suppressed); !equalSets(got, want) {
+				t.Errorf("suppressed findings %v, want %v", got, want)
 			}
 		})
+	}
+}
+
+// The one suppression: IAM5 on the worker's role, for exactly the
+// inference profiles' foundation models (Region wildcard, model named),
+// with its reason. Nothing else in any stack is suppressed.
+func TestNagSuppressionsArePinned(t *testing.T) {
+	suppressions := func(s *synthesized) map[string][]map[string]any {
+		out := map[string][]map[string]any{}
+		for id, r := range s.json["Resources"].(map[string]any) {
+			meta, _ := r.(map[string]any)["Metadata"].(map[string]any)
+			nag, _ := meta["cdk_nag"].(map[string]any)
+			rules, _ := nag["rules_to_suppress"].([]any)
+			for _, rule := range rules {
+				out[id] = append(out[id], rule.(map[string]any))
+			}
+		}
+		return out
+	}
+	if got := suppressions(defaults(t)); len(got) != 0 {
+		t.Errorf("the default stack suppresses %v", got)
+	}
+	s := routed(t)
+	workerRole, _ := roleOf(t, s, "worker")
+	got := suppressions(s)
+	if len(got) != 1 || len(got[workerRole]) != 1 {
+		t.Fatalf("suppressions %v, want one, on the worker's role %s", got, workerRole)
+	}
+	rule := got[workerRole][0]
+	want := []string{nagResource(usModels), nagResource(globalModels)}
+	if rule["id"] != "AwsSolutions-IAM5" || !equalSets(strs(rule["applies_to"]), want) {
+		t.Errorf("suppression %v, want AwsSolutions-IAM5 applying to exactly %v", rule, want)
+	}
+	if r, _ := rule["reason"].(string); !strings.Contains(r, "us.anthropic.claude-sonnet-4-5-20250929-v1:0") ||
+		!strings.Contains(r, "bedrock:InferenceProfileArn") || !strings.Contains(r, inferenceProfileWildcard) {
+		t.Errorf("reason %q", r)
+	}
+	for _, w := range want {
+		if !strings.HasPrefix(w, "Resource::arn:<AWS::Partition>:bedrock:*::foundation-model/anthropic.") {
+			t.Errorf("suppressed %s: only a Region wildcard on a named model may be", w)
+		}
 	}
 }

@@ -7,18 +7,38 @@ import (
 )
 
 // Attribute names of the item layout (pkg/dynamodb) that the table's
-// schema depends on; a test keeps failureProjection in step with it.
+// schema depends on. They are copies, not imports: pkg/dynamodb keeps its
+// names unexported and drags the DynamoDB SDK into the CDK app, so a test
+// (TestIndexesMatchStore) creates the table through pkg/dynamodb's own
+// CreateTable against a recorder and compares every index with this one.
 const (
-	attrID      = "id"
-	attrFailPK  = "fail_pk"
-	attrFailSK  = "fail_sk"
-	attrExpires = "expires_at"
+	attrID       = "id"
+	attrTenant   = "tenant"
+	attrCreated  = "created_ms"
+	attrFailPK   = "fail_pk"
+	attrFailSK   = "fail_sk"
+	attrActivePK = "act_pk"
+	attrExpires  = "expires_at"
 )
 
 // failureProjection is what the failure index carries besides its keys:
 // enough to answer "what did this cost and which inputs caused it" in one
 // query, without fetching the (large) input or result.
 var failureProjection = []string{"tenant", "state", "error_class", "input_hash", "cost_nc", "attempts", "model", "updated_ms"}
+
+// tenantProjection is what the tenant index carries besides its keys: a
+// job's summary as GET /jobs lists it. Only attributes that change with
+// the state, so a heartbeat never writes to the index.
+var tenantProjection = []string{"state", "request_key", "input_hash", "model", "attempts", "max_attempts", "cost_nc", "budget_nc",
+	"error_class", "result_model", "deadline_ms", "replays"}
+
+// skippableIndexes are the indexes a deployment may leave out for one
+// deploy (context skipIndexes): DynamoDB creates one global secondary
+// index per table update, so a table deployed before them gets them one
+// deploy at a time (docs/deploy.md).
+func skippableIndexes(cfg Config) []string {
+	return []string{cfg.Settings.TenantIndex, cfg.Settings.ActiveIndex}
+}
 
 // newTable is the jobs table: one item per job. The record is the product
 // (DESIGN 2), so it is protected twice (deletion protection and RETAIN)
@@ -37,17 +57,44 @@ func newTable(stack awscdk.Stack, cfg Config) awsdynamodb.Table {
 		DeletionProtection:  jsii.Bool(!cfg.Throwaway),
 		RemovalPolicy:       removalPolicy(cfg),
 	})
+	str, num := awsdynamodb.AttributeType_STRING, awsdynamodb.AttributeType_NUMBER
 	// Sparse: only failed and abandoned items carry fail_pk, and the key is
 	// "<error_class>#<shard>" so one hot class spreads over FailureShards
 	// partitions.
 	table.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
 		IndexName:        jsii.String(s.FailureIndex),
-		PartitionKey:     &awsdynamodb.Attribute{Name: jsii.String(attrFailPK), Type: awsdynamodb.AttributeType_STRING},
-		SortKey:          &awsdynamodb.Attribute{Name: jsii.String(attrFailSK), Type: awsdynamodb.AttributeType_STRING},
+		PartitionKey:     &awsdynamodb.Attribute{Name: jsii.String(attrFailPK), Type: str},
+		SortKey:          &awsdynamodb.Attribute{Name: jsii.String(attrFailSK), Type: str},
 		ProjectionType:   awsdynamodb.ProjectionType_INCLUDE,
 		NonKeyAttributes: jsii.Strings(failureProjection...),
 	})
+	// One tenant's jobs, newest first (GET /jobs).
+	if !cfg.skips(s.TenantIndex) {
+		table.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
+			IndexName:        jsii.String(s.TenantIndex),
+			PartitionKey:     &awsdynamodb.Attribute{Name: jsii.String(attrTenant), Type: str},
+			SortKey:          &awsdynamodb.Attribute{Name: jsii.String(attrCreated), Type: num},
+			ProjectionType:   awsdynamodb.ProjectionType_INCLUDE,
+			NonKeyAttributes: jsii.Strings(tenantProjection...),
+		})
+	}
+	// Sparse: only queued and running items carry act_pk ("active#<shard>"),
+	// the reconciler's worklist; it reads the ids and then the items.
+	if !cfg.skips(s.ActiveIndex) {
+		table.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
+			IndexName:      jsii.String(s.ActiveIndex),
+			PartitionKey:   &awsdynamodb.Attribute{Name: jsii.String(attrActivePK), Type: str},
+			SortKey:        &awsdynamodb.Attribute{Name: jsii.String(attrCreated), Type: num},
+			ProjectionType: awsdynamodb.ProjectionType_KEYS_ONLY,
+		})
+	}
 	return table
+}
+
+// indexArn is the ARN of one of the table's indexes: a grant on it allows
+// a Query of that index and of nothing else.
+func indexArn(table awsdynamodb.Table, index string) *string {
+	return jsii.String(*table.TableArn() + "/index/" + index)
 }
 
 // removalPolicy keeps data on stack deletion unless the stack is a throwaway.

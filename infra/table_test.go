@@ -1,9 +1,13 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/aijobs/aijobs/pkg/dynamodb"
@@ -13,26 +17,39 @@ import (
 func TestTableLayout(t *testing.T) {
 	s := defaults(t)
 	st := settings.Defaults()
+	key := func(name, typ string) map[string]any { return map[string]any{"AttributeName": name, "KeyType": typ} }
 	must(t, "table properties", func() {
 		s.tmpl.HasResourceProperties(jsii.String("AWS::DynamoDB::Table"), map[string]any{
 			"TableName":                        st.TableName(),
 			"BillingMode":                      "PAY_PER_REQUEST",
-			"KeySchema":                        []any{map[string]any{"AttributeName": "id", "KeyType": "HASH"}},
+			"KeySchema":                        []any{key("id", "HASH")},
 			"PointInTimeRecoverySpecification": map[string]any{"PointInTimeRecoveryEnabled": true},
 			"TimeToLiveSpecification":          map[string]any{"AttributeName": "expires_at", "Enabled": true},
 			"DeletionProtectionEnabled":        true,
 			"AttributeDefinitions": assertions.Match_ArrayWith(&[]any{
 				map[string]any{"AttributeName": "fail_pk", "AttributeType": "S"},
 				map[string]any{"AttributeName": "fail_sk", "AttributeType": "S"},
+				map[string]any{"AttributeName": "tenant", "AttributeType": "S"},
+				map[string]any{"AttributeName": "created_ms", "AttributeType": "N"},
+				map[string]any{"AttributeName": "act_pk", "AttributeType": "S"},
 			}),
-			"GlobalSecondaryIndexes": []any{map[string]any{
-				"IndexName": st.FailureIndex,
-				"KeySchema": []any{
-					map[string]any{"AttributeName": "fail_pk", "KeyType": "HASH"},
-					map[string]any{"AttributeName": "fail_sk", "KeyType": "RANGE"},
+			"GlobalSecondaryIndexes": []any{
+				map[string]any{
+					"IndexName":  st.FailureIndex,
+					"KeySchema":  []any{key("fail_pk", "HASH"), key("fail_sk", "RANGE")},
+					"Projection": map[string]any{"ProjectionType": "INCLUDE", "NonKeyAttributes": failureProjection},
 				},
-				"Projection": map[string]any{"ProjectionType": "INCLUDE", "NonKeyAttributes": failureProjection},
-			}},
+				map[string]any{
+					"IndexName":  st.TenantIndex,
+					"KeySchema":  []any{key("tenant", "HASH"), key("created_ms", "RANGE")},
+					"Projection": map[string]any{"ProjectionType": "INCLUDE", "NonKeyAttributes": tenantProjection},
+				},
+				map[string]any{
+					"IndexName":  st.ActiveIndex,
+					"KeySchema":  []any{key("act_pk", "HASH"), key("created_ms", "RANGE")},
+					"Projection": map[string]any{"ProjectionType": "KEYS_ONLY"},
+				},
+			},
 		})
 	})
 	must(t, "table is retained", func() {
@@ -40,16 +57,124 @@ func TestTableLayout(t *testing.T) {
 			"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain",
 		})
 	})
-	if st.FailureIndex != "failures" {
-		t.Errorf("failure index %q, the item layout documents \"failures\"", st.FailureIndex)
+	if st.FailureIndex != "failures" || st.TenantIndex != "by_tenant" || st.ActiveIndex != "active" {
+		t.Errorf("indexes %q %q %q, the item layout documents failures, by_tenant, active", st.FailureIndex, st.TenantIndex, st.ActiveIndex)
 	}
 }
 
-// The index must carry what the store's failure query reads; the store
-// owns that list.
-func TestFailureProjectionMatchesStore(t *testing.T) {
+// The indexes must carry what the store's queries read; the store owns
+// those lists.
+func TestProjectionsMatchStore(t *testing.T) {
 	if !equalSets(failureProjection, dynamodb.FailureProjection) {
-		t.Fatalf("infra projects %v, pkg/dynamodb reads %v", failureProjection, dynamodb.FailureProjection)
+		t.Errorf("infra's failure index projects %v, pkg/dynamodb reads %v", failureProjection, dynamodb.FailureProjection)
+	}
+	if !equalSets(tenantProjection, dynamodb.TenantProjection) {
+		t.Errorf("infra's tenant index projects %v, pkg/dynamodb reads %v", tenantProjection, dynamodb.TenantProjection)
+	}
+}
+
+// tableRecorder is a DynamoDB that records the CreateTable call it gets
+// and reports the table active with TTL on.
+type tableRecorder struct{ in *ddb.CreateTableInput }
+
+func (r *tableRecorder) CreateTable(_ context.Context, in *ddb.CreateTableInput, _ ...func(*ddb.Options)) (*ddb.CreateTableOutput, error) {
+	r.in = in
+	return &ddb.CreateTableOutput{}, nil
+}
+
+func (r *tableRecorder) DescribeTable(context.Context, *ddb.DescribeTableInput, ...func(*ddb.Options)) (*ddb.DescribeTableOutput, error) {
+	return &ddb.DescribeTableOutput{Table: &types.TableDescription{TableStatus: types.TableStatusActive}}, nil
+}
+
+func (r *tableRecorder) UpdateTimeToLive(context.Context, *ddb.UpdateTimeToLiveInput, ...func(*ddb.Options)) (*ddb.UpdateTimeToLiveOutput, error) {
+	return &ddb.UpdateTimeToLiveOutput{}, nil
+}
+
+func (r *tableRecorder) DescribeTimeToLive(context.Context, *ddb.DescribeTimeToLiveInput, ...func(*ddb.Options)) (*ddb.DescribeTimeToLiveOutput, error) {
+	name := attrExpires
+	return &ddb.DescribeTimeToLiveOutput{TimeToLiveDescription: &types.TimeToLiveDescription{
+		AttributeName: &name, TimeToLiveStatus: types.TimeToLiveStatusEnabled}}, nil
+}
+
+// The stack's table is the table pkg/dynamodb creates for the local
+// stacks: the same key, attribute types and indexes (names, keys,
+// projections), compared with what its CreateTable actually sends, so a
+// change to the item layout's names fails here.
+func TestIndexesMatchStore(t *testing.T) {
+	s := defaults(t)
+	rec := &tableRecorder{}
+	if err := dynamodb.CreateTable(t.Context(), rec, "t", s.cfg.Settings); err != nil || rec.in == nil {
+		t.Fatalf("CreateTable: %v", err)
+	}
+	type keyElem struct{ AttributeName, KeyType string }
+	type projection struct {
+		ProjectionType   string
+		NonKeyAttributes []string `json:",omitempty"`
+	}
+	type index struct {
+		IndexName  string
+		KeySchema  []keyElem
+		Projection projection
+	}
+	type table struct {
+		KeySchema              []keyElem
+		AttributeDefinitions   map[string]string
+		GlobalSecondaryIndexes []index
+	}
+	keys := func(in []types.KeySchemaElement) []keyElem {
+		var out []keyElem
+		for _, k := range in {
+			out = append(out, keyElem{*k.AttributeName, string(k.KeyType)})
+		}
+		return out
+	}
+	want := table{KeySchema: keys(rec.in.KeySchema), AttributeDefinitions: map[string]string{}}
+	for _, a := range rec.in.AttributeDefinitions {
+		want.AttributeDefinitions[*a.AttributeName] = string(a.AttributeType)
+	}
+	for _, g := range rec.in.GlobalSecondaryIndexes {
+		want.GlobalSecondaryIndexes = append(want.GlobalSecondaryIndexes, index{*g.IndexName, keys(g.KeySchema),
+			projection{string(g.Projection.ProjectionType), g.Projection.NonKeyAttributes}})
+	}
+
+	_, props := s.one(t, "AWS::DynamoDB::Table", nil)
+	b, _ := json.Marshal(props)
+	var got struct {
+		KeySchema              []keyElem
+		AttributeDefinitions   []struct{ AttributeName, AttributeType string }
+		GlobalSecondaryIndexes []index
+	}
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	have := table{KeySchema: got.KeySchema, AttributeDefinitions: map[string]string{}, GlobalSecondaryIndexes: got.GlobalSecondaryIndexes}
+	for _, a := range got.AttributeDefinitions {
+		have.AttributeDefinitions[a.AttributeName] = a.AttributeType
+	}
+	h, _ := json.MarshalIndent(have, "", " ")
+	w, _ := json.MarshalIndent(want, "", " ")
+	if string(h) != string(w) {
+		t.Errorf("the stack's table\n%s\npkg/dynamodb creates\n%s", h, w)
+	}
+}
+
+// DynamoDB adds one global secondary index per table update: a table
+// deployed before by_tenant and active gets them one deploy at a time.
+func TestSkipIndexes(t *testing.T) {
+	for skip, want := range map[string][]string{
+		"active":           {"failures", "by_tenant"},
+		"by_tenant":        {"failures", "active"},
+		"by_tenant,active": {"failures"},
+	} {
+		s := build(t, map[string]any{"skipIndexes": skip}, false)
+		_, props := s.one(t, "AWS::DynamoDB::Table", nil)
+		var got []string
+		for _, g := range props["GlobalSecondaryIndexes"].([]any) {
+			got = append(got, g.(map[string]any)["IndexName"].(string))
+		}
+		if !equalSets(got, want) {
+			t.Errorf("skipIndexes=%s: indexes %v, want %v", skip, got, want)
+		}
 	}
 }
 

@@ -1,0 +1,37 @@
+package main
+
+import (
+	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
+	"github.com/aws/jsii-runtime-go"
+)
+
+// What the operator CLI's `failures` and `replay` commands call (DESIGN
+// 4.7): query the failure index; read a job and make replay's recorded
+// transition back to queued; take job ids off the DLQ; and send them
+// through the claim path on the job queue.
+var (
+	operatorIndexActions = []string{"dynamodb:Query"}
+	operatorTableActions = []string{"dynamodb:GetItem", "dynamodb:UpdateItem"}
+	operatorDLQActions   = []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"}
+	operatorQueueActions = []string{"sqs:SendMessage"}
+)
+
+// newOperatorPolicy is a customer managed policy with exactly what
+// `aijobs failures` and `aijobs replay` need. The stack attaches it to
+// nobody: an account administrator attaches it to the operators' role,
+// group or user (docs/deploy.md, "Operators: failures and replay").
+func newOperatorPolicy(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, q Queues) awsiam.ManagedPolicy {
+	s := cfg.Settings
+	return awsiam.NewManagedPolicy(stack, jsii.String("OperatorPolicy"), &awsiam.ManagedPolicyProps{
+		ManagedPolicyName: jsii.String(s.Prefix + "-operator"),
+		Description:       jsii.String("aijobs operators: list failed jobs (failures) and replay them or dead letters (replay)"),
+		Statements: &[]awsiam.PolicyStatement{
+			allow(operatorIndexActions, indexArn(table, s.FailureIndex)),
+			allow(operatorTableActions, table.TableArn()),
+			allow(operatorDLQActions, q.DLQ.QueueArn()),
+			allow(operatorQueueActions, q.Jobs.QueueArn()),
+		},
+	})
+}
