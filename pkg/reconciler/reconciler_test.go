@@ -136,7 +136,9 @@ func TestABacklogIsNeverAmplified(t *testing.T) {
 		return j.ID
 	}
 	waiting := mk("waiting", nil)
-	dead := mk("dead", func(j *job.Job) { j.State, j.Attempts, j.LeaseOwner, j.LeaseUntil = job.Running, 1, "w", old.Add(time.Minute) })
+	dead := mk("dead", func(j *job.Job) {
+		j.State, j.Attempts, j.LeaseOwner, j.LeaseUntil = job.Running, 1, "w", old.Add(time.Minute)
+	})
 	q := &queue{backlog: 5000}
 	m := &metrics{m: map[string]float64{}}
 	rep, err := reconciler.New(reconciler.Config{Store: st, Queue: q, After: 10 * time.Minute, Clock: clock{now}, Metrics: m}).Run(ctx)
