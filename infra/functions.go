@@ -40,7 +40,7 @@ var (
 	workerDLQActions       = []string{"sqs:SendMessage"}
 	reconcilerIndexActions = []string{"dynamodb:Query"}
 	reconcilerTableActions = []string{"dynamodb:UpdateItem", "dynamodb:GetItem"}
-	reconcilerQueueActions = []string{"sqs:SendMessage"}
+	reconcilerQueueActions = []string{"sqs:SendMessage", "sqs:GetQueueAttributes"}
 	logActions             = []string{"logs:CreateLogStream", "logs:PutLogEvents"}
 )
 

@@ -118,7 +118,7 @@ func basePermissions(t *testing.T, s *synthesized) map[string][]string {
 		"reconciler": {
 			"dynamodb:Query on " + index(st.ActiveIndex),
 			"dynamodb:GetItem on " + table, "dynamodb:UpdateItem on " + table,
-			"sqs:SendMessage on " + queue,
+			"sqs:SendMessage on " + queue, "sqs:GetQueueAttributes on " + queue,
 		},
 	}
 }
@@ -319,7 +319,7 @@ func TestOperatorPolicy(t *testing.T) {
 	}
 	want := []string{
 		"dynamodb:Query on ${" + table + ".Arn}/index/" + st.FailureIndex,
-		"dynamodb:GetItem on " + table, "dynamodb:UpdateItem on " + table,
+		"dynamodb:GetItem on " + table, "dynamodb:UpdateItem on " + table, "dynamodb:Scan on " + table,
 		"sqs:ReceiveMessage on " + dlq, "sqs:DeleteMessage on " + dlq, "sqs:ChangeMessageVisibility on " + dlq, "sqs:GetQueueAttributes on " + dlq,
 		"sqs:SendMessage on " + queue,
 	}

@@ -7,13 +7,14 @@ import (
 	"github.com/aws/jsii-runtime-go"
 )
 
-// What the operator CLI's `failures` and `replay` commands call (DESIGN
-// 4.7): query the failure index; read a job and make replay's recorded
-// transition back to queued; take job ids off the DLQ; and send them
-// through the claim path on the job queue.
+// What the operator CLI's `failures`, `replay` and `advise --from-table`
+// commands call (DESIGN 4.7): query the failure index; read a job and make
+// replay's recorded transition back to queued; scan a sample of finished
+// jobs' run times; take job ids off the DLQ; and send them through the
+// claim path on the job queue.
 var (
 	operatorIndexActions = []string{"dynamodb:Query"}
-	operatorTableActions = []string{"dynamodb:GetItem", "dynamodb:UpdateItem"}
+	operatorTableActions = []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Scan"}
 	operatorDLQActions   = []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"}
 	operatorQueueActions = []string{"sqs:SendMessage"}
 )
