@@ -23,8 +23,9 @@ import (
 // letter queue and from the failure index. Jobs that had succeeded are
 // skipped and counted; failed ones go back through the claim path with
 // fresh attempts and succeed; jobs whose budget cannot cover one more
-// attempt are refused. The fake model counts generations: exactly one per
-// job, over all 2,000.
+// attempt are refused; jobs still queued when their message was
+// dead-lettered are re-sent. The fake model counts generations: exactly one
+// per job, over all 2,010.
 func TestReplayOf2000JobsNeverRunsASucceededOneAgain(t *testing.T) {
 	t.Parallel()
 	const (
@@ -82,6 +83,20 @@ func TestReplayOf2000JobsNeverRunsASucceededOneAgain(t *testing.T) {
 		s.sendDead(`{"job_id":"` + id + `"}`)
 	}
 	s.sendDead("not a job message")
+	// And jobs whose messages went to the DLQ while they were still queued
+	// (a crash loop before any claim): their records never moved.
+	var stuck []string
+	for i := range 10 {
+		in, _ := json.Marshal(job.Input{Messages: []job.Message{{Role: "user", Content: "stuck"}}, MaxTokens: 20})
+		j := job.Job{ID: job.NewID("jwt:"+tenant, fmt.Sprint("stuck-", i)), Tenant: "jwt:" + tenant, RequestKey: fmt.Sprint("stuck-", i),
+			InputHash: "sha256:stuck", Model: "default", Input: in, State: job.Queued, MaxAttempts: 2, Budget: job.Cents(1),
+			Deadline: job.Millis(time.Now().Add(time.Hour)), Version: 1, CreatedAt: job.Millis(time.Now()), UpdatedAt: job.Millis(time.Now())}
+		if _, err := s.app.Store.Create(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+		stuck = append(stuck, j.ID)
+		s.sendDead(`{"job_id":"` + j.ID + `"}`)
+	}
 
 	r := replay.New(replay.Config{Store: s.app.Store, Queue: s.app.Queue, DeadLetters: s.app.Queue.DeadLetters(),
 		Retention: s.app.Config.Settings.Retention, Limits: s.app.Config.Settings.Limits})
@@ -91,7 +106,7 @@ func TestReplayOf2000JobsNeverRunsASucceededOneAgain(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantDLQ := replay.Summary{replay.SkippedSucceeded: 40, replay.Replayed: 159, replay.RefusedBudget: 1, replay.Unreadable: 1}
+	wantDLQ := replay.Summary{replay.SkippedSucceeded: 40, replay.Replayed: 159, replay.RefusedBudget: 1, replay.Unreadable: 1, replay.Resent: 10}
 	if fmt.Sprint(fromDLQ) != fmt.Sprint(wantDLQ) {
 		t.Fatalf("from the DLQ: %v, want %v", fromDLQ, wantDLQ)
 	}
@@ -111,11 +126,16 @@ func TestReplayOf2000JobsNeverRunsASucceededOneAgain(t *testing.T) {
 	t.Logf("replayed %d jobs from the failure index in %s: %.0f jobs/s (kumo, 16 in flight)",
 		fromIndex.Total(), took.Round(time.Millisecond), float64(fromIndex.Total())/took.Seconds())
 
-	// Every replayed job now succeeds, with exactly one generation each.
+	// Every replayed and re-sent job now succeeds, with exactly one
+	// generation each.
+	ids = append(ids, stuck...)
+	for range stuck {
+		kinds = append(kinds, "stuck")
+	}
 	deadline = time.Now().Add(90 * time.Second)
-	for s.fake.TotalGenerations() < succeeded+failed {
+	for s.fake.TotalGenerations() < succeeded+failed+len(stuck) {
 		if time.Now().After(deadline) {
-			t.Fatalf("after the replay: %d generations, want %d", s.fake.TotalGenerations(), succeeded+failed)
+			t.Fatalf("after the replay: %d generations, want %d", s.fake.TotalGenerations(), succeeded+failed+len(stuck))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -129,8 +149,8 @@ func TestReplayOf2000JobsNeverRunsASucceededOneAgain(t *testing.T) {
 			t.Fatalf("job %d (%s): %d generations, want %d", i, kinds[i], g, want)
 		}
 	}
-	if g := s.fake.TotalGenerations(); g != succeeded+failed {
-		t.Fatalf("%d generations in all, want %d", g, succeeded+failed)
+	if g := s.fake.TotalGenerations(); g != succeeded+failed+len(stuck) {
+		t.Fatalf("%d generations in all, want %d", g, succeeded+failed+len(stuck))
 	}
 	j, err := s.app.Store.Get(ctx, ids[succeeded])
 	if err != nil || j.State != job.Succeeded || j.Replays != 1 || j.Attempts != 2 || j.Cost != s.fake.Billed(j.ID) {

@@ -39,6 +39,11 @@ func (c *cli) operator(ctx context.Context, f awsFlags) (*operator, error) {
 	if err != nil {
 		return nil, usageErrorf("aws configuration: %v", err)
 	}
+	// No credentials is a configuration error (exit 2), not a failure of
+	// the first call.
+	if _, err := awsCfg.Credentials.Retrieve(ctx); err != nil {
+		return nil, usageErrorf("no AWS credentials for the operator commands (profile, SSO or environment): %v", err)
+	}
 	return &operator{cfg: cfg,
 		store: dynamodb.New(awsclient.DynamoDB(awsCfg), cfg.Table, cfg.Settings),
 		queue: sqs.New(awsclient.SQS(awsCfg), cfg.QueueURL, cfg.DLQURL)}, nil

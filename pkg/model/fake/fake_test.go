@@ -146,13 +146,15 @@ func TestDirectives(t *testing.T) {
 			r := model.Request{JobID: "job-1", MaxTokens: tt.max, Messages: []job.Message{user(tt.prompt)}}
 			in := int64(len(tt.prompt)+3) / 4
 			for i := range tt.calls {
+				// The clock starts before the deadline's: a deadline of d
+				// ends at least d after start.
+				start := time.Now()
 				ctx := context.Background()
 				if tt.deadline > 0 {
 					var cancel context.CancelFunc
 					ctx, cancel = context.WithTimeout(ctx, tt.deadline)
 					defer cancel()
 				}
-				start := time.Now()
 				resp, err := p.Generate(ctx, r)
 				if elapsed := time.Since(start); elapsed < tt.minTime || elapsed > 10*time.Second {
 					t.Fatalf("call %d took %v, want at least %v", i+1, elapsed, tt.minTime)
