@@ -38,7 +38,8 @@ lint:
 	go run $(STATICCHECK) $(GO_PKGS)
 
 unit:
-	go test -count=1 ./pkg/job/... ./pkg/settings/... ./pkg/config/... ./pkg/worker/... ./pkg/api/... ./pkg/model/...
+	go test -count=1 ./pkg/job/... ./pkg/settings/... ./pkg/config/... ./pkg/worker/... ./pkg/api/... ./pkg/model/... \
+	  ./pkg/reconciler/... ./pkg/replay/... ./pkg/advise/... ./pkg/client/...
 
 test: bin/kumo lint
 	KUMO_BIN=$(CURDIR)/bin/kumo go test -race -count=1 -timeout 15m $(GO_PKGS)

@@ -1,27 +1,47 @@
 package app
 
-import "fmt"
+import (
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+)
 
 // Banner is what the dev server prints on start: where it listens, what it
-// talks to, and a request to paste.
+// talks to, its model routes, and a request to paste.
 func Banner(a *App, addr string) string {
 	endpoint := a.Config.Endpoint
 	if endpoint == "" {
 		endpoint = "AWS (" + a.AWS.Region + ")"
 	}
-	provider := a.Config.Provider.Kind
-	if provider == "openai" {
-		provider += " at " + a.Config.Provider.BaseURL + " (" + a.Config.Provider.Model + ")"
+	var routes strings.Builder
+	for _, name := range slices.Sorted(maps.Keys(a.Config.RouteTable)) {
+		var rungs []string
+		for _, g := range a.Config.RouteTable[name].Rungs {
+			p := a.Config.ProviderTable[g.Provider]
+			where := p.Kind
+			if p.BaseURL != "" {
+				where += " at " + p.BaseURL
+			}
+			name := g.Model
+			if name == "" {
+				name = p.Kind
+			}
+			rungs = append(rungs, name+" ("+where+")")
+		}
+		fmt.Fprintf(&routes, "\n    %-10s %s", name, strings.Join(rungs, " -> "))
 	}
 	return fmt.Sprintf(`aijobs dev server
   API:      http://%[1]s
   AWS:      %[2]s  table %[3]s
   queue:    %[4]s
-  model:    %[5]s
+  routes:%[5]s
+  reconciler: every %[6]s
 Try it:
   curl -s -X POST http://%[1]s/jobs -H 'Authorization: Bearer tenant-a' -H 'Idempotency-Key: hello-1' \
     -H 'Content-Type: application/json' -d '{"input":{"messages":[{"role":"user","content":"Say hello"}]}}'
   curl -s http://%[1]s/jobs/<id> -H 'Authorization: Bearer tenant-a'
+  curl -s http://%[1]s/jobs -H 'Authorization: Bearer tenant-a'
 Ctrl-C stops it.
-`, addr, endpoint, a.Config.Table, a.Config.QueueURL, provider)
+`, addr, endpoint, a.Config.Table, a.Config.QueueURL, routes.String(), a.Config.Settings.ReconcileEvery)
 }
