@@ -77,7 +77,7 @@ func run(ctx context.Context, args []string, e *env) error {
 }
 
 func (c *cli) topUsage(w io.Writer) {
-	fmt.Fprint(w, `aijobs: the operator CLI of the aijobs HTTP API
+	fmt.Fprint(w, `aijobs: the operator CLI of aijobs (the HTTP API, and the jobs table and queues)
 
 Usage:
   aijobs [global flags] COMMAND [flags] [arguments]
