@@ -42,8 +42,9 @@ func (w *Worker) attempt(ctx context.Context, m events.SQSMessage, j job.Job, ow
 	// set aside (the claim checked the record's Reserve; the route's price
 	// may have changed since the job was created).
 	avail := j.Settled(0)
-	next := max(route.Reserve(in), j.Reserve)
-	if first := route.Rungs[0].WorstCase(in); avail < first {
+	first := route.Reserve(in) // the first rung's worst case, at today's prices
+	next := max(first, j.Reserve)
+	if avail < first {
 		return w.stop(ctx, h, job.BudgetExhausted, "remaining budget below the first rung's worst case "+first.String()+" cents", 0, log)
 	}
 
