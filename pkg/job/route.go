@@ -70,10 +70,17 @@ func (g Rung) OutputCap(in Input) int {
 // covers it, so a job overruns its budget by no more than the prompt
 // estimate's error.
 func (g Rung) WorstCase(in Input) Nanocents {
+	return g.Price.Cost(PromptCeiling(in.Messages), int64(g.OutputCap(in)))
+}
+
+// PromptCeiling over-estimates the prompt tokens of messages: one token
+// per two bytes of content, and eight per message, where providers count
+// about four bytes a token. It prices the prompt of a call whose usage the
+// provider never reported, and of the worst case a budget must cover.
+func PromptCeiling(msgs []Message) int64 {
 	var bytes int64
-	for _, m := range in.Messages {
+	for _, m := range msgs {
 		bytes += int64(len(m.Content))
 	}
-	prompt := (bytes+1)/2 + 8*int64(len(in.Messages))
-	return g.Price.Cost(prompt, int64(g.OutputCap(in)))
+	return (bytes+1)/2 + 8*int64(len(msgs))
 }

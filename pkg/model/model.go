@@ -30,6 +30,11 @@ type Request struct {
 type Usage struct {
 	InputTokens  int64 `json:"input_tokens"`
 	OutputTokens int64 `json:"output_tokens"`
+	// Estimated marks counts the provider did not report (an answer lost
+	// or cut before its usage arrived): they are then an upper estimate of
+	// what the provider may bill, so an attempt is never recorded as free
+	// because its answer was lost. The record says its cost is estimated.
+	Estimated bool `json:"estimated,omitempty"`
 }
 
 // Cost is what the usage costs at p.
