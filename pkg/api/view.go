@@ -30,7 +30,11 @@ type View struct {
 	MaxAttempts int           `json:"max_attempts"`
 	Progress    float64       `json:"progress"`
 	CostCents   job.Nanocents `json:"cost_cents"`
-	BudgetCents job.Nanocents `json:"budget_cents"`
+	// CostEstimated says cost_cents includes an upper estimate for a call
+	// whose usage the provider never reported (its answer was lost after
+	// the request was sent): the provider billed at most that much.
+	CostEstimated bool          `json:"cost_estimated"`
+	BudgetCents   job.Nanocents `json:"budget_cents"`
 	// ReservedCents is what attempts in flight hold of the budget until
 	// their cost is settled (a worker that died keeps its hold).
 	ReservedCents job.Nanocents `json:"reserved_cents"`
@@ -51,7 +55,7 @@ func NewView(j job.Job) View {
 	v := View{
 		ID: j.ID, State: j.State, RequestKey: j.RequestKey, InputHash: j.InputHash,
 		Model: j.Model, Attempts: j.Attempts, MaxAttempts: j.MaxAttempts,
-		Progress: clampProgress(j.Progress), CostCents: j.Cost, BudgetCents: j.Budget, ReservedCents: max(j.Reserved, 0),
+		Progress: clampProgress(j.Progress), CostCents: j.Cost, CostEstimated: j.CostEstimated, BudgetCents: j.Budget, ReservedCents: max(j.Reserved, 0),
 		ResultModel: j.ResultModel,
 		CreatedAt:   formatTime(j.CreatedAt), UpdatedAt: formatTime(j.UpdatedAt),
 		Deadline: formatTime(j.Deadline), Version: j.Version,

@@ -27,8 +27,11 @@ type View struct {
 	// Progress is 0..1 while running (tokens streamed / max tokens).
 	Progress float64 `json:"progress"`
 	// CostCents counts every attempt, including discarded results.
-	CostCents   job.Nanocents `json:"cost_cents"`
-	BudgetCents job.Nanocents `json:"budget_cents"`
+	CostCents job.Nanocents `json:"cost_cents"`
+	// CostEstimated says CostCents includes an upper estimate for a call
+	// whose usage the provider never reported.
+	CostEstimated bool          `json:"cost_estimated"`
+	BudgetCents   job.Nanocents `json:"budget_cents"`
 	// ReservedCents is what attempts in flight hold of the budget.
 	ReservedCents job.Nanocents `json:"reserved_cents"`
 	// ErrorClass is nil unless the job has one; always nil once succeeded.
@@ -66,6 +69,7 @@ type viewJSON struct {
 	MaxAttempts int             `json:"max_attempts"`
 	Progress    float64         `json:"progress"`
 	CostCents   job.Nanocents   `json:"cost_cents"`
+	Estimated   bool            `json:"cost_estimated"`
 	BudgetCents job.Nanocents   `json:"budget_cents"`
 	Reserved    job.Nanocents   `json:"reserved_cents"`
 	ErrorClass  *job.ErrorClass `json:"error_class"`
@@ -84,7 +88,7 @@ func (v View) MarshalJSON() ([]byte, error) {
 	return json.Marshal(viewJSON{
 		ID: v.ID, State: v.State, RequestKey: v.RequestKey, InputHash: v.InputHash,
 		Model: v.Model, Attempts: v.Attempts, MaxAttempts: v.MaxAttempts, Progress: v.Progress,
-		CostCents: v.CostCents, BudgetCents: v.BudgetCents, Reserved: v.ReservedCents, ErrorClass: v.ErrorClass,
+		CostCents: v.CostCents, Estimated: v.CostEstimated, BudgetCents: v.BudgetCents, Reserved: v.ReservedCents, ErrorClass: v.ErrorClass,
 		Result: v.Result, ResultModel: v.ResultModel, Metadata: v.Metadata,
 		CreatedAt: formatTime(v.CreatedAt), UpdatedAt: formatTime(v.UpdatedAt),
 		Deadline: formatTime(v.Deadline), Version: v.Version,

@@ -24,7 +24,7 @@ func TestViewMirrorsTheServersJSON(t *testing.T) {
 		},
 		"succeeded with result and metadata": {
 			ID: job.NewID("t", "k2"), Tenant: "t", RequestKey: "k2", InputHash: "sha256:11", Model: "default",
-			State: job.Succeeded, Attempts: 1, MaxAttempts: 1, Progress: 1, Cost: job.Cents(12345), Budget: job.Cents(10_000) + 1,
+			State: job.Succeeded, Attempts: 1, MaxAttempts: 1, Progress: 1, Cost: job.Cents(12345), CostEstimated: true, Budget: job.Cents(10_000) + 1,
 			Result: json.RawMessage(`{"output":"é \u2028 <b>","usage":{"input_tokens":1}}`), ResultModel: "gpt-4o-mini",
 			Metadata: json.RawMessage(`{"ticket":"OPS-1"}`), Version: 3, CreatedAt: at, UpdatedAt: at, Deadline: at,
 		},

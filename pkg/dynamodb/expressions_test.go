@@ -81,6 +81,9 @@ func TestEveryPlaceholderIsUsed(t *testing.T) {
 		_, _ = st.Heartbeat(ctx, job.Heartbeat{ID: id, Owner: "w", Now: now, LeaseUntil: now.Add(time.Minute), Progress: 0.5})
 		_, _ = st.Succeed(ctx, job.Succeed{ID: id, Owner: "w", Now: now, Cost: 1, Held: 2, Ran: time.Second, Result: res, Model: "m", ExpiresAt: keep})
 		_, _ = st.Succeed(ctx, job.Succeed{ID: id, Owner: "w", Now: now})
+		_, _ = st.Succeed(ctx, job.Succeed{ID: id, Owner: "w", Now: now, Cost: 1, Estimated: true})
+		_, _ = st.Release(ctx, job.Release{ID: id, Owner: "w", Now: now, Cost: 1, Estimated: true, Class: job.Timeout})
+		_, _ = st.End(ctx, job.End{ID: id, Owner: "w", Now: now, Cost: 1, Estimated: true, Class: job.Auth})
 		_, _ = st.Release(ctx, job.Release{ID: id, Owner: "w", Now: now, Cost: 1, Class: job.Timeout, Detail: "d"})
 		_, _ = st.Release(ctx, job.Release{ID: id, Owner: "w", Now: now, Class: job.Timeout})
 		_, _ = st.End(ctx, job.End{ID: id, Owner: "w", Now: now, Cost: 1, Class: job.Auth, Detail: "d", ExpiresAt: keep})
@@ -131,8 +134,8 @@ func TestEveryPlaceholderIsUsed(t *testing.T) {
 				}
 			}
 		}
-		if refuse && costOnly != 3 {
-			t.Errorf("%d cost-only adds recorded, want 3 (the refused finishes with a cost)", costOnly)
+		if refuse && costOnly != 6 {
+			t.Errorf("%d cost-only adds recorded, want 6 (the refused finishes with a cost)", costOnly)
 		}
 	}
 }

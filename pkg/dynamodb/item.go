@@ -29,6 +29,9 @@ import (
 //	job's backoff end), created_ms, updated_ms   N, unix milliseconds
 //	progress                                     N, 0..1
 //	run_ms                                       N, milliseconds attempts ran, summed (ADD)
+//	cost_est                                     BOOL, only once true: cost_nc includes an upper
+//	                                             estimate for a call whose usage the provider
+//	                                             never reported; set by the settling write
 //	expires_at                                   N, unix SECONDS (the table's TTL attribute)
 //	fail_pk, fail_sk                             S, only once failed or abandoned: the sparse
 //	                                             failure index, "<error_class>#<shard>" and
@@ -55,7 +58,7 @@ const (
 	aDeadline, aLeaseUntil                        = "deadline_ms", "lease_until_ms"
 	aNotBefore                                    = "not_before_ms"
 	aCreated, aUpdated, aProgress, aExpires       = "created_ms", "updated_ms", "progress", "expires_at"
-	aRunMS                                        = "run_ms"
+	aRunMS, aCostEstimated                        = "run_ms", "cost_est"
 	aFailPK, aFailSK                              = "fail_pk", "fail_sk"
 	aActivePK                                     = "act_pk"
 	aReplays, aReplayed, aNudges                  = "replays", "replayed_ms", "nudges"
@@ -126,6 +129,9 @@ func toItem(j job.Job, activeShards int) map[string]types.AttributeValue {
 	if j.Nudges != 0 {
 		it[aNudges] = avN(int64(j.Nudges))
 	}
+	if j.CostEstimated {
+		it[aCostEstimated] = &types.AttributeValueMemberBOOL{Value: true}
+	}
 	if !j.ReplayedAt.IsZero() {
 		it[aReplayed] = avN(ms(j.ReplayedAt))
 	}
@@ -181,6 +187,9 @@ func fromItem(it map[string]types.AttributeValue) (job.Job, error) {
 		RunTime:  time.Duration(num(aRunMS)) * time.Millisecond,
 		Deadline: t(aDeadline), LeaseUntil: t(aLeaseUntil), NotBefore: t(aNotBefore), CreatedAt: t(aCreated), UpdatedAt: t(aUpdated),
 		Progress: progress, Replays: int(num(aReplays)), ReplayedAt: t(aReplayed), Nudges: int(num(aNudges)),
+	}
+	if b, ok := it[aCostEstimated].(*types.AttributeValueMemberBOOL); ok {
+		j.CostEstimated = b.Value
 	}
 	if r, ok := it[aRemaining]; ok && r != nil {
 		j.Reserved = j.Budget - j.Cost - job.Nanocents(num(aRemaining))

@@ -149,10 +149,11 @@ func (s *Store) apply(ctx context.Context, id string, now time.Time, allows func
 // with no precondition but the record's existence, then answers Conflict
 // with the record after it.
 func (s *Store) addCost(ctx context.Context, id string, set settle, now time.Time, token string) (job.Job, error) {
+	v := set.values()
 	u := update{
 		cond:   "attribute_exists(#id)",
-		expr:   "SET #updated_ms = :upd" + costAdd,
-		values: set.values(),
+		expr:   set.mark("SET #updated_ms = :upd", v) + costAdd,
+		values: v,
 	}
 	if token != "" {
 		u.token = token + "+cost"

@@ -51,11 +51,11 @@ func (s *Store) Heartbeat(ctx context.Context, h job.Heartbeat) (job.Job, error)
 
 // Succeed applies job.Succeed; a refused success still adds its cost.
 func (s *Store) Succeed(ctx context.Context, t job.Succeed) (job.Job, error) {
-	set := settle{t.Cost, t.Held, t.Ran}
+	set := settle{t.Cost, t.Held, t.Ran, t.Estimated}
 	v := set.values()
 	held(v, t.Owner)
 	v[":succeeded"], v[":one_f"] = st(job.Succeeded), avN(1)
-	expr := "SET #state = :succeeded, #progress = :one_f, #updated_ms = :upd"
+	expr := set.mark("SET #state = :succeeded, #progress = :one_f, #updated_ms = :upd", v)
 	remove := " REMOVE #lease_owner, #lease_until_ms, #error_class, #error_detail, #act_pk"
 	expr, remove = opt(expr, remove, aResult, avS(string(t.Result)), len(t.Result) > 0, v)
 	expr, remove = opt(expr, remove, aResultModel, avS(t.Model), t.Model != "", v)
@@ -65,11 +65,11 @@ func (s *Store) Succeed(ctx context.Context, t job.Succeed) (job.Job, error) {
 
 // Release applies job.Release; a refused release still adds its cost.
 func (s *Store) Release(ctx context.Context, t job.Release) (job.Job, error) {
-	set := settle{t.Cost, t.Held, t.Ran}
+	set := settle{t.Cost, t.Held, t.Ran, t.Estimated}
 	v := set.values()
 	held(v, t.Owner)
 	v[":queued"], v[":class"] = st(job.Queued), avS(string(t.Class))
-	expr, remove := "SET #state = :queued, #error_class = :class, #updated_ms = :upd", unlease
+	expr, remove := set.mark("SET #state = :queued, #error_class = :class, #updated_ms = :upd", v), unlease
 	expr, remove = detail(expr, remove, t.Detail, v)
 	if t.NotBefore.IsZero() {
 		remove += ", #not_before_ms"
@@ -82,7 +82,7 @@ func (s *Store) Release(ctx context.Context, t job.Release) (job.Job, error) {
 
 // End applies job.End; a refused end still adds its cost.
 func (s *Store) End(ctx context.Context, t job.End) (job.Job, error) {
-	set := settle{t.Cost, t.Held, t.Ran}
+	set := settle{t.Cost, t.Held, t.Ran, t.Estimated}
 	v := set.values()
 	cond := heldCond
 	if t.Owner != "" {
@@ -93,7 +93,7 @@ func (s *Store) End(ctx context.Context, t job.End) (job.Job, error) {
 	}
 	pk, sk := failureKeys(t.ID, t.Class, t.Now, s.shards)
 	v[":final"], v[":class"], v[":fpk"], v[":fsk"] = st(t.Class.FinalState()), avS(string(t.Class)), avS(pk), avS(sk)
-	expr, remove := "SET #state = :final, #error_class = :class, #fail_pk = :fpk, #fail_sk = :fsk, #updated_ms = :upd", unlease+", #act_pk"
+	expr, remove := set.mark("SET #state = :final, #error_class = :class, #fail_pk = :fpk, #fail_sk = :fsk, #updated_ms = :upd", v), unlease+", #act_pk"
 	expr, remove = detail(expr, remove, t.Detail, v)
 	expr, remove = expiry(expr, remove, t.ExpiresAt, v)
 	return s.apply(ctx, t.ID, t.Now, t.Allows, update{cond: cond, expr: expr + remove + costAdd, values: v, token: finishToken(t.Owner, "end")}, set)
@@ -181,6 +181,18 @@ func held(v map[string]types.AttributeValue, owner string) {
 type settle struct {
 	cost, held job.Nanocents
 	ran        time.Duration
+	estimated  bool
+}
+
+// mark adds, to a write's SET clause, the flag that the record's cost
+// includes an estimate, when this settlement's does. It is never cleared:
+// a sum with one estimate in it is an estimate.
+func (s settle) mark(set string, v map[string]types.AttributeValue) string {
+	if !s.estimated {
+		return set
+	}
+	v[":est"] = &types.AttributeValueMemberBOOL{Value: true}
+	return set + ", #cost_est = :est"
 }
 
 func (s settle) zero() bool { return s == settle{} }

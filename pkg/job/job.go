@@ -28,6 +28,10 @@ type Job struct {
 	// Cost is accumulated over every attempt, kept or discarded: exactly
 	// what the providers reported, at the configured prices.
 	Cost Nanocents
+	// CostEstimated says Cost includes an upper estimate for at least one
+	// call whose usage the provider never reported (its answer was lost or
+	// cut after the request was sent): the provider billed at most that.
+	CostEstimated bool
 	// Reserve is the worst case of one attempt's first rung for this input,
 	// fixed at creation: a claim takes it only if the budget left covers it.
 	Reserve Nanocents

@@ -50,7 +50,10 @@ type Succeed struct {
 	Held Nanocents
 	// Ran is how long the attempt ran, added to the record's RunTime (the
 	// latency operators size timeouts and sync-vs-async decisions with).
-	Ran       time.Duration
+	Ran time.Duration
+	// Estimated says Cost includes an estimate for a call whose usage the
+	// provider never reported; the record then says its cost is estimated.
+	Estimated bool
 	Result    json.RawMessage
 	Model     string
 	ExpiresAt time.Time
@@ -61,14 +64,15 @@ type Succeed struct {
 // Precondition: state = running AND lease_owner = Owner. Cost and Held are
 // settled as in Succeed.
 type Release struct {
-	ID     string
-	Owner  string
-	Now    time.Time
-	Cost   Nanocents
-	Held   Nanocents
-	Ran    time.Duration
-	Class  ErrorClass
-	Detail string
+	ID        string
+	Owner     string
+	Now       time.Time
+	Cost      Nanocents
+	Held      Nanocents
+	Ran       time.Duration
+	Estimated bool
+	Class     ErrorClass
+	Detail    string
 	// NotBefore is when the backoff ends; zero means at once.
 	NotBefore time.Time
 }
@@ -86,6 +90,7 @@ type End struct {
 	Cost      Nanocents
 	Held      Nanocents
 	Ran       time.Duration
+	Estimated bool
 	Class     ErrorClass
 	Detail    string
 	ExpiresAt time.Time
@@ -251,7 +256,7 @@ func clampProgress(p float64) float64 {
 func (s Succeed) Apply(j Job) Job {
 	j.State, j.Result, j.ResultModel = Succeeded, s.Result, s.Model
 	j.ErrorClass, j.ErrorDetail = "", ""
-	j = Settle(j, s.Cost, s.Held, s.Ran)
+	j = Settle(j, s.Cost, s.Held, s.Ran, s.Estimated)
 	j.Progress = 1
 	j.ExpiresAt = Millis(s.ExpiresAt)
 	return unlease(touch(j, s.Now))
@@ -264,14 +269,14 @@ func (r Release) Apply(j Job) Job {
 	if r.NotBefore.IsZero() {
 		j.NotBefore = time.Time{}
 	}
-	j = Settle(j, r.Cost, r.Held, r.Ran)
+	j = Settle(j, r.Cost, r.Held, r.Ran, r.Estimated)
 	return unlease(touch(j, r.Now))
 }
 
 // Apply returns j after the end.
 func (e End) Apply(j Job) Job {
 	j.State, j.ErrorClass, j.ErrorDetail = e.Class.FinalState(), e.Class, e.Detail
-	j = Settle(j, e.Cost, e.Held, e.Ran)
+	j = Settle(j, e.Cost, e.Held, e.Ran, e.Estimated)
 	j.ExpiresAt = Millis(e.ExpiresAt)
 	return unlease(touch(j, e.Now))
 }
@@ -301,14 +306,16 @@ func (n Nudge) Apply(j Job) Job {
 
 // AddCost returns j with a discarded attempt settled (its cost and run
 // time added, its hold returned), the one write that needs no precondition.
-func AddCost(j Job, cost, held Nanocents, ran time.Duration, now time.Time) Job {
-	return touch(Settle(j, cost, held, ran), now)
+func AddCost(j Job, cost, held Nanocents, ran time.Duration, estimated bool, now time.Time) Job {
+	return touch(Settle(j, cost, held, ran, estimated), now)
 }
 
 // Settle adds an attempt's cost and run time and returns the hold its
-// claim took.
-func Settle(j Job, cost, held Nanocents, ran time.Duration) Job {
+// claim took. An estimated cost marks the record's cost estimated for good:
+// a sum with one estimate in it is an estimate.
+func Settle(j Job, cost, held Nanocents, ran time.Duration, estimated bool) Job {
 	j.Cost += cost
+	j.CostEstimated = j.CostEstimated || estimated
 	j.Reserved -= held
 	j.RunTime += ran.Truncate(time.Millisecond)
 	return j

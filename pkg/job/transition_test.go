@@ -187,10 +187,10 @@ func TestApply(t *testing.T) {
 				j.LeaseOwner, j.LeaseUntil, j.ExpiresAt = "", time.Time{}, t0.Add(time.Hour)
 			}},
 		{"add cost to a finished job", with(queued(), func(j *job.Job) { j.State, j.Cost = job.Abandoned, 7 }),
-			func(j job.Job) job.Job { return job.AddCost(j, 5, 0, 0, t0) },
+			func(j job.Job) job.Job { return job.AddCost(j, 5, 0, 0, false, t0) },
 			func(j *job.Job) { j.Cost = 12 }},
 		{"settle a discarded attempt", with(running(), func(j *job.Job) { j.State, j.Cost = job.Abandoned, 7 }),
-			func(j job.Job) job.Job { return job.AddCost(j, 5, job.Cents(1), 2*time.Second, t0) },
+			func(j job.Job) job.Job { return job.AddCost(j, 5, job.Cents(1), 2*time.Second, false, t0) },
 			func(j *job.Job) { j.Cost, j.Reserved, j.RunTime = 12, 0, 2*time.Second }},
 	}
 	for _, tt := range tests {

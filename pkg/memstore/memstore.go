@@ -51,27 +51,27 @@ func (s *Store) Get(_ context.Context, id string) (job.Job, error) {
 
 // Claim applies job.Claim.
 func (s *Store) Claim(_ context.Context, c job.Claim) (job.Job, error) {
-	return s.apply(c.ID, c.Allows, c.Apply, 0, 0, 0, c.Now)
+	return s.apply(c.ID, c.Allows, c.Apply, settlement{}, c.Now)
 }
 
 // Heartbeat applies job.Heartbeat.
 func (s *Store) Heartbeat(_ context.Context, h job.Heartbeat) (job.Job, error) {
-	return s.apply(h.ID, h.Allows, h.Apply, 0, 0, 0, h.Now)
+	return s.apply(h.ID, h.Allows, h.Apply, settlement{}, h.Now)
 }
 
 // Succeed applies job.Succeed, settling the attempt even when it is refused.
 func (s *Store) Succeed(_ context.Context, t job.Succeed) (job.Job, error) {
-	return s.apply(t.ID, t.Allows, t.Apply, t.Cost, t.Held, t.Ran, t.Now)
+	return s.apply(t.ID, t.Allows, t.Apply, settlement{t.Cost, t.Held, t.Ran, t.Estimated}, t.Now)
 }
 
 // Release applies job.Release, settling the attempt even when it is refused.
 func (s *Store) Release(_ context.Context, t job.Release) (job.Job, error) {
-	return s.apply(t.ID, t.Allows, t.Apply, t.Cost, t.Held, t.Ran, t.Now)
+	return s.apply(t.ID, t.Allows, t.Apply, settlement{t.Cost, t.Held, t.Ran, t.Estimated}, t.Now)
 }
 
 // End applies job.End, settling the attempt even when it is refused.
 func (s *Store) End(_ context.Context, t job.End) (job.Job, error) {
-	return s.apply(t.ID, t.Allows, t.Apply, t.Cost, t.Held, t.Ran, t.Now)
+	return s.apply(t.ID, t.Allows, t.Apply, settlement{t.Cost, t.Held, t.Ran, t.Estimated}, t.Now)
 }
 
 // Cancel applies job.Cancel; another tenant's job is NotFound.
@@ -82,17 +82,17 @@ func (s *Store) Cancel(_ context.Context, c job.Cancel) (job.Job, error) {
 	if ok && cur.Tenant != c.Tenant {
 		return job.Job{}, notFound()
 	}
-	return s.apply(c.ID, c.Allows, c.Apply, 0, 0, 0, c.Now)
+	return s.apply(c.ID, c.Allows, c.Apply, settlement{}, c.Now)
 }
 
 // Replay applies job.Replay.
 func (s *Store) Replay(_ context.Context, r job.Replay) (job.Job, error) {
-	return s.apply(r.ID, r.Allows, r.Apply, 0, 0, 0, r.Now)
+	return s.apply(r.ID, r.Allows, r.Apply, settlement{}, r.Now)
 }
 
 // Nudge applies job.Nudge.
 func (s *Store) Nudge(_ context.Context, n job.Nudge) (job.Job, error) {
-	return s.apply(n.ID, n.Allows, n.Apply, 0, 0, 0, n.Now)
+	return s.apply(n.ID, n.Allows, n.Apply, settlement{}, n.Now)
 }
 
 // Len is the number of records, for tests that prove nothing was written.
@@ -102,7 +102,14 @@ func (s *Store) Len() int {
 	return len(s.jobs)
 }
 
-func (s *Store) apply(id string, allows func(job.Job) bool, effect func(job.Job) job.Job, cost, held job.Nanocents, ran time.Duration, now time.Time) (job.Job, error) {
+// settlement is what a finishing write settles even when it is refused.
+type settlement struct {
+	cost, held job.Nanocents
+	ran        time.Duration
+	estimated  bool
+}
+
+func (s *Store) apply(id string, allows func(job.Job) bool, effect func(job.Job) job.Job, set settlement, now time.Time) (job.Job, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur, ok := s.jobs[id]
@@ -110,8 +117,8 @@ func (s *Store) apply(id string, allows func(job.Job) bool, effect func(job.Job)
 		return job.Job{}, notFound()
 	}
 	if !allows(cur) {
-		if cost != 0 || held != 0 || ran != 0 {
-			cur = job.AddCost(cur, cost, held, ran, now)
+		if set != (settlement{}) {
+			cur = job.AddCost(cur, set.cost, set.held, set.ran, set.estimated, now)
 			s.jobs[id] = cur
 		}
 		return job.Job{}, conflict(cur)

@@ -14,6 +14,7 @@ import (
 type paid struct {
 	cost, held job.Nanocents
 	ran        time.Duration
+	estimated  bool
 }
 
 // settled is want after p was settled on it.
@@ -21,6 +22,7 @@ func (p paid) settled(want job.Job) job.Job {
 	want.Cost += p.cost
 	want.Reserved -= p.held
 	want.RunTime += p.ran
+	want.CostEstimated = want.CostEstimated || p.estimated
 	return want
 }
 
@@ -35,14 +37,14 @@ type finish struct {
 func finishes(s *suite) []finish {
 	return []finish{
 		{"succeed", func(t *testing.T, id, owner string, now time.Time, p paid) (job.Job, error) {
-			return s.store.Succeed(t.Context(), job.Succeed{ID: id, Owner: owner, Now: now, Cost: p.cost, Held: p.held, Ran: p.ran,
+			return s.store.Succeed(t.Context(), job.Succeed{ID: id, Owner: owner, Now: now, Cost: p.cost, Held: p.held, Ran: p.ran, Estimated: p.estimated,
 				Result: json.RawMessage(`{"output":"discarded"}`), Model: "m", ExpiresAt: keep})
 		}},
 		{"release", func(t *testing.T, id, owner string, now time.Time, p paid) (job.Job, error) {
-			return s.store.Release(t.Context(), job.Release{ID: id, Owner: owner, Now: now, Cost: p.cost, Held: p.held, Ran: p.ran, Class: job.Timeout, Detail: "d"})
+			return s.store.Release(t.Context(), job.Release{ID: id, Owner: owner, Now: now, Cost: p.cost, Held: p.held, Ran: p.ran, Estimated: p.estimated, Class: job.Timeout, Detail: "d"})
 		}},
 		{"end", func(t *testing.T, id, owner string, now time.Time, p paid) (job.Job, error) {
-			return s.store.End(t.Context(), job.End{ID: id, Owner: owner, Now: now, Cost: p.cost, Held: p.held, Ran: p.ran, Class: job.Auth, Detail: "d", ExpiresAt: keep})
+			return s.store.End(t.Context(), job.End{ID: id, Owner: owner, Now: now, Cost: p.cost, Held: p.held, Ran: p.ran, Estimated: p.estimated, Class: job.Auth, Detail: "d", ExpiresAt: keep})
 		}},
 	}
 }
@@ -62,7 +64,7 @@ func refusedFinishKeepsCost(t *testing.T, s *suite) {
 		{"job queued again", func(j *job.Job) { j.Attempts, j.ErrorClass = 1, job.RateLimited }},
 	} {
 		for _, f := range finishes(s) {
-			for _, p := range []paid{{333_333_333, reserve, ran}, {cost: 333_333_333}, {held: reserve}, {}} {
+			for _, p := range []paid{{333_333_333, reserve, ran, false}, {cost: 333_333_333}, {held: reserve}, {cost: 5, estimated: true}, {}} {
 				t.Run(fmt.Sprintf("%s/%s/%+v", why.name, f.name, p), func(t *testing.T) {
 					t.Parallel()
 					// me's claim still holds its reserve, whatever became of the job.
@@ -94,7 +96,7 @@ func holds(t *testing.T, s *suite) {
 		if got.Reserved != 1_000_000 {
 			t.Fatalf("claim %d holds %d, want 1000000", i, got.Reserved)
 		}
-		got, err := fs[1].call(t, j.ID, owner, now.Add(time.Second), paid{7, 1_000_000, time.Second})
+		got, err := fs[1].call(t, j.ID, owner, now.Add(time.Second), paid{7, 1_000_000, time.Second, false})
 		if err != nil || got.Reserved != 0 || got.Cost != job.Nanocents(7*(i+1)) || got.RunTime != time.Duration(i+1)*time.Second {
 			t.Fatalf("release %d: %+v %v, want nothing held, cost %d, run time %ds", i, got, err, 7*(i+1), i+1)
 		}
@@ -106,7 +108,7 @@ func holds(t *testing.T, s *suite) {
 	if got.Reserved != 2_000_000 || got.Remaining() != got.Budget-21-2_000_000 {
 		t.Fatalf("takeover: held %d, remaining %d", got.Reserved, got.Remaining())
 	}
-	got, err := fs[2].call(t, j.ID, "next", now.Add(3*time.Minute), paid{5, 1_000_000, time.Second})
+	got, err := fs[2].call(t, j.ID, "next", now.Add(3*time.Minute), paid{5, 1_000_000, time.Second, false})
 	if err != nil || got.Reserved != 1_000_000 || got.Cost != 26 {
 		t.Fatalf("end: %+v %v, want the dead attempt's hold kept and cost 26", got, err)
 	}
@@ -126,7 +128,7 @@ func costSum(t *testing.T, s *suite) {
 		s.claim(t, j.ID, owner, now)
 		sum += c
 		if i%2 == 0 { // applied release
-			got, err := fs[1].call(t, j.ID, owner, now.Add(time.Second), paid{c, reserve, time.Millisecond})
+			got, err := fs[1].call(t, j.ID, owner, now.Add(time.Second), paid{c, reserve, time.Millisecond, false})
 			if err != nil || got.Cost != sum {
 				t.Fatalf("attempt %d: release: cost %d (%v), want %d", i, got.Cost, err, sum)
 			}
@@ -134,7 +136,7 @@ func costSum(t *testing.T, s *suite) {
 			thief := owner + "-thief"
 			s.claim(t, j.ID, thief, now.Add(time.Minute))
 			f := fs[(i/2)%len(fs)]
-			_, err := f.call(t, j.ID, owner, now.Add(time.Minute+time.Second), paid{c, reserve, time.Millisecond})
+			_, err := f.call(t, j.ID, owner, now.Add(time.Minute+time.Second), paid{c, reserve, time.Millisecond, false})
 			if cur, ok := job.ConflictJob(err); !ok || cur.Cost != sum || cur.LeaseOwner != thief {
 				t.Fatalf("attempt %d: stale %s: %+v %v, want a Conflict with cost %d held by %s", i, f.name, cur, err, sum, thief)
 			}
@@ -163,7 +165,7 @@ func secondFinish(t *testing.T, s *suite) {
 	now := base.Add(time.Minute)
 	j := s.create(t)
 	s.claim(t, j.ID, "me", now)
-	rel, err := fs[1].call(t, j.ID, "me", now.Add(time.Second), paid{5, reserve, time.Second})
+	rel, err := fs[1].call(t, j.ID, "me", now.Add(time.Second), paid{5, reserve, time.Second, false})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,5 +175,40 @@ func secondFinish(t *testing.T, s *suite) {
 		_, err := fs[f].call(t, j.ID, "me", at, paid{cost: 7})
 		want.Cost, want.Version, want.UpdatedAt = want.Cost+7, want.Version+1, at
 		s.refused(t, "the released owner's "+fs[f].name, err, want)
+	}
+}
+
+// estimatedCost: a settlement whose cost includes an estimate marks the
+// record's cost estimated, applied or refused, and no later exact
+// settlement clears the mark: a sum with one estimate in it is one.
+func estimatedCost(t *testing.T, s *suite) {
+	fs := finishes(s)
+	now := base.Add(time.Minute)
+	j := s.create(t, func(j *job.Job) { j.MaxAttempts = 10 })
+	s.claim(t, j.ID, "a", now)
+	got, err := fs[1].call(t, j.ID, "a", now.Add(time.Second), paid{cost: 9, held: reserve})
+	if err != nil || got.CostEstimated {
+		t.Fatalf("an exact release: %+v %v, want the cost not marked estimated", got, err)
+	}
+	s.claim(t, j.ID, "b", now.Add(time.Minute))
+	got, err = fs[1].call(t, j.ID, "b", now.Add(time.Minute+time.Second), paid{cost: 11, held: reserve, estimated: true})
+	if err != nil || !got.CostEstimated || got.Cost != 20 {
+		t.Fatalf("an estimated release: %+v %v, want cost 20 marked estimated", got, err)
+	}
+	s.claim(t, j.ID, "c", now.Add(2*time.Minute))
+	got, err = fs[0].call(t, j.ID, "c", now.Add(2*time.Minute+time.Second), paid{cost: 1, held: reserve})
+	if err != nil || !got.CostEstimated || got.Cost != 21 {
+		t.Fatalf("an exact success after an estimate: %+v %v, want cost 21 still marked estimated", got, err)
+	}
+	if cur := s.get(t, j.ID); !cur.CostEstimated {
+		t.Fatalf("stored record %+v lost the estimate mark", cur)
+	}
+	// A refused finish marks the record too: its cost is added all the same.
+	k := s.create(t, func(j *job.Job) { j.Budget, j.MaxAttempts = job.Cents(100), 10 })
+	s.claim(t, k.ID, "d", now)
+	s.claim(t, k.ID, "thief", now.Add(2*time.Minute))
+	_, err = fs[2].call(t, k.ID, "d", now.Add(2*time.Minute+time.Second), paid{cost: 4, estimated: true})
+	if cur, ok := job.ConflictJob(err); !ok || !cur.CostEstimated || cur.Cost != 4 {
+		t.Fatalf("refused estimated end: %+v %v, want a Conflict with cost 4 marked estimated", cur, err)
 	}
 }

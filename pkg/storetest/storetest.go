@@ -71,6 +71,7 @@ func cases() []testCase {
 		{"claims hold the reserve until their attempt settles", holds},
 		{"cost sums exactly over attempts", costSum},
 		{"a second finish by the same owner keeps its cost", secondFinish},
+		{"an estimated cost marks the record", estimatedCost},
 		{"version and updated_at move forward", versionAndUpdated},
 		{"skewed writers in a row", skewedInARow},
 		{"heartbeat", heartbeat},
