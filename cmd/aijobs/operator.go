@@ -35,7 +35,7 @@ func (c *cli) operator(ctx context.Context, f awsFlags) (*operator, error) {
 			*dst = v
 		}
 	}
-	awsCfg, err := awsclient.Load(ctx, awsclient.Config{Region: cfg.Region, Endpoint: cfg.Endpoint})
+	awsCfg, err := awsclient.Load(ctx, awsclient.Config{Region: cfg.Region, Endpoint: cfg.Endpoint, CallTimeout: cfg.Settings.AWSCallTimeout})
 	if err != nil {
 		return nil, usageErrorf("aws configuration: %v", err)
 	}

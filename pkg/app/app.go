@@ -78,7 +78,8 @@ func New(ctx context.Context, cfg config.Config, o Options) (*App, error) {
 	if o.Clock == nil {
 		o.Clock = job.SystemClock{}
 	}
-	awsCfg, err := awsclient.Load(ctx, awsclient.Config{Region: cfg.Region, Endpoint: cfg.Endpoint, Counter: o.Counter})
+	awsCfg, err := awsclient.Load(ctx, awsclient.Config{Region: cfg.Region, Endpoint: cfg.Endpoint, Counter: o.Counter,
+		CallTimeout: cfg.Settings.AWSCallTimeout})
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}
@@ -114,7 +115,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*App, error) {
 		a.Worker = worker.New(worker.Config{
 			Store: a.Store, Queue: a.Queue, Clock: o.Clock, Logger: o.Logger, Retention: s.Retention, Metrics: workerMetrics,
 			Routes: cfg.RouteTable, Providers: a.Providers,
-			Timing: worker.Timing{Heartbeat: s.Heartbeat, LeaseTTL: s.LeaseTTL, AttemptMargin: s.AttemptMargin,
+			Timing: worker.Timing{Heartbeat: s.Heartbeat, LeaseTTL: s.LeaseTTL, LeaseMargin: s.GuardMargin(), AttemptMargin: s.AttemptMargin,
 				LambdaMargin: s.LambdaMargin, BackoffBase: s.BackoffBase, BackoffMax: s.BackoffMax},
 		})
 	}

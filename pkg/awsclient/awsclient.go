@@ -6,6 +6,7 @@ package awsclient
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/config"
@@ -24,6 +25,10 @@ type Config struct {
 	Endpoint string
 	// Counter, when set, counts every API call by operation.
 	Counter *Counter
+	// CallTimeout, when set, bounds every DynamoDB, SQS and Secrets
+	// Manager call, the SDK's retries included (a long poll's wait is
+	// added): a stalled call fails instead of hanging its caller.
+	CallTimeout time.Duration
 }
 
 // Load resolves the SDK configuration: credentials and region from the usual
@@ -47,6 +52,9 @@ func Load(ctx context.Context, c Config) (aws.Config, error) {
 	}
 	if c.Counter != nil {
 		cfg.APIOptions = append(cfg.APIOptions, c.Counter.middleware)
+	}
+	if c.CallTimeout > 0 {
+		cfg.APIOptions = append(cfg.APIOptions, deadline(c.CallTimeout))
 	}
 	return cfg, nil
 }

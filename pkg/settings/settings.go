@@ -61,14 +61,24 @@ type Settings struct {
 	// attempt: every rung's timeout, one after another (the configuration
 	// computes it from the routes); the attempt deadline is RouteTimeout +
 	// AttemptMargin, and it must end LambdaMargin before the worker does.
-	RouteTimeout      time.Duration
-	AttemptMargin     time.Duration
-	Heartbeat         time.Duration
-	LeaseTTL          time.Duration
+	RouteTimeout  time.Duration
+	AttemptMargin time.Duration
+	Heartbeat     time.Duration
+	LeaseTTL      time.Duration
+	// LeaseMargin is how long before its unrenewed lease ends an
+	// attempt's call is stopped (a timer of its own, whatever the
+	// heartbeat is doing): past the lease's end another worker may claim
+	// the job. It must exceed the clock skew between workers plus the
+	// time a call takes to stop. Zero means one heartbeat (GuardMargin).
+	LeaseMargin       time.Duration
 	LambdaMargin      time.Duration
 	BackoffBase       time.Duration
 	BackoffMax        time.Duration
 	EnqueueRetryAfter time.Duration
+	// AWSCallTimeout bounds every DynamoDB and SQS call, the SDK's retries
+	// included: a call on a half-open connection fails instead of hanging
+	// a heartbeat or a finishing write.
+	AWSCallTimeout time.Duration
 
 	Retention job.Retention
 	Limits    job.Limits
@@ -106,6 +116,7 @@ func Defaults() Settings {
 		BackoffBase:        2 * time.Second,
 		BackoffMax:         5 * time.Minute,
 		EnqueueRetryAfter:  2 * time.Second,
+		AWSCallTimeout:     2 * time.Second,
 		Retention:          job.Retention{Succeeded: 7 * 24 * time.Hour, Failed: 90 * 24 * time.Hour},
 		Limits: job.Limits{
 			DefaultModel:       "default",
@@ -139,6 +150,14 @@ func (s Settings) AttemptTimeout() time.Duration {
 	return s.RouteTimeout + s.AttemptMargin
 }
 
+// GuardMargin is the LeaseMargin in force: one heartbeat unless set.
+func (s Settings) GuardMargin() time.Duration {
+	if s.LeaseMargin > 0 {
+		return s.LeaseMargin
+	}
+	return s.Heartbeat
+}
+
 // Validate checks the timing rules of DESIGN 5; a deployment that breaks one
 // would lose or double-run jobs, so it is refused at start and at synth.
 func (s Settings) Validate() error {
@@ -159,6 +178,9 @@ func (s Settings) Validate() error {
 		"max receive count %d must exceed twice the max attempts %d (room for lease-held redeliveries)", s.MaxReceiveCount, s.Limits.MaxMaxAttempts)
 	check(s.DLQRetention > s.QueueRetention, "DLQ retention %s must exceed queue retention %s", s.DLQRetention, s.QueueRetention)
 	check(s.Heartbeat > 0 && s.LeaseTTL >= 2*s.Heartbeat, "lease TTL %s must be at least two heartbeats (%s)", s.LeaseTTL, s.Heartbeat)
+	check(s.LeaseMargin >= 0 && s.LeaseTTL >= s.GuardMargin()+2*s.Heartbeat,
+		"lease TTL %s must be at least the lease margin %s plus two heartbeats (%s): a healthy call is stopped only after a renewal failed",
+		s.LeaseTTL, s.GuardMargin(), s.Heartbeat)
 	check(s.BatchSize >= 1 && s.BatchSize <= 10, "batch size %d outside 1..10", s.BatchSize)
 	check(s.MaxConcurrency >= 2, "maximum concurrency %d below 2 (the Lambda minimum)", s.MaxConcurrency)
 	check(s.FailureShards >= 1, "failure shards below 1")
@@ -168,6 +190,7 @@ func (s Settings) Validate() error {
 		"reconcile after %s must be at least two lease TTLs (%s) and one reconcile period (%s): a live job is never re-sent", s.ReconcileAfter, s.LeaseTTL, s.ReconcileEvery)
 	check(s.ReconcilerTimeout >= 10*time.Second, "reconciler timeout %s below 10s", s.ReconcilerTimeout)
 	check(s.BackoffBase > 0 && s.BackoffMax >= s.BackoffBase, "backoff base/max out of order")
+	check(s.AWSCallTimeout > 0, "AWS call timeout %s is not positive", s.AWSCallTimeout)
 	check(s.Retention.Succeeded > 0 && s.Retention.Failed >= s.Retention.Succeeded,
 		"retention %s (succeeded) / %s (failed) must be positive, failed at least as long", s.Retention.Succeeded, s.Retention.Failed)
 	// ParseCreate applies the defaults without checking them, so a default

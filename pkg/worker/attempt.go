@@ -6,7 +6,6 @@ import (
 	"errors"
 	"log/slog"
 	"math"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -16,93 +15,94 @@ import (
 	"github.com/aijobs/aijobs/pkg/model"
 )
 
-// held is what one claimed attempt carries to its finishing write: who
-// holds the job, the budget hold its claim took (returned by the finish),
-// and when it started (its run time is added to the record).
-type held struct {
+// attempt is one claimed attempt, from its claim to its recorded outcome:
+// the record as the claim left it (Attempts counts this attempt, Reserved
+// holds its reserve), the lease token, and when it started (its run time
+// is added to the record). Its methods are the attempt's rules in the order
+// they run, so an attempt's budget and lease rules read in one place.
+type attempt struct {
+	w     *Worker
+	m     events.SQSMessage
 	j     job.Job
 	owner string
 	start time.Time
+	log   *slog.Logger
 }
 
-// attempt runs one claimed attempt to a recorded outcome: the route's rungs
-// in order, falling back on the classes the route names, under one lease
-// that covers them all.
-func (w *Worker) attempt(ctx context.Context, m events.SQSMessage, j job.Job, owner string, start time.Time, log *slog.Logger) outcome {
-	h := held{j: j, owner: owner, start: start}
+// charge is what an attempt's calls cost, and whether that includes an
+// estimate for a call whose usage the provider never reported.
+type charge struct {
+	cost      job.Nanocents
+	estimated bool
+}
+
+func (c *charge) add(u model.Usage, p job.Price) {
+	c.cost += u.Cost(p)
+	c.estimated = c.estimated || u.Estimated
+}
+
+// run climbs the route's rungs in order, falling back on the classes the
+// route names, under one lease that covers them all, and records the
+// outcome.
+func (a *attempt) run(ctx context.Context) outcome {
 	var in job.Input
-	if err := json.Unmarshal(j.Input, &in); err != nil {
-		return w.stop(ctx, h, job.InvalidRequest, "stored input is not valid", 0, log)
+	if err := json.Unmarshal(a.j.Input, &in); err != nil {
+		return a.end(ctx, job.InvalidRequest, "stored input is not valid", charge{})
 	}
-	route, ok := w.cfg.Routes[j.Model]
+	route, ok := a.w.cfg.Routes[a.j.Model]
 	if !ok || len(route.Rungs) == 0 {
-		return w.failed(ctx, m, h, job.Internal, "no route for model "+j.Model, 0, 0, log)
+		return a.failed(ctx, job.Internal, "no route for model "+a.j.Model, charge{}, 0)
 	}
 	// What this attempt may spend: the budget left once its own hold is
 	// set aside (the claim checked the record's Reserve; the route's price
 	// may have changed since the job was created).
-	avail := j.Settled(0)
+	avail := a.j.Settled(0)
 	first := route.Reserve(in) // the first rung's worst case, at today's prices
-	next := max(first, j.Reserve)
+	next := max(first, a.j.Reserve)
 	if avail < first {
-		return w.stop(ctx, h, job.BudgetExhausted, "remaining budget below the first rung's worst case "+first.String()+" cents", 0, log)
+		return a.end(ctx, job.BudgetExhausted, "remaining budget below the first rung's worst case "+first.String()+" cents", charge{})
 	}
 
-	limit, cause := route.Timeout(), errRouteTimeout
-	if left := j.Deadline.Sub(start); left < limit {
-		limit, cause = left, errJobDeadline
-	}
-	if dl, ok := ctx.Deadline(); ok {
-		if left := time.Until(dl) - w.cfg.Timing.LambdaMargin; left < limit {
-			limit, cause = left, errLambdaDeadline
-		}
-	}
-	leaseCap := start.Add(route.Timeout() + w.cfg.Timing.AttemptMargin)
-
-	callCtx, cancelCall := context.WithCancelCause(ctx)
-	defer cancelCall(nil)
+	limit, cause := a.limit(ctx, route)
+	callCtx, stopCall := context.WithCancelCause(ctx)
+	defer stopCall(nil)
 	timed, cancelTimer := context.WithTimeoutCause(callCtx, limit, cause)
 	defer cancelTimer()
 
+	// The lease guard stops the call before the lease ends unrenewed, on a
+	// timer of its own: a heartbeat stuck in a call that never answers
+	// cannot keep the model generating past the point where another
+	// worker may claim the job.
+	guard := newLeaseGuard(a.w.cfg.Clock, a.w.cfg.Timing.leaseMargin(), stopCall)
+	guard.extend(a.j.LeaseUntil)
+	defer guard.disarm()
+
 	var progress atomic.Uint64
-	var hb sync.WaitGroup
-	hb.Add(1)
+	beatCtx, stopBeats := context.WithCancel(ctx)
+	defer stopBeats()
+	beating := make(chan struct{})
 	go func() {
-		defer hb.Done()
-		w.heartbeat(ctx, timed, m.ReceiptHandle, j.ID, owner, j.LeaseUntil, leaseCap, &progress, cancelCall, log)
+		defer close(beating)
+		a.heartbeat(beatCtx, timed, a.start.Add(route.Timeout()+a.w.cfg.Timing.AttemptMargin), guard, &progress, stopCall)
 	}()
 
 	began := time.Now()
-	r := w.climb(timed, route, in, j.ID, avail, &progress, log)
+	r := a.climb(timed, route, in, avail, &progress)
 	why := context.Cause(timed)
-	cancelCall(nil)
-	hb.Wait() // no heartbeat may move the message after the outcome below
+	stopCall(nil)
+	stopBeats()
+	a.awaitHeartbeat(beating)
 	elapsed := time.Since(began)
-	w.cfg.Metrics.Emit("AttemptDuration", float64(elapsed.Milliseconds()), "Milliseconds", nil)
+	a.w.cfg.Metrics.Emit("AttemptDuration", float64(elapsed.Milliseconds()), "Milliseconds", nil)
 
 	ctx, cancelWrites := finishContext(ctx)
 	defer cancelWrites()
-	now := w.stamp(j)
-	w.spent(r.cost)
+	a.w.spent(r.paid.cost)
 	if r.err == nil && !errors.Is(why, errLeaseLost) {
-		result, _ := job.EncodeJSON(r.resp)
-		produced := r.rung.Provider + "/" + r.resp.Model
-		err := retryWrite(ctx, func() error {
-			_, err := w.cfg.Store.Succeed(ctx, job.Succeed{ID: j.ID, Owner: owner, Now: now, Cost: r.cost, Held: j.Reserve,
-				Ran: now.Sub(start), Result: result, Model: produced, ExpiresAt: w.cfg.Retention.ExpiresAt(job.Succeeded, now)})
-			return err
-		})
-		log.Info("attempt succeeded", "model", produced, "rungs", r.tried, "cost_cents", r.cost.String(), "duration_ms", elapsed.Milliseconds(),
+		a.log.Info("attempt succeeded", "model", r.rung.Provider+"/"+r.resp.Model, "rungs", r.tried, "cost_cents", r.paid.cost.String(),
+			"cost_estimated", r.paid.estimated, "duration_ms", elapsed.Milliseconds(),
 			"input_tokens", r.resp.Usage.InputTokens, "output_tokens", r.resp.Usage.OutputTokens)
-		if job.ErrorCode(err) == job.CodePayloadTooLarge {
-			// The record cannot hold this result: end the job for good,
-			// keeping what the call cost, rather than generate it again.
-			return w.stop(ctx, h, job.Internal, "the result is too large to store", r.cost, log)
-		}
-		if err == nil {
-			w.count("JobsSucceeded", nil)
-		}
-		return w.finished(err, log)
+		return a.succeed(ctx, r)
 	}
 
 	class, detail := r.class, detailOf(r.err)
@@ -111,17 +111,13 @@ func (w *Worker) attempt(ctx context.Context, m events.SQSMessage, j job.Job, ow
 	}
 	switch {
 	case errors.Is(why, errLeaseLost):
-		// The record is no longer ours: the release is refused, which
-		// still settles the attempt, and says what became of the job.
-		err := retryWrite(ctx, func() error {
-			_, err := w.cfg.Store.Release(ctx, job.Release{ID: j.ID, Owner: owner, Now: now, Cost: r.cost, Held: j.Reserve, Ran: now.Sub(start), Class: class})
-			return err
-		})
-		log.Info("attempt stopped: lease lost or job cancelled", "cost_cents", r.cost.String(), "duration_ms", elapsed.Milliseconds())
-		w.count("LeasesLost", nil)
-		return w.finished(err, log)
+		a.log.Info("attempt stopped: lease lost or job cancelled", "cost_cents", r.paid.cost.String(), "duration_ms", elapsed.Milliseconds())
+		a.w.count("LeasesLost", nil)
+		return a.settleLost(ctx, class, r.paid)
 	case errors.Is(why, errLeaseExpiring):
 		class, detail = job.Timeout, "the lease could not be renewed"
+	case errors.Is(why, errHeartbeatPanic):
+		class, detail = job.Internal, "the heartbeat failed"
 	case errors.Is(why, errJobDeadline):
 		class, detail = job.DeadlineExceeded, "the job's deadline passed during the call"
 	case errors.Is(why, errLambdaDeadline):
@@ -133,8 +129,44 @@ func (w *Worker) attempt(ctx context.Context, m events.SQSMessage, j job.Job, ow
 		// invocation's context (shutdown) is a timeout, and retried.
 		class, detail = job.Timeout, "the invocation ended during the call"
 	}
-	log.Info("attempt failed", "error_class", class, "rungs", r.tried, "cost_cents", r.cost.String(), "duration_ms", elapsed.Milliseconds())
-	return w.failed(ctx, m, h, class, detail, r.cost, next, log)
+	a.log.Info("attempt failed", "error_class", class, "rungs", r.tried, "cost_cents", r.paid.cost.String(),
+		"cost_estimated", r.paid.estimated, "duration_ms", elapsed.Milliseconds())
+	return a.failed(ctx, class, detail, r.paid, next)
+}
+
+// limit is how long the calls may run and what ends them then: the
+// route's timeout, the job's deadline, or the function's deadline less a
+// margin to record the outcome, whichever comes first.
+func (a *attempt) limit(ctx context.Context, route job.Route) (time.Duration, error) {
+	limit, cause := route.Timeout(), errRouteTimeout
+	if left := a.j.Deadline.Sub(a.start); left < limit {
+		limit, cause = left, errJobDeadline
+	}
+	if dl, ok := ctx.Deadline(); ok {
+		if left := time.Until(dl) - a.w.cfg.Timing.LambdaMargin; left < limit {
+			limit, cause = left, errLambdaDeadline
+		}
+	}
+	return limit, cause
+}
+
+// heartbeatGrace bounds how long the outcome waits for a heartbeat still
+// in flight when the call ends. Its AWS calls are cancelled at that moment
+// and each has a deadline of its own, so the wait is normally a few
+// milliseconds; a call that ignores both must not keep the outcome, and
+// the money it records, from being written.
+const heartbeatGrace = time.Second
+
+// awaitHeartbeat waits, at most heartbeatGrace, for the heartbeat to stop,
+// so that no renewal moves the message after the outcome has set it.
+func (a *attempt) awaitHeartbeat(beating <-chan struct{}) {
+	t := time.NewTimer(heartbeatGrace)
+	defer t.Stop()
+	select {
+	case <-beating:
+	case <-t.C:
+		a.log.Warn("a heartbeat call is still in flight; recording the outcome without waiting for it")
+	}
 }
 
 // climbed is how an attempt's climb down the route ended: the response of
@@ -146,31 +178,39 @@ type climbed struct {
 	class job.ErrorClass
 	rung  job.Rung
 	tried int
-	cost  job.Nanocents
+	paid  charge
 }
 
 // climb calls the route's rungs in order until one answers, one fails with
 // a class the route does not fall back on, the attempt's own context ends,
 // or the next rung's worst case no longer fits in avail.
-func (w *Worker) climb(ctx context.Context, route job.Route, in job.Input, id string, avail job.Nanocents, progress *atomic.Uint64, log *slog.Logger) climbed {
+func (a *attempt) climb(ctx context.Context, route job.Route, in job.Input, avail job.Nanocents, progress *atomic.Uint64) climbed {
 	var r climbed
 	for i, rung := range route.Rungs {
+		if ctx.Err() != nil {
+			// The attempt ended before this rung (a lease that could not be
+			// renewed even before the first call): never start a call.
+			if i == 0 {
+				r.err, r.class = context.Cause(ctx), job.Timeout
+			}
+			return r
+		}
 		if i > 0 {
-			if wc := rung.WorstCase(in); r.cost+wc > avail {
-				log.Info("no fallback: the next rung's worst case does not fit the budget", "error_class", r.class, "rung", i, "worst_case_cents", wc.String())
+			if wc := rung.WorstCase(in); r.paid.cost+wc > avail {
+				a.log.Info("no fallback: the next rung's worst case does not fit the budget", "error_class", r.class, "rung", i, "worst_case_cents", wc.String())
 				return r
 			}
-			log.Info("falling back to the next rung", "error_class", r.class, "rung", i, "provider", rung.Provider, "model", rung.Model)
-			w.count("Fallbacks", map[string]string{"ErrorClass": string(r.class)})
+			a.log.Info("falling back to the next rung", "error_class", r.class, "rung", i, "provider", rung.Provider, "model", rung.Model)
+			a.w.count("Fallbacks", map[string]string{"ErrorClass": string(r.class)})
 		}
 		r.rung, r.tried = rung, i+1
 		progress.Store(0)
-		resp, err, timedOut := w.call(ctx, rung, in, id, progress)
+		resp, err, timedOut := a.call(ctx, rung, in, progress)
 		class, usage := model.Classify(err)
 		if err == nil {
 			usage = resp.Usage
 		}
-		r.cost += usage.Cost(rung.Price)
+		r.paid.add(usage, rung.Price)
 		r.resp, r.err, r.class = resp, err, class
 		if err == nil || ctx.Err() != nil {
 			return r // answered, or the attempt itself is over
@@ -187,8 +227,8 @@ func (w *Worker) climb(ctx context.Context, route job.Route, in job.Input, id st
 
 // call runs one rung under its own timeout and reports whether that
 // timeout (not the attempt's) ended it.
-func (w *Worker) call(ctx context.Context, rung job.Rung, in job.Input, id string, progress *atomic.Uint64) (model.Response, error, bool) {
-	p, ok := w.cfg.Providers[rung.Provider]
+func (a *attempt) call(ctx context.Context, rung job.Rung, in job.Input, progress *atomic.Uint64) (model.Response, error, bool) {
+	p, ok := a.w.cfg.Providers[rung.Provider]
 	if !ok {
 		return model.Response{}, model.Errorf(job.Internal, "no provider %q", rung.Provider), false
 	}
@@ -196,7 +236,7 @@ func (w *Worker) call(ctx context.Context, rung job.Rung, in job.Input, id strin
 	defer cancel()
 	out := rung.OutputCap(in)
 	resp, err := p.Generate(rctx, model.Request{
-		JobID: id, Model: rung.Model, Messages: in.Messages, MaxTokens: out, Temperature: in.Temperature,
+		JobID: a.j.ID, Model: rung.Model, Messages: in.Messages, MaxTokens: out, Temperature: in.Temperature,
 		Progress: func(tokens int) {
 			v := math.Min(float64(tokens)/float64(max(out, 1)), 1)
 			progress.Store(math.Float64bits(v))
@@ -208,103 +248,79 @@ func (w *Worker) call(ctx context.Context, rung job.Rung, in job.Input, id strin
 	return resp, err, err != nil && ctx.Err() == nil && errors.Is(context.Cause(rctx), errRungTimeout)
 }
 
+// succeed records the answer and what the attempt cost.
+func (a *attempt) succeed(ctx context.Context, r climbed) outcome {
+	now := a.w.stamp(a.j)
+	result, _ := job.EncodeJSON(r.resp)
+	err := retryWrite(ctx, func() error {
+		_, err := a.w.cfg.Store.Succeed(ctx, job.Succeed{ID: a.j.ID, Owner: a.owner, Now: now, Cost: r.paid.cost, Estimated: r.paid.estimated,
+			Held: a.j.Reserve, Ran: now.Sub(a.start), Result: result, Model: r.rung.Provider + "/" + r.resp.Model,
+			ExpiresAt: a.w.cfg.Retention.ExpiresAt(job.Succeeded, now)})
+		return err
+	})
+	if job.ErrorCode(err) == job.CodePayloadTooLarge {
+		// The record cannot hold this result: end the job for good,
+		// keeping what the call cost, rather than generate it again.
+		return a.end(ctx, job.Internal, "the result is too large to store", r.paid)
+	}
+	if err == nil {
+		a.w.count("JobsSucceeded", nil)
+	}
+	return a.w.finished(err, a.log)
+}
+
+// settleLost records what an attempt cost after its lease was lost or the
+// job cancelled: the record is no longer ours, so the release is refused,
+// which still settles the attempt, and says what became of the job.
+func (a *attempt) settleLost(ctx context.Context, class job.ErrorClass, paid charge) outcome {
+	now := a.w.stamp(a.j)
+	err := retryWrite(ctx, func() error {
+		_, err := a.w.cfg.Store.Release(ctx, job.Release{ID: a.j.ID, Owner: a.owner, Now: now, Cost: paid.cost, Estimated: paid.estimated,
+			Held: a.j.Reserve, Ran: now.Sub(a.start), Class: class})
+		return err
+	})
+	return a.w.finished(err, a.log)
+}
+
 // failed records an attempt that ended with class: released for a retry
 // after a backoff, or ended for good (failed or abandoned). next is the
 // worst case the next attempt would need.
-func (w *Worker) failed(ctx context.Context, m events.SQSMessage, h held, class job.ErrorClass, detail string, cost, next job.Nanocents, log *slog.Logger) outcome {
-	now := w.stamp(h.j)
-	backoff := job.Backoff(h.j.Attempts, w.cfg.Timing.BackoffBase, w.cfg.Timing.BackoffMax, w.cfg.Rand())
-	d := job.AfterError(h.j, now, class, cost, backoff, next)
+func (a *attempt) failed(ctx context.Context, class job.ErrorClass, detail string, paid charge, next job.Nanocents) outcome {
+	now := a.w.stamp(a.j)
+	backoff := job.Backoff(a.j.Attempts, a.w.cfg.Timing.BackoffBase, a.w.cfg.Timing.BackoffMax, a.w.cfg.Rand())
+	d := job.AfterError(a.j, now, class, paid.cost, backoff, next)
 	if d.Action == job.Stop {
-		return w.stop(ctx, h, d.Class, detail, cost, log)
+		return a.end(ctx, d.Class, detail, paid)
 	}
 	err := retryWrite(ctx, func() error {
-		_, err := w.cfg.Store.Release(ctx, job.Release{ID: h.j.ID, Owner: h.owner, Now: now, Cost: cost, Held: h.j.Reserve,
-			Ran: now.Sub(h.start), Class: class, Detail: detail, NotBefore: now.Add(d.Delay)})
+		_, err := a.w.cfg.Store.Release(ctx, job.Release{ID: a.j.ID, Owner: a.owner, Now: now, Cost: paid.cost, Estimated: paid.estimated,
+			Held: a.j.Reserve, Ran: now.Sub(a.start), Class: class, Detail: detail, NotBefore: now.Add(d.Delay)})
 		return err
 	})
 	if err != nil {
-		return w.finished(err, log)
+		return a.w.finished(err, a.log)
 	}
-	if err := w.cfg.Queue.ChangeVisibility(ctx, m.ReceiptHandle, d.Delay); err != nil {
-		log.Warn("setting the retry backoff failed; the message returns at its current visibility", "err", err)
+	if err := a.w.cfg.Queue.ChangeVisibility(ctx, a.m.ReceiptHandle, d.Delay); err != nil {
+		a.log.Warn("setting the retry backoff failed; the message returns at its current visibility", "err", err)
 	}
-	log.Info("job released for retry", "error_class", class, "backoff_ms", d.Delay.Milliseconds())
-	w.count("JobsRetried", map[string]string{"ErrorClass": string(class)})
+	a.log.Info("job released for retry", "error_class", class, "backoff_ms", d.Delay.Milliseconds())
+	a.w.count("JobsRetried", map[string]string{"ErrorClass": string(class)})
 	return outcomeKeep
 }
 
-// stop ends a held job for good with class.
-func (w *Worker) stop(ctx context.Context, h held, class job.ErrorClass, detail string, cost job.Nanocents, log *slog.Logger) outcome {
-	now := w.stamp(h.j)
+// end ends the held job for good with class.
+func (a *attempt) end(ctx context.Context, class job.ErrorClass, detail string, paid charge) outcome {
+	now := a.w.stamp(a.j)
 	err := retryWrite(ctx, func() error {
-		_, err := w.cfg.Store.End(ctx, job.End{ID: h.j.ID, Owner: h.owner, Now: now, Cost: cost, Held: h.j.Reserve, Ran: now.Sub(h.start),
-			Class: class, Detail: detail, ExpiresAt: w.cfg.Retention.ExpiresAt(class.FinalState(), now)})
+		_, err := a.w.cfg.Store.End(ctx, job.End{ID: a.j.ID, Owner: a.owner, Now: now, Cost: paid.cost, Estimated: paid.estimated,
+			Held: a.j.Reserve, Ran: now.Sub(a.start), Class: class, Detail: detail, ExpiresAt: a.w.cfg.Retention.ExpiresAt(class.FinalState(), now)})
 		return err
 	})
-	log.Info("job ended", "error_class", class, "state", class.FinalState())
+	a.log.Info("job ended", "error_class", class, "state", class.FinalState())
 	if err == nil {
-		w.ended(class)
+		a.w.ended(class)
 	}
-	return w.finished(err, log)
-}
-
-// heartbeat renews the lease and the message's visibility every interval
-// until the call ends, and cancels the call the moment the record says the
-// job is no longer ours (cancelled, or taken over after a lost lease).
-//
-// If renewals keep failing (the store is unavailable), the call is stopped
-// before the last lease it holds runs out: past that point another worker
-// may claim the job, and two calls would be billed for one job.
-func (w *Worker) heartbeat(ctx, call context.Context, receipt, id, owner string, held, leaseCap time.Time, progress *atomic.Uint64, stop context.CancelCauseFunc, log *slog.Logger) {
-	t := time.NewTicker(w.cfg.Timing.Heartbeat)
-	defer t.Stop()
-	for {
-		select {
-		case <-call.Done():
-			return
-		case <-t.C:
-		}
-		now := w.cfg.Clock.Now()
-		horizon := now.Add(w.cfg.Timing.LeaseTTL)
-		if horizon.After(leaseCap) {
-			horizon = leaseCap
-		}
-		if err := w.cfg.Queue.ChangeVisibility(ctx, receipt, horizon.Sub(now)); err != nil {
-			log.Warn("heartbeat: extending message visibility failed", "err", err)
-		}
-		_, err := w.cfg.Store.Heartbeat(ctx, job.Heartbeat{ID: id, Owner: owner, Now: now, LeaseUntil: horizon,
-			Progress: math.Float64frombits(progress.Load())})
-		switch job.ErrorCode(err) {
-		case "":
-			held = horizon
-		case job.CodeConflict, job.CodeNotFound:
-			stop(errLeaseLost)
-			return
-		default:
-			log.Warn("heartbeat: extending the lease failed", "err", err)
-			if !now.Add(w.cfg.Timing.Heartbeat).Before(held) {
-				stop(errLeaseExpiring)
-				return
-			}
-		}
-	}
-}
-
-// stamp is the time of a write to a record the worker holds: the clock,
-// but never at or before the claim's own updated_at, which a zero-latency
-// call can reach within the same millisecond (the store would otherwise
-// spend a read and a second write re-stamping it).
-func (w *Worker) stamp(j job.Job) time.Time {
-	return job.NextUpdate(j.UpdatedAt, w.cfg.Clock.Now())
-}
-
-// spent reports money an attempt cost, in cents (metrics need no exactness;
-// the record keeps the exact amount).
-func (w *Worker) spent(c job.Nanocents) {
-	if c > 0 {
-		w.cfg.Metrics.Emit("CostCents", float64(c)/float64(job.NanosPerCent), "None", nil)
-	}
+	return a.w.finished(err, a.log)
 }
 
 func detailOf(err error) string {

@@ -63,7 +63,7 @@ func (w *Worker) claim(ctx context.Context, m events.SQSMessage, id string, log 
 		j, err := w.cfg.Store.Claim(ctx, job.Claim{ID: id, Owner: owner, Now: now, LeaseUntil: now.Add(w.cfg.Timing.LeaseTTL)})
 		switch job.ErrorCode(err) {
 		case "":
-			return w.attempt(ctx, m, j, owner, now, log.With("attempt", j.Attempts))
+			return w.run(ctx, m, j, owner, now, log)
 		case job.CodeNotFound:
 			return w.poison(ctx, m, "job_not_found", log)
 		case job.CodeConflict:
@@ -72,7 +72,7 @@ func (w *Worker) claim(ctx context.Context, m events.SQSMessage, id string, log 
 			// (the SDK's retries ran out): then the job, and the hold the
 			// claim took, are ours, and leaving them would leak both.
 			if cur, gerr := w.cfg.Store.Get(ctx, id); gerr == nil && cur.State == job.Running && cur.LeaseOwner == owner {
-				return w.attempt(ctx, m, cur, owner, now, log.With("attempt", cur.Attempts))
+				return w.run(ctx, m, cur, owner, now, log)
 			}
 			log.Error("claim failed", "err", err)
 			return outcomeKeep
@@ -81,7 +81,7 @@ func (w *Worker) claim(ctx context.Context, m events.SQSMessage, id string, log 
 		if cur.State == job.Running && cur.LeaseOwner == owner {
 			// Our own claim was applied and its answer lost (the SDK retried
 			// it and the retry was refused): the job is ours.
-			return w.attempt(ctx, m, cur, owner, now, log.With("attempt", cur.Attempts))
+			return w.run(ctx, m, cur, owner, now, log)
 		}
 		d := job.WhyRefused(cur, now)
 		switch d.Action {
@@ -116,6 +116,12 @@ func (w *Worker) claim(ctx context.Context, m events.SQSMessage, id string, log 
 		}
 	}
 	return outcomeKeep
+}
+
+// run runs the attempt a claim won.
+func (w *Worker) run(ctx context.Context, m events.SQSMessage, j job.Job, owner string, start time.Time, log *slog.Logger) outcome {
+	a := &attempt{w: w, m: m, j: j, owner: owner, start: start, log: log.With("attempt", j.Attempts)}
+	return a.run(ctx)
 }
 
 // finished turns the answer of a finishing write into what happens to the
@@ -168,6 +174,7 @@ func finishContext(ctx context.Context) (context.Context, context.CancelFunc) {
 var (
 	errLeaseLost      = errors.New("lease lost or job cancelled")
 	errLeaseExpiring  = errors.New("lease about to expire unrenewed")
+	errHeartbeatPanic = errors.New("the heartbeat panicked")
 	errRouteTimeout   = errors.New("model route timeout")
 	errRungTimeout    = errors.New("model rung timeout")
 	errJobDeadline    = errors.New("job deadline")

@@ -54,11 +54,24 @@ type Timing struct {
 	// AttemptMargin is added to the route's timeout (every rung's) to give
 	// the attempt's deadline; the lease never reaches past it.
 	AttemptMargin time.Duration
+	// LeaseMargin stops a call whose lease could not be renewed this long
+	// before the lease ends, on a timer of its own whatever the heartbeat
+	// is doing: past the lease's end another worker may claim the job. It
+	// must exceed the clock skew between workers plus the time a call
+	// takes to stop. Zero means one heartbeat interval.
+	LeaseMargin time.Duration
 	// LambdaMargin ends the model call this long before the function's
 	// deadline, so the outcome is always recorded.
 	LambdaMargin time.Duration
 	BackoffBase  time.Duration
 	BackoffMax   time.Duration
+}
+
+func (t Timing) leaseMargin() time.Duration {
+	if t.LeaseMargin > 0 {
+		return t.LeaseMargin
+	}
+	return t.Heartbeat
 }
 
 // Config wires a Worker.
@@ -153,4 +166,20 @@ func randomOwner() string {
 		b[i] = letters[rand.IntN(len(letters))]
 	}
 	return "w_" + string(b)
+}
+
+// stamp is the time of a write to a record the worker holds: the clock,
+// but never at or before the claim's own updated_at, which a zero-latency
+// call can reach within the same millisecond (the store would otherwise
+// spend a read and a second write re-stamping it).
+func (w *Worker) stamp(j job.Job) time.Time {
+	return job.NextUpdate(j.UpdatedAt, w.cfg.Clock.Now())
+}
+
+// spent reports money an attempt cost, in cents (metrics need no exactness;
+// the record keeps the exact amount).
+func (w *Worker) spent(c job.Nanocents) {
+	if c > 0 {
+		w.cfg.Metrics.Emit("CostCents", float64(c)/float64(job.NanosPerCent), "None", nil)
+	}
 }

@@ -161,14 +161,20 @@ func (f *fixture) create(key string, mut func(*job.Job)) job.Job {
 	return j
 }
 
-func (f *fixture) deliver(bodies ...string) events.SQSEventResponse {
+// event is an SQS batch of bodies, with message ids m0, m1... and receipt
+// handles r0, r1...
+func event(bodies ...string) events.SQSEvent {
 	var ev events.SQSEvent
 	for i, b := range bodies {
 		ev.Records = append(ev.Records, events.SQSMessage{MessageId: fmt.Sprintf("m%d", i), ReceiptHandle: fmt.Sprintf("r%d", i), Body: b})
 	}
+	return ev
+}
+
+func (f *fixture) deliver(bodies ...string) events.SQSEventResponse {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := f.w.Handle(ctx, ev)
+	resp, err := f.w.Handle(ctx, event(bodies...))
 	if err != nil {
 		f.t.Fatalf("Handle returned an error: %v", err)
 	}

@@ -1,0 +1,111 @@
+package worker
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/aijobs/aijobs/pkg/job"
+)
+
+// heartbeat renews the lease and the message's visibility every interval
+// until the call ends, and stops the call the moment the record says the
+// job is no longer ours (cancelled, or taken over after a lost lease).
+//
+// It never decides when an unrenewed lease is about to run out: the lease
+// guard does, on its own timer, because a renewal can hang (a half-open
+// connection) or fail slowly, and a check made around it would run late.
+// A panic here stops the call instead of killing the process (in Lambda
+// that would return the whole batch and leak every neighbour's hold).
+func (a *attempt) heartbeat(ctx, call context.Context, leaseCap time.Time, guard *leaseGuard, progress *atomic.Uint64, stop context.CancelCauseFunc) {
+	defer func() {
+		if v := recover(); v != nil {
+			a.log.Error("panic in the heartbeat; the call is stopped", "panic", fmt.Sprint(v))
+			stop(errHeartbeatPanic)
+		}
+	}()
+	t := time.NewTicker(a.w.cfg.Timing.Heartbeat)
+	defer t.Stop()
+	for {
+		select {
+		case <-call.Done():
+			return
+		case <-t.C:
+		}
+		now := a.w.cfg.Clock.Now()
+		horizon := now.Add(a.w.cfg.Timing.LeaseTTL)
+		if horizon.After(leaseCap) {
+			horizon = leaseCap
+		}
+		if err := a.w.cfg.Queue.ChangeVisibility(ctx, a.m.ReceiptHandle, horizon.Sub(now)); err != nil {
+			a.log.Warn("heartbeat: extending message visibility failed", "err", err)
+		}
+		_, err := a.w.cfg.Store.Heartbeat(ctx, job.Heartbeat{ID: a.j.ID, Owner: a.owner, Now: now, LeaseUntil: horizon,
+			Progress: math.Float64frombits(progress.Load())})
+		switch job.ErrorCode(err) {
+		case "":
+			guard.extend(horizon)
+		case job.CodeConflict, job.CodeNotFound:
+			stop(errLeaseLost)
+			return
+		default:
+			// The guard stops the call before the last lease we hold runs
+			// out if no later renewal succeeds.
+			a.log.Warn("heartbeat: extending the lease failed", "err", err)
+		}
+	}
+}
+
+// leaseGuard stops an attempt's call a margin before the lease it holds
+// ends, unless a renewal moved the lease on first. Past the lease's end
+// another worker may claim the job, and two calls would be billed for one
+// job; the margin covers the clock skew between workers and the time a
+// call takes to stop.
+type leaseGuard struct {
+	clock  job.Clock
+	margin time.Duration
+	stop   context.CancelCauseFunc
+
+	mu    sync.Mutex
+	until time.Time
+	timer *time.Timer
+	done  bool
+}
+
+func newLeaseGuard(clock job.Clock, margin time.Duration, stop context.CancelCauseFunc) *leaseGuard {
+	return &leaseGuard{clock: clock, margin: margin, stop: stop}
+}
+
+// extend moves the guard to a lease that now ends at until (never back).
+// A lease already inside its margin stops the call at once, before the
+// caller can start one.
+func (g *leaseGuard) extend(until time.Time) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if g.done || !until.After(g.until) {
+		return
+	}
+	g.until = until
+	d := until.Sub(g.clock.Now()) - g.margin
+	if g.timer != nil {
+		g.timer.Stop()
+	}
+	if d <= 0 {
+		g.stop(errLeaseExpiring)
+		return
+	}
+	g.timer = time.AfterFunc(d, func() { g.stop(errLeaseExpiring) })
+}
+
+// disarm ends the guard with its attempt; later renewals change nothing.
+func (g *leaseGuard) disarm() {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.done = true
+	if g.timer != nil {
+		g.timer.Stop()
+	}
+}
