@@ -89,7 +89,9 @@ func TestValidateBoundaries(t *testing.T) {
 		{"max receive count = 2x max attempts + 1", func(s *settings.Settings) { s.MaxReceiveCount = 2*s.Limits.MaxMaxAttempts + 1 }},
 		{"DLQ retention = queue retention + 1s", func(s *settings.Settings) { s.DLQRetention = s.QueueRetention + time.Second }},
 		{"lease TTL = margin + 2 heartbeats", func(s *settings.Settings) { s.LeaseTTL = s.GuardMargin() + 2*s.Heartbeat }},
-		{"lease TTL = 2 heartbeats, margin 1 ms", func(s *settings.Settings) { s.LeaseTTL, s.LeaseMargin = 2*s.Heartbeat+time.Millisecond, time.Millisecond }},
+		{"lease TTL = 2 heartbeats, margin 1 ms", func(s *settings.Settings) {
+			s.LeaseTTL, s.LeaseMargin = 2*s.Heartbeat+time.Millisecond, time.Millisecond
+		}},
 		{"batch size 1", func(s *settings.Settings) { s.BatchSize = 1 }},
 		{"batch size 10", func(s *settings.Settings) { s.BatchSize = 10 }},
 		{"max concurrency 2", func(s *settings.Settings) { s.MaxConcurrency = 2 }},
