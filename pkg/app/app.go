@@ -120,7 +120,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*App, error) {
 		})
 	}
 	if o.Role == All || o.Role == ReconcilerRole {
-		a.Reconciler = reconciler.New(reconciler.Config{Store: a.Store, Queue: a.Queue, After: s.ReconcileAfter,
+		a.Reconciler = reconciler.New(reconciler.Config{Store: a.Store, Queue: a.Queue, After: s.ReconcileAfter, ResendMax: s.ReconcileResendMax,
 			Clock: o.Clock, Logger: o.Logger, Metrics: reconcilerMetrics})
 	}
 	return a, nil

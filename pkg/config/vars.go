@@ -47,6 +47,7 @@ var vars = []Var{
 
 	{"AIJOBS_RECONCILE_EVERY", "5m", "How often the reconciler runs (its schedule in AWS; a ticker in the dev server). At least 1m.", dur(func(c *Config) *time.Duration { return &c.Settings.ReconcileEvery })},
 	{"AIJOBS_RECONCILE_AFTER", "10m", "The reconciler re-sends, through the claim path, a job queued and untouched this long, or running with a lease expired this long ago.", dur(func(c *Config) *time.Duration { return &c.Settings.ReconcileAfter })},
+	{"AIJOBS_RECONCILE_RESEND_MAX", "100", "While the job queue has a backlog, the most queued jobs one reconciler run re-sends (oldest first, each once while the backlog lasts); with none, every stale queued job is re-sent.", integer(func(c *Config) *int { return &c.Settings.ReconcileResendMax })},
 
 	{"AIJOBS_DEFAULT_DEADLINE", "15m", "Job deadline when a request gives no `deadline_seconds`.", dur(func(c *Config) *time.Duration { return &c.Settings.Limits.DefaultDeadline })},
 	{"AIJOBS_MAX_DEADLINE", "24h", "Largest `deadline_seconds` accepted.", dur(func(c *Config) *time.Duration { return &c.Settings.Limits.MaxDeadline })},

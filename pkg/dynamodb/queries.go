@@ -1,9 +1,11 @@
 package dynamodb
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -148,9 +150,16 @@ func (s *Store) Failures(ctx context.Context, q job.FailureQuery, each func(job.
 }
 
 // Unfinished calls each with the id of every job still queued or running
-// that was created before before, from the active index (keys only): the
-// reconciler's candidates.
+// that was created before before, oldest first across every shard of the
+// keys-only active index (ties by id): the reconciler's worklist, whose
+// bound on how long a lost message waits depends on that order. It reads
+// every shard before the first call.
 func (s *Store) Unfinished(ctx context.Context, before time.Time, each func(id string) error) error {
+	type entry struct {
+		created int64
+		id      string
+	}
+	var all []entry
 	for n := range s.idx.activeShards {
 		in := &ddb.QueryInput{
 			TableName: aws.String(s.table), IndexName: aws.String(s.idx.active),
@@ -161,8 +170,21 @@ func (s *Store) Unfinished(ctx context.Context, before time.Time, each func(id s
 			},
 		}
 		if err := s.pages(ctx, in, "query unfinished jobs", func(it map[string]types.AttributeValue) error {
-			return each(attrS(it, aID))
+			created, _ := strconv.ParseInt(attrN(it, aCreated), 10, 64)
+			all = append(all, entry{created, attrS(it, aID)})
+			return nil
 		}); err != nil {
+			return err
+		}
+	}
+	slices.SortFunc(all, func(a, b entry) int {
+		if a.created != b.created {
+			return cmp.Compare(a.created, b.created)
+		}
+		return strings.Compare(a.id, b.id)
+	})
+	for _, e := range all {
+		if err := each(e.id); err != nil {
 			return err
 		}
 	}

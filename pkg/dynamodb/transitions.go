@@ -150,9 +150,13 @@ func (s *Store) Replay(ctx context.Context, r job.Replay) (job.Job, error) {
 func (s *Store) Nudge(ctx context.Context, n job.Nudge) (job.Job, error) {
 	v := map[string]types.AttributeValue{":running": st(job.Running), ":stale": avN(n.Stale.UnixMilli()), ":one": avN(1)}
 	cond := "#updated_ms <= :stale AND #state = :running AND #lease_until_ms <= :stale"
-	if !n.RunningOnly {
-		cond = "#updated_ms <= :stale AND ((#state = :queued AND (attribute_not_exists(#not_before_ms) OR #not_before_ms <= :stale))" +
-			" OR (#state = :running AND #lease_until_ms <= :stale))"
+	if n.Queued != job.NudgeNone {
+		queued := "#state = :queued AND (attribute_not_exists(#not_before_ms) OR #not_before_ms <= :stale)"
+		if n.Queued == job.NudgeFirst {
+			// nudges is absent until the first nudge ADDs it.
+			queued += " AND attribute_not_exists(#nudges)"
+		}
+		cond = "#updated_ms <= :stale AND ((" + queued + ") OR (#state = :running AND #lease_until_ms <= :stale))"
 		v[":queued"] = st(job.Queued)
 	}
 	return s.apply(ctx, n.ID, n.Now, n.Allows, update{cond: cond, expr: "SET #updated_ms = :upd ADD #nudges :one, #version :one", values: v}, settle{})

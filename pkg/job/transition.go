@@ -127,18 +127,35 @@ type Replay struct {
 // Nudge records that the reconciler found a job stuck and is re-sending
 // its message, so the claim path (not the reconciler) decides what happens.
 // Precondition: updated_at <= Stale AND ((state = queued AND not_before <=
-// Stale) OR (state = running AND lease_until <= Stale)): untouched since
-// Stale, and not waiting out a backoff or held by a live worker.
+// Stale AND the Queued rule) OR (state = running AND lease_until <=
+// Stale)): untouched since Stale, and not waiting out a backoff or held by
+// a live worker.
 // Effect: nudges + 1 (and the version and updated_at, so the next run
 // leaves it alone for as long again).
 type Nudge struct {
 	ID    string
 	Now   time.Time
 	Stale time.Time
-	// RunningOnly leaves queued jobs alone: while the queue has a backlog,
-	// an untouched queued job's message is most likely still in it.
-	RunningOnly bool
+	// Queued says which stale queued jobs the nudge may touch; a running
+	// job whose lease expired before Stale it always may.
+	Queued NudgeQueued
 }
+
+// NudgeQueued is which stale queued jobs a nudge may touch.
+type NudgeQueued int
+
+const (
+	// NudgeAny touches any stale queued job: with no backlog in the queue,
+	// a queued job untouched that long has lost its message.
+	NudgeAny NudgeQueued = iota
+	// NudgeFirst touches a stale queued job only if no nudge ever did:
+	// while the queue has a backlog, a job nudged once most likely has its
+	// re-sent message waiting in it, and one never nudged may have lost
+	// its only message.
+	NudgeFirst
+	// NudgeNone leaves queued jobs alone.
+	NudgeNone
+)
 
 // Retention says how long a finished record is kept. Failed and abandoned
 // jobs are what operators study after an incident, so they stay far longer.
@@ -193,7 +210,7 @@ func (n Nudge) Allows(j Job) bool {
 	}
 	switch j.State {
 	case Queued:
-		return !n.RunningOnly && !j.NotBefore.After(n.Stale)
+		return !j.NotBefore.After(n.Stale) && (n.Queued == NudgeAny || n.Queued == NudgeFirst && j.Nudges == 0)
 	case Running:
 		return !j.LeaseUntil.After(n.Stale)
 	}

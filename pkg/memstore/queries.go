@@ -3,6 +3,7 @@ package memstore
 import (
 	"context"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/aijobs/aijobs/pkg/job"
@@ -107,15 +108,21 @@ func (s *Store) Failures(_ context.Context, q job.FailureQuery, each func(job.Fa
 // before before.
 func (s *Store) Unfinished(_ context.Context, before time.Time, each func(id string) error) error {
 	s.mu.Lock()
-	var ids []string
-	for id, j := range s.jobs {
+	var found []job.Job
+	for _, j := range s.jobs {
 		if !j.State.Terminal() && j.CreatedAt.Before(before) {
-			ids = append(ids, id)
+			found = append(found, j)
 		}
 	}
 	s.mu.Unlock()
-	for _, id := range ids {
-		if err := each(id); err != nil {
+	slices.SortFunc(found, func(a, b job.Job) int {
+		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	for _, j := range found {
+		if err := each(j.ID); err != nil {
 			return err
 		}
 	}

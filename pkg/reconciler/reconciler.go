@@ -51,6 +51,13 @@ type Config struct {
 	Metrics Metrics
 	// Parallel bounds the nudges and sends in flight; 0 means 16.
 	Parallel int
+	// ResendMax bounds the queued jobs one sweep re-sends while the queue
+	// has a backlog (oldest first, each at most once while it lasts), so a
+	// lost message is re-sent within ceil(older lost-or-waiting jobs /
+	// ResendMax) sweeps without a backlog ever growing by more than
+	// ResendMax a sweep; 0 means 100. With no backlog every stale queued
+	// job is re-sent.
+	ResendMax int
 }
 
 // Reconciler runs one sweep per call of Run.
@@ -69,6 +76,9 @@ func New(cfg Config) *Reconciler {
 	}
 	if cfg.Parallel <= 0 {
 		cfg.Parallel = 16
+	}
+	if cfg.ResendMax <= 0 {
+		cfg.ResendMax = 100
 	}
 	return &Reconciler{cfg: cfg}
 }
@@ -90,8 +100,9 @@ type Report struct {
 	Healthy int `json:"healthy"`
 	Errors  int `json:"errors"`
 	// Backlog is the messages waiting in the queue when the sweep began;
-	// while there are any, queued jobs are left alone (their messages are
-	// most likely among them), so a backlog is never amplified.
+	// while there are any, a queued job's message is most likely among
+	// them: at most ResendMax queued jobs are re-sent, oldest first, each
+	// once while the backlog lasts.
 	Backlog int `json:"backlog"`
 }
 
@@ -109,8 +120,12 @@ func (r *Reconciler) Run(ctx context.Context) (Report, error) {
 	backlog, err := r.cfg.Queue.Backlog(ctx)
 	if err != nil {
 		// Unknown: assume one rather than risk doubling it.
-		r.cfg.Logger.Warn("reading the queue's backlog failed; queued jobs are left for the next sweep", "err", err)
+		r.cfg.Logger.Warn("reading the queue's backlog failed; queued jobs are re-sent as under a backlog", "err", err)
 		backlog = -1
+	}
+	quota := newQuota(r.cfg.ResendMax)
+	if backlog == 0 {
+		quota = nil // every stale queued job lost its message
 	}
 	var rep struct{ candidates, queued, running, healthy, errors atomic.Int64 }
 	sem := make(chan struct{}, r.cfg.Parallel)
@@ -121,11 +136,24 @@ func (r *Reconciler) Run(ctx context.Context) (Report, error) {
 		}
 		rep.candidates.Add(1)
 		sem <- struct{}{}
+		// Taken in the store's order, oldest first, so the oldest stale
+		// queued jobs get the sweep's quota.
+		mode, took := job.NudgeAny, false
+		if quota != nil {
+			mode, took = job.NudgeNone, quota.take()
+			if took {
+				mode = job.NudgeFirst
+			}
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			switch r.one(ctx, job.Nudge{ID: id, Now: now, Stale: stale, RunningOnly: backlog != 0}) {
+			state := r.one(ctx, job.Nudge{ID: id, Now: now, Stale: stale, Queued: mode})
+			if took {
+				quota.settle(state == job.Queued)
+			}
+			switch state {
 			case job.Queued:
 				rep.queued.Add(1)
 			case job.Running:
@@ -148,6 +176,49 @@ func (r *Reconciler) Run(ctx context.Context) (Report, error) {
 		return out, fmt.Errorf("reconciler: list unfinished jobs: %w", err)
 	}
 	return out, nil
+}
+
+// quota is how many queued jobs a sweep under a backlog may still re-send.
+// A nudge in flight holds a share until it is known whether it re-sent a
+// queued job; a later candidate waits for that answer rather than be
+// passed over while the quota may still have room.
+type quota struct {
+	mu              sync.Mutex
+	cond            *sync.Cond
+	left, tentative int
+}
+
+func newQuota(n int) *quota {
+	q := &quota{left: n}
+	q.cond = sync.NewCond(&q.mu)
+	return q
+}
+
+// take reports whether the next nudge may re-send a queued job.
+func (q *quota) take() bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for q.left == 0 && q.tentative > 0 {
+		q.cond.Wait()
+	}
+	if q.left == 0 {
+		return false
+	}
+	q.left--
+	q.tentative++
+	return true
+}
+
+// settle answers a take: used if the nudge re-sent a queued job, given
+// back otherwise.
+func (q *quota) settle(used bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	q.tentative--
+	if !used {
+		q.left++
+	}
+	q.cond.Broadcast()
 }
 
 // failed marks a job the sweep could not handle (one that is not a state).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
 	"sync"
 	"testing"
@@ -117,16 +118,20 @@ func TestSweep(t *testing.T) {
 
 func sortIDs(ids []string) []string { slices.Sort(ids); return ids }
 
-// TestABacklogIsNeverAmplified: while messages wait in the queue, a queued
-// job untouched for a long time is most likely among them; the sweep
-// re-sends only jobs whose worker died.
-func TestABacklogIsNeverAmplified(t *testing.T) {
+// TestALostMessageIsResentUnderASustainedBacklog: while messages wait in
+// the queue, an untouched queued job is most likely among them, but one may
+// have lost its only message (its create's send failed and the client
+// never retried). Each sweep re-sends at most ResendMax queued jobs, oldest
+// first, each at most once while the backlog lasts, so a lost message is
+// re-sent within ceil(older ones / ResendMax) sweeps and the backlog grows
+// by at most ResendMax a sweep.
+func TestALostMessageIsResentUnderASustainedBacklog(t *testing.T) {
 	ctx := context.Background()
 	st := memstore.New()
 	old := now.Add(-time.Hour)
-	mk := func(key string, mut func(*job.Job)) string {
+	mk := func(key string, created time.Time, mut func(*job.Job)) string {
 		j := job.Job{ID: job.NewID("t", key), Tenant: "t", RequestKey: key, State: job.Queued, MaxAttempts: 3, Budget: job.Cents(1),
-			Deadline: now.Add(time.Hour), Version: 1, CreatedAt: old, UpdatedAt: old}
+			Deadline: now.Add(2 * time.Hour), Version: 1, CreatedAt: created, UpdatedAt: created}
 		if mut != nil {
 			mut(&j)
 		}
@@ -135,18 +140,62 @@ func TestABacklogIsNeverAmplified(t *testing.T) {
 		}
 		return j.ID
 	}
-	waiting := mk("waiting", nil)
-	dead := mk("dead", func(j *job.Job) {
+	var queued []string // oldest first; the last is the one whose message was lost
+	for i := range 7 {
+		queued = append(queued, mk(fmt.Sprint("q", i), old.Add(time.Duration(i)*time.Minute), nil))
+	}
+	dead := mk("dead", old, func(j *job.Job) {
 		j.State, j.Attempts, j.LeaseOwner, j.LeaseUntil = job.Running, 1, "w", old.Add(time.Minute)
 	})
 	q := &queue{backlog: 5000}
 	m := &metrics{m: map[string]float64{}}
-	rep, err := reconciler.New(reconciler.Config{Store: st, Queue: q, After: 10 * time.Minute, Clock: clock{now}, Metrics: m}).Run(ctx)
-	if err != nil || rep.Queued != 0 || rep.Running != 1 || rep.Backlog != 5000 || len(q.sent) != 1 || q.sent[0] != dead {
-		t.Fatalf("report %+v %v, sent %v", rep, err, q.sent)
+	after := 10 * time.Minute
+	var sent []string
+	for run, want := range [][]string{
+		// The dead worker's job is re-sent every sweep it is stale in,
+		// outside the quota: its message is gone whatever the backlog.
+		{dead, queued[0], queued[1], queued[2]},
+		{dead, queued[3], queued[4], queued[5]},
+		{dead, queued[6]},
+		{dead}, // every queued job was re-sent once: the backlog is left alone
+	} {
+		at := now.Add(time.Duration(run) * after)
+		q.sent = nil
+		rep, err := reconciler.New(reconciler.Config{Store: st, Queue: q, After: after, ResendMax: 3, Clock: clock{at}, Metrics: m, Parallel: 2}).Run(ctx)
+		if err != nil || rep.Queued > 3 || rep.Backlog != 5000 {
+			t.Fatalf("sweep %d: report %+v %v: at most 3 queued re-sends a sweep", run, rep, err)
+		}
+		if !slices.Equal(sortIDs(q.sent), sortIDs(slices.Clone(want))) {
+			t.Fatalf("sweep %d sent %v, want %v (oldest first)", run, q.sent, want)
+		}
+		sent = append(sent, q.sent...)
 	}
-	if j, _ := st.Get(ctx, waiting); j.Nudges != 0 || m.m["ReconcileBacklog/"] != 5000 {
-		t.Fatalf("the waiting job was touched (%+v) or the backlog not reported (%v)", j, m.m)
+	if !slices.Contains(sent, queued[6]) {
+		t.Fatal("the youngest lost job was never re-sent")
+	}
+	if m.m["ReconcileBacklog/"] != 4*5000 {
+		t.Fatalf("backlog metric %v", m.m)
+	}
+}
+
+// TestWithoutABacklogEveryStaleQueuedJobIsResent: an empty queue means a
+// stale queued job lost its message, however many there are.
+func TestWithoutABacklogEveryStaleQueuedJobIsResent(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	old := now.Add(-time.Hour)
+	for i := range 5 {
+		key := fmt.Sprint("q", i)
+		j := job.Job{ID: job.NewID("t", key), Tenant: "t", RequestKey: key, State: job.Queued, MaxAttempts: 3, Budget: job.Cents(1),
+			Deadline: now.Add(time.Hour), Version: 1, CreatedAt: old, UpdatedAt: old, Nudges: 2}
+		if _, err := st.Create(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+	}
+	q := &queue{}
+	rep, err := reconciler.New(reconciler.Config{Store: st, Queue: q, After: 10 * time.Minute, ResendMax: 2, Clock: clock{now}}).Run(ctx)
+	if err != nil || rep.Queued != 5 || len(q.sent) != 5 {
+		t.Fatalf("report %+v %v, sent %v: want all 5 re-sent", rep, err, q.sent)
 	}
 }
 

@@ -37,8 +37,11 @@ type Settings struct {
 	// the claim path, jobs queued and untouched for ReconcileAfter (their
 	// message was lost) and jobs whose lease expired that long ago (their
 	// worker died and the message is gone).
-	ReconcileEvery     time.Duration
-	ReconcileAfter     time.Duration
+	ReconcileEvery time.Duration
+	ReconcileAfter time.Duration
+	// ReconcileResendMax bounds the queued jobs one sweep re-sends while
+	// the queue has a backlog (oldest first, each once while it lasts).
+	ReconcileResendMax int
 	ReconcilerTimeout  time.Duration
 	ReconcilerMemoryMB int
 
@@ -95,6 +98,7 @@ func Defaults() Settings {
 		ActiveShards:       4,
 		ReconcileEvery:     5 * time.Minute,
 		ReconcileAfter:     10 * time.Minute,
+		ReconcileResendMax: 100,
 		ReconcilerTimeout:  60 * time.Second,
 		ReconcilerMemoryMB: 256,
 		WorkerTimeout:      180 * time.Second,
@@ -188,6 +192,7 @@ func (s Settings) Validate() error {
 	check(s.ReconcileEvery >= time.Minute, "reconcile every %s: a schedule runs at most once a minute", s.ReconcileEvery)
 	check(s.ReconcileAfter >= 2*s.LeaseTTL && s.ReconcileAfter >= s.ReconcileEvery,
 		"reconcile after %s must be at least two lease TTLs (%s) and one reconcile period (%s): a live job is never re-sent", s.ReconcileAfter, s.LeaseTTL, s.ReconcileEvery)
+	check(s.ReconcileResendMax >= 1, "reconcile resend max %d below 1", s.ReconcileResendMax)
 	check(s.ReconcilerTimeout >= 10*time.Second, "reconciler timeout %s below 10s", s.ReconcilerTimeout)
 	check(s.BackoffBase > 0 && s.BackoffMax >= s.BackoffBase, "backoff base/max out of order")
 	check(s.AWSCallTimeout > 0, "AWS call timeout %s is not positive", s.AWSCallTimeout)
