@@ -7,6 +7,8 @@ import (
 	"time"
 
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/reconciler"
+	"github.com/aijobs/aijobs/pkg/replay"
 )
 
 // TestReconcilerFinishesAJobWhoseMessageWasNeverSent: a record whose
@@ -51,5 +53,55 @@ func TestReconcilerFinishesAJobWhoseMessageWasNeverSent(t *testing.T) {
 	// active index, the healthy one is still fresh.
 	if rep, err := s.app.Reconciler.Run(ctx); err != nil || rep.Queued+rep.Running != 0 || rep.Candidates != 1 {
 		t.Fatalf("second sweep: %+v %v", rep, err)
+	}
+}
+
+// TestADeadLetteredJobIsMarkedAndComesBackByReplay: a message SQS moved to
+// the DLQ by redrive (received maxReceiveCount times, no outcome recorded)
+// leaves a record no worker will come back to. The reconciler's next sweep
+// marks it failed with class dead_lettered, so its polling client and the
+// failure index see it; a replay from the DLQ then brings it back through
+// the claim path, and it succeeds with one generation.
+func TestADeadLetteredJobIsMarkedAndComesBackByReplay(t *testing.T) {
+	t.Parallel()
+	s := startStack(t, nil)
+	ctx := context.Background()
+	in, _ := json.Marshal(job.Input{Messages: []job.Message{{Role: "user", Content: "crash looped"}}, MaxTokens: 20})
+	now := job.Millis(time.Now())
+	stuck := job.Job{ID: job.NewID("jwt:t", "dead"), Tenant: "jwt:t", RequestKey: "dead", InputHash: "sha256:dead", Model: "default",
+		Input: in, State: job.Queued, MaxAttempts: 3, Budget: job.Cents(1), Deadline: now.Add(time.Hour),
+		Version: 1, CreatedAt: now, UpdatedAt: now}
+	if _, err := s.app.Store.Create(ctx, stuck); err != nil {
+		t.Fatal(err)
+	}
+	s.sendDead(`{"job_id":"` + stuck.ID + `"}`) // as redrive leaves it
+
+	sweep := reconciler.New(reconciler.Config{Store: s.app.Store, Queue: s.app.Queue, After: s.app.Config.Settings.ReconcileAfter,
+		Retention: s.app.Config.Settings.Retention, DeadLetterHide: time.Second})
+	rep, err := sweep.Run(ctx)
+	if err != nil || rep.DeadLettered != 1 {
+		t.Fatalf("sweep: %+v %v, want the job marked", rep, err)
+	}
+	v := s.wait("t", stuck.ID, 5*time.Second, "failed")
+	if v["error_class"] != "dead_lettered" {
+		t.Fatalf("view %v: want failed with class dead_lettered", v)
+	}
+	// A second sweep finds the dead letter again (it stays for the replay)
+	// but has nothing left to mark.
+	time.Sleep(1100 * time.Millisecond) // the first sweep hid it for a second
+	if rep, err := sweep.Run(ctx); err != nil || rep.DeadLettered != 0 || rep.Errors != 0 {
+		t.Fatalf("second sweep: %+v %v", rep, err)
+	}
+
+	time.Sleep(1100 * time.Millisecond)
+	r := replay.New(replay.Config{Store: s.app.Store, Queue: s.app.Queue, DeadLetters: s.app.Queue.DeadLetters(),
+		Retention: s.app.Config.Settings.Retention, Limits: s.app.Config.Settings.Limits})
+	sum, err := r.DeadLetters(ctx, 0, replay.Options{Attempts: 1, Parallel: 1})
+	if err != nil || sum[replay.Replayed] != 1 {
+		t.Fatalf("replay from the DLQ: %v %v, want the job replayed", sum, err)
+	}
+	s.wait("t", stuck.ID, 10*time.Second, "succeeded")
+	if s.fake.Generations(stuck.ID) != 1 {
+		t.Fatalf("%d generations, want 1", s.fake.Generations(stuck.ID))
 	}
 }

@@ -114,13 +114,13 @@ func New(ctx context.Context, cfg config.Config, o Options) (*App, error) {
 		}
 		a.Worker = worker.New(worker.Config{
 			Store: a.Store, Queue: a.Queue, Clock: o.Clock, Logger: o.Logger, Retention: s.Retention, Metrics: workerMetrics,
-			Routes: cfg.RouteTable, Providers: a.Providers,
+			Routes: cfg.RouteTable, Providers: a.Providers, ReceiveLimit: s.MaxReceiveCount,
 			Timing: worker.Timing{Heartbeat: s.Heartbeat, LeaseTTL: s.LeaseTTL, LeaseMargin: s.GuardMargin(), AttemptMargin: s.AttemptMargin,
 				LambdaMargin: s.LambdaMargin, BackoffBase: s.BackoffBase, BackoffMax: s.BackoffMax},
 		})
 	}
 	if o.Role == All || o.Role == ReconcilerRole {
-		a.Reconciler = reconciler.New(reconciler.Config{Store: a.Store, Queue: a.Queue, After: s.ReconcileAfter, ResendMax: s.ReconcileResendMax,
+		a.Reconciler = reconciler.New(reconciler.Config{Store: a.Store, Queue: a.Queue, After: s.ReconcileAfter, ResendMax: s.ReconcileResendMax, Retention: s.Retention,
 			Clock: o.Clock, Logger: o.Logger, Metrics: reconcilerMetrics})
 	}
 	return a, nil

@@ -32,7 +32,7 @@ var vars = []Var{
 
 	{"AIJOBS_HEARTBEAT", "10s", "How often a running attempt renews its lease and message visibility.", dur(func(c *Config) *time.Duration { return &c.Settings.Heartbeat })},
 	{"AIJOBS_LEASE_TTL", "30s", "How far each renewal reaches; a dead worker's job is retried after at most this.", dur(func(c *Config) *time.Duration { return &c.Settings.LeaseTTL })},
-	{"AIJOBS_AWS_CALL_TIMEOUT", "2s", "Deadline of every DynamoDB and SQS call, the SDK's retries included (a long poll's wait is added): a stalled call fails instead of hanging a heartbeat or a finishing write.", dur(func(c *Config) *time.Duration { return &c.Settings.AWSCallTimeout })},
+	{"AIJOBS_AWS_CALL_TIMEOUT", "5s", "Deadline of every DynamoDB and SQS call, the SDK's retries included (a long poll's wait is added): a stalled call fails instead of hanging a heartbeat or a finishing write.", dur(func(c *Config) *time.Duration { return &c.Settings.AWSCallTimeout })},
 	{"AIJOBS_LEASE_MARGIN", "0s", "A call whose lease could not be renewed is stopped this long before the lease ends, on a timer of its own; must exceed the clock skew between workers. 0s: one heartbeat.", dur(func(c *Config) *time.Duration { return &c.Settings.LeaseMargin })},
 	{"AIJOBS_ATTEMPT_MARGIN", "10s", "Added to the model timeout to bound an attempt and its lease.", dur(func(c *Config) *time.Duration { return &c.Settings.AttemptMargin })},
 	{"AIJOBS_LAMBDA_MARGIN", "10s", "The model call ends this long before the worker function's deadline.", dur(func(c *Config) *time.Duration { return &c.Settings.LambdaMargin })},

@@ -1,10 +1,12 @@
-// Package reconciler is the backstop for lost messages (DESIGN 4.8): on a
-// schedule it finds jobs queued and untouched for a while (their message
-// was lost before or after it was sent) and jobs whose lease expired long
-// ago (their worker died and the message is gone), and sends their ids
-// again. It decides nothing itself: the worker's claim path does, so a
-// re-sent job that finished meanwhile costs one round trip, never a second
-// generation.
+// Package reconciler is the backstop for lost messages (docs/architecture.md,
+// "Reconciler"): on a schedule it finds jobs queued and untouched for a
+// while (their message was lost before or after it was sent) and jobs
+// whose lease expired long ago (their worker died and the message is
+// gone), and sends their ids again. It decides nothing itself: the
+// worker's claim path does, so a re-sent job that finished meanwhile costs
+// one round trip, never a second generation. It also reads the dead letter
+// queue and marks the jobs found there failed with class dead_lettered, so
+// polling clients and operators see them within one period.
 package reconciler
 
 import (
@@ -25,13 +27,15 @@ import (
 type Store interface {
 	Unfinished(ctx context.Context, before time.Time, each func(id string) error) error
 	Nudge(ctx context.Context, n job.Nudge) (job.Job, error)
+	End(ctx context.Context, e job.End) (job.Job, error)
 }
 
-// Queue re-sends a job's id to the workers, and says how many messages
-// wait in it.
+// Queue re-sends a job's id to the workers, says how many messages wait in
+// it, and lists the job ids in its dead letter queue without removing them.
 type Queue interface {
 	Send(ctx context.Context, jobID string) error
 	Backlog(ctx context.Context) (int, error)
+	DeadLetterIDs(ctx context.Context, max int, hide time.Duration) ([]string, error)
 }
 
 // Metrics receives what a run did (CloudWatch EMF in Lambda).
@@ -51,6 +55,14 @@ type Config struct {
 	Metrics Metrics
 	// Parallel bounds the nudges and sends in flight; 0 means 16.
 	Parallel int
+	// Retention says how long a job marked dead_lettered is kept.
+	Retention job.Retention
+	// DeadLetterMax bounds the dead letters one sweep reads; 0 means 500.
+	DeadLetterMax int
+	// DeadLetterHide is how long a sweep hides the dead letters it reads,
+	// so it sees each once; they come back for an operator's replay after
+	// it. 0 means 30 s.
+	DeadLetterHide time.Duration
 	// ResendMax bounds the queued jobs one sweep re-sends while the queue
 	// has a backlog (oldest first, each at most once while it lasts), so a
 	// lost message is re-sent within ceil(older lost-or-waiting jobs /
@@ -80,6 +92,12 @@ func New(cfg Config) *Reconciler {
 	if cfg.ResendMax <= 0 {
 		cfg.ResendMax = 100
 	}
+	if cfg.DeadLetterMax <= 0 {
+		cfg.DeadLetterMax = 500
+	}
+	if cfg.DeadLetterHide <= 0 {
+		cfg.DeadLetterHide = 30 * time.Second
+	}
 	return &Reconciler{cfg: cfg}
 }
 
@@ -99,6 +117,9 @@ type Report struct {
 	// held by a live worker, or finished meanwhile).
 	Healthy int `json:"healthy"`
 	Errors  int `json:"errors"`
+	// DeadLettered are jobs found in the dead letter queue and marked
+	// failed with class dead_lettered by this sweep.
+	DeadLettered int `json:"dead_lettered"`
 	// Backlog is the messages waiting in the queue when the sweep began;
 	// while there are any, a queued job's message is most likely among
 	// them: at most ResendMax queued jobs are re-sent, oldest first, each
@@ -123,6 +144,7 @@ func (r *Reconciler) Run(ctx context.Context) (Report, error) {
 		r.cfg.Logger.Warn("reading the queue's backlog failed; queued jobs are re-sent as under a backlog", "err", err)
 		backlog = -1
 	}
+	dead := r.markDeadLettered(ctx, now)
 	quota := newQuota(r.cfg.ResendMax)
 	if backlog == 0 {
 		quota = nil // every stale queued job lost its message
@@ -168,10 +190,10 @@ func (r *Reconciler) Run(ctx context.Context) (Report, error) {
 	})
 	wg.Wait()
 	out := Report{Candidates: int(rep.candidates.Load()), Queued: int(rep.queued.Load()), Running: int(rep.running.Load()),
-		Healthy: int(rep.healthy.Load()), Errors: int(rep.errors.Load()), Backlog: max(backlog, 0)}
+		Healthy: int(rep.healthy.Load()), Errors: int(rep.errors.Load()) + dead.errors, Backlog: max(backlog, 0), DeadLettered: dead.marked}
 	r.emit(out)
 	r.cfg.Logger.Info("reconciled", "candidates", out.Candidates, "resent_queued", out.Queued, "resent_running", out.Running,
-		"healthy", out.Healthy, "errors", out.Errors, "backlog", backlog)
+		"healthy", out.Healthy, "errors", out.Errors, "backlog", backlog, "dead_lettered", out.DeadLettered)
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 		return out, fmt.Errorf("reconciler: list unfinished jobs: %w", err)
 	}
@@ -257,4 +279,38 @@ func (r *Reconciler) emit(rep Report) {
 	m.Emit("Reconciled", float64(rep.Running), "Count", map[string]string{"State": string(job.Running)})
 	m.Emit("ReconcileErrors", float64(rep.Errors), "Count", nil)
 	m.Emit("ReconcileBacklog", float64(rep.Backlog), "Count", nil)
+	m.Emit("DeadLetteredJobs", float64(rep.DeadLettered), "Count", nil)
+}
+
+type marked struct{ marked, errors int }
+
+// markDeadLettered ends, with class dead_lettered, every job whose message
+// waits in the dead letter queue and that nobody holds (queued, or running
+// with an expired lease): SQS moved its message there after
+// maxReceiveCount receives, so no worker will come back to it, and a
+// polling client would otherwise wait until its deadline. A job held by a
+// live worker is left to it; a finished one needs nothing. The dead letter
+// itself stays: `aijobs replay --from dlq` brings the job back through the
+// claim path.
+func (r *Reconciler) markDeadLettered(ctx context.Context, now time.Time) marked {
+	var out marked
+	ids, err := r.cfg.Queue.DeadLetterIDs(ctx, r.cfg.DeadLetterMax, r.cfg.DeadLetterHide)
+	if err != nil {
+		r.cfg.Logger.Warn("reading the dead letter queue failed", "err", err)
+		out.errors++
+	}
+	for _, id := range ids {
+		_, err := r.cfg.Store.End(ctx, job.End{ID: id, Now: now, Class: job.DeadLettered, Detail: "message dead-lettered",
+			ExpiresAt: r.cfg.Retention.ExpiresAt(job.Failed, now)})
+		switch job.ErrorCode(err) {
+		case "":
+			r.cfg.Logger.Warn("job marked failed: its message is in the dead letter queue", "job_id", id)
+			out.marked++
+		case job.CodeConflict, job.CodeNotFound:
+		default:
+			r.cfg.Logger.Warn("marking a dead-lettered job failed", "job_id", id, "err", err)
+			out.errors++
+		}
+	}
+	return out
 }

@@ -20,9 +20,14 @@ type queue struct {
 	sent    []string
 	fail    map[string]bool
 	backlog int
+	dead    []string // job ids in the dead letter queue
 }
 
 func (q *queue) Backlog(context.Context) (int, error) { return q.backlog, nil }
+
+func (q *queue) DeadLetterIDs(_ context.Context, max int, _ time.Duration) ([]string, error) {
+	return q.dead[:min(max, len(q.dead))], nil
+}
 
 func (q *queue) Send(_ context.Context, id string) error {
 	q.mu.Lock()
@@ -215,5 +220,51 @@ func TestSweepStopsWithItsContext(t *testing.T) {
 	rep, err := r.Run(ctx)
 	if err != nil || rep.Candidates > 1 {
 		t.Fatalf("a cancelled sweep went on: %+v %v", rep, err)
+	}
+}
+
+// TestDeadLetteredJobsAreMarkedFailed: a job whose message SQS moved to the
+// DLQ (maxReceiveCount receives, no outcome recorded) is marked failed
+// with class dead_lettered by the next sweep, unless a live worker holds
+// it or it finished; its dead letter stays for a replay.
+func TestDeadLetteredJobsAreMarkedFailed(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	mk := func(key string, mut func(*job.Job)) string {
+		j := job.Job{ID: job.NewID("t", key), Tenant: "t", RequestKey: key, State: job.Queued, MaxAttempts: 3, Budget: job.Cents(1),
+			Deadline: now.Add(time.Hour), Version: 1, CreatedAt: now.Add(-time.Minute), UpdatedAt: now.Add(-time.Minute)}
+		if mut != nil {
+			mut(&j)
+		}
+		if _, err := st.Create(ctx, j); err != nil {
+			t.Fatal(err)
+		}
+		return j.ID
+	}
+	queued := mk("queued", nil)
+	deadWorker := mk("dead-worker", func(j *job.Job) {
+		j.State, j.Attempts, j.LeaseOwner, j.LeaseUntil = job.Running, 1, "w", now.Add(-time.Second)
+	})
+	live := mk("live", func(j *job.Job) {
+		j.State, j.Attempts, j.LeaseOwner, j.LeaseUntil = job.Running, 1, "w", now.Add(time.Minute)
+	})
+	done := mk("done", func(j *job.Job) { j.State = job.Succeeded })
+	q := &queue{dead: []string{queued, deadWorker, live, done, job.NewID("t", "gone")}}
+	m := &metrics{m: map[string]float64{}}
+	rep, err := reconciler.New(reconciler.Config{Store: st, Queue: q, After: 10 * time.Minute, Clock: clock{now}, Metrics: m,
+		Retention: job.Retention{Succeeded: time.Hour, Failed: 48 * time.Hour}}).Run(ctx)
+	if err != nil || rep.DeadLettered != 2 || rep.Errors != 0 || m.m["DeadLetteredJobs/"] != 2 {
+		t.Fatalf("report %+v %v, metrics %v: want 2 jobs marked", rep, err, m.m)
+	}
+	for _, id := range []string{queued, deadWorker} {
+		if j, _ := st.Get(ctx, id); j.State != job.Failed || j.ErrorClass != job.DeadLettered || !j.ExpiresAt.Equal(now.Add(48*time.Hour)) {
+			t.Fatalf("job %+v: want failed, dead_lettered, kept as long as failures", j)
+		}
+	}
+	if j, _ := st.Get(ctx, live); j.State != job.Running {
+		t.Fatalf("a job held by a live worker was marked: %+v", j)
+	}
+	if j, _ := st.Get(ctx, done); j.State != job.Succeeded {
+		t.Fatalf("a finished job was marked: %+v", j)
 	}
 }

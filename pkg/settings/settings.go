@@ -120,7 +120,7 @@ func Defaults() Settings {
 		BackoffBase:        2 * time.Second,
 		BackoffMax:         5 * time.Minute,
 		EnqueueRetryAfter:  2 * time.Second,
-		AWSCallTimeout:     2 * time.Second,
+		AWSCallTimeout:     5 * time.Second,
 		Retention:          job.Retention{Succeeded: 7 * 24 * time.Hour, Failed: 90 * 24 * time.Hour},
 		Limits: job.Limits{
 			DefaultModel:       "default",

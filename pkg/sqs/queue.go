@@ -65,6 +65,29 @@ func (q *Queue) Send(ctx context.Context, jobID string) error {
 	return nil
 }
 
+// MaxDelay is SQS's upper bound on a message's delay.
+const MaxDelay = 15 * time.Minute
+
+// SendAfter enqueues the job id to be delivered after delay (rounded up to
+// whole seconds, at most MaxDelay): a fresh message that stands in for one
+// whose receive count ran out while its job was alive, so a long-held or
+// long-backing-off job never reaches the DLQ by redrive.
+func (q *Queue) SendAfter(ctx context.Context, jobID string, delay time.Duration) error {
+	body, _ := json.Marshal(Message{JobID: jobID})
+	if delay > MaxDelay {
+		delay = MaxDelay
+	}
+	_, err := q.client.SendMessage(ctx, &awssqs.SendMessageInput{
+		QueueUrl:     aws.String(q.url),
+		MessageBody:  aws.String(string(body)),
+		DelaySeconds: visibilitySeconds(delay),
+	})
+	if err != nil {
+		return unavailable("send job message", err)
+	}
+	return nil
+}
+
 // ChangeVisibility hides a received message for d from now (rounded up to
 // whole seconds, clamped to SQS's bounds): the heartbeat's lease horizon, or
 // a retry's backoff.
@@ -116,6 +139,38 @@ func (q *Queue) DeadLetter(ctx context.Context, body, reason string) error {
 		return unavailable("send to dead letter queue", err)
 	}
 	return nil
+}
+
+// DeadLetterIDs receives up to max messages from the dead letter queue,
+// hiding each for hide so one sweep sees it once, and returns the job ids
+// they carry (unparseable ones are skipped: they name no job). Nothing is
+// deleted: a dead letter stays for an operator's replay and its alarm.
+func (q *Queue) DeadLetterIDs(ctx context.Context, max int, hide time.Duration) ([]string, error) {
+	dlq := q.DeadLetters()
+	seen := map[string]bool{}
+	var ids []string
+	for len(seen) < max {
+		msgs, err := dlq.ReceiveHidden(ctx, min(10, max-len(seen)), 0, hide)
+		if err != nil {
+			return ids, err
+		}
+		fresh := 0
+		for _, m := range msgs {
+			if seen[m.MessageId] {
+				continue
+			}
+			seen[m.MessageId] = true
+			fresh++
+			var body Message
+			if json.Unmarshal([]byte(m.Body), &body) == nil && job.ValidID(body.JobID) {
+				ids = append(ids, body.JobID)
+			}
+		}
+		if fresh == 0 {
+			return ids, nil
+		}
+	}
+	return ids, nil
 }
 
 // DeadLetters is the dead letter queue as a queue of its own, for the

@@ -3,9 +3,11 @@ package sqs_test
 import (
 	"context"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sqs/types"
@@ -111,5 +113,55 @@ func TestBacklogCountsVisibleMessages(t *testing.T) {
 	}
 	if n, err := q.Backlog(ctx); err != nil || n != 2 {
 		t.Fatalf("one received and hidden: %d %v, want the two still visible", n, err)
+	}
+}
+
+func TestSendAfterDelaysDelivery(t *testing.T) {
+	ctx := context.Background()
+	q, _, _, _ := newQueue(t)
+	if err := q.SendAfter(ctx, "job_aaaaaaaaaaaaaaaaaaaaaaaaaa", 2*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if msgs, err := q.Receive(ctx, 10, 0); err != nil || len(msgs) != 0 {
+		t.Fatalf("delivered before its delay: %+v %v", msgs, err)
+	}
+	// Polled in one-second waits: kumo's long poll does not wake for a
+	// delayed message that becomes visible (docs/architecture.md).
+	var msgs []events.SQSMessage
+	for i := 0; i < 5 && len(msgs) == 0; i++ {
+		var err error
+		if msgs, err = q.Receive(ctx, 10, time.Second); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(msgs) != 1 || msgs[0].Attributes["ApproximateReceiveCount"] != "1" {
+		t.Fatalf("after the delay: %+v, want one fresh message", msgs)
+	}
+}
+
+func TestDeadLetterIDsLeaveTheDeadLettersInPlace(t *testing.T) {
+	ctx := context.Background()
+	q, _, _, _ := newQueue(t)
+	ids := []string{"job_aaaaaaaaaaaaaaaaaaaaaaaaaa", "job_bbbbbbbbbbbbbbbbbbbbbbbbbb", "job_cccccccccccccccccccccccccc"}
+	for _, id := range ids {
+		if err := q.DeadLetter(ctx, `{"job_id":"`+id+`"}`, "receive_limit"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := q.DeadLetter(ctx, "not json", "unparseable"); err != nil {
+		t.Fatal(err)
+	}
+	got, err := q.DeadLetterIDs(ctx, 100, time.Second)
+	slices.Sort(got)
+	if err != nil || !slices.Equal(got, ids) {
+		t.Fatalf("dead letter ids %v %v, want %v", got, err, ids)
+	}
+	// Hidden for the sweep, then back: nothing was deleted.
+	if again, err := q.DeadLetterIDs(ctx, 100, time.Second); err != nil || len(again) != 0 {
+		t.Fatalf("a second sweep within the hide saw %v %v", again, err)
+	}
+	time.Sleep(1500 * time.Millisecond)
+	if again, err := q.DeadLetterIDs(ctx, 2, time.Second); err != nil || len(again) > 2 || len(again) == 0 {
+		t.Fatalf("after the hide: %v %v, want the dead letters back, at most 2", again, err)
 	}
 }

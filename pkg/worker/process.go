@@ -19,8 +19,13 @@ const (
 	// more from it.
 	outcomeDelete outcome = iota
 	// outcomeKeep reports the message as a batch item failure: it comes back
-	// when its visibility ends (a backoff, a lease horizon, or the default).
+	// when its visibility ends, for a job the record says is alive (a retry
+	// after its backoff, a job another worker holds).
 	outcomeKeep
+	// outcomeTrouble keeps the message too, because something failed (the
+	// store or the queue, a panic): nothing says the job is alive, so a
+	// message kept this way until its receive limit is dead-lettered.
+	outcomeTrouble
 )
 
 // claimTries bounds how often one message re-decides after a claim or an
@@ -47,7 +52,7 @@ func (w *Worker) process(ctx context.Context, m events.SQSMessage) outcome {
 func (w *Worker) poison(ctx context.Context, m events.SQSMessage, reason string, log *slog.Logger) outcome {
 	if err := w.cfg.Queue.DeadLetter(ctx, m.Body, reason); err != nil {
 		log.Error("dead-lettering a poison message failed", "reason", reason, "err", err)
-		return outcomeKeep
+		return outcomeTrouble
 	}
 	log.Warn("poison message dead-lettered", "reason", reason)
 	w.count("PoisonMessages", nil)
@@ -75,7 +80,7 @@ func (w *Worker) claim(ctx context.Context, m events.SQSMessage, id string, log 
 				return w.run(ctx, m, cur, owner, now, log)
 			}
 			log.Error("claim failed", "err", err)
-			return outcomeKeep
+			return outcomeTrouble
 		}
 		cur, _ := job.ConflictJob(err)
 		if cur.State == job.Running && cur.LeaseOwner == owner {
@@ -111,11 +116,11 @@ func (w *Worker) claim(ctx context.Context, m events.SQSMessage, id string, log 
 				continue
 			default:
 				log.Error("ending a job failed", "err", err)
-				return outcomeKeep
+				return outcomeTrouble
 			}
 		}
 	}
-	return outcomeKeep
+	return outcomeTrouble
 }
 
 // run runs the attempt a claim won.
@@ -142,7 +147,7 @@ func (w *Worker) finished(err error, log *slog.Logger) outcome {
 		return outcomeKeep
 	}
 	log.Error("recording the outcome failed", "err", err)
-	return outcomeKeep
+	return outcomeTrouble
 }
 
 // retryWrite repeats a finishing write a few times when the store is

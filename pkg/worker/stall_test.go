@@ -32,7 +32,7 @@ func (s stalledHeartbeats) Heartbeat(context.Context, job.Heartbeat) (job.Job, e
 type slowFailingHeartbeats struct{ *memstore.Store }
 
 func (slowFailingHeartbeats) Heartbeat(context.Context, job.Heartbeat) (job.Job, error) {
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(450 * time.Millisecond) // longer than the 300 ms lease
 	return job.Job{}, &job.Error{Code: job.CodeUnavailable}
 }
 
@@ -198,7 +198,7 @@ type slowClaims struct{ *memstore.Store }
 
 func (s slowClaims) Claim(ctx context.Context, c job.Claim) (job.Job, error) {
 	j, err := s.Store.Claim(ctx, c)
-	time.Sleep(190 * time.Millisecond) // of a 200 ms lease
+	time.Sleep(200 * time.Millisecond) // of a 300 ms lease: inside its 150 ms margin
 	return j, err
 }
 

@@ -7,7 +7,6 @@ package worker
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"sync"
@@ -33,6 +32,7 @@ type Store interface {
 type Queue interface {
 	ChangeVisibility(ctx context.Context, receiptHandle string, d time.Duration) error
 	DeadLetter(ctx context.Context, body, reason string) error
+	SendAfter(ctx context.Context, jobID string, delay time.Duration) error
 }
 
 // Metrics receives the worker's counters (CloudWatch EMF in Lambda).
@@ -83,10 +83,15 @@ type Config struct {
 	Routes    map[string]job.Route
 	Providers map[string]model.Provider
 	Timing    Timing
-	Retention job.Retention
-	Clock     job.Clock
-	Logger    *slog.Logger
-	Metrics   Metrics
+	// ReceiveLimit is the queue's maxReceiveCount (0: none). A message the
+	// worker would return to the queue on its ReceiveLimit-1th receive is
+	// handed off instead (see handOff), so SQS's own redrive only catches
+	// messages no worker ever saw.
+	ReceiveLimit int
+	Retention    job.Retention
+	Clock        job.Clock
+	Logger       *slog.Logger
+	Metrics      Metrics
 	// Rand returns a number in [0,1) for backoff jitter.
 	Rand func() float64
 	// NewOwner returns a fresh lease token for each claim.
@@ -126,14 +131,7 @@ func (w *Worker) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			keep[i] = true // if process panics, the message comes back
-			defer func() {
-				if v := recover(); v != nil {
-					w.cfg.Logger.Error("panic while processing a message; it stays for redelivery",
-						"message_id", m.MessageId, "panic", fmt.Sprint(v))
-				}
-			}()
-			keep[i] = w.process(ctx, m) == outcomeKeep
+			keep[i] = w.handle(ctx, m) != outcomeDelete
 		}()
 	}
 	wg.Wait()

@@ -65,6 +65,18 @@ type queue struct {
 	mu         sync.Mutex
 	visibility []visibility
 	dead       []string
+	sent       []visibility // job id and delay of each fresh message
+	failSends  bool
+}
+
+func (q *queue) SendAfter(_ context.Context, id string, d time.Duration) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.failSends {
+		return &job.Error{Code: job.CodeUnavailable}
+	}
+	q.sent = append(q.sent, visibility{id, d})
+	return nil
 }
 
 func (q *queue) ChangeVisibility(_ context.Context, h string, d time.Duration) error {
@@ -121,7 +133,9 @@ type fixture struct {
 }
 
 var timing = worker.Timing{
-	Heartbeat: 20 * time.Millisecond, LeaseTTL: 200 * time.Millisecond, AttemptMargin: 100 * time.Millisecond,
+	// A margin far above the heartbeat, so a loaded machine's scheduling
+	// delays (the race detector, parallel packages) never reach it.
+	Heartbeat: 20 * time.Millisecond, LeaseTTL: 300 * time.Millisecond, LeaseMargin: 150 * time.Millisecond, AttemptMargin: 100 * time.Millisecond,
 	LambdaMargin: 50 * time.Millisecond, BackoffBase: 100 * time.Millisecond, BackoffMax: time.Second,
 }
 
@@ -392,7 +406,7 @@ func TestLeaseLostToAnotherWorkerDiscardsResultKeepsCost(t *testing.T) {
 func TestHeartbeatExtendsLeaseAndVisibility(t *testing.T) {
 	f := setup(t, func(ctx context.Context, r model.Request, n int) (model.Response, error) {
 		r.Progress(5)
-		time.Sleep(300 * time.Millisecond) // longer than the 200ms lease TTL
+		time.Sleep(450 * time.Millisecond) // longer than the 300ms lease TTL
 		return ok(1)(ctx, r, n)
 	})
 	j := f.create("k1", nil)
