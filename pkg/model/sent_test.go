@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -89,6 +90,7 @@ func TestTraceSent(t *testing.T) {
 				tt.handler(w, r)
 			}))
 			srv.EnableHTTP2 = tt.http2
+			srv.Config.ErrorLog = log.New(io.Discard, "", 0) // a refused handshake is a case
 			if tt.tls {
 				srv.StartTLS()
 			} else {
