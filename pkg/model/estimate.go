@@ -13,8 +13,8 @@ import "github.com/aijobs/aijobs/pkg/job"
 // rung's worst case, the prompt ceiling and every output token it asked
 // for (r.MaxTokens, which the worker always sets): the provider finishes
 // the generation after the client went away, and bills it. A stream is
-// billed the prompt ceiling only: providers stop a stream's generation when
-// its reader goes away.
+// billed the prompt ceiling only: a stream's generation is taken to stop
+// when its reader goes away.
 func Unanswered(r Request, stream bool) Usage {
 	u := Usage{InputTokens: job.PromptCeiling(r.Messages), Estimated: true}
 	if !stream {
