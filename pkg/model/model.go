@@ -48,7 +48,11 @@ type Response struct {
 	Usage        Usage  `json:"usage"`
 }
 
-// Provider generates. Implementations are safe for concurrent use.
+// Provider generates. Implementations are safe for concurrent use. Every
+// call returns its usage, failed ones included: what the provider
+// reported or, where it never did, an upper estimate marked Estimated
+// (Unanswered, Unreported, StreamUsage); a request that never reached the
+// provider (TraceSent) costs nothing.
 type Provider interface {
 	Generate(ctx context.Context, r Request) (Response, error)
 }

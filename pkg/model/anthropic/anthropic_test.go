@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -29,8 +30,14 @@ const (
 	reqID = "req_011CTestHeader0000000001"
 )
 
-// promptTokens is the client's estimate for the test prompt: ceil(29/4).
-const promptTokens = 8
+// promptCeiling is job.PromptCeiling of the test prompt, what a call is
+// billed for the prompt the server never counted: (29+1)/2 + 8.
+const promptCeiling = 23
+
+// worstCase is the bill of a non-streamed call sent whose answer was lost:
+// the prompt ceiling and every token asked for, request()'s being the
+// default max_tokens the client sends.
+var worstCase = model.Usage{InputTokens: promptCeiling, OutputTokens: anthropic.DefaultMaxTokens, Estimated: true}
 
 func newClient(t *testing.T, baseURL string, stream bool) *anthropic.Client {
 	t.Helper()
@@ -223,11 +230,11 @@ func TestGenerateUsage(t *testing.T) {
 			usage: model.Usage{InputTokens: 1103, OutputTokens: 2},
 		},
 		{
-			// A compatible proxy that drops usage: ceil(10/4) output,
-			// ceil(29/4) prompt tokens.
+			// A compatible proxy that drops usage: an upper estimate, the
+			// prompt ceiling and the text at two bytes a token.
 			name:  "no usage is estimated",
 			body:  `{"type":"message","model":"m","content":[{"type":"text","text":"0123456789"}],"stop_reason":"max_tokens"}`,
-			usage: model.Usage{InputTokens: promptTokens, OutputTokens: 3},
+			usage: model.Usage{InputTokens: promptCeiling, OutputTokens: 5, Estimated: true},
 		},
 	}
 	for _, tt := range tests {
@@ -248,7 +255,7 @@ func TestGenerateUsage(t *testing.T) {
 func TestGenerateStream(t *testing.T) {
 	tests := []struct {
 		name     string
-		final    int // message_delta's output_tokens
+		final    int // message_delta's output_tokens; -1: no usage in message_delta
 		usage    model.Usage
 		progress string
 	}{
@@ -256,6 +263,9 @@ func TestGenerateStream(t *testing.T) {
 			usage: model.Usage{InputTokens: 25, OutputTokens: 12}, progress: "[1 2 3 12]"},
 		{name: "progress never goes backwards", final: 2,
 			usage: model.Usage{InputTokens: 25, OutputTokens: 2}, progress: "[1 2 3]"},
+		// A proxy that drops the final count: the deltas, estimated.
+		{name: "no final count is estimated", final: -1,
+			usage: model.Usage{InputTokens: 25, OutputTokens: 3, Estimated: true}, progress: "[1 2 3]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -289,7 +299,11 @@ func TestGenerateStream(t *testing.T) {
 					}
 				}
 				sse(w, blockStop)
-				sse(w, messageDelta("end_turn", tt.final))
+				if tt.final < 0 {
+					sse(w, `{"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null}}`)
+				} else {
+					sse(w, messageDelta("end_turn", tt.final))
+				}
 				sse(w, messageStop)
 			}))
 			defer srv.Close()
@@ -494,7 +508,7 @@ func TestStreamFailures(t *testing.T) {
 				sse(w, errorEvent("overloaded_error", "Overloaded"))
 			},
 			class: job.Overloaded, detail: "stream overloaded_error " + reqID,
-			usage: model.Usage{InputTokens: 25, OutputTokens: 2},
+			usage: model.Usage{InputTokens: 25, OutputTokens: 2, Estimated: true},
 		},
 		{
 			name: "rate limited mid answer",
@@ -504,7 +518,7 @@ func TestStreamFailures(t *testing.T) {
 				sse(w, errorEvent("rate_limit_error", "Rate limited"))
 			},
 			class: job.RateLimited, detail: "stream rate_limit_error " + reqID,
-			usage: model.Usage{InputTokens: 25, OutputTokens: 1},
+			usage: model.Usage{InputTokens: 25, OutputTokens: 1, Estimated: true},
 		},
 		{
 			name: "unknown error type mid answer, message quoting the prompt",
@@ -516,7 +530,7 @@ func TestStreamFailures(t *testing.T) {
 				sse(w, errorEvent("mystery_error", "could not continue "+prompt))
 			},
 			class: job.ProviderError, detail: "stream mystery_error " + reqID,
-			usage: model.Usage{InputTokens: 25, OutputTokens: 3},
+			usage: model.Usage{InputTokens: 25, OutputTokens: 3, Estimated: true},
 		},
 		{
 			name: "error after the final count",
@@ -527,13 +541,13 @@ func TestStreamFailures(t *testing.T) {
 				sse(w, errorEvent("api_error", "Internal server error"))
 			},
 			class: job.ProviderError, detail: "stream api_error " + reqID,
-			usage: model.Usage{InputTokens: 25, OutputTokens: 9},
+			usage: model.Usage{InputTokens: 25, OutputTokens: 9}, // the final count arrived
 		},
 		{
 			name:  "error before message_start is estimated",
 			write: func(w http.ResponseWriter) { sse(w, errorEvent("overloaded_error", "Overloaded")) },
 			class: job.Overloaded, detail: "stream overloaded_error " + reqID,
-			usage: model.Usage{InputTokens: promptTokens},
+			usage: model.Usage{InputTokens: promptCeiling, Estimated: true},
 		},
 		{
 			name: "event is not JSON",
@@ -543,7 +557,7 @@ func TestStreamFailures(t *testing.T) {
 				fmt.Fprint(w, "event: content_block_delta\ndata: {not json\n\n")
 			},
 			class: job.ProviderError, detail: "anthropic: unparseable stream event " + reqID,
-			usage: model.Usage{InputTokens: 25, OutputTokens: 1},
+			usage: model.Usage{InputTokens: 25, OutputTokens: 1, Estimated: true},
 		},
 		{
 			name: "event larger than the 1 MiB line limit",
@@ -553,7 +567,7 @@ func TestStreamFailures(t *testing.T) {
 				sse(w, textDelta(strings.Repeat("x", 1<<20)))
 			},
 			class: job.ProviderError, detail: "anthropic: stream event too large " + reqID,
-			usage: model.Usage{InputTokens: 25, OutputTokens: 1},
+			usage: model.Usage{InputTokens: 25, OutputTokens: 1, Estimated: true},
 		},
 	}
 	for _, tt := range tests {
@@ -597,9 +611,10 @@ func TestBadSuccessfulResponses(t *testing.T) {
 			defer srv.Close()
 			_, err := newClient(t, srv.URL, false).Generate(context.Background(), request())
 			me := asModelError(t, err)
-			// The server may have run the prompt: it is billed as estimated.
-			if me.Class != tt.class || me.Usage != (model.Usage{InputTokens: promptTokens}) {
-				t.Fatalf("got %q %+v, want %q with the prompt estimate", me.Class, me.Usage, tt.class)
+			// The server answered 200: it may have generated all it was
+			// asked, and said nothing of it.
+			if me.Class != tt.class || me.Usage != worstCase {
+				t.Fatalf("got %q %+v, want %q with the worst case %+v", me.Class, me.Usage, tt.class, worstCase)
 			}
 		})
 	}
@@ -634,7 +649,7 @@ func TestCancelClosesStream(t *testing.T) {
 		t.Fatalf("class %q, want cancelled (%v)", me.Class, err)
 	}
 	// Money spent on a cancelled stream is still spent.
-	if me.Usage != (model.Usage{InputTokens: 25, OutputTokens: 2}) {
+	if me.Usage != (model.Usage{InputTokens: 25, OutputTokens: 2, Estimated: true}) {
 		t.Fatalf("usage %+v, want the two deltas received billed", me.Usage)
 	}
 	select {
@@ -647,49 +662,83 @@ func TestCancelClosesStream(t *testing.T) {
 	}
 }
 
+// An answer lost after the request was sent is billed: a non-streamed
+// one at the worst case (the server finishes the generation and bills
+// it), a stream at what it told before the cut, estimated unless its
+// final count arrived.
 func TestConnectionDrops(t *testing.T) {
+	reset := func(w http.ResponseWriter, r *http.Request) {
+		_, _ = io.Copy(io.Discard, r.Body)
+		conn, _, err := w.(http.Hijacker).Hijack()
+		if err != nil {
+			t.Errorf("hijack: %v", err)
+			return
+		}
+		_ = conn.(*net.TCPConn).SetLinger(0) // close with a RST
+		_ = conn.Close()
+	}
 	tests := []struct {
 		name   string
 		stream bool
-		write  func(w http.ResponseWriter)
+		write  func(w http.ResponseWriter, r *http.Request)
 		usage  model.Usage
 	}{
 		{
+			name:  "reset after the request, before the headers",
+			write: reset,
+			usage: worstCase,
+		},
+		{
+			name:   "stream reset after the request, before the headers",
+			stream: true,
+			write:  reset,
+			usage:  model.Usage{InputTokens: promptCeiling, Estimated: true},
+		},
+		{
+			name:   "stream after the headers, before the first event",
+			stream: true,
+			write: func(w http.ResponseWriter, r *http.Request) {
+				w.(http.Flusher).Flush()
+				panic(http.ErrAbortHandler)
+			},
+			usage: model.Usage{InputTokens: promptCeiling, Estimated: true},
+		},
+		{
 			name:   "mid stream",
 			stream: true,
-			write: func(w http.ResponseWriter) {
+			write: func(w http.ResponseWriter, r *http.Request) {
 				sse(w, messageStart)
 				sse(w, textDelta("Once"))
 				sse(w, textDelta(" upon"))
 				panic(http.ErrAbortHandler)
 			},
-			usage: model.Usage{InputTokens: 25, OutputTokens: 2},
+			usage: model.Usage{InputTokens: 25, OutputTokens: 2, Estimated: true},
 		},
 		{
 			name:   "stream ends after message_delta without message_stop",
 			stream: true,
-			write: func(w http.ResponseWriter) {
+			write: func(w http.ResponseWriter, r *http.Request) {
 				sse(w, messageStart)
 				sse(w, textDelta("Once"))
 				sse(w, messageDelta("end_turn", 6))
 			},
-			usage: model.Usage{InputTokens: 25, OutputTokens: 6},
+			usage: model.Usage{InputTokens: 25, OutputTokens: 6}, // the final count arrived
 		},
 		{
 			name:   "stream ends after message_start",
 			stream: true,
-			write:  func(w http.ResponseWriter) { sse(w, messageStart) },
-			usage:  model.Usage{InputTokens: 25, OutputTokens: 1},
+			write:  func(w http.ResponseWriter, r *http.Request) { sse(w, messageStart) },
+			usage:  model.Usage{InputTokens: 25, OutputTokens: 1, Estimated: true},
 		},
 		{
 			name: "mid body",
-			write: func(w http.ResponseWriter) {
+			write: func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Length", "1000")
 				fmt.Fprint(w, `{"id":"msg_013Zva2CMHLNnXjNJJKqJ2EF","type":"message","content":[`)
 				w.(http.Flusher).Flush()
 				panic(http.ErrAbortHandler)
 			},
-			usage: model.Usage{InputTokens: promptTokens},
+			usage: worstCase,
 		},
 	}
 	for _, tt := range tests {
@@ -697,7 +746,8 @@ func TestConnectionDrops(t *testing.T) {
 			var requests atomic.Int32
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				requests.Add(1)
-				tt.write(w)
+				w.Header().Set("Content-Type", "text/event-stream")
+				tt.write(w, r)
 			}))
 			defer srv.Close()
 			_, err := newClient(t, srv.URL, tt.stream).Generate(context.Background(), request())
@@ -715,39 +765,29 @@ func TestConnectionDrops(t *testing.T) {
 	}
 }
 
-func TestConnectionRefused(t *testing.T) {
+// A request that never reached the server cost nothing.
+func TestNeverSent(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("listen: %v", err)
 	}
-	addr := l.Addr().String()
+	refused := "http://" + l.Addr().String()
 	_ = l.Close()
-	_, err = newClient(t, "http://"+addr, false).Generate(context.Background(), request())
-	if me := asModelError(t, err); me.Class != job.Network || me.Usage != (model.Usage{}) {
-		t.Fatalf("class %q usage %+v, want network and nothing billed", me.Class, me.Usage)
-	}
-}
-
-func TestConnectionReset(t *testing.T) {
 	var requests atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		requests.Add(1)
-		_, _ = io.Copy(io.Discard, r.Body)
-		conn, _, err := w.(http.Hijacker).Hijack()
-		if err != nil {
-			t.Errorf("hijack: %v", err)
-			return
+	tlsSrv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { requests.Add(1) }))
+	tlsSrv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake is the point
+	tlsSrv.StartTLS()
+	defer tlsSrv.Close()
+	for _, stream := range []bool{false, true} {
+		for name, url := range map[string]string{"connection refused": refused, "TLS certificate not trusted": tlsSrv.URL} {
+			_, err = newClient(t, url, stream).Generate(context.Background(), request())
+			if me := asModelError(t, err); me.Class != job.Network || me.Usage != (model.Usage{}) {
+				t.Fatalf("%s, stream=%v: class %q usage %+v, want network and nothing billed (%v)", name, stream, me.Class, me.Usage, err)
+			}
 		}
-		_ = conn.(*net.TCPConn).SetLinger(0) // close with a RST
-		_ = conn.Close()
-	}))
-	defer srv.Close()
-	_, err := newClient(t, srv.URL, true).Generate(context.Background(), request())
-	if me := asModelError(t, err); me.Class != job.Network || me.Usage != (model.Usage{}) {
-		t.Fatalf("class %q usage %+v, want network and nothing billed (%v)", me.Class, me.Usage, err)
 	}
-	if n := requests.Load(); n != 1 {
-		t.Fatalf("%d requests, want exactly 1 (no retries)", n)
+	if n := requests.Load(); n != 0 {
+		t.Fatalf("%d requests reached the TLS server", n)
 	}
 }
 
@@ -755,25 +795,38 @@ func TestTimeouts(t *testing.T) {
 	tests := []struct {
 		name     string
 		deadline time.Duration  // on the call's context; 0: none
+		cancel   time.Duration  // cancel the call's context after this; 0: never
+		max      int            // the request's max_tokens; 0: the default
 		client   anthropic.Doer // nil: the default client
 		stream   bool
+		class    job.ErrorClass
 		target   error // what the error must wrap, if anything
 		usage    model.Usage
 	}{
-		{name: "call deadline before headers", deadline: 50 * time.Millisecond, target: context.DeadlineExceeded},
-		{name: "call deadline mid stream", deadline: 300 * time.Millisecond, stream: true, target: context.DeadlineExceeded,
-			usage: model.Usage{InputTokens: 25, OutputTokens: 1}},
-		{name: "http client timeout", client: &http.Client{Timeout: 50 * time.Millisecond}},
-		{name: "response header timeout",
+		{name: "call deadline before headers", deadline: 50 * time.Millisecond, class: job.Timeout, target: context.DeadlineExceeded,
+			usage: worstCase},
+		{name: "call deadline before headers, max_tokens asked", deadline: 50 * time.Millisecond, max: 300, class: job.Timeout,
+			target: context.DeadlineExceeded, usage: model.Usage{InputTokens: promptCeiling, OutputTokens: 300, Estimated: true}},
+		{name: "call deadline before stream headers", deadline: 50 * time.Millisecond, stream: true, class: job.Timeout,
+			target: context.DeadlineExceeded, usage: model.Usage{InputTokens: promptCeiling, Estimated: true}},
+		{name: "call deadline mid stream", deadline: 300 * time.Millisecond, stream: true, class: job.Timeout, target: context.DeadlineExceeded,
+			usage: model.Usage{InputTokens: 25, OutputTokens: 1, Estimated: true}},
+		{name: "cancelled before headers", cancel: 50 * time.Millisecond, class: job.Cancelled, target: context.Canceled,
+			usage: worstCase},
+		{name: "cancelled before stream headers", cancel: 50 * time.Millisecond, stream: true, class: job.Cancelled,
+			target: context.Canceled, usage: model.Usage{InputTokens: promptCeiling, Estimated: true}},
+		{name: "http client timeout", client: &http.Client{Timeout: 50 * time.Millisecond}, class: job.Timeout, usage: worstCase},
+		{name: "response header timeout", class: job.Timeout, usage: worstCase,
 			client: &http.Client{Transport: &http.Transport{ResponseHeaderTimeout: 50 * time.Millisecond}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			midStream := tt.usage.OutputTokens > 0 && tt.stream
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				// Reading the whole request lets the server notice the
 				// client hanging up, as a real one would.
 				_, _ = io.Copy(io.Discard, r.Body)
-				if tt.stream {
+				if midStream {
 					sse(w, messageStart)
 					sse(w, textDelta("Once"))
 				}
@@ -783,24 +836,30 @@ func TestTimeouts(t *testing.T) {
 				}
 			}))
 			defer srv.Close()
-			ctx := context.Background()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tt.cancel > 0 {
+				time.AfterFunc(tt.cancel, cancel)
+			}
 			if tt.deadline > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, tt.deadline)
-				defer cancel()
+				var stop context.CancelFunc
+				ctx, stop = context.WithTimeout(ctx, tt.deadline)
+				defer stop()
 			}
 			c, err := anthropic.New(anthropic.Config{BaseURL: srv.URL, APIKey: apiKey, Stream: tt.stream, HTTPClient: tt.client})
 			if err != nil {
 				t.Fatalf("New: %v", err)
 			}
+			r := request()
+			r.MaxTokens = tt.max
 			start := time.Now()
-			_, err = c.Generate(ctx, request())
+			_, err = c.Generate(ctx, r)
 			if time.Since(start) > 5*time.Second {
 				t.Fatal("the call outlived its timeout")
 			}
 			me := asModelError(t, err)
-			if me.Class != job.Timeout {
-				t.Fatalf("class %q, want timeout (%v)", me.Class, err)
+			if me.Class != tt.class {
+				t.Fatalf("class %q, want %q (%v)", me.Class, tt.class, err)
 			}
 			if tt.target != nil && !errors.Is(err, tt.target) {
 				t.Fatalf("%v does not wrap %v", err, tt.target)

@@ -57,7 +57,9 @@ type Config struct {
 	Stream bool
 	// HTTPClient sends the requests; nil means an http.Client that follows
 	// no redirects. The request's context bounds each call: the client
-	// needs no timeout.
+	// needs no timeout. It must run on net/http's transport, which reports
+	// when a request was written (model.TraceSent): with any other, a call
+	// sent whose answer was lost is billed nothing.
 	HTTPClient Doer
 }
 
@@ -130,10 +132,14 @@ func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response,
 	if r.Model == "" {
 		r.Model = c.cfg.Model
 	}
+	if r.MaxTokens == 0 { // the API requires a limit: the worst case is the one sent
+		r.MaxTokens = DefaultMaxTokens
+	}
 	body, err := json.Marshal(c.request(r))
 	if err != nil {
 		return model.Response{}, &model.Error{Class: job.Internal, Detail: "anthropic: encode request", Err: fmt.Errorf("anthropic: encode request: %w", err)}
 	}
+	ctx, sent := model.TraceSent(ctx)
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
 		return model.Response{}, &model.Error{Class: job.InvalidRequest, Detail: "anthropic: bad base URL", Err: fmt.Errorf("anthropic: build request: %w", err)}
@@ -148,7 +154,7 @@ func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response,
 	}
 	resp, err := c.cfg.HTTPClient.Do(hr)
 	if err != nil {
-		return model.Response{}, transportError(ctx, err, "", model.Usage{})
+		return model.Response{}, transportError(ctx, err, "", sent.Unanswered(r, c.cfg.Stream))
 	}
 	defer resp.Body.Close()
 	reqID := requestID(resp.Header)
@@ -156,26 +162,29 @@ func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response,
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		return model.Response{}, statusError(resp.StatusCode, reqID, b)
 	}
-	prompt := promptEstimate(r)
 	if c.cfg.Stream {
-		return readStream(ctx, resp.Body, r, reqID, prompt)
+		return readStream(ctx, resp.Body, r, reqID)
 	}
+	// From here the server answered: whatever became of the body, it may
+	// have generated the whole answer, and an answer without counts is
+	// billed the worst case.
+	lost := model.Unanswered(r, false)
 	var mr messagesResponse
 	if err := json.NewDecoder(resp.Body).Decode(&mr); err != nil {
 		if ctx.Err() != nil || model.IsTransport(err) {
-			return model.Response{}, transportError(ctx, err, reqID, model.Usage{InputTokens: prompt})
+			return model.Response{}, transportError(ctx, err, reqID, lost)
 		}
 		return model.Response{}, &model.Error{Class: job.ProviderError, Detail: "anthropic: unparseable response",
-			Usage: model.Usage{InputTokens: prompt}, Err: fmt.Errorf("anthropic: decode response: %w", err)}
+			Usage: lost, Err: fmt.Errorf("anthropic: decode response: %w", err)}
 	}
 	if mr.Type == "error" && mr.Error != nil {
 		e := bodyError(fmt.Sprintf("http %d", resp.StatusCode), resp.StatusCode, reqID, *mr.Error)
-		e.Usage = model.Usage{InputTokens: prompt}
+		e.Usage = lost
 		return model.Response{}, e
 	}
 	if mr.Type != "message" {
 		return model.Response{}, &model.Error{Class: job.ProviderError, Detail: "anthropic: response is not a message",
-			Usage: model.Usage{InputTokens: prompt}, Err: fmt.Errorf("anthropic: response type %q is not a message", shortToken(mr.Type))}
+			Usage: lost, Err: fmt.Errorf("anthropic: response type %q is not a message", shortToken(mr.Type))}
 	}
 	var out strings.Builder
 	for _, b := range mr.Content {
@@ -183,7 +192,7 @@ func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response,
 			out.WriteString(b.Text)
 		}
 	}
-	u := model.Usage{InputTokens: prompt, OutputTokens: int64(out.Len()+3) / 4}
+	u := model.Unreported(r, out.String())
 	if mr.Usage != nil {
 		u = model.Usage{InputTokens: mr.Usage.input(), OutputTokens: mr.Usage.OutputTokens}
 	}
@@ -202,9 +211,6 @@ func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response,
 func (c *Client) request(r model.Request) messagesRequest {
 	req := messagesRequest{Model: r.Model, MaxTokens: r.MaxTokens, Temperature: r.Temperature, Stream: c.cfg.Stream,
 		Messages: make([]message, 0, len(r.Messages))}
-	if req.MaxTokens == 0 {
-		req.MaxTokens = DefaultMaxTokens
-	}
 	var system []string
 	for _, m := range r.Messages {
 		if m.Role == "system" {
@@ -231,14 +237,4 @@ func finish(output, modelName, reason, reqID string, u model.Usage) (model.Respo
 	}
 	detail := appendToken("stop_reason "+reason, reqID)
 	return model.Response{}, &model.Error{Class: class, Detail: detail, Usage: u, Err: fmt.Errorf("anthropic: %s", detail)}
-}
-
-// promptEstimate is the prompt's token count when the server reports none:
-// about four bytes a token.
-func promptEstimate(r model.Request) int64 {
-	var b int64
-	for _, m := range r.Messages {
-		b += int64(len(m.Content))
-	}
-	return (b + 3) / 4
 }

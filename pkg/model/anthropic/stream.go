@@ -42,7 +42,7 @@ type streamState struct {
 	out      strings.Builder
 	name     string
 	reason   string
-	input    int64 // the server's once message_start said, else estimated
+	input    int64 // the server's once message_start said, else 0
 	deltas   int64 // content block deltas received
 	server   int64 // the server's latest cumulative output count
 	final    bool  // message_delta gave server its final value
@@ -53,9 +53,10 @@ type streamState struct {
 // readStream consumes server-sent events until message_stop: text deltas
 // build the output, and every delta counts one token for progress until
 // message_delta gives the server's count. A stream cut short or failed
-// still reports the tokens seen so far, so the attempt is paid for.
-func readStream(ctx context.Context, body io.Reader, r model.Request, reqID string, prompt int64) (model.Response, error) {
-	st := &streamState{r: r, input: prompt}
+// still reports the tokens seen so far, so the attempt is paid for: the
+// server's counts where it sent them, estimated where it did not.
+func readStream(ctx context.Context, body io.Reader, r model.Request, reqID string) (model.Response, error) {
+	st := &streamState{r: r}
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 0, 4<<10), 1<<20)
 	var data []byte
@@ -161,9 +162,10 @@ func (st *streamState) report(n int64) {
 	}
 }
 
-// seen is the usage so far: the prompt, and the larger of the deltas
-// received and the server's latest count, so a cut stream is never billed
-// less than what arrived.
+// seen is the usage so far (model.StreamUsage): the prompt count of
+// message_start, and the larger of the deltas received and the server's
+// latest count, so a cut stream is never billed less than what arrived;
+// estimated until message_delta gave the final count.
 func (st *streamState) seen() model.Usage {
-	return model.Usage{InputTokens: st.input, OutputTokens: max(st.deltas, st.server)}
+	return model.StreamUsage(st.r, st.input, st.deltas, st.server, st.final)
 }

@@ -8,7 +8,7 @@
 // retries happen only through the claim path, where they are counted and paid
 // for. It streams when asked, so progress is known while tokens arrive, and it
 // reports the usage Bedrock counted or, when a call failed before Bedrock said,
-// an estimate, so every attempt's cost is known.
+// an upper estimate, so every attempt's cost is known.
 package bedrock
 
 import (
@@ -111,15 +111,16 @@ func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response,
 	if err != nil {
 		return model.Response{}, err
 	}
-	estimate := promptEstimate(r)
+	// The SDK keeps ctx on its HTTP request, so net/http reports the write.
+	ctx, sent := model.TraceSent(ctx)
 	if c.cfg.Stream {
-		return c.converseStream(ctx, r, p, estimate)
+		return c.converseStream(ctx, r, p, sent)
 	}
-	return c.converse(ctx, r, p, estimate)
+	return c.converse(ctx, r, p, sent)
 }
 
 // converse makes one non-streaming call.
-func (c *Client) converse(ctx context.Context, r model.Request, p prompt, estimate int64) (model.Response, error) {
+func (c *Client) converse(ctx context.Context, r model.Request, p prompt, sent *model.Sent) (model.Response, error) {
 	out, err := c.api.Converse(ctx, &bedrockruntime.ConverseInput{
 		ModelId:         aws.String(r.Model),
 		Messages:        p.messages,
@@ -127,7 +128,7 @@ func (c *Client) converse(ctx context.Context, r model.Request, p prompt, estima
 		InferenceConfig: p.inference,
 	})
 	if err != nil {
-		return model.Response{}, callError(ctx, err, estimate)
+		return model.Response{}, callError(ctx, err, sent.Done(), model.Unanswered(r, false))
 	}
 	var text []byte
 	if m, ok := out.Output.(*types.ConverseOutputMemberMessage); ok {
@@ -137,7 +138,7 @@ func (c *Client) converse(ctx context.Context, r model.Request, p prompt, estima
 			}
 		}
 	}
-	u := model.Usage{InputTokens: estimate, OutputTokens: int64(len(text)+3) / 4}
+	u := model.Unreported(r, string(text))
 	if out.Usage != nil {
 		u = usage(out.Usage)
 	}
@@ -169,14 +170,4 @@ func finish(output, modelName string, reason types.StopReason, u model.Usage) (m
 // usage converts Bedrock's token counts.
 func usage(u *types.TokenUsage) model.Usage {
 	return model.Usage{InputTokens: int64(aws.ToInt32(u.InputTokens)), OutputTokens: int64(aws.ToInt32(u.OutputTokens))}
-}
-
-// promptEstimate is the prompt's token count when Bedrock reports none:
-// about four bytes a token.
-func promptEstimate(r model.Request) int64 {
-	var b int64
-	for _, m := range r.Messages {
-		b += int64(len(m.Content))
-	}
-	return (b + 3) / 4
 }

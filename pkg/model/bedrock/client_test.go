@@ -141,9 +141,9 @@ func TestConverseJoinsTextBlocksAndEstimatesMissingUsage(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
-	// ceil(10 bytes / 4) output tokens, ceil(29 / 4) prompt tokens.
+	// An upper estimate: the prompt ceiling, the text at two bytes a token.
 	want := model.Response{Output: "0123456789", Model: modelID, FinishReason: "max_tokens",
-		Usage: model.Usage{InputTokens: promptTokens, OutputTokens: 3}}
+		Usage: model.Usage{InputTokens: promptCeiling, OutputTokens: 5, Estimated: true}}
 	if resp != want {
 		t.Fatalf("got %+v\nwant %+v", resp, want)
 	}
@@ -161,7 +161,7 @@ func TestGenerateStreamProgress(t *testing.T) {
 		{name: "progress never goes back", metadata: &[2]int{9, 2},
 			usage: model.Usage{InputTokens: 9, OutputTokens: 2}, progress: "[1 2 3]"},
 		{name: "no metadata is estimated",
-			usage: model.Usage{InputTokens: promptTokens, OutputTokens: 3}, progress: "[1 2 3]"},
+			usage: model.Usage{InputTokens: promptCeiling, OutputTokens: 3, Estimated: true}, progress: "[1 2 3]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

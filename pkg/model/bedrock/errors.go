@@ -74,17 +74,18 @@ var contextTooLong = regexp.MustCompile(`(?i)input is too long|too many input to
 	`input tokens exceed|too many total text bytes|context (length|limit|window)|max(imum)?[ _]?tokens.*exceed`)
 
 // callError classifies the error of a Converse or ConverseStream call that
-// gave no answer. A refusal is not billed; a success whose body could not be
-// read is billed the prompt, which Bedrock processed.
-func callError(ctx context.Context, err error, estimate int64) *model.Error {
+// gave no answer. A refusal is not billed, nor a request that was never
+// sent in full; lost (model.Unanswered) is billed for a request sent whose
+// answer never came and for a success whose body could not be read.
+func callError(ctx context.Context, err error, sent bool, lost model.Usage) *model.Error {
 	status := 0
 	var re *smithyhttp.ResponseError
 	if errors.As(err, &re) {
 		status = re.HTTPStatusCode()
 	}
 	var u model.Usage
-	if status/100 == 2 {
-		u.InputTokens = estimate
+	if status/100 == 2 || status == 0 && sent {
+		u = lost
 	}
 	if ctx.Err() != nil || isTransport(err) {
 		return transportError(ctx, err, u)
@@ -112,7 +113,7 @@ func callError(ctx context.Context, err error, estimate int64) *model.Error {
 		// for a moment (metadata service, STS), and no answer said no.
 		detail = "bedrock: credentials unavailable"
 	}
-	return &model.Error{Class: job.Internal, Detail: detail, Err: fmt.Errorf("%s: %w", detail, err)}
+	return &model.Error{Class: job.Internal, Detail: detail, Usage: u, Err: fmt.Errorf("%s: %w", detail, err)}
 }
 
 // streamError classifies an error that ended an event stream: the context,

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -161,7 +162,7 @@ func TestStreamExceptions(t *testing.T) {
 			if me.Class != tt.class || me.Detail != tt.detail {
 				t.Fatalf("class %q detail %q, want %q %q (%v)", me.Class, me.Detail, tt.class, tt.detail, err)
 			}
-			if want := (model.Usage{InputTokens: promptTokens, OutputTokens: 2}); me.Usage != want {
+			if want := (model.Usage{InputTokens: promptCeiling, OutputTokens: 2, Estimated: true}); me.Usage != want {
 				t.Fatalf("usage %+v, want %+v: the deltas streamed are billed", me.Usage, want)
 			}
 			if n := requests.Load(); n != 1 {
@@ -197,45 +198,70 @@ func TestRedirectNotFollowed(t *testing.T) {
 	}
 }
 
-func TestConnectionRefused(t *testing.T) {
+// A request that never reached Bedrock cost nothing.
+func TestNeverSent(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("listen: %v", err)
 	}
-	addr := l.Addr().String()
+	refused := "http://" + l.Addr().String()
 	_ = l.Close()
+	var requests atomic.Int32
+	tlsSrv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { requests.Add(1) }))
+	tlsSrv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake is the point
+	tlsSrv.StartTLS()
+	defer tlsSrv.Close()
 	for _, stream := range []bool{false, true} {
-		_, err = newClient(t, "http://"+addr, stream).Generate(context.Background(), request())
-		if me := asModelError(t, err); me.Class != job.Network || me.Usage != (model.Usage{}) {
-			t.Fatalf("stream=%v: class %q usage %+v, want network and nothing billed (%v)", stream, me.Class, me.Usage, err)
+		for name, url := range map[string]string{"connection refused": refused, "TLS certificate not trusted": tlsSrv.URL} {
+			_, err = newClient(t, url, stream).Generate(context.Background(), capped())
+			if me := asModelError(t, err); me.Class != job.Network || me.Usage != (model.Usage{}) {
+				t.Fatalf("%s, stream=%v: class %q usage %+v, want network and nothing billed (%v)", name, stream, me.Class, me.Usage, err)
+			}
 		}
+	}
+	if n := requests.Load(); n != 0 {
+		t.Fatalf("%d requests reached the TLS server", n)
 	}
 }
 
+// A call Bedrock received and never answered is billed: the worst case
+// without a stream (Bedrock finishes the generation and bills it), the
+// prompt ceiling for a stream, estimated. That the SDK's requests are
+// seen as sent at all shows net/http's trace on the caller's context
+// reaches the SDK's HTTP request.
 func TestTimeouts(t *testing.T) {
 	tests := []struct {
 		name     string
 		deadline time.Duration  // on the call's context; 0: none
+		cancel   time.Duration  // cancel the call's context after this; 0: never
 		client   aws.HTTPClient // nil: the SDK's default
 		stream   bool
+		class    job.ErrorClass
 		target   error // what the error must wrap, if anything
 		usage    model.Usage
 	}{
-		{name: "call deadline before headers", deadline: 50 * time.Millisecond, target: context.DeadlineExceeded},
-		{name: "call deadline before stream headers", deadline: 50 * time.Millisecond, stream: true, target: context.DeadlineExceeded},
-		{name: "call deadline mid stream", deadline: 300 * time.Millisecond, stream: true, target: context.DeadlineExceeded,
-			usage: model.Usage{InputTokens: promptTokens, OutputTokens: 1}},
-		{name: "http client timeout", client: &http.Client{Timeout: 50 * time.Millisecond}},
-		{name: "response header timeout",
+		{name: "call deadline before headers", deadline: 50 * time.Millisecond, class: job.Timeout, target: context.DeadlineExceeded,
+			usage: worstCase},
+		{name: "call deadline before stream headers", deadline: 50 * time.Millisecond, stream: true, class: job.Timeout,
+			target: context.DeadlineExceeded, usage: model.Usage{InputTokens: promptCeiling, Estimated: true}},
+		{name: "call deadline mid stream", deadline: 300 * time.Millisecond, stream: true, class: job.Timeout, target: context.DeadlineExceeded,
+			usage: model.Usage{InputTokens: promptCeiling, OutputTokens: 1, Estimated: true}},
+		{name: "cancelled before headers", cancel: 50 * time.Millisecond, class: job.Cancelled, target: context.Canceled,
+			usage: worstCase},
+		{name: "cancelled before stream headers", cancel: 50 * time.Millisecond, stream: true, class: job.Cancelled,
+			target: context.Canceled, usage: model.Usage{InputTokens: promptCeiling, Estimated: true}},
+		{name: "http client timeout", client: &http.Client{Timeout: 50 * time.Millisecond}, class: job.Timeout, usage: worstCase},
+		{name: "response header timeout", class: job.Timeout, usage: worstCase,
 			client: &http.Client{Transport: &http.Transport{ResponseHeaderTimeout: 50 * time.Millisecond}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			midStream := tt.usage.OutputTokens > 0 && tt.stream
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				// Reading the whole request lets the server notice the
 				// client hanging up, as a real one would.
 				_, _ = io.Copy(io.Discard, r.Body)
-				if tt.stream && tt.usage != (model.Usage{}) {
+				if midStream {
 					s := startStream(w)
 					s.messageStart()
 					s.delta("Once")
@@ -246,11 +272,15 @@ func TestTimeouts(t *testing.T) {
 				}
 			}))
 			defer srv.Close()
-			ctx := context.Background()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tt.cancel > 0 {
+				time.AfterFunc(tt.cancel, cancel)
+			}
 			if tt.deadline > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, tt.deadline)
-				defer cancel()
+				var stop context.CancelFunc
+				ctx, stop = context.WithTimeout(ctx, tt.deadline)
+				defer stop()
 			}
 			cfg := awsConfig()
 			cfg.HTTPClient = tt.client
@@ -259,13 +289,13 @@ func TestTimeouts(t *testing.T) {
 				t.Fatalf("New: %v", err)
 			}
 			start := time.Now()
-			_, err = c.Generate(ctx, request())
+			_, err = c.Generate(ctx, capped())
 			if time.Since(start) > 5*time.Second {
 				t.Fatal("the call outlived its timeout")
 			}
 			me := asModelError(t, err)
-			if me.Class != job.Timeout {
-				t.Fatalf("class %q, want timeout (%v)", me.Class, err)
+			if me.Class != tt.class {
+				t.Fatalf("class %q, want %q (%v)", me.Class, tt.class, err)
 			}
 			if tt.target != nil && !errors.Is(err, tt.target) {
 				t.Fatalf("%v does not wrap %v", err, tt.target)

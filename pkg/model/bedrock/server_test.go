@@ -29,8 +29,16 @@ const (
 	modelID = "anthropic.claude-3-haiku-20240307-v1:0"
 )
 
-// promptTokens is the client's estimate for the test prompt: ceil(29/4).
-const promptTokens = 8
+// promptCeiling is job.PromptCeiling of the test prompt, what a call is
+// billed for the prompt Bedrock never counted: (29+1)/2 + 8.
+const promptCeiling = 23
+
+// maxTokens is what the tests that lose an answer ask for (capped): a
+// non-streamed call that was sent is billed all of it.
+const maxTokens = 300
+
+// worstCase is the bill of a non-streamed call sent whose answer was lost.
+var worstCase = model.Usage{InputTokens: promptCeiling, OutputTokens: maxTokens, Estimated: true}
 
 func awsConfig() aws.Config {
 	return aws.Config{
@@ -50,6 +58,13 @@ func newClient(t testing.TB, endpoint string, stream bool) *bedrock.Client {
 
 func request() model.Request {
 	return model.Request{JobID: "job-1", Messages: []job.Message{{Role: "user", Content: prompt}}}
+}
+
+// capped is request() with max_tokens set, as the worker always sets it.
+func capped() model.Request {
+	r := request()
+	r.MaxTokens = maxTokens
+	return r
 }
 
 // asModelError fails the test unless err is a *model.Error free of secrets.

@@ -17,8 +17,9 @@ import (
 // until the metadata event gives the real counts), messageStop carries the
 // stop reason. A stream cut short, ended by the context or broken by an
 // in-stream exception still reports the tokens seen so far, so the attempt
-// is paid for.
-func (c *Client) converseStream(ctx context.Context, r model.Request, p prompt, estimate int64) (model.Response, error) {
+// is paid for: Bedrock's counts if its metadata event arrived, else
+// estimated (model.StreamUsage).
+func (c *Client) converseStream(ctx context.Context, r model.Request, p prompt, sent *model.Sent) (model.Response, error) {
 	out, err := c.api.ConverseStream(ctx, &bedrockruntime.ConverseStreamInput{
 		ModelId:         aws.String(r.Model),
 		Messages:        p.messages,
@@ -26,7 +27,7 @@ func (c *Client) converseStream(ctx context.Context, r model.Request, p prompt, 
 		InferenceConfig: p.inference,
 	})
 	if err != nil {
-		return model.Response{}, callError(ctx, err, estimate)
+		return model.Response{}, callError(ctx, err, sent.Done(), model.Unanswered(r, true))
 	}
 	es := out.GetStream()
 	// Closing the stream closes the response body, and so the connection:
@@ -38,10 +39,10 @@ func (c *Client) converseStream(ctx context.Context, r model.Request, p prompt, 
 	var final *types.TokenUsage
 	deltas, stopped := 0, false
 	seen := func() model.Usage {
-		if final != nil {
+		if final != nil { // the metadata event comes last: Bedrock's own count
 			return usage(final)
 		}
-		return model.Usage{InputTokens: estimate, OutputTokens: int64(deltas)}
+		return model.StreamUsage(r, 0, int64(deltas), 0, false)
 	}
 	events := es.Events()
 read:

@@ -29,6 +29,32 @@ func TestCutAnswers(t *testing.T) {
 		usage  model.Usage
 	}{
 		{
+			// The SDK keeps the caller's context on its HTTP request, so
+			// net/http's trace tells that the request was written.
+			name:  "cut after the request, before the headers",
+			write: func(http.ResponseWriter) { panic(http.ErrAbortHandler) },
+			class: job.Network,
+			usage: worstCase,
+		},
+		{
+			name:   "stream cut after the request, before the headers",
+			stream: true,
+			write:  func(http.ResponseWriter) { panic(http.ErrAbortHandler) },
+			class:  job.Network,
+			usage:  model.Usage{InputTokens: promptCeiling, Estimated: true},
+		},
+		{
+			name:   "stream cut after the headers, before the first event",
+			stream: true,
+			write: func(w http.ResponseWriter) {
+				startStream(w)
+				w.(http.Flusher).Flush()
+				panic(http.ErrAbortHandler)
+			},
+			class: job.Network,
+			usage: model.Usage{InputTokens: promptCeiling, Estimated: true},
+		},
+		{
 			name:   "connection reset mid stream",
 			stream: true,
 			write: func(w http.ResponseWriter) {
@@ -39,7 +65,7 @@ func TestCutAnswers(t *testing.T) {
 				panic(http.ErrAbortHandler)
 			},
 			class: job.Network,
-			usage: model.Usage{InputTokens: promptTokens, OutputTokens: 2},
+			usage: model.Usage{InputTokens: promptCeiling, OutputTokens: 2, Estimated: true},
 		},
 		{
 			name:   "cut mid frame",
@@ -55,7 +81,7 @@ func TestCutAnswers(t *testing.T) {
 				panic(http.ErrAbortHandler)
 			},
 			class: job.Network,
-			usage: model.Usage{InputTokens: promptTokens, OutputTokens: 1},
+			usage: model.Usage{InputTokens: promptCeiling, OutputTokens: 1, Estimated: true},
 		},
 		{
 			name:   "stream ends without messageStop",
@@ -66,7 +92,7 @@ func TestCutAnswers(t *testing.T) {
 				s.delta("Once")
 			},
 			class: job.Network,
-			usage: model.Usage{InputTokens: promptTokens, OutputTokens: 1},
+			usage: model.Usage{InputTokens: promptCeiling, OutputTokens: 1, Estimated: true},
 		},
 		{
 			name:   "frame fails its checksum",
@@ -82,7 +108,7 @@ func TestCutAnswers(t *testing.T) {
 				_, _ = w.Write(raw)
 			},
 			class: job.ProviderError,
-			usage: model.Usage{InputTokens: promptTokens, OutputTokens: 1},
+			usage: model.Usage{InputTokens: promptCeiling, OutputTokens: 1, Estimated: true},
 		},
 		{
 			name: "cut mid body",
@@ -94,7 +120,7 @@ func TestCutAnswers(t *testing.T) {
 				panic(http.ErrAbortHandler)
 			},
 			class: job.Network,
-			usage: model.Usage{InputTokens: promptTokens}, // the prompt was processed
+			usage: worstCase, // the answer was generated before it was sent
 		},
 		{
 			name: "body is not JSON",
@@ -103,7 +129,7 @@ func TestCutAnswers(t *testing.T) {
 				fmt.Fprint(w, "<html>hello</html>")
 			},
 			class: job.ProviderError,
-			usage: model.Usage{InputTokens: promptTokens},
+			usage: worstCase,
 		},
 	}
 	for _, tt := range tests {
@@ -115,7 +141,7 @@ func TestCutAnswers(t *testing.T) {
 				tt.write(w)
 			}))
 			defer srv.Close()
-			_, err := newClient(t, srv.URL, tt.stream).Generate(context.Background(), request())
+			_, err := newClient(t, srv.URL, tt.stream).Generate(context.Background(), capped())
 			me := asModelError(t, err)
 			if me.Class != tt.class {
 				t.Fatalf("class %q, want %q (%v)", me.Class, tt.class, err)
@@ -162,7 +188,7 @@ func TestCancelClosesStream(t *testing.T) {
 		t.Fatalf("class %q, want cancelled (%v)", me.Class, err)
 	}
 	// Money spent on a cancelled stream is still spent.
-	if me.Usage != (model.Usage{InputTokens: promptTokens, OutputTokens: 2}) {
+	if me.Usage != (model.Usage{InputTokens: promptCeiling, OutputTokens: 2, Estimated: true}) {
 		t.Fatalf("usage %+v, want the two deltas received billed", me.Usage)
 	}
 	select {

@@ -36,7 +36,10 @@ type Config struct {
 	Model  string
 	Stream bool
 	// HTTPClient sends the requests; nil means a plain http.Client. The
-	// request's context bounds each call: the client has no timeout.
+	// request's context bounds each call: the client has no timeout. It
+	// must run on net/http's transport, which reports when a request was
+	// written (model.TraceSent): with any other, a call sent whose answer
+	// was lost is billed nothing.
 	HTTPClient Doer
 }
 
@@ -82,6 +85,11 @@ type usage struct {
 	CompletionTokens int64 `json:"completion_tokens"`
 }
 
+// billed is the server's count as billed usage.
+func (u usage) billed() model.Usage {
+	return model.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
+}
+
 type chatResponse struct {
 	Model   string `json:"model"`
 	Choices []struct {
@@ -108,6 +116,7 @@ func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response,
 	if err != nil {
 		return model.Response{}, &model.Error{Class: job.Internal, Detail: "openai: encode request", Err: fmt.Errorf("openai: encode request: %w", err)}
 	}
+	ctx, sent := model.TraceSent(ctx)
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
 	if err != nil {
 		return model.Response{}, &model.Error{Class: job.InvalidRequest, Detail: "openai: bad base URL", Err: fmt.Errorf("openai: build request: %w", err)}
@@ -121,33 +130,41 @@ func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response,
 	}
 	resp, err := c.cfg.HTTPClient.Do(hr)
 	if err != nil {
-		return model.Response{}, transportError(ctx, err, 0, 0)
+		return model.Response{}, transportError(ctx, err, sent.Unanswered(r, c.cfg.Stream))
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode/100 != 2 {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		return model.Response{}, statusError(resp.StatusCode, b)
 	}
-	prompt := promptEstimate(r)
 	if c.cfg.Stream {
-		return readStream(ctx, resp.Body, r, prompt)
+		return readStream(ctx, resp.Body, r)
 	}
+	// From here the server answered: whatever became of the body, it
+	// generated the answer, and an answer without counts is billed the
+	// worst case.
 	var cr chatResponse
 	if err := json.NewDecoder(resp.Body).Decode(&cr); err != nil {
 		if ctx.Err() != nil || model.IsTransport(err) {
-			return model.Response{}, transportError(ctx, err, prompt, 0)
+			return model.Response{}, transportError(ctx, err, model.Unanswered(r, false))
 		}
-		return model.Response{}, &model.Error{Class: job.ProviderError, Detail: "openai: unparseable response", Err: fmt.Errorf("openai: decode response: %w", err)}
+		return model.Response{}, &model.Error{Class: job.ProviderError, Detail: "openai: unparseable response",
+			Usage: model.Unanswered(r, false), Err: fmt.Errorf("openai: decode response: %w", err)}
 	}
 	if len(cr.Choices) == 0 {
-		return model.Response{}, &model.Error{Class: job.ProviderError, Detail: "openai: no choices", Err: errors.New("openai: response has no choices")}
+		u := model.Unanswered(r, false)
+		if cr.Usage != nil {
+			u = cr.Usage.billed()
+		}
+		return model.Response{}, &model.Error{Class: job.ProviderError, Detail: "openai: no choices", Usage: u,
+			Err: errors.New("openai: response has no choices")}
 	}
-	u := usage{PromptTokens: prompt, CompletionTokens: int64(len(cr.Choices[0].Message.Content)+3) / 4}
+	u := model.Unreported(r, cr.Choices[0].Message.Content)
 	if cr.Usage != nil {
-		u = *cr.Usage
+		u = cr.Usage.billed()
 	}
 	if r.Progress != nil {
-		r.Progress(int(u.CompletionTokens))
+		r.Progress(int(u.OutputTokens))
 	}
 	name := cr.Model
 	if name == "" {
@@ -158,20 +175,9 @@ func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response,
 
 // finish turns a completed answer into a response, or into a content
 // filter error that is still billed.
-func finish(output, modelName, reason string, u usage) (model.Response, error) {
-	mu := model.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
+func finish(output, modelName, reason string, u model.Usage) (model.Response, error) {
 	if reason == "content_filter" {
-		return model.Response{}, &model.Error{Class: job.ContentFiltered, Detail: "openai: finish_reason content_filter", Usage: mu}
+		return model.Response{}, &model.Error{Class: job.ContentFiltered, Detail: "openai: finish_reason content_filter", Usage: u}
 	}
-	return model.Response{Output: output, Model: modelName, FinishReason: reason, Usage: mu}, nil
-}
-
-// promptEstimate is the prompt's token count when the server reports none:
-// about four bytes a token.
-func promptEstimate(r model.Request) int64 {
-	var b int64
-	for _, m := range r.Messages {
-		b += int64(len(m.Content))
-	}
-	return (b + 3) / 4
+	return model.Response{Output: output, Model: modelName, FinishReason: reason, Usage: u}, nil
 }

@@ -69,8 +69,7 @@ func bodyError(status int, b errorBody) *model.Error {
 	return &model.Error{Class: class, Detail: detail, Err: fmt.Errorf("openai: %s", detail)}
 }
 
-// transportError is model.TransportError for this provider, billing the
-// tokens seen so far.
-func transportError(ctx context.Context, err error, prompt, out int64) *model.Error {
-	return model.TransportError(ctx, "openai", err, model.Usage{InputTokens: prompt, OutputTokens: out})
+// transportError is model.TransportError for this provider; u is billed.
+func transportError(ctx context.Context, err error, u model.Usage) *model.Error {
+	return model.TransportError(ctx, "openai", err, u)
 }

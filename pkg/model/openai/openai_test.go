@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -27,8 +28,16 @@ const (
 	prompt = "SECRET-PROMPT tell me a story"
 )
 
-// promptTokens is the client's estimate for the test prompt: ceil(29/4).
-const promptTokens = 8
+// promptCeiling is job.PromptCeiling of the test prompt, what a call is
+// billed for the prompt the server never counted: (29+1)/2 + 8.
+const promptCeiling = 23
+
+// maxTokens is what the tests that lose an answer ask for (capped): a
+// non-streamed call that was sent is billed all of it.
+const maxTokens = 300
+
+// worstCase is the bill of a non-streamed call sent whose answer was lost.
+var worstCase = model.Usage{InputTokens: promptCeiling, OutputTokens: maxTokens, Estimated: true}
 
 func newClient(t *testing.T, baseURL string, stream bool) *openai.Client {
 	t.Helper()
@@ -41,6 +50,13 @@ func newClient(t *testing.T, baseURL string, stream bool) *openai.Client {
 
 func request() model.Request {
 	return model.Request{JobID: "job-1", Messages: []job.Message{{Role: "user", Content: prompt}}}
+}
+
+// capped is request() with max_tokens set, as the worker always sets it.
+func capped() model.Request {
+	r := request()
+	r.MaxTokens = maxTokens
+	return r
 }
 
 // asModelError fails the test unless err is a *model.Error free of secrets.
@@ -177,21 +193,26 @@ func TestGenerateRequestAndResponse(t *testing.T) {
 	}
 }
 
+// A server that drops usage is billed an upper estimate: the prompt
+// ceiling, and the answer at two bytes a token, at most max_tokens.
 func TestGenerateWithoutUsageEstimates(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `{"model":"llama3","choices":[{"index":0,"message":{"role":"assistant","content":"0123456789"},"finish_reason":"length"}]}`)
 	}))
 	defer srv.Close()
-	resp, err := newClient(t, srv.URL, false).Generate(context.Background(), request())
-	if err != nil {
-		t.Fatalf("Generate: %v", err)
-	}
-	// ceil(10 bytes / 4) output tokens, ceil(29 / 4) prompt tokens.
-	if resp.Usage != (model.Usage{InputTokens: promptTokens, OutputTokens: 3}) {
-		t.Fatalf("usage %+v, want the byte estimate", resp.Usage)
-	}
-	if resp.FinishReason != "length" {
-		t.Fatalf("finish reason %q, want length", resp.FinishReason)
+	for maxTokens, out := range map[int]int64{0: 5, 300: 5, 4: 4} {
+		r := request()
+		r.MaxTokens = maxTokens
+		resp, err := newClient(t, srv.URL, false).Generate(context.Background(), r)
+		if err != nil {
+			t.Fatalf("Generate: %v", err)
+		}
+		if want := (model.Usage{InputTokens: promptCeiling, OutputTokens: out, Estimated: true}); resp.Usage != want {
+			t.Fatalf("max tokens %d: usage %+v, want %+v", maxTokens, resp.Usage, want)
+		}
+		if resp.FinishReason != "length" {
+			t.Fatalf("finish reason %q, want length", resp.FinishReason)
+		}
 	}
 }
 
@@ -206,7 +227,7 @@ func TestGenerateStream(t *testing.T) {
 		{name: "usage chunk is exact", withUsage: true, finish: "stop",
 			usage: model.Usage{InputTokens: 9, OutputTokens: 4}, progress: "[1 2 3 4]"},
 		{name: "no usage chunk is estimated", finish: "length",
-			usage: model.Usage{InputTokens: promptTokens, OutputTokens: 3}, progress: "[1 2 3 3]"},
+			usage: model.Usage{InputTokens: promptCeiling, OutputTokens: 3, Estimated: true}, progress: "[1 2 3 3]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -352,9 +373,11 @@ func TestBadSuccessfulResponses(t *testing.T) {
 		usage  model.Usage
 	}{
 		{
+			// The server answered 200: it may have generated all it was asked.
 			name:  "body is not JSON",
 			write: func(w http.ResponseWriter) { fmt.Fprint(w, "<html>hello</html>") },
 			class: job.ProviderError,
+			usage: worstCase,
 		},
 		{
 			name: "no choices",
@@ -362,6 +385,13 @@ func TestBadSuccessfulResponses(t *testing.T) {
 				fmt.Fprint(w, `{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":0}}`)
 			},
 			class: job.ProviderError,
+			usage: model.Usage{InputTokens: 3},
+		},
+		{
+			name:  "no choices, no usage",
+			write: func(w http.ResponseWriter) { fmt.Fprint(w, `{"choices":[]}`) },
+			class: job.ProviderError,
+			usage: worstCase,
 		},
 		{
 			name:  "finish reason content filter is billed",
@@ -389,7 +419,7 @@ func TestBadSuccessfulResponses(t *testing.T) {
 				sse(w, "{not json")
 			},
 			class: job.ProviderError,
-			usage: model.Usage{InputTokens: promptTokens, OutputTokens: 1},
+			usage: model.Usage{InputTokens: promptCeiling, OutputTokens: 1, Estimated: true},
 		},
 		{
 			name:   "stream carries an error object",
@@ -400,14 +430,14 @@ func TestBadSuccessfulResponses(t *testing.T) {
 				sse(w, `{"error":{"message":"The server had an error processing SECRET-PROMPT","type":"server_error","param":null,"code":null}}`)
 			},
 			class: job.ProviderError,
-			usage: model.Usage{InputTokens: promptTokens, OutputTokens: 2},
+			usage: model.Usage{InputTokens: promptCeiling, OutputTokens: 2, Estimated: true},
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { tt.write(w) }))
 			defer srv.Close()
-			_, err := newClient(t, srv.URL, tt.stream).Generate(context.Background(), request())
+			_, err := newClient(t, srv.URL, tt.stream).Generate(context.Background(), capped())
 			me := asModelError(t, err)
 			if me.Class != tt.class || me.Usage != tt.usage {
 				t.Fatalf("got %q %+v, want %q %+v", me.Class, me.Usage, tt.class, tt.usage)
@@ -443,7 +473,7 @@ func TestCancelClosesStream(t *testing.T) {
 		t.Fatalf("class %q, want cancelled (%v)", me.Class, err)
 	}
 	// Money spent on a cancelled stream is still spent.
-	if me.Usage != (model.Usage{InputTokens: promptTokens, OutputTokens: 2}) {
+	if me.Usage != (model.Usage{InputTokens: promptCeiling, OutputTokens: 2, Estimated: true}) {
 		t.Fatalf("usage %+v, want the two chunks received billed", me.Usage)
 	}
 	select {
@@ -453,40 +483,81 @@ func TestCancelClosesStream(t *testing.T) {
 	}
 }
 
+// An answer lost after the request was sent is billed: a non-streamed
+// one at the worst case (the server finishes the generation and bills
+// it), a stream at what it told before the cut, estimated.
 func TestConnectionDrops(t *testing.T) {
 	tests := []struct {
 		name   string
 		stream bool
-		write  func(w http.ResponseWriter)
+		write  func(w http.ResponseWriter, r *http.Request)
 		usage  model.Usage
 	}{
 		{
+			name: "after the request, before the headers",
+			write: func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				panic(http.ErrAbortHandler)
+			},
+			usage: worstCase,
+		},
+		{
+			name:   "stream after the request, before the headers",
+			stream: true,
+			write: func(w http.ResponseWriter, r *http.Request) {
+				_, _ = io.Copy(io.Discard, r.Body)
+				panic(http.ErrAbortHandler)
+			},
+			usage: model.Usage{InputTokens: promptCeiling, Estimated: true},
+		},
+		{
+			name:   "stream after the headers, before the first event",
+			stream: true,
+			write: func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.(http.Flusher).Flush()
+				panic(http.ErrAbortHandler)
+			},
+			usage: model.Usage{InputTokens: promptCeiling, Estimated: true},
+		},
+		{
 			name:   "mid stream",
 			stream: true,
-			write: func(w http.ResponseWriter) {
+			write: func(w http.ResponseWriter, r *http.Request) {
 				sse(w, contentChunk("Once"))
 				sse(w, contentChunk(" upon"))
 				panic(http.ErrAbortHandler)
 			},
-			usage: model.Usage{InputTokens: promptTokens, OutputTokens: 2},
+			usage: model.Usage{InputTokens: promptCeiling, OutputTokens: 2, Estimated: true},
 		},
 		{
 			name:   "stream ends without [DONE]",
 			stream: true,
-			write: func(w http.ResponseWriter) {
+			write: func(w http.ResponseWriter, r *http.Request) {
 				sse(w, contentChunk("Once"))
 			},
-			usage: model.Usage{InputTokens: promptTokens, OutputTokens: 1},
+			usage: model.Usage{InputTokens: promptCeiling, OutputTokens: 1, Estimated: true},
+		},
+		{
+			name:   "stream cut after the usage chunk",
+			stream: true,
+			write: func(w http.ResponseWriter, r *http.Request) {
+				sse(w, contentChunk("Once"))
+				sse(w, fmt.Sprintf(finishChunk, "stop"))
+				sse(w, usageChunk)
+				panic(http.ErrAbortHandler)
+			},
+			usage: model.Usage{InputTokens: 9, OutputTokens: 4}, // the server's own count
 		},
 		{
 			name: "mid body",
-			write: func(w http.ResponseWriter) {
+			write: func(w http.ResponseWriter, r *http.Request) {
 				w.Header().Set("Content-Length", "1000")
 				fmt.Fprint(w, `{"id":"chatcmpl-abc123","choices":[{"index":0,`)
 				w.(http.Flusher).Flush()
 				panic(http.ErrAbortHandler)
 			},
-			usage: model.Usage{InputTokens: promptTokens},
+			usage: worstCase,
 		},
 	}
 	for _, tt := range tests {
@@ -494,10 +565,10 @@ func TestConnectionDrops(t *testing.T) {
 			var requests atomic.Int32
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				requests.Add(1)
-				tt.write(w)
+				tt.write(w, r)
 			}))
 			defer srv.Close()
-			_, err := newClient(t, srv.URL, tt.stream).Generate(context.Background(), request())
+			_, err := newClient(t, srv.URL, tt.stream).Generate(context.Background(), capped())
 			me := asModelError(t, err)
 			if me.Class != job.Network {
 				t.Fatalf("class %q, want network (%v)", me.Class, err)
@@ -512,16 +583,29 @@ func TestConnectionDrops(t *testing.T) {
 	}
 }
 
-func TestConnectionRefused(t *testing.T) {
+// A request that never reached the server cost nothing.
+func TestNeverSent(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatalf("listen: %v", err)
 	}
-	addr := l.Addr().String()
+	refused := "http://" + l.Addr().String() + "/v1"
 	_ = l.Close()
-	_, err = newClient(t, "http://"+addr+"/v1", false).Generate(context.Background(), request())
-	if me := asModelError(t, err); me.Class != job.Network || me.Usage != (model.Usage{}) {
-		t.Fatalf("class %q usage %+v, want network and nothing billed", me.Class, me.Usage)
+	var requests atomic.Int32
+	tlsSrv := httptest.NewUnstartedServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { requests.Add(1) }))
+	tlsSrv.Config.ErrorLog = log.New(io.Discard, "", 0) // the refused handshake is the point
+	tlsSrv.StartTLS()
+	defer tlsSrv.Close()
+	for _, stream := range []bool{false, true} {
+		for name, url := range map[string]string{"connection refused": refused, "TLS certificate not trusted": tlsSrv.URL} {
+			_, err = newClient(t, url, stream).Generate(context.Background(), capped())
+			if me := asModelError(t, err); me.Class != job.Network || me.Usage != (model.Usage{}) {
+				t.Fatalf("%s, stream=%v: class %q usage %+v, want network and nothing billed (%v)", name, stream, me.Class, me.Usage, err)
+			}
+		}
+	}
+	if n := requests.Load(); n != 0 {
+		t.Fatalf("%d requests reached the TLS server", n)
 	}
 }
 
@@ -529,25 +613,35 @@ func TestTimeouts(t *testing.T) {
 	tests := []struct {
 		name     string
 		deadline time.Duration // on the call's context; 0: none
+		cancel   time.Duration // cancel the call's context after this; 0: never
 		client   openai.Doer   // nil: the default client
 		stream   bool
+		class    job.ErrorClass
 		target   error // what the error must wrap, if anything
 		usage    model.Usage
 	}{
-		{name: "call deadline before headers", deadline: 50 * time.Millisecond, target: context.DeadlineExceeded},
-		{name: "call deadline mid stream", deadline: 300 * time.Millisecond, stream: true, target: context.DeadlineExceeded,
-			usage: model.Usage{InputTokens: promptTokens, OutputTokens: 1}},
-		{name: "http client timeout", client: &http.Client{Timeout: 50 * time.Millisecond}},
-		{name: "response header timeout",
+		{name: "call deadline before headers", deadline: 50 * time.Millisecond, class: job.Timeout, target: context.DeadlineExceeded,
+			usage: worstCase},
+		{name: "call deadline before stream headers", deadline: 50 * time.Millisecond, stream: true, class: job.Timeout,
+			target: context.DeadlineExceeded, usage: model.Usage{InputTokens: promptCeiling, Estimated: true}},
+		{name: "call deadline mid stream", deadline: 300 * time.Millisecond, stream: true, class: job.Timeout, target: context.DeadlineExceeded,
+			usage: model.Usage{InputTokens: promptCeiling, OutputTokens: 1, Estimated: true}},
+		{name: "cancelled before headers", cancel: 50 * time.Millisecond, class: job.Cancelled, target: context.Canceled,
+			usage: worstCase},
+		{name: "cancelled before stream headers", cancel: 50 * time.Millisecond, stream: true, class: job.Cancelled,
+			target: context.Canceled, usage: model.Usage{InputTokens: promptCeiling, Estimated: true}},
+		{name: "http client timeout", client: &http.Client{Timeout: 50 * time.Millisecond}, class: job.Timeout, usage: worstCase},
+		{name: "response header timeout", class: job.Timeout, usage: worstCase,
 			client: &http.Client{Transport: &http.Transport{ResponseHeaderTimeout: 50 * time.Millisecond}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
+			midStream := tt.usage.OutputTokens > 0 && tt.stream
 			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				// Reading the whole request lets the server notice the
 				// client hanging up, as a real one would.
 				_, _ = io.Copy(io.Discard, r.Body)
-				if tt.stream {
+				if midStream {
 					sse(w, contentChunk("Once"))
 				}
 				select {
@@ -556,24 +650,28 @@ func TestTimeouts(t *testing.T) {
 				}
 			}))
 			defer srv.Close()
-			ctx := context.Background()
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			if tt.cancel > 0 {
+				time.AfterFunc(tt.cancel, cancel)
+			}
 			if tt.deadline > 0 {
-				var cancel context.CancelFunc
-				ctx, cancel = context.WithTimeout(ctx, tt.deadline)
-				defer cancel()
+				var stop context.CancelFunc
+				ctx, stop = context.WithTimeout(ctx, tt.deadline)
+				defer stop()
 			}
 			c, err := openai.New(openai.Config{BaseURL: srv.URL, APIKey: apiKey, Stream: tt.stream, HTTPClient: tt.client})
 			if err != nil {
 				t.Fatalf("New: %v", err)
 			}
 			start := time.Now()
-			_, err = c.Generate(ctx, request())
+			_, err = c.Generate(ctx, capped())
 			if time.Since(start) > 5*time.Second {
 				t.Fatal("the call outlived its timeout")
 			}
 			me := asModelError(t, err)
-			if me.Class != job.Timeout {
-				t.Fatalf("class %q, want timeout (%v)", me.Class, err)
+			if me.Class != tt.class {
+				t.Fatalf("class %q, want %q (%v)", me.Class, tt.class, err)
 			}
 			if tt.target != nil && !errors.Is(err, tt.target) {
 				t.Fatalf("%v does not wrap %v", err, tt.target)

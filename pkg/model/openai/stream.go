@@ -27,12 +27,19 @@ type chunk struct {
 // readStream consumes server-sent events until [DONE]: content deltas build
 // the output and drive progress (one token per content chunk until the
 // final usage chunk gives the real counts). A stream cut short still
-// reports the tokens seen so far, so the attempt is paid for.
-func readStream(ctx context.Context, body io.Reader, r model.Request, prompt int64) (model.Response, error) {
+// reports the tokens seen so far, so the attempt is paid for: the server's
+// counts if its usage chunk arrived, else estimated (model.StreamUsage).
+func readStream(ctx context.Context, body io.Reader, r model.Request) (model.Response, error) {
 	var out strings.Builder
 	var name, reason string
 	var u *usage
 	chunks := int64(0)
+	seen := func() model.Usage {
+		if u != nil {
+			return model.StreamUsage(r, u.PromptTokens, chunks, u.CompletionTokens, true)
+		}
+		return model.StreamUsage(r, 0, chunks, 0, false)
+	}
 	sc := bufio.NewScanner(body)
 	sc.Buffer(make([]byte, 0, 4<<10), 1<<20)
 	done := false
@@ -49,7 +56,7 @@ func readStream(ctx context.Context, body io.Reader, r model.Request, prompt int
 		var ch chunk
 		if err := json.Unmarshal([]byte(data), &ch); err != nil {
 			return model.Response{}, &model.Error{Class: job.ProviderError, Detail: "openai: unparseable stream chunk",
-				Usage: model.Usage{InputTokens: prompt, OutputTokens: chunks},
+				Usage: seen(),
 				Err:   fmt.Errorf("openai: decode stream chunk: %w", err)}
 		}
 		if ch.Error != nil {
@@ -57,7 +64,7 @@ func readStream(ctx context.Context, body io.Reader, r model.Request, prompt int
 			if e.Class == job.Internal { // the server itself failed mid-answer
 				e.Class = job.ProviderError
 			}
-			e.Usage = model.Usage{InputTokens: prompt, OutputTokens: chunks}
+			e.Usage = seen()
 			return model.Response{}, e
 		}
 		if ch.Model != "" {
@@ -83,17 +90,14 @@ func readStream(ctx context.Context, body io.Reader, r model.Request, prompt int
 		if err == nil {
 			err = io.ErrUnexpectedEOF
 		}
-		if u != nil { // the usage chunk arrived before the cut: bill what the server counted
-			return model.Response{}, transportError(ctx, err, u.PromptTokens, u.CompletionTokens)
-		}
-		return model.Response{}, transportError(ctx, err, prompt, chunks)
+		return model.Response{}, transportError(ctx, err, seen())
 	}
-	final := usage{PromptTokens: prompt, CompletionTokens: chunks}
+	final := seen()
 	if u != nil {
-		final = *u
+		final = u.billed()
 	}
 	if r.Progress != nil {
-		r.Progress(int(final.CompletionTokens))
+		r.Progress(int(final.OutputTokens))
 	}
 	if name == "" {
 		name = r.Model

@@ -1,0 +1,49 @@
+package model
+
+import "github.com/aijobs/aijobs/pkg/job"
+
+// The estimates below bill a call whose usage the provider never reported.
+// They are upper estimates, marked Estimated, so that an attempt whose
+// answer was lost is never recorded as free: the prompt at job's
+// PromptCeiling (two bytes a token where providers count about four) and
+// the output at what the provider may have generated.
+
+// Unanswered is the usage of a call that was sent in full but whose answer
+// never came or could not be read. A non-streaming call is billed the
+// rung's worst case, the prompt ceiling and every output token it asked
+// for (r.MaxTokens, which the worker always sets): the provider finishes
+// the generation after the client went away, and bills it. A stream is
+// billed the prompt ceiling only: a stream's generation is taken to stop
+// when its reader goes away.
+func Unanswered(r Request, stream bool) Usage {
+	u := Usage{InputTokens: job.PromptCeiling(r.Messages), Estimated: true}
+	if !stream {
+		u.OutputTokens = int64(max(r.MaxTokens, 0))
+	}
+	return u
+}
+
+// Unreported is the usage of a complete non-streamed answer that came
+// without its counts (a compatible server or proxy that drops them): the
+// prompt ceiling, and the output at the same two bytes a token, never more
+// than the r.MaxTokens asked for when it is set.
+func Unreported(r Request, output string) Usage {
+	out := (int64(len(output)) + 1) / 2
+	if r.MaxTokens > 0 {
+		out = min(out, int64(r.MaxTokens))
+	}
+	return Usage{InputTokens: job.PromptCeiling(r.Messages), OutputTokens: out, Estimated: true}
+}
+
+// StreamUsage is the usage of a stream from what it told before it ended:
+// input is the server's prompt count (0 when it sent none: the prompt
+// ceiling then), output the larger of the content deltas received (a token
+// each) and the server's latest output count. It is estimated unless the
+// server's final usage arrived (final) and counted the prompt.
+func StreamUsage(r Request, input, deltas, output int64, final bool) Usage {
+	u := Usage{InputTokens: input, OutputTokens: max(deltas, output), Estimated: !final}
+	if input <= 0 {
+		u.InputTokens, u.Estimated = job.PromptCeiling(r.Messages), true
+	}
+	return u
+}

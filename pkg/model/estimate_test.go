@@ -1,0 +1,51 @@
+package model_test
+
+import (
+	"testing"
+
+	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/model"
+)
+
+// ceiling is job.PromptCeiling of request(): (29+1)/2 bytes + 8 for the
+// one message.
+const ceiling = 23
+
+func request(maxTokens int) model.Request {
+	return model.Request{Messages: []job.Message{{Role: "user", Content: "SECRET-PROMPT tell me a story"}}, MaxTokens: maxTokens}
+}
+
+func TestEstimates(t *testing.T) {
+	if got := job.PromptCeiling(request(0).Messages); got != ceiling {
+		t.Fatalf("PromptCeiling = %d, want %d", got, ceiling)
+	}
+	tests := []struct {
+		name string
+		got  model.Usage
+		want model.Usage
+	}{
+		{"unanswered call: the worst case", model.Unanswered(request(300), false),
+			model.Usage{InputTokens: ceiling, OutputTokens: 300, Estimated: true}},
+		{"unanswered stream: the prompt", model.Unanswered(request(300), true),
+			model.Usage{InputTokens: ceiling, Estimated: true}},
+		{"unreported answer: two bytes a token", model.Unreported(request(300), "0123456789"),
+			model.Usage{InputTokens: ceiling, OutputTokens: 5, Estimated: true}},
+		{"unreported answer: never over max tokens", model.Unreported(request(3), "0123456789"),
+			model.Usage{InputTokens: ceiling, OutputTokens: 3, Estimated: true}},
+		{"stream cut before any count", model.StreamUsage(request(300), 0, 4, 0, false),
+			model.Usage{InputTokens: ceiling, OutputTokens: 4, Estimated: true}},
+		{"stream cut after the server's prompt count", model.StreamUsage(request(300), 25, 4, 1, false),
+			model.Usage{InputTokens: 25, OutputTokens: 4, Estimated: true}},
+		{"stream cut after the server's final count", model.StreamUsage(request(300), 25, 4, 9, true),
+			model.Usage{InputTokens: 25, OutputTokens: 9}},
+		{"deltas above the server's final count", model.StreamUsage(request(300), 25, 4, 2, true),
+			model.Usage{InputTokens: 25, OutputTokens: 4}},
+		{"final output count without a prompt count", model.StreamUsage(request(300), 0, 4, 9, true),
+			model.Usage{InputTokens: ceiling, OutputTokens: 9, Estimated: true}},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s: got %+v, want %+v", tt.name, tt.got, tt.want)
+		}
+	}
+}
