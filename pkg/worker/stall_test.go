@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"encoding/json"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -214,5 +215,34 @@ func TestAClaimAnsweredInsideItsLeaseMarginNeverCallsTheModel(t *testing.T) {
 	}
 	if got := f.get(j.ID); got.State != job.Queued || got.ErrorClass != job.Timeout || got.Cost != 0 || got.Reserved != 0 {
 		t.Fatalf("job = %+v: want released as timeout, nothing spent, no hold", got)
+	}
+}
+
+// TestALostAnswerIsChargedItsUpperEstimateAndStopsTheBudget: a call whose
+// answer was lost after the request was sent reports estimated usage (the
+// rung's worst case for a non-streaming call: the provider generates and
+// bills it all the same). The record says its cost is estimated, and the
+// budget counts the estimate: a job whose budget covered two worst cases
+// gets two attempts, not max_attempts free ones.
+func TestALostAnswerIsChargedItsUpperEstimateAndStopsTheBudget(t *testing.T) {
+	var in job.Input
+	f := setup(t, func(_ context.Context, r model.Request, _ int) (model.Response, error) {
+		u := model.Unanswered(r, false)
+		return model.Response{}, &model.Error{Class: job.Timeout, Usage: u}
+	})
+	// Worst case of one attempt: prompt (5 bytes -> 3 + 8 tokens) x 1 +
+	// 10 output tokens x 2 = 31 nanocents.
+	j := f.create("k1", func(j *job.Job) { j.Budget, j.MaxAttempts, j.Reserve = 62, 8, 31 })
+	_ = json.Unmarshal(j.Input, &in)
+	if wc := f.routes()["default"].Rungs[0].WorstCase(in); wc != 31 {
+		t.Fatalf("worst case %d, want 31", wc)
+	}
+	for range 4 {
+		f.deliver(body(j.ID))
+		time.Sleep(120 * time.Millisecond) // past any backoff
+	}
+	got := f.get(j.ID)
+	if got.State != job.Abandoned || got.ErrorClass != job.BudgetExhausted || got.Attempts != 2 || got.Cost != 62 || !got.CostEstimated {
+		t.Fatalf("job = %+v: want two attempts charged 31 each, marked estimated, then abandoned for budget", got)
 	}
 }
