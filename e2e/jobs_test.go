@@ -191,7 +191,7 @@ func TestLeaseExpiredWhileFirstWorkerStillRuns(t *testing.T) {
 	t.Parallel()
 	// Heartbeats every 2 s, so the forced expiry below is not renewed
 	// before the second worker takes over.
-	s := startStack(t, map[string]string{"AIJOBS_HEARTBEAT": "2s", "AIJOBS_LEASE_TTL": "6s",
+	s := startStack(t, map[string]string{"AIJOBS_HEARTBEAT": "2s", "AIJOBS_LEASE_TTL": "6s", "AIJOBS_LEASE_MARGIN": "1s",
 		"AIJOBS_MODEL_TIMEOUT": "6s", "AIJOBS_WORKER_TIMEOUT": "10s", "AIJOBS_VISIBILITY_TIMEOUT": "12s"})
 	id := s.submit("t", "lease", jobBody("[[fake:latency=3s]] long call", ""))
 	s.wait("t", id, 10*time.Second, "running")

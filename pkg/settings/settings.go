@@ -185,6 +185,9 @@ func (s Settings) Validate() error {
 	check(s.LeaseMargin >= 0 && s.LeaseTTL >= s.GuardMargin()+2*s.Heartbeat,
 		"lease TTL %s must be at least the lease margin %s plus two heartbeats (%s): a healthy call is stopped only after a renewal failed",
 		s.LeaseTTL, s.GuardMargin(), s.Heartbeat)
+	check(s.GuardMargin() <= s.AttemptMargin,
+		"lease margin %s must not exceed the attempt margin %s: the lease ends that margin after the route's timeout, and the guard would cut a call before it",
+		s.GuardMargin(), s.AttemptMargin)
 	check(s.BatchSize >= 1 && s.BatchSize <= 10, "batch size %d outside 1..10", s.BatchSize)
 	check(s.MaxConcurrency >= 2, "maximum concurrency %d below 2 (the Lambda minimum)", s.MaxConcurrency)
 	check(s.FailureShards >= 1, "failure shards below 1")

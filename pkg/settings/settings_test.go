@@ -35,6 +35,7 @@ func TestValidateRefuses(t *testing.T) {
 		{"DLQ retention < queue retention", func(s *settings.Settings) { s.DLQRetention = s.QueueRetention - time.Hour }, "DLQ retention"},
 		{"lease TTL < 2 heartbeats", func(s *settings.Settings) { s.LeaseTTL = 2*s.Heartbeat - time.Millisecond }, "lease TTL"},
 		{"lease TTL < margin + 2 heartbeats", func(s *settings.Settings) { s.LeaseTTL = 3*s.Heartbeat - time.Millisecond }, "lease margin"},
+		{"lease margin beyond the attempt margin", func(s *settings.Settings) { s.LeaseMargin = s.AttemptMargin + time.Second }, "attempt margin"},
 		{"no resend quota", func(s *settings.Settings) { s.ReconcileResendMax = 0 }, "resend max"},
 		{"no AWS call timeout", func(s *settings.Settings) { s.AWSCallTimeout = 0 }, "AWS call timeout"},
 		{"explicit margin too long", func(s *settings.Settings) { s.LeaseMargin = s.LeaseTTL - 2*s.Heartbeat + time.Millisecond }, "lease margin"},

@@ -135,7 +135,7 @@ type fixture struct {
 var timing = worker.Timing{
 	// A margin far above the heartbeat, so a loaded machine's scheduling
 	// delays (the race detector, parallel packages) never reach it.
-	Heartbeat: 20 * time.Millisecond, LeaseTTL: 300 * time.Millisecond, LeaseMargin: 150 * time.Millisecond, AttemptMargin: 100 * time.Millisecond,
+	Heartbeat: 20 * time.Millisecond, LeaseTTL: 300 * time.Millisecond, LeaseMargin: 150 * time.Millisecond, AttemptMargin: 150 * time.Millisecond,
 	LambdaMargin: 50 * time.Millisecond, BackoffBase: 100 * time.Millisecond, BackoffMax: time.Second,
 }
 
