@@ -136,8 +136,15 @@ func TestARungCapsMaxTokensAndProgress(t *testing.T) {
 	slow := func(ctx context.Context, r model.Request, n int) (model.Response, error) {
 		asked.Store(int64(r.MaxTokens))
 		r.Progress(2) // of a cap of 4
-		time.Sleep(3 * timing.Heartbeat)
-		cur, _ := l.store.Get(ctx, r.JobID)
+		// Wait for a heartbeat to write it (a few intervals; more on a
+		// loaded machine).
+		var cur job.Job
+		for range 50 {
+			time.Sleep(timing.Heartbeat)
+			if cur, _ = l.store.Get(ctx, r.JobID); cur.Progress != 0 {
+				break
+			}
+		}
 		saw <- cur.Progress
 		return model.Response{Output: "ok", Usage: model.Usage{OutputTokens: 4}}, nil
 	}
@@ -172,8 +179,13 @@ func TestTheLeaseCoversEveryRung(t *testing.T) {
 	})
 	j := l.create("k1", nil)
 	l.deliver(body(j.ID))
-	if !<-live {
-		t.Fatal("the lease ran out during the second rung")
+	select {
+	case ok := <-live:
+		if !ok {
+			t.Fatal("the lease ran out during the second rung")
+		}
+	default:
+		t.Fatalf("the second rung was never called: %+v", l.get(j.ID))
 	}
 	if got := l.get(j.ID); got.State != job.Succeeded {
 		t.Fatalf("job = %+v", got)
