@@ -63,7 +63,7 @@ func TestReplayOf2000JobsNeverRunsASucceededOneAgain(t *testing.T) {
 	deadline := time.Now().Add(90 * time.Second)
 	for s.totalCalls(ids) < len(ids) || s.unfinished(ctx, ids) > 0 {
 		if time.Now().After(deadline) {
-			t.Fatalf("first run: %d of %d called, %d unfinished", s.totalCalls(ids), len(ids), s.unfinished(ctx, ids))
+			t.Fatalf("first run: %d of %d called, %d unfinished; never called: %v", s.totalCalls(ids), len(ids), s.unfinished(ctx, ids), s.uncalled(ctx, ids))
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -212,6 +212,18 @@ func (s *stack) totalCalls(ids []string) int {
 		n += min(s.fake.Calls(id), 1)
 	}
 	return n
+}
+
+// uncalled counts the jobs the model never saw, by state and class.
+func (s *stack) uncalled(ctx context.Context, ids []string) map[string]int {
+	out := map[string]int{}
+	for _, id := range ids {
+		if s.fake.Calls(id) == 0 {
+			j, err := s.app.Store.Get(ctx, id)
+			out[fmt.Sprint(j.State, "/", j.ErrorClass, "/", j.ErrorDetail, err)]++
+		}
+	}
+	return out
 }
 
 // unfinished counts the jobs not yet in a terminal state.

@@ -26,9 +26,7 @@ func received(body string, n int) events.SQSEvent {
 }
 
 func (f *fixture) limited(store worker.Store) {
-	f.w = worker.New(worker.Config{Store: store, Queue: f.queue, Timing: timing, Rand: func() float64 { return 0 },
-		Retention: job.Retention{Succeeded: time.Hour, Failed: 24 * time.Hour}, ReceiveLimit: limit, Metrics: f.metrics,
-		Routes: f.routes(), Providers: map[string]model.Provider{"p": f.prov}})
+	f.w = f.newWorker(store, func(c *worker.Config) { c.ReceiveLimit = limit })
 }
 
 func (f *fixture) handle(ev events.SQSEvent) []string {

@@ -31,12 +31,9 @@ func setupLadder(t *testing.T, first, second func(context.Context, model.Request
 	if tweak != nil {
 		tweak(&route)
 	}
-	f.w = worker.New(worker.Config{
-		Store: f.store, Queue: f.queue, Timing: timing, Clock: job.SystemClock{},
-		Retention: job.Retention{Succeeded: time.Hour, Failed: 24 * time.Hour},
-		Routes:    map[string]job.Route{"default": route},
-		Providers: map[string]model.Provider{"p": f.prov, "q": l.second},
-		Rand:      func() float64 { return 0 }, Metrics: f.metrics,
+	f.w = f.newWorker(f.store, func(c *worker.Config) {
+		c.Routes = map[string]job.Route{"default": route}
+		c.Providers = map[string]model.Provider{"p": f.prov, "q": l.second}
 	})
 	return l
 }

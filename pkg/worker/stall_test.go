@@ -11,7 +11,6 @@ import (
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/memstore"
 	"github.com/aijobs/aijobs/pkg/model"
-	"github.com/aijobs/aijobs/pkg/worker"
 )
 
 // stalledHeartbeats is a store whose heartbeat writes hang as on a
@@ -79,9 +78,7 @@ func TestStalledHeartbeatNeverLetsASecondWorkerGenerate(t *testing.T) {
 	j := f.create("k1", nil)
 	stalled := stalledHeartbeats{Store: f.store, release: make(chan struct{})}
 	defer close(stalled.release)
-	a := worker.New(worker.Config{Store: stalled, Queue: f.queue, Timing: timing, Rand: func() float64 { return 0 },
-		Retention: job.Retention{Succeeded: time.Hour, Failed: time.Hour},
-		Routes:    f.routes(), Providers: map[string]model.Provider{"p": f.prov}})
+	a := f.newWorker(stalled)
 
 	aDone := make(chan struct{})
 	go func() {
@@ -121,15 +118,9 @@ func TestStalledHeartbeatNeverLetsASecondWorkerGenerate(t *testing.T) {
 
 func TestSlowFailingHeartbeatStopsTheCallBeforeTheLeaseEnds(t *testing.T) {
 	var stoppedAt atomic.Int64
-	f := setup(t, func(ctx context.Context, r model.Request, n int) (model.Response, error) {
-		<-ctx.Done()
-		stoppedAt.Store(time.Now().UnixMilli())
-		return model.Response{}, &model.Error{Class: job.Cancelled, Usage: model.Usage{InputTokens: 3}, Err: ctx.Err()}
-	})
+	f := setup(t, hangs(&stoppedAt, 3))
 	j := f.create("k1", nil)
-	f.w = worker.New(worker.Config{Store: slowFailingHeartbeats{f.store}, Queue: f.queue, Timing: timing, Rand: func() float64 { return 0 },
-		Retention: job.Retention{Succeeded: time.Hour, Failed: time.Hour},
-		Routes:    f.routes(), Providers: map[string]model.Provider{"p": f.prov}})
+	f.w = f.newWorker(slowFailingHeartbeats{f.store})
 	leases := make(chan time.Time, 1)
 	go func() {
 		for range 1000 {
@@ -179,9 +170,7 @@ func TestAPanickingHeartbeatStopsOnlyItsOwnCall(t *testing.T) {
 		j.Input = []byte(`{"messages":[{"role":"user","content":"slow"}],"max_tokens":5}`)
 	})
 	quick := f.create("quick", nil)
-	f.w = worker.New(worker.Config{Store: panickingHeartbeats{f.store}, Queue: f.queue, Timing: timing, Rand: func() float64 { return 0 },
-		Retention: job.Retention{Succeeded: time.Hour, Failed: time.Hour},
-		Routes:    f.routes(), Providers: map[string]model.Provider{"p": f.prov}})
+	f.w = f.newWorker(panickingHeartbeats{f.store})
 	r := f.deliver(body(slow.ID), body(quick.ID))
 	if ids := failedIDs(r); len(ids) != 1 || ids[0] != "m0" {
 		t.Fatalf("kept %v, want only the message whose heartbeat panicked (released for a retry)", ids)
@@ -206,9 +195,7 @@ func (s slowClaims) Claim(ctx context.Context, c job.Claim) (job.Job, error) {
 func TestAClaimAnsweredInsideItsLeaseMarginNeverCallsTheModel(t *testing.T) {
 	f := setup(t, ok(5))
 	j := f.create("k1", nil)
-	f.w = worker.New(worker.Config{Store: slowClaims{f.store}, Queue: f.queue, Timing: timing, Rand: func() float64 { return 0 },
-		Retention: job.Retention{Succeeded: time.Hour, Failed: time.Hour},
-		Routes:    f.routes(), Providers: map[string]model.Provider{"p": f.prov}})
+	f.w = f.newWorker(slowClaims{f.store})
 	f.deliver(body(j.ID))
 	if n := f.prov.calls[j.ID]; n != 0 {
 		t.Fatalf("%d model calls on a lease that was about to end when the claim answered", n)

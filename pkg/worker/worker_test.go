@@ -144,15 +144,25 @@ func setup(t *testing.T, step func(context.Context, model.Request, int) (model.R
 	// 1 and 2 nanocents per token: an input token is one nanocent, so a
 	// provider's usage states the cost it means directly.
 	f.price, _ = job.PricePerMillion("0.001", "0.002")
-	f.w = worker.New(worker.Config{
-		Store: f.store, Queue: f.queue, Timing: timing, Clock: job.SystemClock{},
+	f.w = f.newWorker(f.store)
+	return f
+}
+
+// newWorker is the fixture's worker over store (a wrapper of f.store that
+// misbehaves, say), with opts applied to its config.
+func (f *fixture) newWorker(store worker.Store, opts ...func(*worker.Config)) *worker.Worker {
+	cfg := worker.Config{
+		Store: store, Queue: f.queue, Timing: timing, Clock: job.SystemClock{},
 		Retention: job.Retention{Succeeded: time.Hour, Failed: 24 * time.Hour},
 		Routes:    f.routes(),
 		Providers: map[string]model.Provider{"p": f.prov},
 		Rand:      func() float64 { return 0 },
 		Metrics:   f.metrics,
-	})
-	return f
+	}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	return worker.New(cfg)
 }
 
 // routes is one default route with one rung on provider "p", model "m1".
@@ -537,14 +547,23 @@ func (tooLarge) Succeed(context.Context, job.Succeed) (job.Job, error) {
 func TestResultTooLargeEndsTheJobAndKeepsItsCost(t *testing.T) {
 	f := setup(t, ok(77))
 	j := f.create("k1", nil)
-	f.w = worker.New(worker.Config{Store: tooLarge{f.store}, Queue: f.queue, Timing: timing,
-		Routes: f.routes(), Providers: map[string]model.Provider{"p": f.prov}})
+	f.w = f.newWorker(tooLarge{f.store})
 	if r := f.deliver(body(j.ID)); len(r.BatchItemFailures) != 0 {
 		t.Fatalf("kept: %v (it would be generated again)", failedIDs(r))
 	}
 	got := f.get(j.ID)
 	if got.State != job.Failed || got.ErrorClass != job.Internal || got.Cost != 77 {
 		t.Fatalf("job = %+v", got)
+	}
+}
+
+// hangs is a call that runs until its context ends, notes when in
+// stoppedAt, and bills input tokens for what it consumed.
+func hangs(stoppedAt *atomic.Int64, input int64) func(context.Context, model.Request, int) (model.Response, error) {
+	return func(ctx context.Context, _ model.Request, _ int) (model.Response, error) {
+		<-ctx.Done()
+		stoppedAt.Store(time.Now().UnixMilli())
+		return model.Response{}, &model.Error{Class: job.Cancelled, Usage: model.Usage{InputTokens: input}, Err: ctx.Err()}
 	}
 }
 
@@ -558,18 +577,12 @@ func (flakyHeartbeats) Heartbeat(context.Context, job.Heartbeat) (job.Job, error
 
 func TestUnrenewableLeaseStopsTheCallBeforeItExpires(t *testing.T) {
 	var stoppedAt atomic.Int64
-	f := setup(t, func(ctx context.Context, r model.Request, n int) (model.Response, error) {
-		<-ctx.Done()
-		stoppedAt.Store(time.Now().UnixMilli())
-		return model.Response{}, &model.Error{Class: job.Cancelled, Usage: model.Usage{InputTokens: 3}, Err: ctx.Err()}
-	})
+	f := setup(t, hangs(&stoppedAt, 3))
 	j := f.create("k1", nil)
-	f.w = worker.New(worker.Config{Store: flakyHeartbeats{f.store}, Queue: f.queue, Timing: timing, Rand: func() float64 { return 0 },
-		Retention: job.Retention{Succeeded: time.Hour, Failed: time.Hour},
-		Routes:    f.routes(), Providers: map[string]model.Provider{"p": f.prov}})
+	f.w = f.newWorker(flakyHeartbeats{f.store})
 	f.deliver(body(j.ID))
 	got := f.get(j.ID)
-	// The claim's lease (200 ms TTL) was never renewed: the call must stop
+	// The claim's lease (300 ms TTL) was never renewed: the call must stop
 	// before it ran out, so no other worker can start a second generation.
 	if stoppedAt.Load() == 0 {
 		t.Fatal("the call was never stopped")
@@ -597,8 +610,7 @@ func (s replayedClaim) Claim(ctx context.Context, c job.Claim) (job.Job, error) 
 func TestOwnAppliedClaimIsRecognised(t *testing.T) {
 	f := setup(t, ok(5))
 	j := f.create("k1", nil)
-	f.w = worker.New(worker.Config{Store: replayedClaim{f.store}, Queue: f.queue, Timing: timing,
-		Routes: f.routes(), Providers: map[string]model.Provider{"p": f.prov}})
+	f.w = f.newWorker(replayedClaim{f.store})
 	if r := f.deliver(body(j.ID)); len(r.BatchItemFailures) != 0 {
 		t.Fatalf("kept: %v", failedIDs(r))
 	}
@@ -641,8 +653,7 @@ func (s lostClaim) Claim(ctx context.Context, c job.Claim) (job.Job, error) {
 func TestAClaimWhoseAnswerWasLostIsStillOurs(t *testing.T) {
 	f := setup(t, ok(5))
 	j := f.create("k1", func(j *job.Job) { j.Reserve = 3 })
-	f.w = worker.New(worker.Config{Store: lostClaim{f.store}, Queue: f.queue, Timing: timing,
-		Routes: f.routes(), Providers: map[string]model.Provider{"p": f.prov}})
+	f.w = f.newWorker(lostClaim{f.store})
 	if r := f.deliver(body(j.ID)); len(r.BatchItemFailures) != 0 {
 		t.Fatalf("kept: %v", failedIDs(r))
 	}
