@@ -24,6 +24,14 @@ func TestValidateRefuses(t *testing.T) {
 		{"empty prefix", func(s *settings.Settings) { s.Prefix = "" }, "prefix is empty"},
 		{"visibility below worker timeout", func(s *settings.Settings) { s.VisibilityTimeout = s.WorkerTimeout - time.Second }, "visibility timeout"},
 		{"visibility misses the batching window", func(s *settings.Settings) { s.VisibilityTimeout = s.WorkerTimeout + s.BatchWindow - time.Second }, "batching window"},
+		{"visibility below 6x worker timeout", func(s *settings.Settings) { s.VisibilityTimeout = 6*s.WorkerTimeout - time.Second }, "6 x worker timeout"},
+		{"visibility 6x worker timeout without the window", func(s *settings.Settings) { s.VisibilityTimeout = 6 * s.WorkerTimeout }, "6 x worker timeout"},
+		{"longer worker timeout, visibility kept", func(s *settings.Settings) { s.WorkerTimeout += time.Second }, "6 x worker timeout"},
+		{"reserved concurrency below max concurrency", func(s *settings.Settings) { s.WorkerReservedConcurrency = s.MaxConcurrency - 1 }, "reserved concurrency"},
+		{"max concurrency raised above the reservation", func(s *settings.Settings) {
+			s.WorkerReservedConcurrency = s.MaxConcurrency
+			s.MaxConcurrency++
+		}, "reserved concurrency"},
 		{"attempt + margin over worker timeout", func(s *settings.Settings) {
 			s.RouteTimeout = s.WorkerTimeout - s.AttemptMargin - s.LambdaMargin + time.Second
 		}, "attempt timeout"},
@@ -81,7 +89,12 @@ func TestValidateBoundaries(t *testing.T) {
 		name   string
 		change func(*settings.Settings)
 	}{
-		{"visibility = worker timeout + window", func(s *settings.Settings) { s.VisibilityTimeout = s.WorkerTimeout + s.BatchWindow }},
+		{"visibility = 6 x worker timeout + window", func(s *settings.Settings) { s.VisibilityTimeout = 6*s.WorkerTimeout + s.BatchWindow }},
+		{"reserved concurrency = max concurrency", func(s *settings.Settings) { s.WorkerReservedConcurrency = s.MaxConcurrency }},
+		{"no reserved concurrency given: it follows max concurrency", func(s *settings.Settings) {
+			s.WorkerReservedConcurrency = 0
+			s.MaxConcurrency = 50
+		}},
 		{"attempt + margin = worker timeout", func(s *settings.Settings) { s.RouteTimeout = s.WorkerTimeout - s.AttemptMargin - s.LambdaMargin }},
 		{"max receive count = 2x max attempts + 1", func(s *settings.Settings) { s.MaxReceiveCount = 2*s.Limits.MaxMaxAttempts + 1 }},
 		{"DLQ retention = queue retention + 1s", func(s *settings.Settings) { s.DLQRetention = s.QueueRetention + time.Second }},
@@ -120,6 +133,62 @@ func TestValidateReportsEveryViolation(t *testing.T) {
 	}
 	if n := strings.Count(err.Error(), "; "); n != 2 {
 		t.Errorf("Validate() = %q: want 3 violations separated by \"; \"", err)
+	}
+}
+
+// Throttling alone must never cost a message a receive: the shipped queue
+// keeps a batch hidden six worker timeouts (AWS's rule, so Lambda can retry
+// a throttled invocation) and the worker reserves what its event source
+// mapping may use.
+func TestDefaultsAbsorbThrottling(t *testing.T) {
+	s := settings.Defaults()
+	if s.VisibilityTimeout < 6*s.WorkerTimeout+s.BatchWindow {
+		t.Errorf("visibility %s < 6 x %s + %s", s.VisibilityTimeout, s.WorkerTimeout, s.BatchWindow)
+	}
+	if s.ReservedConcurrency() < s.MaxConcurrency {
+		t.Errorf("reserved concurrency %d < maximum concurrency %d", s.ReservedConcurrency(), s.MaxConcurrency)
+	}
+}
+
+func TestReservedConcurrency(t *testing.T) {
+	s := settings.Defaults()
+	s.MaxConcurrency = 25
+	if got := s.ReservedConcurrency(); got != 25 {
+		t.Errorf("unset reservation: %d, want the maximum concurrency 25", got)
+	}
+	s.WorkerReservedConcurrency = 40
+	if got := s.ReservedConcurrency(); got != 40 {
+		t.Errorf("reservation 40: %d", got)
+	}
+}
+
+// The price of the long visibility timeout: a worker that dies after its
+// claim but before its first heartbeat (which is what shortens the
+// message's visibility to the lease) leaves its message hidden for the
+// whole visibility timeout. The reconciler brings the job back first: it
+// re-sends a running job whose lease expired ReconcileAfter ago at its next
+// run. With the shipped numbers that is 30s + 10m + 5m = 15m30s, before the
+// message's own return at 18m02s.
+func TestDeadWorkerRecovery(t *testing.T) {
+	s := settings.Defaults()
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	reconciler := s.LeaseTTL + s.ReconcileAfter + s.ReconcileEvery
+	if got := s.DeadWorkerRecovery(); got != reconciler || got != 15*time.Minute+30*time.Second {
+		t.Errorf("DeadWorkerRecovery() = %s, want the reconciler's bound %s (15m30s)", got, reconciler)
+	}
+	if s.DeadWorkerRecovery() >= s.VisibilityTimeout {
+		t.Errorf("recovery %s is not before the message returns (%s)", s.DeadWorkerRecovery(), s.VisibilityTimeout)
+	}
+	// A deployment with a short worker timeout has a short visibility
+	// timeout too; then the message's return is the bound.
+	s.WorkerTimeout, s.RouteTimeout, s.VisibilityTimeout = 60*time.Second, 30*time.Second, 6*60*time.Second+s.BatchWindow
+	if err := s.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.DeadWorkerRecovery(); got != s.VisibilityTimeout {
+		t.Errorf("DeadWorkerRecovery() = %s, want the visibility timeout %s", got, s.VisibilityTimeout)
 	}
 }
 
