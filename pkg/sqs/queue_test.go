@@ -3,6 +3,7 @@ package sqs_test
 import (
 	"context"
 	"os"
+	"strconv"
 	"testing"
 	"time"
 
@@ -40,7 +41,7 @@ func TestQueuesCarrySettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Attributes["VisibilityTimeout"] != "200" || out.Attributes["RedrivePolicy"] == "" {
+	if out.Attributes["VisibilityTimeout"] != strconv.Itoa(int(settings.Defaults().VisibilityTimeout.Seconds())) || out.Attributes["RedrivePolicy"] == "" {
 		t.Fatalf("attributes: %v", out.Attributes)
 	}
 }
