@@ -196,6 +196,7 @@ func LoadConfig(ctx Lookup) (Config, error) {
 	s.APIMemoryMB = int(number(ctx, "apiMemoryMB", float64(s.APIMemoryMB), &errs))
 	s.WorkerMemoryMB = int(number(ctx, "workerMemoryMB", float64(s.WorkerMemoryMB), &errs))
 	s.ReconcilerMemoryMB = int(number(ctx, "reconcilerMemoryMB", float64(s.ReconcilerMemoryMB), &errs))
+	s.WorkerReservedConcurrency = int(number(ctx, "workerReservedConcurrency", float64(s.WorkerReservedConcurrency), &errs))
 	for key, d := range map[string]*time.Duration{"apiTimeout": &s.APITimeout, "reconcilerTimeout": &s.ReconcilerTimeout} {
 		if v, set := ctx(key); set {
 			if *d, err = time.ParseDuration(v); err != nil {

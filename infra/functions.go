@@ -124,6 +124,13 @@ func newFunctions(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, q Que
 		Architecture:  awslambda.Architecture_ARM_64(),
 		Handler:       jsii.String("bootstrap"),
 		LoggingFormat: awslambda.LoggingFormat_JSON,
+		// At least the mapping's MaxConcurrency (settings.Validate), so no
+		// other function can starve the worker into throttling: a throttled
+		// batch is retried by Lambda, but only while the visibility timeout
+		// keeps its messages hidden. AWS reserves this out of the account's
+		// concurrency quota and keeps 100 unreserved: docs/deploy.md,
+		// Prerequisites.
+		ReservedConcurrentExecutions: jsii.Number(float64(s.ReservedConcurrency())),
 	})
 	// Partial batch failures: a retryable job is released with its own
 	// backoff and reported, the others in the batch are deleted.

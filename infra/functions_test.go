@@ -194,7 +194,9 @@ func TestLoadConfigRefuses(t *testing.T) {
 	}{
 		{"visibility below worker timeout", map[string]any{"AIJOBS_VISIBILITY_TIMEOUT": "100s"}, "visibility timeout"},
 		{"receive count too low", map[string]any{"AIJOBS_MAX_RECEIVE_COUNT": "8"}, "max receive count"},
-		{"fractional timeout", map[string]any{"AIJOBS_WORKER_TIMEOUT": "180500ms", "AIJOBS_VISIBILITY_TIMEOUT": "200s"}, "whole seconds"},
+		{"fractional timeout", map[string]any{"AIJOBS_WORKER_TIMEOUT": "180500ms", "AIJOBS_VISIBILITY_TIMEOUT": "1200s"}, "whole seconds"},
+		{"visibility not six worker timeouts", map[string]any{"AIJOBS_VISIBILITY_TIMEOUT": "1000s"}, "6 x worker timeout"},
+		{"reservation below the mapping's concurrency", map[string]any{"workerReservedConcurrency": "5"}, "reserved concurrency 5 < maximum concurrency 10"},
 		{"secret in context", map[string]any{"OPENAI_API_KEY": "sk-test"}, "OPENAI_API_KEY"},
 		{"table name in context", map[string]any{"AIJOBS_TABLE": "other"}, "AIJOBS_TABLE"},
 		{"half a JWT config", map[string]any{"jwtIssuer": "https://issuer.example.com/"}, "jwtAudience"},
