@@ -165,6 +165,22 @@ func metricID(class string) string {
 	return strings.Join(parts, "")
 }
 
+// ownAlarmsCondition limits a grant to CloudWatch to this account's alarms
+// named like this stack's (every alarm here is <prefix>-<id>), so nobody
+// can make CloudWatch publish to the topic on behalf of another alarm (the
+// confused deputy: aws:SourceAccount and aws:SourceArn, IAM User Guide,
+// confused-deputy.html).
+func ownAlarmsCondition(stack awscdk.Stack, prefix string) *map[string]any {
+	alarms := stack.FormatArn(&awscdk.ArnComponents{
+		Service: jsii.String("cloudwatch"), Resource: jsii.String("alarm"), ResourceName: jsii.String(prefix + "-*"),
+		ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME,
+	})
+	return &map[string]any{
+		"StringEquals": map[string]any{"aws:SourceAccount": stack.Account()},
+		"ArnLike":      map[string]any{"aws:SourceArn": alarms},
+	}
+}
+
 // newAlarms is the alarm topic and one alarm per signal, each with an
 // action on alarm and on recovery. The topic is encrypted with a customer
 // managed key because CloudWatch cannot publish to a topic encrypted with
@@ -178,17 +194,32 @@ func newAlarms(stack awscdk.Stack, cfg Config, sig Signals) Alarms {
 		RemovalPolicy:     removalPolicy(cfg),
 		PendingWindow:     awscdk.Duration_Days(jsii.Number(7)),
 	})
+	cloudwatch := &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("cloudwatch.amazonaws.com"), nil)}
+	ownAlarms := ownAlarmsCondition(stack, s.Prefix)
 	key.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:        jsii.String("CloudWatchAlarmsPublish"),
-		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("cloudwatch.amazonaws.com"), nil)},
+		Principals: cloudwatch,
 		Actions:    jsii.Strings("kms:Decrypt", "kms:GenerateDataKey*"),
 		Resources:  jsii.Strings("*"), // a key policy's resource is always the key itself
+		Conditions: ownAlarms,
 	}), nil)
 	topic := awssns.NewTopic(stack, jsii.String("AlarmTopic"), &awssns.TopicProps{
 		DisplayName: jsii.String(s.Prefix + " alarms"),
 		MasterKey:   key,
 		EnforceSSL:  jsii.Bool(true),
 	})
+	// enforceSSL gives the topic a policy, and a topic policy replaces
+	// SNS's default one: without this statement nothing allows CloudWatch
+	// to publish, and every alarm action fails with "not authorized to
+	// perform: SNS:Publish" (AWS Knowledge Center,
+	// cloudwatch-receive-sns-for-alarm-trigger).
+	topic.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("CloudWatchAlarmsPublish"),
+		Principals: cloudwatch,
+		Actions:    jsii.Strings("sns:Publish"),
+		Resources:  &[]*string{topic.TopicArn()},
+		Conditions: ownAlarms,
+	}))
 	if cfg.AlarmEmail != "" {
 		topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(cfg.AlarmEmail), nil))
 	}

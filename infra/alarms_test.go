@@ -266,3 +266,89 @@ func TestMetricID(t *testing.T) {
 		}
 	}
 }
+
+// stackEnv resolves the stack's own resources the way CloudFormation
+// would in account 111122223333, us-east-1: a topic's Ref is its ARN, an
+// HTTP API's Ref its id, a function's Arn its ARN.
+func stackEnv(s *synthesized) map[string]string {
+	env := map[string]string{}
+	for id, r := range s.json["Resources"].(map[string]any) {
+		switch r.(map[string]any)["Type"] {
+		case "AWS::SNS::Topic":
+			env[id] = "arn:aws:sns:us-east-1:111122223333:" + id
+		case "AWS::ApiGatewayV2::Api":
+			env[id] = "a1b2c3d4e5"
+		case "AWS::Lambda::Function":
+			env[id+".Arn"] = "arn:aws:lambda:us-east-1:111122223333:function:" + id
+		case "AWS::KMS::Key":
+			env[id+".Arn"] = "arn:aws:kms:us-east-1:111122223333:key/" + id
+		}
+	}
+	return env
+}
+
+// CloudWatch can deliver every alarm of the stack to the alarm topic, and
+// nothing else can borrow that right. A topic policy replaces SNS's
+// default policy, so the topic must allow cloudwatch.amazonaws.com itself
+// (AWS Knowledge Center, cloudwatch-receive-sns-for-alarm-trigger: without
+// it the alarm history shows "... is not authorized to perform:
+// SNS:Publish"), and a topic encrypted with a customer managed key needs
+// the key to let CloudWatch generate and decrypt data keys (SNS developer
+// guide, sns-key-management, "compatibility with AWS services"). Both are
+// conditioned on this account and this stack's alarms (aws:SourceAccount,
+// aws:SourceArn), so CloudWatch cannot be made to publish on behalf of
+// someone else's alarm (the confused deputy).
+func TestCloudWatchCanPublishAlarms(t *testing.T) {
+	s := defaults(t)
+	env := stackEnv(s)
+	topicID, _ := s.one(t, "AWS::SNS::Topic", nil)
+	_, policy := s.one(t, "AWS::SNS::TopicPolicy", nil)
+	_, key := s.one(t, "AWS::KMS::Key", nil)
+	if topics := policy["Topics"].([]any); len(topics) != 1 || ref(topics[0]) != topicID {
+		t.Fatalf("topic policy applies to %v, want the alarm topic", topics)
+	}
+	topicArn := env[topicID]
+	publish := func(alarmArn, account, tls string) (request, []request) {
+		ctx := map[string]string{"aws:SourceArn": alarmArn, "aws:SourceAccount": account, "aws:SecureTransport": tls}
+		return request{service: "cloudwatch.amazonaws.com", action: "sns:Publish", resource: topicArn, context: ctx},
+			[]request{
+				{service: "cloudwatch.amazonaws.com", action: "kms:GenerateDataKey", resource: "*", context: ctx},
+				{service: "cloudwatch.amazonaws.com", action: "kms:Decrypt", resource: "*", context: ctx},
+			}
+	}
+	alarms := s.resources("AWS::CloudWatch::Alarm")
+	if len(alarms) == 0 {
+		t.Fatal("no alarms")
+	}
+	for id, a := range alarms {
+		name := a["Properties"].(map[string]any)["AlarmName"].(string)
+		sns, kms := publish("arn:aws:cloudwatch:us-east-1:111122223333:alarm:"+name, "111122223333", "true")
+		if ok, why := allows(t, policy["PolicyDocument"], sns, env); !ok {
+			t.Errorf("alarm %s cannot publish to the topic: %s", id, why)
+		}
+		for _, r := range kms {
+			if ok, why := allows(t, key["KeyPolicy"], r, env); !ok {
+				t.Errorf("alarm %s: CloudWatch may not %s with the topic's key: %s", id, r.action, why)
+			}
+		}
+	}
+	for what, tc := range map[string][3]string{
+		"another account's alarm": {"arn:aws:cloudwatch:us-east-1:444455556666:alarm:" + s.cfg.Settings.Prefix + "-DlqArrivals", "444455556666", "true"},
+		"an alarm of no stack":    {"arn:aws:cloudwatch:us-east-1:111122223333:alarm:somebody-else", "111122223333", "true"},
+		"another region's alarm":  {"arn:aws:cloudwatch:eu-west-1:111122223333:alarm:" + s.cfg.Settings.Prefix + "-DlqArrivals", "111122223333", "true"},
+	} {
+		sns, kms := publish(tc[0], tc[1], tc[2])
+		if ok, why := allows(t, policy["PolicyDocument"], sns, env); ok {
+			t.Errorf("%s may publish to the topic: %s", what, why)
+		}
+		for _, r := range kms {
+			if ok, why := allows(t, key["KeyPolicy"], r, env); ok {
+				t.Errorf("%s may %s with the key: %s", what, r.action, why)
+			}
+		}
+	}
+	sns, _ := publish("arn:aws:cloudwatch:us-east-1:111122223333:alarm:"+s.cfg.Settings.Prefix+"-DlqArrivals", "111122223333", "false")
+	if ok, _ := allows(t, policy["PolicyDocument"], sns, env); ok {
+		t.Error("the topic accepts a publish without TLS")
+	}
+}
