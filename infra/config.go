@@ -252,7 +252,11 @@ func checkAWSLimits(s settings.Settings) []string {
 	}
 	whole("worker timeout", s.WorkerTimeout, time.Second, 15*time.Minute)
 	whole("reconciler timeout", s.ReconcilerTimeout, time.Second, 15*time.Minute)
-	whole("API timeout", s.APITimeout, time.Second, 30*time.Second) // API Gateway's integration limit
+	// An HTTP API integration times out after 30 s at most (API Gateway
+	// quotas): a function allowed the whole 30 s would be cut off by API
+	// Gateway, which then answers 503 itself; at 29 s the function's own
+	// deadline comes first.
+	whole("API timeout", s.APITimeout, time.Second, 29*time.Second)
 	whole("visibility timeout", s.VisibilityTimeout, 0, 12*time.Hour)
 	whole("batching window", s.BatchWindow, 0, 5*time.Minute)
 	whole("queue retention", s.QueueRetention, time.Minute, 14*24*time.Hour)

@@ -208,6 +208,9 @@ func TestLoadConfigRefuses(t *testing.T) {
 		{"missing reconciler", map[string]any{"reconcilerAssetDir": filepath.Join(dir, "nothing")}, "reconcilerAssetDir"},
 		{"reconcile in seconds", map[string]any{"AIJOBS_RECONCILE_EVERY": "90s"}, "whole minutes"},
 		{"reconciler too short", map[string]any{"reconcilerTimeout": "5s"}, "reconciler timeout"},
+		// HTTP API integrations time out at 30 s: the function must be
+		// done (or dead) first, or API Gateway answers on its own.
+		{"API timeout at the integration limit", map[string]any{"apiTimeout": "30s"}, "API timeout 30s"},
 		{"reconciler memory", map[string]any{"reconcilerMemoryMB": "64"}, "reconciler memory"},
 		{"routes twice", map[string]any{"routesFile": "routes.json", "AIJOBS_ROUTES": route(`{"kind":"fake"}`, "m")}, "both set"},
 		{"missing routes file", map[string]any{"routesFile": filepath.Join(dir, "nothing.json")}, "routesFile"},
@@ -240,6 +243,10 @@ func TestLoadConfigRefuses(t *testing.T) {
 	}
 	if _, err := LoadConfig(mapLookup(base)); err != nil {
 		t.Fatalf("defaults refused: %v", err)
+	}
+	base["apiTimeout"] = "29s"
+	if _, err := LoadConfig(mapLookup(base)); err != nil {
+		t.Fatalf("an API timeout of 29s refused: %v", err)
 	}
 }
 

@@ -309,7 +309,7 @@ func TestOperatorPolicy(t *testing.T) {
 	queue, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.QueueName()))
 	dlq, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.DLQName()))
 	policyID, p := s.one(t, "AWS::IAM::ManagedPolicy", nil)
-	if p["ManagedPolicyName"] != st.Prefix+"-operator" {
+	if name := resolve(t, p["ManagedPolicyName"], nil); name != st.Prefix+"-operator-us-east-1" {
 		t.Errorf("policy name %v", p["ManagedPolicyName"])
 	}
 	for _, k := range []string{"Roles", "Users", "Groups"} {

@@ -47,15 +47,15 @@ var pseudo = map[string]string{
 }
 
 // resolve turns a template value into the string CloudFormation would
-// deploy, with refs looked up in env (logical ids, "Id.Attr" for GetAtt)
-// and the pseudo parameters above. An unresolvable token fails the test.
+// deploy, with refs looked up in env (logical ids, "Id.Attr" for GetAtt,
+// or a pseudo parameter to override) and else the pseudo parameters above. An unresolvable token fails the test.
 func resolve(t *testing.T, v any, env map[string]string) string {
 	t.Helper()
 	lookup := func(name string) string {
-		if s, ok := pseudo[name]; ok {
+		if s, ok := env[name]; ok {
 			return s
 		}
-		if s, ok := env[name]; ok {
+		if s, ok := pseudo[name]; ok {
 			return s
 		}
 		t.Fatalf("resolve: no value for %q", name)
