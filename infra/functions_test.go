@@ -165,7 +165,8 @@ func TestEventSourceMapping(t *testing.T) {
 	st := defaults(t).cfg.Settings
 	check(t, defaults(t), float64(st.BatchSize), st.BatchWindow.Seconds(), float64(st.MaxConcurrency))
 	// -c values arrive as strings, cdk.json values as numbers: both work.
-	check(t, build(t, map[string]any{"AIJOBS_BATCH_SIZE": "3", "AIJOBS_BATCH_WINDOW": "5s", "AIJOBS_MAX_CONCURRENCY": 4.0}, false), 3, 5, 4)
+	check(t, build(t, map[string]any{"AIJOBS_BATCH_SIZE": "3", "AIJOBS_BATCH_WINDOW": "5s", "AIJOBS_VISIBILITY_TIMEOUT": "1085s",
+		"AIJOBS_MAX_CONCURRENCY": 4.0}, false), 3, 5, 4)
 }
 
 // A stack the functions would refuse at start, or that AWS would reject
