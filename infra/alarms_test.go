@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aijobs/aijobs/pkg/job"
 )
@@ -51,33 +52,59 @@ func metricName(ms map[string]any) string {
 	return ms["Metric"].(map[string]any)["MetricName"].(string)
 }
 
-func TestDLQArrivalAlarm(t *testing.T) {
+// The DLQ alarms' shape; what they do is TestDLQArrivalAlarmSimulation's
+// and TestDeadLettersWaitingSimulation's.
+func TestDLQAlarms(t *testing.T) {
 	s := defaults(t)
-	a := alarm(t, s, "DlqArrivals")
-	expr, metrics := queries(t, a)
-	if expr != dlqArrivalExpression || !strings.Contains(expr, "DIFF(FILL(visible, 0))") || !strings.Contains(expr, "sent") {
-		t.Errorf("expression %q", expr)
-	}
 	dlqID, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", s.cfg.Settings.DLQName()))
-	for id, want := range map[string][2]string{
-		"visible": {"ApproximateNumberOfMessagesVisible", "Maximum"},
-		"sent":    {"NumberOfMessagesSent", "Sum"},
-	} {
-		m := metrics[id]
-		if m == nil {
-			t.Errorf("no metric %q in %v", id, metrics)
-			continue
+	check := func(alarmID, expression string, want map[string][4]any) map[string]any {
+		a := alarm(t, s, alarmID)
+		expr, metrics := queries(t, a)
+		if expr != expression {
+			t.Errorf("%s: expression %q, want %q", alarmID, expr, expression)
 		}
-		metric := m["Metric"].(map[string]any)
-		dims := metric["Dimensions"].([]any)[0].(map[string]any)
-		if metricName(m) != want[0] || m["Stat"] != want[1] || metric["Namespace"] != "AWS/SQS" ||
-			dims["Name"] != "QueueName" || ref(dims["Value"]) != dlqID {
-			t.Errorf("metric %s = %v, want %s (%s) of the DLQ", id, m, want[0], want[1])
+		if len(metrics) != len(want) {
+			t.Errorf("%s: metrics %v, want %v", alarmID, sortedKeys(metrics), want)
 		}
+		for id, w := range want {
+			m := metrics[id]
+			if m == nil {
+				t.Errorf("%s: no metric %q", alarmID, id)
+				continue
+			}
+			metric := m["Metric"].(map[string]any)
+			ok := metricName(m) == w[1] && m["Stat"] == w[2] && m["Period"] == w[3] && metric["Namespace"] == w[0]
+			if w[0] == "AWS/SQS" {
+				dims := metric["Dimensions"].([]any)[0].(map[string]any)
+				ok = ok && dims["Name"] == "QueueName" && ref(dims["Value"]) == dlqID
+			} else {
+				ok = ok && metric["Dimensions"] == nil
+			}
+			if !ok {
+				t.Errorf("%s: metric %s = %v, want %v (SQS ones of the DLQ)", alarmID, id, m, w)
+			}
+		}
+		if a["TreatMissingData"] != "notBreaching" || a["ComparisonOperator"] != "GreaterThanOrEqualToThreshold" {
+			t.Errorf("%s: %v", alarmID, a)
+		}
+		return a
 	}
-	if a["Threshold"] != 1.0 || a["ComparisonOperator"] != "GreaterThanOrEqualToThreshold" ||
-		a["EvaluationPeriods"] != 2.0 || a["DatapointsToAlarm"] != 1.0 || a["TreatMissingData"] != "notBreaching" {
-		t.Errorf("alarm %v, want >= 1 arrival in 1 of 2 periods", a)
+	arrivals := check("DlqArrivals", dlqArrivalExpression, map[string][4]any{
+		"sent":   {"AWS/SQS", "NumberOfMessagesSent", "Sum", 60.0},
+		"marked": {"aijobs", "DeadLetteredJobs", "Sum", 60.0},
+	})
+	// 1 of N one-minute periods, N covering a datapoint 15 minutes late
+	if arrivals["Threshold"] != 1.0 || arrivals["DatapointsToAlarm"] != 1.0 || arrivals["EvaluationPeriods"] != float64(dlqArrivalPeriods) ||
+		time.Duration(dlqArrivalPeriods)*time.Minute <= dlqMetricDelay+time.Minute {
+		t.Errorf("DlqArrivals %v, want >= 1 arrival in 1 of %d periods", arrivals, dlqArrivalPeriods)
+	}
+	waiting := check("DeadLettersWaiting", dlqWaitingExpression, map[string][4]any{
+		"visible":  {"AWS/SQS", "ApproximateNumberOfMessagesVisible", "Sum", 3600.0},
+		"inFlight": {"AWS/SQS", "ApproximateNumberOfMessagesNotVisible", "Sum", 3600.0},
+		"readings": {"AWS/SQS", "ApproximateNumberOfMessagesVisible", "SampleCount", 3600.0},
+	})
+	if waiting["Threshold"] != 0.5 || waiting["DatapointsToAlarm"] != float64(dlqWaitingHours) || waiting["EvaluationPeriods"] != float64(dlqWaitingHours) {
+		t.Errorf("DeadLettersWaiting %v, want an average >= 0.5 in each of %d hours", waiting, dlqWaitingHours)
 	}
 	// Never on depth alone: no alarm watches a queue's depth directly.
 	for id, r := range s.resources("AWS::CloudWatch::Alarm") {
@@ -176,8 +203,8 @@ func TestAlarmsNotifyEncryptedTopic(t *testing.T) {
 		t.Errorf("key policy does not let CloudWatch publish: %s", policy)
 	}
 	alarms := s.resources("AWS::CloudWatch::Alarm")
-	if len(alarms) != 10 {
-		t.Errorf("%d alarms, want 10: %v", len(alarms), sortedKeys(alarms))
+	if len(alarms) != 11 {
+		t.Errorf("%d alarms, want 11: %v", len(alarms), sortedKeys(alarms))
 	}
 	for id, r := range alarms {
 		p := r["Properties"].(map[string]any)
@@ -203,7 +230,7 @@ func TestDashboard(t *testing.T) {
 	_, d := s.one(t, "AWS::CloudWatch::Dashboard", nil)
 	body, _ := json.Marshal(d["DashboardBody"])
 	for _, want := range []string{"SEARCH(", "JobsFailed", "JobsAbandoned", "CostCents", "ApproximateAgeOfOldestMessage",
-		"DIFF(FILL(visible, 0))", "LeasesLost", "DuplicatesAbsorbed", "PoisonMessages", "AttemptDuration", "JobsSucceeded", "5xx",
+		dlqArrivalExpression, "ApproximateNumberOfMessagesNotVisible", "LeasesLost", "DuplicatesAbsorbed", "PoisonMessages", "AttemptDuration", "JobsSucceeded", "5xx",
 		"ReconcileCandidates", "Reconciled", "ReconcileErrors", `\"State\",\"queued\"`, `\"State\",\"running\"`, messagesLostExpression} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("dashboard does not show %s", want)

@@ -63,7 +63,8 @@ func newDashboard(stack awscdk.Stack, cfg Config, q Queues, f Functions, api API
 			graph("Job queue: waiting and in flight", 8, m(q.Jobs.MetricApproximateNumberOfMessagesVisible(opts("Maximum")),
 				q.Jobs.MetricApproximateNumberOfMessagesNotVisible(opts("Maximum")))),
 			graph("Oldest job id in the queue (s)", 8, m(sig.OldestJob)),
-			graph("DLQ: arrivals and depth", 8, m(sig.DLQArrivals), q.DLQ.MetricApproximateNumberOfMessagesVisible(opts("Maximum"))),
+			graph("DLQ: arrivals (left), waiting and in flight (right)", 8, m(sig.DLQArrivals),
+				q.DLQ.MetricApproximateNumberOfMessagesVisible(opts("Maximum")), q.DLQ.MetricApproximateNumberOfMessagesNotVisible(opts("Maximum"))),
 		},
 		{
 			graph("Jobs failed by error class", 8, m(byClass("JobsFailed"))),
