@@ -41,7 +41,10 @@ var (
 	reconcilerIndexActions = []string{"dynamodb:Query"}
 	reconcilerTableActions = []string{"dynamodb:UpdateItem", "dynamodb:GetItem"}
 	reconcilerQueueActions = []string{"sqs:SendMessage", "sqs:GetQueueAttributes"}
-	logActions             = []string{"logs:CreateLogStream", "logs:PutLogEvents"}
+	// The DLQ sweep receives every dead letter (with a short visibility
+	// timeout) to mark its job dead_lettered, and deletes nothing.
+	reconcilerDLQActions = []string{"sqs:ReceiveMessage"}
+	logActions           = []string{"logs:CreateLogStream", "logs:PutLogEvents"}
 )
 
 // newFunctions builds the API, worker and reconciler functions:
@@ -145,7 +148,8 @@ func newFunctions(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, q Que
 	reconcilerRole := newRole(stack, "ReconcilerRole", "aijobs reconciler function: re-send stuck jobs through the claim path", f.ReconcilerLogs,
 		allow(reconcilerIndexActions, indexArn(table, s.ActiveIndex)),
 		allow(reconcilerTableActions, table.TableArn()),
-		allow(reconcilerQueueActions, q.Jobs.QueueArn()))
+		allow(reconcilerQueueActions, q.Jobs.QueueArn()),
+		allow(reconcilerDLQActions, q.DLQ.QueueArn()))
 	f.Reconciler = awslambda.NewFunction(stack, jsii.String("Reconciler"), &awslambda.FunctionProps{
 		FunctionName:  jsii.String(s.Prefix + "-reconciler"),
 		Description:   jsii.String(fmt.Sprintf("aijobs reconciler: every %s, re-sends jobs stuck for %s (lost message, dead worker)", s.ReconcileEvery, s.ReconcileAfter)),

@@ -119,6 +119,7 @@ func basePermissions(t *testing.T, s *synthesized) map[string][]string {
 			"dynamodb:Query on " + index(st.ActiveIndex),
 			"dynamodb:GetItem on " + table, "dynamodb:UpdateItem on " + table,
 			"sqs:SendMessage on " + queue, "sqs:GetQueueAttributes on " + queue,
+			"sqs:ReceiveMessage on " + dlq, // the DLQ sweep: it receives, never deletes
 		},
 	}
 }
