@@ -51,7 +51,7 @@ const dlqMetricDelay = 15 * time.Minute
 
 // dlqArrivalPeriods is the arrival alarm's evaluation periods (1 minute
 // each, 1 of them to alarm).
-var dlqArrivalPeriods = int((dlqMetricDelay + 5*time.Minute) / time.Minute)
+const dlqArrivalPeriods = int((dlqMetricDelay + 5*time.Minute) / time.Minute)
 
 // dlqWaitingExpression is the average number of messages in the DLQ over
 // the period, visible or in flight (a replay or a sweep only moves them

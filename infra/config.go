@@ -205,7 +205,9 @@ func LoadConfig(ctx Lookup) (Config, error) {
 		}
 	}
 	errs = append(errs, checkAWSLimits(*s)...)
-	if err := s.Validate(); err != nil { // again: the context may have changed the reconciler's timeout
+	// Validate again (the context may have changed the reconciler's timeout
+	// or the worker's reservation), with the rules only AWS needs.
+	if err := s.ValidateDeployment(); err != nil {
 		errs = append(errs, err.Error())
 	}
 	errs = append(errs, checkEnvSize(c)...)

@@ -42,12 +42,13 @@ type Settings struct {
 	ReconcilerTimeout  time.Duration
 	ReconcilerMemoryMB int
 
-	// Worker function and its event source mapping. VisibilityTimeout is
-	// at least six times the worker's timeout plus the batching window, and
-	// the worker's reserved concurrency at least the mapping's
-	// MaxConcurrency, so that throttling alone never costs a message a
-	// receive (see Validate). WorkerReservedConcurrency 0 means "equal to
-	// MaxConcurrency"; only the CDK stack sets it (no function reads it).
+	// Worker function and its event source mapping. In AWS,
+	// VisibilityTimeout is at least six times the worker's timeout plus the
+	// batching window, and the worker's reserved concurrency at least the
+	// mapping's MaxConcurrency, so that throttling alone never costs a
+	// message a receive (ValidateDeployment). WorkerReservedConcurrency 0
+	// means "equal to MaxConcurrency"; only the CDK stack sets it (no
+	// function reads it).
 	WorkerTimeout             time.Duration
 	WorkerMemoryMB            int
 	BatchSize                 int
@@ -179,19 +180,6 @@ func (s Settings) Validate() error {
 	check(s.Prefix != "", "prefix is empty")
 	check(s.VisibilityTimeout >= s.WorkerTimeout+s.BatchWindow,
 		"visibility timeout %s < worker timeout %s + batching window %s", s.VisibilityTimeout, s.WorkerTimeout, s.BatchWindow)
-	// AWS (Lambda, "Configuring a queue to use with Lambda"): at least six
-	// times the function's timeout, so Lambda can retry a batch it could
-	// not invoke (throttled) while its messages are still hidden; plus the
-	// batching window, during which a received message waits unseen.
-	check(s.VisibilityTimeout >= 6*s.WorkerTimeout+s.BatchWindow,
-		"visibility timeout %s < 6 x worker timeout %s + batching window %s: a throttled batch would return to the queue and spend a receive",
-		s.VisibilityTimeout, s.WorkerTimeout, s.BatchWindow)
-	// AWS (Lambda, "Configuring maximum concurrency for Amazon SQS event
-	// sources"): reserved concurrency below the mapping's maximum
-	// concurrency lets Lambda throttle the mapping's invocations.
-	check(s.WorkerReservedConcurrency == 0 || s.WorkerReservedConcurrency >= s.MaxConcurrency,
-		"worker reserved concurrency %d < maximum concurrency %d: the event source mapping would be throttled",
-		s.WorkerReservedConcurrency, s.MaxConcurrency)
 	check(s.RouteTimeout > 0, "route timeout %s is not positive", s.RouteTimeout)
 	check(s.AttemptTimeout()+s.LambdaMargin <= s.WorkerTimeout,
 		"attempt timeout %s (longest route %s + margin %s) + lambda margin %s > worker timeout %s",
@@ -220,6 +208,39 @@ func (s Settings) Validate() error {
 	check(l.DefaultMaxTokens >= 1 && l.DefaultMaxTokens <= l.MaxMaxTokens, "default max tokens %d outside 1..%d", l.DefaultMaxTokens, l.MaxMaxTokens)
 	check(l.MaxMessages >= 1, "max messages %d below 1", l.MaxMessages)
 	check(slices.Contains(l.Models, l.DefaultModel), "default model %q is not among the models %q", l.DefaultModel, l.Models)
+	return joined(errs)
+}
+
+// ValidateDeployment is Validate plus the rules only AWS Lambda's event
+// source mapping needs, so that throttling alone never costs a message a
+// receive (every receive counts towards maxReceiveCount). The CDK stack
+// refuses to synthesize without them; the local dev server, whose event
+// source emulator never throttles, needs only Validate (its tests run with
+// visibility timeouts of seconds).
+func (s Settings) ValidateDeployment() error {
+	var errs []string
+	if err := s.Validate(); err != nil {
+		errs = append(errs, strings.TrimPrefix(err.Error(), "settings: "))
+	}
+	// AWS (Lambda, "Configuring a queue to use with Lambda"): at least six
+	// times the function's timeout, so Lambda can retry a batch it could
+	// not invoke (throttled) while its messages are still hidden; plus the
+	// batching window, during which a received message waits unseen.
+	if s.VisibilityTimeout < 6*s.WorkerTimeout+s.BatchWindow {
+		errs = append(errs, fmt.Sprintf("visibility timeout %s < 6 x worker timeout %s + batching window %s: a throttled batch would return to the queue and spend a receive",
+			s.VisibilityTimeout, s.WorkerTimeout, s.BatchWindow))
+	}
+	// AWS (Lambda, "Configuring maximum concurrency for Amazon SQS event
+	// sources"): reserved concurrency below the mapping's maximum
+	// concurrency lets Lambda throttle the mapping's invocations.
+	if s.WorkerReservedConcurrency != 0 && s.WorkerReservedConcurrency < s.MaxConcurrency {
+		errs = append(errs, fmt.Sprintf("worker reserved concurrency %d < maximum concurrency %d: the event source mapping would be throttled",
+			s.WorkerReservedConcurrency, s.MaxConcurrency))
+	}
+	return joined(errs)
+}
+
+func joined(errs []string) error {
 	if len(errs) > 0 {
 		return fmt.Errorf("settings: %s", strings.Join(errs, "; "))
 	}

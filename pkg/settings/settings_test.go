@@ -24,14 +24,6 @@ func TestValidateRefuses(t *testing.T) {
 		{"empty prefix", func(s *settings.Settings) { s.Prefix = "" }, "prefix is empty"},
 		{"visibility below worker timeout", func(s *settings.Settings) { s.VisibilityTimeout = s.WorkerTimeout - time.Second }, "visibility timeout"},
 		{"visibility misses the batching window", func(s *settings.Settings) { s.VisibilityTimeout = s.WorkerTimeout + s.BatchWindow - time.Second }, "batching window"},
-		{"visibility below 6x worker timeout", func(s *settings.Settings) { s.VisibilityTimeout = 6*s.WorkerTimeout - time.Second }, "6 x worker timeout"},
-		{"visibility 6x worker timeout without the window", func(s *settings.Settings) { s.VisibilityTimeout = 6 * s.WorkerTimeout }, "6 x worker timeout"},
-		{"longer worker timeout, visibility kept", func(s *settings.Settings) { s.WorkerTimeout += time.Second }, "6 x worker timeout"},
-		{"reserved concurrency below max concurrency", func(s *settings.Settings) { s.WorkerReservedConcurrency = s.MaxConcurrency - 1 }, "reserved concurrency"},
-		{"max concurrency raised above the reservation", func(s *settings.Settings) {
-			s.WorkerReservedConcurrency = s.MaxConcurrency
-			s.MaxConcurrency++
-		}, "reserved concurrency"},
 		{"attempt + margin over worker timeout", func(s *settings.Settings) {
 			s.RouteTimeout = s.WorkerTimeout - s.AttemptMargin - s.LambdaMargin + time.Second
 		}, "attempt timeout"},
@@ -89,12 +81,7 @@ func TestValidateBoundaries(t *testing.T) {
 		name   string
 		change func(*settings.Settings)
 	}{
-		{"visibility = 6 x worker timeout + window", func(s *settings.Settings) { s.VisibilityTimeout = 6*s.WorkerTimeout + s.BatchWindow }},
-		{"reserved concurrency = max concurrency", func(s *settings.Settings) { s.WorkerReservedConcurrency = s.MaxConcurrency }},
-		{"no reserved concurrency given: it follows max concurrency", func(s *settings.Settings) {
-			s.WorkerReservedConcurrency = 0
-			s.MaxConcurrency = 50
-		}},
+		{"visibility = worker timeout + window", func(s *settings.Settings) { s.VisibilityTimeout = s.WorkerTimeout + s.BatchWindow }},
 		{"attempt + margin = worker timeout", func(s *settings.Settings) { s.RouteTimeout = s.WorkerTimeout - s.AttemptMargin - s.LambdaMargin }},
 		{"max receive count = 2x max attempts + 1", func(s *settings.Settings) { s.MaxReceiveCount = 2*s.Limits.MaxMaxAttempts + 1 }},
 		{"DLQ retention = queue retention + 1s", func(s *settings.Settings) { s.DLQRetention = s.QueueRetention + time.Second }},
@@ -136,6 +123,67 @@ func TestValidateReportsEveryViolation(t *testing.T) {
 	}
 }
 
+// The rules only AWS needs (throttling alone must never cost a message a
+// receive) are refused for a deployment, and only there: the dev server's
+// tests run with visibility timeouts of seconds. A deployment also keeps
+// every rule of Validate.
+func TestValidateDeployment(t *testing.T) {
+	refused := []struct {
+		name   string
+		change func(*settings.Settings)
+		want   string
+	}{
+		{"visibility below 6x worker timeout", func(s *settings.Settings) { s.VisibilityTimeout = 6*s.WorkerTimeout - time.Second }, "6 x worker timeout"},
+		{"visibility 6x worker timeout without the window", func(s *settings.Settings) { s.VisibilityTimeout = 6 * s.WorkerTimeout }, "6 x worker timeout"},
+		{"longer worker timeout, visibility kept", func(s *settings.Settings) { s.WorkerTimeout += time.Second }, "6 x worker timeout"},
+		{"reserved concurrency below max concurrency", func(s *settings.Settings) { s.WorkerReservedConcurrency = s.MaxConcurrency - 1 }, "reserved concurrency"},
+		{"max concurrency raised above the reservation", func(s *settings.Settings) {
+			s.WorkerReservedConcurrency = s.MaxConcurrency
+			s.MaxConcurrency++
+		}, "reserved concurrency"},
+		{"a rule of Validate", func(s *settings.Settings) { s.Prefix = "" }, "prefix is empty"},
+	}
+	for _, tt := range refused {
+		t.Run(tt.name, func(t *testing.T) {
+			s := settings.Defaults()
+			tt.change(&s)
+			err := s.ValidateDeployment()
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("ValidateDeployment() = %v, want it to name %q", err, tt.want)
+			}
+			if strings.Count(err.Error(), "settings: ") != 1 {
+				t.Errorf("ValidateDeployment() = %q: one prefix", err)
+			}
+			if tt.name != "a rule of Validate" {
+				if err := s.Validate(); err != nil {
+					t.Errorf("Validate() = %v: a local run does not need this rule", err)
+				}
+			}
+		})
+	}
+	accepted := []struct {
+		name   string
+		change func(*settings.Settings)
+	}{
+		{"the defaults", func(*settings.Settings) {}},
+		{"visibility = 6 x worker timeout + window", func(s *settings.Settings) { s.VisibilityTimeout = 6*s.WorkerTimeout + s.BatchWindow }},
+		{"reserved concurrency = max concurrency", func(s *settings.Settings) { s.WorkerReservedConcurrency = s.MaxConcurrency }},
+		{"no reserved concurrency given: it follows max concurrency", func(s *settings.Settings) {
+			s.WorkerReservedConcurrency = 0
+			s.MaxConcurrency = 50
+		}},
+	}
+	for _, tt := range accepted {
+		t.Run(tt.name, func(t *testing.T) {
+			s := settings.Defaults()
+			tt.change(&s)
+			if err := s.ValidateDeployment(); err != nil {
+				t.Errorf("ValidateDeployment() = %v", err)
+			}
+		})
+	}
+}
+
 // Throttling alone must never cost a message a receive: the shipped queue
 // keeps a batch hidden six worker timeouts (AWS's rule, so Lambda can retry
 // a throttled invocation) and the worker reserves what its event source
@@ -171,7 +219,7 @@ func TestReservedConcurrency(t *testing.T) {
 // message's own return at 18m02s.
 func TestDeadWorkerRecovery(t *testing.T) {
 	s := settings.Defaults()
-	if err := s.Validate(); err != nil {
+	if err := s.ValidateDeployment(); err != nil {
 		t.Fatal(err)
 	}
 	reconciler := s.LeaseTTL + s.ReconcileAfter + s.ReconcileEvery
@@ -184,7 +232,7 @@ func TestDeadWorkerRecovery(t *testing.T) {
 	// A deployment with a short worker timeout has a short visibility
 	// timeout too; then the message's return is the bound.
 	s.WorkerTimeout, s.RouteTimeout, s.VisibilityTimeout = 60*time.Second, 30*time.Second, 6*60*time.Second+s.BatchWindow
-	if err := s.Validate(); err != nil {
+	if err := s.ValidateDeployment(); err != nil {
 		t.Fatal(err)
 	}
 	if got := s.DeadWorkerRecovery(); got != s.VisibilityTimeout {
