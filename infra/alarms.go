@@ -18,18 +18,56 @@ import (
 	"github.com/aijobs/aijobs/pkg/job"
 )
 
-// dlqArrivalExpression is the number of messages that arrived in the DLQ
-// in a period. SQS does not count messages moved there by redrive in the
-// DLQ's NumberOfMessagesSent, so an alarm on that metric alone never fires
-// for the case that matters (a worker that crashed maxReceiveCount times).
-// The increase of the DLQ's depth catches redrive; NumberOfMessagesSent
-// adds the worker's own poison sends. FILL(…, 0) because SQS stops
-// publishing for a queue that is empty and idle for six hours (so "no
-// data" means 0), and because arithmetic on a missing point is missing. A
-// poison send counts twice here (depth and sent); the alarm only asks >= 1.
-// It never alarms on depth alone: an old dead letter that nobody replayed
-// yet must not keep the alarm red and hide the next one.
-const dlqArrivalExpression = "IF(DIFF(FILL(visible, 0)) > 0, DIFF(FILL(visible, 0)), 0) + FILL(sent, 0)"
+// dlqArrivalExpression counts the messages that arrived in the DLQ in a
+// minute, from counts that only arrivals move:
+//
+//   - sent, the DLQ's NumberOfMessagesSent: every message the worker
+//     dead-letters itself (a poison message, or one whose receive count
+//     reached maxReceiveCount - 1), which is every message a worker saw;
+//   - marked, the reconciler's DeadLetteredJobs: the jobs its DLQ sweep
+//     marked failed/dead_lettered, which catches the messages SQS's own
+//     redrive moved (no worker ever saw them, and SQS does not count a
+//     redrive in NumberOfMessagesSent: SQS developer guide,
+//     sqs-dead-letter-queues.html) at the sweep after they arrive.
+//
+// A message the worker sends is counted by both; the alarm only asks for
+// one. Nothing here reads the queue's depth: a replay or a sweep hiding and
+// restoring messages, deletes and expiry move the depth without an arrival,
+// the approximate counts have reported a message that was not there
+// (cdklabs/construct-hub#1758, #1779), and a depth going down hides an
+// arrival. FILL(…, 0) because a count is not published for a minute with
+// nothing (an idle queue, a minute without a sweep). docs/deploy.md,
+// "The DLQ alarms", has the bounds; TestDLQArrivalAlarmSimulation proves
+// them.
+const dlqArrivalExpression = "FILL(sent, 0) + FILL(marked, 0)"
+
+// dlqMetricDelay is how late an arrival's datapoint may come: SQS stops
+// publishing for a queue idle six hours, and its metrics can come up to 15
+// minutes late when it wakes. The arrival alarm looks back over this many
+// one-minute periods, plus margin, so a late datapoint still falls in its
+// window when it arrives (the FILL in an alarm otherwise "replaces that
+// missing data point", CloudWatch User Guide, using-metric-math.html).
+const dlqMetricDelay = 15 * time.Minute
+
+// dlqArrivalPeriods is the arrival alarm's evaluation periods (1 minute
+// each, 1 of them to alarm).
+const dlqArrivalPeriods = int((dlqMetricDelay + 5*time.Minute) / time.Minute)
+
+// dlqWaitingExpression is the average number of messages in the DLQ over
+// the period, visible or in flight (a replay or a sweep only moves them
+// between the two): the sums of both counts over the minutes the queue
+// reported its depth. Not the average of each: SQS reports
+// ApproximateNumberOfMessagesNotVisible only while messages are in flight
+// (sqs-available-cloudwatch-metrics.html), so its own average leaves out
+// the minutes it was 0. An average ignores a reading of less than a minute
+// (cdklabs/construct-hub#1758, #1779). A period without any depth reading
+// (an idle, empty queue) divides by nothing and has no datapoint.
+const dlqWaitingExpression = "(FILL(visible, 0) + FILL(inFlight, 0)) / readings"
+
+// dlqWaitingHours is how long dead letters may wait before the backstop
+// fires: every one of this many hours held one on average (half of one,
+// against approximate counts).
+const dlqWaitingHours = 6
 
 // period is the evaluation period of every alarm but spend.
 const period = 5 * time.Minute
@@ -51,7 +89,9 @@ type Alarms struct {
 
 // Signals are the metrics the alarms and the dashboard share.
 type Signals struct {
-	DLQArrivals     awscloudwatch.IMetric
+	DLQArrivals awscloudwatch.IMetric
+	// DLQWaiting is the DLQ's messages, visible and in flight, hourly.
+	DLQWaiting      awscloudwatch.IMetric
 	OldestJob       awscloudwatch.IMetric
 	WorkerErrors    awscloudwatch.IMetric
 	WorkerThrottles awscloudwatch.IMetric
@@ -73,6 +113,9 @@ func newSignals(q Queues, f Functions, api API) Signals {
 	opts := func(stat string) *awscloudwatch.MetricOptions {
 		return &awscloudwatch.MetricOptions{Statistic: jsii.String(stat), Period: seconds(period)}
 	}
+	hourly := func(stat string) *awscloudwatch.MetricOptions {
+		return &awscloudwatch.MetricOptions{Statistic: jsii.String(stat), Period: seconds(time.Hour)}
+	}
 	var retryable, refused []job.ErrorClass
 	for _, c := range job.Classes() {
 		switch {
@@ -89,11 +132,24 @@ func newSignals(q Queues, f Functions, api API) Signals {
 		DLQArrivals: awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
 			Expression: jsii.String(dlqArrivalExpression),
 			UsingMetrics: &map[string]awscloudwatch.IMetric{
-				"visible": q.DLQ.MetricApproximateNumberOfMessagesVisible(opts("Maximum")),
-				"sent":    q.DLQ.MetricNumberOfMessagesSent(opts("Sum")),
+				"sent": q.DLQ.MetricNumberOfMessagesSent(&awscloudwatch.MetricOptions{Statistic: jsii.String("Sum"), Period: seconds(time.Minute)}),
+				"marked": awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+					Namespace: jsii.String(emf.Namespace), MetricName: jsii.String("DeadLetteredJobs"),
+					Statistic: jsii.String("Sum"), Period: seconds(time.Minute),
+				}),
 			},
-			Label:  jsii.String("messages arriving in the DLQ"),
-			Period: seconds(period),
+			Label:  jsii.String("messages arriving in the DLQ (sent by the worker + jobs the sweep marked)"),
+			Period: seconds(time.Minute),
+		}),
+		DLQWaiting: awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+			Expression: jsii.String(dlqWaitingExpression),
+			UsingMetrics: &map[string]awscloudwatch.IMetric{
+				"visible":  q.DLQ.MetricApproximateNumberOfMessagesVisible(hourly("Sum")),
+				"inFlight": q.DLQ.MetricApproximateNumberOfMessagesNotVisible(hourly("Sum")),
+				"readings": q.DLQ.MetricApproximateNumberOfMessagesVisible(hourly("SampleCount")),
+			},
+			Label:  jsii.String("dead letters waiting (hourly average)"),
+			Period: seconds(time.Hour),
 		}),
 		OldestJob:       q.Jobs.MetricApproximateAgeOfOldestMessage(opts("Maximum")),
 		WorkerErrors:    f.Worker.MetricErrors(opts("Sum")),
@@ -165,6 +221,22 @@ func metricID(class string) string {
 	return strings.Join(parts, "")
 }
 
+// ownAlarmsCondition limits a grant to CloudWatch to this account's alarms
+// named like this stack's (every alarm here is <prefix>-<id>), so nobody
+// can make CloudWatch publish to the topic on behalf of another alarm (the
+// confused deputy: aws:SourceAccount and aws:SourceArn, IAM User Guide,
+// confused-deputy.html).
+func ownAlarmsCondition(stack awscdk.Stack, prefix string) *map[string]any {
+	alarms := stack.FormatArn(&awscdk.ArnComponents{
+		Service: jsii.String("cloudwatch"), Resource: jsii.String("alarm"), ResourceName: jsii.String(prefix + "-*"),
+		ArnFormat: awscdk.ArnFormat_COLON_RESOURCE_NAME,
+	})
+	return &map[string]any{
+		"StringEquals": map[string]any{"aws:SourceAccount": stack.Account()},
+		"ArnLike":      map[string]any{"aws:SourceArn": alarms},
+	}
+}
+
 // newAlarms is the alarm topic and one alarm per signal, each with an
 // action on alarm and on recovery. The topic is encrypted with a customer
 // managed key because CloudWatch cannot publish to a topic encrypted with
@@ -178,40 +250,65 @@ func newAlarms(stack awscdk.Stack, cfg Config, sig Signals) Alarms {
 		RemovalPolicy:     removalPolicy(cfg),
 		PendingWindow:     awscdk.Duration_Days(jsii.Number(7)),
 	})
+	cloudwatch := &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("cloudwatch.amazonaws.com"), nil)}
+	ownAlarms := ownAlarmsCondition(stack, s.Prefix)
 	key.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 		Sid:        jsii.String("CloudWatchAlarmsPublish"),
-		Principals: &[]awsiam.IPrincipal{awsiam.NewServicePrincipal(jsii.String("cloudwatch.amazonaws.com"), nil)},
+		Principals: cloudwatch,
 		Actions:    jsii.Strings("kms:Decrypt", "kms:GenerateDataKey*"),
 		Resources:  jsii.Strings("*"), // a key policy's resource is always the key itself
+		Conditions: ownAlarms,
 	}), nil)
 	topic := awssns.NewTopic(stack, jsii.String("AlarmTopic"), &awssns.TopicProps{
 		DisplayName: jsii.String(s.Prefix + " alarms"),
 		MasterKey:   key,
 		EnforceSSL:  jsii.Bool(true),
 	})
+	// enforceSSL gives the topic a policy, and a topic policy replaces
+	// SNS's default one: without this statement nothing allows CloudWatch
+	// to publish, and every alarm action fails with "not authorized to
+	// perform: SNS:Publish" (AWS Knowledge Center,
+	// cloudwatch-receive-sns-for-alarm-trigger).
+	topic.AddToResourcePolicy(awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Sid:        jsii.String("CloudWatchAlarmsPublish"),
+		Principals: cloudwatch,
+		Actions:    jsii.Strings("sns:Publish"),
+		Resources:  &[]*string{topic.TopicArn()},
+		Conditions: ownAlarms,
+	}))
 	if cfg.AlarmEmail != "" {
 		topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(cfg.AlarmEmail), nil))
 	}
 	a := Alarms{Topic: topic}
-	add := func(id, what string, m awscloudwatch.IMetric, threshold float64, op awscloudwatch.ComparisonOperator, evaluations float64) {
+	// addMOfN is an alarm in ALARM when toAlarm of the last evaluations
+	// periods breach.
+	addMOfN := func(id, what string, m awscloudwatch.IMetric, threshold float64, op awscloudwatch.ComparisonOperator, evaluations, toAlarm int) {
 		alarm := awscloudwatch.NewAlarm(stack, jsii.String(id), &awscloudwatch.AlarmProps{
 			AlarmName:          jsii.String(s.Prefix + "-" + id),
 			AlarmDescription:   jsii.String(what + " See docs/deploy.md, section Alarms."),
 			Metric:             m,
 			Threshold:          jsii.Number(threshold),
 			ComparisonOperator: op,
-			EvaluationPeriods:  jsii.Number(evaluations),
-			DatapointsToAlarm:  jsii.Number(1),
+			EvaluationPeriods:  jsii.Number(float64(evaluations)),
+			DatapointsToAlarm:  jsii.Number(float64(toAlarm)),
 			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
 		})
 		alarm.AddAlarmAction(awscloudwatchactions.NewSnsAction(topic))
 		alarm.AddOkAction(awscloudwatchactions.NewSnsAction(topic))
 		a.All = append(a.All, alarm)
 	}
+	add := func(id, what string, m awscloudwatch.IMetric, threshold float64, op awscloudwatch.ComparisonOperator, evaluations float64) {
+		addMOfN(id, what, m, threshold, op, int(evaluations), 1)
+	}
 	gte := awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD
-	// Two periods (1 of 2 to alarm): DIFF needs the previous point.
-	add("DlqArrivals", "A message reached the DLQ: a worker crashed on it maxReceiveCount times, or it was poison.",
-		sig.DLQArrivals, 1, gte, 2)
+	addMOfN("DlqArrivals", fmt.Sprintf("A message reached the DLQ: the worker dead-lettered it (poison, or received %d times), or SQS moved it "+
+		"after every worker failed on it (the reconciler's sweep marked its job dead_lettered). Read the message's aijobs_reason and the "+
+		"worker's log, fix the cause, then aijobs replay --from dlq.", s.MaxReceiveCount-1),
+		sig.DLQArrivals, 1, gte, dlqArrivalPeriods, 1)
+	addMOfN("DeadLettersWaiting", fmt.Sprintf("Dead letters have been waiting in the DLQ for %d hours: nobody replayed or purged them "+
+		"(also catches an arrival DlqArrivals cannot see). Replay them (aijobs replay --from dlq) or purge the DLQ once their jobs "+
+		"need nothing more.", dlqWaitingHours),
+		sig.DLQWaiting, 0.5, gte, dlqWaitingHours, dlqWaitingHours)
 	add("OldestJobAge", fmt.Sprintf("A job id has waited in the queue longer than the default job deadline (%s).", s.Limits.DefaultDeadline),
 		sig.OldestJob, s.Limits.DefaultDeadline.Seconds(), gte, 1)
 	add("WorkerErrors", "The worker function failed an invocation (crash, timeout, out of memory).", sig.WorkerErrors, 1, gte, 1)

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/aijobs/aijobs/pkg/job"
 )
@@ -51,33 +52,59 @@ func metricName(ms map[string]any) string {
 	return ms["Metric"].(map[string]any)["MetricName"].(string)
 }
 
-func TestDLQArrivalAlarm(t *testing.T) {
+// The DLQ alarms' shape; what they do is TestDLQArrivalAlarmSimulation's
+// and TestDeadLettersWaitingSimulation's.
+func TestDLQAlarms(t *testing.T) {
 	s := defaults(t)
-	a := alarm(t, s, "DlqArrivals")
-	expr, metrics := queries(t, a)
-	if expr != dlqArrivalExpression || !strings.Contains(expr, "DIFF(FILL(visible, 0))") || !strings.Contains(expr, "sent") {
-		t.Errorf("expression %q", expr)
-	}
 	dlqID, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", s.cfg.Settings.DLQName()))
-	for id, want := range map[string][2]string{
-		"visible": {"ApproximateNumberOfMessagesVisible", "Maximum"},
-		"sent":    {"NumberOfMessagesSent", "Sum"},
-	} {
-		m := metrics[id]
-		if m == nil {
-			t.Errorf("no metric %q in %v", id, metrics)
-			continue
+	check := func(alarmID, expression string, want map[string][4]any) map[string]any {
+		a := alarm(t, s, alarmID)
+		expr, metrics := queries(t, a)
+		if expr != expression {
+			t.Errorf("%s: expression %q, want %q", alarmID, expr, expression)
 		}
-		metric := m["Metric"].(map[string]any)
-		dims := metric["Dimensions"].([]any)[0].(map[string]any)
-		if metricName(m) != want[0] || m["Stat"] != want[1] || metric["Namespace"] != "AWS/SQS" ||
-			dims["Name"] != "QueueName" || ref(dims["Value"]) != dlqID {
-			t.Errorf("metric %s = %v, want %s (%s) of the DLQ", id, m, want[0], want[1])
+		if len(metrics) != len(want) {
+			t.Errorf("%s: metrics %v, want %v", alarmID, sortedKeys(metrics), want)
 		}
+		for id, w := range want {
+			m := metrics[id]
+			if m == nil {
+				t.Errorf("%s: no metric %q", alarmID, id)
+				continue
+			}
+			metric := m["Metric"].(map[string]any)
+			ok := metricName(m) == w[1] && m["Stat"] == w[2] && m["Period"] == w[3] && metric["Namespace"] == w[0]
+			if w[0] == "AWS/SQS" {
+				dims := metric["Dimensions"].([]any)[0].(map[string]any)
+				ok = ok && dims["Name"] == "QueueName" && ref(dims["Value"]) == dlqID
+			} else {
+				ok = ok && metric["Dimensions"] == nil
+			}
+			if !ok {
+				t.Errorf("%s: metric %s = %v, want %v (SQS ones of the DLQ)", alarmID, id, m, w)
+			}
+		}
+		if a["TreatMissingData"] != "notBreaching" || a["ComparisonOperator"] != "GreaterThanOrEqualToThreshold" {
+			t.Errorf("%s: %v", alarmID, a)
+		}
+		return a
 	}
-	if a["Threshold"] != 1.0 || a["ComparisonOperator"] != "GreaterThanOrEqualToThreshold" ||
-		a["EvaluationPeriods"] != 2.0 || a["DatapointsToAlarm"] != 1.0 || a["TreatMissingData"] != "notBreaching" {
-		t.Errorf("alarm %v, want >= 1 arrival in 1 of 2 periods", a)
+	arrivals := check("DlqArrivals", dlqArrivalExpression, map[string][4]any{
+		"sent":   {"AWS/SQS", "NumberOfMessagesSent", "Sum", 60.0},
+		"marked": {"aijobs", "DeadLetteredJobs", "Sum", 60.0},
+	})
+	// 1 of N one-minute periods, N covering a datapoint 15 minutes late
+	if arrivals["Threshold"] != 1.0 || arrivals["DatapointsToAlarm"] != 1.0 || arrivals["EvaluationPeriods"] != float64(dlqArrivalPeriods) ||
+		time.Duration(dlqArrivalPeriods)*time.Minute <= dlqMetricDelay+time.Minute {
+		t.Errorf("DlqArrivals %v, want >= 1 arrival in 1 of %d periods", arrivals, dlqArrivalPeriods)
+	}
+	waiting := check("DeadLettersWaiting", dlqWaitingExpression, map[string][4]any{
+		"visible":  {"AWS/SQS", "ApproximateNumberOfMessagesVisible", "Sum", 3600.0},
+		"inFlight": {"AWS/SQS", "ApproximateNumberOfMessagesNotVisible", "Sum", 3600.0},
+		"readings": {"AWS/SQS", "ApproximateNumberOfMessagesVisible", "SampleCount", 3600.0},
+	})
+	if waiting["Threshold"] != 0.5 || waiting["DatapointsToAlarm"] != float64(dlqWaitingHours) || waiting["EvaluationPeriods"] != float64(dlqWaitingHours) {
+		t.Errorf("DeadLettersWaiting %v, want an average >= 0.5 in each of %d hours", waiting, dlqWaitingHours)
 	}
 	// Never on depth alone: no alarm watches a queue's depth directly.
 	for id, r := range s.resources("AWS::CloudWatch::Alarm") {
@@ -176,8 +203,8 @@ func TestAlarmsNotifyEncryptedTopic(t *testing.T) {
 		t.Errorf("key policy does not let CloudWatch publish: %s", policy)
 	}
 	alarms := s.resources("AWS::CloudWatch::Alarm")
-	if len(alarms) != 10 {
-		t.Errorf("%d alarms, want 10: %v", len(alarms), sortedKeys(alarms))
+	if len(alarms) != 11 {
+		t.Errorf("%d alarms, want 11: %v", len(alarms), sortedKeys(alarms))
 	}
 	for id, r := range alarms {
 		p := r["Properties"].(map[string]any)
@@ -203,7 +230,7 @@ func TestDashboard(t *testing.T) {
 	_, d := s.one(t, "AWS::CloudWatch::Dashboard", nil)
 	body, _ := json.Marshal(d["DashboardBody"])
 	for _, want := range []string{"SEARCH(", "JobsFailed", "JobsAbandoned", "CostCents", "ApproximateAgeOfOldestMessage",
-		"DIFF(FILL(visible, 0))", "LeasesLost", "DuplicatesAbsorbed", "PoisonMessages", "AttemptDuration", "JobsSucceeded", "5xx",
+		dlqArrivalExpression, "ApproximateNumberOfMessagesNotVisible", "LeasesLost", "DuplicatesAbsorbed", "PoisonMessages", "AttemptDuration", "JobsSucceeded", "5xx",
 		"ReconcileCandidates", "Reconciled", "ReconcileErrors", `\"State\",\"queued\"`, `\"State\",\"running\"`, messagesLostExpression} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("dashboard does not show %s", want)
@@ -264,5 +291,91 @@ func TestMetricID(t *testing.T) {
 		if got := metricID(in); got != want {
 			t.Errorf("metricID(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// stackEnv resolves the stack's own resources the way CloudFormation
+// would in account 111122223333, us-east-1: a topic's Ref is its ARN, an
+// HTTP API's Ref its id, a function's Arn its ARN.
+func stackEnv(s *synthesized) map[string]string {
+	env := map[string]string{}
+	for id, r := range s.json["Resources"].(map[string]any) {
+		switch r.(map[string]any)["Type"] {
+		case "AWS::SNS::Topic":
+			env[id] = "arn:aws:sns:us-east-1:111122223333:" + id
+		case "AWS::ApiGatewayV2::Api":
+			env[id] = "a1b2c3d4e5"
+		case "AWS::Lambda::Function":
+			env[id+".Arn"] = "arn:aws:lambda:us-east-1:111122223333:function:" + id
+		case "AWS::KMS::Key":
+			env[id+".Arn"] = "arn:aws:kms:us-east-1:111122223333:key/" + id
+		}
+	}
+	return env
+}
+
+// CloudWatch can deliver every alarm of the stack to the alarm topic, and
+// nothing else can borrow that right. A topic policy replaces SNS's
+// default policy, so the topic must allow cloudwatch.amazonaws.com itself
+// (AWS Knowledge Center, cloudwatch-receive-sns-for-alarm-trigger: without
+// it the alarm history shows "... is not authorized to perform:
+// SNS:Publish"), and a topic encrypted with a customer managed key needs
+// the key to let CloudWatch generate and decrypt data keys (SNS developer
+// guide, sns-key-management, "compatibility with AWS services"). Both are
+// conditioned on this account and this stack's alarms (aws:SourceAccount,
+// aws:SourceArn), so CloudWatch cannot be made to publish on behalf of
+// someone else's alarm (the confused deputy).
+func TestCloudWatchCanPublishAlarms(t *testing.T) {
+	s := defaults(t)
+	env := stackEnv(s)
+	topicID, _ := s.one(t, "AWS::SNS::Topic", nil)
+	_, policy := s.one(t, "AWS::SNS::TopicPolicy", nil)
+	_, key := s.one(t, "AWS::KMS::Key", nil)
+	if topics := policy["Topics"].([]any); len(topics) != 1 || ref(topics[0]) != topicID {
+		t.Fatalf("topic policy applies to %v, want the alarm topic", topics)
+	}
+	topicArn := env[topicID]
+	publish := func(alarmArn, account, tls string) (request, []request) {
+		ctx := map[string]string{"aws:SourceArn": alarmArn, "aws:SourceAccount": account, "aws:SecureTransport": tls}
+		return request{service: "cloudwatch.amazonaws.com", action: "sns:Publish", resource: topicArn, context: ctx},
+			[]request{
+				{service: "cloudwatch.amazonaws.com", action: "kms:GenerateDataKey", resource: "*", context: ctx},
+				{service: "cloudwatch.amazonaws.com", action: "kms:Decrypt", resource: "*", context: ctx},
+			}
+	}
+	alarms := s.resources("AWS::CloudWatch::Alarm")
+	if len(alarms) == 0 {
+		t.Fatal("no alarms")
+	}
+	for id, a := range alarms {
+		name := a["Properties"].(map[string]any)["AlarmName"].(string)
+		sns, kms := publish("arn:aws:cloudwatch:us-east-1:111122223333:alarm:"+name, "111122223333", "true")
+		if ok, why := allows(t, policy["PolicyDocument"], sns, env); !ok {
+			t.Errorf("alarm %s cannot publish to the topic: %s", id, why)
+		}
+		for _, r := range kms {
+			if ok, why := allows(t, key["KeyPolicy"], r, env); !ok {
+				t.Errorf("alarm %s: CloudWatch may not %s with the topic's key: %s", id, r.action, why)
+			}
+		}
+	}
+	for what, tc := range map[string][3]string{
+		"another account's alarm": {"arn:aws:cloudwatch:us-east-1:444455556666:alarm:" + s.cfg.Settings.Prefix + "-DlqArrivals", "444455556666", "true"},
+		"an alarm of no stack":    {"arn:aws:cloudwatch:us-east-1:111122223333:alarm:somebody-else", "111122223333", "true"},
+		"another region's alarm":  {"arn:aws:cloudwatch:eu-west-1:111122223333:alarm:" + s.cfg.Settings.Prefix + "-DlqArrivals", "111122223333", "true"},
+	} {
+		sns, kms := publish(tc[0], tc[1], tc[2])
+		if ok, why := allows(t, policy["PolicyDocument"], sns, env); ok {
+			t.Errorf("%s may publish to the topic: %s", what, why)
+		}
+		for _, r := range kms {
+			if ok, why := allows(t, key["KeyPolicy"], r, env); ok {
+				t.Errorf("%s may %s with the key: %s", what, r.action, why)
+			}
+		}
+	}
+	sns, _ := publish("arn:aws:cloudwatch:us-east-1:111122223333:alarm:"+s.cfg.Settings.Prefix+"-DlqArrivals", "111122223333", "false")
+	if ok, _ := allows(t, policy["PolicyDocument"], sns, env); ok {
+		t.Error("the topic accepts a publish without TLS")
 	}
 }

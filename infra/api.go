@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2authorizers"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsapigatewayv2integrations"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/jsii-runtime-go"
@@ -59,6 +60,17 @@ func newAPI(stack awscdk.Stack, cfg Config, fn awslambda.Function) API {
 		DefaultAuthorizer:  authorizer,
 		DefaultIntegration: integration,
 		CreateDefaultStage: jsii.Bool(false),
+	})
+	// The integration's one permission has SourceArn <api>/*/*/*, which
+	// matches <api>/<stage>/<method>/<path> but not the $default route's
+	// <api>/<stage>/$default (aws/serverless-application-model#1860):
+	// without this one, every unknown path would be API Gateway's 500
+	// instead of the function's problem+json.
+	fn.AddPermission(jsii.String("DefaultRouteInvoke"), &awslambda.Permission{
+		Principal: awsiam.NewServicePrincipal(jsii.String("apigateway.amazonaws.com"), nil),
+		SourceArn: stack.FormatArn(&awscdk.ArnComponents{
+			Service: jsii.String("execute-api"), Resource: api.ApiId(), ResourceName: jsii.String("*/$default"),
+		}),
 	})
 	routes := []struct {
 		path   string

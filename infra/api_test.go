@@ -2,6 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/aws/jsii-runtime-go"
@@ -94,5 +97,76 @@ func TestOutputs(t *testing.T) {
 	reconciler, _ := s.one(t, "AWS::Lambda::Function", named("FunctionName", s.cfg.Settings.Prefix+"-reconciler"))
 	if v := s.json["Outputs"].(map[string]any)["ReconcilerFunctionName"].(map[string]any)["Value"]; ref(v) != reconciler {
 		t.Errorf("ReconcilerFunctionName = %v, want a reference to %s", v, reconciler)
+	}
+}
+
+// functionPolicy is a function's resource policy as Lambda builds it from
+// the template's AWS::Lambda::Permission resources: one Allow statement
+// each, with the SourceArn as an ArnLike condition and the SourceAccount
+// as a StringEquals one (Lambda developer guide, access-control-resource-
+// based.html and the AddPermission API).
+func functionPolicy(t *testing.T, s *synthesized, functionID string) map[string]any {
+	t.Helper()
+	var statements []any
+	for id, r := range s.resources("AWS::Lambda::Permission") {
+		p := r["Properties"].(map[string]any)
+		if ref(p["FunctionName"]) != functionID {
+			continue
+		}
+		cond := map[string]any{}
+		if arn, ok := p["SourceArn"]; ok {
+			cond["ArnLike"] = map[string]any{"AWS:SourceArn": arn}
+		}
+		if acct, ok := p["SourceAccount"]; ok {
+			cond["StringEquals"] = map[string]any{"AWS:SourceAccount": acct}
+		}
+		statements = append(statements, map[string]any{"Sid": id, "Effect": "Allow", "Principal": map[string]any{"Service": p["Principal"]},
+			"Action": p["Action"], "Resource": map[string]any{"Fn::GetAtt": []any{functionID, "Arn"}}, "Condition": cond})
+	}
+	return map[string]any{"Statement": statements}
+}
+
+// Every route of the HTTP API may invoke the API function. API Gateway
+// invokes a Lambda integration with aws:SourceArn set to the route's
+// execute-api ARN, <api id>/<stage>/<method>/<path> for a route with a
+// method and <api id>/<stage>/$default for the $default route (two
+// segments: aws/serverless-application-model#1860, where "*/*/*" did not
+// match and the fix is "*/$default"); Lambda matches it against each
+// permission's SourceArn with ArnLike. A route nobody may invoke answers
+// API Gateway's own 500 "Internal Server Error" instead of the function's
+// problem+json, and counts towards Api5xx.
+func TestEveryRouteCanInvokeTheAPIFunction(t *testing.T) {
+	s := defaults(t)
+	env := stackEnv(s)
+	apiID, _ := s.one(t, "AWS::ApiGatewayV2::Api", nil)
+	fnID, _ := s.one(t, "AWS::Lambda::Function", named("FunctionName", s.cfg.Settings.Prefix+"-api"))
+	_, stage := s.one(t, "AWS::ApiGatewayV2::Stage", nil)
+	policy := functionPolicy(t, s, fnID)
+	invoke := func(api, account, route string) request {
+		arn := fmt.Sprintf("arn:aws:execute-api:us-east-1:%s:%s/%s/%s", account, api, stage["StageName"], route)
+		return request{service: "apigateway.amazonaws.com", action: "lambda:InvokeFunction", resource: env[fnID+".Arn"],
+			context: map[string]string{"aws:SourceArn": arn, "aws:SourceAccount": account}}
+	}
+	for key := range routes(t, s) {
+		// the route's ARN part, and (for a path with parameters) the same
+		// with a concrete value, in case API Gateway sends the request's path
+		parts := []string{"$default"}
+		if key != "$default" {
+			method, path, _ := strings.Cut(key, " ")
+			parts = []string{method + path, method + regexp.MustCompile(`\{[^}]+\}`).ReplaceAllString(path, "j_0123")}
+		}
+		for _, part := range parts {
+			if ok, why := allows(t, policy, invoke(env[apiID], "111122223333", part), env); !ok {
+				t.Errorf("route %q (%s): API Gateway may not invoke the function: %s", key, part, why)
+			}
+		}
+	}
+	for what, r := range map[string]request{
+		"another API":     invoke("zzzzzzzzzz", "111122223333", "GET/jobs"),
+		"another account": invoke(env[apiID], "444455556666", "GET/jobs"),
+	} {
+		if ok, why := allows(t, policy, r, env); ok {
+			t.Errorf("%s may invoke the API function: %s", what, why)
+		}
 	}
 }

@@ -196,6 +196,7 @@ func LoadConfig(ctx Lookup) (Config, error) {
 	s.APIMemoryMB = int(number(ctx, "apiMemoryMB", float64(s.APIMemoryMB), &errs))
 	s.WorkerMemoryMB = int(number(ctx, "workerMemoryMB", float64(s.WorkerMemoryMB), &errs))
 	s.ReconcilerMemoryMB = int(number(ctx, "reconcilerMemoryMB", float64(s.ReconcilerMemoryMB), &errs))
+	s.WorkerReservedConcurrency = int(number(ctx, "workerReservedConcurrency", float64(s.WorkerReservedConcurrency), &errs))
 	for key, d := range map[string]*time.Duration{"apiTimeout": &s.APITimeout, "reconcilerTimeout": &s.ReconcilerTimeout} {
 		if v, set := ctx(key); set {
 			if *d, err = time.ParseDuration(v); err != nil {
@@ -204,7 +205,9 @@ func LoadConfig(ctx Lookup) (Config, error) {
 		}
 	}
 	errs = append(errs, checkAWSLimits(*s)...)
-	if err := s.Validate(); err != nil { // again: the context may have changed the reconciler's timeout
+	// Validate again (the context may have changed the reconciler's timeout
+	// or the worker's reservation), with the rules only AWS needs.
+	if err := s.ValidateDeployment(); err != nil {
 		errs = append(errs, err.Error())
 	}
 	errs = append(errs, checkEnvSize(c)...)
@@ -251,7 +254,11 @@ func checkAWSLimits(s settings.Settings) []string {
 	}
 	whole("worker timeout", s.WorkerTimeout, time.Second, 15*time.Minute)
 	whole("reconciler timeout", s.ReconcilerTimeout, time.Second, 15*time.Minute)
-	whole("API timeout", s.APITimeout, time.Second, 30*time.Second) // API Gateway's integration limit
+	// An HTTP API integration times out after 30 s at most (API Gateway
+	// quotas): a function allowed the whole 30 s would be cut off by API
+	// Gateway, which then answers 503 itself; at 29 s the function's own
+	// deadline comes first.
+	whole("API timeout", s.APITimeout, time.Second, 29*time.Second)
 	whole("visibility timeout", s.VisibilityTimeout, 0, 12*time.Hour)
 	whole("batching window", s.BatchWindow, 0, 5*time.Minute)
 	whole("queue retention", s.QueueRetention, time.Minute, 14*24*time.Hour)

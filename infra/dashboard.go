@@ -63,7 +63,8 @@ func newDashboard(stack awscdk.Stack, cfg Config, q Queues, f Functions, api API
 			graph("Job queue: waiting and in flight", 8, m(q.Jobs.MetricApproximateNumberOfMessagesVisible(opts("Maximum")),
 				q.Jobs.MetricApproximateNumberOfMessagesNotVisible(opts("Maximum")))),
 			graph("Oldest job id in the queue (s)", 8, m(sig.OldestJob)),
-			graph("DLQ: arrivals and depth", 8, m(sig.DLQArrivals), q.DLQ.MetricApproximateNumberOfMessagesVisible(opts("Maximum"))),
+			graph("DLQ: arrivals (left), waiting and in flight (right)", 8, m(sig.DLQArrivals),
+				q.DLQ.MetricApproximateNumberOfMessagesVisible(opts("Maximum")), q.DLQ.MetricApproximateNumberOfMessagesNotVisible(opts("Maximum"))),
 		},
 		{
 			graph("Jobs failed by error class", 8, m(byClass("JobsFailed"))),
@@ -81,7 +82,8 @@ func newDashboard(stack awscdk.Stack, cfg Config, q Queues, f Functions, api API
 		{
 			graph("Reconciler runs, errors (duration p99 right)", 8, m(f.Reconciler.MetricInvocations(opts("Sum")), sig.ReconcilerErrors,
 				jobs("ReconcileErrors")), f.Reconciler.MetricDuration(opts("p99"))),
-			graph("Reconcile candidates by state", 8, byState("ReconcileCandidates")),
+			graph("Reconcile candidates, backlog, dead-lettered jobs", 8, m(jobs("ReconcileCandidates"), jobs("ReconcileBacklog"),
+				jobs("DeadLetteredJobs"))),
 			graph("Reconciled (re-sent) by state: lost messages", 8, append(byState("Reconciled"), sig.MessagesLost)),
 		},
 	}
@@ -89,8 +91,10 @@ func newDashboard(stack awscdk.Stack, cfg Config, q Queues, f Functions, api API
 	for i := range rows {
 		widgets[i] = &rows[i]
 	}
+	// Dashboard names are account-wide, not per Region: the Region in the
+	// name lets the stack deploy to a second Region of the same account.
 	return awscloudwatch.NewDashboard(stack, jsii.String("Dashboard"), &awscloudwatch.DashboardProps{
-		DashboardName: jsii.String(cfg.Settings.Prefix),
+		DashboardName: jsii.String(cfg.Settings.Prefix + "-" + *stack.Region()),
 		Widgets:       &widgets,
 	})
 }

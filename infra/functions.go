@@ -41,7 +41,10 @@ var (
 	reconcilerIndexActions = []string{"dynamodb:Query"}
 	reconcilerTableActions = []string{"dynamodb:UpdateItem", "dynamodb:GetItem"}
 	reconcilerQueueActions = []string{"sqs:SendMessage", "sqs:GetQueueAttributes"}
-	logActions             = []string{"logs:CreateLogStream", "logs:PutLogEvents"}
+	// The DLQ sweep receives every dead letter (with a short visibility
+	// timeout) to mark its job dead_lettered, and deletes nothing.
+	reconcilerDLQActions = []string{"sqs:ReceiveMessage"}
+	logActions           = []string{"logs:CreateLogStream", "logs:PutLogEvents"}
 )
 
 // newFunctions builds the API, worker and reconciler functions:
@@ -124,6 +127,13 @@ func newFunctions(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, q Que
 		Architecture:  awslambda.Architecture_ARM_64(),
 		Handler:       jsii.String("bootstrap"),
 		LoggingFormat: awslambda.LoggingFormat_JSON,
+		// At least the mapping's MaxConcurrency (settings.Validate), so no
+		// other function can starve the worker into throttling: a throttled
+		// batch is retried by Lambda, but only while the visibility timeout
+		// keeps its messages hidden. AWS reserves this out of the account's
+		// concurrency quota and keeps 100 unreserved: docs/deploy.md,
+		// Prerequisites.
+		ReservedConcurrentExecutions: jsii.Number(float64(s.ReservedConcurrency())),
 	})
 	// Partial batch failures: a retryable job is released with its own
 	// backoff and reported, the others in the batch are deleted.
@@ -138,7 +148,8 @@ func newFunctions(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, q Que
 	reconcilerRole := newRole(stack, "ReconcilerRole", "aijobs reconciler function: re-send stuck jobs through the claim path", f.ReconcilerLogs,
 		allow(reconcilerIndexActions, indexArn(table, s.ActiveIndex)),
 		allow(reconcilerTableActions, table.TableArn()),
-		allow(reconcilerQueueActions, q.Jobs.QueueArn()))
+		allow(reconcilerQueueActions, q.Jobs.QueueArn()),
+		allow(reconcilerDLQActions, q.DLQ.QueueArn()))
 	f.Reconciler = awslambda.NewFunction(stack, jsii.String("Reconciler"), &awslambda.FunctionProps{
 		FunctionName:  jsii.String(s.Prefix + "-reconciler"),
 		Description:   jsii.String(fmt.Sprintf("aijobs reconciler: every %s, re-sends jobs stuck for %s (lost message, dead worker)", s.ReconcileEvery, s.ReconcileAfter)),

@@ -165,7 +165,8 @@ func TestEventSourceMapping(t *testing.T) {
 	st := defaults(t).cfg.Settings
 	check(t, defaults(t), float64(st.BatchSize), st.BatchWindow.Seconds(), float64(st.MaxConcurrency))
 	// -c values arrive as strings, cdk.json values as numbers: both work.
-	check(t, build(t, map[string]any{"AIJOBS_BATCH_SIZE": "3", "AIJOBS_BATCH_WINDOW": "5s", "AIJOBS_MAX_CONCURRENCY": 4.0}, false), 3, 5, 4)
+	check(t, build(t, map[string]any{"AIJOBS_BATCH_SIZE": "3", "AIJOBS_BATCH_WINDOW": "5s", "AIJOBS_VISIBILITY_TIMEOUT": "1085s",
+		"AIJOBS_MAX_CONCURRENCY": 4.0}, false), 3, 5, 4)
 }
 
 // A stack the functions would refuse at start, or that AWS would reject
@@ -194,7 +195,9 @@ func TestLoadConfigRefuses(t *testing.T) {
 	}{
 		{"visibility below worker timeout", map[string]any{"AIJOBS_VISIBILITY_TIMEOUT": "100s"}, "visibility timeout"},
 		{"receive count too low", map[string]any{"AIJOBS_MAX_RECEIVE_COUNT": "8"}, "max receive count"},
-		{"fractional timeout", map[string]any{"AIJOBS_WORKER_TIMEOUT": "180500ms", "AIJOBS_VISIBILITY_TIMEOUT": "200s"}, "whole seconds"},
+		{"fractional timeout", map[string]any{"AIJOBS_WORKER_TIMEOUT": "180500ms", "AIJOBS_VISIBILITY_TIMEOUT": "1200s"}, "whole seconds"},
+		{"visibility not six worker timeouts", map[string]any{"AIJOBS_VISIBILITY_TIMEOUT": "1000s"}, "6 x worker timeout"},
+		{"reservation below the mapping's concurrency", map[string]any{"workerReservedConcurrency": "5"}, "reserved concurrency 5 < maximum concurrency 10"},
 		{"secret in context", map[string]any{"OPENAI_API_KEY": "sk-test"}, "OPENAI_API_KEY"},
 		{"table name in context", map[string]any{"AIJOBS_TABLE": "other"}, "AIJOBS_TABLE"},
 		{"half a JWT config", map[string]any{"jwtIssuer": "https://issuer.example.com/"}, "jwtAudience"},
@@ -206,6 +209,9 @@ func TestLoadConfigRefuses(t *testing.T) {
 		{"missing reconciler", map[string]any{"reconcilerAssetDir": filepath.Join(dir, "nothing")}, "reconcilerAssetDir"},
 		{"reconcile in seconds", map[string]any{"AIJOBS_RECONCILE_EVERY": "90s"}, "whole minutes"},
 		{"reconciler too short", map[string]any{"reconcilerTimeout": "5s"}, "reconciler timeout"},
+		// HTTP API integrations time out at 30 s: the function must be
+		// done (or dead) first, or API Gateway answers on its own.
+		{"API timeout at the integration limit", map[string]any{"apiTimeout": "30s"}, "API timeout 30s"},
 		{"reconciler memory", map[string]any{"reconcilerMemoryMB": "64"}, "reconciler memory"},
 		{"routes twice", map[string]any{"routesFile": "routes.json", "AIJOBS_ROUTES": route(`{"kind":"fake"}`, "m")}, "both set"},
 		{"missing routes file", map[string]any{"routesFile": filepath.Join(dir, "nothing.json")}, "routesFile"},
@@ -238,6 +244,10 @@ func TestLoadConfigRefuses(t *testing.T) {
 	}
 	if _, err := LoadConfig(mapLookup(base)); err != nil {
 		t.Fatalf("defaults refused: %v", err)
+	}
+	base["apiTimeout"] = "29s"
+	if _, err := LoadConfig(mapLookup(base)); err != nil {
+		t.Fatalf("an API timeout of 29s refused: %v", err)
 	}
 }
 

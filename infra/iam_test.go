@@ -119,6 +119,7 @@ func basePermissions(t *testing.T, s *synthesized) map[string][]string {
 			"dynamodb:Query on " + index(st.ActiveIndex),
 			"dynamodb:GetItem on " + table, "dynamodb:UpdateItem on " + table,
 			"sqs:SendMessage on " + queue, "sqs:GetQueueAttributes on " + queue,
+			"sqs:ReceiveMessage on " + dlq, // the DLQ sweep: it receives, never deletes
 		},
 	}
 }
@@ -309,7 +310,7 @@ func TestOperatorPolicy(t *testing.T) {
 	queue, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.QueueName()))
 	dlq, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.DLQName()))
 	policyID, p := s.one(t, "AWS::IAM::ManagedPolicy", nil)
-	if p["ManagedPolicyName"] != st.Prefix+"-operator" {
+	if name := resolve(t, p["ManagedPolicyName"], nil); name != st.Prefix+"-operator-us-east-1" {
 		t.Errorf("policy name %v", p["ManagedPolicyName"])
 	}
 	for _, k := range []string{"Roles", "Users", "Groups"} {

@@ -26,7 +26,9 @@ var (
 func newOperatorPolicy(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, q Queues) awsiam.ManagedPolicy {
 	s := cfg.Settings
 	return awsiam.NewManagedPolicy(stack, jsii.String("OperatorPolicy"), &awsiam.ManagedPolicyProps{
-		ManagedPolicyName: jsii.String(s.Prefix + "-operator"),
+		// IAM names are account-wide: with the Region in it, the stack can
+		// deploy to a second Region of the same account.
+		ManagedPolicyName: jsii.String(s.Prefix + "-operator-" + *stack.Region()),
 		Description:       jsii.String("aijobs operators: list failed jobs (failures) and replay them or dead letters (replay)"),
 		Statements: &[]awsiam.PolicyStatement{
 			allow(operatorIndexActions, indexArn(table, s.FailureIndex)),

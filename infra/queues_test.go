@@ -53,8 +53,9 @@ func TestQueues(t *testing.T) {
 func TestTimingRulesHoldInTemplate(t *testing.T) {
 	for name, overrides := range map[string]map[string]any{
 		"defaults": nil,
-		"overridden": {"AIJOBS_WORKER_TIMEOUT": "300s", "AIJOBS_VISIBILITY_TIMEOUT": "330s",
-			"AIJOBS_BATCH_WINDOW": "20s", "AIJOBS_MAX_RECEIVE_COUNT": "30"},
+		"overridden": {"AIJOBS_WORKER_TIMEOUT": "300s", "AIJOBS_VISIBILITY_TIMEOUT": "1820s",
+			"AIJOBS_BATCH_WINDOW": "20s", "AIJOBS_MAX_RECEIVE_COUNT": "30", "AIJOBS_MAX_CONCURRENCY": "20"},
+		"reservation given": {"workerReservedConcurrency": "15"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := defaults(t)
@@ -72,6 +73,23 @@ func TestTimingRulesHoldInTemplate(t *testing.T) {
 			window := num(t, esm["MaximumBatchingWindowInSeconds"], "MaximumBatchingWindowInSeconds")
 			if visibility < timeout+window {
 				t.Errorf("visibility %v < worker timeout %v + batching window %v", visibility, timeout, window)
+			}
+			// Throttling alone never costs a receive: Lambda retries a
+			// throttled batch while its messages stay hidden, which AWS
+			// sizes at six function timeouts (Lambda developer guide,
+			// services-sqs-configure.html), and the worker's reserved
+			// concurrency covers what the mapping may run at once
+			// (services-sqs-scaling.html: reserved concurrency below the
+			// maximum concurrency can throttle the mapping).
+			if visibility < 6*timeout+window {
+				t.Errorf("visibility %v < 6 x worker timeout %v + batching window %v", visibility, timeout, window)
+			}
+			maxConcurrency := num(t, esm["ScalingConfig"].(map[string]any)["MaximumConcurrency"], "MaximumConcurrency")
+			if reserved, ok := worker["ReservedConcurrentExecutions"].(float64); !ok || reserved < maxConcurrency {
+				t.Errorf("worker reserved concurrency %v, want at least the mapping's maximum concurrency %v", worker["ReservedConcurrentExecutions"], maxConcurrency)
+			}
+			if got := worker["ReservedConcurrentExecutions"]; got != float64(st.ReservedConcurrency()) || maxConcurrency != float64(st.MaxConcurrency) {
+				t.Errorf("reserved %v / maximum %v, settings say %d / %d", got, maxConcurrency, st.ReservedConcurrency(), st.MaxConcurrency)
 			}
 			if timeout != st.WorkerTimeout.Seconds() || window != st.BatchWindow.Seconds() {
 				t.Errorf("worker timeout %v / window %v, settings say %v / %v", timeout, window, st.WorkerTimeout, st.BatchWindow)

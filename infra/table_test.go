@@ -197,3 +197,40 @@ func TestThrowawayRelaxesProtection(t *testing.T) {
 		}
 	}
 }
+
+// Names that IAM and CloudWatch dashboards hold account-wide, not per
+// Region: a second deploy of the stack in another Region of the same
+// account would fail on them ("already exists"). Each such name the stack
+// sets must differ between Regions (or be left to CloudFormation).
+func TestAccountGlobalNamesDifferByRegion(t *testing.T) {
+	s := defaults(t)
+	global := map[string][]string{
+		"AWS::IAM::ManagedPolicy":    {"ManagedPolicyName"},
+		"AWS::IAM::Role":             {"RoleName"},
+		"AWS::IAM::User":             {"UserName"},
+		"AWS::IAM::Group":            {"GroupName"},
+		"AWS::IAM::InstanceProfile":  {"InstanceProfileName"},
+		"AWS::CloudWatch::Dashboard": {"DashboardName"},
+	}
+	named := 0
+	for typ, props := range global {
+		for id, r := range s.resources(typ) {
+			p := r["Properties"].(map[string]any)
+			for _, prop := range props {
+				v, ok := p[prop]
+				if !ok {
+					continue
+				}
+				named++
+				east := resolve(t, v, map[string]string{"AWS::Region": "us-east-1"})
+				west := resolve(t, v, map[string]string{"AWS::Region": "eu-west-1"})
+				if east == west {
+					t.Errorf("%s %s %s = %q in every Region: a second Region's deploy would collide", typ, id, prop, east)
+				}
+			}
+		}
+	}
+	if named == 0 {
+		t.Error("no account-global name found: the test checks nothing (the operator policy and the dashboard are named)")
+	}
+}

@@ -39,7 +39,7 @@ var vars = []Var{
 	{"AIJOBS_BACKOFF_BASE", "2s", "First retry backoff (doubles per attempt, half of it jittered).", dur(func(c *Config) *time.Duration { return &c.Settings.BackoffBase })},
 	{"AIJOBS_BACKOFF_MAX", "5m", "Longest retry backoff.", dur(func(c *Config) *time.Duration { return &c.Settings.BackoffMax })},
 	{"AIJOBS_WORKER_TIMEOUT", "180s", "Worker function timeout (the dev server gives each batch this long).", dur(func(c *Config) *time.Duration { return &c.Settings.WorkerTimeout })},
-	{"AIJOBS_VISIBILITY_TIMEOUT", "200s", "Job queue visibility timeout; must be at least worker timeout + batching window.", dur(func(c *Config) *time.Duration { return &c.Settings.VisibilityTimeout })},
+	{"AIJOBS_VISIBILITY_TIMEOUT", "1082s", "Job queue visibility timeout; must be at least 6 x worker timeout + batching window, so Lambda can retry a throttled batch before its messages return.", dur(func(c *Config) *time.Duration { return &c.Settings.VisibilityTimeout })},
 	{"AIJOBS_MAX_RECEIVE_COUNT", "20", "Receives before SQS moves a message to the DLQ; must exceed twice the max attempts.", integer(func(c *Config) *int { return &c.Settings.MaxReceiveCount })},
 	{"AIJOBS_BATCH_SIZE", "5", "Messages per worker invocation (1..10).", integer(func(c *Config) *int { return &c.Settings.BatchSize })},
 	{"AIJOBS_BATCH_WINDOW", "2s", "Longest wait to fill a batch.", dur(func(c *Config) *time.Duration { return &c.Settings.BatchWindow })},

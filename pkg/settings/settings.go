@@ -45,16 +45,23 @@ type Settings struct {
 	ReconcilerTimeout  time.Duration
 	ReconcilerMemoryMB int
 
-	// Worker function and its event source mapping.
-	WorkerTimeout     time.Duration
-	WorkerMemoryMB    int
-	BatchSize         int
-	BatchWindow       time.Duration
-	MaxConcurrency    int
-	VisibilityTimeout time.Duration
-	MaxReceiveCount   int
-	QueueRetention    time.Duration
-	DLQRetention      time.Duration
+	// Worker function and its event source mapping. In AWS,
+	// VisibilityTimeout is at least six times the worker's timeout plus the
+	// batching window, and the worker's reserved concurrency at least the
+	// mapping's MaxConcurrency, so that throttling alone never costs a
+	// message a receive (ValidateDeployment). WorkerReservedConcurrency 0
+	// means "equal to MaxConcurrency"; only the CDK stack sets it (no
+	// function reads it).
+	WorkerTimeout             time.Duration
+	WorkerMemoryMB            int
+	BatchSize                 int
+	BatchWindow               time.Duration
+	MaxConcurrency            int
+	WorkerReservedConcurrency int
+	VisibilityTimeout         time.Duration
+	MaxReceiveCount           int
+	QueueRetention            time.Duration
+	DLQRetention              time.Duration
 
 	// API function.
 	APITimeout  time.Duration
@@ -106,7 +113,7 @@ func Defaults() Settings {
 		BatchSize:          5,
 		BatchWindow:        2 * time.Second,
 		MaxConcurrency:     10,
-		VisibilityTimeout:  200 * time.Second,
+		VisibilityTimeout:  1082 * time.Second, // 6 x WorkerTimeout + BatchWindow
 		MaxReceiveCount:    20,
 		QueueRetention:     4 * 24 * time.Hour,
 		DLQRetention:       14 * 24 * time.Hour,
@@ -162,6 +169,28 @@ func (s Settings) GuardMargin() time.Duration {
 	return s.Heartbeat
 }
 
+// ReservedConcurrency is the worker's reserved concurrency in AWS: the
+// configured value, or MaxConcurrency when none is.
+func (s Settings) ReservedConcurrency() int {
+	if s.WorkerReservedConcurrency == 0 {
+		return s.MaxConcurrency
+	}
+	return s.WorkerReservedConcurrency
+}
+
+// DeadWorkerRecovery bounds how long a job stays stuck when its worker dies
+// after the claim but before its first heartbeat (the first heartbeat is
+// what sets the message's visibility to the lease): the message returns
+// only when the queue's visibility timeout ends, and the reconciler re-sends
+// a running job whose lease (LeaseTTL from the claim) expired ReconcileAfter
+// ago, at its next run, at most ReconcileEvery later. Whichever comes first
+// brings the job back. This is the price of the long visibility timeout
+// that lets Lambda retry throttled batches (docs/deploy.md, "Throttling
+// and the visibility timeout").
+func (s Settings) DeadWorkerRecovery() time.Duration {
+	return min(s.VisibilityTimeout, s.LeaseTTL+s.ReconcileAfter+s.ReconcileEvery)
+}
+
 // Validate checks the timing rules of DESIGN 5; a deployment that breaks one
 // would lose or double-run jobs, so it is refused at start and at synth.
 func (s Settings) Validate() error {
@@ -210,6 +239,39 @@ func (s Settings) Validate() error {
 	check(l.DefaultMaxTokens >= 1 && l.DefaultMaxTokens <= l.MaxMaxTokens, "default max tokens %d outside 1..%d", l.DefaultMaxTokens, l.MaxMaxTokens)
 	check(l.MaxMessages >= 1, "max messages %d below 1", l.MaxMessages)
 	check(slices.Contains(l.Models, l.DefaultModel), "default model %q is not among the models %q", l.DefaultModel, l.Models)
+	return joined(errs)
+}
+
+// ValidateDeployment is Validate plus the rules only AWS Lambda's event
+// source mapping needs, so that throttling alone never costs a message a
+// receive (every receive counts towards maxReceiveCount). The CDK stack
+// refuses to synthesize without them; the local dev server, whose event
+// source emulator never throttles, needs only Validate (its tests run with
+// visibility timeouts of seconds).
+func (s Settings) ValidateDeployment() error {
+	var errs []string
+	if err := s.Validate(); err != nil {
+		errs = append(errs, strings.TrimPrefix(err.Error(), "settings: "))
+	}
+	// AWS (Lambda, "Configuring a queue to use with Lambda"): at least six
+	// times the function's timeout, so Lambda can retry a batch it could
+	// not invoke (throttled) while its messages are still hidden; plus the
+	// batching window, during which a received message waits unseen.
+	if s.VisibilityTimeout < 6*s.WorkerTimeout+s.BatchWindow {
+		errs = append(errs, fmt.Sprintf("visibility timeout %s < 6 x worker timeout %s + batching window %s: a throttled batch would return to the queue and spend a receive",
+			s.VisibilityTimeout, s.WorkerTimeout, s.BatchWindow))
+	}
+	// AWS (Lambda, "Configuring maximum concurrency for Amazon SQS event
+	// sources"): reserved concurrency below the mapping's maximum
+	// concurrency lets Lambda throttle the mapping's invocations.
+	if s.WorkerReservedConcurrency != 0 && s.WorkerReservedConcurrency < s.MaxConcurrency {
+		errs = append(errs, fmt.Sprintf("worker reserved concurrency %d < maximum concurrency %d: the event source mapping would be throttled",
+			s.WorkerReservedConcurrency, s.MaxConcurrency))
+	}
+	return joined(errs)
+}
+
+func joined(errs []string) error {
 	if len(errs) > 0 {
 		return fmt.Errorf("settings: %s", strings.Join(errs, "; "))
 	}

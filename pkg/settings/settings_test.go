@@ -131,6 +131,123 @@ func TestValidateReportsEveryViolation(t *testing.T) {
 	}
 }
 
+// The rules only AWS needs (throttling alone must never cost a message a
+// receive) are refused for a deployment, and only there: the dev server's
+// tests run with visibility timeouts of seconds. A deployment also keeps
+// every rule of Validate.
+func TestValidateDeployment(t *testing.T) {
+	refused := []struct {
+		name   string
+		change func(*settings.Settings)
+		want   string
+	}{
+		{"visibility below 6x worker timeout", func(s *settings.Settings) { s.VisibilityTimeout = 6*s.WorkerTimeout - time.Second }, "6 x worker timeout"},
+		{"visibility 6x worker timeout without the window", func(s *settings.Settings) { s.VisibilityTimeout = 6 * s.WorkerTimeout }, "6 x worker timeout"},
+		{"longer worker timeout, visibility kept", func(s *settings.Settings) { s.WorkerTimeout += time.Second }, "6 x worker timeout"},
+		{"reserved concurrency below max concurrency", func(s *settings.Settings) { s.WorkerReservedConcurrency = s.MaxConcurrency - 1 }, "reserved concurrency"},
+		{"max concurrency raised above the reservation", func(s *settings.Settings) {
+			s.WorkerReservedConcurrency = s.MaxConcurrency
+			s.MaxConcurrency++
+		}, "reserved concurrency"},
+		{"a rule of Validate", func(s *settings.Settings) { s.Prefix = "" }, "prefix is empty"},
+	}
+	for _, tt := range refused {
+		t.Run(tt.name, func(t *testing.T) {
+			s := settings.Defaults()
+			tt.change(&s)
+			err := s.ValidateDeployment()
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("ValidateDeployment() = %v, want it to name %q", err, tt.want)
+			}
+			if strings.Count(err.Error(), "settings: ") != 1 {
+				t.Errorf("ValidateDeployment() = %q: one prefix", err)
+			}
+			if tt.name != "a rule of Validate" {
+				if err := s.Validate(); err != nil {
+					t.Errorf("Validate() = %v: a local run does not need this rule", err)
+				}
+			}
+		})
+	}
+	accepted := []struct {
+		name   string
+		change func(*settings.Settings)
+	}{
+		{"the defaults", func(*settings.Settings) {}},
+		{"visibility = 6 x worker timeout + window", func(s *settings.Settings) { s.VisibilityTimeout = 6*s.WorkerTimeout + s.BatchWindow }},
+		{"reserved concurrency = max concurrency", func(s *settings.Settings) { s.WorkerReservedConcurrency = s.MaxConcurrency }},
+		{"no reserved concurrency given: it follows max concurrency", func(s *settings.Settings) {
+			s.WorkerReservedConcurrency = 0
+			s.MaxConcurrency = 50
+		}},
+	}
+	for _, tt := range accepted {
+		t.Run(tt.name, func(t *testing.T) {
+			s := settings.Defaults()
+			tt.change(&s)
+			if err := s.ValidateDeployment(); err != nil {
+				t.Errorf("ValidateDeployment() = %v", err)
+			}
+		})
+	}
+}
+
+// Throttling alone must never cost a message a receive: the shipped queue
+// keeps a batch hidden six worker timeouts (AWS's rule, so Lambda can retry
+// a throttled invocation) and the worker reserves what its event source
+// mapping may use.
+func TestDefaultsAbsorbThrottling(t *testing.T) {
+	s := settings.Defaults()
+	if s.VisibilityTimeout < 6*s.WorkerTimeout+s.BatchWindow {
+		t.Errorf("visibility %s < 6 x %s + %s", s.VisibilityTimeout, s.WorkerTimeout, s.BatchWindow)
+	}
+	if s.ReservedConcurrency() < s.MaxConcurrency {
+		t.Errorf("reserved concurrency %d < maximum concurrency %d", s.ReservedConcurrency(), s.MaxConcurrency)
+	}
+}
+
+func TestReservedConcurrency(t *testing.T) {
+	s := settings.Defaults()
+	s.MaxConcurrency = 25
+	if got := s.ReservedConcurrency(); got != 25 {
+		t.Errorf("unset reservation: %d, want the maximum concurrency 25", got)
+	}
+	s.WorkerReservedConcurrency = 40
+	if got := s.ReservedConcurrency(); got != 40 {
+		t.Errorf("reservation 40: %d", got)
+	}
+}
+
+// The price of the long visibility timeout: a worker that dies after its
+// claim but before its first heartbeat (which is what shortens the
+// message's visibility to the lease) leaves its message hidden for the
+// whole visibility timeout. The reconciler brings the job back first: it
+// re-sends a running job whose lease expired ReconcileAfter ago at its next
+// run. With the shipped numbers that is 30s + 10m + 5m = 15m30s, before the
+// message's own return at 18m02s.
+func TestDeadWorkerRecovery(t *testing.T) {
+	s := settings.Defaults()
+	if err := s.ValidateDeployment(); err != nil {
+		t.Fatal(err)
+	}
+	reconciler := s.LeaseTTL + s.ReconcileAfter + s.ReconcileEvery
+	if got := s.DeadWorkerRecovery(); got != reconciler || got != 15*time.Minute+30*time.Second {
+		t.Errorf("DeadWorkerRecovery() = %s, want the reconciler's bound %s (15m30s)", got, reconciler)
+	}
+	if s.DeadWorkerRecovery() >= s.VisibilityTimeout {
+		t.Errorf("recovery %s is not before the message returns (%s)", s.DeadWorkerRecovery(), s.VisibilityTimeout)
+	}
+	// A deployment with a short worker timeout has a short visibility
+	// timeout too; then the message's return is the bound.
+	s.WorkerTimeout, s.RouteTimeout, s.VisibilityTimeout = 60*time.Second, 30*time.Second, 6*60*time.Second+s.BatchWindow
+	if err := s.ValidateDeployment(); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.DeadWorkerRecovery(); got != s.VisibilityTimeout {
+		t.Errorf("DeadWorkerRecovery() = %s, want the visibility timeout %s", got, s.VisibilityTimeout)
+	}
+}
+
 func TestAttemptTimeout(t *testing.T) {
 	s := settings.Defaults()
 	s.RouteTimeout, s.AttemptMargin = 370*time.Second, 10*time.Second

@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -42,7 +43,7 @@ func TestQueuesCarrySettings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if out.Attributes["VisibilityTimeout"] != "200" || out.Attributes["RedrivePolicy"] == "" {
+	if out.Attributes["VisibilityTimeout"] != strconv.Itoa(int(settings.Defaults().VisibilityTimeout.Seconds())) || out.Attributes["RedrivePolicy"] == "" {
 		t.Fatalf("attributes: %v", out.Attributes)
 	}
 }
