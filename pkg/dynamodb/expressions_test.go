@@ -88,6 +88,7 @@ func TestEveryPlaceholderIsUsed(t *testing.T) {
 		_, _ = st.Release(ctx, job.Release{ID: id, Owner: "w", Now: now, Class: job.Timeout})
 		_, _ = st.End(ctx, job.End{ID: id, Owner: "w", Now: now, Cost: 1, Class: job.Auth, Detail: "d", ExpiresAt: keep})
 		_, _ = st.End(ctx, job.End{ID: id, Now: now, Class: job.DeadlineExceeded})
+		_, _ = st.End(ctx, job.End{ID: id, Now: now, Class: job.DeadLettered, NotReplayedSince: now.Add(-time.Minute)})
 		_, _ = st.Cancel(ctx, job.Cancel{ID: id, Tenant: "t", Now: now, ExpiresAt: keep})
 		_, _ = st.Cancel(ctx, job.Cancel{ID: id, Tenant: "t", Now: now})
 		_, _ = st.Replay(ctx, job.Replay{ID: id, Now: now, Attempts: 2, Deadline: now.Add(time.Hour), ExpiresAt: keep})

@@ -90,6 +90,10 @@ func (s *Store) End(ctx context.Context, t job.End) (job.Job, error) {
 	} else {
 		cond = unheldCond
 		v[":queued"], v[":running"], v[":now"] = st(job.Queued), st(job.Running), avN(t.Now.UnixMilli())
+		if !t.NotReplayedSince.IsZero() {
+			cond = "(" + cond + ") AND (attribute_not_exists(#replayed_ms) OR #replayed_ms < :since)"
+			v[":since"] = avN(t.NotReplayedSince.UnixMilli())
+		}
 	}
 	pk, sk := failureKeys(t.ID, t.Class, t.Now, s.shards)
 	v[":final"], v[":class"], v[":fpk"], v[":fsk"] = st(t.Class.FinalState()), avS(string(t.Class)), avS(pk), avS(sk)

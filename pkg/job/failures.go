@@ -3,6 +3,7 @@ package job
 import (
 	"slices"
 	"strings"
+	"time"
 )
 
 // FailureReport answers "what did this cost and which inputs caused it"
@@ -80,4 +81,13 @@ func compare(a, b Nanocents) int {
 		return 1
 	}
 	return 0
+}
+
+// DeadLetter is a message in the dead letter queue that names a job, and
+// when that message was first sent (SQS keeps a message's SentTimestamp
+// through a redrive): evidence that no worker will come back to the job,
+// unless a replay since then already did.
+type DeadLetter struct {
+	JobID  string
+	SentAt time.Time
 }

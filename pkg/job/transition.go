@@ -82,7 +82,8 @@ type Release struct {
 // Precondition: with Owner set, state = running AND lease_owner = Owner;
 // with Owner empty, the job is held by nobody: state = queued OR
 // (state = running AND lease_until <= Now), and Held is zero (nobody's
-// claim held anything). Cost and Held are settled as in Succeed.
+// claim held anything), and, when NotReplayedSince is set, the job was not
+// replayed at or after it. Cost and Held are settled as in Succeed.
 type End struct {
 	ID        string
 	Owner     string
@@ -94,6 +95,10 @@ type End struct {
 	Class     ErrorClass
 	Detail    string
 	ExpiresAt time.Time
+	// NotReplayedSince, on an unowned end, is when the evidence for it
+	// appeared (a dead letter's send time): a replay at or after it has
+	// already answered that evidence, and the end is refused.
+	NotReplayedSince time.Time
 }
 
 // Cancel abandons a job on its owner's request; a running attempt notices at
@@ -194,6 +199,9 @@ func (r Release) Allows(j Job) bool { return heldBy(j, r.Owner) }
 func (e End) Allows(j Job) bool {
 	if e.Owner != "" {
 		return heldBy(j, e.Owner)
+	}
+	if !e.NotReplayedSince.IsZero() && !j.ReplayedAt.Before(e.NotReplayedSince) {
+		return false
 	}
 	return j.State == Queued || (j.State == Running && !j.LeaseUntil.After(e.Now))
 }

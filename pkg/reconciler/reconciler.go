@@ -35,7 +35,7 @@ type Store interface {
 type Queue interface {
 	Send(ctx context.Context, jobID string) error
 	Backlog(ctx context.Context) (int, error)
-	DeadLetterIDs(ctx context.Context, max int, hide time.Duration) ([]string, error)
+	DeadLetterIDs(ctx context.Context, max int, hide time.Duration) ([]job.DeadLetter, error)
 }
 
 // Metrics receives what a run did (CloudWatch EMF in Lambda).
@@ -294,14 +294,18 @@ type marked struct{ marked, errors int }
 // claim path.
 func (r *Reconciler) markDeadLettered(ctx context.Context, now time.Time) marked {
 	var out marked
-	ids, err := r.cfg.Queue.DeadLetterIDs(ctx, r.cfg.DeadLetterMax, r.cfg.DeadLetterHide)
+	dead, err := r.cfg.Queue.DeadLetterIDs(ctx, r.cfg.DeadLetterMax, r.cfg.DeadLetterHide)
 	if err != nil {
 		r.cfg.Logger.Warn("reading the dead letter queue failed", "err", err)
 		out.errors++
 	}
-	for _, id := range ids {
+	for _, d := range dead {
+		id := d.JobID
+		// A replay after the dead letter was sent already answered it (a
+		// replay killed between re-sending the job and deleting the dead
+		// letter leaves both): that job is not marked again.
 		_, err := r.cfg.Store.End(ctx, job.End{ID: id, Now: now, Class: job.DeadLettered, Detail: "message dead-lettered",
-			ExpiresAt: r.cfg.Retention.ExpiresAt(job.Failed, now)})
+			ExpiresAt: r.cfg.Retention.ExpiresAt(job.Failed, now), NotReplayedSince: d.SentAt})
 		switch job.ErrorCode(err) {
 		case "":
 			r.cfg.Logger.Warn("job marked failed: its message is in the dead letter queue", "job_id", id)

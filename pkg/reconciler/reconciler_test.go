@@ -20,12 +20,12 @@ type queue struct {
 	sent    []string
 	fail    map[string]bool
 	backlog int
-	dead    []string // job ids in the dead letter queue
+	dead    []job.DeadLetter
 }
 
 func (q *queue) Backlog(context.Context) (int, error) { return q.backlog, nil }
 
-func (q *queue) DeadLetterIDs(_ context.Context, max int, _ time.Duration) ([]string, error) {
+func (q *queue) DeadLetterIDs(_ context.Context, max int, _ time.Duration) ([]job.DeadLetter, error) {
 	return q.dead[:min(max, len(q.dead))], nil
 }
 
@@ -249,7 +249,13 @@ func TestDeadLetteredJobsAreMarkedFailed(t *testing.T) {
 		j.State, j.Attempts, j.LeaseOwner, j.LeaseUntil = job.Running, 1, "w", now.Add(time.Minute)
 	})
 	done := mk("done", func(j *job.Job) { j.State = job.Succeeded })
-	q := &queue{dead: []string{queued, deadWorker, live, done, job.NewID("t", "gone")}}
+	// A replay killed between re-sending this job and deleting its dead
+	// letter leaves both: the replay answered it, so it is not marked.
+	replayed := mk("replayed", func(j *job.Job) { j.Replays, j.ReplayedAt = 1, now.Add(-time.Minute) })
+	q := &queue{}
+	for _, id := range []string{queued, deadWorker, live, done, replayed, job.NewID("t", "gone")} {
+		q.dead = append(q.dead, job.DeadLetter{JobID: id, SentAt: now.Add(-time.Hour)})
+	}
 	m := &metrics{m: map[string]float64{}}
 	rep, err := reconciler.New(reconciler.Config{Store: st, Queue: q, After: 10 * time.Minute, Clock: clock{now}, Metrics: m,
 		Retention: job.Retention{Succeeded: time.Hour, Failed: 48 * time.Hour}}).Run(ctx)
@@ -266,5 +272,8 @@ func TestDeadLetteredJobsAreMarkedFailed(t *testing.T) {
 	}
 	if j, _ := st.Get(ctx, done); j.State != job.Succeeded {
 		t.Fatalf("a finished job was marked: %+v", j)
+	}
+	if j, _ := st.Get(ctx, replayed); j.State != job.Queued {
+		t.Fatalf("a job replayed after its dead letter was marked: %+v", j)
 	}
 }

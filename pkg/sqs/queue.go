@@ -142,17 +142,17 @@ func (q *Queue) DeadLetter(ctx context.Context, body, reason string) error {
 }
 
 // DeadLetterIDs receives up to max messages from the dead letter queue,
-// hiding each for hide so one sweep sees it once, and returns the job ids
-// they carry (unparseable ones are skipped: they name no job). Nothing is
+// hiding each for hide so one sweep sees it once, and returns the jobs
+// they name (unparseable ones are skipped: they name no job). Nothing is
 // deleted: a dead letter stays for an operator's replay and its alarm.
-func (q *Queue) DeadLetterIDs(ctx context.Context, max int, hide time.Duration) ([]string, error) {
+func (q *Queue) DeadLetterIDs(ctx context.Context, max int, hide time.Duration) ([]job.DeadLetter, error) {
 	dlq := q.DeadLetters()
 	seen := map[string]bool{}
-	var ids []string
+	var out []job.DeadLetter
 	for len(seen) < max {
 		msgs, err := dlq.ReceiveHidden(ctx, min(10, max-len(seen)), 0, hide)
 		if err != nil {
-			return ids, err
+			return out, err
 		}
 		fresh := 0
 		for _, m := range msgs {
@@ -162,15 +162,20 @@ func (q *Queue) DeadLetterIDs(ctx context.Context, max int, hide time.Duration) 
 			seen[m.MessageId] = true
 			fresh++
 			var body Message
-			if json.Unmarshal([]byte(m.Body), &body) == nil && job.ValidID(body.JobID) {
-				ids = append(ids, body.JobID)
+			if json.Unmarshal([]byte(m.Body), &body) != nil || !job.ValidID(body.JobID) {
+				continue
 			}
+			d := job.DeadLetter{JobID: body.JobID}
+			if ms, err := strconv.ParseInt(m.Attributes["SentTimestamp"], 10, 64); err == nil {
+				d.SentAt = time.UnixMilli(ms).UTC()
+			}
+			out = append(out, d)
 		}
 		if fresh == 0 {
-			return ids, nil
+			return out, nil
 		}
 	}
-	return ids, nil
+	return out, nil
 }
 
 // DeadLetters is the dead letter queue as a queue of its own, for the

@@ -152,7 +152,14 @@ func TestDeadLetterIDsLeaveTheDeadLettersInPlace(t *testing.T) {
 	if err := q.DeadLetter(ctx, "not json", "unparseable"); err != nil {
 		t.Fatal(err)
 	}
-	got, err := q.DeadLetterIDs(ctx, 100, time.Second)
+	dead, err := q.DeadLetterIDs(ctx, 100, time.Second)
+	var got []string
+	for _, d := range dead {
+		got = append(got, d.JobID)
+		if d.SentAt.IsZero() || time.Since(d.SentAt) > time.Minute {
+			t.Fatalf("dead letter %+v: want its send time", d)
+		}
+	}
 	slices.Sort(got)
 	if err != nil || !slices.Equal(got, ids) {
 		t.Fatalf("dead letter ids %v %v, want %v", got, err, ids)

@@ -163,6 +163,37 @@ func endUnowned(t *testing.T, s *suite) {
 			s.applied(t, "end", got, err, want)
 		})
 	}
+	// An unowned end on evidence older than the job's last replay is
+	// refused: the replay already answered it.
+	since := now.Add(-time.Minute)
+	for _, c := range []struct {
+		name     string
+		replayed time.Time
+		ok       bool
+	}{
+		{"never replayed", time.Time{}, true},
+		{"replayed before the evidence", since.Add(-time.Millisecond), true},
+		{"replayed at the evidence", since, false},
+		{"replayed after the evidence", since.Add(time.Second), false},
+	} {
+		t.Run("not replayed since/"+c.name, func(t *testing.T) {
+			t.Parallel()
+			j := s.create(t, func(j *job.Job) {
+				if !c.replayed.IsZero() {
+					j.ReplayedAt, j.Replays = c.replayed, 1
+				}
+			})
+			got, err := s.store.End(t.Context(), job.End{ID: j.ID, Now: now, Class: job.DeadLettered, ExpiresAt: keep, NotReplayedSince: since})
+			if !c.ok {
+				s.refused(t, "end", err, j)
+				return
+			}
+			want := j
+			want.State, want.ErrorClass = job.Failed, job.DeadLettered
+			want.ExpiresAt, want.Version, want.UpdatedAt = keep, j.Version+1, now
+			s.applied(t, "end", got, err, want)
+		})
+	}
 }
 
 // cancel: the owning tenant abandons a live job; a finished one is a

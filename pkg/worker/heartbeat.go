@@ -27,6 +27,13 @@ func (a *attempt) heartbeat(ctx, call context.Context, leaseCap time.Time, guard
 			stop(errHeartbeatPanic)
 		}
 	}()
+	// The message first: the queue's visibility timeout is six function
+	// timeouts long (so Lambda can retry throttled batches), and a worker
+	// that died before its first renewal would otherwise leave the job for
+	// that long instead of one lease.
+	if err := a.w.cfg.Queue.ChangeVisibility(ctx, a.m.ReceiptHandle, a.j.LeaseUntil.Sub(a.w.cfg.Clock.Now())); err != nil {
+		a.log.Warn("hiding the message for the claim's lease failed", "err", err)
+	}
 	t := time.NewTicker(a.w.cfg.Timing.Heartbeat)
 	defer t.Stop()
 	for {

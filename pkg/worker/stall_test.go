@@ -11,6 +11,7 @@ import (
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/memstore"
 	"github.com/aijobs/aijobs/pkg/model"
+	"github.com/aijobs/aijobs/pkg/worker"
 )
 
 // stalledHeartbeats is a store whose heartbeat writes hang as on a
@@ -231,5 +232,28 @@ func TestALostAnswerIsChargedItsUpperEstimateAndStopsTheBudget(t *testing.T) {
 	got := f.get(j.ID)
 	if got.State != job.Abandoned || got.ErrorClass != job.BudgetExhausted || got.Attempts != 2 || got.Cost != 62 || !got.CostEstimated {
 		t.Fatalf("job = %+v: want two attempts charged 31 each, marked estimated, then abandoned for budget", got)
+	}
+}
+
+// TestTheMessageFollowsTheLeaseFromTheClaim: the queue's visibility
+// timeout is six function timeouts (so Lambda can retry throttled
+// batches); a worker that died before its first heartbeat must not leave
+// its job hidden that long, so the claim's lease is put on the message at
+// once, before the first heartbeat.
+func TestTheMessageFollowsTheLeaseFromTheClaim(t *testing.T) {
+	seen := make(chan visibility, 1)
+	var f *fixture
+	f = setup(t, func(ctx context.Context, r model.Request, n int) (model.Response, error) {
+		time.Sleep(50 * time.Millisecond) // well before the first heartbeat (200 ms)
+		seen <- f.queue.last()
+		return ok(1)(ctx, r, n)
+	})
+	f.w = f.newWorker(f.store, func(c *worker.Config) {
+		c.Timing.Heartbeat, c.Timing.LeaseTTL, c.Timing.LeaseMargin, c.Timing.AttemptMargin = 200*time.Millisecond, time.Second, 300*time.Millisecond, 300*time.Millisecond
+	})
+	j := f.create("k1", nil)
+	f.deliver(body(j.ID))
+	if v := <-seen; v.handle != "r0" || v.d <= 500*time.Millisecond || v.d > time.Second {
+		t.Fatalf("visibility during the call = %+v, want r0 hidden for the claim's 1 s lease", v)
 	}
 }
