@@ -32,11 +32,13 @@ type Functions struct {
 // the claim path). The event source mapping runs with the worker's role,
 // so the worker also gets what it polls with.
 var (
-	apiTableActions        = []string{"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem"}
-	apiIndexActions        = []string{"dynamodb:Query"}
-	apiQueueActions        = []string{"sqs:SendMessage"}
-	workerTableActions     = []string{"dynamodb:UpdateItem", "dynamodb:GetItem"}
-	workerQueueActions     = []string{"sqs:ChangeMessageVisibility", "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes"}
+	apiTableActions    = []string{"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem"}
+	apiIndexActions    = []string{"dynamodb:Query"}
+	apiQueueActions    = []string{"sqs:SendMessage"}
+	workerTableActions = []string{"dynamodb:UpdateItem", "dynamodb:GetItem"}
+	// SendMessage: at its receive limit a message whose job is alive is
+	// replaced by a fresh, delayed one (docs/architecture.md, step 6).
+	workerQueueActions     = []string{"sqs:ChangeMessageVisibility", "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:SendMessage"}
 	workerDLQActions       = []string{"sqs:SendMessage"}
 	reconcilerIndexActions = []string{"dynamodb:Query"}
 	reconcilerTableActions = []string{"dynamodb:UpdateItem", "dynamodb:GetItem"}

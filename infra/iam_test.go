@@ -113,6 +113,7 @@ func basePermissions(t *testing.T, s *synthesized) map[string][]string {
 			"dynamodb:GetItem on " + table, "dynamodb:UpdateItem on " + table,
 			"sqs:ChangeMessageVisibility on " + queue, "sqs:DeleteMessage on " + queue,
 			"sqs:GetQueueAttributes on " + queue, "sqs:ReceiveMessage on " + queue,
+			"sqs:SendMessage on " + queue, // a fresh message for a live job at its receive limit
 			"sqs:SendMessage on " + dlq,
 		},
 		"reconciler": {
@@ -127,7 +128,8 @@ func basePermissions(t *testing.T, s *synthesized) map[string][]string {
 // Each function may call exactly what DESIGN 4 says it calls, on exactly
 // its resources: the API creates, reads, lists (the tenant index only)
 // and cancels (no DeleteItem, no Scan, no receiving); the worker claims
-// and records (no PutItem) and sends to the DLQ only; the reconciler reads
+// and records (no PutItem), renews a live job's message at its receive
+// limit and sends to the DLQ; the reconciler reads
 // the active index (no other index, no Scan), moves stuck jobs and sends
 // them to the job queue; each writes only to its own log group.
 func TestFunctionPermissionsAreExact(t *testing.T) {
