@@ -179,14 +179,15 @@ func (s Settings) ReservedConcurrency() int {
 }
 
 // DeadWorkerRecovery bounds how long a job stays stuck when its worker dies
-// after the claim but before its first heartbeat (the first heartbeat is
-// what sets the message's visibility to the lease): the message returns
-// only when the queue's visibility timeout ends, and the reconciler re-sends
-// a running job whose lease (LeaseTTL from the claim) expired ReconcileAfter
-// ago, at its next run, at most ReconcileEvery later. Whichever comes first
-// brings the job back. This is the price of the long visibility timeout
-// that lets Lambda retry throttled batches (docs/deploy.md, "Throttling
-// and the visibility timeout").
+// after receiving its message but before it hid the message for its
+// claim's lease (the first thing it does after the claim): the message
+// returns only when the queue's visibility timeout ends, and the
+// reconciler re-sends the job (queued and untouched, or running with a
+// lease, LeaseTTL from the claim, expired ReconcileAfter ago) at its next
+// run, at most ReconcileEvery later. Whichever comes first brings the job
+// back. This is the price of the long visibility timeout that lets Lambda
+// retry throttled batches (docs/deploy.md, "Throttling and the visibility
+// timeout").
 func (s Settings) DeadWorkerRecovery() time.Duration {
 	return min(s.VisibilityTimeout, s.LeaseTTL+s.ReconcileAfter+s.ReconcileEvery)
 }
