@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	smithymw "github.com/aws/smithy-go/middleware"
 )
 
 // Config says where AWS is. An empty Endpoint means real AWS; a set one
@@ -24,6 +25,10 @@ type Config struct {
 	Endpoint string
 	// Counter, when set, counts every API call by operation.
 	Counter *Counter
+	// APIOptions are added to every client's middleware stack after the
+	// counter's (the chaos harness injects AWS faults with them); nil in
+	// every production binary.
+	APIOptions []func(*smithymw.Stack) error
 }
 
 // Load resolves the SDK configuration: credentials and region from the usual
@@ -48,6 +53,7 @@ func Load(ctx context.Context, c Config) (aws.Config, error) {
 	if c.Counter != nil {
 		cfg.APIOptions = append(cfg.APIOptions, c.Counter.middleware)
 	}
+	cfg.APIOptions = append(cfg.APIOptions, c.APIOptions...)
 	return cfg, nil
 }
 
