@@ -138,8 +138,11 @@ func (h *harness) check(records map[string]job.Job, changed map[string]time.Time
 	bound := Bound(h.cfg)
 	prices := h.prices()
 	gens := map[string][]Generation{}
+	h.sweepsMu.Lock()
+	sweeps := slices.Clone(h.sweeps)
+	h.sweepsMu.Unlock()
 	rep := &Report{Seed: h.opts.Seed, Jobs: h.opts.Jobs, Tenants: h.opts.Tenants, Load: h.opts.Load, LogDir: h.logDir, Bound: bound,
-		Faults: h.tally.Counts(), States: map[string]int{}, Sweeps: h.sweeps, FlagAvailable: flagAvailable()}
+		Faults: h.tally.Counts(), States: map[string]int{}, Sweeps: sweeps, FlagAvailable: flagAvailable()}
 	for _, g := range h.model.srv.Generations() {
 		key := fmt.Sprintf("%s/%d", g.NS, g.Index)
 		gens[key] = append(gens[key], g)

@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"fmt"
+	"sort"
 	"time"
 
 	"github.com/aijobs/aijobs/pkg/job"
@@ -102,28 +103,32 @@ func NewSchedule(o ScheduleOptions) *Schedule {
 		p.Route = routes[sd.Intn(len(routes), "route", i)]
 		p.MaxTokens = 16 + sd.Intn(49, "max_tokens", i)
 		p.At = time.Duration((float64(i) + sd.Float("at", i)) / float64(o.Jobs) * float64(o.Load))
-		if sd.Float("budget", i) < 0.15 {
-			r := o.Reserve(p.Route, p.Content("aj"), p.MaxTokens)
-			p.Budget = job.Nanocents(float64(r) * (1 + 2.5*sd.Float("budget_x", i))).String()
-		}
-		if sd.Float("deadline", i) < 0.08 {
-			p.Deadline = 3 + sd.Intn(13, "deadline_s", i)
-		}
-		// Lost messages only in the first half of the load, so the
-		// reconciler's bound has passed before the run ends.
-		p.APIKilled = sd.Float("api_kill", i) < 0.02 && p.At < o.Load/2
-		if sd.Float("dup", i) < 0.06 {
-			for d := range 1 + sd.Intn(3, "dups", i) {
-				p.Duplicates = append(p.Duplicates, sd.Between(0, 8*time.Second, "dup_at", i, d))
-			}
-		}
-		if sd.Float("cancel", i) < 0.04 {
-			p.CancelAfter = sd.Between(200*time.Millisecond, 3*time.Second, "cancel_at", i)
-		}
-		if sd.Float("probe", i) < 0.1 {
-			p.Probes = 1
-		}
 		s.Jobs = append(s.Jobs, p)
+	}
+	all := func(JobPlan) bool { return true }
+	for _, i := range sd.pick(s.Jobs, 0.15, "budget", all) {
+		p := &s.Jobs[i]
+		r := o.Reserve(p.Route, p.Content("aj"), p.MaxTokens)
+		p.Budget = job.Nanocents(float64(r) * (1 + 2.5*sd.Float("budget_x", i))).String()
+	}
+	for _, i := range sd.pick(s.Jobs, 0.08, "deadline", all) {
+		s.Jobs[i].Deadline = 3 + sd.Intn(13, "deadline_s", i)
+	}
+	// Lost messages only in the first half of the load, so the
+	// reconciler's bound has passed before the run ends.
+	for _, i := range sd.pick(s.Jobs, 0.02, "api_kill", func(p JobPlan) bool { return p.At < o.Load/2 }) {
+		s.Jobs[i].APIKilled = true
+	}
+	for _, i := range sd.pick(s.Jobs, 0.06, "dup", func(p JobPlan) bool { return !p.APIKilled }) {
+		for d := range 1 + sd.Intn(3, "dups", i) {
+			s.Jobs[i].Duplicates = append(s.Jobs[i].Duplicates, sd.Between(0, 8*time.Second, "dup_at", i, d))
+		}
+	}
+	for _, i := range sd.pick(s.Jobs, 0.04, "cancel", func(p JobPlan) bool { return !p.APIKilled }) {
+		s.Jobs[i].CancelAfter = sd.Between(200*time.Millisecond, 3*time.Second, "cancel_at", i)
+	}
+	for _, i := range sd.pick(s.Jobs, 0.1, "probe", all) {
+		s.Jobs[i].Probes = 1
 	}
 	for at, k := time.Duration(0), 0; o.KillEvery > 0; k++ {
 		at += sd.Between(o.KillEvery/2, o.KillEvery*3/2, "kill_at", k)
@@ -131,6 +136,9 @@ func NewSchedule(o ScheduleOptions) *Schedule {
 			break
 		}
 		s.Kills = append(s.Kills, Kill{At: at, Worker: sd.Intn(2, "kill_worker", k), Restart: sd.Between(300*time.Millisecond, 2*time.Second, "restart", k)})
+	}
+	if len(s.Kills) == 0 && o.KillEvery > 0 {
+		s.Kills = []Kill{{At: o.Load / 2, Worker: sd.Intn(2, "kill_worker", 0), Restart: time.Second}}
 	}
 	return s
 }
@@ -167,4 +175,20 @@ func (s *Schedule) Gen(_ string, index, seq int) GenPlan {
 		p.Fault = ModelFault{Kind: ModelLate, Total: sd.Between(6500*time.Millisecond, 10*time.Second, "late", index, seq)}
 	}
 	return p
+}
+
+// pick chooses frac of the jobs that pass ok (at least one), by the seed:
+// every job-level fault is in every run, however short.
+func (s Seed) pick(jobs []JobPlan, frac float64, what string, ok func(JobPlan) bool) []int {
+	var idx []int
+	for i, p := range jobs {
+		if ok(p) {
+			idx = append(idx, i)
+		}
+	}
+	if len(idx) == 0 {
+		return nil
+	}
+	sort.Slice(idx, func(a, b int) bool { return s.Uint(what, idx[a]) < s.Uint(what, idx[b]) })
+	return idx[:max(1, int(frac*float64(len(idx))+0.5))]
 }
