@@ -49,7 +49,7 @@ type baselineMessage struct {
 // base URL at the model server.
 func newBaselineProviders(modelURL string, rec Receiver) (stream, plain model.Provider, err error) {
 	base := modelURL + "/w/baseline/v1"
-	hc := &http.Client{Transport: observe(http.DefaultTransport, rec)}
+	hc := &http.Client{Transport: observe(http.DefaultTransport, rec, "baseline")}
 	s, err := openai.New(openai.Config{BaseURL: base, Stream: true, HTTPClient: hc})
 	if err != nil {
 		return nil, nil, err

@@ -3,6 +3,7 @@ package chaos
 import (
 	"encoding/json"
 	"fmt"
+	"os"
 	"reflect"
 	"slices"
 	"sort"
@@ -133,7 +134,7 @@ func (h *harness) describe(f jobFacts) string {
 }
 
 // check evaluates the six invariants over what the run left behind.
-func (h *harness) check(records map[string]job.Job, changed map[string]time.Time, dlq map[string]int) *Report {
+func (h *harness) check(records map[string]job.Job, changed map[string]time.Time, emptied time.Time, dlq map[string]int) *Report {
 	now := time.Now()
 	bound := Bound(h.cfg)
 	prices := h.prices()
@@ -155,9 +156,18 @@ func (h *harness) check(records map[string]job.Job, changed map[string]time.Time
 		}
 	}
 	rep.BaselineSucceeded = h.baseline.Succeeded()
-	for _, n := range dlq {
+	for id, n := range dlq {
 		rep.DeadLettered += n
+		state := "no such job"
+		if j, ok := records[id]; ok {
+			state = string(j.State)
+			if j.ErrorClass != "" {
+				state += "/" + string(j.ErrorClass)
+			}
+		}
+		rep.DeadLetteredJobs = append(rep.DeadLetteredJobs, fmt.Sprintf("%s (%d, job %s)", id, n, state))
 	}
+	slices.Sort(rep.DeadLetteredJobs)
 	var facts []jobFacts
 	for _, r := range h.clients.runs {
 		f := jobFacts{run: r, gens: gens[fmt.Sprintf("aj/%d", r.plan.Index)], dlq: dlq[r.id], changed: changed[r.id]}
@@ -211,9 +221,12 @@ func (h *harness) check(records map[string]job.Job, changed map[string]time.Time
 			rep.States[string(j.State)]++
 		} else {
 			rep.States["unfinished"]++
-			if age := now.Sub(f.changed); age > bound {
-				fail(inv[0], fmt.Sprintf("unfinished and untouched for %s > %s: %s", age.Round(time.Second), bound, h.describe(f)))
-			} else {
+			switch age := now.Sub(later(f.changed, emptied)); {
+			case emptied.IsZero():
+				fail(inv[0], fmt.Sprintf("unfinished after the run's %s drain, the queue never empty: %s", drainCap, h.describe(f)))
+			case age > bound:
+				fail(inv[0], fmt.Sprintf("unfinished and untouched for %s > %s since the queue emptied: %s", age.Round(time.Second), bound, h.describe(f)))
+			default:
 				pending++
 			}
 		}
@@ -306,8 +319,11 @@ type Report struct {
 	// side; Succeeded and BaselineSucceeded their finished jobs.
 	AijobsBilled, BaselineBilled, Succeeded, BaselineSucceeded int
 	DeadLettered                                               int
-	Polls                                                      int
-	Sweeps                                                     []string
+	// DeadLetteredJobs are the jobs whose messages SQS moved to the dead
+	// letter queue, with their final state.
+	DeadLetteredJobs []string
+	Polls            int
+	Sweeps           []string
 }
 
 // Failed reports whether any invariant broke.
@@ -329,9 +345,11 @@ func ratio(a, b int) string {
 
 // String renders the report: the seed and how to replay it, faults by
 // kind, one line per invariant, the baseline, and each failure's diagnosis
-// (at most maxShown per invariant; the rest are counted).
-func (r *Report) String() string {
-	const maxShown = 10
+// (at most 10 per invariant; the rest are counted, and all are in the
+// log directory's failures.txt).
+func (r *Report) String() string { return r.render(10) }
+
+func (r *Report) render(maxShown int) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "aijobs chaos run: seed %d, %d jobs, %d tenants, load %s\n", r.Seed, r.Jobs, r.Tenants, r.Load)
 	fmt.Fprintf(&b, "replay: make chaos SEED=%d JOBS=%d DURATION=%s   (logs: %s)\n", r.Seed, r.Jobs, r.Load, r.LogDir)
@@ -358,6 +376,9 @@ func (r *Report) String() string {
 		fmt.Fprintf(&b, " %s %d,", k, r.States[k])
 	}
 	fmt.Fprintf(&b, " %d polls; %d messages dead-lettered by SQS\n", r.Polls, r.DeadLettered)
+	if len(r.DeadLetteredJobs) > 0 {
+		fmt.Fprintf(&b, "dead-lettered by SQS: %s\n", strings.Join(r.DeadLetteredJobs, ", "))
+	}
 	for _, s := range r.Sweeps {
 		fmt.Fprintf(&b, "reconciler %s\n", s)
 	}
@@ -372,7 +393,7 @@ func (r *Report) String() string {
 		ratio(r.AijobsBilled, r.Succeeded), r.AijobsBilled, r.Succeeded, ratio(r.BaselineBilled, r.BaselineSucceeded), r.BaselineBilled, r.BaselineSucceeded)
 	for _, i := range r.Invariants {
 		for n, f := range i.Failures {
-			if n == maxShown {
+			if maxShown > 0 && n == maxShown {
 				fmt.Fprintf(&b, "  ... and %d more failures of invariant %d\n", len(i.Failures)-maxShown, i.N)
 				break
 			}
@@ -380,4 +401,9 @@ func (r *Report) String() string {
 		}
 	}
 	return b.String()
+}
+
+// WriteAll writes the whole report, every failure included, to path.
+func (r *Report) WriteAll(path string) error {
+	return os.WriteFile(path, []byte(r.render(0)), 0o644)
 }

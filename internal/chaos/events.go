@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Event is one injected fault: its kind, where it was injected (api,
@@ -33,18 +34,42 @@ type Tally struct {
 	byKind   map[string]int
 	byJob    map[string][]string
 	receipts map[string]Receipt
+	// read are the answers each reader read whole, and when the harness
+	// heard of it.
+	read map[string][]read
+}
+
+type read struct {
+	gen string
+	at  time.Time
 }
 
 // NewTally returns an empty tally.
 func NewTally() *Tally {
-	return &Tally{byKind: map[string]int{}, byJob: map[string][]string{}, receipts: map[string]Receipt{}}
+	return &Tally{byKind: map[string]int{}, byJob: map[string][]string{}, receipts: map[string]Receipt{}, read: map[string][]read{}}
 }
 
 // Received records what a client read of a generation.
 func (t *Tally) Received(r Receipt) {
 	t.mu.Lock()
 	t.receipts[r.Gen] = r
+	if r.Complete {
+		t.read[r.Where] = append(t.read[r.Where], read{gen: r.Gen, at: time.Now()})
+	}
 	t.mu.Unlock()
+}
+
+// ReadSince lists the generations where read whole since t.
+func (t *Tally) ReadSince(where string, since time.Time) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []string
+	for _, r := range t.read[where] {
+		if !r.at.Before(since) {
+			out = append(out, r.gen)
+		}
+	}
+	return out
 }
 
 // Receipt is what a client read of generation gen, if it said.
@@ -113,7 +138,7 @@ func (l *LineRecorder) Fault(e Event) {
 func (l *LineRecorder) Received(r Receipt) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	fmt.Fprintf(l.w, "%s%s\t%d\t%t\n", receiptPrefix, r.Gen, r.Chunks, r.Complete)
+	fmt.Fprintf(l.w, "%s%s\t%d\t%t\t%s\n", receiptPrefix, r.Gen, r.Chunks, r.Complete, r.Where)
 }
 
 // readEvents forwards the event and receipt lines of r to t until r ends.
@@ -126,9 +151,9 @@ func readEvents(r io.Reader, t *Tally) {
 			}
 		}
 		if line, ok := strings.CutPrefix(sc.Text(), receiptPrefix); ok {
-			if f := strings.Split(line, "\t"); len(f) == 3 {
+			if f := strings.Split(line, "\t"); len(f) == 4 {
 				n, _ := strconv.Atoi(f[1])
-				t.Received(Receipt{Gen: f[0], Chunks: n, Complete: f[2] == "true"})
+				t.Received(Receipt{Gen: f[0], Chunks: n, Complete: f[2] == "true", Where: f[3]})
 			}
 		}
 	}

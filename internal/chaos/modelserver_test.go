@@ -23,7 +23,7 @@ func call(t *testing.T, p GenPlan, stream bool, timeout time.Duration) (model.Re
 	defer srv.Close()
 	tally := NewTally()
 	c, err := openai.New(openai.Config{BaseURL: srv.URL + "/w/test/v1", Stream: stream,
-		HTTPClient: &http.Client{Transport: observe(http.DefaultTransport, tally)}})
+		HTTPClient: &http.Client{Transport: observe(http.DefaultTransport, tally, "test")}})
 	if err != nil {
 		t.Fatal(err)
 	}

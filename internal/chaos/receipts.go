@@ -21,6 +21,8 @@ type Receipt struct {
 	Gen      string
 	Chunks   int
 	Complete bool
+	// Where is the reader: a worker incarnation, or the baseline.
+	Where string
 }
 
 // Receiver is told of each receipt when the client closes the answer.
@@ -29,14 +31,14 @@ type Receiver interface{ Received(Receipt) }
 // observe wraps a model client's transport: each answer of the model
 // server is read through a counter that reports its receipt on Close. The
 // provider reads the body exactly as it would without it.
-func observe(next http.RoundTripper, rec Receiver) http.RoundTripper {
+func observe(next http.RoundTripper, rec Receiver, where string) http.RoundTripper {
 	return roundTripper(func(req *http.Request) (*http.Response, error) {
 		resp, err := next.RoundTrip(req)
 		if err != nil || resp.StatusCode != http.StatusOK || resp.Header.Get(genHeader) == "" {
 			return resp, err
 		}
 		resp.Body = &receiptBody{ReadCloser: resp.Body, rec: rec, want: resp.ContentLength,
-			r: Receipt{Gen: resp.Header.Get(genHeader)}, stream: resp.Header.Get("Content-Type") == "text/event-stream"}
+			r: Receipt{Gen: resp.Header.Get(genHeader), Where: where}, stream: resp.Header.Get("Content-Type") == "text/event-stream"}
 		return resp, nil
 	})
 }

@@ -13,7 +13,9 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -220,7 +222,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	}()
 	_ = sleep(ctx, time.Until(h.loadEnd))
 	h.progress("load over: %d faults injected; draining", h.tally.Total())
-	records, changed, err := h.drain(ctx)
+	records, changed, emptied, err := h.drain(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +237,11 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	return h.check(records, changed, dlq), nil
+	rep := h.check(records, changed, emptied, dlq)
+	if err := rep.WriteAll(h.logPath("failures.txt")); err != nil {
+		h.log.Warn("writing the full report failed", "err", err)
+	}
+	return rep, nil
 }
 
 func (h *harness) fileLogger(name string) *slog.Logger {
@@ -370,16 +376,11 @@ func (h *harness) kill(ctx context.Context) {
 			return
 		}
 		w := h.workers[k.Worker]
-		// Mid-call: wait (briefly) for the process to have a model call open.
-		for i := 0; i < 50 && h.model.srv.InFlight(w.where()) == 0; i++ {
-			_ = sleep(ctx, 100*time.Millisecond)
-		}
-		where := w.where()
-		open := h.model.srv.InFlight(where)
+		where, open, held := h.killable(ctx, w)
 		w.kill()
 		h.baseline.Crash()
-		h.tally.Fault(Event{Kind: "worker_sigkill", Where: where, Op: fmt.Sprintf("%d calls open", open)})
-		h.progress("SIGKILL %s with %d model calls open", where, open)
+		h.tally.Fault(Event{Kind: "worker_sigkill", Where: where, Op: fmt.Sprintf("%d calls open, %d answers read and unrecorded", open, held)})
+		h.progress("SIGKILL %s with %d model calls open, %d answers read and not yet recorded", where, open, held)
 		if sleep(ctx, k.Restart) != nil {
 			return
 		}
@@ -389,6 +390,55 @@ func (h *harness) kill(ctx context.Context) {
 		}
 	}
 }
+
+// killable waits (at most killWait) for a moment to kill w mid-call: a
+// model call open, and no answer it read whole in the last lease TTL whose
+// job is still unfinished. A process killed between reading an answer and
+// recording it loses the answer whatever the design, so such a kill would
+// fail invariant 2 without a fault of the engine's; an answer held
+// unrecorded for longer than a lease is the engine's to lose, and does
+// not hold the kill back. The process is stopped (SIGSTOP) while the
+// harness looks, so it reads nothing more in between; it is left stopped
+// for the SIGKILL that follows.
+func (h *harness) killable(ctx context.Context, w *workerProc) (where string, open, held int) {
+	lease := h.cfg.Settings.LeaseTTL
+	for end := time.Now().Add(killWait); ; {
+		where = w.where()
+		open = h.model.srv.InFlight(where)
+		if open > 0 {
+			w.signal(syscall.SIGSTOP)
+			_ = sleep(ctx, 100*time.Millisecond) // its last receipts reach the harness
+			held = h.unrecorded(ctx, where, time.Now().Add(-lease-100*time.Millisecond))
+			if held == 0 || time.Now().After(end) {
+				return where, open, held
+			}
+			w.signal(syscall.SIGCONT)
+		}
+		if time.Now().After(end) || sleep(ctx, 100*time.Millisecond) != nil {
+			return where, open, held
+		}
+	}
+}
+
+// unrecorded counts the answers where read whole since t whose job is not
+// finished.
+func (h *harness) unrecorded(ctx context.Context, where string, since time.Time) int {
+	n := 0
+	for _, gen := range h.tally.ReadSince(where, since) {
+		var ns string
+		var idx, seq int
+		if _, err := fmt.Sscanf(strings.ReplaceAll(gen, "/", " "), "%s %d %d", &ns, &idx, &seq); err != nil || ns != "aj" || idx >= len(h.clients.runs) {
+			continue
+		}
+		if j, err := h.setup.Store.Get(ctx, h.clients.runs[idx].id); err != nil || !j.State.Terminal() {
+			n++
+		}
+	}
+	return n
+}
+
+// killWait bounds the wait for a moment to kill a worker mid-call.
+const killWait = 10 * time.Second
 
 // watchLost records when each job whose message was never sent is first
 // touched (nudged by the reconciler, or claimed).
@@ -411,8 +461,8 @@ func (h *harness) watchLost(ctx context.Context) {
 	}
 }
 
-// Bound is how long the run waits, after a job's last change, for it to
-// finish: the reconciler's documented recovery of a lost message (it
+// Bound is how long an unfinished job may stay untouched once its message
+// may be gone: the reconciler's documented recovery of a lost message (it
 // re-sends a job untouched for AIJOBS_RECONCILE_AFTER at its next sweep,
 // AIJOBS_RECONCILE_EVERY later at most), plus one visibility timeout for
 // the re-sent message to be received and one worker timeout to run it.
@@ -421,15 +471,21 @@ func Bound(c config.Config) time.Duration {
 	return s.ReconcileAfter + s.ReconcileEvery + s.VisibilityTimeout + s.WorkerTimeout
 }
 
-// drain waits until every job with a record is finished, or until the
-// unfinished ones have all been left untouched for longer than Bound (or
-// Bound and half a minute have passed since the load ended). It returns
-// the records.
-func (h *harness) drain(ctx context.Context) (map[string]job.Job, map[string]time.Time, error) {
+// drainCap bounds the wait for a backlog left by the load to drain.
+const drainCap = 30 * time.Minute
+
+// drain waits for the backlog the load left to be worked off, then for
+// every job to finish, or for the unfinished ones to have been untouched
+// for longer than Bound since the queue emptied (a job waiting its turn
+// in the queue is not stuck; once the queue is empty, only the reconciler
+// can move a job whose message is gone). It returns the records, when each
+// last changed, and when the queue emptied.
+func (h *harness) drain(ctx context.Context) (map[string]job.Job, map[string]time.Time, time.Time, error) {
 	bound := Bound(h.cfg)
-	limit := time.Now().Add(bound + 30*time.Second)
 	records := map[string]job.Job{}
 	changed := map[string]time.Time{}
+	var emptied time.Time
+	capAt := time.Now().Add(drainCap)
 	for {
 		pending, stuck := 0, 0
 		for _, r := range h.clients.runs {
@@ -441,7 +497,7 @@ func (h *harness) drain(ctx context.Context) (map[string]job.Job, map[string]tim
 				continue
 			}
 			if err != nil {
-				return nil, nil, fmt.Errorf("read %s: %w", r.id, err)
+				return nil, nil, emptied, fmt.Errorf("read %s: %w", r.id, err)
 			}
 			if old, ok := records[r.id]; !ok {
 				changed[r.id] = j.UpdatedAt
@@ -451,20 +507,51 @@ func (h *harness) drain(ctx context.Context) (map[string]job.Job, map[string]tim
 			records[r.id] = j
 			if !j.State.Terminal() {
 				pending++
-				if time.Since(changed[r.id]) > bound {
+				if !emptied.IsZero() && time.Since(later(changed[r.id], emptied)) > bound {
 					stuck++
 				}
 			}
 		}
-		if pending == 0 || stuck == pending || time.Now().After(limit) || ctx.Err() != nil {
-			h.progress("drained: %d unfinished (%d untouched for over %s)", pending, stuck, bound)
-			return records, changed, ctx.Err()
+		if emptied.IsZero() {
+			if n, err := h.inQueue(ctx); err == nil && n == 0 {
+				emptied = time.Now()
+				h.progress("the job queue is empty")
+			}
+		}
+		if pending == 0 || (!emptied.IsZero() && stuck == pending) || time.Now().After(capAt) || ctx.Err() != nil {
+			h.progress("drained: %d unfinished (%d untouched for over %s since the queue emptied)", pending, stuck, bound)
+			return records, changed, emptied, ctx.Err()
 		}
 		h.progress("draining: %d unfinished", pending)
 		if errors.Is(sleep(ctx, 2*time.Second), context.Canceled) {
-			return records, changed, ctx.Err()
+			return records, changed, emptied, ctx.Err()
 		}
 	}
+}
+
+func later(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
+}
+
+// inQueue is how many messages the job queue holds: visible, in flight or
+// delayed.
+func (h *harness) inQueue(ctx context.Context) (int, error) {
+	out, err := awsclient.SQS(h.setup.AWS).GetQueueAttributes(ctx, &awssqs.GetQueueAttributesInput{QueueUrl: aws.String(h.cfg.QueueURL),
+		AttributeNames: []sqstypes.QueueAttributeName{sqstypes.QueueAttributeNameApproximateNumberOfMessages,
+			sqstypes.QueueAttributeNameApproximateNumberOfMessagesNotVisible, sqstypes.QueueAttributeNameApproximateNumberOfMessagesDelayed}})
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, v := range out.Attributes {
+		var k int
+		_, _ = fmt.Sscan(v, &k)
+		n += k
+	}
+	return n, nil
 }
 
 // deadLetters counts the messages SQS moved to the dead letter queue, by

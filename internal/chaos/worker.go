@@ -66,7 +66,7 @@ func Worker(ctx context.Context, getenv func(string) string, out io.Writer) erro
 	lines := &LineRecorder{w: out}
 	f.Recorder = lines
 	a, err := app.New(ctx, cfg, app.Options{Role: app.WorkerRole, Clock: skewedClock{off}, APIOptions: []func(*smithymw.Stack) error{f.Middleware},
-		ModelTransport: func(t http.RoundTripper) http.RoundTripper { return observe(t, lines) }})
+		ModelTransport: func(t http.RoundTripper) http.RoundTripper { return observe(t, lines, f.Where) }})
 	if err != nil {
 		return err
 	}
@@ -134,6 +134,16 @@ func (w *workerProc) start(h *harness) error {
 	}()
 	w.cmd, w.done = cmd, done
 	return nil
+}
+
+// signal sends sig to the current incarnation.
+func (w *workerProc) signal(sig syscall.Signal) {
+	w.mu.Lock()
+	cmd := w.cmd
+	w.mu.Unlock()
+	if cmd != nil {
+		_ = cmd.Process.Signal(sig)
+	}
 }
 
 // kill sends SIGKILL and waits for the process to be gone.
