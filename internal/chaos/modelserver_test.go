@@ -16,7 +16,7 @@ import (
 // call makes one request of job 3 with the real OpenAI-compatible provider
 // against a model server whose every request follows p, and returns what
 // the provider reported and what the server billed.
-func call(t *testing.T, p GenPlan, stream bool, timeout time.Duration) (model.Response, error, Generation, Receipt) {
+func call(t *testing.T, p GenPlan, stream bool, timeout time.Duration) (model.Response, Generation, Receipt, error) {
 	t.Helper()
 	s := &ModelServer{Plan: func(string, int, int) GenPlan { return p }, JobName: func(string, int) string { return "j" }}
 	srv := httptest.NewServer(s)
@@ -48,7 +48,7 @@ func call(t *testing.T, p GenPlan, stream bool, timeout time.Duration) (model.Re
 		t.Fatalf("prompt billed %d, want the provider's estimate %d", g.Prompt, want)
 	}
 	rc, _ := tally.Receipt(g.ID())
-	return resp, err, g, rc
+	return resp, g, rc, err
 }
 
 func usageOf(err error) model.Usage {
@@ -60,7 +60,7 @@ func TestModelServerBillsWhatTheProviderReports(t *testing.T) {
 	t.Parallel()
 	plan := GenPlan{Tokens: 12, Prefill: 10 * time.Millisecond, PerToken: 5 * time.Millisecond}
 	for _, stream := range []bool{true, false} {
-		resp, err, g, rc := call(t, plan, stream, 5*time.Second)
+		resp, g, rc, err := call(t, plan, stream, 5*time.Second)
 		if err != nil {
 			t.Fatalf("stream=%v: %v", stream, err)
 		}
@@ -78,32 +78,32 @@ func TestModelServerFaults(t *testing.T) {
 	base := GenPlan{Tokens: 20, Prefill: 10 * time.Millisecond, PerToken: 10 * time.Millisecond}
 	with := func(f ModelFault) GenPlan { p := base; p.Fault = f; return p }
 	t.Run("429 bills nothing", func(t *testing.T) {
-		_, err, g, rc := call(t, with(ModelFault{Kind: ModelRateLimited, RetryAfter: 2}), true, 5*time.Second)
+		_, g, rc, err := call(t, with(ModelFault{Kind: ModelRateLimited, RetryAfter: 2}), true, 5*time.Second)
 		if c, _ := model.Classify(err); c != job.RateLimited || g.Billed() || rc.Complete {
 			t.Fatalf("class %s, billed %+v", c, g)
 		}
 	})
 	t.Run("529 is overloaded", func(t *testing.T) {
-		_, err, g, rc := call(t, with(ModelFault{Kind: ModelOverloaded, Status: 529}), false, 5*time.Second)
+		_, g, rc, err := call(t, with(ModelFault{Kind: ModelOverloaded, Status: 529}), false, 5*time.Second)
 		if c, _ := model.Classify(err); c != job.Overloaded || g.Billed() || rc.Complete {
 			t.Fatalf("class %s, billed %+v", c, g)
 		}
 	})
 	t.Run("a stream cut mid-way bills the tokens sent", func(t *testing.T) {
-		_, err, g, rc := call(t, with(ModelFault{Kind: ModelCut, CutAfter: 7}), true, 5*time.Second)
+		_, g, rc, err := call(t, with(ModelFault{Kind: ModelCut, CutAfter: 7}), true, 5*time.Second)
 		if err == nil || g.Output != 7 || rc.Complete || rc.Chunks != 7 || usageOf(err) != (model.Usage{InputTokens: g.Prompt, OutputTokens: 7}) {
 			t.Fatalf("err %v usage %+v, billed %+v, received %+v", err, usageOf(err), g, rc)
 		}
 	})
 	t.Run("a stream cut before its headers bills the prompt", func(t *testing.T) {
-		_, err, g, _ := call(t, with(ModelFault{Kind: ModelCut, CutAfter: -1}), true, 5*time.Second)
+		_, g, _, err := call(t, with(ModelFault{Kind: ModelCut, CutAfter: -1}), true, 5*time.Second)
 		if err == nil || g.Output != 0 || g.Prompt == 0 {
 			t.Fatalf("err %v, billed %+v", err, g)
 		}
 	})
 	t.Run("a non-streaming call the client gave up on is finished and billed", func(t *testing.T) {
 		start := time.Now()
-		_, err, g, rc := call(t, with(ModelFault{Kind: ModelStallHeaders, Delay: time.Second}), false, 300*time.Millisecond)
+		_, g, rc, err := call(t, with(ModelFault{Kind: ModelStallHeaders, Delay: time.Second}), false, 300*time.Millisecond)
 		var me *model.Error
 		if err == nil || errors.As(err, &me) && me.Class != job.Timeout || g.Output != 20 || rc.Complete || g.End.Sub(start) < time.Second {
 			t.Fatalf("err %v, billed %+v, received %+v", err, g, rc)
@@ -112,7 +112,7 @@ func TestModelServerFaults(t *testing.T) {
 	t.Run("a stream the client gave up on stops and bills what was sent", func(t *testing.T) {
 		p := with(ModelFault{Kind: ModelTrickle})
 		p.PerToken = 100 * time.Millisecond
-		_, err, g, rc := call(t, p, true, 550*time.Millisecond)
+		_, g, rc, err := call(t, p, true, 550*time.Millisecond)
 		seen := usageOf(err).OutputTokens
 		if err == nil || rc.Complete || seen != int64(rc.Chunks) || g.Output < seen || g.Output > seen+1 || g.Output >= 20 {
 			t.Fatalf("err %v: client saw %d tokens (receipt %+v), server billed %+v", err, seen, rc, g)
