@@ -58,10 +58,19 @@ func newBaselineProviders(modelURL string, rec Receiver) (stream, plain model.Pr
 	return s, p, err
 }
 
-// Send enqueues job index as the baseline's producer would.
+// Send enqueues job index as the baseline's producer would, retrying a
+// failed send as aijobs' clients retry a failed create.
 func (b *Baseline) Send(ctx context.Context, index int) error {
 	body, _ := json.Marshal(baselineMessage{Index: index})
-	_, err := b.SQS.SendMessage(ctx, &awssqs.SendMessageInput{QueueUrl: aws.String(b.QueueURL), MessageBody: aws.String(string(body))})
+	var err error
+	for try := range 8 {
+		if _, err = b.SQS.SendMessage(ctx, &awssqs.SendMessageInput{QueueUrl: aws.String(b.QueueURL), MessageBody: aws.String(string(body))}); err == nil {
+			return nil
+		}
+		if sleep(ctx, time.Duration(200<<min(try, 4))*time.Millisecond) != nil {
+			break
+		}
+	}
 	return err
 }
 

@@ -85,6 +85,7 @@ type harness struct {
 	log      *slog.Logger
 	sweeps   []string
 	sweepsMu sync.Mutex
+	files    []*os.File
 }
 
 func (h *harness) logPath(name string) string { return filepath.Join(h.logDir, name) }
@@ -109,12 +110,13 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := os.MkdirAll(h.logDir, 0o755); err != nil {
 		return nil, err
 	}
-	logf, err := os.Create(h.logPath("harness.log"))
-	if err != nil {
-		return nil, err
-	}
-	defer logf.Close()
-	h.log = slog.New(slog.NewJSONHandler(logf, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	defer func() {
+		for _, f := range h.files {
+			_ = f.Close()
+		}
+	}()
+	h.log = slog.New(slog.DiscardHandler)
+	h.log = h.fileLogger("harness.log")
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
 	h.prefix = fmt.Sprintf("chaos-%d-%s", o.Seed, hex.EncodeToString(b))
@@ -244,11 +246,14 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	return rep, nil
 }
 
+// fileLogger logs warnings and errors to a file of the log directory,
+// closed when the run ends.
 func (h *harness) fileLogger(name string) *slog.Logger {
 	f, err := os.OpenFile(h.logPath(name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return h.log
 	}
+	h.files = append(h.files, f)
 	return slog.New(slog.NewJSONHandler(f, &slog.HandlerOptions{Level: slog.LevelWarn}))
 }
 
@@ -322,9 +327,13 @@ func (h *harness) drive(ctx context.Context, wg *sync.WaitGroup) {
 				return
 			}
 			if !p.APIKilled {
-				if err := h.baseline.Send(ctx, p.Index); err != nil {
-					h.log.Warn("baseline send failed", "index", p.Index, "err", err)
-				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					if err := h.baseline.Send(ctx, p.Index); err != nil {
+						h.log.Warn("baseline send failed", "index", p.Index, "err", err)
+					}
+				}()
 			}
 			created := time.Now()
 			if !h.clients.create(ctx, r, h.killer.mark) {
