@@ -2,6 +2,7 @@ package chaos
 
 import (
 	"context"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -21,7 +22,17 @@ func TestShortChaosRun(t *testing.T) {
 	}
 	o := DefaultOptions()
 	o.Seed, o.Jobs, o.Load, o.KillEvery = 20261203, 150, 60*time.Second, 12*time.Second
-	o.Endpoint, o.WorkerBin, o.LogDir = awstest.Endpoint(t), bin, t.TempDir()
+	// The logs stay when the run fails: the report names their directory.
+	logs, err := os.MkdirTemp("", "aijobs-chaos-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			_ = os.RemoveAll(logs)
+		}
+	})
+	o.Endpoint, o.WorkerBin, o.LogDir = awstest.Endpoint(t), bin, logs
 	r, err := Run(context.Background(), o)
 	if err != nil {
 		t.Fatal(err)
