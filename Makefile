@@ -7,7 +7,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Explicit roots: ./... would also walk node_modules (the CDK CLI ships Go templates).
 GO_PKGS := ./cmd/... ./e2e/... ./functions/... ./internal/... ./pkg/...
 
-.PHONY: all build dev test lint unit bench kumo clean
+.PHONY: all build dev test lint unit bench chaos kumo clean
 
 # The CDK stack's targets (synth, deploy, test-infra, localstack-*).
 -include infra.mk
@@ -26,6 +26,7 @@ kumo: bin/kumo
 build:
 	go build -o bin/aijobs-dev ./cmd/aijobs-dev
 	go build -o bin/aijobs-bench ./cmd/aijobs-bench
+	go build -o bin/aijobs-chaos ./cmd/aijobs-chaos
 	go build -o bin/aijobs ./cmd/aijobs
 	go build ./...
 
@@ -48,6 +49,16 @@ BENCH_ARGS ?= -jobs 1000 -concurrency 64
 
 bench: bin/kumo
 	KUMO_BIN=$(CURDIR)/bin/kumo go run ./cmd/aijobs-bench $(BENCH_ARGS)
+
+# The chaos run (docs/chaos.md): SEED=0 draws a new seed (printed); the same
+# SEED, JOBS and DURATION replay a run's schedule.
+SEED ?= 0
+JOBS ?= 500
+DURATION ?= 2m
+
+chaos: bin/kumo
+	go build -o bin/aijobs-chaos ./cmd/aijobs-chaos
+	KUMO_BIN=$(CURDIR)/bin/kumo bin/aijobs-chaos -seed $(SEED) -jobs $(JOBS) -duration $(DURATION)
 
 clean:
 	rm -rf bin dist

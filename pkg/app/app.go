@@ -12,6 +12,7 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+	smithymw "github.com/aws/smithy-go/middleware"
 
 	"github.com/aijobs/aijobs/pkg/api"
 	"github.com/aijobs/aijobs/pkg/awsclient"
@@ -47,6 +48,13 @@ type Options struct {
 	CreateResources bool
 	// Counter counts AWS API calls.
 	Counter *awsclient.Counter
+	// APIOptions are extra SDK middleware for every AWS client (the chaos
+	// harness's fault injection); nil means none.
+	APIOptions []func(*smithymw.Stack) error
+	// ModelTransport, when set, wraps the HTTP transport of the HTTP model
+	// providers (the chaos harness observes what each call received); nil
+	// means the transport as it is.
+	ModelTransport func(http.RoundTripper) http.RoundTripper
 	// Providers replace the configured providers of the same names;
 	// Provider, when set, replaces every other one.
 	Providers map[string]model.Provider
@@ -79,7 +87,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*App, error) {
 		o.Clock = job.SystemClock{}
 	}
 	awsCfg, err := awsclient.Load(ctx, awsclient.Config{Region: cfg.Region, Endpoint: cfg.Endpoint, Counter: o.Counter,
-		CallTimeout: cfg.Settings.AWSCallTimeout})
+		CallTimeout: cfg.Settings.AWSCallTimeout, APIOptions: o.APIOptions})
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
 	}

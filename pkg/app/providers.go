@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 
@@ -52,7 +53,15 @@ func newProviders(ctx context.Context, cfg config.Config, awsCfg aws.Config, o O
 			}
 			bedrockAWS = &c
 		}
-		p, err := newProvider(pc, cfg, awsCfg, bedrockAWS)
+		hc := modelHTTPClient(awsCfg)
+		if o.ModelTransport != nil {
+			t := hc.Transport
+			if t == nil {
+				t = http.DefaultTransport
+			}
+			hc.Transport = o.ModelTransport(t)
+		}
+		p, err := newProvider(pc, cfg, hc, bedrockAWS)
 		if err != nil {
 			return nil, fmt.Errorf("app: provider %s: %w", name, err)
 		}
@@ -61,16 +70,16 @@ func newProviders(ctx context.Context, cfg config.Config, awsCfg aws.Config, o O
 	return out, nil
 }
 
-func newProvider(pc config.ProviderConfig, cfg config.Config, awsCfg aws.Config, bedrockAWS *aws.Config) (model.Provider, error) {
+func newProvider(pc config.ProviderConfig, cfg config.Config, hc *http.Client, bedrockAWS *aws.Config) (model.Provider, error) {
 	switch pc.Kind {
 	case config.KindFake:
 		// The fake bills at the default route's price: what a fake
 		// invoice would say, for tests that compare it with the record.
 		return fake.New(fake.Config{Latency: pc.Latency, Price: cfg.Provider.Price}), nil
 	case config.KindOpenAI:
-		return openai.New(openai.Config{BaseURL: pc.BaseURL, APIKey: pc.APIKey, Stream: pc.Stream, HTTPClient: modelHTTPClient(awsCfg)})
+		return openai.New(openai.Config{BaseURL: pc.BaseURL, APIKey: pc.APIKey, Stream: pc.Stream, HTTPClient: hc})
 	case config.KindAnthropic:
-		return anthropic.New(anthropic.Config{BaseURL: pc.BaseURL, APIKey: pc.APIKey, Stream: pc.Stream, HTTPClient: modelHTTPClient(awsCfg)})
+		return anthropic.New(anthropic.Config{BaseURL: pc.BaseURL, APIKey: pc.APIKey, Stream: pc.Stream, HTTPClient: hc})
 	case config.KindBedrock:
 		return bedrock.New(bedrock.Config{AWS: *bedrockAWS, Region: pc.Region, Endpoint: pc.Endpoint, Stream: pc.Stream})
 	}

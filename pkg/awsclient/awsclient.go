@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	smithymw "github.com/aws/smithy-go/middleware"
 )
 
 // Config says where AWS is. An empty Endpoint means real AWS; a set one
@@ -29,6 +30,10 @@ type Config struct {
 	// Manager call, the SDK's retries included (a long poll's wait is
 	// added): a stalled call fails instead of hanging its caller.
 	CallTimeout time.Duration
+	// APIOptions are added to every client's middleware stack after the
+	// counter's (the chaos harness injects AWS faults with them); nil in
+	// every production binary.
+	APIOptions []func(*smithymw.Stack) error
 }
 
 // Load resolves the SDK configuration: credentials and region from the usual
@@ -56,6 +61,7 @@ func Load(ctx context.Context, c Config) (aws.Config, error) {
 	if c.CallTimeout > 0 {
 		cfg.APIOptions = append(cfg.APIOptions, deadline(c.CallTimeout))
 	}
+	cfg.APIOptions = append(cfg.APIOptions, c.APIOptions...)
 	return cfg, nil
 }
 

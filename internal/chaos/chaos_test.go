@@ -1,0 +1,53 @@
+package chaos
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/aijobs/aijobs/internal/awstest"
+)
+
+// TestShortChaosRun is the short seeded run `make test` includes: about
+// two minutes of jobs under every fault of the schedule (about a minute of
+// load, then the drain the reconciler's bound needs), failing when any
+// invariant breaks. `make chaos` runs the long one.
+func TestShortChaosRun(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "aijobs-chaos")
+	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/aijobs-chaos").CombinedOutput(); err != nil {
+		t.Fatalf("build aijobs-chaos: %v\n%s", err, out)
+	}
+	o := DefaultOptions()
+	o.Seed, o.Jobs, o.Load, o.KillEvery = 20261203, 150, 60*time.Second, 12*time.Second
+	// The logs stay when the run fails: the report names their directory.
+	logs, err := os.MkdirTemp("", "aijobs-chaos-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if !t.Failed() {
+			_ = os.RemoveAll(logs)
+		}
+	})
+	o.Endpoint, o.WorkerBin, o.LogDir = awstest.Endpoint(t), bin, logs
+	r, err := Run(context.Background(), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Log("\n" + r.String())
+	if r.Succeeded == 0 || r.AijobsBilled == 0 || r.BaselineSucceeded == 0 {
+		t.Fatalf("nothing ran: %d succeeded, %d billed generations, baseline %d", r.Succeeded, r.AijobsBilled, r.BaselineSucceeded)
+	}
+	for _, kind := range []string{AWSThrottle, AWSServerError, AWSStall, AWSHang, AWSLostAnswer, ModelStallHeaders, ModelCut,
+		ModelTrickle, ModelRateLimited, ModelOverloaded, ModelLate, APIKilled, "worker_sigkill", "duplicate_message"} {
+		if r.Faults[kind] == 0 {
+			t.Errorf("the schedule injected no %s", kind)
+		}
+	}
+	if r.Failed() {
+		t.Fatalf("an invariant broke (seed %d; replay with make chaos SEED=%d JOBS=%d DURATION=%s)", o.Seed, o.Seed, o.Jobs, o.Load)
+	}
+}

@@ -1,0 +1,409 @@
+package chaos
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"reflect"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/aijobs/aijobs/pkg/api"
+	"github.com/aijobs/aijobs/pkg/job"
+)
+
+// Invariant is one checked promise: how many cases were checked, how many
+// broke it, a note on the cases that passed by a rule other than the
+// plain one, and a diagnosis of each failure.
+type Invariant struct {
+	N        int
+	Name     string
+	Checked  int
+	Failed   int
+	Note     string
+	Failures []string
+}
+
+// estimatedField is the view's flag for a cost that includes an estimate
+// of usage the provider never reported.
+const estimatedField = "cost_estimated"
+
+// flagAvailable reports whether the job view has the estimated flag yet.
+func flagAvailable() bool {
+	t := reflect.TypeOf(api.View{})
+	for i := range t.NumField() {
+		if strings.Split(t.Field(i).Tag.Get("json"), ",")[0] == estimatedField {
+			return true
+		}
+	}
+	return false
+}
+
+func estimated(j job.Job) bool {
+	b, _ := json.Marshal(api.NewView(j))
+	var m map[string]any
+	_ = json.Unmarshal(b, &m)
+	v, _ := m[estimatedField].(bool)
+	return v
+}
+
+type jobFacts struct {
+	run    *jobRun
+	rec    job.Job
+	has    bool
+	gens   []Generation
+	billed job.Nanocents
+	// inflight is what the bill holds for stream tokens the server sent
+	// but the client never read, because it had given up.
+	inflight job.Nanocents
+	// received counts the generations a client read whole.
+	received int
+	dlq      int
+	changed  time.Time
+}
+
+func (h *harness) prices() map[string]job.Price {
+	p := map[string]job.Price{}
+	for _, r := range h.cfg.RouteTable {
+		for _, g := range r.Rungs {
+			p[g.Model] = g.Price
+		}
+	}
+	return p
+}
+
+// describe is a failing job's diagnosis: its plan, record, every
+// generation the model server billed for it, and the faults it met.
+func (h *harness) describe(f jobFacts) string {
+	p := f.run.plan
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s (#%d %s route=%s", f.run.id, p.Index, p.Tenant, p.Route)
+	if p.Budget != "" {
+		fmt.Fprintf(&b, " budget=%s", p.Budget)
+	}
+	if p.Deadline > 0 {
+		fmt.Fprintf(&b, " deadline=%ds", p.Deadline)
+	}
+	if p.CancelAfter > 0 {
+		fmt.Fprintf(&b, " cancel@%s", p.CancelAfter.Round(time.Millisecond))
+	}
+	b.WriteString(")")
+	if f.has {
+		j := f.rec
+		fmt.Fprintf(&b, " record: %s", j.State)
+		if j.ErrorClass != "" {
+			fmt.Fprintf(&b, "/%s", j.ErrorClass)
+		}
+		fmt.Fprintf(&b, " attempts=%d cost=%s reserved=%s budget=%s v%d", j.Attempts, j.Cost, j.Reserved, j.Budget, j.Version)
+	} else {
+		b.WriteString(" no record")
+	}
+	fmt.Fprintf(&b, "; model billed %s over %d requests:", f.billed, len(f.gens))
+	for _, g := range f.gens {
+		kind := "plain"
+		if g.Stream {
+			kind = "stream"
+		}
+		fault := g.Fault
+		if fault == "" {
+			fault = "ok"
+		}
+		recv := "client saw no answer"
+		if rc, ok := h.tally.Receipt(g.ID()); ok {
+			switch {
+			case rc.Complete:
+				recv = "client read it all"
+			case g.Stream:
+				recv = fmt.Sprintf("client read %d chunks", rc.Chunks)
+			default:
+				recv = "client read part of it"
+			}
+		}
+		fmt.Fprintf(&b, " [#%d %s %s %s %s +%s %s, %s, billed %d+%d tok]", g.Seq, g.Who, g.Model, kind, g.Start.Format("15:04:05.000"),
+			g.End.Sub(g.Start).Round(time.Millisecond), fault+"->"+g.Outcome, recv, g.Prompt, g.Output)
+	}
+	if fs := h.tally.Of(f.run.id); len(fs) > 0 {
+		fmt.Fprintf(&b, "; faults: %s", strings.Join(fs, ", "))
+	}
+	if f.dlq > 0 {
+		fmt.Fprintf(&b, "; %d message(s) dead-lettered by SQS", f.dlq)
+	}
+	return b.String()
+}
+
+// check evaluates the six invariants over what the run left behind.
+func (h *harness) check(records map[string]job.Job, changed map[string]time.Time, emptied time.Time, dlq map[string]int) *Report {
+	now := time.Now()
+	bound := Bound(h.cfg)
+	prices := h.prices()
+	gens := map[string][]Generation{}
+	h.sweepsMu.Lock()
+	sweeps := slices.Clone(h.sweeps)
+	h.sweepsMu.Unlock()
+	rep := &Report{Seed: h.opts.Seed, Jobs: h.opts.Jobs, Tenants: h.opts.Tenants, Load: h.opts.Load, LogDir: h.logDir, Bound: bound,
+		Faults: h.tally.Counts(), States: map[string]int{}, Sweeps: sweeps, FlagAvailable: flagAvailable()}
+	for _, g := range h.model.srv.Generations() {
+		key := fmt.Sprintf("%s/%d", g.NS, g.Index)
+		gens[key] = append(gens[key], g)
+		if g.Billed() {
+			if g.NS == "aj" {
+				rep.AijobsBilled++
+			} else {
+				rep.BaselineBilled++
+			}
+		}
+	}
+	rep.BaselineSucceeded = h.baseline.Succeeded()
+	for id, n := range dlq {
+		rep.DeadLettered += n
+		state := "no such job"
+		if j, ok := records[id]; ok {
+			state = string(j.State)
+			if j.ErrorClass != "" {
+				state += "/" + string(j.ErrorClass)
+			}
+		}
+		rep.DeadLetteredJobs = append(rep.DeadLetteredJobs, fmt.Sprintf("%s (%d, job %s)", id, n, state))
+	}
+	slices.Sort(rep.DeadLetteredJobs)
+	var facts []jobFacts
+	for _, r := range h.clients.runs {
+		f := jobFacts{run: r, gens: gens[fmt.Sprintf("aj/%d", r.plan.Index)], dlq: dlq[r.id], changed: changed[r.id]}
+		f.rec, f.has = records[r.id]
+		for _, g := range f.gens {
+			p := prices[g.Model]
+			f.billed += p.Cost(g.Prompt, g.Output)
+			rc, ok := h.tally.Receipt(g.ID())
+			if ok && rc.Complete {
+				f.received++
+			}
+			// A stream's tokens the client never read (none when it never
+			// saw the headers) were sent after it had left.
+			if g.Stream && !rc.Complete && g.Output > int64(rc.Chunks) {
+				f.inflight += p.Cost(0, g.Output-int64(rc.Chunks))
+			}
+		}
+		facts = append(facts, f)
+	}
+
+	inv := []*Invariant{
+		{N: 1, Name: "every accepted job is terminal or recoverable within the bound"},
+		{N: 2, Name: "every succeeded job has exactly one successful generation"},
+		{N: 3, Name: "cost equals the model's bill (or is at least it, estimated)"},
+		{N: 4, Name: "no job's cost exceeds its budget (record and bill)"},
+		{N: 5, Name: "pollers saw version and updated_at only move forward"},
+		{N: 6, Name: "no tenant saw another tenant's job"},
+	}
+	fail := func(i *Invariant, s string) {
+		i.Failed++
+		i.Failures = append(i.Failures, s)
+	}
+	var pending, lostJobs, exact, race, over, held, multi int
+	for _, f := range facts {
+		r := f.run
+		r.mu.Lock()
+		accepted, lostAt, touchedAt := r.accepted, r.lostAt, r.touchedAt
+		r.mu.Unlock()
+		if !f.has {
+			if accepted {
+				inv[0].Checked++
+				fail(inv[0], "accepted but no record: "+h.describe(f))
+			} else {
+				rep.States["never accepted"]++
+			}
+			continue
+		}
+		j := f.rec
+		inv[0].Checked++
+		if j.State.Terminal() {
+			rep.States[string(j.State)]++
+		} else {
+			rep.States["unfinished"]++
+			switch age := now.Sub(later(f.changed, emptied)); {
+			case emptied.IsZero():
+				fail(inv[0], fmt.Sprintf("unfinished after the run's %s drain, the queue never empty: %s", drainCap, h.describe(f)))
+			case age > bound:
+				fail(inv[0], fmt.Sprintf("unfinished and untouched for %s > %s since the queue emptied: %s", age.Round(time.Second), bound, h.describe(f)))
+			default:
+				pending++
+			}
+		}
+		if !lostAt.IsZero() {
+			lostJobs++
+			end := touchedAt
+			if end.IsZero() {
+				end = now
+			}
+			if d := end.Sub(lostAt); d > bound {
+				fail(inv[0], fmt.Sprintf("message lost at create, first touched after %s > %s: %s", d.Round(time.Second), bound, h.describe(f)))
+			}
+		}
+
+		if j.State == job.Succeeded {
+			inv[1].Checked++
+			if f.received != 1 {
+				fail(inv[1], fmt.Sprintf("%d successful generations: %s", f.received, h.describe(f)))
+			}
+		} else if f.received > 1 {
+			multi++
+		}
+
+		if j.State.Terminal() {
+			inv[2].Checked++
+			switch {
+			case j.Cost == f.billed && j.Reserved <= 0:
+				exact++
+			case j.Reserved > 0 && j.Cost+j.Reserved >= f.billed:
+				held++
+			case j.Reserved <= 0 && j.Cost < f.billed && j.Cost >= f.billed-f.inflight:
+				race++
+			case j.Cost > f.billed && (!rep.FlagAvailable || estimated(j)):
+				over++
+			case j.Cost > f.billed:
+				fail(inv[2], fmt.Sprintf("cost %s above the bill %s and not marked %s: %s", j.Cost, f.billed, estimatedField, h.describe(f)))
+			default:
+				fail(inv[2], fmt.Sprintf("cost %s below the bill %s by %s: %s", j.Cost, f.billed, f.billed-j.Cost-max(j.Reserved, 0), h.describe(f)))
+			}
+		}
+
+		inv[3].Checked++
+		if j.Cost > j.Budget || f.billed > j.Budget {
+			fail(inv[3], fmt.Sprintf("budget %s: record cost %s, model bill %s: %s", j.Budget, j.Cost, f.billed, h.describe(f)))
+		}
+	}
+	inv[0].Note = fmt.Sprintf("%d unfinished within the bound %s; %d lost at create (API killed)", pending, bound, lostJobs)
+	inv[1].Note = fmt.Sprintf("a successful generation is one a client read whole; %d jobs not succeeded had more than one", multi)
+	flag := "estimated flag: " + estimatedField
+	if !rep.FlagAvailable {
+		flag = "estimated flag not available: compared with >="
+	}
+	inv[2].Note = fmt.Sprintf("%d exact, %d above the bill (%s), %d covered by a hold left on the record (an attempt whose outcome was never written: cost+reserved >= bill), %d short only by stream tokens sent but never read because the client had left", exact, over, flag, held, race)
+	c := h.clients
+	c.mu.Lock()
+	inv[4].Checked, inv[5].Checked = c.checks5, c.checks6
+	for _, s := range c.backwards {
+		fail(inv[4], s)
+	}
+	for _, s := range c.leaks {
+		fail(inv[5], s)
+	}
+	c.mu.Unlock()
+	for _, r := range h.clients.runs {
+		r.mu.Lock()
+		rep.Polls += r.polls
+		r.mu.Unlock()
+	}
+	rep.Succeeded = rep.States[string(job.Succeeded)]
+	for _, i := range inv {
+		sort.Strings(i.Failures)
+		rep.Invariants = append(rep.Invariants, *i)
+	}
+	return rep
+}
+
+// Report is a run's outcome.
+type Report struct {
+	Seed          Seed
+	Jobs          int
+	Tenants       int
+	Load          time.Duration
+	Bound         time.Duration
+	LogDir        string
+	Faults        map[string]int
+	States        map[string]int
+	Invariants    []Invariant
+	FlagAvailable bool
+	// AijobsBilled and BaselineBilled are the billed generations of each
+	// side; Succeeded and BaselineSucceeded their finished jobs.
+	AijobsBilled, BaselineBilled, Succeeded, BaselineSucceeded int
+	DeadLettered                                               int
+	// DeadLetteredJobs are the jobs whose messages SQS moved to the dead
+	// letter queue, with their final state.
+	DeadLetteredJobs []string
+	Polls            int
+	Sweeps           []string
+}
+
+// Failed reports whether any invariant broke.
+func (r *Report) Failed() bool {
+	for _, i := range r.Invariants {
+		if i.Failed > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func ratio(a, b int) string {
+	if b == 0 {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.3f", float64(a)/float64(b))
+}
+
+// String renders the report: the seed and how to replay it, faults by
+// kind, one line per invariant, the baseline, and each failure's diagnosis
+// (at most 10 per invariant; the rest are counted, and all are in the
+// log directory's failures.txt).
+func (r *Report) String() string { return r.render(10) }
+
+func (r *Report) render(maxShown int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "aijobs chaos run: seed %d, %d jobs, %d tenants, load %s\n", r.Seed, r.Jobs, r.Tenants, r.Load)
+	fmt.Fprintf(&b, "replay: make chaos SEED=%d JOBS=%d DURATION=%s   (logs: %s)\n", r.Seed, r.Jobs, r.Load, r.LogDir)
+	total := 0
+	kinds := make([]string, 0, len(r.Faults))
+	for k, n := range r.Faults {
+		kinds = append(kinds, k)
+		if k != AWSRetriesExhausted {
+			total += n
+		}
+	}
+	slices.Sort(kinds)
+	fmt.Fprintf(&b, "faults injected: %d\n", total)
+	for _, k := range kinds {
+		fmt.Fprintf(&b, "  %-26s %6d\n", k, r.Faults[k])
+	}
+	states := make([]string, 0, len(r.States))
+	for k := range r.States {
+		states = append(states, k)
+	}
+	slices.Sort(states)
+	b.WriteString("jobs:")
+	for _, k := range states {
+		fmt.Fprintf(&b, " %s %d,", k, r.States[k])
+	}
+	fmt.Fprintf(&b, " %d polls; %d messages dead-lettered by SQS\n", r.Polls, r.DeadLettered)
+	if len(r.DeadLetteredJobs) > 0 {
+		fmt.Fprintf(&b, "dead-lettered by SQS: %s\n", strings.Join(r.DeadLetteredJobs, ", "))
+	}
+	for _, s := range r.Sweeps {
+		fmt.Fprintf(&b, "reconciler %s\n", s)
+	}
+	for _, i := range r.Invariants {
+		verdict := "PASS"
+		if i.Failed > 0 {
+			verdict = "FAIL"
+		}
+		fmt.Fprintf(&b, "invariant %d %s: %s, %d failed of %d checked (%s)\n", i.N, verdict, i.Name, i.Failed, i.Checked, i.Note)
+	}
+	fmt.Fprintf(&b, "billed generations per succeeded job: aijobs %s (%d / %d), baseline %s (%d / %d)\n",
+		ratio(r.AijobsBilled, r.Succeeded), r.AijobsBilled, r.Succeeded, ratio(r.BaselineBilled, r.BaselineSucceeded), r.BaselineBilled, r.BaselineSucceeded)
+	for _, i := range r.Invariants {
+		for n, f := range i.Failures {
+			if maxShown > 0 && n == maxShown {
+				fmt.Fprintf(&b, "  ... and %d more failures of invariant %d\n", len(i.Failures)-maxShown, i.N)
+				break
+			}
+			fmt.Fprintf(&b, "  invariant %d: %s\n", i.N, f)
+		}
+	}
+	return b.String()
+}
+
+// WriteAll writes the whole report, every failure included, to path.
+func (r *Report) WriteAll(path string) error {
+	return os.WriteFile(path, []byte(r.render(0)), 0o644)
+}

@@ -1,0 +1,108 @@
+package chaos
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/aijobs/aijobs/pkg/settings"
+)
+
+// timings are the engine's timings for a run, through its own variables:
+// the production rules (docs/architecture.md, "Timing rules") scaled down
+// about ten times (heartbeat 10 s -> 1 s, a model call's timeout 120 s ->
+// 6 s) so a run takes minutes. The reconciler cannot go below its
+// schedule's one minute (settings.Validate), so lost messages take the
+// same time to recover as in production.
+var timings = map[string]string{
+	"AIJOBS_HEARTBEAT":            "1s",
+	"AIJOBS_LEASE_TTL":            "5s",
+	"AIJOBS_ATTEMPT_MARGIN":       "1s",
+	"AIJOBS_LAMBDA_MARGIN":        "1s",
+	"AIJOBS_MODEL_TIMEOUT":        "6s",
+	"AIJOBS_WORKER_TIMEOUT":       "10s",
+	"AIJOBS_VISIBILITY_TIMEOUT":   "12s",
+	"AIJOBS_BATCH_SIZE":           "5",
+	"AIJOBS_BATCH_WINDOW":         "0s",
+	"AIJOBS_MAX_CONCURRENCY":      "4",
+	"AIJOBS_BACKOFF_BASE":         "200ms",
+	"AIJOBS_BACKOFF_MAX":          "3s",
+	"AIJOBS_RECONCILE_EVERY":      "1m",
+	"AIJOBS_RECONCILE_AFTER":      "1m",
+	"AIJOBS_DEFAULT_MAX_ATTEMPTS": "3",
+	"AIJOBS_MAX_ATTEMPTS":         "3",
+	"AIJOBS_MAX_RECEIVE_COUNT":    "7",
+	"AIJOBS_DEFAULT_MAX_TOKENS":   "32",
+	"AIJOBS_MAX_TOKENS":           "64",
+	"AIJOBS_LOG_LEVEL":            "warn",
+	"AIJOBS_METRICS":              "off",
+}
+
+// skew is how far each worker process's clock is off (one behind, one
+// ahead): 3 s apart, under the lease TTL minus a heartbeat (5 s - 1 s), the
+// skew the lease rule tolerates.
+const skew = 1500 * time.Millisecond
+
+// baselineVisibility is SQS's default visibility timeout (30 s) on the
+// same scale as the engine's timings.
+const baselineVisibility = 3 * time.Second
+
+// The routes: one streaming, one not, one that falls back from a stream to
+// a plain rung. Model names are unique per rung, so the model server's
+// ledger prices each generation by the model it was asked for.
+func routesJSON(modelURL, who string) string {
+	base := modelURL + "/w/" + who + "/v1"
+	doc := map[string]any{
+		"providers": map[string]any{
+			"stream": map[string]any{"kind": "openai", "base_url": base, "stream": true},
+			"plain":  map[string]any{"kind": "openai", "base_url": base, "stream": false},
+		},
+		"routes": map[string]any{
+			"default": map[string]any{"rungs": []any{
+				map[string]any{"provider": "stream", "model": "chaos-stream", "price": map[string]string{"input": "100", "output": "400"}, "max_tokens": 64, "timeout": "6s"},
+			}},
+			"plain": map[string]any{"rungs": []any{
+				map[string]any{"provider": "plain", "model": "chaos-plain", "price": map[string]string{"input": "150", "output": "600"}, "max_tokens": 64, "timeout": "6s"},
+			}},
+			"ladder": map[string]any{
+				"rungs": []any{
+					map[string]any{"provider": "stream", "model": "chaos-ladder-1", "price": map[string]string{"input": "120", "output": "480"}, "max_tokens": 64, "timeout": "3s"},
+					map[string]any{"provider": "plain", "model": "chaos-ladder-2", "price": map[string]string{"input": "80", "output": "320"}, "max_tokens": 64, "timeout": "3s"},
+				},
+				"fallback_on": []string{"rate_limited", "overloaded", "provider_error", "timeout", "network"},
+			},
+		},
+	}
+	b, _ := json.Marshal(doc)
+	return string(b)
+}
+
+// faultTimes are the AWS stalls for s: past the heartbeat, up to past the
+// lease; a hung request waits up to more than two leases.
+func faultTimes(s settings.Settings) (stallMin, stallMax, hangMax time.Duration) {
+	return s.Heartbeat * 3 / 2, s.LeaseTTL * 8 / 5, s.LeaseTTL * 12 / 5
+}
+
+// env is the engine's environment for a process of the run.
+func env(endpoint, prefix, modelURL, who string) map[string]string {
+	e := map[string]string{
+		"AWS_ENDPOINT_URL": endpoint,
+		"AWS_REGION":       "us-east-1",
+		"AIJOBS_PREFIX":    prefix,
+		"AIJOBS_ROUTES":    routesJSON(modelURL, who),
+	}
+	for k, v := range timings {
+		e[k] = v
+	}
+	return e
+}
+
+func lookup(m map[string]string) func(string) string { return func(k string) string { return m[k] } }
+
+func envList(m map[string]string) []string {
+	var out []string
+	for k, v := range m {
+		out = append(out, fmt.Sprintf("%s=%s", k, v))
+	}
+	return out
+}
