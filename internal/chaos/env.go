@@ -16,8 +16,10 @@ import (
 // same time to recover as in production.
 var timings = map[string]string{
 	"AIJOBS_HEARTBEAT":            "1s",
-	"AIJOBS_LEASE_TTL":            "5s",
-	"AIJOBS_ATTEMPT_MARGIN":       "1s",
+	"AIJOBS_LEASE_TTL":            "6s",
+	"AIJOBS_LEASE_MARGIN":         "3s",
+	"AIJOBS_ATTEMPT_MARGIN":       "3s",
+	"AIJOBS_AWS_CALL_TIMEOUT":     "2s",
 	"AIJOBS_LAMBDA_MARGIN":        "1s",
 	"AIJOBS_MODEL_TIMEOUT":        "6s",
 	"AIJOBS_WORKER_TIMEOUT":       "10s",
@@ -39,9 +41,9 @@ var timings = map[string]string{
 }
 
 // skew is how far each worker process's clock is off (one behind, one
-// ahead): 3 s apart, under the lease TTL minus a heartbeat (5 s - 1 s), the
-// skew the lease rule tolerates.
-const skew = 1500 * time.Millisecond
+// ahead): 2 s apart, under the lease margin (3 s), the skew the lease guard
+// tolerates (docs/architecture.md, "Timing rules").
+const skew = time.Second
 
 // baselineVisibility is SQS's default visibility timeout (30 s) on the
 // same scale as the engine's timings.
