@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sort"
@@ -72,7 +73,7 @@ func matchEvent(ev events.APIGatewayV2HTTPRequest) (endpoint, bool) {
 }
 
 // route answers 404 for an unknown path, 405 for a known path with another
-// method, 401 without a tenant, and otherwise hands the request on.
+// method, 401 without a usable tenant, and otherwise hands the request on.
 func (h *Handler) route(ctx context.Context, log *slog.Logger, ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {
 	ep, ok := matchEvent(ev)
 	if !ok {
@@ -85,8 +86,11 @@ func (h *Handler) route(ctx context.Context, log *slog.Logger, ev events.APIGate
 		return resp
 	}
 	tenant := tenantOf(ev.RequestContext)
-	if tenant == "" {
+	switch {
+	case tenant == "":
 		return problemFor(job.CodeUnauthorized, "", "the request carries no caller identity")
+	case len(tenant) > maxTenantBytes:
+		return problemFor(job.CodeUnauthorized, "", fmt.Sprintf("the caller identity is too long (over %d bytes)", maxTenantBytes))
 	}
 	log = log.With(slog.String("route", op))
 	if ep.id != "" {

@@ -2,6 +2,13 @@ package api
 
 import "github.com/aws/aws-lambda-go/events"
 
+// maxTenantBytes bounds a tenant (with its namespace). The tenant is the
+// tenant index's partition key, which DynamoDB caps at 2048 bytes; a longer
+// identity (a Lambda authorizer passing on what a caller sent, an IdP with
+// long subjects) is refused as unusable before any store call, instead of
+// failing the write as too large or the list as unavailable.
+const maxTenantBytes = 1024
+
 // tenantOf is the caller's tenant from the authorizer context, "" if none:
 // the JWT subject, else a Lambda authorizer's "tenant" key, else the IAM
 // caller (its ARN, or account and caller id). Each is namespaced by its

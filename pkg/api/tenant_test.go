@@ -2,6 +2,7 @@ package api
 
 import (
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-lambda-go/events"
@@ -65,5 +66,32 @@ func TestTenantNamespacesNeverCollide(t *testing.T) {
 	jwt.RequestContext.Authorizer.JWT.Claims["sub"] = iam.RequestContext.Authorizer.IAM.UserARN
 	if a, b := tenantOf(iam.RequestContext), tenantOf(jwt.RequestContext); a == b || a == "" {
 		t.Fatalf("a JWT subject spelled like an IAM ARN got the IAM principal's tenant %q", a)
+	}
+}
+
+// TestOverlongTenantIs401: the tenant is the tenant index's partition key,
+// which DynamoDB caps at 2048 bytes; an identity that long (a Lambda
+// authorizer passing through what a caller sent, an IdP with long
+// subjects) would make the create a 413 about the input and the list a 503.
+// It is refused as an unusable identity before any store call.
+func TestOverlongTenantIs401(t *testing.T) {
+	e := newEnv(t)
+	e.h = e.handler(&stubStore{}) // any store call panics
+	long := strings.Repeat("s", maxTenantBytes)
+	for _, ev := range []events.APIGatewayV2HTTPRequest{
+		asTenant(createReq(t, "k", simpleBody), long),
+		asTenant(listReq(t, ""), long),
+		asTenant(request(t, "GET", "/jobs/"+job.NewID("jwt:"+long, "k"), ""), long),
+	} {
+		p := wantProblem(t, e.do(t, ev), http.StatusUnauthorized, job.CodeUnauthorized, "")
+		if !strings.Contains(p.Detail, "too long") {
+			t.Errorf("detail %q", p.Detail)
+		}
+	}
+	// At the bound (with its "jwt:" namespace) it is a tenant like any other.
+	e = newEnv(t)
+	ok := strings.Repeat("s", maxTenantBytes-len("jwt:"))
+	if resp := e.do(t, asTenant(createReq(t, "k", simpleBody), ok)); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("tenant at the bound: %d %s", resp.StatusCode, resp.Body)
 	}
 }
