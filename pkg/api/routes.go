@@ -31,8 +31,10 @@ func (e endpoint) allow() string {
 }
 
 // match finds the endpoint of a raw path. Ids are taken as they appear in
-// the path, not percent-decoded: a valid id never needs escaping, so an
-// escaped one is refused as malformed.
+// the path: a valid id never needs escaping, so one with "%" is refused as
+// malformed. An HTTP API has already percent-decoded rawPath (a request for
+// /jobs/ID%2Fcancel arrives as /jobs/ID/cancel, pkg/devserver emulates
+// it), so what is matched here is the decoded path.
 func match(path string) (endpoint, bool) {
 	rest, ok := strings.CutPrefix(path, "/jobs")
 	switch {
