@@ -7,7 +7,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Explicit roots: ./... would also walk node_modules (the CDK CLI ships Go templates).
 GO_PKGS := ./cmd/... ./e2e/... ./functions/... ./internal/... ./pkg/...
 
-.PHONY: all build dev test lint unit bench kumo clean
+.PHONY: all build dev test lint unit bench fuzz kumo clean
 
 # The CDK stack's targets (synth, deploy, test-infra, localstack-*).
 -include infra.mk
@@ -43,6 +43,22 @@ unit:
 
 test: bin/kumo lint
 	KUMO_BIN=$(CURDIR)/bin/kumo go test -race -count=1 -timeout 15m $(GO_PKGS)
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
+
+# Fuzz targets (package:target), each run for FUZZTIME by `make fuzz` and
+# for TEST_FUZZTIME by `make test` (their committed seeds also run as plain
+# tests in every go test). A failure writes its input to the package's
+# testdata/fuzz/<target>/: commit it with the fix, as a seed.
+FUZZ_TARGETS := ./pkg/api:FuzzCreate ./pkg/api:FuzzList ./pkg/dynamodb:FuzzDecodeItem \
+  ./pkg/model/openai:FuzzStream ./pkg/model/anthropic:FuzzStream ./pkg/model/bedrock:FuzzStream
+FUZZTIME ?= 10s
+TEST_FUZZTIME ?= 4s
+
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+	  pkg=$${t%%:*}; name=$${t##*:}; echo "fuzz $$pkg $$name for $(FUZZTIME)"; \
+	  go test $$pkg -run '^$$' -fuzz "^$$name\$$" -fuzztime $(FUZZTIME); \
+	done
 
 BENCH_ARGS ?= -jobs 1000 -concurrency 64
 
