@@ -110,3 +110,43 @@ func TestItemSize(t *testing.T) {
 		}
 	}
 }
+
+// TestTheLargestOrdinaryRecordFits: only characters the JSON encoder
+// escapes make a record outgrow its body. A body at the 256 KiB limit with
+// the most messages, the largest metadata, the longest key and the longest
+// tenant the API takes still makes an item under 400 KB, so no other
+// client input can reach the store's limit.
+func TestTheLargestOrdinaryRecordFits(t *testing.T) {
+	s := settings.Defaults()
+	l := s.Limits
+	meta := `{"m":"` + strings.Repeat("m", l.MaxMetadataBytes-8) + `"}`
+	msg := `{"role":"user","content":"%s"},`
+	fixed := len(`{"input":{"messages":[],"max_tokens":32768},"metadata":,"deadline_seconds":86400,"budget_cents":10000,"max_attempts":8}`) +
+		len(meta) + l.MaxMessages*(len(msg)-2)
+	per := (job.MaxBodyBytes - fixed) / l.MaxMessages
+	var msgs strings.Builder
+	for i := range l.MaxMessages {
+		if i > 0 {
+			msgs.WriteByte(',')
+		}
+		msgs.WriteString(`{"role":"user","content":"` + strings.Repeat("<", per) + `"}`)
+	}
+	body := `{"input":{"messages":[` + msgs.String() + `],"max_tokens":32768},"metadata":` + meta +
+		`,"deadline_seconds":86400,"budget_cents":10000,"max_attempts":8}`
+	if len(body) > job.MaxBodyBytes || len(body) < job.MaxBodyBytes-2*l.MaxMessages {
+		t.Fatalf("body is %d bytes, want just under %d", len(body), job.MaxBodyBytes)
+	}
+	req, err := job.ParseCreate("jwt:"+strings.Repeat("t", 1020), strings.Repeat("k", job.MaxKeyLength), []byte(body), l)
+	if err != nil {
+		t.Fatalf("ParseCreate: %v", err)
+	}
+	j := req.NewJob(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), time.Hour)
+	j.Reserve = 1 << 40
+	if n := itemSize(toItem(j, 16)); n > maxItemBytes {
+		t.Fatalf("the largest ordinary record is %d bytes, over %d", n, maxItemBytes)
+	}
+	c := &putCounter{}
+	if _, err := New(c, "jobs", s).Create(t.Context(), j); err != nil || c.puts.Load() != 1 {
+		t.Fatalf("Create: %v, %d puts", err, c.puts.Load())
+	}
+}
