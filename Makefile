@@ -7,7 +7,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Explicit roots: ./... would also walk node_modules (the CDK CLI ships Go templates).
 GO_PKGS := ./cmd/... ./e2e/... ./functions/... ./internal/... ./pkg/...
 
-.PHONY: all build dev test lint unit bench chaos kumo clean
+.PHONY: all build dev test lint unit bench chaos fuzz kumo clean
 
 # The CDK stack's targets (synth, deploy, test-infra, localstack-*).
 -include infra.mk
@@ -44,6 +44,20 @@ unit:
 
 test: bin/kumo lint
 	KUMO_BIN=$(CURDIR)/bin/kumo go test -race -count=1 -timeout 15m $(GO_PKGS)
+	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
+
+# Fuzz targets (package:target), each run for FUZZTIME by `make fuzz` and
+# for TEST_FUZZTIME by `make test` (their committed seeds also run as plain
+# tests in every go test). A failure writes its input to the package's
+# testdata/fuzz/<target>/: commit it with the fix, as a seed. scripts/fuzz.sh
+# tells that from Go 1.26's -fuzztime shutdown race (golang/go#75804).
+FUZZ_TARGETS := ./pkg/api:FuzzCreate ./pkg/api:FuzzList ./pkg/dynamodb:FuzzDecodeItem \
+  ./pkg/model/openai:FuzzStream ./pkg/model/anthropic:FuzzStream ./pkg/model/bedrock:FuzzStream
+FUZZTIME ?= 10s
+TEST_FUZZTIME ?= 4s
+
+fuzz:
+	@scripts/fuzz.sh $(FUZZTIME) $(FUZZ_TARGETS)
 
 BENCH_ARGS ?= -jobs 1000 -concurrency 64
 

@@ -115,9 +115,9 @@ func TestSubmitGetCancel(t *testing.T) {
 		t.Errorf("cancel of a succeeded job: exit %d, stderr %q", r.code, r.stderr)
 	}
 
-	// No token: 401 unauthorized.
+	// No token: API Gateway's authorizer answers 401 itself (no problem code).
 	r = invocation{args: args("--endpoint", srv.URL, "get", created.ID)}.run(t)
-	if r.code != 4 || !strings.HasPrefix(r.stderr, "aijobs: unauthorized (401)") {
+	if r.code != 4 || !strings.HasPrefix(r.stderr, "aijobs: http_401 (401): Unauthorized") {
 		t.Errorf("no token: exit %d, stderr %q", r.code, r.stderr)
 	}
 	if srv.Store.Len() != 2 {

@@ -12,6 +12,12 @@ import (
 	"github.com/aijobs/aijobs/pkg/job"
 )
 
+// recordTooLarge explains a 413 for a body under the body limit whose
+// record is over the store's: the input is stored as JSON, where U+2028
+// and U+2029 become 6-byte escapes (docs/errors.md#payload_too_large).
+const recordTooLarge = "the job record this body makes would be over the store's 400 KB limit " +
+	"(the input is stored as JSON, where U+2028 and U+2029 take 6 bytes each): shorten the input"
+
 // create answers POST /jobs (DESIGN 4.1): validate, record, enqueue. Nothing
 // is written for an invalid request. A record whose message could not be
 // sent stays queued and the caller gets 503 enqueue_failed; the caller's
@@ -47,7 +53,13 @@ func (h *Handler) create(ctx context.Context, log *slog.Logger, ev events.APIGat
 		}
 		return h.created(ctx, log, http.StatusAccepted, created)
 	}
-	if job.ErrorCode(err) != job.CodeConflict {
+	switch job.ErrorCode(err) {
+	case job.CodeConflict:
+	case job.CodePayloadTooLarge:
+		// The caller's input, not a failure: the record is refused before
+		// any write, so nothing is left behind.
+		return h.clientProblem(ctx, log, "create", &job.Error{Code: job.CodePayloadTooLarge, Message: recordTooLarge})
+	default:
 		return h.serverProblem(ctx, log, "create", fmt.Errorf("create job %s: %w", j.ID, err))
 	}
 	existing, ok := job.ConflictJob(err)

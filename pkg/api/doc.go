@@ -14,11 +14,11 @@
 // stable "code" member, documented at docs/errors.md#<code>:
 //
 //	invalid_request         400  a bad header, body, field or id ("field" names it)
-//	unauthorized            401  no tenant in the authorizer context
+//	unauthorized            401  no tenant in the authorizer context, or one over 1024 bytes
 //	not_found               404  unknown route, unknown job, or another tenant's job
 //	method_not_allowed      405  known path, other method (see the Allow header)
 //	already_finished        409  cancel of a succeeded or failed job
-//	payload_too_large       413  a body over 256 KiB
+//	payload_too_large       413  a body over 256 KiB, or a record over the store's 400 KB
 //	unsupported_media_type  415  a Content-Type other than application/json
 //	idempotency_key_reused  422  same Idempotency-Key, different request body
 //	enqueue_failed          503  recorded but not enqueued: retry with the same key

@@ -129,7 +129,7 @@ func (e *env) handler(store Store) *Handler {
 }
 
 // fixture loads an API Gateway v2 event from testdata.
-func fixture(t *testing.T, name string) events.APIGatewayV2HTTPRequest {
+func fixture(t testing.TB, name string) events.APIGatewayV2HTTPRequest {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {
@@ -152,7 +152,7 @@ func readBody(t *testing.T, name string) string {
 }
 
 // request is the JWT fixture (tenant-a) with method, path and body set.
-func request(t *testing.T, method, path, body string) events.APIGatewayV2HTTPRequest {
+func request(t testing.TB, method, path, body string) events.APIGatewayV2HTTPRequest {
 	t.Helper()
 	ev := fixture(t, "request-jwt.json")
 	ev.RequestContext.HTTP.Method, ev.RequestContext.HTTP.Path, ev.RawPath = method, path, path
@@ -161,7 +161,7 @@ func request(t *testing.T, method, path, body string) events.APIGatewayV2HTTPReq
 }
 
 // createReq is a POST /jobs with key (none when empty) and body.
-func createReq(t *testing.T, key, body string) events.APIGatewayV2HTTPRequest {
+func createReq(t testing.TB, key, body string) events.APIGatewayV2HTTPRequest {
 	t.Helper()
 	ev := request(t, "POST", "/jobs", body)
 	if key != "" {

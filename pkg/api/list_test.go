@@ -13,7 +13,7 @@ import (
 	"github.com/aijobs/aijobs/pkg/job"
 )
 
-func listReq(t *testing.T, query string) events.APIGatewayV2HTTPRequest {
+func listReq(t testing.TB, query string) events.APIGatewayV2HTTPRequest {
 	ev := request(t, http.MethodGet, "/jobs", "")
 	ev.RawQueryString = query
 	return ev

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"sort"
@@ -30,8 +31,10 @@ func (e endpoint) allow() string {
 }
 
 // match finds the endpoint of a raw path. Ids are taken as they appear in
-// the path, not percent-decoded: a valid id never needs escaping, so an
-// escaped one is refused as malformed.
+// the path: a valid id never needs escaping, so one with "%" is refused as
+// malformed. An HTTP API has already percent-decoded rawPath (a request for
+// /jobs/ID%2Fcancel arrives as /jobs/ID/cancel, pkg/devserver emulates
+// it), so what is matched here is the decoded path.
 func match(path string) (endpoint, bool) {
 	rest, ok := strings.CutPrefix(path, "/jobs")
 	switch {
@@ -72,7 +75,7 @@ func matchEvent(ev events.APIGatewayV2HTTPRequest) (endpoint, bool) {
 }
 
 // route answers 404 for an unknown path, 405 for a known path with another
-// method, 401 without a tenant, and otherwise hands the request on.
+// method, 401 without a usable tenant, and otherwise hands the request on.
 func (h *Handler) route(ctx context.Context, log *slog.Logger, ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {
 	ep, ok := matchEvent(ev)
 	if !ok {
@@ -85,8 +88,11 @@ func (h *Handler) route(ctx context.Context, log *slog.Logger, ev events.APIGate
 		return resp
 	}
 	tenant := tenantOf(ev.RequestContext)
-	if tenant == "" {
+	switch {
+	case tenant == "":
 		return problemFor(job.CodeUnauthorized, "", "the request carries no caller identity")
+	case len(tenant) > maxTenantBytes:
+		return problemFor(job.CodeUnauthorized, "", fmt.Sprintf("the caller identity is too long (over %d bytes)", maxTenantBytes))
 	}
 	log = log.With(slog.String("route", op))
 	if ep.id != "" {

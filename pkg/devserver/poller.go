@@ -2,7 +2,9 @@ package devserver
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -23,8 +25,8 @@ type Source interface {
 // up to BatchSize messages gathered for at most BatchWindow, each given
 // FunctionTimeout. Messages the handler does not report as failures are
 // deleted; reported ones stay and return when their visibility ends. If
-// the handler errs, or reports an id that is not in the batch, the whole
-// batch stays, as in Lambda.
+// the handler errs, panics, overruns FunctionTimeout, or reports an id that
+// is not in the batch, the whole batch stays, as in Lambda.
 type Poller struct {
 	Source          Source
 	Handler         WorkerHandler
@@ -35,10 +37,12 @@ type Poller struct {
 	QueueARN        string
 	Region          string
 	Logger          *slog.Logger
+	inflight        sync.WaitGroup // handlers still running, late ones included
 }
 
 // Run polls until ctx ends. In-flight invocations are cancelled with it
-// (the worker records their attempts as timeouts) and awaited.
+// (the worker records their attempts as timeouts) and awaited, late ones
+// included.
 func (p *Poller) Run(ctx context.Context) {
 	var wg sync.WaitGroup
 	for range max(p.Concurrency, 1) {
@@ -49,6 +53,7 @@ func (p *Poller) Run(ctx context.Context) {
 		}()
 	}
 	wg.Wait()
+	p.inflight.Wait()
 }
 
 func (p *Poller) loop(ctx context.Context) {
@@ -93,11 +98,8 @@ func (p *Poller) invoke(ctx context.Context, batch []events.SQSMessage) {
 		batch[i].EventSourceARN = p.QueueARN
 		batch[i].AWSRegion = p.Region
 	}
-	ictx, cancel := context.WithTimeout(ctx, p.FunctionTimeout)
-	resp, err := p.Handler(ictx, events.SQSEvent{Records: batch})
-	cancel()
-	if err != nil {
-		p.Logger.Error("poller: worker invocation failed; the batch stays", "err", err, "messages", len(batch))
+	resp, ok := p.call(ctx, batch)
+	if !ok {
 		return
 	}
 	keep := map[string]bool{}
@@ -124,6 +126,60 @@ func (p *Poller) invoke(ctx context.Context, batch []events.SQSMessage) {
 	defer dcancel()
 	if err := p.Source.Delete(dctx, done); err != nil {
 		p.Logger.Warn("poller: deleting processed messages failed; they will be redelivered and absorbed by the claim", "err", err)
+	}
+}
+
+// call runs one invocation as Lambda does and reports whether it
+// succeeded. It fails, and the whole batch stays for redelivery, when the
+// handler returns an error, panics, or has not returned when the function
+// timeout ends: AWS returns every message of a failed or timed-out
+// invocation to the queue, whatever the handler reported
+// (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-errorhandling.html).
+// A timed-out or panicked invocation's context is cancelled (Lambda stops
+// the sandbox) and the slot takes the next batch at once; a late handler's
+// answer is dropped. A panic in a goroutine the handler started is not
+// recoverable here: it ends the dev server, as it ends the sandbox in AWS.
+// The emulator cannot kill the handler's other goroutines, so unlike AWS
+// they see the cancellation and may still record their attempts.
+func (p *Poller) call(ctx context.Context, batch []events.SQSMessage) (events.SQSEventResponse, bool) {
+	type result struct {
+		resp     events.SQSEventResponse
+		err      error
+		panicked any
+		stack    string
+	}
+	ictx, cancel := context.WithTimeout(ctx, p.FunctionTimeout)
+	defer cancel()
+	done := make(chan result, 1) // a late handler's send never blocks
+	p.inflight.Add(1)
+	go func() {
+		defer p.inflight.Done()
+		defer func() {
+			if v := recover(); v != nil {
+				done <- result{panicked: v, stack: string(debug.Stack())}
+			}
+		}()
+		resp, err := p.Handler(ictx, events.SQSEvent{Records: batch})
+		done <- result{resp: resp, err: err}
+	}()
+	timer := time.NewTimer(p.FunctionTimeout)
+	defer timer.Stop()
+	select {
+	case r := <-done:
+		switch {
+		case r.panicked != nil:
+			p.Logger.Error("poller: worker invocation panicked (in AWS the sandbox dies); the whole batch returns to the queue",
+				"panic", fmt.Sprint(r.panicked), "stack", r.stack, "messages", len(batch))
+			return events.SQSEventResponse{}, false
+		case r.err != nil:
+			p.Logger.Error("poller: worker invocation failed; the whole batch returns to the queue", "err", r.err, "messages", len(batch))
+			return events.SQSEventResponse{}, false
+		}
+		return r.resp, true
+	case <-timer.C:
+		p.Logger.Error("poller: worker invocation overran its function timeout; the whole batch returns to the queue and nothing it reports counts",
+			"timeout", p.FunctionTimeout.String(), "messages", len(batch))
+		return events.SQSEventResponse{}, false
 	}
 }
 

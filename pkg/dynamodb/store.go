@@ -55,11 +55,17 @@ func New(c Client, table string, s settings.Settings) *Store {
 const skewRetries = 3
 
 // Create puts j unless its id exists; then it answers Conflict with the
-// existing record (emulators return no ALL_OLD item, so it is read).
+// existing record (emulators return no ALL_OLD item, so it is read). A
+// record DynamoDB would refuse for its size is payload_too_large, refused
+// before any write.
 func (s *Store) Create(ctx context.Context, j job.Job) (job.Job, error) {
+	item := toItem(j, s.idx.activeShards)
+	if err := checkSize(item); err != nil {
+		return job.Job{}, err
+	}
 	_, err := s.c.PutItem(ctx, &ddb.PutItemInput{
 		TableName:                           aws.String(s.table),
-		Item:                                toItem(j, s.idx.activeShards),
+		Item:                                item,
 		ConditionExpression:                 aws.String("attribute_not_exists(#id)"),
 		ExpressionAttributeNames:            map[string]string{"#id": aID},
 		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld,
