@@ -37,10 +37,18 @@ func (a Answer) Do(r *http.Request) (*http.Response, error) {
 		Header: http.Header{"Content-Type": {a.ContentType}}, Body: io.NopCloser(bytes.NewReader(a.Body))}, nil
 }
 
-// Request is a generation of Prompt.
-func Request() model.Request {
+// Request is a generation of Prompt whose progress must never go back:
+// the worker writes it to the record, and a poller would see a job undo
+// its own work.
+func Request(t testing.TB) model.Request {
+	last := 0
 	return model.Request{JobID: "job-1", MaxTokens: 100, Messages: []job.Message{{Role: "user", Content: Prompt}},
-		Progress: func(int) {}}
+		Progress: func(n int) {
+			if n < last {
+				t.Fatalf("progress went back from %d to %d", last, n)
+			}
+			last = n
+		}}
 }
 
 // Check holds a provider's answer to arbitrary bytes to what the worker

@@ -128,6 +128,9 @@ func ParseCreate(tenant, key string, body []byte, l Limits) (CreateRequest, erro
 	if err := exactKeys(trimmed, "", bodyFields); err != nil {
 		return CreateRequest{}, err
 	}
+	if k, ok := duplicateKey(trimmed); ok {
+		return CreateRequest{}, invalid(truncate(k, 64), "the field %q appears twice in one object", truncate(k, 64))
+	}
 	if err := strictDecode(trimmed, &b); err != nil {
 		return CreateRequest{}, err
 	}
@@ -254,6 +257,54 @@ func strictDecode(b []byte, v any) error {
 		return invalid("", "the body holds data after the JSON object")
 	}
 	return nil
+}
+
+// duplicateKey finds an object, at any depth, that names a member twice.
+// JSON parsers disagree on which one counts (Go takes the last, others the
+// first), so a proxy in front of the API could read another request than
+// the one hashed and run. Malformed JSON is left to strictDecode.
+func duplicateKey(b []byte) (string, bool) {
+	type frame struct {
+		keys  map[string]bool // nil for an array
+		atKey bool
+	}
+	var stack []*frame
+	valueDone := func() {
+		if n := len(stack); n > 0 && stack[n-1].keys != nil {
+			stack[n-1].atKey = true
+		}
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	for {
+		t, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		switch v := t.(type) {
+		case json.Delim:
+			switch v {
+			case '{':
+				stack = append(stack, &frame{keys: map[string]bool{}, atKey: true})
+			case '[':
+				stack = append(stack, &frame{})
+			default:
+				stack = stack[:len(stack)-1]
+				valueDone()
+			}
+		case string:
+			if f := stack[len(stack)-1]; f.keys != nil && f.atKey {
+				if f.keys[v] {
+					return v, true
+				}
+				f.keys[v], f.atKey = true, false
+				continue
+			}
+			valueDone()
+		default:
+			valueDone()
+		}
+	}
 }
 
 // exactKeys refuses a member of the JSON object b whose name is not, byte

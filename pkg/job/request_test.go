@@ -133,6 +133,11 @@ func TestParseCreateRefuses(t *testing.T) {
 		{name: "null", body: `null`},
 		{name: "malformed", body: `{"input":`},
 		{name: "trailing data", body: body("") + ` {}`},
+		// Parsers disagree on which of two equal names counts: refused at
+		// every depth rather than read differently by a proxy.
+		{name: "duplicate top-level field", body: `{"input":{"messages":[{"role":"user","content":"a"}]},"input":{"messages":[{"role":"user","content":"b"}]}}`, field: "input"},
+		{name: "duplicate field in a message", body: withInput(`"messages":[{"role":"user","content":"a","content":"b"}]`), field: "content"},
+		{name: "duplicate field in metadata", body: body(`"metadata":{"a":{"k":1,"k":2}}`), field: "k"},
 		{name: "trailing garbage", body: body("") + `x`},
 		{name: "invalid UTF-8", body: `{"input":{"messages":[{"role":"user","content":"` + "\xff" + `"}]}}`},
 		{name: "unknown top-level field", body: body(`"priority":1`), field: "priority"},

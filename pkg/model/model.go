@@ -37,8 +37,12 @@ type Usage struct {
 	Estimated bool `json:"estimated,omitempty"`
 }
 
-// Cost is what the usage costs at p.
-func (u Usage) Cost(p job.Price) job.Nanocents { return p.Cost(u.InputTokens, u.OutputTokens) }
+// Cost is what the usage costs at p. A negative count (a provider's bug,
+// or a hostile server) costs nothing rather than lowering what the job has
+// spent and lifting its budget.
+func (u Usage) Cost(p job.Price) job.Nanocents {
+	return p.Cost(max(u.InputTokens, 0), max(u.OutputTokens, 0))
+}
 
 // Response is a successful generation and the usage it was billed for.
 type Response struct {

@@ -60,7 +60,7 @@ func FuzzStream(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = c.Generate(context.Background(), modelfuzz.Request())
+		_, err = c.Generate(context.Background(), modelfuzz.Request(t))
 		modelfuzz.Check(t, err)
 	})
 }

@@ -223,11 +223,17 @@ func TestGenerateStream(t *testing.T) {
 		finish    string
 		usage     model.Usage
 		progress  string
+		// usageChunk replaces the usual usage chunk (4 tokens)
+		usageChunk string
 	}{
 		{name: "usage chunk is exact", withUsage: true, finish: "stop",
 			usage: model.Usage{InputTokens: 9, OutputTokens: 4}, progress: "[1 2 3 4]"},
 		{name: "no usage chunk is estimated", finish: "length",
-			usage: model.Usage{InputTokens: promptCeiling, OutputTokens: 3, Estimated: true}, progress: "[1 2 3 3]"},
+			usage: model.Usage{InputTokens: promptCeiling, OutputTokens: 3, Estimated: true}, progress: "[1 2 3]"},
+		// A final count below the chunks seen never moves progress back
+		// (found by FuzzStream).
+		{name: "a usage chunk below the chunks seen", finish: "stop", usageChunk: `{"choices":[],"usage":{"prompt_tokens":9,"completion_tokens":2}}`,
+			usage: model.Usage{InputTokens: 9, OutputTokens: 2}, progress: "[1 2 3]"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -262,6 +268,9 @@ func TestGenerateStream(t *testing.T) {
 				sse(w, fmt.Sprintf(finishChunk, tt.finish))
 				if tt.withUsage {
 					sse(w, usageChunk)
+				}
+				if tt.usageChunk != "" {
+					sse(w, tt.usageChunk)
 				}
 				sse(w, "[DONE]")
 			}))

@@ -96,7 +96,7 @@ func readStream(ctx context.Context, body io.Reader, r model.Request) (model.Res
 	if u != nil {
 		final = u.billed()
 	}
-	if r.Progress != nil {
+	if r.Progress != nil && final.OutputTokens > chunks { // never back
 		r.Progress(int(final.OutputTokens))
 	}
 	if name == "" {
