@@ -91,7 +91,9 @@ func TestModelServerFaults(t *testing.T) {
 	})
 	t.Run("a stream cut mid-way bills the tokens sent", func(t *testing.T) {
 		_, g, rc, err := call(t, with(ModelFault{Kind: ModelCut, CutAfter: 7}), true, 5*time.Second)
-		if err == nil || g.Output != 7 || rc.Complete || rc.Chunks != 7 || usageOf(err) != (model.Usage{InputTokens: g.Prompt, OutputTokens: 7}) {
+		// The provider never got the usage chunk: it reports the tokens it
+		// read and an upper estimate of the prompt, marked estimated.
+		if u := usageOf(err); err == nil || g.Output != 7 || rc.Complete || rc.Chunks != 7 || u.OutputTokens != 7 || u.InputTokens < g.Prompt || !u.Estimated {
 			t.Fatalf("err %v usage %+v, billed %+v, received %+v", err, usageOf(err), g, rc)
 		}
 	})
