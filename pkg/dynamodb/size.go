@@ -19,6 +19,13 @@ import (
 const (
 	maxItemBytes         = 400 << 10 // names and values, UTF-8
 	maxPartitionKeyBytes = 2048      // the table's and every index's
+	// growth is the room a new record keeps for what its own life adds
+	// (the settled tokens of every attempt, an error detail, the index
+	// keys of its end, the result model): without it a record created just
+	// under the limit could not record what its attempts cost. The
+	// result itself is checked when it is written (an attempt whose
+	// result does not fit ends the job, keeping its cost).
+	growth = 4 << 10
 )
 
 // tooLarge is a record DynamoDB would refuse for its size.
@@ -28,14 +35,15 @@ func tooLarge(what string, size, limit int) error {
 		Err:     fmt.Errorf("dynamodb: %s is %d bytes, over the %d-byte limit", what, size, limit)}
 }
 
-// checkSize refuses an item over the item limit, or whose tenant (the
-// tenant index's partition key) is over the key limit.
+// checkSize refuses a new item over the item limit less the room its
+// attempts need, or whose tenant (the tenant index's partition key) is over
+// the key limit.
 func checkSize(it map[string]types.AttributeValue) error {
 	if v, ok := it[aTenant].(*types.AttributeValueMemberS); ok && len(v.Value) > maxPartitionKeyBytes {
 		return tooLarge("the tenant", len(v.Value), maxPartitionKeyBytes)
 	}
-	if n := itemSize(it); n > maxItemBytes {
-		return tooLarge("the item", n, maxItemBytes)
+	if n := itemSize(it); n > maxItemBytes-growth {
+		return tooLarge("the item with room for its attempts", n, maxItemBytes-growth)
 	}
 	return nil
 }

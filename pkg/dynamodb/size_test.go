@@ -142,11 +142,34 @@ func TestTheLargestOrdinaryRecordFits(t *testing.T) {
 	}
 	j := req.NewJob(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), time.Hour)
 	j.Reserve = 1 << 40
-	if n := itemSize(toItem(j, 16)); n > maxItemBytes {
-		t.Fatalf("the largest ordinary record is %d bytes, over %d", n, maxItemBytes)
+	if n := itemSize(toItem(j, 16)); n > maxItemBytes-growth {
+		t.Fatalf("the largest ordinary record is %d bytes, over %d (the limit less its attempts' room)", n, maxItemBytes-growth)
 	}
 	c := &putCounter{}
 	if _, err := New(c, "jobs", s).Create(t.Context(), j); err != nil || c.puts.Load() != 1 {
 		t.Fatalf("Create: %v, %d puts", err, c.puts.Load())
+	}
+}
+
+// TestANewRecordKeepsRoomForItsAttempts: a record that would fit the item
+// limit only just is refused too: every attempt adds a settled token, an
+// end adds its index keys and detail, and a record that cannot take them
+// could not record what its attempts cost.
+func TestANewRecordKeepsRoomForItsAttempts(t *testing.T) {
+	c := &putCounter{}
+	st := New(c, "jobs", settings.Defaults())
+	for n := 60_000; ; n += 100 {
+		j := newJob(t, "jwt:a", `{"input":{"messages":[{"role":"user","content":"`+strings.Repeat("\u2028", n)+`"}]}}`)
+		size := itemSize(toItem(j, 16))
+		if size <= maxItemBytes-growth {
+			continue
+		}
+		if size > maxItemBytes {
+			t.Fatalf("stepped over the band between the limit less its room and the limit (%d bytes)", size)
+		}
+		if _, err := st.Create(t.Context(), j); job.ErrorCode(err) != job.CodePayloadTooLarge || c.puts.Load() != 0 {
+			t.Fatalf("a %d-byte record (limit %d, room %d): %v, %d puts; want payload_too_large before any write", size, maxItemBytes, growth, err, c.puts.Load())
+		}
+		return
 	}
 }
