@@ -79,6 +79,7 @@ func TestEveryPlaceholderIsUsed(t *testing.T) {
 		ctx := t.Context()
 		_, _ = st.Claim(ctx, job.Claim{ID: id, Owner: "w", Now: now, LeaseUntil: now.Add(time.Minute)})
 		_, _ = st.Heartbeat(ctx, job.Heartbeat{ID: id, Owner: "w", Now: now, LeaseUntil: now.Add(time.Minute), Progress: 0.5})
+		_, _ = st.HoldMore(ctx, job.HoldMore{ID: id, Owner: "w", Now: now, Amount: 5})
 		_, _ = st.Succeed(ctx, job.Succeed{ID: id, Owner: "w", Now: now, Cost: 1, Held: 2, Ran: time.Second, Result: res, Model: "m", ExpiresAt: keep})
 		_, _ = st.Succeed(ctx, job.Succeed{ID: id, Owner: "w", Now: now})
 		_, _ = st.Succeed(ctx, job.Succeed{ID: id, Owner: "w", Now: now, Cost: 1, Estimated: true})

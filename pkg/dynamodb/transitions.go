@@ -49,6 +49,18 @@ func (s *Store) Heartbeat(ctx context.Context, h job.Heartbeat) (job.Job, error)
 	}, settle{})
 }
 
+// HoldMore applies job.HoldMore: reserved is budget - cost - remaining,
+// so taking Amount off remaining_nc holds it.
+func (s *Store) HoldMore(ctx context.Context, h job.HoldMore) (job.Job, error) {
+	return s.apply(ctx, h.ID, h.Now, h.Allows, update{
+		cond: heldCond + " AND #remaining_nc >= :amount",
+		expr: "SET #remaining_nc = #remaining_nc - :amount, #updated_ms = :upd ADD #version :one",
+		values: map[string]types.AttributeValue{
+			":running": st(job.Running), ":owner": avS(h.Owner), ":nobody": avS(""), ":amount": avN(int64(h.Amount)), ":one": avN(1),
+		},
+	}, settle{})
+}
+
 // Succeed applies job.Succeed; a refused success still adds its cost.
 func (s *Store) Succeed(ctx context.Context, t job.Succeed) (job.Job, error) {
 	set := settle{t.Cost, t.Held, t.Ran, t.Estimated}

@@ -35,6 +35,20 @@ type Heartbeat struct {
 	Progress   float64
 }
 
+// HoldMore raises a held attempt's hold by Amount before it calls a
+// fallback rung whose worst case the hold does not cover: a worker that
+// dies during that rung then leaves a hold that covers what the providers
+// may bill for the whole attempt, and the budget is never spent twice over.
+// Precondition: state = running AND lease_owner = Owner AND budget - cost
+// - reserved >= Amount.
+// Effect: reserved + Amount. The attempt's finish returns the whole hold.
+type HoldMore struct {
+	ID     string
+	Owner  string
+	Now    time.Time
+	Amount Nanocents
+}
+
 // Succeed stores the result and the attempt's cost.
 // Precondition: state = running AND lease_owner = Owner.
 // When the precondition fails, the store still adds Cost (unconditionally)
@@ -189,6 +203,11 @@ func (c Claim) Allows(j Job) bool {
 // Allows reports whether the heartbeat's precondition holds for j.
 func (h Heartbeat) Allows(j Job) bool { return heldBy(j, h.Owner) }
 
+// Allows reports whether the hold's precondition holds for j.
+func (h HoldMore) Allows(j Job) bool {
+	return heldBy(j, h.Owner) && h.Amount >= 0 && j.Budget-j.Cost-j.Reserved >= h.Amount
+}
+
 // Allows reports whether the success's precondition holds for j.
 func (s Succeed) Allows(j Job) bool { return heldBy(j, s.Owner) }
 
@@ -262,6 +281,12 @@ func (c Claim) Apply(j Job) Job {
 // Apply returns j after the heartbeat.
 func (h Heartbeat) Apply(j Job) Job {
 	j.LeaseUntil, j.Progress = Millis(h.LeaseUntil), clampProgress(h.Progress)
+	return touch(j, h.Now)
+}
+
+// Apply returns j after the hold.
+func (h HoldMore) Apply(j Job) Job {
+	j.Reserved += h.Amount
 	return touch(j, h.Now)
 }
 

@@ -59,6 +59,11 @@ func (s *Store) Heartbeat(_ context.Context, h job.Heartbeat) (job.Job, error) {
 	return s.apply(h.ID, h.Allows, h.Apply, settlement{}, h.Now)
 }
 
+// HoldMore applies job.HoldMore.
+func (s *Store) HoldMore(_ context.Context, h job.HoldMore) (job.Job, error) {
+	return s.apply(h.ID, h.Allows, h.Apply, settlement{}, h.Now)
+}
+
 // Succeed applies job.Succeed, settling the attempt even when it is refused.
 func (s *Store) Succeed(_ context.Context, t job.Succeed) (job.Job, error) {
 	return s.apply(t.ID, t.Allows, t.Apply, settlement{t.Cost, t.Held, t.Ran, t.Estimated}, t.Now)

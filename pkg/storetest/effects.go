@@ -47,6 +47,53 @@ func heartbeat(t *testing.T, s *suite) {
 	}
 }
 
+// holdMore: the owner of a running attempt raises its hold while the
+// budget left covers the raise; nobody else may, and a raise the budget
+// cannot cover is refused.
+func holdMore(t *testing.T, s *suite) {
+	now := base.Add(time.Minute)
+	for _, c := range []struct {
+		name   string
+		owner  string
+		amount job.Nanocents
+		ok     bool
+	}{
+		{"the owner, within the budget", "me", 1000, true},
+		{"the owner, exactly the budget left", "me", job.Cents(5) - 7 - reserve, true},
+		{"the owner, beyond the budget left", "me", job.Cents(5) - 7 - reserve + 1, false},
+		{"another worker", "other", 1, false},
+		{"nobody", "", 1, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Parallel()
+			j := s.create(t, attempt(now), func(j *job.Job) { j.Cost = 7 })
+			got, err := s.store.HoldMore(t.Context(), job.HoldMore{ID: j.ID, Owner: c.owner, Now: now, Amount: c.amount})
+			if !c.ok {
+				s.refused(t, "hold more", err, j)
+				return
+			}
+			want := j
+			want.Reserved, want.Version, want.UpdatedAt = j.Reserved+c.amount, j.Version+1, now
+			s.applied(t, "hold more", got, err, want)
+			if got.Remaining() != j.Remaining()-c.amount {
+				t.Fatalf("remaining %d, want %d", got.Remaining(), j.Remaining()-c.amount)
+			}
+		})
+	}
+	// The attempt's finish returns the whole hold, the raise included.
+	t.Run("the finish returns it", func(t *testing.T) {
+		t.Parallel()
+		j := s.create(t, attempt(now))
+		if _, err := s.store.HoldMore(t.Context(), job.HoldMore{ID: j.ID, Owner: "me", Now: now, Amount: 40}); err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.store.Release(t.Context(), job.Release{ID: j.ID, Owner: "me", Now: now.Add(time.Second), Cost: 30, Held: reserve + 40, Class: job.Timeout})
+		if err != nil || got.Reserved != j.Reserved-reserve || got.Cost != j.Cost+30 {
+			t.Fatalf("release: %+v %v, want the whole hold returned and 30 more cost", got, err)
+		}
+	})
+}
+
 func succeed(t *testing.T, s *suite) {
 	now := base.Add(time.Minute)
 	for _, c := range []struct {

@@ -27,6 +27,7 @@ type Store interface {
 	Get(context.Context, string) (job.Job, error)
 	Claim(context.Context, job.Claim) (job.Job, error)
 	Heartbeat(context.Context, job.Heartbeat) (job.Job, error)
+	HoldMore(context.Context, job.HoldMore) (job.Job, error)
 	Succeed(context.Context, job.Succeed) (job.Job, error)
 	Release(context.Context, job.Release) (job.Job, error)
 	End(context.Context, job.End) (job.Job, error)
@@ -75,6 +76,7 @@ func cases() []testCase {
 		{"version and updated_at move forward", versionAndUpdated},
 		{"skewed writers in a row", skewedInARow},
 		{"heartbeat", heartbeat},
+		{"hold more", holdMore},
 		{"succeed", succeed},
 		{"release", release},
 		{"end with an owner", endOwned},

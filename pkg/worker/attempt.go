@@ -27,6 +27,10 @@ type attempt struct {
 	owner string
 	start time.Time
 	log   *slog.Logger
+	// held is the attempt's hold on the budget: the record's Reserve from
+	// the claim, raised before a fallback rung whose worst case it does
+	// not cover; the finish returns all of it.
+	held job.Nanocents
 }
 
 // charge is what an attempt's calls cost, and whether that includes an
@@ -196,8 +200,12 @@ func (a *attempt) climb(ctx context.Context, route job.Route, in job.Input, avai
 			return r
 		}
 		if i > 0 {
-			if wc := rung.WorstCase(in); r.paid.cost+wc > avail {
+			wc := rung.WorstCase(in)
+			if r.paid.cost+wc > avail {
 				a.log.Info("no fallback: the next rung's worst case does not fit the budget", "error_class", r.class, "rung", i, "worst_case_cents", wc.String())
+				return r
+			}
+			if !a.holdFor(ctx, r.paid.cost+wc) {
 				return r
 			}
 			a.log.Info("falling back to the next rung", "error_class", r.class, "rung", i, "provider", rung.Provider, "model", rung.Model)
@@ -223,6 +231,24 @@ func (a *attempt) climb(ctx context.Context, route job.Route, in job.Input, avai
 		}
 	}
 	return r
+}
+
+// holdFor raises the attempt's hold to need (what it spent so far plus the
+// next rung's worst case) before that rung is called, so a worker that
+// dies during it leaves a hold covering what the providers may bill. It
+// reports whether the rung may be called: a raise the record refuses (the
+// budget moved, the lease was lost) ends the climb.
+func (a *attempt) holdFor(ctx context.Context, need job.Nanocents) bool {
+	if need <= a.held {
+		return true
+	}
+	_, err := a.w.cfg.Store.HoldMore(ctx, job.HoldMore{ID: a.j.ID, Owner: a.owner, Now: a.w.cfg.Clock.Now(), Amount: need - a.held})
+	if err != nil {
+		a.log.Info("no fallback: raising the attempt's hold for the next rung failed", "need_cents", need.String(), "err", err)
+		return false
+	}
+	a.held = need
+	return true
 }
 
 // call runs one rung under its own timeout and reports whether that
@@ -254,7 +280,7 @@ func (a *attempt) succeed(ctx context.Context, r climbed) outcome {
 	result, _ := job.EncodeJSON(r.resp)
 	err := retryWrite(ctx, func() error {
 		_, err := a.w.cfg.Store.Succeed(ctx, job.Succeed{ID: a.j.ID, Owner: a.owner, Now: now, Cost: r.paid.cost, Estimated: r.paid.estimated,
-			Held: a.j.Reserve, Ran: now.Sub(a.start), Result: result, Model: r.rung.Provider + "/" + r.resp.Model,
+			Held: a.held, Ran: now.Sub(a.start), Result: result, Model: r.rung.Provider + "/" + r.resp.Model,
 			ExpiresAt: a.w.cfg.Retention.ExpiresAt(job.Succeeded, now)})
 		return err
 	})
@@ -276,7 +302,7 @@ func (a *attempt) settleLost(ctx context.Context, class job.ErrorClass, paid cha
 	now := a.w.stamp(a.j)
 	err := retryWrite(ctx, func() error {
 		_, err := a.w.cfg.Store.Release(ctx, job.Release{ID: a.j.ID, Owner: a.owner, Now: now, Cost: paid.cost, Estimated: paid.estimated,
-			Held: a.j.Reserve, Ran: now.Sub(a.start), Class: class})
+			Held: a.held, Ran: now.Sub(a.start), Class: class})
 		return err
 	})
 	return a.w.finished(err, a.log)
@@ -294,7 +320,7 @@ func (a *attempt) failed(ctx context.Context, class job.ErrorClass, detail strin
 	}
 	err := retryWrite(ctx, func() error {
 		_, err := a.w.cfg.Store.Release(ctx, job.Release{ID: a.j.ID, Owner: a.owner, Now: now, Cost: paid.cost, Estimated: paid.estimated,
-			Held: a.j.Reserve, Ran: now.Sub(a.start), Class: class, Detail: detail, NotBefore: now.Add(d.Delay)})
+			Held: a.held, Ran: now.Sub(a.start), Class: class, Detail: detail, NotBefore: now.Add(d.Delay)})
 		return err
 	})
 	if err != nil {
@@ -313,7 +339,7 @@ func (a *attempt) end(ctx context.Context, class job.ErrorClass, detail string, 
 	now := a.w.stamp(a.j)
 	err := retryWrite(ctx, func() error {
 		_, err := a.w.cfg.Store.End(ctx, job.End{ID: a.j.ID, Owner: a.owner, Now: now, Cost: paid.cost, Estimated: paid.estimated,
-			Held: a.j.Reserve, Ran: now.Sub(a.start), Class: class, Detail: detail, ExpiresAt: a.w.cfg.Retention.ExpiresAt(class.FinalState(), now)})
+			Held: a.held, Ran: now.Sub(a.start), Class: class, Detail: detail, ExpiresAt: a.w.cfg.Retention.ExpiresAt(class.FinalState(), now)})
 		return err
 	})
 	a.log.Info("job ended", "error_class", class, "state", class.FinalState())

@@ -125,7 +125,7 @@ func (w *Worker) claim(ctx context.Context, m events.SQSMessage, id string, log 
 
 // run runs the attempt a claim won.
 func (w *Worker) run(ctx context.Context, m events.SQSMessage, j job.Job, owner string, start time.Time, log *slog.Logger) outcome {
-	a := &attempt{w: w, m: m, j: j, owner: owner, start: start, log: log.With("attempt", j.Attempts)}
+	a := &attempt{w: w, m: m, j: j, owner: owner, start: start, log: log.With("attempt", j.Attempts), held: j.Reserve}
 	return a.run(ctx)
 }
 

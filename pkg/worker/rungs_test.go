@@ -234,3 +234,30 @@ func TestCancelDuringAFallbackStopsTheClimb(t *testing.T) {
 		t.Fatalf("job = %+v, rung 1 calls %d", got, f.second.calls[j.ID])
 	}
 }
+
+// TestAFallbackRungIsHeldForBeforeItIsCalled: the claim holds the first
+// rung's worst case; before a fallback rung the attempt raises its hold to
+// what it spent plus that rung's worst case, so a worker that dies during
+// the rung leaves a hold that covers what the providers may bill (the
+// chaos run found the first rung's hold alone below the bill). The finish
+// returns all of it.
+func TestAFallbackRungIsHeldForBeforeItIsCalled(t *testing.T) {
+	var l *ladder
+	during := make(chan job.Job, 1)
+	l = setupLadder(t, fail(job.Overloaded, model.Usage{InputTokens: 5}), func(ctx context.Context, r model.Request, n int) (model.Response, error) {
+		cur, _ := l.store.Get(ctx, r.JobID)
+		during <- cur
+		return answer("m2", model.Usage{InputTokens: 7})(ctx, r, n)
+	}, nil)
+	// Rung 0's worst case (3+8 prompt + 10 output tokens at 1/2) is 31;
+	// rung 1's is 310 (see TestNoFallbackTheBudgetCannotCover).
+	j := l.create("k1", func(j *job.Job) { j.Reserve, j.Budget = 31, 1000 })
+	l.deliver(body(j.ID))
+	cur := <-during
+	if cur.Reserved != 5+310 {
+		t.Fatalf("while rung 1 runs the record holds %d, want what rung 0 spent (5) plus rung 1's worst case (310)", cur.Reserved)
+	}
+	if got := l.get(j.ID); got.State != job.Succeeded || got.Reserved != 0 || got.Cost != 5+70 {
+		t.Fatalf("job = %+v: want succeeded, the whole hold returned, cost 75", got)
+	}
+}

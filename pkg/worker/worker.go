@@ -23,6 +23,7 @@ type Store interface {
 	Get(context.Context, string) (job.Job, error)
 	Claim(context.Context, job.Claim) (job.Job, error)
 	Heartbeat(context.Context, job.Heartbeat) (job.Job, error)
+	HoldMore(context.Context, job.HoldMore) (job.Job, error)
 	Succeed(context.Context, job.Succeed) (job.Job, error)
 	Release(context.Context, job.Release) (job.Job, error)
 	End(context.Context, job.End) (job.Job, error)
