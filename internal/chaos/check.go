@@ -1,10 +1,8 @@
 package chaos
 
 import (
-	"encoding/json"
 	"fmt"
 	"os"
-	"reflect"
 	"slices"
 	"sort"
 	"strings"
@@ -26,28 +24,9 @@ type Invariant struct {
 	Failures []string
 }
 
-// estimatedField is the view's flag for a cost that includes an estimate
-// of usage the provider never reported.
-const estimatedField = "cost_estimated"
-
-// flagAvailable reports whether the job view has the estimated flag yet.
-func flagAvailable() bool {
-	t := reflect.TypeOf(api.View{})
-	for i := range t.NumField() {
-		if strings.Split(t.Field(i).Tag.Get("json"), ",")[0] == estimatedField {
-			return true
-		}
-	}
-	return false
-}
-
-func estimated(j job.Job) bool {
-	b, _ := json.Marshal(api.NewView(j))
-	var m map[string]any
-	_ = json.Unmarshal(b, &m)
-	v, _ := m[estimatedField].(bool)
-	return v
-}
+// estimated reports whether the job's view, as its client reads it, says
+// its cost includes an estimate of usage the provider never reported.
+func estimated(j job.Job) bool { return api.NewView(j).CostEstimated }
 
 type jobFacts struct {
 	run    *jobRun
@@ -143,7 +122,7 @@ func (h *harness) check(records map[string]job.Job, changed map[string]time.Time
 	sweeps := slices.Clone(h.sweeps)
 	h.sweepsMu.Unlock()
 	rep := &Report{Seed: h.opts.Seed, Jobs: h.opts.Jobs, Tenants: h.opts.Tenants, Load: h.opts.Load, LogDir: h.logDir, Bound: bound,
-		Faults: h.tally.Counts(), States: map[string]int{}, Sweeps: sweeps, FlagAvailable: flagAvailable()}
+		Faults: h.tally.Counts(), States: map[string]int{}, Sweeps: sweeps}
 	for _, g := range h.model.srv.Generations() {
 		key := fmt.Sprintf("%s/%d", g.NS, g.Index)
 		gens[key] = append(gens[key], g)
@@ -259,10 +238,10 @@ func (h *harness) check(records map[string]job.Job, changed map[string]time.Time
 				held++
 			case j.Reserved <= 0 && j.Cost < f.billed && j.Cost >= f.billed-f.inflight:
 				race++
-			case j.Cost > f.billed && (!rep.FlagAvailable || estimated(j)):
+			case j.Cost > f.billed && estimated(j):
 				over++
 			case j.Cost > f.billed:
-				fail(inv[2], fmt.Sprintf("cost %s above the bill %s and not marked %s: %s", j.Cost, f.billed, estimatedField, h.describe(f)))
+				fail(inv[2], fmt.Sprintf("cost %s above the bill %s and not marked cost_estimated: %s", j.Cost, f.billed, h.describe(f)))
 			default:
 				fail(inv[2], fmt.Sprintf("cost %s below the bill %s by %s: %s", j.Cost, f.billed, f.billed-j.Cost-max(j.Reserved, 0), h.describe(f)))
 			}
@@ -275,11 +254,7 @@ func (h *harness) check(records map[string]job.Job, changed map[string]time.Time
 	}
 	inv[0].Note = fmt.Sprintf("%d unfinished within the bound %s; %d lost at create (API killed)", pending, bound, lostJobs)
 	inv[1].Note = fmt.Sprintf("a successful generation is one a client read whole; %d jobs not succeeded had more than one", multi)
-	flag := "estimated flag: " + estimatedField
-	if !rep.FlagAvailable {
-		flag = "estimated flag not available: compared with >="
-	}
-	inv[2].Note = fmt.Sprintf("%d exact, %d above the bill (%s), %d covered by a hold left on the record (an attempt whose outcome was never written: cost+reserved >= bill), %d short only by stream tokens sent but never read because the client had left", exact, over, flag, held, race)
+	inv[2].Note = fmt.Sprintf("%d exact, %d above the bill (marked cost_estimated), %d covered by a hold left on the record (an attempt whose outcome was never written: cost+reserved >= bill), %d short only by stream tokens sent but never read because the client had left", exact, over, held, race)
 	c := h.clients
 	c.mu.Lock()
 	inv[4].Checked, inv[5].Checked = c.checks5, c.checks6
@@ -305,16 +280,15 @@ func (h *harness) check(records map[string]job.Job, changed map[string]time.Time
 
 // Report is a run's outcome.
 type Report struct {
-	Seed          Seed
-	Jobs          int
-	Tenants       int
-	Load          time.Duration
-	Bound         time.Duration
-	LogDir        string
-	Faults        map[string]int
-	States        map[string]int
-	Invariants    []Invariant
-	FlagAvailable bool
+	Seed       Seed
+	Jobs       int
+	Tenants    int
+	Load       time.Duration
+	Bound      time.Duration
+	LogDir     string
+	Faults     map[string]int
+	States     map[string]int
+	Invariants []Invariant
 	// AijobsBilled and BaselineBilled are the billed generations of each
 	// side; Succeeded and BaselineSucceeded their finished jobs.
 	AijobsBilled, BaselineBilled, Succeeded, BaselineSucceeded int
