@@ -96,8 +96,8 @@ func runReplay(ctx context.Context, c *cli, args []string) error {
 	switch {
 	case err != nil:
 		return fmt.Errorf("replay: %w", err)
-	case sum[replay.Failed] > 0:
-		return &exitError{code: exitAPI, msg: fmt.Sprintf("replay: %d jobs hit an error and were left as they were; run again", sum[replay.Failed])}
+	case sum[replay.Errored] > 0:
+		return &exitError{code: exitAPI, msg: fmt.Sprintf("replay: %d jobs hit an error and were left as they were; run again", sum[replay.Errored])}
 	}
 	return nil
 }
@@ -136,7 +136,7 @@ func (b *replayBar) add(_ string, o replay.Outcome) {
 	if b.on {
 		fmt.Fprintf(b.w, "\r\x1b[K%d jobs: %d replayed, %d re-sent, %d skipped as succeeded, %d as running, %d refused for budget, %d errors",
 			b.n, b.counts[replay.Replayed], b.counts[replay.Resent], b.counts[replay.SkippedSucceeded],
-			b.counts[replay.SkippedRunning], b.counts[replay.RefusedBudget], b.counts[replay.Failed])
+			b.counts[replay.SkippedRunning], b.counts[replay.RefusedBudget], b.counts[replay.Errored])
 	}
 }
 

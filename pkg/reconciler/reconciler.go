@@ -171,18 +171,18 @@ func (r *Reconciler) Run(ctx context.Context) (Report, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			state := r.one(ctx, job.Nudge{ID: id, Now: now, Stale: stale, Queued: mode})
+			did := r.one(ctx, job.Nudge{ID: id, Now: now, Stale: stale, Queued: mode})
 			if took {
-				quota.settle(state == job.Queued)
+				quota.settle(did == resentQueued)
 			}
-			switch state {
-			case job.Queued:
+			switch did {
+			case resentQueued:
 				rep.queued.Add(1)
-			case job.Running:
+			case resentRunning:
 				rep.running.Add(1)
-			case "":
+			case untouched:
 				rep.healthy.Add(1)
-			default:
+			case resendFailed:
 				rep.errors.Add(1)
 			}
 		}()
@@ -243,12 +243,23 @@ func (q *quota) settle(used bool) {
 	q.cond.Broadcast()
 }
 
-// failed marks a job the sweep could not handle (one that is not a state).
-const failed job.State = "error"
+// resend is what a sweep did with one candidate. Its values are outcomes
+// of a sweep, not states of a job.
+type resend int
 
-// one nudges and re-sends one candidate; it answers the state the job was
-// re-sent from, "" when it needed nothing, or failed.
-func (r *Reconciler) one(ctx context.Context, n job.Nudge) job.State {
+const (
+	// untouched: the job needed nothing (touched recently, held by a live
+	// worker, or finished meanwhile).
+	untouched resend = iota
+	// resentQueued and resentRunning: re-sent, found queued or running.
+	resentQueued
+	resentRunning
+	// resendFailed: the nudge or the send failed; the next sweep finds it.
+	resendFailed
+)
+
+// one nudges and re-sends one candidate.
+func (r *Reconciler) one(ctx context.Context, n job.Nudge) resend {
 	id := n.ID
 	log := r.cfg.Logger.With("job_id", id)
 	// The nudge is the check: only a job still stale at this instant is
@@ -257,19 +268,22 @@ func (r *Reconciler) one(ctx context.Context, n job.Nudge) job.State {
 	switch job.ErrorCode(err) {
 	case "":
 	case job.CodeConflict, job.CodeNotFound:
-		return ""
+		return untouched
 	default:
 		log.Warn("nudging a stale job failed", "err", err)
-		return failed
+		return resendFailed
 	}
 	if err := r.cfg.Queue.Send(ctx, id); err != nil {
 		// Nudged but not sent: it looks fresh until After passes again,
 		// then the next sweep finds it.
 		log.Warn("re-sending a stale job failed", "err", err)
-		return failed
+		return resendFailed
 	}
 	log.Info("stale job re-sent through the claim path", "state", j.State, "nudges", j.Nudges)
-	return j.State
+	if j.State == job.Queued {
+		return resentQueued
+	}
+	return resentRunning
 }
 
 func (r *Reconciler) emit(rep Report) {

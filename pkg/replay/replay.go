@@ -62,13 +62,14 @@ const (
 	Unreadable Outcome = "unreadable"
 	// NotFound: the message names a job that does not exist (or expired).
 	NotFound Outcome = "not_found"
-	// Failed: the store or the queue failed; nothing was decided.
-	Failed Outcome = "error"
+	// Errored: the store or the queue failed; nothing was decided. Not a
+	// state of the job (job.Failed is one): the job is as it was.
+	Errored Outcome = "error"
 )
 
 // Outcomes lists every outcome in summary order.
 func Outcomes() []Outcome {
-	return []Outcome{Replayed, Resent, SkippedSucceeded, SkippedRunning, SkippedAbandoned, RefusedBudget, Unreadable, NotFound, Failed}
+	return []Outcome{Replayed, Resent, SkippedSucceeded, SkippedRunning, SkippedAbandoned, RefusedBudget, Unreadable, NotFound, Errored}
 }
 
 // Summary counts outcomes.
@@ -132,7 +133,7 @@ func (r *Replayer) Job(ctx context.Context, id string, o Options) Outcome {
 	case job.CodeNotFound:
 		return NotFound
 	default:
-		return Failed
+		return Errored
 	}
 	for range 3 {
 		now := r.cfg.Clock.Now()
@@ -167,9 +168,9 @@ func (r *Replayer) Job(ctx context.Context, id string, o Options) Outcome {
 			j, _ = job.ConflictJob(err) // it changed meanwhile: decide again
 			continue
 		}
-		return Failed
+		return Errored
 	}
-	return Failed
+	return Errored
 }
 
 // window is how long the job's last run had: from its creation or its
@@ -192,7 +193,7 @@ func (r *Replayer) send(ctx context.Context, id string, o Outcome, opts Options)
 		return o
 	}
 	if err := r.cfg.Queue.Send(ctx, id); err != nil {
-		return Failed
+		return Errored
 	}
 	return o
 }
@@ -282,7 +283,7 @@ func (r *Replayer) DeadLetters(ctx context.Context, limit int, o Options) (Summa
 				out = r.Job(ctx, body.JobID, o)
 			}
 			mu.Lock()
-			if out != Failed && out != Unreadable && !o.DryRun {
+			if out != Errored && out != Unreadable && !o.DryRun {
 				done = append(done, m.ReceiptHandle)
 			} else {
 				kept = append(kept, m.ReceiptHandle)
