@@ -3,8 +3,10 @@
 // happens next. It imports nothing from AWS so that the rules can be read,
 // tested and reused (API, worker, reconciler, CLI) without a cloud in sight.
 //
-// Every state change is described by one transition value (Claim, Heartbeat,
-// Succeed, Release, End, Cancel). A store applies a transition as
+// Every change to a record is described by one transition value (Claim,
+// Heartbeat, HoldMore, Succeed, Release, End, Cancel, Replay, Nudge; the
+// table in docs/architecture.md, "State machine"). A store applies a
+// transition as
 // ONE conditional write whose condition is the transition's precondition, and
 // answers a refused precondition with an *Error of code Conflict carrying the
 // record as it now is, so the caller can decide without a read-modify-write.
