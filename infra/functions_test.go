@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/aijobs/aijobs/pkg/config"
+	"github.com/aijobs/aijobs/pkg/settings"
 )
 
 func TestFunctions(t *testing.T) {
@@ -93,8 +94,7 @@ func TestEnvironmentReproducesSettings(t *testing.T) {
 				wantRoutes = compact
 			}
 			for _, fn := range functionNames {
-				_, props := s.one(t, "AWS::Lambda::Function", named("FunctionName", s.cfg.Settings.Prefix+"-"+fn))
-				env := props["Environment"].(map[string]any)["Variables"].(map[string]any)
+				env := functionEnv(t, s, fn)
 				if env["AIJOBS_ROUTES"] != wantRoutes {
 					t.Errorf("%s: AIJOBS_ROUTES = %v, want %v", fn, env["AIJOBS_ROUTES"], wantRoutes)
 				}
@@ -110,21 +110,8 @@ func TestEnvironmentReproducesSettings(t *testing.T) {
 						t.Errorf("%s: %s=%v: secrets never go into the template", fn, k, v)
 					}
 				}
-				loaded, err := config.Load(func(k string) string {
-					switch v := env[k].(type) {
-					case string:
-						return v
-					case nil:
-						return ""
-					default: // a reference to a resource, resolved at deploy
-						return "resolved-at-deploy"
-					}
-				})
-				if err != nil {
-					t.Fatalf("%s: its environment does not load: %v", fn, err)
-				}
 				want := s.cfg.Settings
-				got := loaded.Settings
+				got := loadEnv(t, fn, env).Settings
 				// Not environment variables: the stack applies them itself.
 				got.APIMemoryMB, got.WorkerMemoryMB, got.APITimeout = want.APIMemoryMB, want.WorkerMemoryMB, want.APITimeout
 				got.ReconcilerMemoryMB, got.ReconcilerTimeout = want.ReconcilerMemoryMB, want.ReconcilerTimeout
@@ -142,6 +129,53 @@ func TestEnvironmentReproducesSettings(t *testing.T) {
 			}
 		})
 	}
+}
+
+// With no context the stack is built from settings.Defaults() itself, and
+// every function's environment loads back to exactly those settings (what
+// the stack sets itself, memory and timeouts, included: config.Load starts
+// from the same defaults). With pkg/config's tests (an empty environment,
+// the dev server), the stack, the functions and the dev server agree on
+// every number, and a default changed anywhere but pkg/settings fails here.
+func TestDefaultStackRunsSettingsDefaults(t *testing.T) {
+	s := defaults(t)
+	want := settings.Defaults()
+	if !reflect.DeepEqual(s.cfg.Settings, want) {
+		t.Errorf("the default stack is built from\n%+v\nsettings.Defaults() is\n%+v", s.cfg.Settings, want)
+	}
+	for _, fn := range functionNames {
+		if got := loadEnv(t, fn, functionEnv(t, s, fn)).Settings; !reflect.DeepEqual(got, want) {
+			t.Errorf("%s loads settings\n%+v\nsettings.Defaults() is\n%+v", fn, got, want)
+		}
+	}
+}
+
+// functionEnv is the environment of the function <prefix>-<fn> as the
+// template holds it: strings, and references resolved at deploy.
+func functionEnv(t *testing.T, s *synthesized, fn string) map[string]any {
+	t.Helper()
+	_, props := s.one(t, "AWS::Lambda::Function", named("FunctionName", s.cfg.Settings.Prefix+"-"+fn))
+	return props["Environment"].(map[string]any)["Variables"].(map[string]any)
+}
+
+// loadEnv runs a function's environment through the config.Load the
+// Lambdas call at start.
+func loadEnv(t *testing.T, fn string, env map[string]any) config.Config {
+	t.Helper()
+	loaded, err := config.Load(func(k string) string {
+		switch v := env[k].(type) {
+		case string:
+			return v
+		case nil:
+			return ""
+		default: // a reference to a resource, resolved at deploy
+			return "resolved-at-deploy"
+		}
+	})
+	if err != nil {
+		t.Fatalf("%s: its environment does not load: %v", fn, err)
+	}
+	return loaded
 }
 
 func TestEventSourceMapping(t *testing.T) {

@@ -2,12 +2,12 @@
 // runs with. It is the only package that reads the environment, and it
 // reads it through an injected lookup, so tests never touch the process's
 // environment. Every variable is declared once, in vars, which also renders
-// the README's configuration table (a test keeps the two in step).
+// the README's configuration table (a test keeps the two in step); the
+// defaults of the deployment's numbers come from settings.Defaults().
 package config
 
 import (
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -62,7 +62,10 @@ type Config struct {
 // Var is one environment variable: its name, its default as shown to a
 // user, what it means, and how it is applied.
 type Var struct {
-	Name    string
+	Name string
+	// Default is the text Load applies when the variable is unset. For a
+	// variable that sets a settings field it is written from that field's
+	// value in settings.Defaults(), never stated here a second time.
 	Default string
 	Doc     string
 	set     func(c *Config, v string) error
@@ -153,54 +156,6 @@ func redact(name, v string) string {
 		return "<redacted>"
 	}
 	return v
-}
-
-func str(f func(*Config) *string) func(*Config, string) error {
-	return func(c *Config, v string) error { *f(c) = v; return nil }
-}
-
-func dur(f func(*Config) *time.Duration) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 {
-			return fmt.Errorf("want a duration like 30s")
-		}
-		*f(c) = d
-		return nil
-	}
-}
-
-func integer(f func(*Config) *int) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return fmt.Errorf("want a whole number")
-		}
-		*f(c) = n
-		return nil
-	}
-}
-
-func cents(f func(*Config) *job.Nanocents) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		n, err := job.ParseCents(v)
-		if err != nil {
-			return fmt.Errorf("want a decimal number of cents: %w", err)
-		}
-		*f(c) = n
-		return nil
-	}
-}
-
-func boolean(f func(*Config) *bool) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("want true or false")
-		}
-		*f(c) = b
-		return nil
-	}
 }
 
 // priceTable reads "model=input:output,..." in cents per million tokens.
