@@ -10,6 +10,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/aijobs/aijobs/pkg/api"
 	"github.com/aijobs/aijobs/pkg/client"
 	"github.com/aijobs/aijobs/pkg/job"
 )
@@ -88,8 +89,8 @@ func runSubmit(ctx context.Context, c *cli, args []string) error {
 // before anything is sent: a usage error (exit 2).
 func (c *cli) createRequest(f submitFlags, set map[string]bool) (client.CreateRequest, error) {
 	var req client.CreateRequest
-	if !job.ValidKey(f.key) {
-		return req, usageErrorf("submit: --key is required: 1 to %d printable ASCII characters", job.MaxKeyLength)
+	if !api.ValidKey(f.key) {
+		return req, usageErrorf("submit: --key is required: 1 to %d printable ASCII characters", api.MaxKeyLength)
 	}
 	switch {
 	case set["prompt"] && set["file"]:
@@ -163,12 +164,12 @@ func (c *cli) readBody(path string) ([]byte, error) {
 		defer f.Close()
 		r = f
 	}
-	b, err := io.ReadAll(io.LimitReader(r, job.MaxBodyBytes+1))
+	b, err := io.ReadAll(io.LimitReader(r, api.MaxBodyBytes+1))
 	if err != nil {
 		return nil, usageErrorf("submit: read the body: %v", err)
 	}
-	if len(b) > job.MaxBodyBytes {
-		return nil, usageErrorf("submit: the body is larger than %d bytes (the API refuses it)", job.MaxBodyBytes)
+	if len(b) > api.MaxBodyBytes {
+		return nil, usageErrorf("submit: the body is larger than %d bytes (the API refuses it)", api.MaxBodyBytes)
 	}
 	return b, nil
 }

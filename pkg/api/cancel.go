@@ -47,8 +47,7 @@ func (h *Handler) cancel(ctx context.Context, log *slog.Logger, tenant, id strin
 		case cur.State == job.Abandoned:
 			return h.viewOrProblem(ctx, log, cur)
 		case cur.State.Terminal():
-			return h.clientProblem(ctx, log, "cancel", &job.Error{Code: job.CodeAlreadyFinished,
-				Message: fmt.Sprintf("the job has already %s", cur.State)})
+			return h.clientProblem(ctx, log, "cancel", refuse(CodeAlreadyFinished, "", "the job has already %s", cur.State))
 		}
 	}
 	err := errors.New("the record kept changing")

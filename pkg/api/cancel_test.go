@@ -59,7 +59,7 @@ func TestCancelFinishedIsConflict(t *testing.T) {
 		id := e.mustCreate(t, "k")
 		e.succeed(t, id)
 		resp := e.do(t, request(t, "POST", "/jobs/"+id+"/cancel", ""))
-		wantProblem(t, resp, http.StatusConflict, job.CodeAlreadyFinished, "")
+		wantProblem(t, resp, http.StatusConflict, CodeAlreadyFinished, "")
 	})
 	t.Run("failed", func(t *testing.T) {
 		e := newEnv(t)
@@ -68,7 +68,7 @@ func TestCancelFinishedIsConflict(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp := e.do(t, request(t, "POST", "/jobs/"+id+"/cancel", ""))
-		wantProblem(t, resp, http.StatusConflict, job.CodeAlreadyFinished, "")
+		wantProblem(t, resp, http.StatusConflict, CodeAlreadyFinished, "")
 	})
 	t.Run("abandoned past its deadline", func(t *testing.T) {
 		e := newEnv(t)
@@ -87,9 +87,9 @@ func TestCancelHidesOtherTenantsJobs(t *testing.T) {
 	e := newEnv(t)
 	id := e.mustCreate(t, "k")
 	unknown := e.do(t, request(t, "POST", "/jobs/"+job.NewID("jwt:tenant-a", "never")+"/cancel", ""))
-	wantProblem(t, unknown, http.StatusNotFound, job.CodeNotFound, "")
+	wantProblem(t, unknown, http.StatusNotFound, CodeNotFound, "")
 	other := e.do(t, asTenant(request(t, "POST", "/jobs/"+id+"/cancel", ""), "tenant-b"))
-	wantProblem(t, other, http.StatusNotFound, job.CodeNotFound, "")
+	wantProblem(t, other, http.StatusNotFound, CodeNotFound, "")
 	if other.Body != unknown.Body {
 		t.Errorf("bodies differ:\n%s\n%s", other.Body, unknown.Body)
 	}
@@ -108,7 +108,7 @@ func TestCancelConflictOnOtherTenantsRecord(t *testing.T) {
 		return job.Job{}, &job.Error{Code: job.CodeConflict, Job: &rec}
 	}})
 	resp := e.do(t, request(t, "POST", "/jobs/"+id+"/cancel", ""))
-	wantProblem(t, resp, http.StatusNotFound, job.CodeNotFound, "")
+	wantProblem(t, resp, http.StatusNotFound, CodeNotFound, "")
 }
 
 // A refused cancel whose record is not terminal means the record changed in
@@ -122,7 +122,7 @@ func TestCancelRetriesAChangingRecord(t *testing.T) {
 	}}
 	e.h = e.handler(store)
 	resp := e.do(t, request(t, "POST", "/jobs/"+id+"/cancel", ""))
-	wantProblem(t, resp, http.StatusInternalServerError, job.CodeInternal, "")
+	wantProblem(t, resp, http.StatusInternalServerError, CodeInternal, "")
 	if n := store.calls.Load(); n != cancelTries {
 		t.Errorf("store called %d times, want %d", n, cancelTries)
 	}

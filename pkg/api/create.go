@@ -23,15 +23,15 @@ const recordTooLarge = "the job record this body makes would be over the store's
 // sent stays queued and the caller gets 503 enqueue_failed; the caller's
 // retry with the same key finds it queued with no attempts and sends again.
 func (h *Handler) create(ctx context.Context, log *slog.Logger, ev events.APIGatewayV2HTTPRequest, tenant string) events.APIGatewayV2HTTPResponse {
-	b, jerr := body(ev)
-	if jerr != nil {
-		return h.clientProblem(ctx, log, "read body", jerr)
+	b, bad := body(ev)
+	if bad != nil {
+		return h.clientProblem(ctx, log, "read body", bad)
 	}
-	if jerr := checkContentType(ev); jerr != nil {
-		return h.clientProblem(ctx, log, "check content type", jerr)
+	if bad := checkContentType(ev); bad != nil {
+		return h.clientProblem(ctx, log, "check content type", bad)
 	}
 	key, _ := header(ev, "Idempotency-Key")
-	req, err := job.ParseCreate(tenant, key, b, h.limits)
+	req, err := ParseCreate(tenant, key, b, h.limits)
 	if err != nil {
 		return h.clientProblem(ctx, log, "parse create", err)
 	}
@@ -40,9 +40,9 @@ func (h *Handler) create(ctx context.Context, log *slog.Logger, ev events.APIGat
 	if j.Reserve > j.Budget {
 		// Not one attempt could start: refuse now rather than record a job
 		// that can only be abandoned.
-		return h.clientProblem(ctx, log, "create", &job.Error{Code: job.CodeInvalidRequest, Field: "budget_cents",
-			Message: fmt.Sprintf("the budget (%s cents) is below the worst case of one attempt of route %q for this input (%s cents): raise budget_cents or lower input.max_tokens",
-				j.Budget, j.Model, j.Reserve)})
+		return h.clientProblem(ctx, log, "create", invalid("budget_cents",
+			"the budget (%s cents) is below the worst case of one attempt of route %q for this input (%s cents): raise budget_cents or lower input.max_tokens",
+			j.Budget, j.Model, j.Reserve))
 	}
 	log = log.With(slog.String("job_id", j.ID))
 
@@ -55,10 +55,10 @@ func (h *Handler) create(ctx context.Context, log *slog.Logger, ev events.APIGat
 	}
 	switch job.ErrorCode(err) {
 	case job.CodeConflict:
-	case job.CodePayloadTooLarge:
+	case job.CodeTooLarge:
 		// The caller's input, not a failure: the record is refused before
 		// any write, so nothing is left behind.
-		return h.clientProblem(ctx, log, "create", &job.Error{Code: job.CodePayloadTooLarge, Message: recordTooLarge})
+		return h.clientProblem(ctx, log, "create", refuse(CodePayloadTooLarge, "", "%s", recordTooLarge))
 	default:
 		return h.serverProblem(ctx, log, "create", fmt.Errorf("create job %s: %w", j.ID, err))
 	}
@@ -77,8 +77,8 @@ func (h *Handler) replay(ctx context.Context, log *slog.Logger, want, existing j
 		return h.serverProblem(ctx, log, "create", fmt.Errorf("id collision on %s: %w", want.ID, err))
 	}
 	if existing.InputHash != want.InputHash {
-		return h.clientProblem(ctx, log, "create", &job.Error{Code: job.CodeKeyReused, Field: "Idempotency-Key",
-			Message: "this Idempotency-Key was used with a different request body"})
+		return h.clientProblem(ctx, log, "create", refuse(CodeKeyReused, "Idempotency-Key",
+			"this Idempotency-Key was used with a different request body"))
 	}
 	if existing.State == job.Queued && existing.Attempts == 0 {
 		if err := h.queue.Send(ctx, existing.ID); err != nil {

@@ -147,7 +147,7 @@ func FuzzList(f *testing.F) {
 			resp := e.do(t, ev)
 			if resp.StatusCode != http.StatusOK {
 				p := decodeProblem(t, resp)
-				if resp.StatusCode != http.StatusBadRequest || p.Code != job.CodeInvalidRequest {
+				if resp.StatusCode != http.StatusBadRequest || p.Code != CodeInvalidRequest {
 					t.Fatalf("list %q: %d %s", ev.RawQueryString, resp.StatusCode, resp.Body)
 				}
 				if page > 0 {

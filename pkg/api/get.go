@@ -32,7 +32,7 @@ func pollAfter(age time.Duration) time.Duration {
 // notFound is the one answer for an unknown id and for another tenant's job,
 // so a caller can never tell the two apart.
 func notFound() events.APIGatewayV2HTTPResponse {
-	return problemFor(job.CodeNotFound, "", "no such job")
+	return problemFor(CodeNotFound, "", "no such job")
 }
 
 // get answers GET /jobs/{id}: the view with ETag, Cache-Control and, while

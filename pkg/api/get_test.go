@@ -140,7 +140,7 @@ func TestGetRefusesMalformedIDs(t *testing.T) {
 				method = "POST"
 			}
 			resp := e.do(t, request(t, method, path, ""))
-			wantProblem(t, resp, http.StatusBadRequest, job.CodeInvalidRequest, "id")
+			wantProblem(t, resp, http.StatusBadRequest, CodeInvalidRequest, "id")
 		}
 	}
 	if n := store.calls.Load(); n != 0 {
@@ -152,9 +152,9 @@ func TestGetHidesOtherTenantsJobs(t *testing.T) {
 	e := newEnv(t)
 	id := e.mustCreate(t, "k")
 	unknown := e.do(t, request(t, "GET", "/jobs/"+job.NewID("jwt:tenant-a", "never"), ""))
-	wantProblem(t, unknown, http.StatusNotFound, job.CodeNotFound, "")
+	wantProblem(t, unknown, http.StatusNotFound, CodeNotFound, "")
 	other := e.do(t, asTenant(request(t, "GET", "/jobs/"+id, ""), "tenant-b"))
-	wantProblem(t, other, http.StatusNotFound, job.CodeNotFound, "")
+	wantProblem(t, other, http.StatusNotFound, CodeNotFound, "")
 	if other.Body != unknown.Body || len(other.Headers) != len(unknown.Headers) {
 		t.Errorf("another tenant's job answers differently from an unknown one:\n%v %s\n%v %s",
 			other.Headers, other.Body, unknown.Headers, unknown.Body)
@@ -171,5 +171,5 @@ func TestGetUnencodableRecordIsInternal(t *testing.T) {
 		return job.Job{ID: id, Tenant: "jwt:tenant-a", State: job.Succeeded, Result: json.RawMessage(`{broken`)}, nil
 	}})
 	resp := e.do(t, request(t, "GET", "/jobs/"+id, ""))
-	wantProblem(t, resp, http.StatusInternalServerError, job.CodeInternal, "")
+	wantProblem(t, resp, http.StatusInternalServerError, CodeInternal, "")
 }

@@ -101,7 +101,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 			log.LogAttrs(ctx, slog.LevelError, "panic while handling a request",
 				slog.String("panic", truncate(fmt.Sprint(v), 500)),
 				slog.String("stack", string(debug.Stack())))
-			resp, err = problemFor(job.CodeInternal, "", ""), nil
+			resp, err = problemFor(CodeInternal, "", ""), nil
 		}
 		log.LogAttrs(ctx, slog.LevelInfo, "request", slog.Int("status", resp.StatusCode))
 	}()

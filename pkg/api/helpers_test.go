@@ -220,12 +220,12 @@ func decodeView(t *testing.T, resp events.APIGatewayV2HTTPResponse) View {
 }
 
 // decodeProblem checks the problem+json shape and returns it.
-func decodeProblem(t *testing.T, resp events.APIGatewayV2HTTPResponse) problem {
+func decodeProblem(t *testing.T, resp events.APIGatewayV2HTTPResponse) Problem {
 	t.Helper()
 	if ct := resp.Headers["Content-Type"]; ct != "application/problem+json" {
 		t.Fatalf("Content-Type = %q, want application/problem+json (status %d, body %q)", ct, resp.StatusCode, resp.Body)
 	}
-	var p problem
+	var p Problem
 	dec := json.NewDecoder(strings.NewReader(resp.Body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {
@@ -244,7 +244,7 @@ func decodeProblem(t *testing.T, resp events.APIGatewayV2HTTPResponse) problem {
 }
 
 // wantProblem asserts status, code and field of a problem response.
-func wantProblem(t *testing.T, resp events.APIGatewayV2HTTPResponse, status int, code job.Code, field string) problem {
+func wantProblem(t *testing.T, resp events.APIGatewayV2HTTPResponse, status int, code Code, field string) Problem {
 	t.Helper()
 	if resp.StatusCode != status {
 		t.Fatalf("status = %d, want %d (body %s)", resp.StatusCode, status, resp.Body)

@@ -50,9 +50,9 @@ var listParams = map[string]bool{"state": true, "error_class": true, "since": tr
 // caller's own jobs, newest first. Unknown or repeated parameters are a
 // 400, like unknown body fields.
 func (h *Handler) list(ctx context.Context, log *slog.Logger, ev events.APIGatewayV2HTTPRequest, tenant string) events.APIGatewayV2HTTPResponse {
-	q, jerr := parseList(ev.RawQueryString)
-	if jerr != nil {
-		return h.clientProblem(ctx, log, "parse list", jerr)
+	q, bad := parseList(ev.RawQueryString)
+	if bad != nil {
+		return h.clientProblem(ctx, log, "parse list", bad)
 	}
 	q.Tenant = tenant
 	page, err := h.store.List(ctx, q)
@@ -81,47 +81,44 @@ func (h *Handler) list(ctx context.Context, log *slog.Logger, ev events.APIGatew
 	}
 }
 
-func parseList(raw string) (job.ListQuery, *job.Error) {
-	bad := func(field, format string, args ...any) *job.Error {
-		return &job.Error{Code: job.CodeInvalidRequest, Field: field, Message: fmt.Sprintf(format, args...)}
-	}
+func parseList(raw string) (job.ListQuery, *Error) {
 	vals, err := url.ParseQuery(raw)
 	if err != nil {
-		return job.ListQuery{}, bad("", "the query string is not valid")
+		return job.ListQuery{}, invalid("", "the query string is not valid")
 	}
 	var q job.ListQuery
 	for name, vs := range vals {
 		if !listParams[name] {
-			return q, bad(name, "unknown query parameter; GET /jobs takes state, error_class, since, limit and cursor")
+			return q, invalid(name, "unknown query parameter; GET /jobs takes state, error_class, since, limit and cursor")
 		}
 		if len(vs) != 1 {
-			return q, bad(name, "give %s once", name)
+			return q, invalid(name, "give %s once", name)
 		}
 		v := vs[0]
 		switch name {
 		case "state":
 			if q.State = job.State(v); !q.State.Valid() {
-				return q, bad(name, "want queued, running, succeeded, failed or abandoned")
+				return q, invalid(name, "want queued, running, succeeded, failed or abandoned")
 			}
 		case "error_class":
 			if q.Class = job.ErrorClass(v); !q.Class.Valid() {
-				return q, bad(name, "not an error class (see docs/errors.md)")
+				return q, invalid(name, "not an error class (see docs/errors.md)")
 			}
 		case "since":
 			t, err := time.Parse(time.RFC3339Nano, v)
 			if err != nil {
-				return q, bad(name, "want an RFC 3339 time such as 2026-12-02T10:00:00Z")
+				return q, invalid(name, "want an RFC 3339 time such as 2026-12-02T10:00:00Z")
 			}
 			q.Since = t
 		case "limit":
 			n, err := strconv.Atoi(v)
 			if err != nil || n < 1 || n > job.MaxListLimit {
-				return q, bad(name, "want a whole number from 1 to %d", job.MaxListLimit)
+				return q, invalid(name, "want a whole number from 1 to %d", job.MaxListLimit)
 			}
 			q.Limit = n
 		case "cursor":
 			if _, err := job.ParseCursor(v); err != nil {
-				return q, bad(name, "the cursor is not one this API returned")
+				return q, invalid(name, "the cursor is not one this API returned")
 			}
 			q.Cursor = v
 		}

@@ -74,7 +74,7 @@ func TestListPagesTheCallersJobsNewestFirst(t *testing.T) {
 	if first.NextCursor == nil {
 		t.Fatal("no second page")
 	}
-	wantProblem(t, e.do(t, listReq(t, "since=2026-01-01T12:00:03Z&cursor="+*first.NextCursor)), http.StatusBadRequest, job.CodeInvalidRequest, "cursor")
+	wantProblem(t, e.do(t, listReq(t, "since=2026-01-01T12:00:03Z&cursor="+*first.NextCursor)), http.StatusBadRequest, CodeInvalidRequest, "cursor")
 
 	b := decodeList(t, e.do(t, listReq(t, "state=succeeded")))
 	if len(b.Jobs) != 1 || b.Jobs[0].ID != ids[1] || b.Jobs[0].CostCents != 420_000_000 || b.Jobs[0].ResultModel != "fake-1" ||
@@ -108,20 +108,20 @@ func TestListRefusesBadQueries(t *testing.T) {
 	} {
 		t.Run(c.query, func(t *testing.T) {
 			e := newEnv(t)
-			wantProblem(t, e.do(t, listReq(t, c.query)), http.StatusBadRequest, job.CodeInvalidRequest, c.field)
+			wantProblem(t, e.do(t, listReq(t, c.query)), http.StatusBadRequest, CodeInvalidRequest, c.field)
 		})
 	}
 	e := newEnv(t)
 	ev := listReq(t, "")
 	ev.RequestContext.Authorizer = nil
-	wantProblem(t, e.do(t, ev), http.StatusUnauthorized, job.CodeUnauthorized, "")
+	wantProblem(t, e.do(t, ev), http.StatusUnauthorized, CodeUnauthorized, "")
 }
 
 func TestListStoreFailureIsA503WithoutDetail(t *testing.T) {
 	e := newEnv(t)
 	h := e.handler(failingStore(&job.Error{Code: job.CodeUnavailable, Message: "dynamodb said ProvisionedThroughputExceeded"}))
 	resp, _ := h.Handle(t.Context(), listReq(t, "limit=5"))
-	p := wantProblem(t, resp, http.StatusServiceUnavailable, job.CodeUnavailable, "")
+	p := wantProblem(t, resp, http.StatusServiceUnavailable, CodeUnavailable, "")
 	if strings.Contains(p.Detail, "dynamodb") {
 		t.Fatalf("vendor text leaked: %q", p.Detail)
 	}

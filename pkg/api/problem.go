@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strconv"
@@ -18,53 +19,115 @@ import (
 // this plus the code.
 const problemTypeBase = "https://github.com/aijobs/aijobs/blob/main/docs/errors.md#"
 
-// codeInfo is how one code is shown: its status and its title.
+// Code is the stable code of a problem answer (docs/errors.md#<code>):
+// what clients branch on, never the title or detail. Some answer a
+// domain error (job.Code); the others are the HTTP contract's own.
+type Code string
+
+const (
+	CodeInvalidRequest       Code = "invalid_request"
+	CodeUnauthorized         Code = "unauthorized"
+	CodeNotFound             Code = "not_found"
+	CodeMethodNotAllowed     Code = "method_not_allowed"
+	CodeAlreadyFinished      Code = "already_finished"
+	CodePayloadTooLarge      Code = "payload_too_large"
+	CodeUnsupportedMediaType Code = "unsupported_media_type"
+	CodeKeyReused            Code = "idempotency_key_reused"
+	CodeEnqueueFailed        Code = "enqueue_failed"
+	CodeUnavailable          Code = "unavailable"
+	CodeInternal             Code = "internal"
+)
+
+// codeInfo is how one code is shown (its status and title) and which
+// domain code, if any, it answers.
 type codeInfo struct {
 	status int
 	title  string
+	domain job.Code
 }
 
-// codes is the one table from job.Code to HTTP. A code not in it (Conflict,
-// or one added later) is answered as internal.
-var codes = map[job.Code]codeInfo{
-	job.CodeInvalidRequest:       {http.StatusBadRequest, "Invalid request"},
-	job.CodeUnauthorized:         {http.StatusUnauthorized, "Unauthorized"},
-	job.CodeNotFound:             {http.StatusNotFound, "Not found"},
-	job.CodeMethodNotAllowed:     {http.StatusMethodNotAllowed, "Method not allowed"},
-	job.CodeAlreadyFinished:      {http.StatusConflict, "Job already finished"},
-	job.CodePayloadTooLarge:      {http.StatusRequestEntityTooLarge, "Payload too large"},
-	job.CodeUnsupportedMediaType: {http.StatusUnsupportedMediaType, "Unsupported media type"},
-	job.CodeKeyReused:            {http.StatusUnprocessableEntity, "Idempotency key reused"},
-	job.CodeEnqueueFailed:        {http.StatusServiceUnavailable, "Job not enqueued"},
-	job.CodeUnavailable:          {http.StatusServiceUnavailable, "Service unavailable"},
-	job.CodeInternal:             {http.StatusInternalServerError, "Internal error"},
+// codes is the one table from a code to HTTP. A code not in it (or a
+// domain code no row answers: job.CodeConflict, one added later) is
+// answered as internal.
+var codes = map[Code]codeInfo{
+	CodeInvalidRequest:       {http.StatusBadRequest, "Invalid request", job.CodeInvalidRequest},
+	CodeUnauthorized:         {http.StatusUnauthorized, "Unauthorized", ""},
+	CodeNotFound:             {http.StatusNotFound, "Not found", job.CodeNotFound},
+	CodeMethodNotAllowed:     {http.StatusMethodNotAllowed, "Method not allowed", ""},
+	CodeAlreadyFinished:      {http.StatusConflict, "Job already finished", ""},
+	CodePayloadTooLarge:      {http.StatusRequestEntityTooLarge, "Payload too large", job.CodeTooLarge},
+	CodeUnsupportedMediaType: {http.StatusUnsupportedMediaType, "Unsupported media type", ""},
+	CodeKeyReused:            {http.StatusUnprocessableEntity, "Idempotency key reused", ""},
+	CodeEnqueueFailed:        {http.StatusServiceUnavailable, "Job not enqueued", ""},
+	CodeUnavailable:          {http.StatusServiceUnavailable, "Service unavailable", job.CodeUnavailable},
+	CodeInternal:             {http.StatusInternalServerError, "Internal error", job.CodeInternal},
 }
 
-// problem is an RFC 9457 problem details object with the stable code and,
-// when known, the offending field.
-type problem struct {
-	Type   string   `json:"type"`
-	Title  string   `json:"title"`
-	Status int      `json:"status"`
-	Detail string   `json:"detail,omitempty"`
-	Code   job.Code `json:"code"`
-	Field  string   `json:"field,omitempty"`
+// Error is a refusal the API answers as a problem of its Code, with a
+// caller-safe Message and, when one is to blame, the Field.
+type Error struct {
+	Code    Code
+	Field   string
+	Message string
+}
+
+func (e *Error) Error() string {
+	if e.Message == "" {
+		return string(e.Code)
+	}
+	return string(e.Code) + ": " + e.Message
+}
+
+// refuse is an *Error with a formatted message.
+func refuse(code Code, field, format string, args ...any) *Error {
+	return &Error{Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
+}
+
+// refusal is err as the API answers it: an *Error as it is, a *job.Error
+// under the code that answers its domain code; false for anything else.
+func refusal(err error) (*Error, bool) {
+	var e *Error
+	if errors.As(err, &e) {
+		return e, true
+	}
+	var je *job.Error
+	if !errors.As(err, &je) {
+		return nil, false
+	}
+	for code, info := range codes {
+		if info.domain != "" && info.domain == je.Code {
+			return &Error{Code: code, Field: je.Field, Message: je.Message}, true
+		}
+	}
+	return nil, false
+}
+
+// Problem is an RFC 9457 problem details object with the stable code and,
+// when known, the offending field: the body of every error answer, and
+// what pkg/client decodes one into.
+type Problem struct {
+	Type   string `json:"type"`
+	Title  string `json:"title"`
+	Status int    `json:"status"`
+	Detail string `json:"detail,omitempty"`
+	Code   Code   `json:"code"`
+	Field  string `json:"field,omitempty"`
 }
 
 // fixedDetail is shown for server-side codes instead of any message, so an
 // adapter's wording can never reach a caller.
-var fixedDetail = map[job.Code]string{
-	job.CodeEnqueueFailed: "the job is recorded but could not be enqueued; retry with the same Idempotency-Key",
-	job.CodeUnavailable:   "a dependency is unavailable; retry later",
-	job.CodeInternal:      "an internal error occurred; it has been logged",
+var fixedDetail = map[Code]string{
+	CodeEnqueueFailed: "the job is recorded but could not be enqueued; retry with the same Idempotency-Key",
+	CodeUnavailable:   "a dependency is unavailable; retry later",
+	CodeInternal:      "an internal error occurred; it has been logged",
 }
 
 // problemFor is the problem+json response for code. detail must be
 // caller-safe; server-side codes always get their fixed detail.
-func problemFor(code job.Code, field, detail string) events.APIGatewayV2HTTPResponse {
+func problemFor(code Code, field, detail string) events.APIGatewayV2HTTPResponse {
 	info, ok := codes[code]
 	if !ok {
-		code, info = job.CodeInternal, codes[job.CodeInternal]
+		code, info = CodeInternal, codes[CodeInternal]
 	}
 	if d, fixed := fixedDetail[code]; fixed {
 		detail, field = d, ""
@@ -72,7 +135,7 @@ func problemFor(code job.Code, field, detail string) events.APIGatewayV2HTTPResp
 	if detail == "" {
 		detail = info.title
 	}
-	body, err := json.Marshal(problem{
+	body, err := json.Marshal(Problem{
 		Type: problemTypeBase + string(code), Title: info.title, Status: info.status,
 		Detail: detail, Code: code, Field: field,
 	})
@@ -89,12 +152,11 @@ func problemFor(code job.Code, field, detail string) events.APIGatewayV2HTTPResp
 	}
 }
 
-// clientProblem answers a caller's mistake reported by package job: its
-// code, field and caller-safe message. Anything that is not a client-side
-// *job.Error is a server error.
+// clientProblem answers a caller's mistake: an *Error, or a *job.Error a
+// client-side code answers, with its field and caller-safe message.
+// Anything else is a server error.
 func (h *Handler) clientProblem(ctx context.Context, log *slog.Logger, op string, err error) events.APIGatewayV2HTTPResponse {
-	var e *job.Error
-	if errors.As(err, &e) {
+	if e, ok := refusal(err); ok {
 		if info, ok := codes[e.Code]; ok && info.status < 500 {
 			log.LogAttrs(ctx, slog.LevelInfo, "request refused",
 				slog.String("code", string(e.Code)), slog.String("field", truncate(e.Field, 100)))
@@ -108,14 +170,14 @@ func (h *Handler) clientProblem(ctx context.Context, log *slog.Logger, op string
 // Retry-After for code Unavailable, 500 internal for anything else. The
 // error text goes to the log only.
 func (h *Handler) serverProblem(ctx context.Context, log *slog.Logger, op string, err error) events.APIGatewayV2HTTPResponse {
-	code := job.ErrorCode(err)
-	if code != job.CodeUnavailable {
-		code = job.CodeInternal
+	code := CodeInternal
+	if job.ErrorCode(err) == job.CodeUnavailable {
+		code = CodeUnavailable
 	}
 	log.LogAttrs(ctx, slog.LevelError, op+" failed",
 		slog.String("code", string(code)), slog.String("error", errorText(err)))
 	resp := problemFor(code, "", "")
-	if code == job.CodeUnavailable {
+	if code == CodeUnavailable {
 		resp.Headers["Retry-After"] = seconds(h.retryAfter)
 	}
 	return resp
@@ -126,7 +188,7 @@ func (h *Handler) serverProblem(ctx context.Context, log *slog.Logger, op string
 func (h *Handler) enqueueProblem(ctx context.Context, log *slog.Logger, err error) events.APIGatewayV2HTTPResponse {
 	log.LogAttrs(ctx, slog.LevelError, "enqueue failed",
 		slog.String("code", string(job.ErrorCode(err))), slog.String("error", errorText(err)))
-	resp := problemFor(job.CodeEnqueueFailed, "", "")
+	resp := problemFor(CodeEnqueueFailed, "", "")
 	resp.Headers["Retry-After"] = seconds(h.retryAfter)
 	return resp
 }

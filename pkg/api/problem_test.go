@@ -2,6 +2,7 @@ package api
 
 import (
 	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -11,12 +12,12 @@ import (
 )
 
 func TestEveryCodeHasOneStatus(t *testing.T) {
-	want := map[job.Code]int{
-		job.CodeInvalidRequest: 400, job.CodeUnauthorized: 401, job.CodeNotFound: 404,
-		job.CodeMethodNotAllowed: 405, job.CodeAlreadyFinished: 409, job.CodePayloadTooLarge: 413,
-		job.CodeUnsupportedMediaType: 415, job.CodeKeyReused: 422, job.CodeEnqueueFailed: 503,
-		job.CodeUnavailable: 503, job.CodeInternal: 500,
-		job.CodeConflict: 500, "something_new": 500,
+	want := map[Code]int{
+		CodeInvalidRequest: 400, CodeUnauthorized: 401, CodeNotFound: 404,
+		CodeMethodNotAllowed: 405, CodeAlreadyFinished: 409, CodePayloadTooLarge: 413,
+		CodeUnsupportedMediaType: 415, CodeKeyReused: 422, CodeEnqueueFailed: 503,
+		CodeUnavailable: 503, CodeInternal: 500,
+		"conflict": 500, "something_new": 500,
 	}
 	for code, status := range want {
 		resp := problemFor(code, "f", "detail")
@@ -24,11 +25,31 @@ func TestEveryCodeHasOneStatus(t *testing.T) {
 			t.Errorf("%s: status %d, want %d", code, resp.StatusCode, status)
 		}
 		p := decodeProblem(t, resp)
-		if status == 500 && p.Code != job.CodeInternal {
+		if status == 500 && p.Code != CodeInternal {
 			t.Errorf("%s answered as %s", code, p.Code)
 		}
 		if status >= 500 && (p.Field != "" || p.Detail == "detail") {
 			t.Errorf("%s: a server error shows a caller-supplied field or detail: %+v", code, p)
+		}
+	}
+}
+
+// TestDomainCodes: each domain code a caller can cause is answered by its
+// own problem code; a conflict the handler did not resolve, or a code
+// added later, is not a refusal but a server error.
+func TestDomainCodes(t *testing.T) {
+	want := map[job.Code]Code{
+		job.CodeInvalidRequest: CodeInvalidRequest, job.CodeNotFound: CodeNotFound,
+		job.CodeTooLarge: CodePayloadTooLarge, job.CodeUnavailable: CodeUnavailable,
+		job.CodeInternal: CodeInternal, job.CodeConflict: "", "something_new": "",
+	}
+	for dc, code := range want {
+		e, ok := refusal(fmt.Errorf("store: %w", &job.Error{Code: dc, Field: "f", Message: "m"}))
+		switch {
+		case code == "" && ok:
+			t.Errorf("%s answered as %s, want a server error", dc, e.Code)
+		case code != "" && (!ok || e.Code != code || e.Field != "f" || e.Message != "m"):
+			t.Errorf("%s: %+v, %v; want %s with its field and message", dc, e, ok, code)
 		}
 	}
 }
@@ -43,12 +64,12 @@ func TestStoreErrorsNeverReachTheCaller(t *testing.T) {
 		name   string
 		err    error
 		status int
-		code   job.Code
+		code   Code
 	}{
-		{"unavailable", unavailable, http.StatusServiceUnavailable, job.CodeUnavailable},
-		{"wrapped unavailable", errors.Join(errors.New("leak-me"), unavailable), http.StatusServiceUnavailable, job.CodeUnavailable},
-		{"plain error", plain, http.StatusInternalServerError, job.CodeInternal},
-		{"conflict without a record", conflictWithoutRecord, http.StatusInternalServerError, job.CodeInternal},
+		{"unavailable", unavailable, http.StatusServiceUnavailable, CodeUnavailable},
+		{"wrapped unavailable", errors.Join(errors.New("leak-me"), unavailable), http.StatusServiceUnavailable, CodeUnavailable},
+		{"plain error", plain, http.StatusInternalServerError, CodeInternal},
+		{"conflict without a record", conflictWithoutRecord, http.StatusInternalServerError, CodeInternal},
 	}
 	for _, tc := range tests {
 		for _, r := range []struct{ method, path string }{{"POST", "/jobs"}, {"GET", "/jobs/" + id}, {"POST", "/jobs/" + id + "/cancel"}} {
@@ -84,7 +105,7 @@ func TestPanicIsInternal(t *testing.T) {
 		ev := createReq(t, "k", simpleBody)
 		ev.RawPath, ev.RequestContext.HTTP.Method = r.path, r.method
 		resp := e.do(t, ev)
-		wantProblem(t, resp, http.StatusInternalServerError, job.CodeInternal, "")
+		wantProblem(t, resp, http.StatusInternalServerError, CodeInternal, "")
 		if !strings.Contains(e.logs.String(), "panic") {
 			t.Errorf("the panic is not logged:\n%s", e.logs.String())
 		}

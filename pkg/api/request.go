@@ -2,13 +2,10 @@ package api
 
 import (
 	"encoding/base64"
-	"fmt"
 	"mime"
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
-
-	"github.com/aijobs/aijobs/pkg/job"
 )
 
 // header is the value of the named request header, matched without regard
@@ -28,39 +25,36 @@ func header(ev events.APIGatewayV2HTTPRequest, name string) (string, bool) {
 // body is the request body, decoded from base64 when API Gateway encoded
 // it. Its size is checked before anything is decoded: on the encoded length
 // first, then on the decoded one.
-func body(ev events.APIGatewayV2HTTPRequest) ([]byte, *job.Error) {
-	tooLarge := &job.Error{Code: job.CodePayloadTooLarge,
-		Message: fmt.Sprintf("the body is larger than %d bytes", job.MaxBodyBytes)}
+func body(ev events.APIGatewayV2HTTPRequest) ([]byte, *Error) {
 	if !ev.IsBase64Encoded {
-		if len(ev.Body) > job.MaxBodyBytes {
-			return nil, tooLarge
+		if len(ev.Body) > MaxBodyBytes {
+			return nil, bodyTooLarge()
 		}
 		return []byte(ev.Body), nil
 	}
-	if len(ev.Body) > base64.StdEncoding.EncodedLen(job.MaxBodyBytes) {
-		return nil, tooLarge
+	if len(ev.Body) > base64.StdEncoding.EncodedLen(MaxBodyBytes) {
+		return nil, bodyTooLarge()
 	}
 	b, err := base64.StdEncoding.DecodeString(ev.Body)
 	if err != nil {
-		return nil, &job.Error{Code: job.CodeInvalidRequest, Message: "the body is not valid base64"}
+		return nil, invalid("", "the body is not valid base64")
 	}
-	if len(b) > job.MaxBodyBytes {
-		return nil, tooLarge
+	if len(b) > MaxBodyBytes {
+		return nil, bodyTooLarge()
 	}
 	return b, nil
 }
 
 // checkContentType refuses a Content-Type that is present and not
 // application/json; parameters such as charset are allowed.
-func checkContentType(ev events.APIGatewayV2HTTPRequest) *job.Error {
+func checkContentType(ev events.APIGatewayV2HTTPRequest) *Error {
 	ct, ok := header(ev, "Content-Type")
 	if !ok || strings.TrimSpace(ct) == "" {
 		return nil
 	}
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil || mt != "application/json" {
-		return &job.Error{Code: job.CodeUnsupportedMediaType, Field: "Content-Type",
-			Message: "the body must be application/json"}
+		return refuse(CodeUnsupportedMediaType, "Content-Type", "the body must be application/json")
 	}
 	return nil
 }

@@ -12,14 +12,14 @@ import (
 
 // itemLimited is the in-memory store with the job store's item size rule:
 // pkg/dynamodb refuses, before any write, a record over DynamoDB's 400 KB
-// item limit with payload_too_large (kumo has no such limit, so this is how
+// item limit with job.CodeTooLarge (kumo has no such limit, so this is how
 // the API's side of it is proven). The input is what grows: the stored
 // input is re-encoded JSON.
 type itemLimited struct{ *memstore.Store }
 
 func (s itemLimited) Create(ctx context.Context, j job.Job) (job.Job, error) {
 	if len(j.Input)+len(j.Metadata) > 400<<10 {
-		return job.Job{}, &job.Error{Code: job.CodePayloadTooLarge, Message: "the job record would be larger than the store allows"}
+		return job.Job{}, &job.Error{Code: job.CodeTooLarge, Message: "the job record would be larger than the store allows"}
 	}
 	return s.Store.Create(ctx, j)
 }
@@ -35,11 +35,11 @@ func TestCreateRecordOverTheItemLimitIs413(t *testing.T) {
 			e := newEnv(t)
 			e.h = e.handler(itemLimited{e.store})
 			body := `{"input":{"messages":[{"role":"user","content":"` + strings.Repeat(sep, 87_000) + `"}]}}`
-			if len(body) > job.MaxBodyBytes {
+			if len(body) > MaxBodyBytes {
 				t.Fatalf("the body (%d bytes) must be under the body limit", len(body))
 			}
 			resp := e.do(t, createReq(t, "k", body))
-			p := wantProblem(t, resp, http.StatusRequestEntityTooLarge, job.CodePayloadTooLarge, "")
+			p := wantProblem(t, resp, http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "")
 			if !strings.Contains(p.Detail, "400 KB") {
 				t.Errorf("detail %q does not say which limit", p.Detail)
 			}

@@ -129,7 +129,7 @@ func TestIAMRetryAcrossSessionsIsOneJob(t *testing.T) {
 	} {
 		get := other
 		get.RawPath, get.RequestContext.HTTP.Method = "/jobs/"+id, "GET"
-		wantProblem(t, e.do(t, get), http.StatusNotFound, job.CodeNotFound, "")
+		wantProblem(t, e.do(t, get), http.StatusNotFound, CodeNotFound, "")
 		list := other
 		list.RawPath, list.RequestContext.HTTP.Method = "/jobs", "GET"
 		if b := decodeList(t, e.do(t, list)); len(b.Jobs) != 0 {
@@ -137,7 +137,7 @@ func TestIAMRetryAcrossSessionsIsOneJob(t *testing.T) {
 		}
 		cancel := other
 		cancel.RawPath, cancel.RequestContext.HTTP.Method = "/jobs/"+id+"/cancel", "POST"
-		wantProblem(t, e.do(t, cancel), http.StatusNotFound, job.CodeNotFound, "")
+		wantProblem(t, e.do(t, cancel), http.StatusNotFound, CodeNotFound, "")
 		if resp := create(other); resp.StatusCode != http.StatusAccepted || decodeView(t, resp).ID == id {
 			t.Errorf("%s: the same key is its own job: %d %s", name, resp.StatusCode, resp.Body)
 		}
@@ -170,7 +170,7 @@ func TestOverlongTenantIs401(t *testing.T) {
 		asTenant(listReq(t, ""), long),
 		asTenant(request(t, "GET", "/jobs/"+job.NewID("jwt:"+long, "k"), ""), long),
 	} {
-		p := wantProblem(t, e.do(t, ev), http.StatusUnauthorized, job.CodeUnauthorized, "")
+		p := wantProblem(t, e.do(t, ev), http.StatusUnauthorized, CodeUnauthorized, "")
 		if !strings.Contains(p.Detail, "too long") {
 			t.Errorf("detail %q", p.Detail)
 		}

@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/api"
 )
 
 // Submit creates a job (POST /jobs) under the idempotency key. It answers
@@ -25,8 +25,8 @@ import (
 // the retry that finds it is answered as a replay too. Neither side can
 // tell that from a job created by an earlier call with the same key.
 func (c *Client) Submit(ctx context.Context, key string, req CreateRequest) (View, bool, error) {
-	if !job.ValidKey(key) {
-		return View{}, false, fmt.Errorf("aijobs API: the idempotency key must be 1 to %d printable ASCII characters", job.MaxKeyLength)
+	if !api.ValidKey(key) {
+		return View{}, false, fmt.Errorf("aijobs API: the idempotency key must be 1 to %d printable ASCII characters", api.MaxKeyLength)
 	}
 	body, err := json.Marshal(req)
 	if err != nil {

@@ -33,7 +33,15 @@ func unreadable(err error) error {
 func unavailable(what string, err error) error {
 	var api smithy.APIError
 	if errors.As(err, &api) && api.ErrorCode() == "ValidationException" && strings.Contains(strings.ToLower(api.ErrorMessage()), "size") {
-		return &job.Error{Code: job.CodePayloadTooLarge, Message: "the job record would be larger than the store allows", Err: fmt.Errorf("dynamodb: %s: %w", what, err)}
+		return tooLarge(fmt.Errorf("dynamodb: %s: %w", what, err))
 	}
 	return &job.Error{Code: job.CodeUnavailable, Message: "the job store is unavailable", Err: fmt.Errorf("dynamodb: %s: %w", what, err)}
+}
+
+// tooLarge is a record DynamoDB refuses, or would refuse, for its size: a
+// domain error of its own (job.CodeTooLarge), because no retry can store
+// it; the caller decides what it means (the API: 413, the worker: end the
+// job keeping its cost).
+func tooLarge(cause error) error {
+	return &job.Error{Code: job.CodeTooLarge, Message: "the job record would be larger than the store allows", Err: cause}
 }

@@ -110,6 +110,30 @@ func TestDriverErrorsAreUnavailable(t *testing.T) {
 	}
 }
 
+// TestItemOverTheSizeLimitIsTooLarge: DynamoDB refuses an item over 400 KB
+// with a ValidationException ("Item size has exceeded the maximum allowed
+// size", "Item size to update has exceeded the maximum allowed size":
+// https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html#limits-items).
+// No retry can store it, so it is the domain's too_large, never
+// unavailable, and the message names no AWS error.
+func TestItemOverTheSizeLimitIsTooLarge(t *testing.T) {
+	for call, msg := range map[string]string{
+		"create":  "Item size has exceeded the maximum allowed size",
+		"succeed": "Item size to update has exceeded the maximum allowed size",
+	} {
+		cause := &smithy.GenericAPIError{Code: "ValidationException", Message: msg}
+		err := calls(dynamodb.New(broken{err: cause}, "jobs", settings.Defaults()))[call](t.Context())
+		var e *job.Error
+		if !errors.As(err, &e) || e.Code != job.CodeTooLarge {
+			t.Errorf("%s: %v, want too_large", call, err)
+			continue
+		}
+		if strings.Contains(e.Message, "xception") || !errors.Is(err, cause) {
+			t.Errorf("%s: message %q, cause kept %v", call, e.Message, errors.Is(err, cause))
+		}
+	}
+}
+
 // TestUndecodableItemIsInternal: an item that is not a job is Internal,
 // never retried as Unavailable.
 func TestUndecodableItemIsInternal(t *testing.T) {

@@ -5,15 +5,13 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/aijobs/aijobs/pkg/job"
 )
 
 // DynamoDB's size limits
 // (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html#limits-items):
 // an item over them is refused with a ValidationException that no retry
 // can cure. The store checks a new record against them before writing, so
-// the caller learns it is too large (payload_too_large) rather than that
+// the caller learns it is too large (job.CodeTooLarge) rather than that
 // the store is unavailable, and nothing is half written. kumo enforces
 // neither (docs/architecture.md), which is one more reason to check here.
 const (
@@ -28,11 +26,9 @@ const (
 	growth = 4 << 10
 )
 
-// tooLarge is a record DynamoDB would refuse for its size.
-func tooLarge(what string, size, limit int) error {
-	return &job.Error{Code: job.CodePayloadTooLarge,
-		Message: "the job record would be larger than the store allows",
-		Err:     fmt.Errorf("dynamodb: %s is %d bytes, over the %d-byte limit", what, size, limit)}
+// overLimit is a record DynamoDB would refuse for its size.
+func overLimit(what string, size, limit int) error {
+	return tooLarge(fmt.Errorf("dynamodb: %s is %d bytes, over the %d-byte limit", what, size, limit))
 }
 
 // checkSize refuses a new item over the item limit less the room its
@@ -40,10 +36,10 @@ func tooLarge(what string, size, limit int) error {
 // the key limit.
 func checkSize(it map[string]types.AttributeValue) error {
 	if v, ok := it[aTenant].(*types.AttributeValueMemberS); ok && len(v.Value) > maxPartitionKeyBytes {
-		return tooLarge("the tenant", len(v.Value), maxPartitionKeyBytes)
+		return overLimit("the tenant", len(v.Value), maxPartitionKeyBytes)
 	}
 	if n := itemSize(it); n > maxItemBytes-growth {
-		return tooLarge("the item with room for its attempts", n, maxItemBytes-growth)
+		return overLimit("the item with room for its attempts", n, maxItemBytes-growth)
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
+	"github.com/aijobs/aijobs/pkg/api"
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/settings"
 )
@@ -31,7 +32,7 @@ func (c *putCounter) PutItem(context.Context, *ddb.PutItemInput, ...func(*ddb.Op
 func newJob(t *testing.T, tenant, body string) job.Job {
 	t.Helper()
 	s := settings.Defaults()
-	req, err := job.ParseCreate(tenant, "k", []byte(body), s.Limits)
+	req, err := api.ParseCreate(tenant, "k", []byte(body), s.Limits)
 	if err != nil {
 		t.Fatalf("ParseCreate: %v", err)
 	}
@@ -43,15 +44,15 @@ func newJob(t *testing.T, tenant, body string) job.Job {
 // becomes \u2028 (3 bytes become 6): the item would be over DynamoDB's
 // 400 KB limit, which real DynamoDB refuses with a ValidationException
 // (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html#limits-items).
-// The store refuses it itself, before any write, as payload_too_large.
+// The store refuses it itself, before any write, as job.CodeTooLarge.
 func TestCreateRefusesAnItemOverTheLimitBeforeWriting(t *testing.T) {
 	c := &putCounter{}
 	st := New(c, "jobs", settings.Defaults())
 	body := `{"input":{"messages":[{"role":"user","content":"` + strings.Repeat("\u2028", 87_000) + `"}]}}`
 	j := newJob(t, "jwt:a", body)
 	_, err := st.Create(t.Context(), j)
-	if job.ErrorCode(err) != job.CodePayloadTooLarge {
-		t.Fatalf("Create: %v, want payload_too_large", err)
+	if job.ErrorCode(err) != job.CodeTooLarge {
+		t.Fatalf("Create: %v, want too_large", err)
 	}
 	if n := c.puts.Load(); n != 0 {
 		t.Fatalf("%d PutItem calls for an item over the limit", n)
@@ -73,7 +74,7 @@ func TestCreateRefusesATenantOverTheKeyLimit(t *testing.T) {
 	c := &putCounter{}
 	st := New(c, "jobs", settings.Defaults())
 	j := newJob(t, "jwt:"+strings.Repeat("t", maxPartitionKeyBytes), `{"input":{"messages":[{"role":"user","content":"x"}]}}`)
-	if _, err := st.Create(t.Context(), j); job.ErrorCode(err) != job.CodePayloadTooLarge || c.puts.Load() != 0 {
+	if _, err := st.Create(t.Context(), j); job.ErrorCode(err) != job.CodeTooLarge || c.puts.Load() != 0 {
 		t.Fatalf("Create: %v, %d puts", err, c.puts.Load())
 	}
 }
@@ -123,7 +124,7 @@ func TestTheLargestOrdinaryRecordFits(t *testing.T) {
 	msg := `{"role":"user","content":"%s"},`
 	fixed := len(`{"input":{"messages":[],"max_tokens":32768},"metadata":,"deadline_seconds":86400,"budget_cents":10000,"max_attempts":8}`) +
 		len(meta) + l.MaxMessages*(len(msg)-2)
-	per := (job.MaxBodyBytes - fixed) / l.MaxMessages
+	per := (api.MaxBodyBytes - fixed) / l.MaxMessages
 	var msgs strings.Builder
 	for i := range l.MaxMessages {
 		if i > 0 {
@@ -133,10 +134,10 @@ func TestTheLargestOrdinaryRecordFits(t *testing.T) {
 	}
 	body := `{"input":{"messages":[` + msgs.String() + `],"max_tokens":32768},"metadata":` + meta +
 		`,"deadline_seconds":86400,"budget_cents":10000,"max_attempts":8}`
-	if len(body) > job.MaxBodyBytes || len(body) < job.MaxBodyBytes-2*l.MaxMessages {
-		t.Fatalf("body is %d bytes, want just under %d", len(body), job.MaxBodyBytes)
+	if len(body) > api.MaxBodyBytes || len(body) < api.MaxBodyBytes-2*l.MaxMessages {
+		t.Fatalf("body is %d bytes, want just under %d", len(body), api.MaxBodyBytes)
 	}
-	req, err := job.ParseCreate("jwt:"+strings.Repeat("t", 1020), strings.Repeat("k", job.MaxKeyLength), []byte(body), l)
+	req, err := api.ParseCreate("jwt:"+strings.Repeat("t", 1020), strings.Repeat("k", api.MaxKeyLength), []byte(body), l)
 	if err != nil {
 		t.Fatalf("ParseCreate: %v", err)
 	}
@@ -167,8 +168,8 @@ func TestANewRecordKeepsRoomForItsAttempts(t *testing.T) {
 		if size > maxItemBytes {
 			t.Fatalf("stepped over the band between the limit less its room and the limit (%d bytes)", size)
 		}
-		if _, err := st.Create(t.Context(), j); job.ErrorCode(err) != job.CodePayloadTooLarge || c.puts.Load() != 0 {
-			t.Fatalf("a %d-byte record (limit %d, room %d): %v, %d puts; want payload_too_large before any write", size, maxItemBytes, growth, err, c.puts.Load())
+		if _, err := st.Create(t.Context(), j); job.ErrorCode(err) != job.CodeTooLarge || c.puts.Load() != 0 {
+			t.Fatalf("a %d-byte record (limit %d, room %d): %v, %d puts; want too_large before any write", size, maxItemBytes, growth, err, c.puts.Load())
 		}
 		return
 	}

@@ -56,7 +56,7 @@ const skewRetries = 3
 
 // Create puts j unless its id exists; then it answers Conflict with the
 // existing record (emulators return no ALL_OLD item, so it is read). A
-// record DynamoDB would refuse for its size is payload_too_large, refused
+// record DynamoDB would refuse for its size is job.CodeTooLarge, refused
 // before any write.
 func (s *Store) Create(ctx context.Context, j job.Job) (job.Job, error) {
 	item := toItem(j, s.idx.activeShards)

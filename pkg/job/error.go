@@ -5,23 +5,29 @@ import (
 	"fmt"
 )
 
-// Code is a stable, machine-readable error kind. The API maps codes to HTTP
-// statuses in one table; clients branch on the code, never on the message.
+// Code is a stable, machine-readable error kind. It says what went wrong
+// in the domain's terms, never in a transport's: the API maps each code to
+// an HTTP status and problem code in its own table (pkg/api), the worker
+// and the reconciler branch on it. Callers branch on the code, never on the
+// message.
 type Code string
 
 const (
-	CodeInvalidRequest       Code = "invalid_request"
-	CodePayloadTooLarge      Code = "payload_too_large"
-	CodeUnauthorized         Code = "unauthorized"
-	CodeNotFound             Code = "not_found"
-	CodeMethodNotAllowed     Code = "method_not_allowed"
-	CodeKeyReused            Code = "idempotency_key_reused"
-	CodeAlreadyFinished      Code = "already_finished"
-	CodeEnqueueFailed        Code = "enqueue_failed"
-	CodeUnavailable          Code = "unavailable"
-	CodeInternal             Code = "internal"
-	CodeConflict             Code = "conflict"
-	CodeUnsupportedMediaType Code = "unsupported_media_type"
+	// CodeInvalidRequest is input that breaks a rule; Field names it.
+	CodeInvalidRequest Code = "invalid_request"
+	// CodeNotFound is a job that does not exist, or another tenant's.
+	CodeNotFound Code = "not_found"
+	// CodeConflict is a transition the record refused; Job is the record
+	// as the store found it.
+	CodeConflict Code = "conflict"
+	// CodeTooLarge is a record over what the store can hold (DynamoDB's
+	// item size): no retry can store it.
+	CodeTooLarge Code = "too_large"
+	// CodeUnavailable is a dependency (the store, the queue) that failed
+	// where a later try may succeed.
+	CodeUnavailable Code = "unavailable"
+	// CodeInternal is anything else: a bug or a corrupt record.
+	CodeInternal Code = "internal"
 )
 
 // Error is the one error type that crosses package boundaries. Message is

@@ -125,7 +125,7 @@ func TestErrorHelpers(t *testing.T) {
 		{"nil", nil, "", false},
 		{"plain", errors.New("boom"), job.CodeInternal, false},
 		{"typed", job.Errorf(job.CodeNotFound, "no job %s", "x"), job.CodeNotFound, false},
-		{"wrapped", fmt.Errorf("store: %w", job.Errorf(job.CodeKeyReused, "reused")), job.CodeKeyReused, false},
+		{"wrapped", fmt.Errorf("store: %w", job.Errorf(job.CodeTooLarge, "too large")), job.CodeTooLarge, false},
 		{"conflict", fmt.Errorf("claim: %w", conflict), job.CodeConflict, true},
 		{"conflict without job", &job.Error{Code: job.CodeConflict}, job.CodeConflict, false},
 	}

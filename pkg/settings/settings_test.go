@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aijobs/aijobs/pkg/api"
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/settings"
 )
@@ -279,7 +280,7 @@ func TestResourceNames(t *testing.T) {
 func TestDefaultLimitsAcceptTheDesignExample(t *testing.T) {
 	body := `{"model": "default", "input": {"messages": [{"role": "user", "content": "..."}], "max_tokens": 256},
  "deadline_seconds": 900, "budget_cents": 50, "max_attempts": 4, "metadata": {"any": "json"}}`
-	r, err := job.ParseCreate("t", "k", []byte(body), settings.Defaults().Limits)
+	r, err := api.ParseCreate("t", "k", []byte(body), settings.Defaults().Limits)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -284,7 +284,7 @@ func (a *attempt) succeed(ctx context.Context, r climbed) outcome {
 			ExpiresAt: a.w.cfg.Retention.ExpiresAt(job.Succeeded, now)})
 		return err
 	})
-	if job.ErrorCode(err) == job.CodePayloadTooLarge {
+	if job.ErrorCode(err) == job.CodeTooLarge {
 		// The record cannot hold this result: end the job for good,
 		// keeping what the call cost, rather than generate it again.
 		return a.end(ctx, job.Internal, "the result is too large to store", r.paid)

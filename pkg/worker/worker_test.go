@@ -541,7 +541,7 @@ func TestShutdownMidCallIsATimeoutNotACancel(t *testing.T) {
 type tooLarge struct{ *memstore.Store }
 
 func (tooLarge) Succeed(context.Context, job.Succeed) (job.Job, error) {
-	return job.Job{}, &job.Error{Code: job.CodePayloadTooLarge}
+	return job.Job{}, &job.Error{Code: job.CodeTooLarge}
 }
 
 func TestResultTooLargeEndsTheJobAndKeepsItsCost(t *testing.T) {

@@ -1,17 +1,19 @@
-package job_test
+package api_test
 
 import (
-	"github.com/aijobs/aijobs/pkg/job"
-	"github.com/aijobs/aijobs/pkg/settings"
+	"errors"
 	"strings"
 	"testing"
+
+	"github.com/aijobs/aijobs/pkg/api"
+	"github.com/aijobs/aijobs/pkg/settings"
 )
 
 func TestTypeNamesNeverLeak(t *testing.T) {
 	for _, b := range []string{`{"input":{"messages":[{"role":"user","content":5}]}}`, `{"input":{"messages":[{"role":"user","content":"x"}],"temperature":"hot"}}`, `{"input":{"messages":{}}}`, `{"model":5,"input":{"messages":[{"role":"user","content":"x"}]}}`} {
-		_, err := job.ParseCreate("t", "k", []byte(b), settings.Defaults().Limits)
-		e, ok := err.(*job.Error)
-		if !ok || e.Code != job.CodeInvalidRequest {
+		_, err := api.ParseCreate("t", "k", []byte(b), settings.Defaults().Limits)
+		var e *api.Error
+		if !errors.As(err, &e) || e.Code != api.CodeInvalidRequest {
 			t.Fatalf("%s: %v", b, err)
 		}
 		for _, goName := range []string{"float64", "int", "string]", "[]job", "job.", "*"} {

@@ -1,0 +1,234 @@
+package api
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/aijobs/aijobs/pkg/job"
+)
+
+// MaxBodyBytes is the largest create body accepted (DESIGN 6).
+const MaxBodyBytes = 256 << 10
+
+// MaxKeyLength bounds the Idempotency-Key header.
+const MaxKeyLength = 255
+
+// ValidKey reports whether k is an acceptable Idempotency-Key: 1..255
+// printable ASCII characters.
+func ValidKey(k string) bool {
+	if len(k) == 0 || len(k) > MaxKeyLength {
+		return false
+	}
+	for i := 0; i < len(k); i++ {
+		if k[i] < 0x20 || k[i] > 0x7e {
+			return false
+		}
+	}
+	return true
+}
+
+// CreateRequest is the body of POST /jobs, as pkg/client sends it. Only
+// Input is required; a zero option is left out, so the server's
+// configured default applies. The server reads a body member by member
+// (ParseCreate), so that it can refuse what a typed decode would accept:
+// a quoted number, an empty model, a member named in another case.
+type CreateRequest struct {
+	// Model names a route the server knows; "" means its default.
+	Model string `json:"model,omitempty"`
+	// Input is the model input: {"messages": [...], "max_tokens": N}.
+	// UserPrompt builds the common case.
+	Input json.RawMessage `json:"input"`
+	// DeadlineSeconds is how long the job may take, from its creation.
+	DeadlineSeconds int `json:"deadline_seconds,omitempty"`
+	// BudgetCents bounds what all attempts together may cost.
+	BudgetCents job.Nanocents `json:"budget_cents,omitempty"`
+	// MaxAttempts bounds the claims the job may get.
+	MaxAttempts int `json:"max_attempts,omitempty"`
+	// Metadata is any JSON object, returned as given.
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+}
+
+// UserPrompt is the input of one user message; maxTokens 0 leaves
+// max_tokens to the server's default.
+func UserPrompt(prompt string, maxTokens int) json.RawMessage {
+	b, err := json.Marshal(job.Input{Messages: []job.Message{{Role: "user", Content: prompt}}, MaxTokens: maxTokens})
+	if err != nil { // strings and ints always encode
+		panic(fmt.Sprintf("api: encode a prompt: %v", err))
+	}
+	return b
+}
+
+// The member names each object of a create body may hold, matched exactly:
+// encoding/json matches names case-insensitively, so without this check
+// "Input" or "MAX_ATTEMPTS" would pass for a known field (and hash as a
+// different body than the same request spelled correctly).
+var (
+	bodyFields    = jsonNames(reflect.TypeFor[CreateRequest]())
+	inputFields   = jsonNames(reflect.TypeFor[job.Input]())
+	messageFields = jsonNames(reflect.TypeFor[job.Message]())
+)
+
+// jsonNames are the member names of a struct's JSON, from its tags.
+func jsonNames(t reflect.Type) []string {
+	names := make([]string, 0, t.NumField())
+	for i := range t.NumField() {
+		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		names = append(names, name)
+	}
+	return names
+}
+
+// ParseCreate decodes a create body for tenant under the Idempotency-Key
+// key and holds it to the limits. Every refusal is an *Error: code
+// invalid_request naming the field, payload_too_large, or unauthorized
+// without a tenant.
+func ParseCreate(tenant, key string, body []byte, l job.Limits) (job.CreateRequest, error) {
+	if tenant == "" {
+		return job.CreateRequest{}, refuse(CodeUnauthorized, "", "no tenant in the request")
+	}
+	if !ValidKey(key) {
+		return job.CreateRequest{}, invalid("Idempotency-Key", "the Idempotency-Key header is required: 1 to %d printable ASCII characters", MaxKeyLength)
+	}
+	if len(body) > MaxBodyBytes {
+		return job.CreateRequest{}, bodyTooLarge()
+	}
+	if !utf8.Valid(body) {
+		return job.CreateRequest{}, invalid("", "the body is not UTF-8")
+	}
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) == 0 || trimmed[0] != '{' {
+		return job.CreateRequest{}, invalid("", "the body must be a JSON object")
+	}
+	if err := exactKeys(trimmed, "", bodyFields); err != nil {
+		return job.CreateRequest{}, err
+	}
+	if k, ok := duplicateKey(trimmed); ok {
+		return job.CreateRequest{}, invalid(truncate(k, 64), "the field %q appears twice in one object", truncate(k, 64))
+	}
+	var b map[string]json.RawMessage // members by name; absent is nil
+	if err := strictDecode(trimmed, &b); err != nil {
+		return job.CreateRequest{}, err
+	}
+	hash, err := job.InputHash(trimmed)
+	if err != nil {
+		return job.CreateRequest{}, invalid("", "the body is not valid JSON")
+	}
+	r := job.CreateRequest{Tenant: tenant, RequestKey: key, InputHash: hash}
+
+	r.Model = l.DefaultModel
+	if raw := b["model"]; given(raw) {
+		if json.Unmarshal(raw, &r.Model) != nil {
+			return r, invalid("model", "model has the wrong type (want a string)")
+		}
+		if !slices.Contains(l.Models, r.Model) {
+			return r, invalid("model", "unknown model %q; known: %s", truncate(r.Model, 64), strings.Join(l.Models, ", "))
+		}
+	}
+	if !given(b["input"]) {
+		return r, invalid("input", "input is required")
+	}
+	if err := parseInput(b["input"], l, &r); err != nil {
+		return r, err
+	}
+	secs, err := boundedInt("deadline_seconds", b["deadline_seconds"], int(l.DefaultDeadline/time.Second), 1, int(l.MaxDeadline/time.Second))
+	if err != nil {
+		return r, err
+	}
+	r.Deadline = time.Duration(secs) * time.Second
+	if r.MaxAttempts, err = boundedInt("max_attempts", b["max_attempts"], l.DefaultMaxAttempts, 1, l.MaxMaxAttempts); err != nil {
+		return r, err
+	}
+	r.Budget = l.DefaultBudget
+	budget, ok, err := number("budget_cents", b["budget_cents"])
+	if err != nil {
+		return r, err
+	}
+	if ok {
+		v, perr := job.ParseCents(budget)
+		if perr != nil || v <= 0 || v > l.MaxBudget {
+			return r, invalid("budget_cents", "budget_cents must be a decimal number of cents above 0 and at most %s", l.MaxBudget)
+		}
+		r.Budget = v
+	}
+	if md := b["metadata"]; given(md) {
+		m := bytes.TrimSpace(md)
+		if len(m) == 0 || m[0] != '{' {
+			return r, invalid("metadata", "metadata must be a JSON object")
+		}
+		if len(m) > l.MaxMetadataBytes {
+			return r, invalid("metadata", "metadata is larger than %d bytes", l.MaxMetadataBytes)
+		}
+		r.Metadata = json.RawMessage(m)
+	}
+	return r, nil
+}
+
+// parseInput decodes the input member strictly, then holds it to the
+// domain's rules for a model input (job.Limits.CheckInput).
+func parseInput(raw json.RawMessage, l job.Limits, r *job.CreateRequest) error {
+	t := bytes.TrimSpace(raw)
+	if len(t) == 0 || t[0] != '{' {
+		return invalid("input", "input must be a JSON object")
+	}
+	if err := inputKeys(t); err != nil {
+		return err
+	}
+	if err := strictDecode(t, &r.Input); err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			e.Field = "input" + dotted(e.Field)
+		}
+		return err
+	}
+	if err := l.CheckInput(&r.Input); err != nil {
+		if e, ok := refusal(err); ok {
+			return e
+		}
+		return err
+	}
+	js, err := job.EncodeJSON(r.Input)
+	if err != nil {
+		return fmt.Errorf("encode input: %w", err)
+	}
+	r.InputJSON = js
+	return nil
+}
+
+// inputKeys applies exactKeys to the input object and to each message.
+func inputKeys(b []byte) error {
+	if err := exactKeys(b, "input.", inputFields); err != nil {
+		return err
+	}
+	var in struct {
+		Messages json.RawMessage `json:"messages"`
+	}
+	var msgs []json.RawMessage
+	if json.Unmarshal(b, &in) != nil || json.Unmarshal(in.Messages, &msgs) != nil {
+		return nil
+	}
+	for i, m := range msgs {
+		if err := exactKeys(m, fmt.Sprintf("input.messages[%d].", i), messageFields); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// given reports whether a member is present and not null: either way the
+// caller did not choose a value.
+func given(raw json.RawMessage) bool { return raw != nil && string(raw) != "null" }
+
+func invalid(field, format string, args ...any) *Error {
+	return refuse(CodeInvalidRequest, field, format, args...)
+}
+
+func bodyTooLarge() *Error {
+	return refuse(CodePayloadTooLarge, "", "the body is larger than %d bytes", MaxBodyBytes)
+}
