@@ -38,9 +38,9 @@ func printView(w io.Writer, format string, v client.View) error {
 	row("model", v.Model)
 	row("request_key", v.RequestKey)
 	row("input_hash", v.InputHash)
-	row("created_at", stamp(v.CreatedAt))
-	row("updated_at", stamp(v.UpdatedAt))
-	row("deadline", stamp(v.Deadline))
+	row("created_at", stamp(v.CreatedAt.Time))
+	row("updated_at", stamp(v.UpdatedAt.Time))
+	row("deadline", stamp(v.Deadline.Time))
 	row("version", fmt.Sprint(v.Version))
 	if len(v.Metadata) > 0 {
 		row("metadata", string(v.Metadata))
@@ -65,7 +65,7 @@ func printPage(w io.Writer, format string, p client.Page) error {
 	fmt.Fprintln(tw, "ID\tSTATE\tERROR_CLASS\tATTEMPTS\tCOST_CENTS\tCREATED_AT\tMODEL")
 	for _, v := range p.Jobs {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", v.ID, v.State, orDash(string(v.Class())),
-			v.Attempts, v.MaxAttempts, v.CostCents, stamp(v.CreatedAt), v.Model)
+			v.Attempts, v.MaxAttempts, v.CostCents, stamp(v.CreatedAt.Time), v.Model)
 	}
 	if err := tw.Flush(); err != nil {
 		return err

@@ -119,8 +119,7 @@ func TestCreateAccepted(t *testing.T) {
 	want := View{
 		ID: id, State: job.Queued, RequestKey: "order-42", InputHash: v.InputHash, Model: "default",
 		MaxAttempts: 4, BudgetCents: job.Cents(50), Result: v.Result, Metadata: v.Metadata,
-		CreatedAt: "2026-01-01T12:00:00.000Z", UpdatedAt: "2026-01-01T12:00:00.000Z",
-		Deadline: "2026-01-01T12:15:00.000Z", Version: 1,
+		CreatedAt: Time{t0}, UpdatedAt: Time{t0}, Deadline: Time{t0.Add(15 * time.Minute)}, Version: 1,
 	}
 	if v.ErrorClass != nil || string(v.Result) != "null" || string(v.Metadata) != `{"any":"json"}` {
 		t.Errorf("error_class %v, result %s, metadata %s", v.ErrorClass, v.Result, v.Metadata)
@@ -130,11 +129,12 @@ func TestCreateAccepted(t *testing.T) {
 	}
 	if v.ID != want.ID || v.State != want.State || v.RequestKey != want.RequestKey || v.Model != want.Model ||
 		v.Attempts != 0 || v.MaxAttempts != want.MaxAttempts || v.BudgetCents != want.BudgetCents ||
-		v.CostCents != 0 || v.Progress != 0 || v.CreatedAt != want.CreatedAt || v.UpdatedAt != want.UpdatedAt ||
-		v.Deadline != want.Deadline || v.Version != want.Version {
+		v.CostCents != 0 || v.Progress != 0 || !v.CreatedAt.Equal(want.CreatedAt.Time) || !v.UpdatedAt.Equal(want.UpdatedAt.Time) ||
+		!v.Deadline.Equal(want.Deadline.Time) || v.Version != want.Version {
 		t.Errorf("view = %+v\nwant %+v", v, want)
 	}
-	for _, s := range []string{`"error_class":null`, `"result":null`, `"cost_cents":0,`, `"budget_cents":50,`} {
+	for _, s := range []string{`"error_class":null`, `"result":null`, `"cost_cents":0,`, `"budget_cents":50,`,
+		`"created_at":"2026-01-01T12:00:00.000Z"`, `"updated_at":"2026-01-01T12:00:00.000Z"`, `"deadline":"2026-01-01T12:15:00.000Z"`} {
 		if !strings.Contains(resp.Body, s) {
 			t.Errorf("body lacks %s: %s", s, resp.Body)
 		}
@@ -208,7 +208,7 @@ func TestCreateReplaysSameBody(t *testing.T) {
 		if resp.Headers["Location"] != "/jobs/"+id {
 			t.Errorf("Location = %q", resp.Headers["Location"])
 		}
-		if v := decodeView(t, resp); v.ID != id || v.CreatedAt != "2026-01-01T12:00:00.000Z" || v.Version != 1 {
+		if v := decodeView(t, resp); v.ID != id || !v.CreatedAt.Equal(t0) || v.Version != 1 {
 			t.Errorf("replay %d view = %+v", i, v)
 		}
 	}

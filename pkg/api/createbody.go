@@ -42,8 +42,8 @@ func ValidKey(k string) bool {
 type CreateRequest struct {
 	// Model names a route the server knows; "" means its default.
 	Model string `json:"model,omitempty"`
-	// Input is the model input: {"messages": [...], "max_tokens": N}.
-	// UserPrompt builds the common case.
+	// Input is the model input: {"messages": [...], "max_tokens": N}
+	// (job.Input); client.UserPrompt builds the common case.
 	Input json.RawMessage `json:"input"`
 	// DeadlineSeconds is how long the job may take, from its creation.
 	DeadlineSeconds int `json:"deadline_seconds,omitempty"`
@@ -53,16 +53,6 @@ type CreateRequest struct {
 	MaxAttempts int `json:"max_attempts,omitempty"`
 	// Metadata is any JSON object, returned as given.
 	Metadata json.RawMessage `json:"metadata,omitempty"`
-}
-
-// UserPrompt is the input of one user message; maxTokens 0 leaves
-// max_tokens to the server's default.
-func UserPrompt(prompt string, maxTokens int) json.RawMessage {
-	b, err := json.Marshal(job.Input{Messages: []job.Message{{Role: "user", Content: prompt}}, MaxTokens: maxTokens})
-	if err != nil { // strings and ints always encode
-		panic(fmt.Sprintf("api: encode a prompt: %v", err))
-	}
-	return b
 }
 
 // The member names each object of a create body may hold, matched exactly:

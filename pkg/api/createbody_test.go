@@ -12,21 +12,12 @@ import (
 	"github.com/aijobs/aijobs/pkg/settings"
 )
 
+// testLimits are the shipped limits with bounds a test can reach.
 func testLimits() job.Limits {
-	return job.Limits{
-		DefaultModel:       "default",
-		Models:             []string{"default", "fast"},
-		DefaultDeadline:    15 * time.Minute,
-		MaxDeadline:        24 * time.Hour,
-		DefaultBudget:      job.Cents(50),
-		MaxBudget:          job.Cents(10_000),
-		DefaultMaxAttempts: 4,
-		MaxMaxAttempts:     8,
-		DefaultMaxTokens:   1024,
-		MaxMaxTokens:       32_768,
-		MaxMessages:        3,
-		MaxMetadataBytes:   64,
-	}
+	l := settings.Defaults().Limits
+	l.Models = []string{"default", "fast"}
+	l.MaxMessages, l.MaxMetadataBytes = 3, 64
+	return l
 }
 
 const okInput = `{"messages":[{"role":"user","content":"hi"}]}`
@@ -311,5 +302,18 @@ func TestEveryMemberOfTheBodyIsRead(t *testing.T) {
 		if !errors.As(err, &e) || e.Field != name {
 			t.Errorf("%s: %v, want a refusal naming %s", b, err, name)
 		}
+	}
+}
+
+// The shipped limits accept the design's example request.
+func TestDefaultLimitsAcceptTheDesignExample(t *testing.T) {
+	body := `{"model": "default", "input": {"messages": [{"role": "user", "content": "..."}], "max_tokens": 256},
+ "deadline_seconds": 900, "budget_cents": 50, "max_attempts": 4, "metadata": {"any": "json"}}`
+	r, err := api.ParseCreate("t", "k", []byte(body), settings.Defaults().Limits)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Deadline != 900*time.Second || r.Budget != job.Cents(50) || r.MaxAttempts != 4 || r.Input.MaxTokens != 256 {
+		t.Errorf("ParseCreate = %+v", r)
 	}
 }

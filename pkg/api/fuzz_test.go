@@ -155,7 +155,7 @@ func FuzzList(f *testing.F) {
 				}
 				return
 			}
-			var b listBody
+			var b Page
 			if err := json.Unmarshal([]byte(resp.Body), &b); err != nil {
 				t.Fatalf("list body %s: %v", resp.Body, err)
 			}
@@ -167,14 +167,14 @@ func FuzzList(f *testing.F) {
 					t.Fatalf("listed %s, not a job of the caller", s.ID)
 				}
 			}
-			if b.NextCursor == nil {
+			if b.NextCursor == "" {
 				return
 			}
 			vals, err := url.ParseQuery(ev.RawQueryString)
 			if err != nil {
 				t.Fatalf("a query the API answered does not parse: %v", err)
 			}
-			vals.Set("cursor", *b.NextCursor)
+			vals.Set("cursor", b.NextCursor)
 			ev.RawQueryString = vals.Encode()
 		}
 	})

@@ -210,13 +210,14 @@ func decodeView(t *testing.T, resp events.APIGatewayV2HTTPResponse) View {
 	if ct := resp.Headers["Content-Type"]; ct != "application/json" {
 		t.Fatalf("Content-Type = %q, want application/json (body %s)", ct, resp.Body)
 	}
-	var v View
+	type plain View // View's own UnmarshalJSON would not refuse unknown members
+	var v plain
 	dec := json.NewDecoder(strings.NewReader(resp.Body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&v); err != nil {
 		t.Fatalf("decode view %s: %v", resp.Body, err)
 	}
-	return v
+	return View(v)
 }
 
 // decodeProblem checks the problem+json shape and returns it.

@@ -16,10 +16,11 @@ import (
 	"github.com/aijobs/aijobs/pkg/job"
 )
 
-// Summary is a job as GET /jobs lists it: the view's fields that change
-// only with the job's state (the list is served from an index that
-// heartbeats never write), under the view's own names. Fetch the job for
-// its progress, result and version.
+// Summary is a job as GET /jobs lists it, and as pkg/client reads it: the
+// view's fields that change only with the job's state (the list is served
+// from an index that heartbeats never write), under the view's own names,
+// and how often an operator replayed it. Fetch the job for its progress,
+// result and version.
 type Summary struct {
 	ID          string          `json:"id"`
 	State       job.State       `json:"state"`
@@ -33,14 +34,35 @@ type Summary struct {
 	ErrorClass  *job.ErrorClass `json:"error_class"`
 	ResultModel string          `json:"result_model,omitempty"`
 	Replays     int             `json:"replays,omitempty"`
-	CreatedAt   string          `json:"created_at"`
-	Deadline    string          `json:"deadline"`
+	CreatedAt   Time            `json:"created_at"`
+	Deadline    Time            `json:"deadline"`
 }
 
-// listBody is the answer of GET /jobs.
-type listBody struct {
-	Jobs       []Summary `json:"jobs"`
-	NextCursor *string   `json:"next_cursor"`
+// Class is the error class, "" when there is none.
+func (s Summary) Class() job.ErrorClass { return classOf(s.ErrorClass) }
+
+// Page is the answer of GET /jobs: a page of summaries, newest first.
+type Page struct {
+	Jobs []Summary `json:"jobs"`
+	// NextCursor continues the listing (the cursor query parameter); ""
+	// on the last page, which the API writes as null.
+	NextCursor string `json:"next_cursor"`
+}
+
+// MarshalJSON writes the page as the API sends it: an empty cursor is null
+// and no jobs is an empty list.
+func (p Page) MarshalJSON() ([]byte, error) {
+	out := struct {
+		Jobs       []Summary `json:"jobs"`
+		NextCursor *string   `json:"next_cursor"`
+	}{Jobs: p.Jobs}
+	if out.Jobs == nil {
+		out.Jobs = []Summary{}
+	}
+	if p.NextCursor != "" {
+		out.NextCursor = &p.NextCursor
+	}
+	return json.Marshal(out)
 }
 
 // listParams are the query parameters GET /jobs takes.
@@ -63,12 +85,9 @@ func (h *Handler) list(ctx context.Context, log *slog.Logger, ev events.APIGatew
 		}
 		return h.serverProblem(ctx, log, "list", fmt.Errorf("list jobs: %w", err))
 	}
-	out := listBody{Jobs: make([]Summary, 0, len(page.Jobs))}
+	out := Page{Jobs: make([]Summary, 0, len(page.Jobs)), NextCursor: page.Next}
 	for _, j := range page.Jobs {
 		out.Jobs = append(out.Jobs, summaryOf(j))
-	}
-	if page.Next != "" {
-		out.NextCursor = &page.Next
 	}
 	body, err := json.Marshal(out)
 	if err != nil {

@@ -19,14 +19,21 @@ func listReq(t testing.TB, query string) events.APIGatewayV2HTTPRequest {
 	return ev
 }
 
-func decodeList(t *testing.T, resp events.APIGatewayV2HTTPResponse) listBody {
+func decodeList(t *testing.T, resp events.APIGatewayV2HTTPResponse) Page {
 	t.Helper()
 	if resp.StatusCode != http.StatusOK || resp.Headers["Content-Type"] != "application/json" || resp.Headers["Cache-Control"] != "no-store" {
 		t.Fatalf("status %d headers %v body %s", resp.StatusCode, resp.Headers, resp.Body)
 	}
-	var b listBody
+	var b Page
 	if err := json.Unmarshal([]byte(resp.Body), &b); err != nil {
 		t.Fatal(err)
+	}
+	if b.NextCursor == "" && !strings.Contains(resp.Body, `"next_cursor":null`) {
+		t.Fatalf("a last page whose cursor is not null: %s", resp.Body)
+	}
+	// A client reads this same type: written again, it is what was sent.
+	if back, err := json.Marshal(b); err != nil || string(back) != resp.Body {
+		t.Fatalf("the page read back differs (%v)\nsent %s\nread %s", err, resp.Body, back)
 	}
 	return b
 }
@@ -58,10 +65,10 @@ func TestListPagesTheCallersJobsNewestFirst(t *testing.T) {
 		for _, s := range b.Jobs {
 			got = append(got, s.ID)
 		}
-		if b.NextCursor == nil {
+		if b.NextCursor == "" {
 			break
 		}
-		cursor = *b.NextCursor
+		cursor = b.NextCursor
 	}
 	want := []string{ids[4], ids[3], ids[2], ids[1], ids[0]}
 	if strings.Join(got, ",") != strings.Join(want, ",") {
@@ -71,21 +78,21 @@ func TestListPagesTheCallersJobsNewestFirst(t *testing.T) {
 	// A cursor from a page without since, reused with a since after it:
 	// the caller's mistake, a 400 naming the cursor (never a 503).
 	first := decodeList(t, e.do(t, listReq(t, "limit=4")))
-	if first.NextCursor == nil {
+	if first.NextCursor == "" {
 		t.Fatal("no second page")
 	}
-	wantProblem(t, e.do(t, listReq(t, "since=2026-01-01T12:00:03Z&cursor="+*first.NextCursor)), http.StatusBadRequest, CodeInvalidRequest, "cursor")
+	wantProblem(t, e.do(t, listReq(t, "since=2026-01-01T12:00:03Z&cursor="+first.NextCursor)), http.StatusBadRequest, CodeInvalidRequest, "cursor")
 
 	b := decodeList(t, e.do(t, listReq(t, "state=succeeded")))
 	if len(b.Jobs) != 1 || b.Jobs[0].ID != ids[1] || b.Jobs[0].CostCents != 420_000_000 || b.Jobs[0].ResultModel != "fake-1" ||
-		b.Jobs[0].ErrorClass != nil || b.Jobs[0].CreatedAt != "2026-01-01T12:00:01.000Z" || b.NextCursor != nil {
+		b.Jobs[0].ErrorClass != nil || !b.Jobs[0].CreatedAt.Equal(t0.Add(time.Second)) || b.NextCursor != "" {
 		t.Fatalf("succeeded only: %s", e.do(t, listReq(t, "state=succeeded")).Body)
 	}
 	b = decodeList(t, e.do(t, listReq(t, "since=2026-01-01T12:00:03Z")))
 	if len(b.Jobs) != 2 || b.Jobs[0].ID != ids[4] || b.Jobs[1].ID != ids[3] {
 		t.Fatalf("since: %+v", b.Jobs)
 	}
-	if b := decodeList(t, e.do(t, asTenant(listReq(t, "error_class=auth"), "tenant-c"))); len(b.Jobs) != 0 || b.NextCursor != nil {
+	if b := decodeList(t, e.do(t, asTenant(listReq(t, "error_class=auth"), "tenant-c"))); len(b.Jobs) != 0 || b.NextCursor != "" {
 		t.Fatalf("an empty list: %+v", b)
 	}
 	if body := e.do(t, asTenant(listReq(t, ""), "tenant-c")).Body; body != `{"jobs":[],"next_cursor":null}` {

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"math"
 	"strconv"
 	"time"
 
@@ -13,13 +12,27 @@ import (
 	"github.com/aijobs/aijobs/pkg/job"
 )
 
-// TimeFormat is how the view writes times: RFC 3339 in UTC with
+// TimeFormat is how the API writes times: RFC 3339 in UTC with
 // milliseconds, the precision the store keeps.
 const TimeFormat = "2006-01-02T15:04:05.000Z07:00"
 
-// View is a job as the API shows it to its owner. It leaves out what a
-// caller must not see or need not carry back: the tenant, the lease, the
-// input and the error detail.
+// Time is a time of the wire types: written in TimeFormat, read from any
+// RFC 3339 time, a time.Time for everything else.
+type Time struct{ time.Time }
+
+// MarshalJSON writes t in TimeFormat.
+func (t Time) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + t.UTC().Format(TimeFormat) + `"`), nil
+}
+
+// View is a job as the API shows it to its owner: what POST /jobs,
+// GET /jobs/{id} and the cancel answer, and what pkg/client decodes them
+// into. It leaves out what a caller must not see or need not carry back:
+// the tenant, the lease, the input and the error detail. Progress is 0..1
+// while running (tokens streamed / max tokens); cost_cents counts every
+// attempt, discarded results included; money is exact (decimal JSON
+// numbers of cents, read into job.Nanocents without a float); the ETag is
+// the quoted version, which every write increments.
 type View struct {
 	ID          string        `json:"id"`
 	State       job.State     `json:"state"`
@@ -40,13 +53,13 @@ type View struct {
 	ReservedCents job.Nanocents `json:"reserved_cents"`
 	// ErrorClass is null unless the job has one; always null once succeeded.
 	ErrorClass *job.ErrorClass `json:"error_class"`
-	// Result is the stored model output, or null.
+	// Result is the stored model output, or null (nil once read).
 	Result      json.RawMessage `json:"result"`
 	ResultModel string          `json:"result_model,omitempty"`
 	Metadata    json.RawMessage `json:"metadata,omitempty"`
-	CreatedAt   string          `json:"created_at"`
-	UpdatedAt   string          `json:"updated_at"`
-	Deadline    string          `json:"deadline"`
+	CreatedAt   Time            `json:"created_at"`
+	UpdatedAt   Time            `json:"updated_at"`
+	Deadline    Time            `json:"deadline"`
 	Version     int64           `json:"version"`
 }
 
@@ -55,10 +68,10 @@ func NewView(j job.Job) View {
 	v := View{
 		ID: j.ID, State: j.State, RequestKey: j.RequestKey, InputHash: j.InputHash,
 		Model: j.Model, Attempts: j.Attempts, MaxAttempts: j.MaxAttempts,
-		Progress: clampProgress(j.Progress), CostCents: j.Cost, CostEstimated: j.CostEstimated, BudgetCents: j.Budget, ReservedCents: max(j.Reserved, 0),
+		Progress: job.ClampProgress(j.Progress), CostCents: j.Cost, CostEstimated: j.CostEstimated, BudgetCents: j.Budget, ReservedCents: max(j.Reserved, 0),
 		ResultModel: j.ResultModel,
-		CreatedAt:   formatTime(j.CreatedAt), UpdatedAt: formatTime(j.UpdatedAt),
-		Deadline: formatTime(j.Deadline), Version: j.Version,
+		CreatedAt:   Time{j.CreatedAt}, UpdatedAt: Time{j.UpdatedAt},
+		Deadline: Time{j.Deadline}, Version: j.Version,
 	}
 	if j.ErrorClass != "" && j.State != job.Succeeded {
 		c := j.ErrorClass
@@ -73,22 +86,41 @@ func NewView(j job.Job) View {
 	return v
 }
 
+// UnmarshalJSON reads a view; a null result or metadata becomes nil
+// (json.RawMessage would otherwise hold the four bytes "null").
+func (v *View) UnmarshalJSON(b []byte) error {
+	type plain View // no methods: no recursion
+	var p plain
+	if err := json.Unmarshal(b, &p); err != nil {
+		return err
+	}
+	if !present(p.Result) {
+		p.Result = nil
+	}
+	if !present(p.Metadata) {
+		p.Metadata = nil
+	}
+	*v = View(p)
+	return nil
+}
+
+// Terminal reports whether the job will never change again on its own.
+func (v View) Terminal() bool { return v.State.Terminal() }
+
+// Class is the error class, "" when there is none.
+func (v View) Class() job.ErrorClass { return classOf(v.ErrorClass) }
+
+func classOf(c *job.ErrorClass) job.ErrorClass {
+	if c == nil {
+		return ""
+	}
+	return *c
+}
+
 func present(raw json.RawMessage) bool {
 	t := bytes.TrimSpace(raw)
 	return len(t) > 0 && !bytes.Equal(t, []byte("null"))
 }
-
-func clampProgress(p float64) float64 {
-	switch {
-	case math.IsNaN(p) || p < 0:
-		return 0
-	case p > 1:
-		return 1
-	}
-	return p
-}
-
-func formatTime(t time.Time) string { return t.UTC().Format(TimeFormat) }
 
 // etag is the strong entity tag of a record: its version, which every write
 // increments.

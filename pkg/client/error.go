@@ -7,6 +7,8 @@ import (
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/aijobs/aijobs/pkg/api"
 )
 
 // Error is an answer of the API that is not a success: a problem+json body
@@ -73,15 +75,10 @@ func (e *NetworkError) Unwrap() error { return e.Err }
 // HTML error page is not a detail.
 const maxDetail = 200
 
-// problemBody is the JSON of a problem, and of API Gateway's own errors
-// ({"message": "Forbidden"}).
+// problemBody is the JSON of a problem (the server's api.Problem), and of
+// API Gateway's own errors ({"message": "Forbidden"}).
 type problemBody struct {
-	Type    string `json:"type"`
-	Title   string `json:"title"`
-	Status  int    `json:"status"`
-	Detail  string `json:"detail"`
-	Code    string `json:"code"`
-	Field   string `json:"field"`
+	api.Problem
 	Message string `json:"message"`
 }
 
@@ -98,7 +95,7 @@ func errorFrom(status int, h http.Header, body []byte, retryAfter time.Duration)
 		return e
 	}
 	if p.Code != "" || mt == "application/problem+json" {
-		e.Code, e.Type, e.Detail, e.Field = p.Code, p.Type, p.Detail, p.Field
+		e.Code, e.Type, e.Detail, e.Field = string(p.Code), p.Type, p.Detail, p.Field
 		if p.Title != "" {
 			e.Title = p.Title
 		}

@@ -3,93 +3,108 @@ package client_test
 import (
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"net/url"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/aijobs/aijobs/pkg/client"
+	"github.com/aijobs/aijobs/pkg/client/clienttest"
 	"github.com/aijobs/aijobs/pkg/job"
 )
 
-// The GET /jobs route is being added to the server separately; this serves
-// its agreed shape: {"jobs":[<view>...],"next_cursor":"<opaque>"|null}.
+// List reads the real handler's page (pkg/api over the in-memory store):
+// summaries as the API sends them, replays included, and a cursor that
+// pages to the end.
 func TestListSendsTheQueryAndReadsThePage(t *testing.T) {
-	var got []url.Values
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet || r.URL.Path != "/jobs" || r.Header.Get("Authorization") != "Bearer ops" {
-			http.Error(w, "unexpected "+r.Method+" "+r.URL.Path, http.StatusTeapot)
-			return
-		}
-		got = append(got, r.URL.Query())
-		w.Header().Set("Content-Type", "application/json")
-		if r.URL.Query().Get("cursor") == "" {
-			_, _ = io.WriteString(w, `{"jobs":[
-			  {"id":"job_aaaaaaaaaaaaaaaaaaaaaaaaaa","state":"failed","request_key":"k1","input_hash":"sha256:ab","model":"default",
-			   "attempts":4,"max_attempts":4,"progress":0,"cost_cents":0.000000001,"budget_cents":50,"error_class":"rate_limited",
-			   "result":null,"created_at":"2026-12-02T10:00:00.000Z","updated_at":"2026-12-02T10:05:00.123Z","deadline":"2026-12-02T10:15:00.000Z","version":9}],
-			  "next_cursor":"opaque+/=="}`)
-			return
-		}
-		_, _ = io.WriteString(w, `{"jobs":[],"next_cursor":null}`)
-	}))
-	defer srv.Close()
+	srv := clienttest.Start(t)
 	c, _ := newClient(t, srv.URL, "ops")
+	ctx := context.Background()
+	var failed []string
+	for _, key := range []string{"k1", "k2"} {
+		v, _, err := c.Submit(ctx, key, prompt("x"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv.Clock.Advance(time.Second)
+		srv.Claim(t, v.ID)
+		srv.End(t, v.ID, 1, job.RateLimited)
+		failed = append(failed, v.ID)
+	}
+	if _, _, err := c.Submit(ctx, "k3", prompt("x")); err != nil { // queued: not listed below
+		t.Fatal(err)
+	}
+	// An operator replay of the first, failed again: the summary counts it.
+	now := srv.Clock.Now()
+	if _, err := srv.Store.Replay(ctx, job.Replay{ID: failed[0], Now: now, Attempts: 1, Deadline: now.Add(time.Hour), ExpiresAt: now.Add(time.Hour)}); err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+	srv.Claim(t, failed[0])
+	srv.End(t, failed[0], 1, job.RateLimited)
+
 	since := time.Date(2026, 12, 1, 9, 30, 15, 999_000_000, time.FixedZone("CET", 3600))
-	q := client.ListQuery{State: job.Failed, ErrorClass: job.RateLimited, Since: since, Limit: 50}
-	p, err := c.List(context.Background(), q)
+	q := client.ListQuery{State: job.Failed, ErrorClass: job.RateLimited, Since: since, Limit: 1}
+	before := len(srv.Requests())
+	p, err := c.List(ctx, q)
 	if err != nil {
 		t.Fatalf("List: %v", err)
 	}
-	want := url.Values{"state": {"failed"}, "error_class": {"rate_limited"}, "since": {"2026-12-01T08:30:15Z"}, "limit": {"50"}}
-	if len(got) != 1 || got[0].Encode() != want.Encode() {
-		t.Errorf("query = %v, want %v", got, want)
+	sent := srv.Requests()[before]
+	want := url.Values{"state": {"failed"}, "error_class": {"rate_limited"}, "since": {"2026-12-01T08:30:15Z"}, "limit": {"1"}}
+	if got, _ := url.ParseQuery(sent.RawQuery); got.Encode() != want.Encode() || sent.Path != "/jobs" {
+		t.Errorf("sent %s?%s, want /jobs?%s", sent.Path, sent.RawQuery, want.Encode())
 	}
-	if len(p.Jobs) != 1 || p.NextCursor != "opaque+/==" {
-		t.Fatalf("page = %+v", p)
+	if len(p.Jobs) != 1 || p.NextCursor == "" {
+		t.Fatalf("first page = %+v, want one job and a cursor", p)
 	}
-	j := p.Jobs[0]
-	if j.State != job.Failed || j.Class() != job.RateLimited || j.CostCents != 1 || j.BudgetCents != job.Cents(50) ||
-		j.UpdatedAt.Nanosecond() != 123_000_000 || j.Version != 9 {
-		t.Errorf("job = %+v", j)
+	// Newest first: the second job was created a second after the first.
+	s := p.Jobs[0]
+	if s.ID != failed[1] || s.State != job.Failed || s.Class() != job.RateLimited || s.CostCents != 1 ||
+		s.BudgetCents != job.Cents(50) || s.Replays != 0 || !s.CreatedAt.Equal(clienttest.T0.Add(time.Second)) {
+		t.Errorf("summary = %+v", s)
 	}
 
 	q.Cursor = p.NextCursor
-	last, err := c.List(context.Background(), q)
+	second, err := c.List(ctx, q)
 	if err != nil {
 		t.Fatalf("List with cursor: %v", err)
 	}
-	if got[1].Get("cursor") != "opaque+/==" {
-		t.Errorf("cursor sent = %q", got[1].Get("cursor"))
+	if got := srv.Requests()[before+1].RawQuery; !strings.Contains(got, "cursor="+url.QueryEscape(p.NextCursor)) {
+		t.Errorf("cursor not sent: %s", got)
 	}
-	if len(last.Jobs) != 0 || last.NextCursor != "" {
-		t.Errorf("last page = %+v", last)
+	if len(second.Jobs) != 1 || second.Jobs[0].ID != failed[0] || second.Jobs[0].Replays != 1 || second.Jobs[0].CostCents != 2 {
+		t.Fatalf("second page = %+v, want the replayed job with replays 1 and both attempts' cost", second)
 	}
-	out, _ := json.Marshal(last)
-	if string(out) != `{"jobs":[],"next_cursor":null}` {
-		t.Errorf("page JSON = %s", out)
+	// Written again, a summary is what the API sent: no zero updated_at or
+	// version the API never sent.
+	out, _ := json.Marshal(second.Jobs[0])
+	if strings.Contains(string(out), "updated_at") || strings.Contains(string(out), "version") || !strings.Contains(string(out), `"replays":1`) {
+		t.Errorf("summary JSON = %s", out)
 	}
 
-	if _, err := c.List(context.Background(), client.ListQuery{}); err != nil || got[2].Encode() != "" {
-		t.Errorf("an empty query sent %v (%v)", got[2], err)
+	none, err := c.List(ctx, client.ListQuery{State: job.Succeeded})
+	if err != nil {
+		t.Fatalf("List of nothing: %v", err)
 	}
-	if _, err := c.List(context.Background(), client.ListQuery{Limit: -1}); err == nil {
+	if out, _ := json.Marshal(none); string(out) != `{"jobs":[],"next_cursor":null}` {
+		t.Errorf("empty page JSON = %s", out)
+	}
+
+	before = len(srv.Requests())
+	if _, err := c.List(ctx, client.ListQuery{}); err != nil || srv.Requests()[before].RawQuery != "" {
+		t.Errorf("an empty query sent %q (%v)", srv.Requests()[before].RawQuery, err)
+	}
+	before = len(srv.Requests())
+	if _, err := c.List(ctx, client.ListQuery{Limit: -1}); err == nil || len(srv.Requests()) != before {
 		t.Error("a negative limit was sent")
 	}
 }
 
 func TestListProblem(t *testing.T) {
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		w.Header().Set("Content-Type", "application/problem+json")
-		w.WriteHeader(http.StatusBadRequest)
-		_, _ = io.WriteString(w, `{"type":"https://github.com/aijobs/aijobs/blob/main/docs/errors.md#invalid_request","title":"Invalid request","status":400,"detail":"state must be one of queued, running, succeeded, failed, abandoned","code":"invalid_request","field":"state"}`)
-	}))
-	defer srv.Close()
+	srv := clienttest.Start(t)
 	c, _ := newClient(t, srv.URL, "ops")
 	_, err := c.List(context.Background(), client.ListQuery{State: "done"})
-	if e := apiError(t, err); e.Code != "invalid_request" || e.Field != "state" {
+	if e := apiError(t, err); e.Status != 400 || e.Code != "invalid_request" || e.Field != "state" {
 		t.Errorf("error = %+v", e)
 	}
 }

@@ -10,28 +10,11 @@ import (
 	"github.com/aijobs/aijobs/pkg/job"
 )
 
-func testLimits() job.Limits {
-	return job.Limits{
-		DefaultModel:       "default",
-		Models:             []string{"default", "fast"},
-		DefaultDeadline:    15 * time.Minute,
-		MaxDeadline:        24 * time.Hour,
-		DefaultBudget:      job.Cents(50),
-		MaxBudget:          job.Cents(10_000),
-		DefaultMaxAttempts: 4,
-		MaxMaxAttempts:     8,
-		DefaultMaxTokens:   1024,
-		MaxMaxTokens:       32_768,
-		MaxMessages:        3,
-		MaxMetadataBytes:   64,
-	}
-}
-
 // The input's rules hold whatever decoded it: pkg/api's create body tests
 // (createbody_test.go) prove each reaches a caller as a 400 naming the
 // field; these prove the rules themselves.
 func TestCheckInput(t *testing.T) {
-	l := testLimits()
+	l := job.Limits{MaxMessages: 3, DefaultMaxTokens: 1024, MaxMaxTokens: 32_768}
 	msgs := func(ms ...job.Message) job.Input { return job.Input{Messages: ms} }
 	user := job.Message{Role: "user", Content: "x"}
 	temp := func(v float64) *float64 { return &v }

@@ -280,7 +280,7 @@ func (c Claim) Apply(j Job) Job {
 
 // Apply returns j after the heartbeat.
 func (h Heartbeat) Apply(j Job) Job {
-	j.LeaseUntil, j.Progress = Millis(h.LeaseUntil), clampProgress(h.Progress)
+	j.LeaseUntil, j.Progress = Millis(h.LeaseUntil), ClampProgress(h.Progress)
 	return touch(j, h.Now)
 }
 
@@ -290,9 +290,10 @@ func (h HoldMore) Apply(j Job) Job {
 	return touch(j, h.Now)
 }
 
-// clampProgress keeps progress in 0..1 (DESIGN 2) whatever the estimate
-// said: a provider may stream more tokens than asked for.
-func clampProgress(p float64) float64 {
+// ClampProgress keeps progress in 0..1 (DESIGN 2) whatever the estimate
+// said: a provider may stream more tokens than asked for. The API's view
+// applies it too, to whatever a record holds.
+func ClampProgress(p float64) float64 {
 	switch {
 	case p > 1:
 		return 1

@@ -5,8 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aijobs/aijobs/pkg/api"
-	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/settings"
 )
 
@@ -273,18 +271,5 @@ func TestResourceNames(t *testing.T) {
 	}
 	if d := settings.Defaults(); d.Prefix != "aijobs" || d.FailureIndex == "" {
 		t.Errorf("defaults: prefix %q, failure index %q", d.Prefix, d.FailureIndex)
-	}
-}
-
-// The shipped limits accept the design's example request.
-func TestDefaultLimitsAcceptTheDesignExample(t *testing.T) {
-	body := `{"model": "default", "input": {"messages": [{"role": "user", "content": "..."}], "max_tokens": 256},
- "deadline_seconds": 900, "budget_cents": 50, "max_attempts": 4, "metadata": {"any": "json"}}`
-	r, err := api.ParseCreate("t", "k", []byte(body), settings.Defaults().Limits)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if r.Deadline != 900*time.Second || r.Budget != job.Cents(50) || r.MaxAttempts != 4 || r.Input.MaxTokens != 256 {
-		t.Errorf("ParseCreate = %+v", r)
 	}
 }
