@@ -21,6 +21,8 @@ import (
 	"github.com/aws/smithy-go"
 	smithymw "github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
+
+	"github.com/aijobs/aijobs/pkg/sqs"
 )
 
 // The AWS fault kinds.
@@ -251,10 +253,7 @@ func jobOf(params any) string {
 		key = in.Item
 	case *awssqs.SendMessageInput:
 		if in.MessageBody != nil {
-			var m struct {
-				JobID string `json:"job_id"`
-			}
-			_ = json.Unmarshal([]byte(*in.MessageBody), &m)
+			m, _ := sqs.ParseMessage(*in.MessageBody)
 			return m.JobID
 		}
 	}

@@ -29,6 +29,7 @@ import (
 	"github.com/aijobs/aijobs/pkg/config"
 	"github.com/aijobs/aijobs/pkg/devserver"
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/sqs"
 )
 
 // Options are a run's knobs; DefaultOptions are `make chaos`'s.
@@ -346,8 +347,8 @@ func (h *harness) drive(ctx context.Context, wg *sync.WaitGroup) {
 					if sleep(ctx, time.Until(created.Add(d))) != nil {
 						return
 					}
-					body, _ := json.Marshal(map[string]string{"job_id": r.id})
-					if _, err := plain.SendMessage(ctx, &awssqs.SendMessageInput{QueueUrl: aws.String(h.cfg.QueueURL), MessageBody: aws.String(string(body))}); err == nil {
+					body := sqs.Message{JobID: r.id}.Body()
+					if _, err := plain.SendMessage(ctx, &awssqs.SendMessageInput{QueueUrl: aws.String(h.cfg.QueueURL), MessageBody: aws.String(body)}); err == nil {
 						h.tally.Fault(Event{Kind: "duplicate_message", Where: "queue", Op: "SQS.SendMessage", Job: r.id})
 					}
 					if !p.APIKilled {
@@ -578,10 +579,7 @@ func (h *harness) deadLetters(ctx context.Context) (map[string]int, error) {
 			continue
 		}
 		for _, m := range msgs {
-			var b struct {
-				JobID string `json:"job_id"`
-			}
-			_ = json.Unmarshal([]byte(m.Body), &b)
+			b, _ := sqs.ParseMessage(m.Body)
 			out[b.JobID]++
 		}
 	}

@@ -8,7 +8,6 @@ package replay
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"sync"
 	"time"
@@ -16,6 +15,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/sqs"
 )
 
 // Store is the part of the job store a replay drives.
@@ -275,12 +275,9 @@ func (r *Replayer) DeadLetters(ctx context.Context, limit int, o Options) (Summa
 		}
 		r.each(ctx, keys, o, func(key string) Outcome {
 			m := bodies[key]
-			var body struct {
-				JobID string `json:"job_id"`
-			}
 			out := Unreadable
-			if json.Unmarshal([]byte(m.Body), &body) == nil && job.ValidID(body.JobID) {
-				out = r.Job(ctx, body.JobID, o)
+			if msg, ok := sqs.ParseMessage(m.Body); ok && job.ValidID(msg.JobID) {
+				out = r.Job(ctx, msg.JobID, o)
 			}
 			mu.Lock()
 			if out != Errored && out != Unreadable && !o.DryRun {

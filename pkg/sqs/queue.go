@@ -40,11 +40,6 @@ func New(client Client, url, dlqURL string) *Queue {
 	return &Queue{client: client, url: url, dlqURL: dlqURL}
 }
 
-// Message is the body of a job message.
-type Message struct {
-	JobID string `json:"job_id"`
-}
-
 // MaxVisibility is SQS's upper bound on a message's visibility timeout.
 const MaxVisibility = 12 * time.Hour
 
@@ -54,10 +49,9 @@ const ReasonAttribute = "aijobs_reason"
 
 // Send enqueues the job id.
 func (q *Queue) Send(ctx context.Context, jobID string) error {
-	body, _ := json.Marshal(Message{JobID: jobID})
 	_, err := q.client.SendMessage(ctx, &awssqs.SendMessageInput{
 		QueueUrl:    aws.String(q.url),
-		MessageBody: aws.String(string(body)),
+		MessageBody: aws.String(Message{JobID: jobID}.Body()),
 	})
 	if err != nil {
 		return unavailable("send job message", err)
@@ -73,13 +67,12 @@ const MaxDelay = 15 * time.Minute
 // whose receive count ran out while its job was alive, so a long-held or
 // long-backing-off job never reaches the DLQ by redrive.
 func (q *Queue) SendAfter(ctx context.Context, jobID string, delay time.Duration) error {
-	body, _ := json.Marshal(Message{JobID: jobID})
 	if delay > MaxDelay {
 		delay = MaxDelay
 	}
 	_, err := q.client.SendMessage(ctx, &awssqs.SendMessageInput{
 		QueueUrl:     aws.String(q.url),
-		MessageBody:  aws.String(string(body)),
+		MessageBody:  aws.String(Message{JobID: jobID}.Body()),
 		DelaySeconds: visibilitySeconds(delay),
 	})
 	if err != nil {

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strconv"
@@ -11,6 +10,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/sqs"
 )
 
 // handle processes one message and, when the worker would return it to
@@ -56,10 +56,7 @@ func (w *Worker) atReceiveLimit(m events.SQSMessage) bool {
 func (w *Worker) handOff(ctx context.Context, m events.SQSMessage, o outcome, log *slog.Logger) outcome {
 	ctx, cancel := finishContext(ctx)
 	defer cancel()
-	var msg struct {
-		JobID string `json:"job_id"`
-	}
-	_ = json.Unmarshal([]byte(m.Body), &msg)
+	msg, _ := sqs.ParseMessage(m.Body)
 	if o == outcomeKeep && job.ValidID(msg.JobID) {
 		delay := w.pending(ctx, msg.JobID)
 		if err := w.cfg.Queue.SendAfter(ctx, msg.JobID, delay); err != nil {

@@ -2,7 +2,6 @@ package worker
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"time"
@@ -10,6 +9,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/sqs"
 )
 
 type outcome int
@@ -34,10 +34,8 @@ const claimTries = 3
 
 func (w *Worker) process(ctx context.Context, m events.SQSMessage) outcome {
 	log := w.cfg.Logger.With("message_id", m.MessageId)
-	var msg struct {
-		JobID string `json:"job_id"`
-	}
-	if err := json.Unmarshal([]byte(m.Body), &msg); err != nil || msg.JobID == "" {
+	msg, ok := sqs.ParseMessage(m.Body)
+	if !ok {
 		return w.poison(ctx, m, "unparseable", log)
 	}
 	if !job.ValidID(msg.JobID) {
