@@ -37,8 +37,9 @@ func ValidKey(k string) bool {
 // CreateRequest is the body of POST /jobs, as pkg/client sends it. Only
 // Input is required; a zero option is left out, so the server's
 // configured default applies. The server reads a body member by member
-// (ParseCreate), so that it can refuse what a typed decode would accept:
-// a quoted number, an empty model, a member named in another case.
+// (ParseCreate) rather than into this type, because a typed decode cannot
+// tell an empty model from none, takes a member named in another case,
+// and names no bounds when a number does not fit.
 type CreateRequest struct {
 	// Model names a route the server knows; "" means its default.
 	Model string `json:"model,omitempty"`

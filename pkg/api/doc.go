@@ -9,8 +9,8 @@
 // tenancy, body and header checks, the strict decoding of a create body
 // (ParseCreate), the problem codes and their statuses (one table,
 // problem.go, which also says which domain code each answers), and the
-// wire types both sides use: View, Summary, Page, Problem and
-// CreateRequest are declared here once, and pkg/client decodes and sends
+// wire types both sides use: View, Summary, Page, Problem, CreateRequest
+// and ListQuery are declared here once, and pkg/client decodes and sends
 // these same types. The rules a job must obey (the input's, the limits,
 // the input hash) live in package job; persistence and delivery sit behind
 // the small Store and Queue interfaces declared here.

@@ -7,9 +7,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/url"
-	"strconv"
-	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -65,9 +62,6 @@ func (p Page) MarshalJSON() ([]byte, error) {
 	return json.Marshal(out)
 }
 
-// listParams are the query parameters GET /jobs takes.
-var listParams = map[string]bool{"state": true, "error_class": true, "since": true, "limit": true, "cursor": true}
-
 // list answers GET /jobs?state=&error_class=&since=&limit=&cursor=: the
 // caller's own jobs, newest first. Unknown or repeated parameters are a
 // 400, like unknown body fields.
@@ -98,51 +92,6 @@ func (h *Handler) list(ctx context.Context, log *slog.Logger, ev events.APIGatew
 		Headers:    map[string]string{"Content-Type": "application/json", "Cache-Control": "no-store"},
 		Body:       string(body),
 	}
-}
-
-func parseList(raw string) (job.ListQuery, *Error) {
-	vals, err := url.ParseQuery(raw)
-	if err != nil {
-		return job.ListQuery{}, invalid("", "the query string is not valid")
-	}
-	var q job.ListQuery
-	for name, vs := range vals {
-		if !listParams[name] {
-			return q, invalid(name, "unknown query parameter; GET /jobs takes state, error_class, since, limit and cursor")
-		}
-		if len(vs) != 1 {
-			return q, invalid(name, "give %s once", name)
-		}
-		v := vs[0]
-		switch name {
-		case "state":
-			if q.State = job.State(v); !q.State.Valid() {
-				return q, invalid(name, "want queued, running, succeeded, failed or abandoned")
-			}
-		case "error_class":
-			if q.Class = job.ErrorClass(v); !q.Class.Valid() {
-				return q, invalid(name, "not an error class (see docs/errors.md)")
-			}
-		case "since":
-			t, err := time.Parse(time.RFC3339Nano, v)
-			if err != nil {
-				return q, invalid(name, "want an RFC 3339 time such as 2026-12-02T10:00:00Z")
-			}
-			q.Since = t
-		case "limit":
-			n, err := strconv.Atoi(v)
-			if err != nil || n < 1 || n > job.MaxListLimit {
-				return q, invalid(name, "want a whole number from 1 to %d", job.MaxListLimit)
-			}
-			q.Limit = n
-		case "cursor":
-			if _, err := job.ParseCursor(v); err != nil {
-				return q, invalid(name, "the cursor is not one this API returned")
-			}
-			q.Cursor = v
-		}
-	}
-	return q, nil
 }
 
 func summaryOf(j job.Job) Summary {
