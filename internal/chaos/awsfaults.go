@@ -22,7 +22,7 @@ import (
 	smithymw "github.com/aws/smithy-go/middleware"
 	smithyhttp "github.com/aws/smithy-go/transport/http"
 
-	"github.com/aijobs/aijobs/pkg/sqs"
+	"github.com/aijobs/aijobs/pkg/job"
 )
 
 // The AWS fault kinds.
@@ -253,7 +253,7 @@ func jobOf(params any) string {
 		key = in.Item
 	case *awssqs.SendMessageInput:
 		if in.MessageBody != nil {
-			m, _ := sqs.ParseMessage(*in.MessageBody)
+			m, _ := job.ParseQueueMessage(*in.MessageBody)
 			return m.JobID
 		}
 	}

@@ -29,7 +29,6 @@ import (
 	"github.com/aijobs/aijobs/pkg/config"
 	"github.com/aijobs/aijobs/pkg/devserver"
 	"github.com/aijobs/aijobs/pkg/job"
-	"github.com/aijobs/aijobs/pkg/sqs"
 )
 
 // Options are a run's knobs; DefaultOptions are `make chaos`'s.
@@ -347,7 +346,7 @@ func (h *harness) drive(ctx context.Context, wg *sync.WaitGroup) {
 					if sleep(ctx, time.Until(created.Add(d))) != nil {
 						return
 					}
-					body := sqs.Message{JobID: r.id}.Body()
+					body := job.QueueMessage{JobID: r.id}.Body()
 					if _, err := plain.SendMessage(ctx, &awssqs.SendMessageInput{QueueUrl: aws.String(h.cfg.QueueURL), MessageBody: aws.String(body)}); err == nil {
 						h.tally.Fault(Event{Kind: "duplicate_message", Where: "queue", Op: "SQS.SendMessage", Job: r.id})
 					}
@@ -579,7 +578,7 @@ func (h *harness) deadLetters(ctx context.Context) (map[string]int, error) {
 			continue
 		}
 		for _, m := range msgs {
-			b, _ := sqs.ParseMessage(m.Body)
+			b, _ := job.ParseQueueMessage(m.Body)
 			out[b.JobID]++
 		}
 	}

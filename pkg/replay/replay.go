@@ -15,7 +15,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/aijobs/aijobs/pkg/job"
-	"github.com/aijobs/aijobs/pkg/sqs"
 )
 
 // Store is the part of the job store a replay drives.
@@ -276,7 +275,7 @@ func (r *Replayer) DeadLetters(ctx context.Context, limit int, o Options) (Summa
 		r.each(ctx, keys, o, func(key string) Outcome {
 			m := bodies[key]
 			out := Unreadable
-			if msg, ok := sqs.ParseMessage(m.Body); ok && job.ValidID(msg.JobID) {
+			if msg, ok := job.ParseQueueMessage(m.Body); ok && job.ValidID(msg.JobID) {
 				out = r.Job(ctx, msg.JobID, o)
 			}
 			mu.Lock()

@@ -6,7 +6,6 @@ package sqs
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
@@ -51,7 +50,7 @@ const ReasonAttribute = "aijobs_reason"
 func (q *Queue) Send(ctx context.Context, jobID string) error {
 	_, err := q.client.SendMessage(ctx, &awssqs.SendMessageInput{
 		QueueUrl:    aws.String(q.url),
-		MessageBody: aws.String(Message{JobID: jobID}.Body()),
+		MessageBody: aws.String(job.QueueMessage{JobID: jobID}.Body()),
 	})
 	if err != nil {
 		return unavailable("send job message", err)
@@ -72,7 +71,7 @@ func (q *Queue) SendAfter(ctx context.Context, jobID string, delay time.Duration
 	}
 	_, err := q.client.SendMessage(ctx, &awssqs.SendMessageInput{
 		QueueUrl:     aws.String(q.url),
-		MessageBody:  aws.String(Message{JobID: jobID}.Body()),
+		MessageBody:  aws.String(job.QueueMessage{JobID: jobID}.Body()),
 		DelaySeconds: visibilitySeconds(delay),
 	})
 	if err != nil {
@@ -154,8 +153,8 @@ func (q *Queue) DeadLetterIDs(ctx context.Context, max int, hide time.Duration) 
 			}
 			seen[m.MessageId] = true
 			fresh++
-			var body Message
-			if json.Unmarshal([]byte(m.Body), &body) != nil || !job.ValidID(body.JobID) {
+			body, ok := job.ParseQueueMessage(m.Body)
+			if !ok || !job.ValidID(body.JobID) {
 				continue
 			}
 			d := job.DeadLetter{JobID: body.JobID}

@@ -10,7 +10,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/aijobs/aijobs/pkg/job"
-	"github.com/aijobs/aijobs/pkg/sqs"
 )
 
 // handle processes one message and, when the worker would return it to
@@ -56,7 +55,7 @@ func (w *Worker) atReceiveLimit(m events.SQSMessage) bool {
 func (w *Worker) handOff(ctx context.Context, m events.SQSMessage, o outcome, log *slog.Logger) outcome {
 	ctx, cancel := finishContext(ctx)
 	defer cancel()
-	msg, _ := sqs.ParseMessage(m.Body)
+	msg, _ := job.ParseQueueMessage(m.Body)
 	if o == outcomeKeep && job.ValidID(msg.JobID) {
 		delay := w.pending(ctx, msg.JobID)
 		if err := w.cfg.Queue.SendAfter(ctx, msg.JobID, delay); err != nil {

@@ -9,7 +9,6 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/aijobs/aijobs/pkg/job"
-	"github.com/aijobs/aijobs/pkg/sqs"
 )
 
 type outcome int
@@ -34,7 +33,7 @@ const claimTries = 3
 
 func (w *Worker) process(ctx context.Context, m events.SQSMessage) outcome {
 	log := w.cfg.Logger.With("message_id", m.MessageId)
-	msg, ok := sqs.ParseMessage(m.Body)
+	msg, ok := job.ParseQueueMessage(m.Body)
 	if !ok {
 		return w.poison(ctx, m, "unparseable", log)
 	}
