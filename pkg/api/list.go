@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -73,9 +72,8 @@ func (h *Handler) list(ctx context.Context, log *slog.Logger, ev events.APIGatew
 	q.Tenant = tenant
 	page, err := h.store.List(ctx, q)
 	if err != nil {
-		var je *job.Error
-		if errors.As(err, &je) && je.Code == job.CodeInvalidRequest {
-			return h.clientProblem(ctx, log, "list", je)
+		if job.ErrorCode(err) == job.CodeInvalidRequest { // a cursor the store refuses
+			return h.clientProblem(ctx, log, "list", err)
 		}
 		return h.serverProblem(ctx, log, "list", fmt.Errorf("list jobs: %w", err))
 	}
