@@ -37,7 +37,7 @@ func (h *Handler) create(ctx context.Context, log *slog.Logger, ev events.APIGat
 	}
 	j := req.NewJob(h.clock.Now(), h.retention.Failed)
 	j.Reserve = h.routes[j.Model].Reserve(req.Input)
-	if j.Reserve > j.Budget {
+	if !job.Covers(j.Budget, j.Reserve) {
 		// Not one attempt could start: refuse now rather than record a job
 		// that can only be abandoned.
 		return h.clientProblem(ctx, log, "create", invalid("budget_cents",

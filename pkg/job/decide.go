@@ -44,7 +44,7 @@ func WhyRefused(j Job, now time.Time) Decision {
 		return Decision{Action: Wait, Delay: j.NotBefore.Sub(now)}
 	case !j.Deadline.After(now):
 		return Decision{Action: Stop, Class: DeadlineExceeded}
-	case j.Remaining() < j.Reserve || j.Remaining() == 0:
+	case !Covers(j.Remaining(), j.Reserve):
 		return Decision{Action: Stop, Class: BudgetExhausted}
 	case j.Attempts >= j.MaxAttempts:
 		c := j.ErrorClass
@@ -68,7 +68,7 @@ func AfterError(j Job, now time.Time, class ErrorClass, cost Nanocents, backoff 
 		return Decision{Action: Stop, Class: class}
 	case j.Attempts >= j.MaxAttempts:
 		return Decision{Action: Stop, Class: class}
-	case j.Settled(cost) < max(reserve, j.Reserve) || j.Settled(cost) == 0:
+	case !Covers(j.LeftAfter(cost), max(reserve, j.Reserve)):
 		return Decision{Action: Stop, Class: BudgetExhausted}
 	case !j.Deadline.After(now.Add(backoff)):
 		return Decision{Action: Stop, Class: DeadlineExceeded}

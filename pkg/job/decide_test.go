@@ -168,3 +168,31 @@ func TestBackoff(t *testing.T) {
 		}
 	}
 }
+
+// TestTheBudgetRule: every stage (create, claim, after an error, replay,
+// a fallback rung) asks the same question, Covers; nothing left covers
+// nothing, even a free worst case.
+func TestTheBudgetRule(t *testing.T) {
+	for _, c := range []struct {
+		left, need job.Nanocents
+		want       bool
+	}{
+		{10, 10, true}, {10, 9, true}, {10, 11, false}, {0, 0, false}, {1, 0, true}, {-5, 0, false},
+	} {
+		if got := job.Covers(c.left, c.need); got != c.want {
+			t.Errorf("Covers(%d, %d) = %v, want %v", c.left, c.need, got, c.want)
+		}
+	}
+}
+
+func TestReplayAttemptsAreBoundedByTheBudget(t *testing.T) {
+	j := job.Job{Budget: 100, Cost: 30, Reserve: 20}
+	for _, c := range []struct{ asked, want int }{{0, 3}, {2, 2}, {5, 3}} {
+		if got := job.ReplayAttempts(j, c.asked); got != c.want {
+			t.Errorf("ReplayAttempts(asked %d) = %d, want %d (70 left, 20 each)", c.asked, got, c.want)
+		}
+	}
+	if got := job.ReplayAttempts(job.Job{Budget: 100, Cost: 90, Reserve: 20}, 3); got != 0 {
+		t.Errorf("10 left for a reserve of 20: %d attempts, want none", got)
+	}
+}

@@ -74,26 +74,6 @@ type Job struct {
 	ExpiresAt time.Time
 }
 
-// Remaining is the budget neither spent nor held by an attempt in flight
-// (never below zero).
-func (j Job) Remaining() Nanocents {
-	if j.Cost+j.Reserved >= j.Budget {
-		return 0
-	}
-	return j.Budget - j.Cost - j.Reserved
-}
-
-// Settled is the budget that will remain once the holder of the current
-// claim settles its attempt at cost (and returns its hold), never below
-// zero: what the next attempt could use.
-func (j Job) Settled(cost Nanocents) Nanocents {
-	left := j.Budget - j.Cost - cost - (j.Reserved - j.Reserve)
-	if left < 0 {
-		return 0
-	}
-	return left
-}
-
 // LeaseLive reports whether a running job's lease still holds at now.
 func (j Job) LeaseLive(now time.Time) bool {
 	return j.State == Running && j.LeaseUntil.After(now)

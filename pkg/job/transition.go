@@ -197,6 +197,9 @@ func (r Retention) ExpiresAt(state State, now time.Time) time.Time {
 
 // Allows reports whether the claim's precondition holds for j.
 func (c Claim) Allows(j Job) bool {
+	// The budget rule (budget.go) as the store's condition states it:
+	// cost < budget, not remaining > 0, so a record from before reserves
+	// (reserve 0) stays claimable while its budget is not spent.
 	return j.Claimable(c.Now) && j.Remaining() >= j.Reserve && j.Cost < j.Budget
 }
 
@@ -227,7 +230,7 @@ func (e End) Allows(j Job) bool {
 
 // Allows reports whether the replay's precondition holds for j.
 func (r Replay) Allows(j Job) bool {
-	return j.State == Failed && r.Deadline.After(r.Now) && r.Attempts > 0 && j.Remaining() >= j.Reserve && j.Remaining() > 0
+	return j.State == Failed && r.Deadline.After(r.Now) && r.Attempts > 0 && Covers(j.Remaining(), j.Reserve)
 }
 
 // Allows reports whether the nudge's precondition holds for j.

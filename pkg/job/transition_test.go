@@ -300,8 +300,8 @@ func TestJobHelpers(t *testing.T) {
 	// returned; a dead attempt's hold still counts.
 	held := with(running(), func(j *job.Job) { j.Cost, j.Reserved = job.Cents(10), job.Cents(3) })
 	for cost, want := range map[job.Nanocents]job.Nanocents{0: job.Cents(38), job.Cents(8): job.Cents(30), job.Cents(40): 0} {
-		if got := held.Settled(cost); got != want {
-			t.Errorf("Settled(%s) = %s, want %s", cost, got, want)
+		if got := held.LeftAfter(cost); got != want {
+			t.Errorf("LeftAfter(%s) = %s, want %s", cost, got, want)
 		}
 	}
 	if got := job.Millis(time.Date(2025, 1, 1, 0, 0, 0, 999_999_999, time.FixedZone("Z", 3600))); !got.Equal(time.Date(2024, 12, 31, 23, 0, 0, 999_000_000, time.UTC)) || got.Location() != time.UTC {

@@ -147,7 +147,7 @@ func (r *Replayer) Job(ctx context.Context, id string, o Options) Outcome {
 			return r.send(ctx, id, Resent, o)
 		}
 		// Failed: one explicit, recorded transition back to queued.
-		n := freshAttempts(j, o.Attempts)
+		n := job.ReplayAttempts(j, o.Attempts)
 		if r.cfg.Limits.MaxMaxAttempts > 0 {
 			n = min(n, r.cfg.Limits.MaxMaxAttempts)
 		}
@@ -195,23 +195,6 @@ func (r *Replayer) send(ctx context.Context, id string, o Outcome, opts Options)
 		return Errored
 	}
 	return o
-}
-
-// freshAttempts is how many attempts a replay may give j: as many as
-// asked (3 by default) but no more than its remaining budget covers at one
-// reserve each, and none when not even one fits.
-func freshAttempts(j job.Job, asked int) int {
-	if asked <= 0 {
-		asked = 3
-	}
-	left := j.Remaining()
-	if left == 0 || left < j.Reserve {
-		return 0
-	}
-	if j.Reserve > 0 {
-		asked = int(min(int64(asked), int64(left/j.Reserve)))
-	}
-	return asked
 }
 
 // Failures replays the failed jobs that ended in the query's window (each

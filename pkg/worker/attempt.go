@@ -60,10 +60,10 @@ func (a *attempt) run(ctx context.Context) outcome {
 	// What this attempt may spend: the budget left once its own hold is
 	// set aside (the claim checked the record's Reserve; the route's price
 	// may have changed since the job was created).
-	avail := a.j.Settled(0)
+	avail := a.j.LeftAfter(0)
 	first := route.Reserve(in) // the first rung's worst case, at today's prices
 	next := max(first, a.j.Reserve)
-	if avail < first {
+	if !job.Covers(avail, first) {
 		return a.end(ctx, job.BudgetExhausted, "remaining budget below the first rung's worst case "+first.String()+" cents", charge{})
 	}
 
@@ -201,7 +201,7 @@ func (a *attempt) climb(ctx context.Context, route job.Route, in job.Input, avai
 		}
 		if i > 0 {
 			wc := rung.WorstCase(in)
-			if r.paid.cost+wc > avail {
+			if !job.Covers(avail-r.paid.cost, wc) {
 				a.log.Info("no fallback: the next rung's worst case does not fit the budget", "error_class", r.class, "rung", i, "worst_case_cents", wc.String())
 				return r
 			}
