@@ -135,15 +135,15 @@ func New(ctx context.Context, cfg config.Config, o Options) (*App, error) {
 }
 
 // modelHTTPClient is the client for model providers: the SDK's transport
-// (it honours AWS_CA_BUNDLE and proxies like every AWS call) with no
-// overall timeout (each call's context bounds it) and no redirects (a
-// followed 307 would re-send the request: a second billed call).
+// (it honours AWS_CA_BUNDLE and proxies like every AWS call), with no
+// overall timeout (each call's context bounds it) and, as every
+// provider's, no redirects (model.NoRedirects).
 func modelHTTPClient(awsCfg aws.Config) *http.Client {
-	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	c := &http.Client{}
 	if b, ok := awsCfg.HTTPClient.(*awshttp.BuildableClient); ok {
 		c.Transport = b.GetTransport()
 	}
-	return c
+	return model.NoRedirects(c)
 }
 
 // Logger is the JSON logger every binary uses (CloudWatch reads JSON lines).
