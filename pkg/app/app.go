@@ -135,15 +135,19 @@ func New(ctx context.Context, cfg config.Config, o Options) (*App, error) {
 }
 
 // modelHTTPClient is the client for model providers: the SDK's transport
-// (it honours AWS_CA_BUNDLE and proxies like every AWS call), with no
-// overall timeout (each call's context bounds it) and, as every
-// provider's, no redirects (model.NoRedirects).
-func modelHTTPClient(awsCfg aws.Config) *http.Client {
-	c := &http.Client{}
+// (it honours AWS_CA_BUNDLE and proxies like every AWS call), wrapped by
+// wrap when set (the chaos harness's ModelTransport), with no overall
+// timeout (each call's context bounds it) and, as every provider's, no
+// redirects (model.NoRedirects).
+func modelHTTPClient(awsCfg aws.Config, wrap func(http.RoundTripper) http.RoundTripper) *http.Client {
+	t := http.DefaultTransport
 	if b, ok := awsCfg.HTTPClient.(*awshttp.BuildableClient); ok {
-		c.Transport = b.GetTransport()
+		t = b.GetTransport()
 	}
-	return model.NoRedirects(c)
+	if wrap != nil {
+		t = wrap(t)
+	}
+	return model.NoRedirects(&http.Client{Transport: t})
 }
 
 // Logger is the JSON logger every binary uses (CloudWatch reads JSON lines).
