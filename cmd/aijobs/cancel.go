@@ -1,6 +1,10 @@
 package main
 
-import "context"
+import (
+	"context"
+
+	"github.com/aijobs/aijobs/pkg/client"
+)
 
 // runCancel cancels one job and shows it.
 func runCancel(ctx context.Context, c *cli, args []string) error {
@@ -8,21 +12,7 @@ func runCancel(ctx context.Context, c *cli, args []string) error {
 cancelled; a running model call stops at its next heartbeat. Cancelling a
 job that is already cancelled shows it again (exit 0); a job that
 succeeded or failed is already_finished (exit 4).`)
-	pos, err := c.parse(fs, args, 1)
-	if err != nil {
-		return err
-	}
-	format, err := c.format()
-	if err != nil {
-		return err
-	}
-	cl, err := c.client(ctx)
-	if err != nil {
-		return err
-	}
-	v, err := cl.Cancel(ctx, pos[0])
-	if err != nil {
-		return err
-	}
-	return printView(c.env.stdout, format, v)
+	return c.showOne(ctx, fs, args, func(cl *client.Client, id string) (client.View, error) {
+		return cl.Cancel(ctx, id)
+	})
 }

@@ -9,6 +9,17 @@ import (
 // userAgent names the CLI in the API's access logs.
 const userAgent = "aijobs-cli"
 
+// connect is the prelude of every command that calls the API: the output
+// format, then the client, so a bad --output is refused before any
+// credential is looked at.
+func (c *cli) connect(ctx context.Context) (format string, cl *client.Client, err error) {
+	if format, err = c.format(); err != nil {
+		return "", nil, err
+	}
+	cl, err = c.client(ctx)
+	return format, cl, err
+}
+
 // client builds the API client from the global flags and the environment:
 // --endpoint or AIJOBS_ENDPOINT; --sigv4 (credentials and region from the
 // AWS config) or --token / AIJOBS_TOKEN (bearer). Every refusal is a usage

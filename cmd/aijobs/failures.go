@@ -65,11 +65,7 @@ func runFailures(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	format, err := c.format()
-	if err != nil {
-		return err
-	}
-	op, err := c.operator(ctx, af)
+	format, op, err := c.connectOperator(ctx, af)
 	if err != nil {
 		return err
 	}

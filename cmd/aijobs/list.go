@@ -41,11 +41,7 @@ func runList(ctx context.Context, c *cli, args []string) error {
 		}
 		q.Since = t
 	}
-	format, err := c.format()
-	if err != nil {
-		return err
-	}
-	cl, err := c.client(ctx)
+	format, cl, err := c.connect(ctx)
 	if err != nil {
 		return err
 	}

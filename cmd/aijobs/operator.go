@@ -25,6 +25,17 @@ type operator struct {
 // awsFlags are the flags that name the table and queues.
 type awsFlags struct{ table, queueURL, dlqURL string }
 
+// connectOperator is connect for the operator commands: the output
+// format, then the table and queues.
+func (c *cli) connectOperator(ctx context.Context, f awsFlags) (format string, op *operator, err error) {
+	if format, err = c.format(); err != nil {
+		return "", nil, err
+	}
+	op, err = c.operator(ctx, f)
+	return format, op, err
+}
+
+// operator opens the table and queues named by f and the environment.
 func (c *cli) operator(ctx context.Context, f awsFlags) (*operator, error) {
 	cfg, err := config.Load(c.env.getenv)
 	if err != nil {

@@ -56,11 +56,7 @@ func runReplay(ctx context.Context, c *cli, args []string) error {
 	case *attempts < 1 || *parallel < 1 || *rate < 0 || *limit < 0:
 		return usageErrorf("replay: --attempts and --parallel must be at least 1, --rate and --limit not negative")
 	}
-	format, err := c.format()
-	if err != nil {
-		return err
-	}
-	op, err := c.operator(ctx, af)
+	format, op, err := c.connectOperator(ctx, af)
 	if err != nil {
 		return err
 	}

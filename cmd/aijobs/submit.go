@@ -63,11 +63,7 @@ func runSubmit(ctx context.Context, c *cli, args []string) error {
 	if set["timeout"] && (!f.wait || f.timeout < 0) {
 		return usageErrorf("submit: --timeout goes with --wait and must not be negative")
 	}
-	format, err := c.format()
-	if err != nil {
-		return err
-	}
-	cl, err := c.client(ctx)
+	format, cl, err := c.connect(ctx)
 	if err != nil {
 		return err
 	}

@@ -28,11 +28,7 @@ func runWait(ctx context.Context, c *cli, args []string) error {
 	if *timeout < 0 {
 		return usageErrorf("wait: --timeout must not be negative")
 	}
-	format, err := c.format()
-	if err != nil {
-		return err
-	}
-	cl, err := c.client(ctx)
+	format, cl, err := c.connect(ctx)
 	if err != nil {
 		return err
 	}

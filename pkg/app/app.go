@@ -135,15 +135,19 @@ func New(ctx context.Context, cfg config.Config, o Options) (*App, error) {
 }
 
 // modelHTTPClient is the client for model providers: the SDK's transport
-// (it honours AWS_CA_BUNDLE and proxies like every AWS call) with no
-// overall timeout (each call's context bounds it) and no redirects (a
-// followed 307 would re-send the request: a second billed call).
-func modelHTTPClient(awsCfg aws.Config) *http.Client {
-	c := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+// (it honours AWS_CA_BUNDLE and proxies like every AWS call), wrapped by
+// wrap when set (the chaos harness's ModelTransport), with no overall
+// timeout (each call's context bounds it) and, as every provider's, no
+// redirects (model.NoRedirects).
+func modelHTTPClient(awsCfg aws.Config, wrap func(http.RoundTripper) http.RoundTripper) *http.Client {
+	t := http.DefaultTransport
 	if b, ok := awsCfg.HTTPClient.(*awshttp.BuildableClient); ok {
-		c.Transport = b.GetTransport()
+		t = b.GetTransport()
 	}
-	return c
+	if wrap != nil {
+		t = wrap(t)
+	}
+	return model.NoRedirects(&http.Client{Transport: t})
 }
 
 // Logger is the JSON logger every binary uses (CloudWatch reads JSON lines).

@@ -53,15 +53,7 @@ func newProviders(ctx context.Context, cfg config.Config, awsCfg aws.Config, o O
 			}
 			bedrockAWS = &c
 		}
-		hc := modelHTTPClient(awsCfg)
-		if o.ModelTransport != nil {
-			t := hc.Transport
-			if t == nil {
-				t = http.DefaultTransport
-			}
-			hc.Transport = o.ModelTransport(t)
-		}
-		p, err := newProvider(pc, cfg, hc, bedrockAWS)
+		p, err := newProvider(pc, cfg, modelHTTPClient(awsCfg, o.ModelTransport), bedrockAWS)
 		if err != nil {
 			return nil, fmt.Errorf("app: provider %s: %w", name, err)
 		}

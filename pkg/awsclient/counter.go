@@ -2,7 +2,6 @@ package awsclient
 
 import (
 	"context"
-	"sort"
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws/middleware"
@@ -50,15 +49,4 @@ func (c *Counter) Reset() {
 	c.mu.Lock()
 	c.counts = map[string]int{}
 	c.mu.Unlock()
-}
-
-// Ops lists the operations seen, sorted.
-func (c *Counter) Ops() []string {
-	s := c.Snapshot()
-	ops := make([]string, 0, len(s))
-	for k := range s {
-		ops = append(ops, k)
-	}
-	sort.Strings(ops)
-	return ops
 }

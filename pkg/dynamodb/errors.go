@@ -13,14 +13,6 @@ import (
 // Driver errors end here: callers see a *job.Error whose Message is safe to
 // show and names no AWS error; the cause stays in Err, for logs.
 
-// conflict is a refused precondition, carrying the record as it is.
-func conflict(j job.Job) error {
-	return &job.Error{Code: job.CodeConflict, Message: "the job is not in a state that allows this", Job: &j}
-}
-
-// notFound is an absent record, and another tenant's.
-func notFound() error { return &job.Error{Code: job.CodeNotFound, Message: "no such job"} }
-
 // unreadable is an item that does not decode into a job: a bug or a
 // hand-edited item, never worth a retry.
 func unreadable(err error) error {

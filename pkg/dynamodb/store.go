@@ -81,7 +81,7 @@ func (s *Store) Create(ctx context.Context, j job.Job) (job.Job, error) {
 	if err != nil {
 		return job.Job{}, err
 	}
-	return job.Job{}, conflict(cur)
+	return job.Job{}, job.Conflict(cur)
 }
 
 // Get reads the record with a strongly consistent read.
@@ -93,7 +93,7 @@ func (s *Store) Get(ctx context.Context, id string) (job.Job, error) {
 		return job.Job{}, unavailable("get job", err)
 	}
 	if len(out.Item) == 0 {
-		return job.Job{}, notFound()
+		return job.Job{}, job.NotFound()
 	}
 	j, err := fromItem(out.Item)
 	if err != nil {
@@ -146,7 +146,7 @@ func (s *Store) apply(ctx context.Context, id string, now time.Time, allows func
 		if !set.zero() {
 			return s.addCost(ctx, id, set, now, u.token)
 		}
-		return job.Job{}, conflict(cur)
+		return job.Job{}, job.Conflict(cur)
 	}
 	return job.Job{}, unavailable("update job", fmt.Errorf("job %s: updated_at kept moving", id))
 }
@@ -172,7 +172,7 @@ func (s *Store) addCost(ctx context.Context, id string, set settle, now time.Tim
 			if err != nil {
 				return job.Job{}, err
 			}
-			return job.Job{}, conflict(j)
+			return job.Job{}, job.Conflict(j)
 		}
 		var ccf *types.ConditionalCheckFailedException
 		if !errors.As(err, &ccf) {
@@ -183,7 +183,7 @@ func (s *Store) addCost(ctx context.Context, id string, set settle, now time.Tim
 			return job.Job{}, err
 		}
 		if u.token != "" && settled(raw, u.token) {
-			return job.Job{}, conflict(cur) // the cost was added by our earlier try
+			return job.Job{}, job.Conflict(cur) // the cost was added by our earlier try
 		}
 		stamp = job.NextUpdate(cur.UpdatedAt, now)
 	}
@@ -240,7 +240,7 @@ func (s *Store) current(ctx context.Context, id string, item map[string]types.At
 			return job.Job{}, nil, unavailable("get job", err)
 		}
 		if len(out.Item) == 0 {
-			return job.Job{}, nil, notFound()
+			return job.Job{}, nil, job.NotFound()
 		}
 		item = out.Item
 	}

@@ -132,7 +132,7 @@ func (s *Store) Cancel(ctx context.Context, c job.Cancel) (job.Job, error) {
 		values: v,
 	}, settle{})
 	if cur, ok := job.ConflictJob(err); ok && cur.Tenant != c.Tenant {
-		return job.Job{}, notFound()
+		return job.Job{}, job.NotFound()
 	}
 	return j, err
 }
@@ -146,7 +146,7 @@ func (s *Store) Replay(ctx context.Context, r job.Replay) (job.Job, error) {
 		if err != nil {
 			return job.Job{}, err
 		}
-		return job.Job{}, conflict(cur)
+		return job.Job{}, job.Conflict(cur)
 	}
 	v := map[string]types.AttributeValue{
 		":failed": st(job.Failed), ":queued": st(job.Queued), ":n": avN(int64(r.Attempts)), ":deadline": avN(r.Deadline.UnixMilli()),

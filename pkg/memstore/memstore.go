@@ -32,7 +32,7 @@ func (s *Store) Create(_ context.Context, j job.Job) (job.Job, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if cur, ok := s.jobs[j.ID]; ok {
-		return job.Job{}, conflict(cur)
+		return job.Job{}, job.Conflict(clone(cur))
 	}
 	s.jobs[j.ID] = clone(j)
 	return clone(j), nil
@@ -44,7 +44,7 @@ func (s *Store) Get(_ context.Context, id string) (job.Job, error) {
 	defer s.mu.Unlock()
 	j, ok := s.jobs[id]
 	if !ok {
-		return job.Job{}, notFound()
+		return job.Job{}, job.NotFound()
 	}
 	return clone(j), nil
 }
@@ -85,7 +85,7 @@ func (s *Store) Cancel(_ context.Context, c job.Cancel) (job.Job, error) {
 	cur, ok := s.jobs[c.ID]
 	s.mu.Unlock()
 	if ok && cur.Tenant != c.Tenant {
-		return job.Job{}, notFound()
+		return job.Job{}, job.NotFound()
 	}
 	return s.apply(c.ID, c.Allows, c.Apply, settlement{}, c.Now)
 }
@@ -119,14 +119,14 @@ func (s *Store) apply(id string, allows func(job.Job) bool, effect func(job.Job)
 	defer s.mu.Unlock()
 	cur, ok := s.jobs[id]
 	if !ok {
-		return job.Job{}, notFound()
+		return job.Job{}, job.NotFound()
 	}
 	if !allows(cur) {
 		if set != (settlement{}) {
 			cur = job.AddCost(cur, set.cost, set.held, set.ran, set.estimated, now)
 			s.jobs[id] = cur
 		}
-		return job.Job{}, conflict(cur)
+		return job.Job{}, job.Conflict(clone(cur))
 	}
 	// The effect may carry the caller's buffers (Succeed.Result): store a
 	// copy, so a caller reusing them cannot change the record.
@@ -142,13 +142,6 @@ func (s *Store) apply(id string, allows func(job.Job) bool, effect func(job.Job)
 	}
 	return clone(next), nil
 }
-
-func conflict(j job.Job) error {
-	c := clone(j)
-	return &job.Error{Code: job.CodeConflict, Message: "the job is not in a state that allows this", Job: &c}
-}
-
-func notFound() error { return &job.Error{Code: job.CodeNotFound, Message: "no such job"} }
 
 func clone(j job.Job) job.Job {
 	j.Input = cloneRaw(j.Input)

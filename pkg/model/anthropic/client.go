@@ -55,11 +55,12 @@ type Config struct {
 	// Model is used when a request names none.
 	Model  string
 	Stream bool
-	// HTTPClient sends the requests; nil means an http.Client that follows
-	// no redirects. The request's context bounds each call: the client
-	// needs no timeout. It must run on net/http's transport, which reports
-	// when a request was written (model.TraceSent): with any other, a call
-	// sent whose answer was lost is billed nothing.
+	// HTTPClient sends the requests; nil means model.NoRedirects(nil), and
+	// a client given here should be made by it too. The request's context
+	// bounds each call: the client needs no timeout. It must run on
+	// net/http's transport, which reports when a request was written
+	// (model.TraceSent): with any other, a call sent whose answer was lost
+	// is billed nothing.
 	HTTPClient Doer
 }
 
@@ -81,9 +82,7 @@ func New(cfg Config) (*Client, error) {
 		cfg.Version = DefaultVersion
 	}
 	if cfg.HTTPClient == nil {
-		// Never follow redirects: a 307/308 would re-send the POST, a
-		// second billed call behind the claim's back.
-		cfg.HTTPClient = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		cfg.HTTPClient = model.NoRedirects(nil)
 	}
 	return &Client{cfg: cfg, url: strings.TrimRight(cfg.BaseURL, "/") + "/v1/messages"}, nil
 }

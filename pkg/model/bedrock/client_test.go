@@ -149,65 +149,6 @@ func TestConverseJoinsTextBlocksAndEstimatesMissingUsage(t *testing.T) {
 	}
 }
 
-func TestGenerateStreamProgress(t *testing.T) {
-	tests := []struct {
-		name     string
-		metadata *[2]int // input, output; nil: none sent
-		usage    model.Usage
-		progress string
-	}{
-		{name: "metadata gives the real count", metadata: &[2]int{9, 4},
-			usage: model.Usage{InputTokens: 9, OutputTokens: 4}, progress: "[1 2 3 4]"},
-		{name: "progress never goes back", metadata: &[2]int{9, 2},
-			usage: model.Usage{InputTokens: 9, OutputTokens: 2}, progress: "[1 2 3]"},
-		{name: "no metadata is estimated",
-			usage: model.Usage{InputTokens: promptCeiling, OutputTokens: 3, Estimated: true}, progress: "[1 2 3]"},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			progressed := make(chan int, 8)
-			srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-				_, _ = io.Copy(io.Discard, r.Body)
-				s := startStream(w)
-				s.messageStart()
-				s.event("contentBlockStart", `{"contentBlockIndex":0,"start":{"type":"text"}}`) // not sent for text; tolerated
-				for _, p := range []string{"Once", " upon", " a time."} {
-					s.delta(p)
-					// The client reports each delta before the next is sent:
-					// progress is live, not computed after the stream ends.
-					select {
-					case <-progressed:
-					case <-r.Context().Done():
-						return
-					}
-				}
-				s.stop("end_turn")
-				if tt.metadata != nil {
-					s.metadata(tt.metadata[0], tt.metadata[1])
-				}
-			}))
-			defer srv.Close()
-			var progress []int
-			r := request()
-			r.Progress = func(n int) {
-				progress = append(progress, n)
-				progressed <- n
-			}
-			resp, err := newClient(t, srv.URL, true).Generate(context.Background(), r)
-			if err != nil {
-				t.Fatalf("Generate: %v", err)
-			}
-			want := model.Response{Output: "Once upon a time.", Model: modelID, FinishReason: "end_turn", Usage: tt.usage}
-			if resp != want {
-				t.Fatalf("got %+v\nwant %+v", resp, want)
-			}
-			if got := fmt.Sprint(progress); got != tt.progress {
-				t.Fatalf("progress %s, want %s", got, tt.progress)
-			}
-		})
-	}
-}
-
 func TestStopReasons(t *testing.T) {
 	tests := []struct {
 		reason string

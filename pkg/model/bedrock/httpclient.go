@@ -6,6 +6,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
+
+	"github.com/aijobs/aijobs/pkg/model"
 )
 
 // httpClient wraps the HTTP client the SDK would use so that one Generate
@@ -15,21 +17,18 @@ func httpClient(c aws.HTTPClient) aws.HTTPClient {
 	return guardedBody{withoutRedirects(c)}
 }
 
-// withoutRedirects returns an HTTP client that never follows a redirect: a
-// 307/308 would re-send the POST, a second billed call behind the claim's
-// back. The SDK's default buildable client becomes a plain client on the
-// same transport; a client of another kind is the caller's to configure.
+// withoutRedirects returns an HTTP client that never follows a redirect
+// (model.NoRedirects). The SDK's default buildable client becomes a plain
+// client on the same transport; a client of another kind is the caller's
+// to configure.
 func withoutRedirects(c aws.HTTPClient) aws.HTTPClient {
-	stop := func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	switch hc := c.(type) {
 	case nil:
-		return &http.Client{Transport: awshttp.NewBuildableClient().GetTransport(), CheckRedirect: stop}
+		return model.NoRedirects(&http.Client{Transport: awshttp.NewBuildableClient().GetTransport()})
 	case *awshttp.BuildableClient:
-		return &http.Client{Transport: hc.GetTransport(), Timeout: hc.GetTimeout(), CheckRedirect: stop}
+		return model.NoRedirects(&http.Client{Transport: hc.GetTransport(), Timeout: hc.GetTimeout()})
 	case *http.Client:
-		cp := *hc
-		cp.CheckRedirect = stop
-		return &cp
+		return model.NoRedirects(hc)
 	}
 	return c
 }

@@ -1,7 +1,6 @@
 package bedrock_test
 
 import (
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/model"
 	"github.com/aijobs/aijobs/pkg/model/bedrock"
+	"github.com/aijobs/aijobs/pkg/model/modeltest"
 )
 
 // This file is the fake Bedrock Runtime: what the tests' httptest servers
@@ -33,12 +33,51 @@ const (
 // billed for the prompt Bedrock never counted: (29+1)/2 + 8.
 const promptCeiling = 23
 
-// maxTokens is what the tests that lose an answer ask for (capped): a
-// non-streamed call that was sent is billed all of it.
-const maxTokens = 300
+// TestConformance holds the provider to the contract every provider keeps
+// (pkg/model/modeltest), over Bedrock's wire format and the real SDK.
+func TestConformance(t *testing.T) { modeltest.RunHTTP(t, wire()) }
 
-// worstCase is the bill of a non-streamed call sent whose answer was lost.
-var worstCase = model.Usage{InputTokens: promptCeiling, OutputTokens: maxTokens, Estimated: true}
+// wire is the suite's adapter.
+func wire() modeltest.Wire {
+	return modeltest.Wire{
+		New: func(url string, stream bool, hc modeltest.Doer) (model.Provider, error) {
+			cfg := awsConfig()
+			cfg.HTTPClient = hc
+			return bedrock.New(bedrock.Config{AWS: cfg, Endpoint: url, Model: modelID, Stream: stream})
+		},
+		Secret: secretKey, Model: modelID, Stop: "end_turn", StreamType: "application/vnd.amazon.eventstream",
+		Answer: func(w http.ResponseWriter, text string, u *model.Usage) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprint(w, converse(text, "end_turn", u))
+		},
+		StreamStart: func(w http.ResponseWriter, _ int64) {
+			s := events(w)
+			s.messageStart()
+			s.event("contentBlockStart", `{"contentBlockIndex":0,"start":{"type":"text"}}`) // not sent for text; tolerated
+		},
+		Delta: func(w http.ResponseWriter, text string) { events(w).delta(text) },
+		Counts: func(w http.ResponseWriter, u model.Usage) {
+			events(w).metadata(int(u.InputTokens), int(u.OutputTokens))
+		},
+		StreamEnd: func(w http.ResponseWriter, u *model.Usage) {
+			s := events(w)
+			s.stop("end_turn")
+			if u != nil {
+				s.metadata(int(u.InputTokens), int(u.OutputTokens))
+			}
+		},
+		StreamError: func(w http.ResponseWriter, message string) {
+			events(w).exception("modelStreamErrorException",
+				fmt.Sprintf(`{"message":%q,"originalStatusCode":500,"originalMessage":%q}`, message, prompt))
+		},
+		Refuse: func(w http.ResponseWriter, message string) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("X-Amzn-Errortype", "ValidationException:http://internal.amazon.com/coral/com.amazon.bedrock/")
+			w.WriteHeader(http.StatusBadRequest)
+			fmt.Fprintf(w, `{"message":%q}`, message)
+		},
+	}
+}
 
 func awsConfig() aws.Config {
 	return aws.Config{
@@ -47,51 +86,35 @@ func awsConfig() aws.Config {
 	}
 }
 
-func newClient(t testing.TB, endpoint string, stream bool) *bedrock.Client {
+func newClient(t testing.TB, endpoint string, stream bool) model.Provider {
 	t.Helper()
-	c, err := bedrock.New(bedrock.Config{AWS: awsConfig(), Endpoint: endpoint, Model: modelID, Stream: stream})
-	if err != nil {
-		t.Fatalf("New: %v", err)
-	}
-	return c
+	return wire().Client(t, endpoint, stream, nil)
 }
 
 func request() model.Request {
 	return model.Request{JobID: "job-1", Messages: []job.Message{{Role: "user", Content: prompt}}}
 }
 
-// capped is request() with max_tokens set, as the worker always sets it.
-func capped() model.Request {
-	r := request()
-	r.MaxTokens = maxTokens
-	return r
-}
-
-// asModelError fails the test unless err is a *model.Error free of secrets.
+// asModelError fails the test unless err is a classified, secret-free
+// *model.Error (modeltest.Classified).
 func asModelError(t *testing.T, err error, secrets ...string) *model.Error {
 	t.Helper()
-	var me *model.Error
-	if !errors.As(err, &me) {
-		t.Fatalf("error %v (%T) is not a *model.Error", err, err)
-	}
-	for _, s := range append([]string{secretKey, prompt, "SECRET"}, secrets...) {
-		if strings.Contains(me.Detail, s) || strings.Contains(err.Error(), s) {
-			t.Fatalf("error leaks %q: detail %q, error %q", s, me.Detail, err.Error())
-		}
-	}
-	if len(me.Detail) > 100 {
-		t.Fatalf("detail %q is longer than 100 bytes", me.Detail)
-	}
-	if class, usage := model.Classify(err); class != me.Class || usage != me.Usage {
-		t.Fatalf("Classify = %q %+v, want %q %+v", class, usage, me.Class, me.Usage)
-	}
-	return me
+	return modeltest.Classified(t, err, append(secrets, secretKey)...)
 }
 
 // converseJSON is a Converse answer as Bedrock sends it.
 func converseJSON(text, stopReason string, in, out int) string {
+	return converse(text, stopReason, &model.Usage{InputTokens: int64(in), OutputTokens: int64(out)})
+}
+
+// converse is a Converse answer; u is its usage (nil: none).
+func converse(text, stopReason string, u *model.Usage) string {
+	usage := ""
+	if u != nil {
+		usage = fmt.Sprintf(`,"usage":{"inputTokens":%d,"outputTokens":%d,"totalTokens":%d}`, u.InputTokens, u.OutputTokens, u.InputTokens+u.OutputTokens)
+	}
 	return fmt.Sprintf(`{"metrics":{"latencyMs":412},"output":{"message":{"content":[{"text":%q}],"role":"assistant"}},`+
-		`"stopReason":%q,"usage":{"inputTokens":%d,"outputTokens":%d,"totalTokens":%d}}`, text, stopReason, in, out, in+out)
+		`"stopReason":%q%s}`, text, stopReason, usage)
 }
 
 // eventStream writes ConverseStream's answer: binary event stream frames
@@ -106,6 +129,11 @@ func startStream(w http.ResponseWriter) *eventStream {
 	w.Header().Set("Content-Type", "application/vnd.amazon.eventstream")
 	w.Header().Set("x-amzn-RequestId", "0e2f4b8c-1d3a-4e5f-8a7b-9c0d1e2f3a4b")
 	w.WriteHeader(http.StatusOK)
+	return events(w)
+}
+
+// events writes frames to a ConverseStream answer whose headers are sent.
+func events(w http.ResponseWriter) *eventStream {
 	return &eventStream{w: w, enc: eventstream.NewEncoder()}
 }
 
