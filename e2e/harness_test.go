@@ -102,11 +102,11 @@ func startStackWith(t *testing.T, overrides map[string]string, fakeModel bool) *
 	if err != nil {
 		t.Fatal(err)
 	}
-	f := fake.New(fake.Config{Latency: cfg.Provider.FakeLatency, Price: cfg.Provider.Price})
+	f := fake.New(fake.Config{Latency: cfg.Shortcut.FakeLatency, Price: cfg.Shortcut.Price})
 	ctx, cancel := context.WithCancel(context.Background())
 	opts := app.Options{CreateResources: true}
 	if fakeModel {
-		opts.Provider = f
+		opts.EveryProvider = f
 	}
 	a, err := app.New(ctx, cfg, opts)
 	if err != nil {

@@ -36,10 +36,10 @@ func TestJobSucceedsAndReplaysIdempotently(t *testing.T) {
 	}
 
 	// Same key, same input (keys reordered, other whitespace): the same job.
-	replay := `{ "metadata": {"b":2, "a":1}, "input": {"max_tokens":50, "messages":[{"content":"hello e2e","role":"user"}]} }`
-	r = s.do("POST", "/jobs", "tenant-a", map[string]string{"Idempotency-Key": "k-1"}, replay)
+	repeat := `{ "metadata": {"b":2, "a":1}, "input": {"max_tokens":50, "messages":[{"content":"hello e2e","role":"user"}]} }`
+	r = s.do("POST", "/jobs", "tenant-a", map[string]string{"Idempotency-Key": "k-1"}, repeat)
 	if r.status != http.StatusOK || r.header.Get("Idempotent-Replayed") != "true" || r.body["id"] != id || r.body["state"] != "succeeded" {
-		t.Fatalf("replay: %d %v %s", r.status, r.header, r.raw)
+		t.Fatalf("repeat: %d %v %s", r.status, r.header, r.raw)
 	}
 	// Same key, any field changed: 422, and still one generation.
 	r = s.do("POST", "/jobs", "tenant-a", map[string]string{"Idempotency-Key": "k-1"}, strings.Replace(body, `"b":2`, `"b":3`, 1))
@@ -150,7 +150,7 @@ func TestDeadlineAndBudgetAbandon(t *testing.T) {
 	// fails retryably, and what is left no longer covers a second.
 	var in job.Input
 	_ = json.Unmarshal([]byte(`{"messages":[{"role":"user","content":"[[fake:fail=provider_error]] once"}],"max_tokens":50}`), &in)
-	poor := s.submit("t", "budget-2", jobBody("[[fake:fail=provider_error]] once", `"budget_cents":`+s.app.Config.RouteTable["default"].Reserve(in).String()))
+	poor := s.submit("t", "budget-2", jobBody("[[fake:fail=provider_error]] once", `"budget_cents":`+s.app.Config.Routes["default"].Reserve(in).String()))
 	v := s.wait("t", late, 10*time.Second, "abandoned")
 	if v["error_class"] != "deadline_exceeded" {
 		t.Fatalf("deadline: %v", v)

@@ -43,7 +43,7 @@ func TestReplayOf2000JobsNeverRunsASucceededOneAgain(t *testing.T) {
 	// whatever it costs leaves less than another reserve.
 	var in job.Input
 	_ = json.Unmarshal([]byte(`{"messages":[{"role":"user","content":"[[fake:fail=content_filtered*1]] a bad deployment"}],"max_tokens":50}`), &in)
-	reserve := s.app.Config.RouteTable["default"].Reserve(in)
+	reserve := s.app.Config.Routes["default"].Reserve(in)
 	poor := jobBody("[[fake:fail=content_filtered*1]] a bad deployment", `"max_attempts":1,"budget_cents":`+reserve.String())
 
 	kinds := make([]string, 0, succeeded+failed+broke)

@@ -31,11 +31,11 @@ type Config struct {
 	Env map[string]string
 
 	// Routes is AIJOBS_ROUTES as the functions get it (compacted JSON), or
-	// empty for the single-provider shortcut. Providers and RouteTable are
+	// empty for the single-provider shortcut. Providers and Routes are
 	// what config.Load made of it: the worker's model grants come from them.
-	Routes     string
-	Providers  map[string]config.ProviderConfig
-	RouteTable map[string]job.Route
+	RoutesJSON string
+	Providers  map[string]config.ProviderSpec
+	Routes map[string]job.Route
 
 	StackName string
 	// Throwaway relaxes the data's protection (DESTROY, no deletion
@@ -157,7 +157,7 @@ func LoadConfig(ctx Lookup) (Config, error) {
 			env[v.Name] = val
 		}
 	}
-	c := Config{Settings: loaded.Settings, Env: env, Routes: routes, Providers: loaded.ProviderTable, RouteTable: loaded.RouteTable}
+	c := Config{Settings: loaded.Settings, Env: env, RoutesJSON: routes, Providers: loaded.Providers, Routes: loaded.Routes}
 	var errs []string
 	c.StackName = str(ctx, "stackName", "AijobsStack")
 	c.Throwaway = boolean(ctx, "throwaway", false, &errs)

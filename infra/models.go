@@ -156,8 +156,8 @@ func modelAccess(c Config) (modelGrants, error) {
 	var errs []string
 	invoke, secrets := map[string]bool{}, map[string]bool{}
 	profiles := map[string]map[string]bool{}
-	for _, route := range sortedKeys(c.RouteTable) {
-		for i, rung := range c.RouteTable[route].Rungs {
+	for _, route := range sortedKeys(c.Routes) {
+		for i, rung := range c.Routes[route].Rungs {
 			p := c.Providers[rung.Provider]
 			if p.Kind != config.KindBedrock {
 				continue

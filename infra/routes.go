@@ -57,7 +57,7 @@ func loadRoutes(ctx Lookup) (string, error) {
 }
 
 // refuseKeyEnv refuses every provider with api_key_env, read from the raw
-// document: config.Load only fills ProviderConfig.APIKey when the named
+// document: config.Load only fills ProviderSpec.APIKey when the named
 // variable is set, so its result cannot tell.
 func refuseKeyEnv(routes string) error {
 	var doc struct {
@@ -106,5 +106,5 @@ func checkEnvSize(c Config) []string {
 		return nil
 	}
 	return []string{fmt.Sprintf("the functions' environment would be about %d bytes (%s alone is %d), above Lambda's %d-byte limit: "+
-		"shorten the routes document (fewer routes or providers, shorter names)", size, routesVar, len(c.Routes), lambdaEnvLimit)}
+		"shorten the routes document (fewer routes or providers, shorter names)", size, routesVar, len(c.RoutesJSON), lambdaEnvLimit)}
 }

@@ -71,7 +71,7 @@ func TestSubmitGetCancel(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := invocation{env: env, args: args("submit", "--key", "report-1", "--file", path)}.run(t)
-	if again := view(t, r); again.ID != created.ID || !strings.Contains(r.stderr, "replayed") {
+	if again := view(t, r); again.ID != created.ID || !strings.Contains(r.stderr, "repeated") {
 		t.Errorf("replay = %+v, stderr %q", again, r.stderr)
 	}
 	// Another body under the key: 422, exit 4, the code on stderr.

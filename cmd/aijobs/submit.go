@@ -22,7 +22,7 @@ read from --file (- for stdin) or from stdin when it is piped, or built from
 --prompt. The option flags override the body's fields.
 
 The same key with the same body shows the job it created before (noted on
-stderr as a replay); the same key with another body is
+stderr as a repeat); the same key with another body is
 idempotency_key_reused (exit 4). Network errors and 5xx answers are retried
 with the same key, which never creates a second job.
 
@@ -67,12 +67,12 @@ func runSubmit(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	v, replayed, err := cl.Submit(ctx, f.key, req)
+	v, repeated, err := cl.Submit(ctx, f.key, req)
 	if err != nil {
 		return err
 	}
-	if replayed {
-		fmt.Fprintf(c.env.stderr, "aijobs: replayed: key %q already created job %s (same body); showing it\n", f.key, v.ID)
+	if repeated {
+		fmt.Fprintf(c.env.stderr, "aijobs: repeated: key %q already created job %s (same body); showing it\n", f.key, v.ID)
 	}
 	if f.wait {
 		return c.await(ctx, cl, v.ID, f.timeout, format)

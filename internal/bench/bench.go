@@ -57,10 +57,10 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return Result{}, err
 	}
 	counter := awsclient.NewCounter()
-	f := fake.New(fake.Config{Price: cfg.Provider.Price})
+	f := fake.New(fake.Config{Price: cfg.Shortcut.Price})
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	a, err := app.New(ctx, cfg, app.Options{CreateResources: true, Counter: counter, Provider: f})
+	a, err := app.New(ctx, cfg, app.Options{CreateResources: true, Counter: counter, EveryProvider: f})
 	if err != nil {
 		return Result{}, err
 	}

@@ -45,7 +45,7 @@ type jobFacts struct {
 
 func (h *harness) prices() map[string]job.Price {
 	p := map[string]job.Price{}
-	for _, r := range h.cfg.RouteTable {
+	for _, r := range h.cfg.Routes {
 		for _, g := range r.Rungs {
 			p[g.Model] = g.Price
 		}
@@ -75,7 +75,7 @@ func (h *harness) describe(f jobFacts) string {
 		if j.ErrorClass != "" {
 			fmt.Fprintf(&b, "/%s", j.ErrorClass)
 		}
-		fmt.Fprintf(&b, " attempts=%d cost=%s reserved=%s budget=%s v%d", j.Attempts, j.Cost, j.Reserved, j.Budget, j.Version)
+		fmt.Fprintf(&b, " attempts=%d cost=%s reserved=%s budget=%s v%d", j.Attempts, j.Cost, j.Held, j.Budget, j.Version)
 	} else {
 		b.WriteString(" no record")
 	}
@@ -232,18 +232,18 @@ func (h *harness) check(records map[string]job.Job, changed map[string]time.Time
 		if j.State.Terminal() {
 			inv[2].Checked++
 			switch {
-			case j.Cost == f.billed && j.Reserved <= 0:
+			case j.Cost == f.billed && j.Held <= 0:
 				exact++
-			case j.Reserved > 0 && j.Cost+j.Reserved >= f.billed:
+			case j.Held > 0 && j.Cost+j.Held >= f.billed:
 				held++
-			case j.Reserved <= 0 && j.Cost < f.billed && j.Cost >= f.billed-f.inflight:
+			case j.Held <= 0 && j.Cost < f.billed && j.Cost >= f.billed-f.inflight:
 				race++
 			case j.Cost > f.billed && estimated(j):
 				over++
 			case j.Cost > f.billed:
 				fail(inv[2], fmt.Sprintf("cost %s above the bill %s and not marked cost_estimated: %s", j.Cost, f.billed, h.describe(f)))
 			default:
-				fail(inv[2], fmt.Sprintf("cost %s below the bill %s by %s: %s", j.Cost, f.billed, f.billed-j.Cost-max(j.Reserved, 0), h.describe(f)))
+				fail(inv[2], fmt.Sprintf("cost %s below the bill %s by %s: %s", j.Cost, f.billed, f.billed-j.Cost-max(j.Held, 0), h.describe(f)))
 			}
 		}
 

@@ -148,7 +148,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	s := h.cfg.Settings
 	h.sched = NewSchedule(ScheduleOptions{Seed: o.Seed, Jobs: o.Jobs, Tenants: o.Tenants, Load: o.Load, Model: o.Model, KillEvery: o.KillEvery,
 		Reserve: func(route, content string, maxTokens int) job.Nanocents {
-			return h.cfg.RouteTable[route].Reserve(job.Input{Messages: []job.Message{{Role: "user", Content: content}}, MaxTokens: maxTokens})
+			return h.cfg.Routes[route].Reserve(job.Input{Messages: []job.Message{{Role: "user", Content: content}}, MaxTokens: maxTokens})
 		}})
 	h.clients = newClients("", h.sched.Jobs)
 	h.model.srv.Plan = h.sched.Gen
@@ -311,7 +311,7 @@ func (h *harness) newBaseline(ctx context.Context) (*Baseline, error) {
 	}
 	s := h.cfg.Settings
 	return &Baseline{SQS: awsclient.SQS(cfg), QueueURL: *q.QueueUrl, Plans: h.sched.Jobs, Stream: stream, Plain: pl,
-		Timeout: h.cfg.RouteTable["default"].Rungs[0].Timeout, Consumers: 2 * s.MaxConcurrency * s.BatchSize}, nil
+		Timeout: h.cfg.Routes["default"].Rungs[0].Timeout, Consumers: 2 * s.MaxConcurrency * s.BatchSize}, nil
 }
 
 // drive starts every job's client at its time, its duplicates, its

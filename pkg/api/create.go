@@ -66,12 +66,14 @@ func (h *Handler) create(ctx context.Context, log *slog.Logger, ev events.APIGat
 	if !ok {
 		return h.serverProblem(ctx, log, "create", fmt.Errorf("create job %s: conflict without the existing record: %w", j.ID, err))
 	}
-	return h.replay(ctx, log, j, existing)
+	return h.repeat(ctx, log, j, existing)
 }
 
-// replay answers a create whose id is taken: the same body is the same job
-// (re-sent if it may never have been enqueued), another body is a 422.
-func (h *Handler) replay(ctx context.Context, log *slog.Logger, want, existing job.Job) events.APIGatewayV2HTTPResponse {
+// repeat answers a create whose id is taken (a repeat: see "Glossary" in
+// docs/architecture.md): the same body is the same job (re-sent if it may
+// never have been enqueued), another body is a 422. The header keeps the
+// name Stripe's API made common for this answer.
+func (h *Handler) repeat(ctx context.Context, log *slog.Logger, want, existing job.Job) events.APIGatewayV2HTTPResponse {
 	if existing.Tenant != want.Tenant || existing.RequestKey != want.RequestKey {
 		err := errors.New("the existing record belongs to another tenant or key")
 		return h.serverProblem(ctx, log, "create", fmt.Errorf("id collision on %s: %w", want.ID, err))

@@ -203,19 +203,19 @@ func TestCreateReplaysSameBody(t *testing.T) {
 	for i, body := range []string{readBody(t, "create-body.json"), readBody(t, "create-body-reordered.json")} {
 		resp := e.do(t, createReq(t, "order-42", body))
 		if resp.StatusCode != http.StatusOK || resp.Headers["Idempotent-Replayed"] != "true" {
-			t.Fatalf("replay %d: status %d, headers %v, body %s", i, resp.StatusCode, resp.Headers, resp.Body)
+			t.Fatalf("repeat %d: status %d, headers %v, body %s", i, resp.StatusCode, resp.Headers, resp.Body)
 		}
 		if resp.Headers["Location"] != "/jobs/"+id {
 			t.Errorf("Location = %q", resp.Headers["Location"])
 		}
 		if v := decodeView(t, resp); v.ID != id || !v.CreatedAt.Equal(t0) || v.Version != 1 {
-			t.Errorf("replay %d view = %+v", i, v)
+			t.Errorf("repeat %d view = %+v", i, v)
 		}
 	}
 	if e.store.Len() != 1 {
 		t.Errorf("%d records, want 1", e.store.Len())
 	}
-	// Still queued with no attempts: each replay re-sends (harmless, the claim dedupes).
+	// Still queued with no attempts: each repeat re-sends (harmless, the claim dedupes).
 	if n := e.queue.countFor(id); n != 3 {
 		t.Errorf("sends = %d, want 3", n)
 	}

@@ -68,7 +68,7 @@ func NewView(j job.Job) View {
 	v := View{
 		ID: j.ID, State: j.State, RequestKey: j.RequestKey, InputHash: j.InputHash,
 		Model: j.Model, Attempts: j.Attempts, MaxAttempts: j.MaxAttempts,
-		Progress: job.ClampProgress(j.Progress), CostCents: j.Cost, CostEstimated: j.CostEstimated, BudgetCents: j.Budget, ReservedCents: max(j.Reserved, 0),
+		Progress: job.ClampProgress(j.Progress), CostCents: j.Cost, CostEstimated: j.CostEstimated, BudgetCents: j.Budget, ReservedCents: max(j.Held, 0),
 		ResultModel: j.ResultModel,
 		CreatedAt:   Time{j.CreatedAt}, UpdatedAt: Time{j.UpdatedAt},
 		Deadline: Time{j.Deadline}, Version: j.Version,

@@ -56,11 +56,11 @@ type Options struct {
 	// means the transport as it is.
 	ModelTransport func(http.RoundTripper) http.RoundTripper
 	// Providers replace the configured providers of the same names;
-	// Provider, when set, replaces every other one.
-	Providers map[string]model.Provider
-	Provider  model.Provider
-	Logger    *slog.Logger
-	Clock     job.Clock
+	// EveryProvider, when set, replaces every one of them.
+	Providers     map[string]model.Provider
+	EveryProvider model.Provider
+	Logger        *slog.Logger
+	Clock         job.Clock
 }
 
 // App is the wired system.
@@ -113,7 +113,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*App, error) {
 		workerMetrics, reconcilerMetrics = m, m
 	}
 	if o.Role == All || o.Role == APIRole {
-		a.API = api.New(api.Config{Store: a.Store, Queue: a.Queue, Limits: s.Limits, Retention: s.Retention, Routes: cfg.RouteTable,
+		a.API = api.New(api.Config{Store: a.Store, Queue: a.Queue, Limits: s.Limits, Retention: s.Retention, Routes: cfg.Routes,
 			Clock: o.Clock, EnqueueRetryAfter: s.EnqueueRetryAfter, Logger: o.Logger})
 	}
 	if o.Role == All || o.Role == WorkerRole {
@@ -122,7 +122,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*App, error) {
 		}
 		a.Worker = worker.New(worker.Config{
 			Store: a.Store, Queue: a.Queue, Clock: o.Clock, Logger: o.Logger, Retention: s.Retention, Metrics: workerMetrics,
-			Routes: cfg.RouteTable, Providers: a.Providers, ReceiveLimit: s.MaxReceiveCount,
+			Routes: cfg.Routes, Providers: a.Providers, ReceiveLimit: s.MaxReceiveCount,
 			Timing: worker.Timing{Heartbeat: s.Heartbeat, LeaseTTL: s.LeaseTTL, LeaseMargin: s.GuardMargin(), AttemptMargin: s.AttemptMargin,
 				LambdaMargin: s.LambdaMargin, BackoffBase: s.BackoffBase, BackoffMax: s.BackoffMax},
 		})

@@ -15,10 +15,10 @@ func Banner(a *App, addr string) string {
 		endpoint = "AWS (" + a.AWS.Region + ")"
 	}
 	var routes strings.Builder
-	for _, name := range slices.Sorted(maps.Keys(a.Config.RouteTable)) {
+	for _, name := range slices.Sorted(maps.Keys(a.Config.Routes)) {
 		var rungs []string
-		for _, g := range a.Config.RouteTable[name].Rungs {
-			p := a.Config.ProviderTable[g.Provider]
+		for _, g := range a.Config.Routes[name].Rungs {
+			p := a.Config.Providers[g.Provider]
 			where := p.Kind
 			if p.BaseURL != "" {
 				where += " at " + p.BaseURL

@@ -24,13 +24,13 @@ func newProviders(ctx context.Context, cfg config.Config, awsCfg aws.Config, o O
 	out := map[string]model.Provider{}
 	var secrets *secretsmanager.Reader
 	var bedrockAWS *aws.Config
-	for name, pc := range cfg.ProviderTable {
+	for name, pc := range cfg.Providers {
 		if p, ok := o.Providers[name]; ok {
 			out[name] = p
 			continue
 		}
-		if o.Provider != nil {
-			out[name] = o.Provider
+		if o.EveryProvider != nil {
+			out[name] = o.EveryProvider
 			continue
 		}
 		if pc.APIKeySecret != "" {
@@ -62,12 +62,12 @@ func newProviders(ctx context.Context, cfg config.Config, awsCfg aws.Config, o O
 	return out, nil
 }
 
-func newProvider(pc config.ProviderConfig, cfg config.Config, hc *http.Client, bedrockAWS *aws.Config) (model.Provider, error) {
+func newProvider(pc config.ProviderSpec, cfg config.Config, hc *http.Client, bedrockAWS *aws.Config) (model.Provider, error) {
 	switch pc.Kind {
 	case config.KindFake:
 		// The fake bills at the default route's price: what a fake
 		// invoice would say, for tests that compare it with the record.
-		return fake.New(fake.Config{Latency: pc.Latency, Price: cfg.Provider.Price}), nil
+		return fake.New(fake.Config{Latency: pc.Latency, Price: cfg.Shortcut.Price}), nil
 	case config.KindOpenAI:
 		return openai.New(openai.Config{BaseURL: pc.BaseURL, APIKey: pc.APIKey, Stream: pc.Stream, HTTPClient: hc})
 	case config.KindAnthropic:

@@ -32,12 +32,12 @@ func TestSubmitCreatesThenReplays(t *testing.T) {
 		DeadlineSeconds: 900, BudgetCents: job.Cents(50) / 4, MaxAttempts: 3,
 		Metadata: json.RawMessage(`{"ticket":"OPS-1"}`),
 	}
-	v, replayed, err := c.Submit(ctx, "report-1", req)
+	v, repeated, err := c.Submit(ctx, "report-1", req)
 	if err != nil {
 		t.Fatalf("Submit: %v", err)
 	}
-	if replayed {
-		t.Error("a first submit says replayed")
+	if repeated {
+		t.Error("a first submit says repeated")
 	}
 	want := clienttest.ID("tenant-a", "report-1")
 	if v.ID != want || v.State != job.Queued || v.RequestKey != "report-1" || v.MaxAttempts != 3 ||
@@ -54,9 +54,9 @@ func TestSubmitCreatesThenReplays(t *testing.T) {
 		t.Errorf("Idempotency-Key sent = %q", got)
 	}
 
-	again, replayed, err := c.Submit(ctx, "report-1", req)
-	if err != nil || !replayed || again.ID != v.ID || again.InputHash != v.InputHash {
-		t.Fatalf("second Submit = %+v, replayed %v, %v; want the same job replayed", again, replayed, err)
+	again, repeated, err := c.Submit(ctx, "report-1", req)
+	if err != nil || !repeated || again.ID != v.ID || again.InputHash != v.InputHash {
+		t.Fatalf("second Submit = %+v, repeated %v, %v; want the same job again", again, repeated, err)
 	}
 	if srv.Store.Len() != 1 {
 		t.Errorf("store holds %d jobs, want 1", srv.Store.Len())
@@ -128,14 +128,14 @@ func TestSubmitRetriesEnqueueFailed(t *testing.T) {
 	srv := clienttest.Start(t)
 	c, sl := newClient(t, srv.URL, "tenant-a")
 	srv.Queue.FailNext(2)
-	v, replayed, err := c.Submit(context.Background(), "k", prompt("x"))
+	v, repeated, err := c.Submit(context.Background(), "k", prompt("x"))
 	if err != nil {
 		t.Fatalf("Submit: %v", err)
 	}
 	// The first try recorded the job; the third found it queued with no
 	// attempts and re-sent it: the server answers that as a replay.
-	if !replayed || v.State != job.Queued {
-		t.Errorf("view %+v replayed %v", v, replayed)
+	if !repeated || v.State != job.Queued {
+		t.Errorf("view %+v repeated %v", v, repeated)
 	}
 	reqs := srv.Requests()
 	if len(reqs) != 3 {
@@ -250,9 +250,9 @@ func TestTenantsAreIsolated(t *testing.T) {
 		t.Error("Get with no id succeeded")
 	}
 	// Same key, other tenant: another job.
-	w, replayed, err := b.Submit(ctx, "k", prompt("y"))
-	if err != nil || replayed || w.ID == v.ID {
-		t.Errorf("tenant-b's submit = %+v, %v, %v", w, replayed, err)
+	w, repeated, err := b.Submit(ctx, "k", prompt("y"))
+	if err != nil || repeated || w.ID == v.ID {
+		t.Errorf("tenant-b's submit = %+v, %v, %v", w, repeated, err)
 	}
 }
 

@@ -13,16 +13,16 @@ import (
 )
 
 // Submit creates a job (POST /jobs) under the idempotency key. It answers
-// the job's view and whether the server replayed an earlier create with
-// the same key and body (200 Idempotent-Replayed) rather than creating it
+// the job's view and whether the call was a repeat: an earlier create with
+// the same key and body made the job (200 Idempotent-Replayed), not this one
 // (202). The same key with another body is an *Error with Code
 // idempotency_key_reused (422). Retries re-send the same key and body, so
 // they never create a second job; a 503 enqueue_failed is retried after
 // its Retry-After, which re-sends the job's message.
 //
-// replayed is the server's word: after this call's own first try recorded
+// repeated is the server's word: after this call's own first try recorded
 // the job and got no usable answer (a 503 enqueue_failed, a lost answer),
-// the retry that finds it is answered as a replay too. Neither side can
+// the retry that finds it is answered as a repeat too. Neither side can
 // tell that from a job created by an earlier call with the same key.
 func (c *Client) Submit(ctx context.Context, key string, req CreateRequest) (View, bool, error) {
 	if !api.ValidKey(key) {
@@ -43,8 +43,8 @@ func (c *Client) Submit(ctx context.Context, key string, req CreateRequest) (Vie
 	if err != nil {
 		return View{}, false, err
 	}
-	replayed := a.status == http.StatusOK && a.header.Get("Idempotent-Replayed") == "true"
-	return v, replayed, nil
+	repeated := a.status == http.StatusOK && a.header.Get("Idempotent-Replayed") == "true"
+	return v, repeated, nil
 }
 
 // Snapshot is one answer of GET /jobs/{id}.

@@ -15,9 +15,9 @@ import (
 	"github.com/aijobs/aijobs/pkg/settings"
 )
 
-// Provider is the single-provider shortcut: when AIJOBS_ROUTES is unset,
+// Shortcut is the single-provider configuration: when AIJOBS_ROUTES is unset,
 // these variables describe the one `default` route and its provider.
-type Provider struct {
+type Shortcut struct {
 	// Kind is "fake" or "openai".
 	Kind    string
 	BaseURL string
@@ -47,16 +47,16 @@ type Config struct {
 	LogLevel string
 	// Metrics is "emf" or "off".
 	Metrics string
-	// Routes is AIJOBS_ROUTES as given (empty when unset).
-	Routes string
-	// Provider is the single-provider shortcut the variables describe.
-	Provider Provider
+	// RoutesJSON is AIJOBS_ROUTES as given (empty when unset).
+	RoutesJSON string
+	// Shortcut is the single-provider shortcut the variables describe.
+	Shortcut Shortcut
 
-	// ProviderTable and RouteTable are what the worker runs: from
-	// AIJOBS_ROUTES, or from Provider as one `default` route whose
+	// Providers and Routes are what the worker runs: from
+	// AIJOBS_ROUTES, or from Shortcut as one `default` route whose
 	// provider is named `default`.
-	ProviderTable map[string]ProviderConfig
-	RouteTable    map[string]job.Route
+	Providers map[string]ProviderSpec
+	Routes    map[string]job.Route
 }
 
 // Var is one environment variable: its name, its default as shown to a
@@ -93,41 +93,41 @@ func Load(getenv func(string) string) (Config, error) {
 	if len(errs) > 0 {
 		return Config{}, fmt.Errorf("config: %s", strings.Join(errs, "; "))
 	}
-	if c.Provider.Kind == "" {
-		c.Provider.Kind = "fake"
-		if c.Provider.BaseURL != "" {
-			c.Provider.Kind = "openai"
+	if c.Shortcut.Kind == "" {
+		c.Shortcut.Kind = "fake"
+		if c.Shortcut.BaseURL != "" {
+			c.Shortcut.Kind = "openai"
 		}
 	}
-	if c.Provider.Kind != "fake" && c.Provider.Kind != "openai" {
-		return Config{}, fmt.Errorf("config: AIJOBS_MODEL_PROVIDER=%q: want fake or openai", c.Provider.Kind)
+	if c.Shortcut.Kind != "fake" && c.Shortcut.Kind != "openai" {
+		return Config{}, fmt.Errorf("config: AIJOBS_MODEL_PROVIDER=%q: want fake or openai", c.Shortcut.Kind)
 	}
-	if c.Provider.Kind == "openai" && c.Provider.BaseURL == "" {
+	if c.Shortcut.Kind == "openai" && c.Shortcut.BaseURL == "" {
 		return Config{}, fmt.Errorf("config: the openai provider needs OPENAI_BASE_URL")
 	}
 	if c.Metrics != "emf" && c.Metrics != "off" {
 		return Config{}, fmt.Errorf("config: AIJOBS_METRICS=%q: want emf or off", c.Metrics)
 	}
-	if c.Provider.Timeout == 0 {
-		c.Provider.Timeout = c.Settings.RouteTimeout
+	if c.Shortcut.Timeout == 0 {
+		c.Shortcut.Timeout = c.Settings.RouteTimeout
 	}
-	if p, ok := c.Provider.Prices[c.Provider.Model]; ok && c.Provider.Kind == "openai" {
-		c.Provider.Price = p
+	if p, ok := c.Shortcut.Prices[c.Shortcut.Model]; ok && c.Shortcut.Kind == "openai" {
+		c.Shortcut.Price = p
 	}
-	if c.Routes == "" {
-		c.ProviderTable, c.RouteTable = c.Provider.table()
+	if c.RoutesJSON == "" {
+		c.Providers, c.Routes = c.Shortcut.table()
 	} else {
 		var err error
-		if c.ProviderTable, c.RouteTable, err = parseRoutes(c.Routes, getenv, c.Provider.Timeout); err != nil {
+		if c.Providers, c.Routes, err = parseRoutes(c.RoutesJSON, getenv, c.Shortcut.Timeout); err != nil {
 			return Config{}, fmt.Errorf("config: AIJOBS_ROUTES: %w", err)
 		}
 	}
-	if _, ok := c.RouteTable[c.Settings.Limits.DefaultModel]; !ok {
+	if _, ok := c.Routes[c.Settings.Limits.DefaultModel]; !ok {
 		return Config{}, fmt.Errorf("config: AIJOBS_ROUTES: no %q route (the model of a job that names none)", c.Settings.Limits.DefaultModel)
 	}
-	c.Settings.Limits.Models = sortedKeys(c.RouteTable)
+	c.Settings.Limits.Models = sortedKeys(c.Routes)
 	c.Settings.RouteTimeout = 0
-	for _, r := range c.RouteTable {
+	for _, r := range c.Routes {
 		c.Settings.RouteTimeout = max(c.Settings.RouteTimeout, r.Timeout())
 	}
 	if c.Table == "" {
@@ -141,14 +141,14 @@ func Load(getenv func(string) string) (Config, error) {
 
 // table is the shortcut's one `default` route, on a provider named
 // `default`.
-func (p Provider) table() (map[string]ProviderConfig, map[string]job.Route) {
-	pc := ProviderConfig{Kind: p.Kind, BaseURL: p.BaseURL, APIKey: p.APIKey, Stream: p.Stream, Latency: p.FakeLatency}
+func (p Shortcut) table() (map[string]ProviderSpec, map[string]job.Route) {
+	pc := ProviderSpec{Kind: p.Kind, BaseURL: p.BaseURL, APIKey: p.APIKey, Stream: p.Stream, Latency: p.FakeLatency}
 	model := p.Model
 	if p.Kind == KindFake {
 		model = "fake"
 	}
 	rung := job.Rung{Provider: "default", Model: model, Price: p.Price, Timeout: p.Timeout}
-	return map[string]ProviderConfig{"default": pc}, map[string]job.Route{"default": {Rungs: []job.Rung{rung}}}
+	return map[string]ProviderSpec{"default": pc}, map[string]job.Route{"default": {Rungs: []job.Rung{rung}}}
 }
 
 func redact(name, v string) string {
@@ -160,7 +160,7 @@ func redact(name, v string) string {
 
 // priceTable reads "model=input:output,..." in cents per million tokens.
 func priceTable(c *Config, v string) error {
-	c.Provider.Prices = map[string]job.Price{}
+	c.Shortcut.Prices = map[string]job.Price{}
 	for _, entry := range strings.Split(v, ",") {
 		name, prices, ok := strings.Cut(strings.TrimSpace(entry), "=")
 		in, out, ok2 := strings.Cut(prices, ":")
@@ -171,7 +171,7 @@ func priceTable(c *Config, v string) error {
 		if err != nil {
 			return fmt.Errorf("%s: want cents per million tokens, at most 3 decimals: %w", name, err)
 		}
-		c.Provider.Prices[name] = p
+		c.Shortcut.Prices[name] = p
 	}
 	return nil
 }
@@ -183,9 +183,9 @@ func price(out bool) func(*Config, string) error {
 			return fmt.Errorf("want cents per million tokens, at most 3 decimals: %w", err)
 		}
 		if out {
-			c.Provider.Price.OutputPerToken = p.OutputPerToken
+			c.Shortcut.Price.OutputPerToken = p.OutputPerToken
 		} else {
-			c.Provider.Price.InputPerToken = p.InputPerToken
+			c.Shortcut.Price.InputPerToken = p.InputPerToken
 		}
 		return nil
 	}

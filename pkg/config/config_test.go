@@ -18,14 +18,14 @@ func TestDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Provider.Kind != "fake" || c.Table != "aijobs-jobs" || c.Listen != "127.0.0.1:8080" || c.Region != "us-east-1" || c.Metrics != "emf" {
+	if c.Shortcut.Kind != "fake" || c.Table != "aijobs-jobs" || c.Listen != "127.0.0.1:8080" || c.Region != "us-east-1" || c.Metrics != "emf" {
 		t.Fatalf("defaults: %+v", c)
 	}
-	if c.Provider.Price.InputPerToken != 15000 || c.Provider.Price.OutputPerToken != 60000 {
-		t.Fatalf("default price %+v, want 15 and 60 cents per million = 15000 and 60000 nanocents per token", c.Provider.Price)
+	if c.Shortcut.Price.InputPerToken != 15000 || c.Shortcut.Price.OutputPerToken != 60000 {
+		t.Fatalf("default price %+v, want 15 and 60 cents per million = 15000 and 60000 nanocents per token", c.Shortcut.Price)
 	}
-	if c.Provider.Timeout != 120*time.Second || c.Settings.RouteTimeout != c.Provider.Timeout || !c.Provider.Stream {
-		t.Fatalf("provider: %+v", c.Provider)
+	if c.Shortcut.Timeout != 120*time.Second || c.Settings.RouteTimeout != c.Shortcut.Timeout || !c.Shortcut.Stream {
+		t.Fatalf("provider: %+v", c.Shortcut)
 	}
 }
 
@@ -34,8 +34,8 @@ func TestOpenAIBaseURLSwitchesTheDefaultRoute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Provider.Kind != "openai" || c.Provider.BaseURL != "http://127.0.0.1:11434/v1" || c.Provider.APIKey != "sk-secret" {
-		t.Fatalf("provider: %+v", c.Provider)
+	if c.Shortcut.Kind != "openai" || c.Shortcut.BaseURL != "http://127.0.0.1:11434/v1" || c.Shortcut.APIKey != "sk-secret" {
+		t.Fatalf("provider: %+v", c.Shortcut)
 	}
 	if _, err := config.Load(env(map[string]string{"AIJOBS_MODEL_PROVIDER": "openai"})); err == nil {
 		t.Fatal("openai without a base URL must be refused")
@@ -51,7 +51,7 @@ func TestOverridesAndRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	if c.Table != "p-jobs" || c.Settings.Heartbeat != time.Second || c.Settings.Limits.MaxBudget != job.Cents(12)+job.NanosPerCent/2 ||
-		c.Settings.BatchSize != 10 || c.Provider.Price.OutputPerToken != 7500 {
+		c.Settings.BatchSize != 10 || c.Shortcut.Price.OutputPerToken != 7500 {
 		t.Fatalf("overrides: %+v", c)
 	}
 	for name, kv := range map[string]map[string]string{
@@ -111,8 +111,8 @@ func TestPriceTable(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Provider.Price.InputPerToken != 250_000 || c.Provider.Price.OutputPerToken != 1_000_000 || len(c.Provider.Prices) != 2 {
-		t.Fatalf("the route's model must be priced from the table: %+v", c.Provider)
+	if c.Shortcut.Price.InputPerToken != 250_000 || c.Shortcut.Price.OutputPerToken != 1_000_000 || len(c.Shortcut.Prices) != 2 {
+		t.Fatalf("the route's model must be priced from the table: %+v", c.Shortcut)
 	}
 	for _, bad := range []string{"small", "small=15", "=1:2", "small=a:b", "small=0.0001:1"} {
 		if _, err := config.Load(env(map[string]string{"AIJOBS_PRICES": bad})); err == nil {

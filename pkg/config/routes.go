@@ -20,10 +20,10 @@ const (
 	KindBedrock   = "bedrock"
 )
 
-// ProviderConfig is one entry of the provider table: how to reach one
+// ProviderSpec is one entry of the provider table: how to reach one
 // provider, and with which credentials. Rungs name entries, so a key lives
 // in one place however many routes use it.
-type ProviderConfig struct {
+type ProviderSpec struct {
 	Kind string
 	// BaseURL is the API root: required for openai, optional for anthropic
 	// (default https://api.anthropic.com).
@@ -96,7 +96,7 @@ type priceDoc struct {
 // parseRoutes reads AIJOBS_ROUTES. Unknown fields are refused, so a typo
 // ("fallback" for "fallback_on") is an error at start, not a route that
 // silently never falls back. getenv resolves api_key_env.
-func parseRoutes(text string, getenv func(string) string, defaultTimeout time.Duration) (map[string]ProviderConfig, map[string]job.Route, error) {
+func parseRoutes(text string, getenv func(string) string, defaultTimeout time.Duration) (map[string]ProviderSpec, map[string]job.Route, error) {
 	var doc routesDoc
 	dec := json.NewDecoder(strings.NewReader(text))
 	dec.DisallowUnknownFields()
@@ -110,7 +110,7 @@ func parseRoutes(text string, getenv func(string) string, defaultTimeout time.Du
 	var errs []string
 	bad := func(format string, args ...any) { errs = append(errs, fmt.Sprintf(format, args...)) }
 
-	providers := map[string]ProviderConfig{}
+	providers := map[string]ProviderSpec{}
 	for _, name := range sortedKeys(doc.Providers) {
 		p, err := providerFrom(doc.Providers[name], getenv)
 		if err != nil {
@@ -142,8 +142,8 @@ func parseRoutes(text string, getenv func(string) string, defaultTimeout time.Du
 	return providers, routes, nil
 }
 
-func providerFrom(d providerDoc, getenv func(string) string) (ProviderConfig, error) {
-	p := ProviderConfig{Kind: d.Kind, BaseURL: d.BaseURL, APIKeySecret: d.APIKeySecret, Region: d.Region, Endpoint: d.Endpoint, Stream: true}
+func providerFrom(d providerDoc, getenv func(string) string) (ProviderSpec, error) {
+	p := ProviderSpec{Kind: d.Kind, BaseURL: d.BaseURL, APIKeySecret: d.APIKeySecret, Region: d.Region, Endpoint: d.Endpoint, Stream: true}
 	if d.Stream != nil {
 		p.Stream = *d.Stream
 	}

@@ -31,14 +31,14 @@ func TestRoutesExample(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	wantProviders := map[string]config.ProviderConfig{
+	wantProviders := map[string]config.ProviderSpec{
 		"anthropic": {Kind: "anthropic", BaseURL: "https://api.anthropic.com", APIKeySecret: "arn:aws:secretsmanager:eu-west-1:123456789012:secret:aijobs/anthropic-AbCdEf", Stream: true},
 		"bedrock":   {Kind: "bedrock", Region: "us-east-1", Stream: true},
 		"openai":    {Kind: "openai", BaseURL: "https://api.openai.com/v1", APIKey: "sk-openai", Stream: true},
 		"ollama":    {Kind: "openai", BaseURL: "http://127.0.0.1:11434/v1", Stream: false},
 	}
-	if !reflect.DeepEqual(c.ProviderTable, wantProviders) {
-		t.Errorf("providers:\n got %+v\nwant %+v", c.ProviderTable, wantProviders)
+	if !reflect.DeepEqual(c.Providers, wantProviders) {
+		t.Errorf("providers:\n got %+v\nwant %+v", c.Providers, wantProviders)
 	}
 	retryable := []job.ErrorClass{job.RateLimited, job.Overloaded, job.ProviderError, job.Timeout, job.Network}
 	wantRoutes := map[string]job.Route{
@@ -54,8 +54,8 @@ func TestRoutesExample(t *testing.T) {
 			{Provider: "ollama", Model: "llama3.2", Price: price(t, "0", "0"), Timeout: 90 * time.Second},
 		}},
 	}
-	if !reflect.DeepEqual(c.RouteTable, wantRoutes) {
-		t.Errorf("routes:\n got %+v\nwant %+v", c.RouteTable, wantRoutes)
+	if !reflect.DeepEqual(c.Routes, wantRoutes) {
+		t.Errorf("routes:\n got %+v\nwant %+v", c.Routes, wantRoutes)
 	}
 	if want := []string{"cheap", "default", "local"}; !reflect.DeepEqual(c.Settings.Limits.Models, want) {
 		t.Errorf("models a caller may name: %v, want %v", c.Settings.Limits.Models, want)
@@ -70,9 +70,9 @@ func TestShortcutIsOneDefaultRoute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]job.Route{"default": {Rungs: []job.Rung{{Provider: "default", Model: "m", Price: c.Provider.Price, Timeout: 30 * time.Second}}}}
-	if !reflect.DeepEqual(c.RouteTable, want) || c.ProviderTable["default"].APIKey != "sk-1" || c.ProviderTable["default"].Kind != "openai" {
-		t.Fatalf("routes %+v providers %+v", c.RouteTable, c.ProviderTable)
+	want := map[string]job.Route{"default": {Rungs: []job.Rung{{Provider: "default", Model: "m", Price: c.Shortcut.Price, Timeout: 30 * time.Second}}}}
+	if !reflect.DeepEqual(c.Routes, want) || c.Providers["default"].APIKey != "sk-1" || c.Providers["default"].Kind != "openai" {
+		t.Fatalf("routes %+v providers %+v", c.Routes, c.Providers)
 	}
 	if c.Settings.RouteTimeout != 30*time.Second || len(c.Settings.Limits.Models) != 1 {
 		t.Fatalf("settings: %s %v", c.Settings.RouteTimeout, c.Settings.Limits.Models)
@@ -131,11 +131,11 @@ func TestRoutePriceAsStringOrNumber(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := c.RouteTable["default"].Rungs[0].Price; got != price(t, "7.5", "30") {
+		if got := c.Routes["default"].Rungs[0].Price; got != price(t, "7.5", "30") {
 			t.Errorf("%s: price %+v", p, got)
 		}
-		if c.ProviderTable["f"].Latency != 5*time.Millisecond {
-			t.Errorf("fake latency %s", c.ProviderTable["f"].Latency)
+		if c.Providers["f"].Latency != 5*time.Millisecond {
+			t.Errorf("fake latency %s", c.Providers["f"].Latency)
 		}
 	}
 }

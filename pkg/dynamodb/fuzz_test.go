@@ -99,7 +99,7 @@ func FuzzDecodeItem(f *testing.F) {
 		if !ok {
 			return // not an item: nothing DynamoDB could answer
 		}
-		_ = settled(it, "w1#succeed")
+		_ = tokenApplied(it, "w1#succeed")
 		j, err := fromItem(it)
 		if err != nil {
 			return

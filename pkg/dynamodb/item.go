@@ -95,7 +95,7 @@ func toItem(j job.Job, activeShards int) map[string]types.AttributeValue {
 		aID: avS(j.ID), aTenant: avS(j.Tenant), aRequestKey: avS(j.RequestKey), aInputHash: avS(j.InputHash), aModel: avS(j.Model),
 		aInput: avS(string(j.Input)), aState: avS(string(j.State)),
 		aAttempts: avN(int64(j.Attempts)), aMaxAttempts: avN(int64(j.MaxAttempts)), aVersion: avN(j.Version),
-		aBudget: avN(int64(j.Budget)), aCost: avN(int64(j.Cost)), aRemaining: avN(int64(j.Budget - j.Cost - j.Reserved)),
+		aBudget: avN(int64(j.Budget)), aCost: avN(int64(j.Cost)), aRemaining: avN(int64(j.Budget - j.Cost - j.Held)),
 		aReserve: avN(int64(j.Reserve)), aRunMS: avN(j.RunTime.Milliseconds()),
 		aDeadline: avN(ms(j.Deadline)), aCreated: avN(ms(j.CreatedAt)), aUpdated: avN(ms(j.UpdatedAt)),
 		aProgress: avF(j.Progress),
@@ -192,7 +192,7 @@ func fromItem(it map[string]types.AttributeValue) (job.Job, error) {
 		j.CostEstimated = b.Value
 	}
 	if r, ok := it[aRemaining]; ok && r != nil {
-		j.Reserved = j.Budget - j.Cost - job.Nanocents(num(aRemaining))
+		j.Held = j.Budget - j.Cost - job.Nanocents(num(aRemaining))
 	}
 	if e := num(aExpires); e != 0 {
 		j.ExpiresAt = time.Unix(e, 0).UTC()

@@ -168,7 +168,7 @@ func TestRecordsFromBeforeReservesAreClaimable(t *testing.T) {
 		t.Fatalf("the domain refuses the legacy record: %+v", before)
 	}
 	got, err := st.Claim(ctx, claim)
-	if err != nil || got.Reserved != 0 || got.Remaining() != 1000 || got.Attempts != 1 {
+	if err != nil || got.Held != 0 || got.Remaining() != 1000 || got.Attempts != 1 {
 		t.Fatalf("claim of a legacy record: %+v %v", got, err)
 	}
 	got, err = st.Release(ctx, job.Release{ID: j.ID, Owner: "w", Now: base.Add(2 * time.Second), Cost: 10, Class: job.Timeout})

@@ -125,7 +125,7 @@ func TestRetriedFinishAfterAnotherWriterSettlesOnce(t *testing.T) {
 		t.Fatalf("b's retry: %v, want it recognised as applied", err)
 	}
 	got, err := st.Get(ctx, j.ID)
-	if err != nil || got.Cost != 47 || got.Reserved != 0 || got.Remaining() != 1000-47 {
+	if err != nil || got.Cost != 47 || got.Held != 0 || got.Remaining() != 1000-47 {
 		t.Fatalf("record %+v %v: want cost 47, nothing held, 953 left (each attempt settled once)", got, err)
 	}
 }

@@ -121,7 +121,7 @@ type update struct {
 // and only the clock check failed, the write is re-stamped after the
 // record's updated_at. A refused write that settles an attempt still
 // settles it.
-func (s *Store) apply(ctx context.Context, id string, now time.Time, allows func(job.Job) bool, u update, set settle) (job.Job, error) {
+func (s *Store) apply(ctx context.Context, id string, now time.Time, allows func(job.Job) bool, u update, set settlement) (job.Job, error) {
 	stamp := job.Millis(now)
 	for range skewRetries {
 		out, err := s.write(ctx, id, u, stamp)
@@ -136,7 +136,7 @@ func (s *Store) apply(ctx context.Context, id string, now time.Time, allows func
 		if err != nil {
 			return job.Job{}, err
 		}
-		if u.token != "" && settled(raw, u.token) {
+		if u.token != "" && tokenApplied(raw, u.token) {
 			return cur, nil // our own earlier try was applied
 		}
 		if allows(cur) && !cur.UpdatedAt.Before(stamp) {
@@ -154,7 +154,7 @@ func (s *Store) apply(ctx context.Context, id string, now time.Time, allows func
 // addCost settles a refused finish's attempt (cost added, hold returned)
 // with no precondition but the record's existence, then answers Conflict
 // with the record after it.
-func (s *Store) addCost(ctx context.Context, id string, set settle, now time.Time, token string) (job.Job, error) {
+func (s *Store) addCost(ctx context.Context, id string, set settlement, now time.Time, token string) (job.Job, error) {
 	v := set.values()
 	u := update{
 		cond:   "attribute_exists(#id)",
@@ -182,7 +182,7 @@ func (s *Store) addCost(ctx context.Context, id string, set settle, now time.Tim
 		if err != nil {
 			return job.Job{}, err
 		}
-		if u.token != "" && settled(raw, u.token) {
+		if u.token != "" && tokenApplied(raw, u.token) {
 			return job.Job{}, job.Conflict(cur) // the cost was added by our earlier try
 		}
 		stamp = job.NextUpdate(cur.UpdatedAt, now)
@@ -251,8 +251,8 @@ func (s *Store) current(ctx context.Context, id string, item map[string]types.At
 	return j, item, nil
 }
 
-// settled reports whether item's settled set holds token.
-func settled(item map[string]types.AttributeValue, token string) bool {
+// tokenApplied reports whether item's tokenApplied set holds token.
+func tokenApplied(item map[string]types.AttributeValue, token string) bool {
 	if v, ok := item[aSettled].(*types.AttributeValueMemberSS); ok {
 		return slices.Contains(v.Value, token)
 	}

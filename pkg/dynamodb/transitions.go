@@ -34,7 +34,7 @@ func (s *Store) Claim(ctx context.Context, c job.Claim) (job.Job, error) {
 			":queued": st(job.Queued), ":running": st(job.Running), ":now": avN(c.Now.UnixMilli()),
 			":owner": avS(c.Owner), ":lease": avN(c.LeaseUntil.UnixMilli()), ":zero": avN(0), ":one": avN(1),
 		},
-	}, settle{})
+	}, settlement{})
 }
 
 // Heartbeat applies job.Heartbeat.
@@ -46,7 +46,7 @@ func (s *Store) Heartbeat(ctx context.Context, h job.Heartbeat) (job.Job, error)
 		values: map[string]types.AttributeValue{
 			":running": st(job.Running), ":owner": avS(h.Owner), ":nobody": avS(""), ":lease": avN(h.LeaseUntil.UnixMilli()), ":progress": avF(p), ":one": avN(1),
 		},
-	}, settle{})
+	}, settlement{})
 }
 
 // HoldMore applies job.HoldMore: reserved is budget - cost - remaining,
@@ -58,12 +58,12 @@ func (s *Store) HoldMore(ctx context.Context, h job.HoldMore) (job.Job, error) {
 		values: map[string]types.AttributeValue{
 			":running": st(job.Running), ":owner": avS(h.Owner), ":nobody": avS(""), ":amount": avN(int64(h.Amount)), ":one": avN(1),
 		},
-	}, settle{})
+	}, settlement{})
 }
 
 // Succeed applies job.Succeed; a refused success still adds its cost.
 func (s *Store) Succeed(ctx context.Context, t job.Succeed) (job.Job, error) {
-	set := settle{t.Cost, t.Held, t.Ran, t.Estimated}
+	set := settlement{t.Cost, t.Held, t.Ran, t.Estimated}
 	v := set.values()
 	held(v, t.Owner)
 	v[":succeeded"], v[":one_f"] = st(job.Succeeded), avN(1)
@@ -77,7 +77,7 @@ func (s *Store) Succeed(ctx context.Context, t job.Succeed) (job.Job, error) {
 
 // Release applies job.Release; a refused release still adds its cost.
 func (s *Store) Release(ctx context.Context, t job.Release) (job.Job, error) {
-	set := settle{t.Cost, t.Held, t.Ran, t.Estimated}
+	set := settlement{t.Cost, t.Held, t.Ran, t.Estimated}
 	v := set.values()
 	held(v, t.Owner)
 	v[":queued"], v[":class"] = st(job.Queued), avS(string(t.Class))
@@ -94,7 +94,7 @@ func (s *Store) Release(ctx context.Context, t job.Release) (job.Job, error) {
 
 // End applies job.End; a refused end still adds its cost.
 func (s *Store) End(ctx context.Context, t job.End) (job.Job, error) {
-	set := settle{t.Cost, t.Held, t.Ran, t.Estimated}
+	set := settlement{t.Cost, t.Held, t.Ran, t.Estimated}
 	v := set.values()
 	cond := heldCond
 	if t.Owner != "" {
@@ -130,7 +130,7 @@ func (s *Store) Cancel(ctx context.Context, c job.Cancel) (job.Job, error) {
 		cond:   "#tenant = :tenant AND (#state = :queued OR #state = :running)",
 		expr:   expr + remove + " ADD #version :one",
 		values: v,
-	}, settle{})
+	}, settlement{})
 	if cur, ok := job.ConflictJob(err); ok && cur.Tenant != c.Tenant {
 		return job.Job{}, job.NotFound()
 	}
@@ -159,7 +159,7 @@ func (s *Store) Replay(ctx context.Context, r job.Replay) (job.Job, error) {
 		cond:   "#state = :failed AND " + fitsReserve + " AND #remaining_nc > :zero",
 		expr:   expr + remove + " ADD #replays :one, #version :one",
 		values: v,
-	}, settle{})
+	}, settlement{})
 }
 
 // Nudge applies job.Nudge.
@@ -175,7 +175,7 @@ func (s *Store) Nudge(ctx context.Context, n job.Nudge) (job.Job, error) {
 		cond = "#updated_ms <= :stale AND ((" + queued + ") OR (#state = :running AND #lease_until_ms <= :stale))"
 		v[":queued"] = st(job.Queued)
 	}
-	return s.apply(ctx, n.ID, n.Now, n.Allows, update{cond: cond, expr: "SET #updated_ms = :upd ADD #nudges :one, #version :one", values: v}, settle{})
+	return s.apply(ctx, n.ID, n.Now, n.Allows, update{cond: cond, expr: "SET #updated_ms = :upd ADD #nudges :one, #version :one", values: v}, settlement{})
 }
 
 // finishToken marks one finishing write of an attempt: its lease owner
@@ -195,10 +195,10 @@ func held(v map[string]types.AttributeValue, owner string) {
 	v[":running"], v[":owner"], v[":nobody"] = st(job.Running), avS(owner), avS("")
 }
 
-// settle is what a finishing write settles for its attempt: its cost, the
+// settlement is what a finishing write settles for its attempt: its cost, the
 // hold its claim took, and how long it ran. A refused finish still settles
 // it (money spent is never lost from the record).
-type settle struct {
+type settlement struct {
 	cost, held job.Nanocents
 	ran        time.Duration
 	estimated  bool
@@ -207,7 +207,7 @@ type settle struct {
 // mark adds, to a write's SET clause, the flag that the record's cost
 // includes an estimate, when this settlement's does. It is never cleared:
 // a sum with one estimate in it is an estimate.
-func (s settle) mark(set string, v map[string]types.AttributeValue) string {
+func (s settlement) mark(set string, v map[string]types.AttributeValue) string {
 	if !s.estimated {
 		return set
 	}
@@ -215,14 +215,14 @@ func (s settle) mark(set string, v map[string]types.AttributeValue) string {
 	return set + ", #cost_est = :est"
 }
 
-func (s settle) zero() bool { return s == settle{} }
+func (s settlement) zero() bool { return s == settlement{} }
 
 // costAdd settles an attempt: its cost and run time are added and, in the
 // same ADD to remaining_nc, the hold its claim took is returned
 // (:settle = held - cost).
 const costAdd = " ADD #cost_nc :cost, #remaining_nc :settle, #run_ms :ran, #version :one"
 
-func (s settle) values() map[string]types.AttributeValue {
+func (s settlement) values() map[string]types.AttributeValue {
 	return map[string]types.AttributeValue{":cost": avN(int64(s.cost)), ":settle": avN(int64(s.held - s.cost)),
 		":ran": avN(s.ran.Milliseconds()), ":one": avN(1)}
 }

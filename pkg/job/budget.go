@@ -27,10 +27,10 @@ func Covers(left, need Nanocents) bool { return left > 0 && left >= need }
 // Remaining is the budget neither spent nor held by an attempt in flight
 // (never below zero).
 func (j Job) Remaining() Nanocents {
-	if j.Cost+j.Reserved >= j.Budget {
+	if j.Cost+j.Held >= j.Budget {
 		return 0
 	}
-	return j.Budget - j.Cost - j.Reserved
+	return j.Budget - j.Cost - j.Held
 }
 
 // LeftAfter is the budget that will remain once the holder of the current
@@ -38,7 +38,7 @@ func (j Job) Remaining() Nanocents {
 // never below zero: what the attempt may spend, with cost 0, and what the
 // next attempt could use, with the attempt's cost.
 func (j Job) LeftAfter(cost Nanocents) Nanocents {
-	left := j.Budget - j.Cost - cost - (j.Reserved - j.Reserve)
+	left := j.Budget - j.Cost - cost - (j.Held - j.Reserve)
 	if left < 0 {
 		return 0
 	}

@@ -58,7 +58,7 @@ func WhyRefused(j Job, now time.Time) Decision {
 }
 
 // AfterError decides what follows an attempt that ended with class, given
-// the record as the claim left it (Attempts counts this attempt, Reserved
+// the record as the claim left it (Attempts counts this attempt, Held
 // its hold), the attempt's cost, the backoff before the next attempt, and
 // the worst case the next attempt would need (at least the record's
 // Reserve). Attempts are bounded by spend as well as by count.

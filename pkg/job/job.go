@@ -13,7 +13,8 @@ type Job struct {
 	Tenant     string
 	RequestKey string
 	// InputHash is "sha256:<hex>" of the canonical request body; it tells a
-	// replayed create from a reused key with other input.
+	// repeated create (same key, same body) from a reused key with other
+	// input.
 	InputHash string
 	Model     string
 	// Input is the validated model input as JSON (messages, max_tokens, ...).
@@ -35,11 +36,11 @@ type Job struct {
 	// Reserve is the worst case of one attempt's first rung for this input,
 	// fixed at creation: a claim takes it only if the budget left covers it.
 	Reserve Nanocents
-	// Reserved is what attempts in flight hold: each claim holds Reserve
+	// Held is what attempts in flight hold: each claim holds Reserve
 	// until its attempt's cost is settled, which returns it. An attempt
 	// whose worker died never settles, so its hold stays: the provider may
 	// have billed it, and the budget must not be spent twice over.
-	Reserved Nanocents
+	Held     Nanocents
 	Deadline time.Time
 	// RunTime is how long attempts ran, summed over every attempt (at
 	// millisecond precision): fallback rungs and retries included, backoffs

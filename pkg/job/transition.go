@@ -208,7 +208,7 @@ func (h Heartbeat) Allows(j Job) bool { return heldBy(j, h.Owner) }
 
 // Allows reports whether the hold's precondition holds for j.
 func (h HoldMore) Allows(j Job) bool {
-	return heldBy(j, h.Owner) && h.Amount >= 0 && j.Budget-j.Cost-j.Reserved >= h.Amount
+	return heldBy(j, h.Owner) && h.Amount >= 0 && j.Budget-j.Cost-j.Held >= h.Amount
 }
 
 // Allows reports whether the success's precondition holds for j.
@@ -277,7 +277,7 @@ func (c Claim) Apply(j Job) Job {
 	j.NotBefore = time.Time{}
 	j.Attempts++
 	j.Progress = 0
-	j.Reserved += j.Reserve
+	j.Held += j.Reserve
 	return touch(j, c.Now)
 }
 
@@ -289,7 +289,7 @@ func (h Heartbeat) Apply(j Job) Job {
 
 // Apply returns j after the hold.
 func (h HoldMore) Apply(j Job) Job {
-	j.Reserved += h.Amount
+	j.Held += h.Amount
 	return touch(j, h.Now)
 }
 
@@ -370,7 +370,7 @@ func AddCost(j Job, cost, held Nanocents, ran time.Duration, estimated bool, now
 func Settle(j Job, cost, held Nanocents, ran time.Duration, estimated bool) Job {
 	j.Cost += cost
 	j.CostEstimated = j.CostEstimated || estimated
-	j.Reserved -= held
+	j.Held -= held
 	j.RunTime += ran.Truncate(time.Millisecond)
 	return j
 }

@@ -43,7 +43,7 @@ func queued() job.Job {
 func running() job.Job {
 	j := queued()
 	j.State, j.Attempts, j.LeaseOwner, j.LeaseUntil = job.Running, 1, "w1", t0.Add(30*time.Second)
-	j.Reserved = j.Reserve
+	j.Held = j.Reserve
 	return j
 }
 
@@ -136,12 +136,12 @@ func TestApply(t *testing.T) {
 			func(j *job.Job) {
 				j.State, j.LeaseOwner, j.LeaseUntil = job.Running, "w2", t0.Add(time.Minute+time.Millisecond)
 				j.Attempts, j.Progress = 2, 0 // the last class stays for "attempts used up"
-				j.Reserved = job.Cents(1)
+				j.Held = job.Cents(1)
 			}},
 		{"claim over an expired lease keeps the dead hold", with(running(), func(j *job.Job) { j.LeaseUntil = t0.Add(-time.Second) }),
 			job.Claim{Owner: "w2", Now: t0, LeaseUntil: t0.Add(time.Minute)}.Apply,
 			func(j *job.Job) {
-				j.LeaseOwner, j.LeaseUntil, j.Attempts, j.Reserved = "w2", t0.Add(time.Minute), 2, job.Cents(2)
+				j.LeaseOwner, j.LeaseUntil, j.Attempts, j.Held = "w2", t0.Add(time.Minute), 2, job.Cents(2)
 			}},
 		{"heartbeat", running(),
 			job.Heartbeat{Owner: "w1", Now: t0, LeaseUntil: odd.Add(time.Minute), Progress: 0.4}.Apply,
@@ -156,7 +156,7 @@ func TestApply(t *testing.T) {
 			job.Succeed{Owner: "w1", Now: t0, Cost: 5, Held: job.Cents(1), Ran: 1500 * time.Millisecond, Result: result, Model: "m-1", ExpiresAt: odd.Add(time.Hour)}.Apply,
 			func(j *job.Job) {
 				j.State, j.Result, j.ResultModel, j.Cost, j.Progress = job.Succeeded, result, "m-1", 12, 1
-				j.Reserved, j.RunTime = 0, 1500*time.Millisecond
+				j.Held, j.RunTime = 0, 1500*time.Millisecond
 				j.ErrorClass, j.ErrorDetail = "", ""
 				j.LeaseOwner, j.LeaseUntil = "", time.Time{}
 				j.ExpiresAt = t0.Add(time.Hour + time.Millisecond)
@@ -165,14 +165,14 @@ func TestApply(t *testing.T) {
 			job.Release{Owner: "w1", Now: t0, Cost: 5, Held: job.Cents(1), Ran: 1700 * time.Microsecond, Class: job.RateLimited, Detail: "429"}.Apply,
 			func(j *job.Job) {
 				j.State, j.Cost, j.ErrorClass, j.ErrorDetail = job.Queued, 12, job.RateLimited, "429"
-				j.Reserved, j.RunTime = 0, time.Millisecond // kept at millisecond precision
+				j.Held, j.RunTime = 0, time.Millisecond // kept at millisecond precision
 				j.LeaseOwner, j.LeaseUntil = "", time.Time{}
 			}},
 		{"end, retryable class used up -> failed", with(running(), func(j *job.Job) { j.Cost = 7 }),
 			job.End{Owner: "w1", Now: t0, Cost: 5, Held: job.Cents(1), Class: job.Timeout, Detail: "d", ExpiresAt: t0.Add(90 * 24 * time.Hour)}.Apply,
 			func(j *job.Job) {
 				j.State, j.Cost, j.ErrorClass, j.ErrorDetail = job.Failed, 12, job.Timeout, "d"
-				j.Reserved = 0
+				j.Held = 0
 				j.LeaseOwner, j.LeaseUntil, j.ExpiresAt = "", time.Time{}, t0.Add(90*24*time.Hour)
 			}},
 		{"end, budget -> abandoned", queued(),
@@ -191,7 +191,7 @@ func TestApply(t *testing.T) {
 			func(j *job.Job) { j.Cost = 12 }},
 		{"settle a discarded attempt", with(running(), func(j *job.Job) { j.State, j.Cost = job.Abandoned, 7 }),
 			func(j job.Job) job.Job { return job.AddCost(j, 5, job.Cents(1), 2*time.Second, false, t0) },
-			func(j *job.Job) { j.Cost, j.Reserved, j.RunTime = 12, 0, 2*time.Second }},
+			func(j *job.Job) { j.Cost, j.Held, j.RunTime = 12, 0, 2*time.Second }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -284,7 +284,7 @@ func TestJobHelpers(t *testing.T) {
 		{"fresh", queued(), job.Cents(50), false},
 		{"partly spent, one hold", with(running(), func(j *job.Job) { j.Cost = job.Cents(20) }), job.Cents(29), true},
 		{"overspent", with(running(), func(j *job.Job) { j.Cost = job.Cents(51) }), 0, true},
-		{"held beyond the budget", with(running(), func(j *job.Job) { j.Cost, j.Reserved = job.Cents(20), job.Cents(31) }), 0, true},
+		{"held beyond the budget", with(running(), func(j *job.Job) { j.Cost, j.Held = job.Cents(20), job.Cents(31) }), 0, true},
 		{"lease at now is not live", with(running(), func(j *job.Job) { j.LeaseUntil = t0 }), job.Cents(49), false},
 		{"queued with a stale lease is not live", with(queued(), func(j *job.Job) { j.LeaseUntil = t0.Add(time.Hour) }), job.Cents(50), false},
 	}
@@ -298,7 +298,7 @@ func TestJobHelpers(t *testing.T) {
 	}
 	// Settled: what the holder leaves once its attempt is paid and its hold
 	// returned; a dead attempt's hold still counts.
-	held := with(running(), func(j *job.Job) { j.Cost, j.Reserved = job.Cents(10), job.Cents(3) })
+	held := with(running(), func(j *job.Job) { j.Cost, j.Held = job.Cents(10), job.Cents(3) })
 	for cost, want := range map[job.Nanocents]job.Nanocents{0: job.Cents(38), job.Cents(8): job.Cents(30), job.Cents(40): 0} {
 		if got := held.LeftAfter(cost); got != want {
 			t.Errorf("LeftAfter(%s) = %s, want %s", cost, got, want)

@@ -30,7 +30,7 @@ func claimRefused(t *testing.T, s *suite) {
 		{"remaining budget below the reserve", func(j *job.Job) { j.Reserve, j.Cost = 11, j.Budget-10 }},
 		{"a dead attempt's hold leaves less than the reserve", func(j *job.Job) {
 			running("dead", now.Add(-time.Hour))(j)
-			j.Reserve, j.Reserved = 11, j.Budget-10
+			j.Reserve, j.Held = 11, j.Budget-10
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -61,7 +61,7 @@ func claimApplied(t *testing.T, s *suite) {
 		{"takeover: lease long expired, the dead attempt's hold stays", running("old", now.Add(-time.Hour))},
 		{"takeover: a dead attempt's hold leaves exactly the reserve", func(j *job.Job) {
 			running("dead", now.Add(-time.Hour))(j)
-			j.Reserve, j.Reserved, j.Cost = 11, j.Budget-20, 9
+			j.Reserve, j.Held, j.Cost = 11, j.Budget-20, 9
 		}},
 		{"released: error class and detail kept", func(j *job.Job) {
 			j.Attempts, j.Cost, j.ErrorClass, j.ErrorDetail = 1, 4, job.RateLimited, "http 429"
@@ -74,7 +74,7 @@ func claimApplied(t *testing.T, s *suite) {
 			want := j
 			want.State, want.LeaseOwner, want.LeaseUntil = job.Running, "me", now.Add(time.Minute)
 			want.Attempts++
-			want.Reserved += j.Reserve
+			want.Held += j.Reserve
 			want.Progress = 0
 			want.Version++
 			want.UpdatedAt = now
@@ -121,7 +121,7 @@ func racingClaims(t *testing.T, s *suite) {
 	want := j
 	want.State, want.LeaseOwner, want.LeaseUntil = job.Running, win.LeaseOwner, now.Add(time.Minute)
 	want.Attempts, want.Version, want.UpdatedAt = 1, j.Version+1, now
-	want.Reserved = j.Reserve // one hold: the winner's
+	want.Held = j.Reserve // one hold: the winner's
 	same(t, "winner", win, want)
 	for i, a := range answers {
 		if cur, ok := job.ConflictJob(a.err); ok {

@@ -20,7 +20,7 @@ type paid struct {
 // settled is want after p was settled on it.
 func (p paid) settled(want job.Job) job.Job {
 	want.Cost += p.cost
-	want.Reserved -= p.held
+	want.Held -= p.held
 	want.RunTime += p.ran
 	want.CostEstimated = want.CostEstimated || p.estimated
 	return want
@@ -68,7 +68,7 @@ func refusedFinishKeepsCost(t *testing.T, s *suite) {
 				t.Run(fmt.Sprintf("%s/%s/%+v", why.name, f.name, p), func(t *testing.T) {
 					t.Parallel()
 					// me's claim still holds its reserve, whatever became of the job.
-					j := s.create(t, why.mut, func(j *job.Job) { j.Cost, j.Reserved = 1000, j.Reserved+reserve })
+					j := s.create(t, why.mut, func(j *job.Job) { j.Cost, j.Held = 1000, j.Held+reserve })
 					_, err := f.call(t, j.ID, "me", now, p)
 					want := j
 					if p != (paid{}) {
@@ -93,11 +93,11 @@ func holds(t *testing.T, s *suite) {
 	for i := range 3 {
 		owner := fmt.Sprint("a", i)
 		got := s.claim(t, j.ID, owner, now)
-		if got.Reserved != 1_000_000 {
-			t.Fatalf("claim %d holds %d, want 1000000", i, got.Reserved)
+		if got.Held != 1_000_000 {
+			t.Fatalf("claim %d holds %d, want 1000000", i, got.Held)
 		}
 		got, err := fs[1].call(t, j.ID, owner, now.Add(time.Second), paid{7, 1_000_000, time.Second, false})
-		if err != nil || got.Reserved != 0 || got.Cost != job.Nanocents(7*(i+1)) || got.RunTime != time.Duration(i+1)*time.Second {
+		if err != nil || got.Held != 0 || got.Cost != job.Nanocents(7*(i+1)) || got.RunTime != time.Duration(i+1)*time.Second {
 			t.Fatalf("release %d: %+v %v, want nothing held, cost %d, run time %ds", i, got, err, 7*(i+1), i+1)
 		}
 		now = now.Add(time.Minute)
@@ -105,11 +105,11 @@ func holds(t *testing.T, s *suite) {
 	// A worker dies holding its claim; the takeover adds its own hold to it.
 	s.claim(t, j.ID, "dead", now)
 	got := s.claim(t, j.ID, "next", now.Add(2*time.Minute))
-	if got.Reserved != 2_000_000 || got.Remaining() != got.Budget-21-2_000_000 {
-		t.Fatalf("takeover: held %d, remaining %d", got.Reserved, got.Remaining())
+	if got.Held != 2_000_000 || got.Remaining() != got.Budget-21-2_000_000 {
+		t.Fatalf("takeover: held %d, remaining %d", got.Held, got.Remaining())
 	}
 	got, err := fs[2].call(t, j.ID, "next", now.Add(3*time.Minute), paid{5, 1_000_000, time.Second, false})
-	if err != nil || got.Reserved != 1_000_000 || got.Cost != 26 {
+	if err != nil || got.Held != 1_000_000 || got.Cost != 26 {
 		t.Fatalf("end: %+v %v, want the dead attempt's hold kept and cost 26", got, err)
 	}
 }
@@ -150,8 +150,8 @@ func costSum(t *testing.T, s *suite) {
 		t.Fatalf("the suite's own sum is %d, want %d", sum, want)
 	}
 	cur := s.get(t, j.ID)
-	if cur.Cost != sum || cur.Reserved != 0 || cur.RunTime != time.Duration(len(amounts))*time.Millisecond {
-		t.Fatalf("stored cost %d, held %d, run time %s, want exactly %d, nothing held, %d ms", cur.Cost, cur.Reserved, cur.RunTime, sum, len(amounts))
+	if cur.Cost != sum || cur.Held != 0 || cur.RunTime != time.Duration(len(amounts))*time.Millisecond {
+		t.Fatalf("stored cost %d, held %d, run time %s, want exactly %d, nothing held, %d ms", cur.Cost, cur.Held, cur.RunTime, sum, len(amounts))
 	}
 	if cur.Remaining() != cur.Budget-sum {
 		t.Fatalf("remaining %d, want exactly %d (what the claim's reserve check sees)", cur.Remaining(), cur.Budget-sum)

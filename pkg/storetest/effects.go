@@ -73,7 +73,7 @@ func holdMore(t *testing.T, s *suite) {
 				return
 			}
 			want := j
-			want.Reserved, want.Version, want.UpdatedAt = j.Reserved+c.amount, j.Version+1, now
+			want.Held, want.Version, want.UpdatedAt = j.Held+c.amount, j.Version+1, now
 			s.applied(t, "hold more", got, err, want)
 			if got.Remaining() != j.Remaining()-c.amount {
 				t.Fatalf("remaining %d, want %d", got.Remaining(), j.Remaining()-c.amount)
@@ -88,7 +88,7 @@ func holdMore(t *testing.T, s *suite) {
 			t.Fatal(err)
 		}
 		got, err := s.store.Release(t.Context(), job.Release{ID: j.ID, Owner: "me", Now: now.Add(time.Second), Cost: 30, Held: reserve + 40, Class: job.Timeout})
-		if err != nil || got.Reserved != j.Reserved-reserve || got.Cost != j.Cost+30 {
+		if err != nil || got.Held != j.Held-reserve || got.Cost != j.Cost+30 {
 			t.Fatalf("release: %+v %v, want the whole hold returned and 30 more cost", got, err)
 		}
 	})
@@ -115,7 +115,7 @@ func succeed(t *testing.T, s *suite) {
 			want.State, want.Result, want.ResultModel = job.Succeeded, json.RawMessage(`{"output":"x"}`), c.model
 			want.ErrorClass, want.ErrorDetail = "", ""
 			want.LeaseOwner, want.LeaseUntil = "", time.Time{}
-			want.Cost, want.Reserved, want.RunTime, want.Progress, want.ExpiresAt = 10, 0, 2200*time.Millisecond, 1, c.expires
+			want.Cost, want.Held, want.RunTime, want.Progress, want.ExpiresAt = 10, 0, 2200*time.Millisecond, 1, c.expires
 			want.Version, want.UpdatedAt = j.Version+1, now
 			s.applied(t, "succeed", got, err, want)
 		})
@@ -139,7 +139,7 @@ func release(t *testing.T, s *suite) {
 			want := j
 			want.State, want.ErrorClass, want.ErrorDetail = job.Queued, c.class, c.detail
 			want.LeaseOwner, want.LeaseUntil = "", time.Time{}
-			want.Cost, want.Reserved, want.RunTime, want.Version, want.UpdatedAt = 10, 0, 2200*time.Millisecond, j.Version+1, now
+			want.Cost, want.Held, want.RunTime, want.Version, want.UpdatedAt = 10, 0, 2200*time.Millisecond, j.Version+1, now
 			s.applied(t, "release", got, err, want)
 		})
 	}
@@ -165,7 +165,7 @@ func endOwned(t *testing.T, s *suite) {
 			want := j
 			want.State, want.ErrorClass, want.ErrorDetail = c.state, c.class, "why"
 			want.LeaseOwner, want.LeaseUntil = "", time.Time{}
-			want.Cost, want.Reserved, want.RunTime = 10, 0, 2200*time.Millisecond
+			want.Cost, want.Held, want.RunTime = 10, 0, 2200*time.Millisecond
 			want.ExpiresAt, want.Version, want.UpdatedAt = keep, j.Version+1, now
 			s.applied(t, "end", got, err, want)
 		})

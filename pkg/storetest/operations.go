@@ -34,7 +34,7 @@ func replay(t *testing.T, s *suite) {
 		{"failed, exactly one reserve left", func(j *job.Job) { failed(j); j.Reserve, j.Cost = 11, j.Budget-11 }, 1, fresh, true},
 		{"failed, less than one reserve left", func(j *job.Job) { failed(j); j.Reserve, j.Cost = 11, j.Budget-10 }, 1, fresh, false},
 		{"failed, budget spent", func(j *job.Job) { failed(j); j.Reserve, j.Cost = 0, j.Budget }, 1, fresh, false},
-		{"failed, a dead attempt's hold leaves too little", func(j *job.Job) { failed(j); j.Reserve, j.Reserved, j.Cost = 11, j.Budget-20, 10 }, 1, fresh, false},
+		{"failed, a dead attempt's hold leaves too little", func(j *job.Job) { failed(j); j.Reserve, j.Held, j.Cost = 11, j.Budget-20, 10 }, 1, fresh, false},
 		{"failed, no fresh attempts", failed, 0, fresh, false},
 		{"failed, deadline not in the future", failed, 1, now, false},
 		{"succeeded", ended(job.Succeeded, ""), 1, fresh, false},

@@ -18,7 +18,7 @@ func staleOwner(t *testing.T, s *suite) {
 	b := s.claim(t, j.ID, "b", a.LeaseUntil) // lease_until <= now: expired
 	want := a
 	want.LeaseOwner, want.LeaseUntil, want.Attempts = "b", a.LeaseUntil.Add(time.Minute), 2
-	want.Reserved = 2 * j.Reserve // a's unsettled hold stays beside b's
+	want.Held = 2 * j.Reserve // a's unsettled hold stays beside b's
 	want.Version, want.UpdatedAt = a.Version+1, a.LeaseUntil
 	same(t, "takeover", b, want)
 
@@ -64,7 +64,7 @@ func staleOwner(t *testing.T, s *suite) {
 		Result: json.RawMessage(`{"output":"b"}`), Model: "gpt-b", ExpiresAt: keep})
 	want = hb
 	want.State, want.Result, want.ResultModel, want.Progress, want.Cost, want.ExpiresAt = job.Succeeded, json.RawMessage(`{"output":"b"}`), "gpt-b", 1, 3, keep
-	want.Reserved = j.Reserve // a's hold, until a settles
+	want.Held = j.Reserve // a's hold, until a settles
 	want.LeaseOwner, want.LeaseUntil, want.Version, want.UpdatedAt = "", time.Time{}, hb.Version+1, later.Add(time.Second)
 	s.applied(t, "b's success", done, err, want)
 

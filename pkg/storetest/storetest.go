@@ -172,7 +172,7 @@ const reserve job.Nanocents = 2
 func running(owner string, until time.Time) func(*job.Job) {
 	return func(j *job.Job) {
 		j.State, j.Attempts, j.LeaseOwner, j.LeaseUntil = job.Running, 1, owner, until
-		j.Reserved += j.Reserve
+		j.Held += j.Reserve
 	}
 }
 

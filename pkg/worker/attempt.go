@@ -16,7 +16,7 @@ import (
 )
 
 // attempt is one claimed attempt, from its claim to its recorded outcome:
-// the record as the claim left it (Attempts counts this attempt, Reserved
+// the record as the claim left it (Attempts counts this attempt, Held
 // holds its reserve), the lease token, and when it started (its run time
 // is added to the record). Its methods are the attempt's rules in the order
 // they run, so an attempt's budget and lease rules read in one place.
@@ -55,7 +55,7 @@ func (a *attempt) run(ctx context.Context) outcome {
 	}
 	route, ok := a.w.cfg.Routes[a.j.Model]
 	if !ok || len(route.Rungs) == 0 {
-		return a.failed(ctx, job.Internal, "no route for model "+a.j.Model, charge{}, 0)
+		return a.retryOrEnd(ctx, job.Internal, "no route for model "+a.j.Model, charge{}, 0)
 	}
 	// What this attempt may spend: the budget left once its own hold is
 	// set aside (the claim checked the record's Reserve; the route's price
@@ -135,7 +135,7 @@ func (a *attempt) run(ctx context.Context) outcome {
 	}
 	a.log.Info("attempt failed", "error_class", class, "rungs", r.tried, "cost_cents", r.paid.cost.String(),
 		"cost_estimated", r.paid.estimated, "duration_ms", elapsed.Milliseconds())
-	return a.failed(ctx, class, detail, r.paid, next)
+	return a.retryOrEnd(ctx, class, detail, r.paid, next)
 }
 
 // limit is how long the calls may run and what ends them then: the
@@ -292,7 +292,7 @@ func (a *attempt) succeed(ctx context.Context, r climbed) outcome {
 	if err == nil {
 		a.w.count("JobsSucceeded", nil)
 	}
-	return a.w.finished(err, a.log)
+	return a.w.outcomeOf(err, a.log)
 }
 
 // settleLost records what an attempt cost after its lease was lost or the
@@ -305,13 +305,13 @@ func (a *attempt) settleLost(ctx context.Context, class job.ErrorClass, paid cha
 			Held: a.held, Ran: now.Sub(a.start), Class: class})
 		return err
 	})
-	return a.w.finished(err, a.log)
+	return a.w.outcomeOf(err, a.log)
 }
 
-// failed records an attempt that ended with class: released for a retry
-// after a backoff, or ended for good (failed or abandoned). next is the
+// retryOrEnd records an attempt that ended with class: released for a retry
+// after a backoff, or ended for good (retryOrEnd or abandoned). next is the
 // worst case the next attempt would need.
-func (a *attempt) failed(ctx context.Context, class job.ErrorClass, detail string, paid charge, next job.Nanocents) outcome {
+func (a *attempt) retryOrEnd(ctx context.Context, class job.ErrorClass, detail string, paid charge, next job.Nanocents) outcome {
 	now := a.w.stamp(a.j)
 	backoff := job.Backoff(a.j.Attempts, a.w.cfg.Timing.BackoffBase, a.w.cfg.Timing.BackoffMax, a.w.cfg.Rand())
 	d := job.AfterError(a.j, now, class, paid.cost, backoff, next)
@@ -324,7 +324,7 @@ func (a *attempt) failed(ctx context.Context, class job.ErrorClass, detail strin
 		return err
 	})
 	if err != nil {
-		return a.w.finished(err, a.log)
+		return a.w.outcomeOf(err, a.log)
 	}
 	if err := a.w.cfg.Queue.ChangeVisibility(ctx, a.m.ReceiptHandle, d.Delay); err != nil {
 		a.log.Warn("setting the retry backoff failed; the message returns at its current visibility", "err", err)
@@ -344,9 +344,9 @@ func (a *attempt) end(ctx context.Context, class job.ErrorClass, detail string, 
 	})
 	a.log.Info("job ended", "error_class", class, "state", class.FinalState())
 	if err == nil {
-		a.w.ended(class)
+		a.w.countEnded(class)
 	}
-	return a.w.finished(err, a.log)
+	return a.w.outcomeOf(err, a.log)
 }
 
 func detailOf(err error) string {

@@ -78,7 +78,7 @@ func (w *Worker) handOff(ctx context.Context, m events.SQSMessage, o outcome, lo
 			ExpiresAt: w.cfg.Retention.ExpiresAt(job.Failed, now)})
 		switch job.ErrorCode(err) {
 		case "":
-			w.ended(job.DeadLettered)
+			w.countEnded(job.DeadLettered)
 		case job.CodeConflict, job.CodeNotFound: // held, or finished: nothing to mark
 		default:
 			log.Warn("marking the dead-lettered job failed; the reconciler will", "job_id", msg.JobID, "err", err)

@@ -107,7 +107,7 @@ func (w *Worker) claim(ctx context.Context, m events.SQSMessage, id string, log 
 			switch job.ErrorCode(err) {
 			case "":
 				log.Info("job ended before an attempt", "error_class", d.Class)
-				w.ended(d.Class)
+				w.countEnded(d.Class)
 				return outcomeDelete
 			case job.CodeConflict:
 				continue
@@ -126,10 +126,10 @@ func (w *Worker) run(ctx context.Context, m events.SQSMessage, j job.Job, owner 
 	return a.run(ctx)
 }
 
-// finished turns the answer of a finishing write into what happens to the
+// outcomeOf turns the answer of a finishing write into what happens to the
 // message. A refused finish still recorded the cost (the store guarantees
 // it); the message goes if the job is over, and stays otherwise.
-func (w *Worker) finished(err error, log *slog.Logger) outcome {
+func (w *Worker) outcomeOf(err error, log *slog.Logger) outcome {
 	switch job.ErrorCode(err) {
 	case "":
 		return outcomeDelete

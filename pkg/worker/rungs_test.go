@@ -58,7 +58,7 @@ func TestFallbackToTheNextRungWithinOneAttempt(t *testing.T) {
 	}
 	got := l.get(j.ID)
 	// Both rungs' usage, each at its own rung's price: 10x1 + (7x10 + 3x20).
-	if got.State != job.Succeeded || got.Attempts != 1 || got.Cost != 10+70+60 || got.ResultModel != "q/m2-2026" || got.Reserved != 0 {
+	if got.State != job.Succeeded || got.Attempts != 1 || got.Cost != 10+70+60 || got.ResultModel != "q/m2-2026" || got.Held != 0 {
 		t.Fatalf("job = %+v", got)
 	}
 	if l.prov.calls[j.ID] != 1 || l.second.calls[j.ID] != 1 {
@@ -194,7 +194,7 @@ func TestClaimHoldsTheReserveUntilTheAttemptSettles(t *testing.T) {
 	var f *fixture
 	f = setup(t, func(ctx context.Context, r model.Request, n int) (model.Response, error) {
 		cur, _ := f.store.Get(ctx, r.JobID)
-		held <- cur.Reserved
+		held <- cur.Held
 		return model.Response{Output: "ok", Usage: model.Usage{InputTokens: 9}}, nil
 	})
 	j := f.create("k1", func(j *job.Job) { j.Reserve = 31 })
@@ -202,7 +202,7 @@ func TestClaimHoldsTheReserveUntilTheAttemptSettles(t *testing.T) {
 	if h := <-held; h != 31 {
 		t.Fatalf("held during the call: %d, want the reserve 31", h)
 	}
-	if got := f.get(j.ID); got.Reserved != 0 || got.Cost != 9 || got.State != job.Succeeded {
+	if got := f.get(j.ID); got.Held != 0 || got.Cost != 9 || got.State != job.Succeeded {
 		t.Fatalf("after settling: %+v", got)
 	}
 }
@@ -254,10 +254,10 @@ func TestAFallbackRungIsHeldForBeforeItIsCalled(t *testing.T) {
 	j := l.create("k1", func(j *job.Job) { j.Reserve, j.Budget = 31, 1000 })
 	l.deliver(body(j.ID))
 	cur := <-during
-	if cur.Reserved != 5+310 {
-		t.Fatalf("while rung 1 runs the record holds %d, want what rung 0 spent (5) plus rung 1's worst case (310)", cur.Reserved)
+	if cur.Held != 5+310 {
+		t.Fatalf("while rung 1 runs the record holds %d, want what rung 0 spent (5) plus rung 1's worst case (310)", cur.Held)
 	}
-	if got := l.get(j.ID); got.State != job.Succeeded || got.Reserved != 0 || got.Cost != 5+70 {
+	if got := l.get(j.ID); got.State != job.Succeeded || got.Held != 0 || got.Cost != 5+70 {
 		t.Fatalf("job = %+v: want succeeded, the whole hold returned, cost 75", got)
 	}
 }

@@ -112,7 +112,7 @@ func TestStalledHeartbeatNeverLetsASecondWorkerGenerate(t *testing.T) {
 		t.Fatalf("A's call stopped at %s, not before its lease ended at %s", at, lease)
 	}
 	got := f.get(j.ID)
-	if got.State != job.Succeeded || got.Cost != 3+5 || got.Reserved != 0 || f.prov.generations(j.ID) != 1 {
+	if got.State != job.Succeeded || got.Cost != 3+5 || got.Held != 0 || f.prov.generations(j.ID) != 1 {
 		t.Fatalf("job = %+v, generations %d: want B's success with A's cost kept and no hold left", got, f.prov.generations(j.ID))
 	}
 }
@@ -176,7 +176,7 @@ func TestAPanickingHeartbeatStopsOnlyItsOwnCall(t *testing.T) {
 	if ids := failedIDs(r); len(ids) != 1 || ids[0] != "m0" {
 		t.Fatalf("kept %v, want only the message whose heartbeat panicked (released for a retry)", ids)
 	}
-	if got := f.get(slow.ID); got.State != job.Queued || got.ErrorClass != job.Internal || got.Cost != 4 || got.Reserved != 0 {
+	if got := f.get(slow.ID); got.State != job.Queued || got.ErrorClass != job.Internal || got.Cost != 4 || got.Held != 0 {
 		t.Fatalf("job = %+v: want released as internal with its cost and no hold", got)
 	}
 	if f.get(quick.ID).State != job.Succeeded {
@@ -201,7 +201,7 @@ func TestAClaimAnsweredInsideItsLeaseMarginNeverCallsTheModel(t *testing.T) {
 	if n := f.prov.calls[j.ID]; n != 0 {
 		t.Fatalf("%d model calls on a lease that was about to end when the claim answered", n)
 	}
-	if got := f.get(j.ID); got.State != job.Queued || got.ErrorClass != job.Timeout || got.Cost != 0 || got.Reserved != 0 {
+	if got := f.get(j.ID); got.State != job.Queued || got.ErrorClass != job.Timeout || got.Cost != 0 || got.Held != 0 {
 		t.Fatalf("job = %+v: want released as timeout, nothing spent, no hold", got)
 	}
 }

@@ -149,8 +149,8 @@ func (w *Worker) count(metric string, dims map[string]string) {
 	w.cfg.Metrics.Emit(metric, 1, "Count", dims)
 }
 
-// ended counts a job that reached a terminal state for good.
-func (w *Worker) ended(class job.ErrorClass) {
+// countEnded counts a job that reached a terminal state for good.
+func (w *Worker) countEnded(class job.ErrorClass) {
 	if class.FinalState() == job.Abandoned {
 		w.count("JobsAbandoned", map[string]string{"ErrorClass": string(class)})
 		return

@@ -657,7 +657,7 @@ func TestAClaimWhoseAnswerWasLostIsStillOurs(t *testing.T) {
 	if r := f.deliver(body(j.ID)); len(r.BatchItemFailures) != 0 {
 		t.Fatalf("kept: %v", failedIDs(r))
 	}
-	if got := f.get(j.ID); got.State != job.Succeeded || got.Attempts != 1 || got.Reserved != 0 || f.prov.generations(j.ID) != 1 {
+	if got := f.get(j.ID); got.State != job.Succeeded || got.Attempts != 1 || got.Held != 0 || f.prov.generations(j.ID) != 1 {
 		t.Fatalf("job = %+v: the claim was applied, so the attempt runs and returns its hold", got)
 	}
 }
