@@ -75,7 +75,7 @@ func (h *harness) describe(f jobFacts) string {
 		if j.ErrorClass != "" {
 			fmt.Fprintf(&b, "/%s", j.ErrorClass)
 		}
-		fmt.Fprintf(&b, " attempts=%d cost=%s reserved=%s budget=%s v%d", j.Attempts, j.Cost, j.Held, j.Budget, j.Version)
+		fmt.Fprintf(&b, " attempts=%d cost=%s held=%s budget=%s v%d", j.Attempts, j.Cost, j.Held, j.Budget, j.Version)
 	} else {
 		b.WriteString(" no record")
 	}
@@ -254,7 +254,7 @@ func (h *harness) check(records map[string]job.Job, changed map[string]time.Time
 	}
 	inv[0].Note = fmt.Sprintf("%d unfinished within the bound %s; %d lost at create (API killed)", pending, bound, lostJobs)
 	inv[1].Note = fmt.Sprintf("a successful generation is one a client read whole; %d jobs not succeeded had more than one", multi)
-	inv[2].Note = fmt.Sprintf("%d exact, %d above the bill (marked cost_estimated), %d covered by a hold left on the record (an attempt whose outcome was never written: cost+reserved >= bill), %d short only by stream tokens sent but never read because the client had left", exact, over, held, race)
+	inv[2].Note = fmt.Sprintf("%d exact, %d above the bill (marked cost_estimated), %d covered by a hold left on the record (an attempt whose outcome was never written: cost+held >= bill), %d short only by stream tokens sent but never read because the client had left", exact, over, held, race)
 	c := h.clients
 	c.mu.Lock()
 	inv[4].Checked, inv[5].Checked = c.checks5, c.checks6

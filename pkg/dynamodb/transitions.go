@@ -18,7 +18,7 @@ const (
 	unheldCond = "#state = :queued OR (#state = :running AND #lease_until_ms <= :now)"
 	claimCond  = "(" + unheldCond + ") AND #attempts < #max_attempts AND #deadline_ms > :now AND #cost_nc < #budget_nc AND " + fitsReserve + " AND (attribute_not_exists(#not_before_ms) OR #not_before_ms <= :now)"
 	// fitsReserve: the budget left covers the record's reserve; a record
-	// written before reserves existed has none, and reserves nothing.
+	// written before reserves existed has none, and holds nothing.
 	fitsReserve = "(attribute_not_exists(#reserve_nc) OR #remaining_nc >= #reserve_nc)"
 	unlease     = " REMOVE #lease_owner, #lease_until_ms"
 )
@@ -49,7 +49,7 @@ func (s *Store) Heartbeat(ctx context.Context, h job.Heartbeat) (job.Job, error)
 	}, settlement{})
 }
 
-// HoldMore applies job.HoldMore: reserved is budget - cost - remaining,
+// HoldMore applies job.HoldMore: held is budget - cost - remaining,
 // so taking Amount off remaining_nc holds it.
 func (s *Store) HoldMore(ctx context.Context, h job.HoldMore) (job.Job, error) {
 	return s.apply(ctx, h.ID, h.Now, h.Allows, update{

@@ -14,10 +14,10 @@ import (
 // Claim takes a job for one attempt, before any model call.
 // Precondition: (state = queued OR (state = running AND lease_until <= Now))
 // AND attempts < max_attempts AND deadline > Now AND cost < budget AND
-// budget - cost - reserved >= reserve (the record's own worst case: an
+// budget - cost - held >= reserve (the record's own worst case: an
 // attempt that could overrun the budget never starts).
 // Effect: state = running, lease_owner = Owner, lease_until = LeaseUntil,
-// attempts + 1, progress 0, reserved + reserve.
+// attempts + 1, progress 0, held + reserve.
 type Claim struct {
 	ID         string
 	Owner      string
@@ -40,8 +40,8 @@ type Heartbeat struct {
 // dies during that rung then leaves a hold that covers what the providers
 // may bill for the whole attempt, and the budget is never spent twice over.
 // Precondition: state = running AND lease_owner = Owner AND budget - cost
-// - reserved >= Amount.
-// Effect: reserved + Amount. The attempt's finish returns the whole hold.
+// - held >= Amount.
+// Effect: held + Amount. The attempt's finish returns the whole hold.
 type HoldMore struct {
 	ID     string
 	Owner  string
@@ -58,9 +58,9 @@ type Succeed struct {
 	Owner string
 	Now   time.Time
 	Cost  Nanocents
-	// Held is the reservation the attempt's claim took, returned now that
-	// the attempt's cost is known; it is returned whether or not the
-	// precondition holds, exactly like Cost is added.
+	// Held is what the attempt held (its claim's reserve and any HoldMore),
+	// returned now that the attempt's cost is known; it is returned whether
+	// or not the precondition holds, exactly like Cost is added.
 	Held Nanocents
 	// Ran is how long the attempt ran, added to the record's RunTime (the
 	// latency operators size timeouts and sync-vs-async decisions with).
@@ -130,7 +130,7 @@ type Cancel struct {
 // recorded way out of a terminal state (DESIGN 4.7). The job then goes
 // through the same claim path as any other.
 // Precondition: state = failed AND Deadline > Now AND budget - cost -
-// reserved >= reserve (one more attempt fits the budget: replay never buys
+// held >= reserve (one more attempt fits the budget: replay never buys
 // more money than the job had).
 // Effect: state = queued, max_attempts = attempts + Attempts, deadline =
 // Deadline, replays + 1, replayed_at = Now, no backoff; the last error
