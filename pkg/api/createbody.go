@@ -101,7 +101,7 @@ func ParseCreate(tenant, key string, body []byte, l job.Limits) (job.CreateReque
 		return job.CreateRequest{}, err
 	}
 	if k, ok := duplicateKey(trimmed); ok {
-		return job.CreateRequest{}, invalid(truncate(k, 64), "the field %q appears twice in one object", truncate(k, 64))
+		return job.CreateRequest{}, invalid(Clip(k, 64), "the field %q appears twice in one object", Clip(k, 64))
 	}
 	var b map[string]json.RawMessage // members by name; absent is nil
 	if err := strictDecode(trimmed, &b); err != nil {
@@ -119,7 +119,7 @@ func ParseCreate(tenant, key string, body []byte, l job.Limits) (job.CreateReque
 			return r, invalid("model", "model has the wrong type (want a string)")
 		}
 		if !slices.Contains(l.Models, r.Model) {
-			return r, invalid("model", "unknown model %q; known: %s", truncate(r.Model, 64), strings.Join(l.Models, ", "))
+			return r, invalid("model", "unknown model %q; known: %s", Clip(r.Model, 64), strings.Join(l.Models, ", "))
 		}
 	}
 	if !given(b["input"]) {

@@ -94,23 +94,16 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 	log := h.log.With(
 		slog.String("request_id", ev.RequestContext.RequestID),
 		slog.String("method", ev.RequestContext.HTTP.Method),
-		slog.String("path", truncate(ev.RawPath, 200)),
+		slog.String("path", Clip(ev.RawPath, 200)),
 	)
 	defer func() {
 		if v := recover(); v != nil {
 			log.LogAttrs(ctx, slog.LevelError, "panic while handling a request",
-				slog.String("panic", truncate(fmt.Sprint(v), 500)),
+				slog.String("panic", Clip(fmt.Sprint(v), 500)),
 				slog.String("stack", string(debug.Stack())))
 			resp, err = problemFor(CodeInternal, "", ""), nil
 		}
 		log.LogAttrs(ctx, slog.LevelInfo, "request", slog.Int("status", resp.StatusCode))
 	}()
 	return h.route(ctx, log, ev), nil
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }

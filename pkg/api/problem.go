@@ -118,7 +118,7 @@ func (h *Handler) clientProblem(ctx context.Context, log *slog.Logger, op string
 	if e, ok := refusal(err); ok {
 		if info, ok := codes[e.Code]; ok && info.status < 500 {
 			log.LogAttrs(ctx, slog.LevelInfo, "request refused",
-				slog.String("code", string(e.Code)), slog.String("field", truncate(e.Field, 100)))
+				slog.String("code", string(e.Code)), slog.String("field", Clip(e.Field, 100)))
 			return problemFor(e.Code, e.Field, e.Message)
 		}
 	}
@@ -156,7 +156,7 @@ func errorText(err error) string {
 	if err == nil {
 		return "<nil>"
 	}
-	return truncate(err.Error(), 1000)
+	return Clip(err.Error(), 1000)
 }
 
 // seconds formats d as a Retry-After value: whole seconds, at least one.

@@ -24,7 +24,7 @@ func strictDecode(b []byte, v any) error {
 			return invalid(te.Field, "%s has the wrong type (want %s)", te.Field, jsonKind(te.Type))
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
 			f := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
-			return invalid(f, "unknown field %q", truncate(f, 64))
+			return invalid(f, "unknown field %q", Clip(f, 64))
 		default:
 			return invalid("", "the body is not valid JSON")
 		}
@@ -98,7 +98,7 @@ func exactKeys(b []byte, prefix string, allowed []string) error {
 		}
 		k, _ := t.(string)
 		if !slices.Contains(allowed, k) {
-			return invalid(prefix+k, "unknown field %q", truncate(prefix+k, 64))
+			return invalid(prefix+k, "unknown field %q", Clip(prefix+k, 64))
 		}
 		var skip json.RawMessage
 		if err := dec.Decode(&skip); err != nil {

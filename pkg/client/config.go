@@ -88,6 +88,9 @@ func New(cfg Config) (*Client, error) {
 		now: cfg.Now, sleep: cfg.Sleep,
 	}
 	if c.http == nil {
+		// The same policy as model.NoRedirects, written here once more on
+		// purpose: the public client imports only the wire (pkg/api) and
+		// the domain (pkg/job), never the server's provider seam.
 		c.http = &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
 	}
 	if c.userAgent == "" {

@@ -102,14 +102,7 @@ func errorFrom(status int, h http.Header, body []byte, retryAfter time.Duration)
 		return e
 	}
 	if p.Message != "" {
-		e.Detail = truncate(p.Message, maxDetail)
+		e.Detail = api.Clip(p.Message, maxDetail)
 	}
 	return e
-}
-
-func truncate(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	return s[:n] + "..."
 }
