@@ -44,7 +44,7 @@ var accessLogFormat = map[string]string{
 // $default included, needs a signed (IAM) or JWT-authenticated caller: the
 // caller is the tenant, so an anonymous request has nothing to act for.
 // $default sends unknown paths and methods to the function too, so they
-// answer problem+json like every other error (DESIGN 6).
+// answer problem+json like every other error (docs/errors.md, "HTTP problems").
 func newAPI(stack awscdk.Stack, cfg Config, fn awslambda.Function) API {
 	var authorizer awsapigatewayv2.IHttpRouteAuthorizer = awsapigatewayv2authorizers.NewHttpIamAuthorizer()
 	if cfg.JWTIssuer != "" {

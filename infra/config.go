@@ -35,7 +35,7 @@ type Config struct {
 	// what config.Load made of it: the worker's model grants come from them.
 	RoutesJSON string
 	Providers  map[string]config.ProviderSpec
-	Routes map[string]job.Route
+	Routes     map[string]job.Route
 
 	StackName string
 	// Throwaway relaxes the data's protection (DESTROY, no deletion

@@ -25,12 +25,12 @@ type Functions struct {
 	Schedule                            awsevents.Rule
 }
 
-// The actions each function calls, and nothing else (DESIGN: the API
-// creates, reads, lists and cancels; the worker claims, heartbeats and
-// records, and sends poison messages to the DLQ itself; the reconciler
-// reads its worklist from the active index and re-sends stuck jobs through
-// the claim path). The event source mapping runs with the worker's role,
-// so the worker also gets what it polls with.
+// The actions each function calls, and nothing else (docs/architecture.md, "What
+// each function may call": the API creates, reads, lists and cancels; the worker
+// claims, heartbeats and records, and sends poison messages to the DLQ itself;
+// the reconciler reads its worklist from the active index and re-sends stuck
+// jobs through the claim path). The event source mapping runs with the worker's
+// role, so the worker also gets what it polls with.
 var (
 	apiTableActions    = []string{"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem"}
 	apiIndexActions    = []string{"dynamodb:Query"}

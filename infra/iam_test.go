@@ -125,7 +125,8 @@ func basePermissions(t *testing.T, s *synthesized) map[string][]string {
 	}
 }
 
-// Each function may call exactly what DESIGN 4 says it calls, on exactly
+// Each function may call exactly what docs/architecture.md ("What each
+// function may call") says it calls, on exactly
 // its resources: the API creates, reads, lists (the tenant index only)
 // and cancels (no DeleteItem, no Scan, no receiving); the worker claims
 // and records (no PutItem), renews a live job's message at its receive

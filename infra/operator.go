@@ -8,10 +8,10 @@ import (
 )
 
 // What the operator CLI's `failures`, `replay` and `advise --from-table`
-// commands call (DESIGN 4.7): query the failure index; read a job and make
-// replay's recorded transition back to queued; scan a sample of finished
-// jobs' run times; take job ids off the DLQ; and send them through the
-// claim path on the job queue.
+// commands call (docs/architecture.md, "What each function may call"): query the
+// failure index; read a job and make replay's recorded transition back to
+// queued; scan a sample of finished jobs' run times; take job ids off the DLQ;
+// and send them through the claim path on the job queue.
 var (
 	operatorIndexActions = []string{"dynamodb:Query"}
 	operatorTableActions = []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Scan"}

@@ -12,7 +12,8 @@ type Queues struct {
 	DLQ  awssqs.Queue
 }
 
-// newQueues builds the queues with the timing rules of DESIGN 5, all from
+// newQueues builds the queues with the timing rules of docs/architecture.md
+// ("Timing rules and why"), all from
 // settings (Validate has already checked them):
 //   - visibility >= worker timeout + batching window, or AWS refuses the
 //     event source mapping and a slow batch would be delivered twice;

@@ -48,8 +48,9 @@ func TestQueues(t *testing.T) {
 	})
 }
 
-// The timing rules of DESIGN 5, read back from the template: what AWS will
-// enforce is the template, not the settings it came from.
+// The timing rules of docs/architecture.md ("Timing rules and why"), read back
+// from the template: what AWS will enforce is the template, not the settings it
+// came from.
 func TestTimingRulesHoldInTemplate(t *testing.T) {
 	for name, overrides := range map[string]map[string]any{
 		"defaults": nil,

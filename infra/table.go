@@ -41,9 +41,9 @@ func skippableIndexes(cfg Config) []string {
 }
 
 // newTable is the jobs table: one item per job. The record is the product
-// (DESIGN 2), so it is protected twice (deletion protection and RETAIN)
-// and recoverable to the second (point-in-time recovery) unless the stack
-// is a throwaway.
+// (docs/architecture.md, "The job record"), so it is protected twice (deletion
+// protection and RETAIN) and recoverable to the second (point-in-time recovery)
+// unless the stack is a throwaway.
 func newTable(stack awscdk.Stack, cfg Config) awsdynamodb.Table {
 	s := cfg.Settings
 	table := awsdynamodb.NewTable(stack, jsii.String("Jobs"), &awsdynamodb.TableProps{

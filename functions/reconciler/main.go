@@ -1,5 +1,6 @@
-// Command reconciler is the scheduled Lambda that re-sends lost job
-// messages through the claim path (DESIGN 4.8). It only wires.
+// Command reconciler is the scheduled Lambda that re-sends lost job messages
+// through the claim path (docs/architecture.md, "The reconciler"). It only
+// wires.
 package main
 
 import (

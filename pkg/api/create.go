@@ -18,10 +18,11 @@ import (
 const recordTooLarge = "the job record this body makes would be over the store's 400 KB limit " +
 	"(the input is stored as JSON, where U+2028 and U+2029 take 6 bytes each): shorten the input"
 
-// create answers POST /jobs (DESIGN 4.1): validate, record, enqueue. Nothing
-// is written for an invalid request. A record whose message could not be
-// sent stays queued and the caller gets 503 enqueue_failed; the caller's
-// retry with the same key finds it queued with no attempts and sends again.
+// create answers POST /jobs (docs/architecture.md, "The API"): validate, record,
+// enqueue. Nothing is written for an invalid request. A record whose message
+// could not be sent stays queued and the caller gets 503 enqueue_failed; the
+// caller's retry with the same key finds it queued with no attempts and sends
+// again.
 func (h *Handler) create(ctx context.Context, log *slog.Logger, ev events.APIGatewayV2HTTPRequest, tenant string) events.APIGatewayV2HTTPResponse {
 	b, bad := body(ev)
 	if bad != nil {

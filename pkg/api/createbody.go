@@ -14,7 +14,8 @@ import (
 	"github.com/aijobs/aijobs/pkg/job"
 )
 
-// MaxBodyBytes is the largest create body accepted (DESIGN 6).
+// MaxBodyBytes is the largest create body accepted (docs/architecture.md, "The
+// API").
 const MaxBodyBytes = 256 << 10
 
 // MaxKeyLength bounds the Idempotency-Key header.

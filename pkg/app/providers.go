@@ -65,8 +65,10 @@ func newProviders(ctx context.Context, cfg config.Config, awsCfg aws.Config, o O
 func newProvider(pc config.ProviderSpec, cfg config.Config, hc *http.Client, bedrockAWS *aws.Config) (model.Provider, error) {
 	switch pc.Kind {
 	case config.KindFake:
-		// The fake bills at the default route's price: what a fake
-		// invoice would say, for tests that compare it with the record.
+		// The fake's invoice (fake.Billed) prices its calls at
+		// AIJOBS_PRICE_INPUT/OUTPUT (the shortcut's price), whichever routes
+		// name it; tests compare that invoice with the record, so a route
+		// over the fake should carry the same price.
 		return fake.New(fake.Config{Latency: pc.Latency, Price: cfg.Shortcut.Price}), nil
 	case config.KindOpenAI:
 		return openai.New(openai.Config{BaseURL: pc.BaseURL, APIKey: pc.APIKey, Stream: pc.Stream, HTTPClient: hc})

@@ -5,8 +5,9 @@ package job
 // a short vendor detail may travel separately (Job.ErrorDetail).
 type ErrorClass string
 
-// The classes of DESIGN section 7. Their retry rule and final state live in
-// one table (classes) so the worker, the reconciler and the docs agree.
+// The classes of docs/errors.md ("Job error classes"). Their retry rule and
+// final state live in one table (classes) so the worker, the reconciler and the
+// docs agree.
 const (
 	RateLimited           ErrorClass = "rate_limited"
 	Overloaded            ErrorClass = "overloaded"

@@ -8,7 +8,8 @@ import (
 	"github.com/aijobs/aijobs/pkg/job"
 )
 
-// designClasses is the table of DESIGN section 7, in its order.
+// designClasses is the table of docs/errors.md ("Job error
+// classes"), in its order.
 var designClasses = []struct {
 	class     job.ErrorClass
 	name      string

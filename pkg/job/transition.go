@@ -126,15 +126,14 @@ type Cancel struct {
 }
 
 // Replay puts a failed job back in the queue on an operator's word, with
-// Attempts fresh attempts and until a fresh Deadline: the explicit,
-// recorded way out of a terminal state (DESIGN 4.7). The job then goes
-// through the same claim path as any other.
-// Precondition: state = failed AND Deadline > Now AND budget - cost -
-// held >= reserve (one more attempt fits the budget: replay never buys
-// more money than the job had).
+// Attempts fresh attempts and until a fresh Deadline: the explicit, recorded way
+// out of a terminal state (docs/architecture.md, "Replay" under Decisions). The
+// job then goes through the same claim path as any other. Precondition: state =
+// failed AND Deadline > Now AND budget - cost - held >= reserve (one more
+// attempt fits the budget: replay never buys more money than the job had).
 // Effect: state = queued, max_attempts = attempts + Attempts, deadline =
-// Deadline, replays + 1, replayed_at = Now, no backoff; the last error
-// class stays until the next attempt.
+// Deadline, replays + 1, replayed_at = Now, no backoff; the last error class
+// stays until the next attempt.
 type Replay struct {
 	ID        string
 	Now       time.Time
@@ -293,9 +292,9 @@ func (h HoldMore) Apply(j Job) Job {
 	return touch(j, h.Now)
 }
 
-// ClampProgress keeps progress in 0..1 (DESIGN 2) whatever the estimate
-// said: a provider may stream more tokens than asked for. The API's view
-// applies it too, to whatever a record holds.
+// ClampProgress keeps progress in 0..1 (docs/architecture.md, "The job record")
+// whatever the estimate said: a provider may stream more tokens than asked for.
+// The API's view applies it too, to whatever a record holds.
 func ClampProgress(p float64) float64 {
 	switch {
 	case p > 1:

@@ -1,9 +1,10 @@
 // Package replay is the operator's way back after a bad deployment
-// (DESIGN 4.7): jobs from the dead letter queue, or from a query over
-// failed jobs, go back through the SAME claim path as every other message.
-// A job that already succeeded is skipped and counted, never re-run; a
-// failed one is replayed by an explicit, recorded transition with fresh
-// attempts bounded by its remaining budget; a stuck one is simply re-sent.
+// (docs/architecture.md, "Replay" under Decisions): jobs from the dead letter
+// queue, or from a query over failed jobs, go back through the SAME claim path
+// as every other message. A job that already succeeded is skipped and counted,
+// never re-run; a failed one is replayed by an explicit, recorded transition
+// with fresh attempts bounded by its remaining budget; a stuck one is simply
+// re-sent.
 package replay
 
 import (

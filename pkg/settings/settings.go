@@ -33,10 +33,10 @@ type Settings struct {
 	ActiveIndex  string
 	ActiveShards int
 
-	// Reconciler (DESIGN 4.8): every ReconcileEvery it re-sends, through
-	// the claim path, jobs queued and untouched for ReconcileAfter (their
-	// message was lost) and jobs whose lease expired that long ago (their
-	// worker died and the message is gone).
+	// Reconciler (docs/architecture.md, "The reconciler"): every ReconcileEvery
+	// it re-sends, through the claim path, jobs queued and untouched for
+	// ReconcileAfter (their message was lost) and jobs whose lease expired that
+	// long ago (their worker died and the message is gone).
 	ReconcileEvery time.Duration
 	ReconcileAfter time.Duration
 	// ReconcileResendMax bounds the queued jobs one sweep re-sends while
@@ -67,10 +67,11 @@ type Settings struct {
 	APITimeout  time.Duration
 	APIMemoryMB int
 
-	// Attempt timing (DESIGN 5). RouteTimeout is the longest route's
-	// attempt: every rung's timeout, one after another (the configuration
-	// computes it from the routes); the attempt deadline is RouteTimeout +
-	// AttemptMargin, and it must end LambdaMargin before the worker does.
+	// Attempt timing (docs/architecture.md, "Timing rules and why").
+	// RouteTimeout is the longest route's attempt: every rung's timeout, one
+	// after another (the configuration computes it from the routes); the attempt
+	// deadline is RouteTimeout + AttemptMargin, and it must end LambdaMargin
+	// before the worker does.
 	RouteTimeout  time.Duration
 	AttemptMargin time.Duration
 	Heartbeat     time.Duration
@@ -192,7 +193,8 @@ func (s Settings) DeadWorkerRecovery() time.Duration {
 	return min(s.VisibilityTimeout, s.LeaseTTL+s.ReconcileAfter+s.ReconcileEvery)
 }
 
-// Validate checks the timing rules of DESIGN 5; a deployment that breaks one
+// Validate checks the timing rules of docs/architecture.md ("Timing rules and
+// why"); a deployment that breaks one
 // would lose or double-run jobs, so it is refused at start and at synth.
 func (s Settings) Validate() error {
 	var errs []string

@@ -45,7 +45,8 @@ type noMetrics struct{}
 
 func (noMetrics) Emit(string, float64, string, map[string]string) {}
 
-// Timing are the rules of DESIGN 5 the worker applies.
+// Timing are the rules of docs/architecture.md ("Timing rules and why") the
+// worker applies.
 type Timing struct {
 	// Heartbeat is how often a running attempt renews its lease and message.
 	Heartbeat time.Duration
