@@ -31,6 +31,13 @@ type attempt struct {
 	// the claim, raised before a fallback rung whose worst case it does
 	// not cover; the finish returns all of it.
 	held job.Nanocents
+
+	// While the call runs: the progress the provider last reported (float64
+	// bits, written by the call and read by the heartbeat), the lease
+	// guard, and the one way to stop the call with a cause.
+	progress atomic.Uint64
+	guard    *leaseGuard
+	stopCall context.CancelCauseFunc
 }
 
 // charge is what an attempt's calls cost, and whether that includes an
@@ -70,6 +77,7 @@ func (a *attempt) run(ctx context.Context) outcome {
 	limit, cause := a.limit(ctx, route)
 	callCtx, stopCall := context.WithCancelCause(ctx)
 	defer stopCall(nil)
+	a.stopCall = stopCall
 	timed, cancelTimer := context.WithTimeoutCause(callCtx, limit, cause)
 	defer cancelTimer()
 
@@ -77,21 +85,20 @@ func (a *attempt) run(ctx context.Context) outcome {
 	// timer of its own: a heartbeat stuck in a call that never answers
 	// cannot keep the model generating past the point where another
 	// worker may claim the job.
-	guard := newLeaseGuard(a.w.cfg.Clock, a.w.cfg.Timing.leaseMargin(), stopCall)
-	guard.extend(a.j.LeaseUntil)
-	defer guard.disarm()
+	a.guard = newLeaseGuard(a.w.cfg.Clock, a.w.cfg.Timing.leaseMargin(), stopCall)
+	a.guard.extend(a.j.LeaseUntil)
+	defer a.guard.disarm()
 
-	var progress atomic.Uint64
 	beatCtx, stopBeats := context.WithCancel(ctx)
 	defer stopBeats()
 	beating := make(chan struct{})
 	go func() {
 		defer close(beating)
-		a.heartbeat(beatCtx, timed, a.start.Add(route.Timeout()+a.w.cfg.Timing.AttemptMargin), guard, &progress, stopCall)
+		a.heartbeat(beatCtx, timed, a.start.Add(route.Timeout()+a.w.cfg.Timing.AttemptMargin))
 	}()
 
 	began := time.Now()
-	r := a.climb(timed, route, in, avail, &progress)
+	r := a.climb(timed, route, in, avail)
 	why := context.Cause(timed)
 	stopCall(nil)
 	stopBeats()
@@ -109,15 +116,27 @@ func (a *attempt) run(ctx context.Context) outcome {
 		return a.succeed(ctx, r)
 	}
 
-	class, detail := r.class, detailOf(r.err)
-	if r.err == nil {
-		class = job.Cancelled // a result that arrived after the lease was lost
-	}
-	switch {
-	case errors.Is(why, errLeaseLost):
+	if errors.Is(why, errLeaseLost) {
 		a.log.Info("attempt stopped: lease lost or job cancelled", "cost_cents", r.paid.cost.String(), "duration_ms", elapsed.Milliseconds())
 		a.w.count("LeasesLost", nil)
+		class := r.class
+		if r.err == nil {
+			class = job.Cancelled // a result that arrived after the lease was lost
+		}
 		return a.settleLost(ctx, class, r.paid)
+	}
+	class, detail := failureOf(r, why)
+	a.log.Info("attempt failed", "error_class", class, "rungs", r.tried, "cost_cents", r.paid.cost.String(),
+		"cost_estimated", r.paid.estimated, "duration_ms", elapsed.Milliseconds())
+	return a.retryOrEnd(ctx, class, detail, r.paid, next)
+}
+
+// failureOf names what ended a failed climb: why, the cause the call was
+// stopped with, wins over the class of the error the call saw (a call cut
+// by the route's timeout sees a cancelled context, not a timeout).
+func failureOf(r climbed, why error) (job.ErrorClass, string) {
+	class, detail := r.class, detailOf(r.err)
+	switch {
 	case errors.Is(why, errLeaseExpiring):
 		class, detail = job.Timeout, "the lease could not be renewed"
 	case errors.Is(why, errHeartbeatPanic):
@@ -133,9 +152,7 @@ func (a *attempt) run(ctx context.Context) outcome {
 		// invocation's context (shutdown) is a timeout, and retried.
 		class, detail = job.Timeout, "the invocation ended during the call"
 	}
-	a.log.Info("attempt failed", "error_class", class, "rungs", r.tried, "cost_cents", r.paid.cost.String(),
-		"cost_estimated", r.paid.estimated, "duration_ms", elapsed.Milliseconds())
-	return a.retryOrEnd(ctx, class, detail, r.paid, next)
+	return class, detail
 }
 
 // limit is how long the calls may run and what ends them then: the
@@ -188,7 +205,7 @@ type climbed struct {
 // climb calls the route's rungs in order until one answers, one fails with
 // a class the route does not fall back on, the attempt's own context ends,
 // or the next rung's worst case no longer fits in avail.
-func (a *attempt) climb(ctx context.Context, route job.Route, in job.Input, avail job.Nanocents, progress *atomic.Uint64) climbed {
+func (a *attempt) climb(ctx context.Context, route job.Route, in job.Input, avail job.Nanocents) climbed {
 	var r climbed
 	for i, rung := range route.Rungs {
 		if ctx.Err() != nil {
@@ -212,8 +229,8 @@ func (a *attempt) climb(ctx context.Context, route job.Route, in job.Input, avai
 			a.w.count("Fallbacks", map[string]string{"ErrorClass": string(r.class)})
 		}
 		r.rung, r.tried = rung, i+1
-		progress.Store(0)
-		resp, err, timedOut := a.call(ctx, rung, in, progress)
+		a.progress.Store(0)
+		resp, err, timedOut := a.call(ctx, rung, in)
 		class, usage := model.Classify(err)
 		if err == nil {
 			usage = resp.Usage
@@ -253,7 +270,7 @@ func (a *attempt) holdFor(ctx context.Context, need job.Nanocents) bool {
 
 // call runs one rung under its own timeout and reports whether that
 // timeout (not the attempt's) ended it.
-func (a *attempt) call(ctx context.Context, rung job.Rung, in job.Input, progress *atomic.Uint64) (model.Response, error, bool) {
+func (a *attempt) call(ctx context.Context, rung job.Rung, in job.Input) (model.Response, error, bool) {
 	p, ok := a.w.cfg.Providers[rung.Provider]
 	if !ok {
 		return model.Response{}, model.Errorf(job.Internal, "no provider %q", rung.Provider), false
@@ -265,7 +282,7 @@ func (a *attempt) call(ctx context.Context, rung job.Rung, in job.Input, progres
 		JobID: a.j.ID, Model: rung.Model, Messages: in.Messages, MaxTokens: out, Temperature: in.Temperature,
 		Progress: func(tokens int) {
 			v := math.Min(float64(tokens)/float64(max(out, 1)), 1)
-			progress.Store(math.Float64bits(v))
+			a.progress.Store(math.Float64bits(v))
 		},
 	})
 	if resp.Model == "" {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"math"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/aijobs/aijobs/pkg/job"
@@ -20,11 +19,11 @@ import (
 // connection) or fail slowly, and a check made around it would run late.
 // A panic here stops the call instead of killing the process (in Lambda
 // that would return the whole batch and leak every neighbour's hold).
-func (a *attempt) heartbeat(ctx, call context.Context, leaseCap time.Time, guard *leaseGuard, progress *atomic.Uint64, stop context.CancelCauseFunc) {
+func (a *attempt) heartbeat(ctx, call context.Context, leaseCap time.Time) {
 	defer func() {
 		if v := recover(); v != nil {
 			a.log.Error("panic in the heartbeat; the call is stopped", "panic", fmt.Sprint(v))
-			stop(errHeartbeatPanic)
+			a.stopCall(errHeartbeatPanic)
 		}
 	}()
 	// The message first: the queue's visibility timeout is six function
@@ -51,12 +50,12 @@ func (a *attempt) heartbeat(ctx, call context.Context, leaseCap time.Time, guard
 			a.log.Warn("heartbeat: extending message visibility failed", "err", err)
 		}
 		_, err := a.w.cfg.Store.Heartbeat(ctx, job.Heartbeat{ID: a.j.ID, Owner: a.owner, Now: now, LeaseUntil: horizon,
-			Progress: math.Float64frombits(progress.Load())})
+			Progress: math.Float64frombits(a.progress.Load())})
 		switch job.ErrorCode(err) {
 		case "":
-			guard.extend(horizon)
+			a.guard.extend(horizon)
 		case job.CodeConflict, job.CodeNotFound:
-			stop(errLeaseLost)
+			a.stopCall(errLeaseLost)
 			return
 		default:
 			// The guard stops the call before the last lease we hold runs

@@ -62,10 +62,15 @@ func (w *Worker) claim(ctx context.Context, m events.SQSMessage, id string, log 
 	for range claimTries {
 		now := w.cfg.Clock.Now()
 		owner := w.cfg.NewOwner()
+		// won runs the attempt this claim made ours.
+		won := func(j job.Job) outcome {
+			a := &attempt{w: w, m: m, j: j, owner: owner, start: now, log: log.With("attempt", j.Attempts), held: j.Reserve}
+			return a.run(ctx)
+		}
 		j, err := w.cfg.Store.Claim(ctx, job.Claim{ID: id, Owner: owner, Now: now, LeaseUntil: now.Add(w.cfg.Timing.LeaseTTL)})
 		switch job.ErrorCode(err) {
 		case "":
-			return w.run(ctx, m, j, owner, now, log)
+			return won(j)
 		case job.CodeNotFound:
 			return w.poison(ctx, m, "job_not_found", log)
 		case job.CodeConflict:
@@ -74,7 +79,7 @@ func (w *Worker) claim(ctx context.Context, m events.SQSMessage, id string, log 
 			// (the SDK's retries ran out): then the job, and the hold the
 			// claim took, are ours, and leaving them would leak both.
 			if cur, gerr := w.cfg.Store.Get(ctx, id); gerr == nil && cur.State == job.Running && cur.LeaseOwner == owner {
-				return w.run(ctx, m, cur, owner, now, log)
+				return won(cur)
 			}
 			log.Error("claim failed", "err", err)
 			return outcomeTrouble
@@ -83,7 +88,7 @@ func (w *Worker) claim(ctx context.Context, m events.SQSMessage, id string, log 
 		if cur.State == job.Running && cur.LeaseOwner == owner {
 			// Our own claim was applied and its answer lost (the SDK retried
 			// it and the retry was refused): the job is ours.
-			return w.run(ctx, m, cur, owner, now, log)
+			return won(cur)
 		}
 		d := job.WhyRefused(cur, now)
 		switch d.Action {
@@ -118,12 +123,6 @@ func (w *Worker) claim(ctx context.Context, m events.SQSMessage, id string, log 
 		}
 	}
 	return outcomeTrouble
-}
-
-// run runs the attempt a claim won.
-func (w *Worker) run(ctx context.Context, m events.SQSMessage, j job.Job, owner string, start time.Time, log *slog.Logger) outcome {
-	a := &attempt{w: w, m: m, j: j, owner: owner, start: start, log: log.With("attempt", j.Attempts), held: j.Reserve}
-	return a.run(ctx)
 }
 
 // outcomeOf turns the answer of a finishing write into what happens to the
