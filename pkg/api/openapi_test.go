@@ -224,8 +224,8 @@ func constsOf(t *testing.T, file, typ string) []string {
 
 // TestOpenAPIRoutesAreTheAPIs: the document's paths and methods are the
 // ones match serves. match cannot be listed, so it is probed: every path
-// built from the literals of routes.go (a new route needs a new literal)
-// under /jobs, with a valid id where a segment may be one, and every path
+// of up to three segments built from the words of routes.go's literals (a
+// new route needs a new literal), a valid id in the second, and every path
 // of the document; a path match serves must be in the document with the
 // same methods, and each path of the document must be served.
 func TestOpenAPIRoutesAreTheAPIs(t *testing.T) {
