@@ -7,7 +7,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Explicit roots: ./... would also walk node_modules (the CDK CLI ships Go templates).
 GO_PKGS := ./cmd/... ./e2e/... ./functions/... ./internal/... ./pkg/...
 
-.PHONY: all build dev test lint unit bench chaos fuzz kumo clean
+.PHONY: all build dev test lint unit bench chaos fuzz kumo docs clean
 
 # The CDK stack's targets (synth, deploy, test-infra, localstack-*).
 -include infra.mk
@@ -58,6 +58,11 @@ TEST_FUZZTIME ?= 4s
 
 fuzz:
 	@scripts/fuzz.sh $(FUZZTIME) $(FUZZ_TARGETS)
+
+# docs/api.html, the offline API reference, rendered from docs/openapi.yaml
+# (internal/apispec's test fails while it is stale).
+docs:
+	go run ./cmd/aijobs-apidoc
 
 BENCH_ARGS ?= -jobs 1000 -concurrency 64
 

@@ -22,10 +22,12 @@ import (
 	awsddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/aijobs/aijobs/internal/apispec"
 	"github.com/aijobs/aijobs/internal/awstest"
 	"github.com/aijobs/aijobs/pkg/app"
 	"github.com/aijobs/aijobs/pkg/awsclient"
 	"github.com/aijobs/aijobs/pkg/config"
+	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/model"
 	"github.com/aijobs/aijobs/pkg/model/fake"
 )
@@ -128,7 +130,14 @@ func startStackWith(t *testing.T, overrides map[string]string, fakeModel bool) *
 	})
 	awsCfg := awstest.Config(t, nil)
 	return &stack{t: t, url: "http://" + ln.Addr().String(), app: a, fake: f,
-		ddb: awsclient.DynamoDB(awsCfg), sqs: awsclient.SQS(awsCfg), client: &http.Client{Timeout: 10 * time.Second}}
+		ddb: awsclient.DynamoDB(awsCfg), sqs: awsclient.SQS(awsCfg), client: apiClient(t)}
+}
+
+// apiClient is the HTTP client every test talks to the API with: each
+// request and answer is held to docs/openapi.yaml, and one the document
+// does not declare fails the test.
+func apiClient(t *testing.T) *http.Client {
+	return &http.Client{Timeout: 10 * time.Second, Transport: apispec.Transport(t, nil)}
 }
 
 type response struct {
@@ -219,6 +228,17 @@ func jobBody(content string, extra string) string {
 		s += "," + extra
 	}
 	return s + "}"
+}
+
+// seededHash is the input hash of a record a test writes to the store
+// itself, shaped as the API's (docs/openapi.yaml holds every view to it).
+func seededHash(t *testing.T, input []byte) string {
+	t.Helper()
+	h, err := job.InputHash([]byte(`{"input":` + string(input) + `}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
 }
 
 // num reads an exact JSON number field of a view as a string.

@@ -106,7 +106,7 @@ func TestWorkerKilledMidCallIsFinishedByAnother(t *testing.T) {
 	env["AIJOBS_OPENAI_STREAM"] = "false"
 
 	first, url := startDevProcess(t, bin, env)
-	s := &stack{t: t, url: url, client: &http.Client{Timeout: 10 * time.Second}}
+	s := &stack{t: t, url: url, client: apiClient(t)}
 	id := s.submit("t", "killed", jobBody("survive a crash", ""))
 	select {
 	case <-model.first:

@@ -21,7 +21,7 @@ func TestReconcilerFinishesAJobWhoseMessageWasNeverSent(t *testing.T) {
 	ctx := context.Background()
 	old := job.Millis(time.Now().Add(-20 * time.Minute)) // untouched for longer than AIJOBS_RECONCILE_AFTER (10m)
 	in, _ := json.Marshal(job.Input{Messages: []job.Message{{Role: "user", Content: "lost message"}}, MaxTokens: 20})
-	lost := job.Job{ID: job.NewID("jwt:t", "lost"), Tenant: "jwt:t", RequestKey: "lost", InputHash: "sha256:lost", Model: "default",
+	lost := job.Job{ID: job.NewID("jwt:t", "lost"), Tenant: "jwt:t", RequestKey: "lost", InputHash: seededHash(t, in), Model: "default",
 		Input: in, State: job.Queued, MaxAttempts: 3, Budget: job.Cents(1), Deadline: old.Add(time.Hour),
 		Version: 1, CreatedAt: old, UpdatedAt: old}
 	if _, err := s.app.Store.Create(ctx, lost); err != nil {
@@ -68,7 +68,7 @@ func TestADeadLetteredJobIsMarkedAndComesBackByReplay(t *testing.T) {
 	ctx := context.Background()
 	in, _ := json.Marshal(job.Input{Messages: []job.Message{{Role: "user", Content: "crash looped"}}, MaxTokens: 20})
 	now := job.Millis(time.Now())
-	stuck := job.Job{ID: job.NewID("jwt:t", "dead"), Tenant: "jwt:t", RequestKey: "dead", InputHash: "sha256:dead", Model: "default",
+	stuck := job.Job{ID: job.NewID("jwt:t", "dead"), Tenant: "jwt:t", RequestKey: "dead", InputHash: seededHash(t, in), Model: "default",
 		Input: in, State: job.Queued, MaxAttempts: 3, Budget: job.Cents(1), Deadline: now.Add(time.Hour),
 		Version: 1, CreatedAt: now, UpdatedAt: now}
 	if _, err := s.app.Store.Create(ctx, stuck); err != nil {

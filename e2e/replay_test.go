@@ -89,7 +89,7 @@ func TestReplayOf2000JobsNeverRunsASucceededOneAgain(t *testing.T) {
 	for i := range 10 {
 		in, _ := json.Marshal(job.Input{Messages: []job.Message{{Role: "user", Content: "stuck"}}, MaxTokens: 20})
 		j := job.Job{ID: job.NewID("jwt:"+tenant, fmt.Sprint("stuck-", i)), Tenant: "jwt:" + tenant, RequestKey: fmt.Sprint("stuck-", i),
-			InputHash: "sha256:stuck", Model: "default", Input: in, State: job.Queued, MaxAttempts: 2, Budget: job.Cents(1),
+			InputHash: seededHash(t, in), Model: "default", Input: in, State: job.Queued, MaxAttempts: 2, Budget: job.Cents(1),
 			Deadline: job.Millis(time.Now().Add(time.Hour)), Version: 1, CreatedAt: job.Millis(time.Now()), UpdatedAt: job.Millis(time.Now())}
 		if _, err := s.app.Store.Create(ctx, j); err != nil {
 			t.Fatal(err)

@@ -109,7 +109,7 @@ func TestSubmitGetCancel(t *testing.T) {
 	// A finished job cannot be cancelled: 409 already_finished.
 	done := view(t, invocation{env: env, args: args("submit", "--key", "k2", "--prompt", "x")}.run(t))
 	srv.Claim(t, done.ID)
-	srv.Succeed(t, done.ID, 5, `{"output":"ok"}`)
+	srv.Succeed(t, done.ID, 5, clienttest.Result("ok"))
 	r = invocation{env: env, args: args("cancel", done.ID)}.run(t)
 	if r.code != 4 || !strings.HasPrefix(r.stderr, "aijobs: already_finished (409): ") {
 		t.Errorf("cancel of a succeeded job: exit %d, stderr %q", r.code, r.stderr)
@@ -137,10 +137,10 @@ func TestWait(t *testing.T) {
 		r := invocation{env: env, args: args("wait", v.ID), steps: []func(){
 			func() { srv.Claim(t, v.ID) },
 			func() { srv.Progress(t, v.ID, 0.4) },
-			func() { srv.Succeed(t, v.ID, 42e7, `{"output":"done"}`) },
+			func() { srv.Succeed(t, v.ID, 42e7, clienttest.Result("done")) },
 		}}.run(t)
 		final := view(t, r)
-		if final.State != job.Succeeded || final.CostCents.String() != "0.42" || string(final.Result) != `{"output":"done"}` {
+		if final.State != job.Succeeded || final.CostCents.String() != "0.42" || string(final.Result) != clienttest.Result("done") {
 			t.Errorf("final = %+v", final)
 		}
 		if strings.ContainsAny(r.stdout, "\r\x1b") || strings.Contains(r.stdout, "[#") || strings.Contains(r.stdout, "attempt ") {
@@ -153,7 +153,7 @@ func TestWait(t *testing.T) {
 		r := invocation{env: env, stdoutTTY: true, args: args("wait", v.ID), steps: []func(){
 			func() { srv.Claim(t, v.ID) },
 			func() { srv.Progress(t, v.ID, 0.5) },
-			func() { srv.Succeed(t, v.ID, job.Cents(1), `{"output":"done"}`) },
+			func() { srv.Succeed(t, v.ID, job.Cents(1), clienttest.Result("done")) },
 		}}.run(t)
 		if r.code != 0 {
 			t.Fatalf("exit %d: %s", r.code, r.stderr)
@@ -211,7 +211,7 @@ func TestWait(t *testing.T) {
 			func() {
 				id = clienttest.ID("tenant-a", "and-wait")
 				srv.Claim(t, id)
-				srv.Succeed(t, id, 1, `{"output":"ok"}`)
+				srv.Succeed(t, id, 1, clienttest.Result("ok"))
 			},
 		}}.run(t)
 		if v := view(t, r); v.ID != id || v.State != job.Succeeded {

@@ -108,7 +108,7 @@ func TestGetTerminalJob(t *testing.T) {
 	}
 	v := decodeView(t, resp)
 	if v.State != job.Succeeded || v.ErrorClass != nil || v.Attempts != 2 || v.Progress != 1 ||
-		string(v.Result) != `{"text":"done"}` || v.ResultModel != "fake-1" || v.Version != 5 {
+		string(v.Result) != doneResult || v.ResultModel != "fake-1" || v.Version != 5 {
 		t.Errorf("view = %+v", v)
 	}
 	for _, s := range []string{`"cost_cents":0.420000001,`, `"error_class":null`, `"result_model":"fake-1"`} {

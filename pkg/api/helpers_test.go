@@ -15,6 +15,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/aijobs/aijobs/internal/apispec"
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/memstore"
 	"github.com/aijobs/aijobs/pkg/settings"
@@ -190,7 +191,19 @@ func (e *env) do(t *testing.T, ev events.APIGatewayV2HTTPRequest) events.APIGate
 	if err != nil {
 		t.Fatalf("Handle returned an error: %v", err)
 	}
+	checkContract(t, ev, resp)
 	return resp
+}
+
+// checkContract holds an exchange to docs/openapi.yaml. Every request a
+// test of this package sends goes through it (e.do, or directly where a
+// test calls Handle itself), so the document is checked against every
+// answer the handler is tested to give.
+func checkContract(t testing.TB, ev events.APIGatewayV2HTTPRequest, resp events.APIGatewayV2HTTPResponse) {
+	t.Helper()
+	if err := apispec.CheckEvent(ev, resp); err != nil {
+		t.Errorf("the exchange breaks docs/openapi.yaml: %v", err)
+	}
 }
 
 const simpleBody = `{"input":{"messages":[{"role":"user","content":"hello"}]}}`
@@ -260,6 +273,9 @@ func wantProblem(t *testing.T, resp events.APIGatewayV2HTTPResponse, status int,
 	return p
 }
 
+// doneResult is a stored result as the worker writes it (model.Response).
+const doneResult = `{"output":"done","model":"fake-1","usage":{"input_tokens":3,"output_tokens":1}}`
+
 // succeed drives a job to succeeded through the store's own transitions.
 func (e *env) succeed(t *testing.T, id string) {
 	t.Helper()
@@ -269,7 +285,7 @@ func (e *env) succeed(t *testing.T, id string) {
 		t.Fatalf("claim: %v", err)
 	}
 	if _, err := e.store.Succeed(ctx, job.Succeed{ID: id, Owner: "w1", Now: now, Cost: 420_000_000,
-		Result: json.RawMessage(`{"text":"done"}`), Model: "fake-1", ExpiresAt: now.Add(time.Hour)}); err != nil {
+		Result: json.RawMessage(doneResult), Model: "fake-1", ExpiresAt: now.Add(time.Hour)}); err != nil {
 		t.Fatalf("succeed: %v", err)
 	}
 }

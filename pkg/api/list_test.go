@@ -127,7 +127,9 @@ func TestListRefusesBadQueries(t *testing.T) {
 func TestListStoreFailureIsA503WithoutDetail(t *testing.T) {
 	e := newEnv(t)
 	h := e.handler(failingStore(&job.Error{Code: job.CodeUnavailable, Message: "dynamodb said ProvisionedThroughputExceeded"}))
-	resp, _ := h.Handle(t.Context(), listReq(t, "limit=5"))
+	ev := listReq(t, "limit=5")
+	resp, _ := h.Handle(t.Context(), ev)
+	checkContract(t, ev, resp)
 	p := wantProblem(t, resp, http.StatusServiceUnavailable, CodeUnavailable, "")
 	if strings.Contains(p.Detail, "dynamodb") {
 		t.Fatalf("vendor text leaked: %q", p.Detail)

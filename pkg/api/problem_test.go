@@ -113,7 +113,9 @@ func TestPanicIsInternal(t *testing.T) {
 }
 
 func TestZeroConfigDoesNotPanic(t *testing.T) {
-	resp, err := New(Config{Logger: newEnv(t).h.log}).Handle(t.Context(), request(t, "GET", "/jobs/"+job.NewID("t", "k"), ""))
+	ev := request(t, "GET", "/jobs/"+job.NewID("t", "k"), "")
+	resp, err := New(Config{Logger: newEnv(t).h.log}).Handle(t.Context(), ev)
+	checkContract(t, ev, resp)
 	if err != nil || resp.StatusCode != http.StatusInternalServerError {
 		t.Errorf("status %d, err %v", resp.StatusCode, err)
 	}

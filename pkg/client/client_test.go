@@ -210,12 +210,12 @@ func TestGetETagAndRetryAfter(t *testing.T) {
 	if err != nil || changed.NotModified || changed.View.State != job.Running || changed.ETag != `"2"` {
 		t.Fatalf("after a claim: %+v, %v", changed, err)
 	}
-	srv.Succeed(t, v.ID, job.Cents(1)/4, `{"output":"done"}`)
+	srv.Succeed(t, v.ID, job.Cents(1)/4, clienttest.Result("done"))
 	done, err := c.Get(ctx, v.ID, changed.ETag)
 	if err != nil || done.View.State != job.Succeeded || done.RetryAfter != 0 {
 		t.Fatalf("terminal: %+v, %v; want no Retry-After", done, err)
 	}
-	if done.View.CostCents.String() != "0.25" || string(done.View.Result) != `{"output":"done"}` || done.View.Class() != "" {
+	if done.View.CostCents.String() != "0.25" || string(done.View.Result) != clienttest.Result("done") || done.View.Class() != "" {
 		t.Errorf("terminal view = %+v", done.View)
 	}
 }
@@ -276,7 +276,7 @@ func TestCancel(t *testing.T) {
 
 	done, _, _ := c.Submit(ctx, "k2", prompt("y"))
 	srv.Claim(t, done.ID)
-	srv.Succeed(t, done.ID, 0, `{"output":"ok"}`)
+	srv.Succeed(t, done.ID, 0, clienttest.Result("ok"))
 	_, err = c.Cancel(ctx, done.ID)
 	if e := apiError(t, err); e.Status != http.StatusConflict || e.Code != "already_finished" {
 		t.Errorf("cancel of a succeeded job = %+v", e)
@@ -295,7 +295,7 @@ func TestWaitPollsUntilTerminal(t *testing.T) {
 		func() { srv.Claim(t, v.ID) },
 		func() {}, // nothing changes: a 304
 		func() { srv.Progress(t, v.ID, 0.5) },
-		func() { srv.Succeed(t, v.ID, job.Cents(3), `{"output":"hi"}`) },
+		func() { srv.Succeed(t, v.ID, job.Cents(3), clienttest.Result("hi")) },
 	}
 	var seen []string
 	final, err := c.Wait(ctx, v.ID, func(v client.View) {

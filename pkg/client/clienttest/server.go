@@ -6,19 +6,25 @@
 package clienttest
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/aijobs/aijobs/internal/apispec"
 	"github.com/aijobs/aijobs/pkg/api"
 	"github.com/aijobs/aijobs/pkg/devserver"
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/memstore"
+	"github.com/aijobs/aijobs/pkg/model"
 	"github.com/aijobs/aijobs/pkg/settings"
 )
 
@@ -60,11 +66,34 @@ func Start(t testing.TB) *Server {
 		s.mu.Lock()
 		s.requests = append(s.requests, Request{Method: r.Method, Path: r.URL.Path, RawQuery: r.URL.RawQuery, Header: r.Header.Clone()})
 		s.mu.Unlock()
-		gw.ServeHTTP(w, r)
+		checked(t, gw, w, r)
 	}))
 	t.Cleanup(srv.Close)
 	s.URL = srv.URL
 	return s
+}
+
+// checked serves r through h and holds the exchange to docs/openapi.yaml
+// (apispec): a request or an answer the document does not declare fails
+// the test, so the client's tests also test the document.
+func checked(t testing.TB, h http.Handler, w http.ResponseWriter, r *http.Request) {
+	body, err := io.ReadAll(r.Body)
+	if err != nil {
+		http.Error(w, "read body", http.StatusBadRequest)
+		return
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, r)
+	if v, err := apispec.Default(); err != nil {
+		t.Errorf("%v", err)
+	} else if err := v.Check(apispec.Exchange{Request: r, Body: body, Status: rec.Code,
+		Header: rec.Header(), ResponseBody: rec.Body.Bytes()}); err != nil {
+		t.Errorf("the exchange breaks docs/openapi.yaml: %v", err)
+	}
+	maps.Copy(w.Header(), rec.Header())
+	w.WriteHeader(rec.Code)
+	_, _ = w.Write(rec.Body.Bytes())
 }
 
 // Requests is every request received so far.
@@ -72,6 +101,13 @@ func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return append([]Request(nil), s.requests...)
+}
+
+// Result is a stored result of output as the worker writes one (a
+// model.Response), for Succeed: the API's document requires its shape.
+func Result(output string) string {
+	b, _ := json.Marshal(model.Response{Output: output, Model: "fake", Usage: model.Usage{InputTokens: 1, OutputTokens: 1}})
+	return string(b)
 }
 
 // Tenant is the store's tenant of a bearer token, as the API derives it.
