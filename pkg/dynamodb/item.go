@@ -41,6 +41,12 @@ import (
 //	                                             the reconciler's worklist
 //	replays, replayed_ms                         N, operator replays of a failed job, and the last
 //	nudges                                       N, the reconciler's re-sends of a stuck job
+//	cb_url, cb_events                            S, SS, only with a callback: its target, and the
+//	                                             states it asked for (absent: the terminal ones)
+//	cb_attempts, cb_status                       N, only once delivered to: deliveries tried, and
+//	                                             the last one's HTTP status (0: no answer)
+//	cb_delivered_ms, cb_version                  N, the newest acknowledged delivery: when, and
+//	                                             which version of the job it carried
 //	settled                                      SS, the tokens of every finishing write applied
 //	                                             ("<lease owner>#succeed|release|end", "+cost"
 //	                                             for a refused one's cost add): a write whose
@@ -63,6 +69,9 @@ const (
 	aActivePK                                     = "act_pk"
 	aReplays, aReplayed, aNudges                  = "replays", "replayed_ms", "nudges"
 	aSettled                                      = "settled"
+	aCallbackURL, aCallbackEvents                 = "cb_url", "cb_events"
+	aCallbackAttempts, aCallbackStatus            = "cb_attempts", "cb_status"
+	aCallbackDelivered, aCallbackVersion          = "cb_delivered_ms", "cb_version"
 )
 
 // FailureProjection lists the attributes the failure index carries besides
@@ -135,7 +144,30 @@ func toItem(j job.Job, activeShards int) map[string]types.AttributeValue {
 	if !j.ReplayedAt.IsZero() {
 		it[aReplayed] = avN(ms(j.ReplayedAt))
 	}
+	callbackAttributes(it, j)
 	return it
+}
+
+// callbackAttributes adds a job's callback and its deliveries to it.
+func callbackAttributes(it map[string]types.AttributeValue, j job.Job) {
+	if j.Callback.URL == "" {
+		return
+	}
+	it[aCallbackURL] = avS(j.Callback.URL)
+	if len(j.Callback.Events) > 0 {
+		ss := make([]string, len(j.Callback.Events))
+		for i, e := range j.Callback.Events {
+			ss[i] = string(e)
+		}
+		it[aCallbackEvents] = &types.AttributeValueMemberSS{Value: ss}
+	}
+	d := j.Deliveries
+	if d.Attempts != 0 {
+		it[aCallbackAttempts], it[aCallbackStatus] = avN(int64(d.Attempts)), avN(int64(d.LastStatus))
+	}
+	if d.DeliveredVersion != 0 {
+		it[aCallbackDelivered], it[aCallbackVersion] = avN(ms(d.DeliveredAt)), avN(d.DeliveredVersion)
+	}
 }
 
 func fromItem(it map[string]types.AttributeValue) (job.Job, error) {
@@ -197,6 +229,16 @@ func fromItem(it map[string]types.AttributeValue) (job.Job, error) {
 	if e := num(aExpires); e != 0 {
 		j.ExpiresAt = time.Unix(e, 0).UTC()
 	}
+	j.Callback.URL = str(aCallbackURL)
+	if ss, ok := it[aCallbackEvents].(*types.AttributeValueMemberSS); ok {
+		events := make([]job.State, len(ss.Value))
+		for i, e := range ss.Value {
+			events[i] = job.State(e)
+		}
+		j.Callback.Events = job.CanonicalEvents(events) // a set has no order
+	}
+	j.Deliveries = job.Deliveries{Attempts: int(num(aCallbackAttempts)), LastStatus: int(num(aCallbackStatus)),
+		DeliveredAt: t(aCallbackDelivered), DeliveredVersion: num(aCallbackVersion)}
 	if err == nil && (j.ID == "" || !j.State.Valid()) {
 		err = fmt.Errorf("no id or no valid state (%q)", j.State)
 	}

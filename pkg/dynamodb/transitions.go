@@ -2,6 +2,7 @@ package dynamodb
 
 import (
 	"context"
+	"maps"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -248,4 +249,31 @@ func detail(expr, remove, d string, v map[string]types.AttributeValue) (string, 
 // would be year 1, which a TTL sweeper deletes at once.
 func expiry(expr, remove string, t time.Time, v map[string]types.AttributeValue) (string, string) {
 	return opt(expr, remove, aExpires, avN(t.Unix()), !t.IsZero(), v)
+}
+
+// RecordDelivery applies job.Delivery in one write when the delivery is the
+// newest acknowledged (or a failure), and otherwise counts it without
+// touching the acknowledged version: the one precondition is the record's
+// existence, so a delivery is never lost from the count.
+func (s *Store) RecordDelivery(ctx context.Context, d job.Delivery) (job.Job, error) {
+	v := map[string]types.AttributeValue{":one": avN(1), ":status": avN(int64(d.Status))}
+	count := update{cond: "attribute_exists(#id)", values: v,
+		expr: "SET #updated_ms = :upd, #cb_status = :status ADD #cb_attempts :one, #version :one"}
+	exists := func(job.Job) bool { return true }
+	if !d.Delivered {
+		return s.apply(ctx, d.ID, d.Now, exists, count, settlement{})
+	}
+	newer := count
+	newer.values = maps.Clone(v)
+	newer.values[":v"], newer.values[":at"] = avN(d.Version), avN(job.Millis(d.Now).UnixMilli())
+	newer.cond = "attribute_exists(#id) AND (attribute_not_exists(#cb_version) OR #cb_version < :v)"
+	newer.expr = "SET #updated_ms = :upd, #cb_status = :status, #cb_version = :v, #cb_delivered_ms = :at ADD #cb_attempts :one, #version :one"
+	// A refused "newer" write whose record acknowledges a version at least
+	// as new is an older delivery landing late: count it only.
+	older := func(cur job.Job) bool { return cur.Deliveries.DeliveredVersion < d.Version }
+	got, err := s.apply(ctx, d.ID, d.Now, older, newer, settlement{})
+	if job.ErrorCode(err) == job.CodeConflict {
+		return s.apply(ctx, d.ID, d.Now, exists, count, settlement{})
+	}
+	return got, err
 }

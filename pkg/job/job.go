@@ -69,6 +69,11 @@ type Job struct {
 	// Nudges counts the reconciler's re-sends of a stuck job's message.
 	Nudges int
 
+	// Callback is where the owner is told of the states it asked for, and
+	// Deliveries what became of those deliveries.
+	Callback   Callback
+	Deliveries Deliveries
+
 	Version   int64
 	CreatedAt time.Time
 	UpdatedAt time.Time

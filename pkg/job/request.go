@@ -52,6 +52,7 @@ type CreateRequest struct {
 	Budget      Nanocents
 	MaxAttempts int
 	Metadata    json.RawMessage
+	Callback    Callback
 }
 
 func invalid(field, format string, args ...any) *Error {
@@ -105,6 +106,7 @@ func (r CreateRequest) NewJob(now time.Time, retention time.Duration) Job {
 		Model:       r.Model,
 		Input:       r.InputJSON,
 		Metadata:    r.Metadata,
+		Callback:    r.Callback,
 		State:       Queued,
 		MaxAttempts: r.MaxAttempts,
 		Budget:      r.Budget,

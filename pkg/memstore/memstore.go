@@ -7,6 +7,7 @@ package memstore
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"sync"
 	"time"
 
@@ -100,6 +101,11 @@ func (s *Store) Nudge(_ context.Context, n job.Nudge) (job.Job, error) {
 	return s.apply(n.ID, n.Allows, n.Apply, settlement{}, n.Now)
 }
 
+// RecordDelivery applies job.Delivery.
+func (s *Store) RecordDelivery(_ context.Context, d job.Delivery) (job.Job, error) {
+	return s.apply(d.ID, func(job.Job) bool { return true }, d.Apply, settlement{}, d.Now)
+}
+
 // Len is the number of records, for tests that prove nothing was written.
 func (s *Store) Len() int {
 	s.mu.Lock()
@@ -147,6 +153,7 @@ func clone(j job.Job) job.Job {
 	j.Input = cloneRaw(j.Input)
 	j.Metadata = cloneRaw(j.Metadata)
 	j.Result = cloneRaw(j.Result)
+	j.Callback.Events = slices.Clone(j.Callback.Events)
 	return j
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -38,6 +39,12 @@ func equalField(name string, got, want any) bool {
 		return g.Equal(w)
 	case json.RawMessage:
 		return bytes.Equal(g, want.(json.RawMessage))
+	case job.Callback:
+		w := want.(job.Callback)
+		return g.URL == w.URL && slices.Equal(g.Events, w.Events)
+	case job.Deliveries:
+		w := want.(job.Deliveries)
+		return g.Attempts == w.Attempts && g.LastStatus == w.LastStatus && g.DeliveredVersion == w.DeliveredVersion && g.DeliveredAt.Equal(w.DeliveredAt)
 	}
 	return got == want
 }

@@ -27,6 +27,8 @@ func createAndGet(t *testing.T, s *suite) {
 			j.Result, j.ResultModel, j.Progress = json.RawMessage(`{"output":"x"}`), "gpt-x", 0.375
 			j.Version = 7
 			j.CreatedAt, j.UpdatedAt, j.ExpiresAt = base.Add(-time.Hour), base.Add(time.Millisecond), keep
+			j.Callback = job.Callback{URL: "https://hooks.example.com/a?b=c", Events: []job.State{job.Running, job.Failed, job.Abandoned}}
+			j.Deliveries = job.Deliveries{Attempts: 3, LastStatus: 500, DeliveredAt: base.Add(time.Second), DeliveredVersion: 6}
 		}},
 	} {
 		t.Run(c.name, func(t *testing.T) {

@@ -34,6 +34,7 @@ type Store interface {
 	Cancel(context.Context, job.Cancel) (job.Job, error)
 	Replay(context.Context, job.Replay) (job.Job, error)
 	Nudge(context.Context, job.Nudge) (job.Job, error)
+	RecordDelivery(context.Context, job.Delivery) (job.Job, error)
 	List(context.Context, job.ListQuery) (job.Page, error)
 	Failures(context.Context, job.FailureQuery, func(job.Failure) error) error
 	Unfinished(context.Context, time.Time, func(id string) error) error
@@ -84,6 +85,7 @@ func cases() []testCase {
 		{"cancel", cancel},
 		{"replay", replay},
 		{"nudge", nudge},
+		{"delivery", delivery},
 		{"list", list},
 		{"failures", failures},
 		{"unfinished", unfinished},
