@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/webhook"
 )
 
 // recordTooLarge explains a 413 for a body under the body limit whose
@@ -35,6 +36,11 @@ func (h *Handler) create(ctx context.Context, log *slog.Logger, ev events.APIGat
 	req, err := ParseCreate(tenant, key, b, h.limits)
 	if err != nil {
 		return h.clientProblem(ctx, log, "parse create", err)
+	}
+	if req.Callback.URL != "" {
+		if bad := h.checkCallback(ctx, req.Callback.URL); bad != nil {
+			return h.clientProblem(ctx, log, "check callback", bad)
+		}
 	}
 	j := req.NewJob(h.clock.Now(), h.retention.Failed)
 	j.Reserve = h.routes[j.Model].Reserve(req.Input)
@@ -103,4 +109,22 @@ func (h *Handler) created(ctx context.Context, log *slog.Logger, status int, j j
 	}
 	resp.Headers["Location"] = "/jobs/" + j.ID
 	return resp
+}
+
+// checkCallback refuses a callback this deployment may not call: none at
+// all when it delivers no callbacks, else a target the policy refuses.
+func (h *Handler) checkCallback(ctx context.Context, url string) error {
+	if h.callbacks == nil {
+		return invalid("callback_url", "this deployment delivers no callbacks")
+	}
+	err := h.callbacks.Check(ctx, url)
+	var refused *webhook.ErrTarget
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &refused):
+		return invalid("callback_url", "%s", refused.Reason)
+	default:
+		return fmt.Errorf("check callback_url: %w", err)
+	}
 }

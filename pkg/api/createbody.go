@@ -12,6 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/webhook"
 )
 
 // MaxBodyBytes is the largest create body accepted (docs/architecture.md, "The
@@ -55,6 +56,13 @@ type CreateRequest struct {
 	MaxAttempts int `json:"max_attempts,omitempty"`
 	// Metadata is any JSON object, returned as given.
 	Metadata json.RawMessage `json:"metadata,omitempty"`
+	// CallbackURL is where aijobs POSTs the job's view when it reaches a
+	// state of CallbackEvents (docs/webhooks.md): https, on a public
+	// address.
+	CallbackURL string `json:"callback_url,omitempty"`
+	// CallbackEvents are the states delivered: any of running, succeeded,
+	// failed, abandoned; the terminal three when empty.
+	CallbackEvents []job.State `json:"callback_events,omitempty"`
 }
 
 // The member names each object of a create body may hold, matched exactly:
@@ -159,7 +167,44 @@ func ParseCreate(tenant, key string, body []byte, l job.Limits) (job.CreateReque
 		}
 		r.Metadata = json.RawMessage(m)
 	}
+	if err := parseCallback(b, &r); err != nil {
+		return r, err
+	}
 	return r, nil
+}
+
+// parseCallback reads callback_url and callback_events. Whether the target
+// may be called at all is the handler's check (it resolves the host).
+func parseCallback(b map[string]json.RawMessage, r *job.CreateRequest) error {
+	if raw := b["callback_url"]; given(raw) {
+		if json.Unmarshal(raw, &r.Callback.URL) != nil {
+			return invalid("callback_url", "callback_url has the wrong type (want a string)")
+		}
+		var bad *webhook.ErrTarget
+		if _, err := webhook.ParseTarget(r.Callback.URL); errors.As(err, &bad) {
+			return invalid("callback_url", "callback_url refused: %s", bad.Reason)
+		}
+	}
+	raw := b["callback_events"]
+	if !given(raw) {
+		return nil
+	}
+	if r.Callback.URL == "" {
+		return invalid("callback_events", "callback_events needs a callback_url")
+	}
+	var names []string
+	if json.Unmarshal(raw, &names) != nil || len(names) == 0 {
+		return invalid("callback_events", "callback_events must be a non-empty array of states")
+	}
+	events := make([]job.State, len(names))
+	for i, n := range names {
+		events[i] = job.State(n)
+		if !slices.Contains(job.CallbackEvents, events[i]) {
+			return invalid("callback_events", "callback_events may hold running, succeeded, failed and abandoned, not %q", Clip(n, 32))
+		}
+	}
+	r.Callback.Events = job.CanonicalEvents(events)
+	return nil
 }
 
 // parseInput decodes the input member strictly, then holds it to the

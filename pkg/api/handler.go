@@ -48,7 +48,17 @@ type Config struct {
 	// EnqueueRetryAfter is the Retry-After of a 503: how soon a client
 	// should retry a create that was recorded but not enqueued.
 	EnqueueRetryAfter time.Duration
-	Logger            *slog.Logger
+	// Callbacks checks a create's callback_url; nil means the deployment
+	// delivers no callbacks, and a create that asks for one is refused.
+	Callbacks CallbackChecker
+	Logger    *slog.Logger
+}
+
+// CallbackChecker refuses a callback target the deployment may not call
+// (webhook.Policy with a resolver is one). Its refusal is a
+// *webhook.ErrTarget, whose reason is shown to the caller.
+type CallbackChecker interface {
+	Check(ctx context.Context, url string) error
 }
 
 // Handler answers API Gateway HTTP API events. It is safe for concurrent use.
@@ -60,6 +70,7 @@ type Handler struct {
 	routes     map[string]job.Route
 	clock      job.Clock
 	retryAfter time.Duration
+	callbacks  CallbackChecker
 	log        *slog.Logger
 }
 
@@ -73,6 +84,7 @@ func New(cfg Config) *Handler {
 		routes:     cfg.Routes,
 		clock:      cfg.Clock,
 		retryAfter: cfg.EnqueueRetryAfter,
+		callbacks:  cfg.Callbacks,
 		log:        cfg.Logger,
 	}
 	if h.clock == nil {

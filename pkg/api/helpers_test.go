@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strings"
@@ -19,6 +20,7 @@ import (
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/memstore"
 	"github.com/aijobs/aijobs/pkg/settings"
+	"github.com/aijobs/aijobs/pkg/webhook"
 )
 
 // t0 is the fake clock's start.
@@ -124,9 +126,25 @@ func (e *env) handler(store Store) *Handler {
 	s := settings.Defaults()
 	return New(Config{
 		Store: store, Queue: e.queue, Limits: s.Limits, Retention: s.Retention,
-		Clock: e.clock, EnqueueRetryAfter: s.EnqueueRetryAfter,
+		Clock: e.clock, EnqueueRetryAfter: s.EnqueueRetryAfter, Callbacks: testCallbacks,
 		Logger: slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
 	})
+}
+
+// testCallbacks is the production callback policy over a fixed resolver:
+// hooks.example.com is public, internal.example private.
+var testCallbacks = webhook.Checker{Resolver: fixedResolver{
+	"hooks.example.com": {netip.MustParseAddr("93.184.215.14")},
+	"internal.example":  {netip.MustParseAddr("10.0.0.5")},
+}}
+
+type fixedResolver map[string][]netip.Addr
+
+func (r fixedResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
+	if a, ok := r[host]; ok {
+		return a, nil
+	}
+	return nil, errors.New("no such host")
 }
 
 // fixture loads an API Gateway v2 event from testdata.

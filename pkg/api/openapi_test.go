@@ -76,6 +76,8 @@ func TestOpenAPIFieldsAreTheWireTypes(t *testing.T) {
 		"Message":       reflect.TypeFor[job.Message](),
 		"Result":        reflect.TypeFor[model.Response](),
 		"Usage":         reflect.TypeFor[model.Usage](),
+		"CallbackView":  reflect.TypeFor[CallbackView](),
+		"WebhookEvent":  reflect.TypeFor[WebhookEvent](),
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := schema(t, doc, name)

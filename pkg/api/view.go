@@ -61,6 +61,25 @@ type View struct {
 	UpdatedAt   Time            `json:"updated_at"`
 	Deadline    Time            `json:"deadline"`
 	Version     int64           `json:"version"`
+	// Callback is the job's callback and what became of its deliveries;
+	// absent when the create named none.
+	Callback *CallbackView `json:"callback,omitempty"`
+}
+
+// CallbackView is a job's callback as its owner sees it (docs/webhooks.md).
+type CallbackView struct {
+	URL string `json:"url"`
+	// Events are the states delivered, the defaults filled in.
+	Events []job.State `json:"events"`
+	// Attempts counts every delivery tried, failed ones included.
+	Attempts int `json:"attempts"`
+	// LastStatus is the HTTP status of the last attempt; 0 when the
+	// receiver never answered (refused, timed out) or none was tried.
+	LastStatus int `json:"last_status"`
+	// DeliveredAt and DeliveredVersion name the newest version of the job
+	// a receiver acknowledged with a 2xx; null and 0 until one did.
+	DeliveredAt      *Time `json:"delivered_at"`
+	DeliveredVersion int64 `json:"delivered_version"`
 }
 
 // NewView is the view of j.
@@ -82,6 +101,18 @@ func NewView(j job.Job) View {
 	}
 	if present(j.Metadata) {
 		v.Metadata = j.Metadata
+	}
+	if j.Callback.URL != "" {
+		d := j.Deliveries
+		cb := &CallbackView{URL: j.Callback.URL, Events: j.Callback.Events, Attempts: d.Attempts, LastStatus: d.LastStatus,
+			DeliveredVersion: d.DeliveredVersion}
+		if len(cb.Events) == 0 {
+			cb.Events = job.TerminalEvents
+		}
+		if !d.DeliveredAt.IsZero() {
+			cb.DeliveredAt = &Time{d.DeliveredAt}
+		}
+		v.Callback = cb
 	}
 	return v
 }

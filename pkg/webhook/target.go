@@ -80,18 +80,9 @@ func (p Policy) Allows(addr netip.Addr) bool {
 // dialer of Client checks again at every delivery, because a name can
 // resolve elsewhere by then (DNS rebinding).
 func (p Policy) Check(ctx context.Context, r Resolver, raw string) error {
-	if len(raw) > MaxURLBytes {
-		return refused("longer than %d bytes", MaxURLBytes)
-	}
-	u, err := url.Parse(raw)
-	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" {
-		return refused("not an absolute URL")
-	}
-	if u.User != nil {
-		return refused("credentials in the URL")
-	}
-	if u.Fragment != "" {
-		return refused("a fragment is never sent")
+	u, err := ParseTarget(raw)
+	if err != nil {
+		return err
 	}
 	host := u.Hostname()
 	addrs, err := p.resolve(ctx, r, host)
@@ -115,6 +106,27 @@ func (p Policy) Check(ctx context.Context, r Resolver, raw string) error {
 		return refused("the scheme must be https")
 	}
 	return nil
+}
+
+// ParseTarget checks what can be checked of a callback URL without
+// resolving it: an absolute http or https URL of at most MaxURLBytes with a
+// host, no credentials and no fragment. Policy.Check says whether it may
+// be called.
+func ParseTarget(raw string) (*url.URL, error) {
+	if len(raw) > MaxURLBytes {
+		return nil, refused("longer than %d bytes", MaxURLBytes)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || !u.IsAbs() || u.Host == "" || u.Opaque != "" || (u.Scheme != "https" && u.Scheme != "http") {
+		return nil, refused("not an absolute https URL")
+	}
+	if u.User != nil {
+		return nil, refused("credentials in the URL")
+	}
+	if u.Fragment != "" {
+		return nil, refused("a fragment is never sent")
+	}
+	return u, nil
 }
 
 func (p Policy) resolve(ctx context.Context, r Resolver, host string) ([]netip.Addr, error) {
@@ -165,4 +177,20 @@ func (p Policy) Client(timeout time.Duration) *http.Client {
 		},
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
+}
+
+// Checker is a Policy with the resolver it checks names with: what the
+// API asks at create.
+type Checker struct {
+	Policy   Policy
+	Resolver Resolver // nil: net.DefaultResolver
+}
+
+// Check applies c.Policy to raw, resolving its host with c.Resolver.
+func (c Checker) Check(ctx context.Context, raw string) error {
+	var r Resolver = net.DefaultResolver
+	if c.Resolver != nil {
+		r = c.Resolver
+	}
+	return c.Policy.Check(ctx, r, raw)
 }

@@ -1,0 +1,101 @@
+package api
+
+import (
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/aijobs/aijobs/pkg/job"
+)
+
+func TestCreateRecordsACallbackAndShowsIt(t *testing.T) {
+	e := newEnv(t)
+	resp := e.do(t, createReq(t, "cb-1", withInput(`,"callback_url":"https://hooks.example.com/aijobs?k=v","callback_events":["succeeded","running"]`)))
+	if resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("create: %d %s", resp.StatusCode, resp.Body)
+	}
+	var v View
+	if err := json.Unmarshal([]byte(resp.Body), &v); err != nil {
+		t.Fatal(err)
+	}
+	cb := v.Callback
+	if cb == nil || cb.URL != "https://hooks.example.com/aijobs?k=v" || !slices.Equal(cb.Events, []job.State{job.Running, job.Succeeded}) ||
+		cb.Attempts != 0 || cb.LastStatus != 0 || cb.DeliveredAt != nil || cb.DeliveredVersion != 0 {
+		t.Fatalf("callback view %+v", cb)
+	}
+	if !strings.Contains(resp.Body, `"delivered_at":null`) {
+		t.Errorf("delivered_at is not null before any delivery: %s", resp.Body)
+	}
+	j, err := e.store.Get(t.Context(), v.ID)
+	if err != nil || j.Callback.URL != cb.URL || !slices.Equal(j.Callback.Events, cb.Events) {
+		t.Fatalf("record %+v %v", j.Callback, err)
+	}
+
+	// No events named: the terminal ones, shown as such.
+	resp = e.do(t, createReq(t, "cb-2", withInput(`,"callback_url":"https://hooks.example.com/x"`)))
+	if err := json.Unmarshal([]byte(resp.Body), &v); err != nil || !slices.Equal(v.Callback.Events, job.TerminalEvents) {
+		t.Fatalf("default events: %s", resp.Body)
+	}
+	// No callback: no member at all.
+	resp = e.do(t, createReq(t, "cb-3", simpleBody))
+	if strings.Contains(resp.Body, `"callback"`) {
+		t.Fatalf("a job without a callback shows one: %s", resp.Body)
+	}
+}
+
+func TestCreateRefusesACallbackItMayNotCall(t *testing.T) {
+	for _, c := range []struct{ name, rest string }{
+		{"a private address", `,"callback_url":"https://internal.example/hook"`},
+		{"instance metadata", `,"callback_url":"http://169.254.169.254/latest/meta-data/"`},
+		{"loopback in production", `,"callback_url":"http://127.0.0.1:9000/hook"`},
+		{"plain http", `,"callback_url":"http://hooks.example.com/hook"`},
+		{"a host that does not resolve", `,"callback_url":"https://nowhere.example/hook"`},
+		{"not a URL", `,"callback_url":"hooks.example.com"`},
+		{"credentials", `,"callback_url":"https://u:p@hooks.example.com/"`},
+		{"not a string", `,"callback_url":42`},
+		{"empty", `,"callback_url":""`},
+		{"too long", `,"callback_url":"https://hooks.example.com/` + strings.Repeat("a", 2100) + `"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			resp := e.do(t, createReq(t, "k", withInput(c.rest)))
+			p := decodeProblem(t, resp)
+			if resp.StatusCode != http.StatusBadRequest || p.Code != CodeInvalidRequest || p.Field != "callback_url" {
+				t.Fatalf("%d %+v, want 400 invalid_request on callback_url", resp.StatusCode, p)
+			}
+			if strings.Contains(resp.Body, "internal.example") || strings.Contains(resp.Body, "10.0.0.5") {
+				t.Errorf("the problem shows what the host resolved to: %s", resp.Body)
+			}
+			if e.store.Len() != 0 || e.queue.count() != 0 {
+				t.Fatalf("a refused create wrote %d records and sent %d messages", e.store.Len(), e.queue.count())
+			}
+		})
+	}
+	for _, c := range []struct{ name, rest string }{
+		{"events without a URL", `,"callback_events":["succeeded"]`},
+		{"a state that is never an event", `,"callback_url":"https://hooks.example.com/x","callback_events":["queued"]`},
+		{"no events", `,"callback_url":"https://hooks.example.com/x","callback_events":[]`},
+		{"events not an array", `,"callback_url":"https://hooks.example.com/x","callback_events":"succeeded"`},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			resp := e.do(t, createReq(t, "k", withInput(c.rest)))
+			if p := decodeProblem(t, resp); resp.StatusCode != http.StatusBadRequest || p.Field != "callback_events" || e.store.Len() != 0 {
+				t.Fatalf("%d %+v", resp.StatusCode, p)
+			}
+		})
+	}
+}
+
+func TestADeploymentWithoutCallbacksRefusesThem(t *testing.T) {
+	e := newEnv(t)
+	h := e.handler(e.store)
+	h.callbacks = nil
+	e.h = h
+	resp := e.do(t, createReq(t, "k", withInput(`,"callback_url":"https://hooks.example.com/x"`)))
+	if p := decodeProblem(t, resp); resp.StatusCode != http.StatusBadRequest || p.Field != "callback_url" || !strings.Contains(p.Detail, "no callbacks") {
+		t.Fatalf("%d %+v", resp.StatusCode, p)
+	}
+}
