@@ -125,7 +125,7 @@ func TestTheDeliveryClientRefusesWhatItWouldReallyDial(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
 	defer srv.Close()
 
-	_, err := webhook.Policy{}.Client(2 * time.Second).Post(srv.URL, "application/json", strings.NewReader("{}"))
+	_, err := webhook.Policy{}.Client(2*time.Second).Post(srv.URL, "application/json", strings.NewReader("{}"))
 	if !webhook.IsRefusedTarget(err) || hits.Load() != 0 {
 		t.Fatalf("production client to %s: %v, %d hits; want refused at dial", srv.URL, err, hits.Load())
 	}
@@ -145,7 +145,9 @@ func TestTheDeliveryClientRefusesWhatItWouldReallyDial(t *testing.T) {
 func TestTheDeliveryClientNeverFollowsARedirect(t *testing.T) {
 	var followed atomic.Int32
 	mux := http.NewServeMux()
-	mux.HandleFunc("/hook", func(w http.ResponseWriter, r *http.Request) { http.Redirect(w, r, "/elsewhere", http.StatusTemporaryRedirect) })
+	mux.HandleFunc("/hook", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/elsewhere", http.StatusTemporaryRedirect)
+	})
 	mux.HandleFunc("/elsewhere", func(http.ResponseWriter, *http.Request) { followed.Add(1) })
 	srv := httptest.NewServer(mux)
 	defer srv.Close()
