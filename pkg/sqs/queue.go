@@ -48,12 +48,18 @@ const ReasonAttribute = "aijobs_reason"
 
 // Send enqueues the job id.
 func (q *Queue) Send(ctx context.Context, jobID string) error {
+	return q.SendBody(ctx, job.QueueMessage{JobID: jobID}.Body())
+}
+
+// SendBody enqueues a message whose body its reader declares: the callback
+// queue's notices (pkg/notifier).
+func (q *Queue) SendBody(ctx context.Context, body string) error {
 	_, err := q.client.SendMessage(ctx, &awssqs.SendMessageInput{
 		QueueUrl:    aws.String(q.url),
-		MessageBody: aws.String(job.QueueMessage{JobID: jobID}.Body()),
+		MessageBody: aws.String(body),
 	})
 	if err != nil {
-		return unavailable("send job message", err)
+		return unavailable("send message", err)
 	}
 	return nil
 }

@@ -1,0 +1,186 @@
+package notifier_test
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/aijobs/aijobs/pkg/api"
+	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/notifier"
+	"github.com/aijobs/aijobs/pkg/webhook"
+)
+
+func message(id string, version int64, state job.State, receives int) events.SQSMessage {
+	body, _ := json.Marshal(notifier.Notice{JobID: id, Version: version, State: string(state)})
+	return events.SQSMessage{MessageId: "m-" + id + strconv.Itoa(receives), ReceiptHandle: "rh-" + id, Body: string(body),
+		Attributes: map[string]string{"ApproximateReceiveCount": strconv.Itoa(receives)}}
+}
+
+func deliver(t *testing.T, f *fixture, ms ...events.SQSMessage) events.SQSEventResponse {
+	t.Helper()
+	resp, err := f.n.Deliver(t.Context(), events.SQSEvent{Records: ms})
+	if err != nil {
+		t.Fatalf("Deliver: %v", err)
+	}
+	return resp
+}
+
+func TestADeliveryIsSignedCarriesTheViewAndIsRecorded(t *testing.T) {
+	f := newFixture(t)
+	r := newReceiver(t, f.secret)
+	j := f.job(t, "a", job.Succeeded, r.srv.URL+"/hook")
+	if resp := deliver(t, f, message(j.ID, 5, job.Succeeded, 1)); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("failures %v", resp.BatchItemFailures)
+	}
+	got := r.deliveries()
+	if len(got) != 1 || got[0].verified != nil {
+		t.Fatalf("deliveries %d, verified %v", len(got), got)
+	}
+	if id := got[0].header.Get(webhook.HeaderID); id != api.WebhookID(j.ID, 5) {
+		t.Errorf("webhook-id %q", id)
+	}
+	var ev api.WebhookEvent
+	if err := json.Unmarshal(got[0].body, &ev); err != nil || ev.Type != "job.succeeded" || ev.Data.ID != j.ID || ev.Data.Version != 5 ||
+		ev.Data.State != job.Succeeded || !ev.Timestamp.Equal(j.UpdatedAt) {
+		t.Fatalf("event %+v %v", ev, err)
+	}
+	rec, _ := f.store.Get(t.Context(), j.ID)
+	if d := rec.Deliveries; d.Attempts != 1 || d.LastStatus != http.StatusNoContent || d.DeliveredVersion != 5 || !d.DeliveredAt.Equal(t0) {
+		t.Fatalf("record %+v", d)
+	}
+	// The same notice again (SQS delivers at least once): no second POST.
+	deliver(t, f, message(j.ID, 5, job.Succeeded, 2))
+	if len(r.deliveries()) != 1 {
+		t.Fatalf("a repeated notice was delivered again")
+	}
+}
+
+func TestAFailedDeliveryIsRetriedWithBackoffThenDeadLettered(t *testing.T) {
+	f := newFixture(t)
+	r := newReceiver(t, f.secret)
+	r.answer = func(int) (int, http.Header, time.Duration) { return http.StatusInternalServerError, nil, 0 }
+	j := f.job(t, "b", job.Failed, r.srv.URL)
+	for attempt := 1; attempt <= 3; attempt++ {
+		m := message(j.ID, 5, job.Failed, attempt)
+		resp := deliver(t, f, m)
+		if len(resp.BatchItemFailures) != 1 || resp.BatchItemFailures[0].ItemIdentifier != m.MessageId {
+			t.Fatalf("attempt %d: failures %v", attempt, resp.BatchItemFailures)
+		}
+		// job.Backoff with no jitter: half of base x 2^(attempt-1).
+		want := job.Backoff(attempt, 5*time.Second, time.Hour, 0)
+		if got := f.queue.hidden[m.ReceiptHandle]; got != want {
+			t.Fatalf("attempt %d hidden for %v, want %v", attempt, got, want)
+		}
+	}
+	m := message(j.ID, 5, job.Failed, 4) // the schedule's last attempt
+	if resp := deliver(t, f, m); len(resp.BatchItemFailures) != 0 || f.queue.dead[m.Body] != "callback_gave_up" {
+		t.Fatalf("last attempt: failures %v, dead %v", resp.BatchItemFailures, f.queue.dead)
+	}
+	rec, _ := f.store.Get(t.Context(), j.ID)
+	if d := rec.Deliveries; d.Attempts != 4 || d.LastStatus != 500 || d.DeliveredVersion != 0 || !d.DeliveredAt.IsZero() {
+		t.Fatalf("record %+v", d)
+	}
+	for _, d := range r.deliveries() {
+		if d.verified != nil || d.header.Get(webhook.HeaderID) != api.WebhookID(j.ID, 5) {
+			t.Fatalf("a retry changed its id or signature: %v %v", d.header, d.verified)
+		}
+	}
+}
+
+func TestTheReceiversRetryAfterAndGoneAreHonoured(t *testing.T) {
+	f := newFixture(t)
+	r := newReceiver(t, f.secret)
+	r.answer = func(int) (int, http.Header, time.Duration) {
+		return http.StatusTooManyRequests, http.Header{"Retry-After": {"120"}}, 0
+	}
+	j := f.job(t, "c", job.Succeeded, r.srv.URL)
+	m := message(j.ID, 5, job.Succeeded, 1)
+	deliver(t, f, m)
+	if got := f.queue.hidden[m.ReceiptHandle]; got != 2*time.Minute {
+		t.Fatalf("hidden %v, want the receiver's Retry-After (2m)", got)
+	}
+	r.answer = func(int) (int, http.Header, time.Duration) { return http.StatusGone, nil, 0 }
+	if resp := deliver(t, f, message(j.ID, 5, job.Succeeded, 2)); len(resp.BatchItemFailures) != 0 || len(f.queue.dead) != 0 {
+		t.Fatalf("410: failures %v dead %v", resp.BatchItemFailures, f.queue.dead)
+	}
+}
+
+func TestASlowReceiverTimesOutAndIsRetried(t *testing.T) {
+	f := newFixture(t)
+	r := newReceiver(t, f.secret)
+	r.answer = func(int) (int, http.Header, time.Duration) { return http.StatusOK, nil, 3 * time.Second }
+	j := f.job(t, "d", job.Succeeded, r.srv.URL)
+	start := time.Now()
+	resp := deliver(t, f, message(j.ID, 5, job.Succeeded, 1))
+	if len(resp.BatchItemFailures) != 1 || time.Since(start) > 2*time.Second {
+		t.Fatalf("failures %v after %v", resp.BatchItemFailures, time.Since(start))
+	}
+	rec, _ := f.store.Get(t.Context(), j.ID)
+	if rec.Deliveries.Attempts != 1 || rec.Deliveries.LastStatus != 0 {
+		t.Fatalf("record %+v", rec.Deliveries)
+	}
+}
+
+func TestNoticesThatNeedNoDeliveryAreDropped(t *testing.T) {
+	f := newFixture(t)
+	r := newReceiver(t, f.secret)
+	superseded := f.job(t, "e", job.Queued, r.srv.URL) // a retry took it back to queued
+	delivered := f.job(t, "f", job.Succeeded, r.srv.URL)
+	if _, err := f.store.RecordDelivery(t.Context(), job.Delivery{ID: delivered.ID, Now: t0, Version: 7, Status: 200, Delivered: true}); err != nil {
+		t.Fatal(err)
+	}
+	bad := events.SQSMessage{MessageId: "bad", Body: `{"job":`}
+	resp := deliver(t, f,
+		message(superseded.ID, 5, job.Running, 1),
+		message(delivered.ID, 6, job.Succeeded, 1), // an older write's notice
+		message(job.NewID("tenant", "expired"), 5, job.Failed, 1),
+		bad)
+	if len(resp.BatchItemFailures) != 0 || len(r.deliveries()) != 0 || f.queue.dead[bad.Body] != "invalid_notice" {
+		t.Fatalf("failures %v, %d deliveries, dead %v", resp.BatchItemFailures, len(r.deliveries()), f.queue.dead)
+	}
+}
+
+func TestATargetThatNowResolvesPrivatelyIsGivenUpAtOnce(t *testing.T) {
+	f := newFixture(t, func(c *notifier.Config) { c.HTTP = webhook.Policy{}.Client(time.Second) })
+	r := newReceiver(t, f.secret)
+	j := f.job(t, "g", job.Succeeded, r.srv.URL) // checked at create, loopback now
+	m := message(j.ID, 5, job.Succeeded, 1)
+	if resp := deliver(t, f, m); len(resp.BatchItemFailures) != 0 || f.queue.dead[m.Body] != "callback_gave_up" || len(r.deliveries()) != 0 {
+		t.Fatalf("failures %v, dead %v, %d deliveries", resp.BatchItemFailures, f.queue.dead, len(r.deliveries()))
+	}
+}
+
+func TestDuringARotationBothSecretsSign(t *testing.T) {
+	next, _ := webhook.NewSecret()
+	f := newFixture(t)
+	prev := f.secret
+	f = newFixture(t, func(c *notifier.Config) { c.Secrets = []webhook.Secret{next, prev} })
+	for i, secrets := range [][]webhook.Secret{{prev}, {next}} {
+		r := newReceiver(t, secrets...)
+		j := f.job(t, "rot-"+strconv.Itoa(i), job.Succeeded, r.srv.URL)
+		deliver(t, f, message(j.ID, 5, job.Succeeded, 1))
+		if got := r.deliveries(); len(got) != 1 || got[0].verified != nil {
+			t.Fatalf("a receiver that knows one of the two secrets: %v", got)
+		}
+	}
+}
+
+// Standard Webhooks recommends retrying over days; the issue asks at least
+// 24 hours. Span counts the least jitter, so every run of the schedule
+// lasts at least this long.
+func TestTheScheduleSpansADayWithTheDefaults(t *testing.T) {
+	r := notifier.Retry{Base: 5 * time.Second, Max: 12 * time.Hour, Attempts: 18}
+	if r.Span() < 24*time.Hour {
+		t.Fatalf("span %v", r.Span())
+	}
+	short := r
+	short.Attempts--
+	if short.Span() >= 24*time.Hour {
+		t.Fatalf("one attempt fewer still spans %v: the default is not the least that does", short.Span())
+	}
+}
