@@ -21,8 +21,10 @@ import (
 	"github.com/aijobs/aijobs/pkg/emf"
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/model"
+	"github.com/aijobs/aijobs/pkg/notifier"
 	"github.com/aijobs/aijobs/pkg/reconciler"
 	"github.com/aijobs/aijobs/pkg/sqs"
+	"github.com/aijobs/aijobs/pkg/webhook"
 	"github.com/aijobs/aijobs/pkg/worker"
 )
 
@@ -37,6 +39,7 @@ const (
 	APIRole
 	WorkerRole
 	ReconcilerRole
+	NotifierRole
 )
 
 // Options are what tests and tools change about the wiring.
@@ -75,7 +78,13 @@ type App struct {
 	API        *api.Handler
 	Worker     *worker.Worker
 	Reconciler *reconciler.Reconciler
-	Logger     *slog.Logger
+	// Notifier and its callback queue, when the role serves it and
+	// callbacks are on (config.Config.Callbacks).
+	Notifier      *notifier.Notifier
+	CallbackQueue *sqs.Queue
+	// WebhookSecretCreated says the dev server made the signing secret now.
+	WebhookSecretCreated bool
+	Logger               *slog.Logger
 }
 
 // New wires the system described by cfg.
@@ -99,6 +108,11 @@ func New(ctx context.Context, cfg config.Config, o Options) (*App, error) {
 		if cfg.QueueURL, cfg.DLQURL, err = sqs.CreateQueues(ctx, sq, cfg.Settings); err != nil {
 			return nil, fmt.Errorf("app: create queues: %w", err)
 		}
+		if cfg.Callbacks {
+			if cfg.CallbackQueueURL, cfg.CallbackDLQURL, err = sqs.CreateCallbackQueues(ctx, sq, cfg.Settings); err != nil {
+				return nil, fmt.Errorf("app: create callback queues: %w", err)
+			}
+		}
 	}
 	if cfg.QueueURL == "" {
 		return nil, fmt.Errorf("app: no queue URL (set AIJOBS_QUEUE_URL)")
@@ -108,13 +122,23 @@ func New(ctx context.Context, cfg config.Config, o Options) (*App, error) {
 	s := cfg.Settings
 	var workerMetrics worker.Metrics
 	var reconcilerMetrics reconciler.Metrics
+	var notifierMetrics notifier.Metrics
 	if cfg.Metrics == "emf" {
 		m := emf.New(os.Stdout, o.Clock)
-		workerMetrics, reconcilerMetrics = m, m
+		workerMetrics, reconcilerMetrics, notifierMetrics = m, m, m
 	}
 	if o.Role == All || o.Role == APIRole {
+		var callbacks api.CallbackChecker
+		if cfg.Callbacks {
+			callbacks = webhook.Checker{Policy: webhook.Policy{AllowLoopback: s.CallbackLoopback}}
+		}
 		a.API = api.New(api.Config{Store: a.Store, Queue: a.Queue, Limits: s.Limits, Retention: s.Retention, Routes: cfg.Routes,
-			Clock: o.Clock, EnqueueRetryAfter: s.EnqueueRetryAfter, Logger: o.Logger})
+			Clock: o.Clock, EnqueueRetryAfter: s.EnqueueRetryAfter, Callbacks: callbacks, Logger: o.Logger})
+	}
+	if cfg.Callbacks && (o.Role == All || o.Role == NotifierRole) {
+		if err := a.wireNotifier(ctx, o, sq, notifierMetrics, o.CreateResources); err != nil {
+			return nil, err
+		}
 	}
 	if o.Role == All || o.Role == WorkerRole {
 		if a.Providers, err = newProviders(ctx, cfg, awsCfg, o); err != nil {

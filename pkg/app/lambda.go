@@ -28,6 +28,11 @@ func Lambda(role Role) error {
 		lambda.Start(a.Worker.Handle)
 	case ReconcilerRole:
 		lambda.Start(a.Reconciler.Handle)
+	case NotifierRole:
+		if a.Notifier == nil {
+			return fmt.Errorf("app: the notifier needs AIJOBS_CALLBACKS=true")
+		}
+		lambda.Start(a.Notifier.Handle)
 	default:
 		return fmt.Errorf("app: no Lambda handler for role %d", role)
 	}

@@ -43,8 +43,15 @@ type Config struct {
 	Table    string
 	QueueURL string
 	DLQURL   string
-	Listen   string
-	LogLevel string
+	// CallbackQueueURL and CallbackDLQURL are the notifier's queues;
+	// WebhookSecretID names its signing secrets; Callbacks says whether a
+	// create may ask for a callback at all.
+	CallbackQueueURL string
+	CallbackDLQURL   string
+	WebhookSecretID  string
+	Callbacks        bool
+	Listen           string
+	LogLevel         string
 	// Metrics is "emf" or "off".
 	Metrics string
 	// RoutesJSON is AIJOBS_ROUTES as given (empty when unset).
@@ -132,6 +139,9 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if c.Table == "" {
 		c.Table = c.Settings.TableName()
+	}
+	if c.WebhookSecretID == "" {
+		c.WebhookSecretID = c.Settings.WebhookSecretName()
 	}
 	if err := c.Settings.Validate(); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)

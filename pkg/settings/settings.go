@@ -91,6 +91,23 @@ type Settings struct {
 	// a heartbeat or a finishing write.
 	AWSCallTimeout time.Duration
 
+	// Callbacks (docs/webhooks.md). The notifier function reads the jobs
+	// table's stream and the callback queue (<prefix>-callbacks, its DLQ
+	// <prefix>-callbacks-dlq). One delivery waits CallbackTimeout at most;
+	// a failed one is retried after CallbackRetryBase x 2^(n-1) (half of it
+	// jittered), capped at CallbackRetryMax, for CallbackAttempts
+	// attempts in all, which in AWS must span at least a day
+	// (ValidateDeployment). CallbackLoopback admits loopback targets over
+	// plain http: the dev server's receivers; never in AWS.
+	CallbackTimeout   time.Duration
+	CallbackRetryBase time.Duration
+	CallbackRetryMax  time.Duration
+	CallbackAttempts  int
+	CallbackBatchSize int
+	CallbackLoopback  bool
+	NotifierTimeout   time.Duration
+	NotifierMemoryMB  int
+
 	Retention job.Retention
 	Limits    job.Limits
 }
@@ -129,6 +146,13 @@ func Defaults() Settings {
 		BackoffMax:         5 * time.Minute,
 		EnqueueRetryAfter:  2 * time.Second,
 		AWSCallTimeout:     5 * time.Second,
+		CallbackTimeout:    10 * time.Second,
+		CallbackRetryBase:  5 * time.Second,
+		CallbackRetryMax:   12 * time.Hour,
+		CallbackAttempts:   18,
+		CallbackBatchSize:  10,
+		NotifierTimeout:    60 * time.Second,
+		NotifierMemoryMB:   256,
 		Retention:          job.Retention{Succeeded: 7 * 24 * time.Hour, Failed: 90 * 24 * time.Hour},
 		Limits: job.Limits{
 			DefaultModel:       "default",
@@ -155,6 +179,38 @@ func (s Settings) QueueName() string { return s.Prefix + "-jobs" }
 
 // DLQName is the job queue's dead letter queue.
 func (s Settings) DLQName() string { return s.Prefix + "-jobs-dlq" }
+
+// CallbackQueueName is the queue of callback notices.
+func (s Settings) CallbackQueueName() string { return s.Prefix + "-callbacks" }
+
+// CallbackDLQName is where a notice goes after its last attempt.
+func (s Settings) CallbackDLQName() string { return s.Prefix + "-callbacks-dlq" }
+
+// WebhookSecretName is the Secrets Manager secret holding the signing
+// secrets: "whsec_..." (the current one), then optionally a space and the
+// previous one during a rotation.
+func (s Settings) WebhookSecretName() string { return s.Prefix + "/webhook-signing-secret" }
+
+// CallbackVisibility is the callback queue's visibility timeout: six
+// notifier timeouts, so Lambda can retry a throttled batch before its
+// messages return (as for the job queue).
+func (s Settings) CallbackVisibility() time.Duration { return 6 * s.NotifierTimeout }
+
+// CallbackMaxReceives is the callback queue's maxReceiveCount: the
+// notifier gives a notice up itself after CallbackAttempts; the rest is
+// room for receives that never reached a delivery (the store unavailable,
+// a throttled batch), so redrive only catches notices no notifier handled.
+func (s Settings) CallbackMaxReceives() int { return s.CallbackAttempts + 10 }
+
+// CallbackSpan is how long the delivery schedule keeps trying at least:
+// its backoffs with the least jitter.
+func (s Settings) CallbackSpan() time.Duration {
+	var d time.Duration
+	for n := 1; n < s.CallbackAttempts; n++ {
+		d += job.Backoff(n, s.CallbackRetryBase, s.CallbackRetryMax, 0)
+	}
+	return d
+}
 
 // AttemptTimeout is the longest one attempt may run: every rung of the
 // longest route plus a margin to record the outcome.
@@ -231,6 +287,14 @@ func (s Settings) Validate() error {
 	check(s.ReconcilerTimeout >= 10*time.Second, "reconciler timeout %s below 10s", s.ReconcilerTimeout)
 	check(s.BackoffBase > 0 && s.BackoffMax >= s.BackoffBase, "backoff base/max out of order")
 	check(s.AWSCallTimeout > 0, "AWS call timeout %s is not positive", s.AWSCallTimeout)
+	check(s.CallbackTimeout >= time.Second && s.NotifierTimeout >= s.CallbackTimeout+5*time.Second,
+		"callback timeout %s must be at least 1s, and the notifier timeout %s at least 5s longer (a batch's deliveries run at once)", s.CallbackTimeout, s.NotifierTimeout)
+	// SQS: a message's visibility timeout is at most 12 hours.
+	check(s.CallbackRetryBase > 0 && s.CallbackRetryMax >= s.CallbackRetryBase && s.CallbackRetryMax <= 12*time.Hour,
+		"callback retry base %s / max %s out of order, or max above SQS's 12h visibility limit", s.CallbackRetryBase, s.CallbackRetryMax)
+	check(s.CallbackAttempts >= 1, "callback attempts %d below 1", s.CallbackAttempts)
+	check(s.CallbackBatchSize >= 1 && s.CallbackBatchSize <= 10, "callback batch size %d outside 1..10", s.CallbackBatchSize)
+	check(s.QueueRetention > 2*s.CallbackSpan(), "queue retention %s must exceed the callback schedule at its longest (%s)", s.QueueRetention, 2*s.CallbackSpan())
 	check(s.Retention.Succeeded > 0 && s.Retention.Failed >= s.Retention.Succeeded,
 		"retention %s (succeeded) / %s (failed) must be positive, failed at least as long", s.Retention.Succeeded, s.Retention.Failed)
 	// ParseCreate applies the defaults without checking them, so a default
@@ -267,6 +331,14 @@ func (s Settings) ValidateDeployment() error {
 	// AWS (Lambda, "Configuring maximum concurrency for Amazon SQS event
 	// sources"): reserved concurrency below the mapping's maximum
 	// concurrency lets Lambda throttle the mapping's invocations.
+	// Standard Webhooks recommends retrying "following a retry schedule
+	// spanning multiple days"; aijobs promises at least one.
+	if s.CallbackSpan() < 24*time.Hour {
+		errs = append(errs, fmt.Sprintf("the callback retry schedule spans %s at the least, under a day: raise AIJOBS_CALLBACK_ATTEMPTS or AIJOBS_CALLBACK_RETRY_MAX", s.CallbackSpan()))
+	}
+	if s.CallbackLoopback {
+		errs = append(errs, "callbacks to loopback are for the dev server, never a deployment")
+	}
 	if s.WorkerReservedConcurrency != 0 && s.WorkerReservedConcurrency < s.MaxConcurrency {
 		errs = append(errs, fmt.Sprintf("worker reserved concurrency %d < maximum concurrency %d: the event source mapping would be throttled",
 			s.WorkerReservedConcurrency, s.MaxConcurrency))

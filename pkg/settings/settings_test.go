@@ -21,6 +21,11 @@ func TestValidateRefuses(t *testing.T) {
 		want   string // a phrase naming the broken rule
 	}{
 		{"empty prefix", func(s *settings.Settings) { s.Prefix = "" }, "prefix is empty"},
+		{"notifier no longer than a delivery", func(s *settings.Settings) { s.NotifierTimeout = s.CallbackTimeout }, "notifier timeout"},
+		{"callback backoff above SQS's 12h visibility", func(s *settings.Settings) { s.CallbackRetryMax = 12*time.Hour + time.Second }, "12h visibility"},
+		{"no callback attempt", func(s *settings.Settings) { s.CallbackAttempts = 0 }, "callback attempts"},
+		{"callback batch of 11", func(s *settings.Settings) { s.CallbackBatchSize = 11 }, "callback batch size"},
+		{"notices outlive by their queue", func(s *settings.Settings) { s.CallbackAttempts = 40 }, "queue retention"},
 		{"visibility below worker timeout", func(s *settings.Settings) { s.VisibilityTimeout = s.WorkerTimeout - time.Second }, "visibility timeout"},
 		{"visibility misses the batching window", func(s *settings.Settings) { s.VisibilityTimeout = s.WorkerTimeout + s.BatchWindow - time.Second }, "batching window"},
 		{"attempt + margin over worker timeout", func(s *settings.Settings) {
@@ -149,6 +154,8 @@ func TestValidateDeployment(t *testing.T) {
 			s.MaxConcurrency++
 		}, "reserved concurrency"},
 		{"a rule of Validate", func(s *settings.Settings) { s.Prefix = "" }, "prefix is empty"},
+		{"callbacks retried for less than a day", func(s *settings.Settings) { s.CallbackAttempts-- }, "under a day"},
+		{"loopback callbacks", func(s *settings.Settings) { s.CallbackLoopback = true }, "loopback"},
 	}
 	for _, tt := range refused {
 		t.Run(tt.name, func(t *testing.T) {

@@ -25,12 +25,32 @@ type QueueAPI interface {
 // stack does (retention, visibility, redrive), for local stacks. It is
 // idempotent: existing queues get their attributes set to the settings.
 func CreateQueues(ctx context.Context, c QueueAPI, s settings.Settings) (url, dlqURL string, err error) {
+	return createPair(ctx, c, pair{name: s.QueueName(), dlq: s.DLQName(), visibility: s.VisibilityTimeout,
+		retention: s.QueueRetention, dlqRetention: s.DLQRetention, maxReceives: s.MaxReceiveCount})
+}
+
+// CreateCallbackQueues makes the callback queue and its dead letter queue
+// as the CDK stack does, for local stacks (docs/webhooks.md).
+func CreateCallbackQueues(ctx context.Context, c QueueAPI, s settings.Settings) (url, dlqURL string, err error) {
+	return createPair(ctx, c, pair{name: s.CallbackQueueName(), dlq: s.CallbackDLQName(), visibility: s.CallbackVisibility(),
+		retention: s.QueueRetention, dlqRetention: s.DLQRetention, maxReceives: s.CallbackMaxReceives()})
+}
+
+// pair is a queue and its dead letter queue.
+type pair struct {
+	name, dlq             string
+	visibility, retention time.Duration
+	dlqRetention          time.Duration
+	maxReceives           int
+}
+
+func createPair(ctx context.Context, c QueueAPI, p pair) (url, dlqURL string, err error) {
 	dlq, err := c.CreateQueue(ctx, &awssqs.CreateQueueInput{
-		QueueName:  aws.String(s.DLQName()),
-		Attributes: map[string]string{string(types.QueueAttributeNameMessageRetentionPeriod): seconds(s.DLQRetention)},
+		QueueName:  aws.String(p.dlq),
+		Attributes: map[string]string{string(types.QueueAttributeNameMessageRetentionPeriod): seconds(p.dlqRetention)},
 	})
 	if err != nil {
-		return "", "", fmt.Errorf("create dead letter queue %s: %w", s.DLQName(), err)
+		return "", "", fmt.Errorf("create dead letter queue %s: %w", p.dlq, err)
 	}
 	attrs, err := c.GetQueueAttributes(ctx, &awssqs.GetQueueAttributesInput{
 		QueueUrl: dlq.QueueUrl, AttributeNames: []types.QueueAttributeName{types.QueueAttributeNameQueueArn},
@@ -40,22 +60,22 @@ func CreateQueues(ctx context.Context, c QueueAPI, s settings.Settings) (url, dl
 	}
 	redrive, _ := json.Marshal(map[string]string{
 		"deadLetterTargetArn": attrs.Attributes[string(types.QueueAttributeNameQueueArn)],
-		"maxReceiveCount":     strconv.Itoa(s.MaxReceiveCount),
+		"maxReceiveCount":     strconv.Itoa(p.maxReceives),
 	})
 	want := map[string]string{
-		string(types.QueueAttributeNameVisibilityTimeout):      seconds(s.VisibilityTimeout),
-		string(types.QueueAttributeNameMessageRetentionPeriod): seconds(s.QueueRetention),
+		string(types.QueueAttributeNameVisibilityTimeout):      seconds(p.visibility),
+		string(types.QueueAttributeNameMessageRetentionPeriod): seconds(p.retention),
 		string(types.QueueAttributeNameRedrivePolicy):          string(redrive),
 	}
-	q, err := c.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String(s.QueueName()), Attributes: want})
+	q, err := c.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String(p.name), Attributes: want})
 	if err != nil {
 		// An existing queue with other attributes: bring it to the settings.
-		q, err = c.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String(s.QueueName())})
+		q, err = c.CreateQueue(ctx, &awssqs.CreateQueueInput{QueueName: aws.String(p.name)})
 		if err != nil {
-			return "", "", fmt.Errorf("create queue %s: %w", s.QueueName(), err)
+			return "", "", fmt.Errorf("create queue %s: %w", p.name, err)
 		}
 		if _, err := c.SetQueueAttributes(ctx, &awssqs.SetQueueAttributesInput{QueueUrl: q.QueueUrl, Attributes: want}); err != nil {
-			return "", "", fmt.Errorf("set queue attributes of %s: %w", s.QueueName(), err)
+			return "", "", fmt.Errorf("set queue attributes of %s: %w", p.name, err)
 		}
 	}
 	return aws.ToString(q.QueueUrl), aws.ToString(dlq.QueueUrl), nil

@@ -143,3 +143,21 @@ func Verify(secrets []Secret, h http.Header, body []byte, now time.Time, toleran
 	}
 	return ErrNoMatch
 }
+
+// ParseSecrets reads the signing secrets as stored (docs/webhooks.md): the
+// current "whsec_..." first, then, during a rotation, the previous one,
+// separated by white space.
+func ParseSecrets(s string) ([]Secret, error) {
+	var out []Secret
+	for _, f := range strings.Fields(s) {
+		sec, err := ParseSecret(f)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sec)
+	}
+	if len(out) == 0 || len(out) > 2 {
+		return nil, fmt.Errorf("webhook: want one signing secret, or two during a rotation; got %d", len(out))
+	}
+	return out, nil
+}
