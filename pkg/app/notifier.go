@@ -45,8 +45,8 @@ func (a *App) wireNotifier(ctx context.Context, o Options, sq *awssqs.Client, me
 		Store: a.Store, Queue: a.CallbackQueue, Changes: dynamodb.StreamChange,
 		HTTP:    webhook.Policy{AllowLoopback: s.CallbackLoopback}.Client(s.CallbackTimeout),
 		Secrets: secrets, Timeout: s.CallbackTimeout,
-		Retry:   notifier.Retry{Base: s.CallbackRetryBase, Max: s.CallbackRetryMax, Attempts: s.CallbackAttempts},
-		Clock:   o.Clock, Metrics: metrics, Logger: o.Logger,
+		Retry: notifier.Retry{Base: s.CallbackRetryBase, Max: s.CallbackRetryMax, Attempts: s.CallbackAttempts},
+		Clock: o.Clock, Metrics: metrics, Logger: o.Logger,
 	})
 	return nil
 }
