@@ -78,7 +78,9 @@ func DynamoDB(cfg aws.Config) *dynamodb.Client {
 
 // DynamoDBStreams builds a DynamoDB Streams client for cfg, for the dev
 // server's stream event source mapping.
-func DynamoDBStreams(cfg aws.Config) *dynamodbstreams.Client { return dynamodbstreams.NewFromConfig(cfg) }
+func DynamoDBStreams(cfg aws.Config) *dynamodbstreams.Client {
+	return dynamodbstreams.NewFromConfig(cfg)
+}
 
 // SQS builds an SQS client for cfg.
 func SQS(cfg aws.Config) *sqs.Client { return sqs.NewFromConfig(cfg) }
