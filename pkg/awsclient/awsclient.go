@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	smithymw "github.com/aws/smithy-go/middleware"
@@ -26,8 +27,8 @@ type Config struct {
 	Endpoint string
 	// Counter, when set, counts every API call by operation.
 	Counter *Counter
-	// CallTimeout, when set, bounds every DynamoDB, SQS and Secrets
-	// Manager call, the SDK's retries included (a long poll's wait is
+	// CallTimeout, when set, bounds every DynamoDB, DynamoDB Streams, SQS
+	// and Secrets Manager call, the SDK's retries included (a long poll's wait is
 	// added): a stalled call fails instead of hanging its caller.
 	CallTimeout time.Duration
 	// APIOptions are added to every client's middleware stack after the
@@ -73,6 +74,12 @@ func DynamoDB(cfg aws.Config) *dynamodb.Client {
 			o.DisableValidateResponseChecksum = true
 		}
 	})
+}
+
+// DynamoDBStreams builds a DynamoDB Streams client for cfg, for the dev
+// server's stream event source mapping.
+func DynamoDBStreams(cfg aws.Config) *dynamodbstreams.Client {
+	return dynamodbstreams.NewFromConfig(cfg)
 }
 
 // SQS builds an SQS client for cfg.

@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/aijobs/aijobs/pkg/awsclient"
@@ -60,6 +61,12 @@ func TestEveryStoreAndQueueCallHasADeadline(t *testing.T) {
 		ReceiptHandle: aws.String("r"), VisibilityTimeout: 30})
 	if took := time.Since(start); err == nil || took > 2*time.Second {
 		t.Fatalf("ChangeMessageVisibility: err %v after %s, want a failure within the deadline", err, took)
+	}
+
+	start = time.Now()
+	_, err = awsclient.DynamoDBStreams(cfg).GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: aws.String("i")})
+	if took := time.Since(start); err == nil || took > 2*time.Second {
+		t.Fatalf("GetRecords: err %v after %s, want a failure within the deadline", err, took)
 	}
 
 	// A long poll gets its wait on top of the deadline, and no more.

@@ -2,9 +2,7 @@ package devserver
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
-	"runtime/debug"
 	"sync"
 	"time"
 
@@ -130,57 +128,14 @@ func (p *Poller) invoke(ctx context.Context, batch []events.SQSMessage) {
 }
 
 // call runs one invocation as Lambda does and reports whether it
-// succeeded. It fails, and the whole batch stays for redelivery, when the
-// handler returns an error, panics, or has not returned when the function
-// timeout ends: AWS returns every message of a failed or timed-out
-// invocation to the queue, whatever the handler reported
+// succeeded. When it fails (an error, a panic, the function timeout) the
+// whole batch stays for redelivery: AWS returns every message of a failed
+// or timed-out invocation to the queue, whatever the handler reported
 // (https://docs.aws.amazon.com/lambda/latest/dg/services-sqs-errorhandling.html).
-// A timed-out or panicked invocation's context is cancelled (Lambda stops
-// the sandbox) and the slot takes the next batch at once; a late handler's
-// answer is dropped. A panic in a goroutine the handler started is not
-// recoverable here: it ends the dev server, as it ends the sandbox in AWS.
-// The emulator cannot kill the handler's other goroutines, so unlike AWS
-// they see the cancellation and may still record their attempts.
 func (p *Poller) call(ctx context.Context, batch []events.SQSMessage) (events.SQSEventResponse, bool) {
-	type result struct {
-		resp     events.SQSEventResponse
-		err      error
-		panicked any
-		stack    string
-	}
-	ictx, cancel := context.WithTimeout(ctx, p.FunctionTimeout)
-	defer cancel()
-	done := make(chan result, 1) // a late handler's send never blocks
-	p.inflight.Add(1)
-	go func() {
-		defer p.inflight.Done()
-		defer func() {
-			if v := recover(); v != nil {
-				done <- result{panicked: v, stack: string(debug.Stack())}
-			}
-		}()
-		resp, err := p.Handler(ictx, events.SQSEvent{Records: batch})
-		done <- result{resp: resp, err: err}
-	}()
-	timer := time.NewTimer(p.FunctionTimeout)
-	defer timer.Stop()
-	select {
-	case r := <-done:
-		switch {
-		case r.panicked != nil:
-			p.Logger.Error("poller: worker invocation panicked (in AWS the sandbox dies); the whole batch returns to the queue",
-				"panic", fmt.Sprint(r.panicked), "stack", r.stack, "messages", len(batch))
-			return events.SQSEventResponse{}, false
-		case r.err != nil:
-			p.Logger.Error("poller: worker invocation failed; the whole batch returns to the queue", "err", r.err, "messages", len(batch))
-			return events.SQSEventResponse{}, false
-		}
-		return r.resp, true
-	case <-timer.C:
-		p.Logger.Error("poller: worker invocation overran its function timeout; the whole batch returns to the queue and nothing it reports counts",
-			"timeout", p.FunctionTimeout.String(), "messages", len(batch))
-		return events.SQSEventResponse{}, false
-	}
+	in := invocation{function: "worker", failed: "the whole batch returns to the queue", timeout: p.FunctionTimeout,
+		inflight: &p.inflight, logger: p.Logger}
+	return invoke(ctx, in, p.Handler, events.SQSEvent{Records: batch}, len(batch))
 }
 
 func sleep(ctx context.Context, d time.Duration) {

@@ -12,17 +12,19 @@ import (
 )
 
 // Server runs the gateway and the poller together until its context ends,
-// and, as the schedule does in AWS, the reconciler's sweep every
-// SweepEvery (never when either is unset).
+// the stream poller with them when Streams is set, and, as the schedule
+// does in AWS, the reconciler's sweep every SweepEvery (never when either
+// is unset).
 type Server struct {
 	Gateway    *Gateway
 	Poller     *Poller
+	Streams    *StreamPoller
 	Sweep      func(context.Context)
 	SweepEvery time.Duration
 	Logger     *slog.Logger
 }
 
-// Serve answers HTTP on ln and polls the queue until ctx ends, then stops
+// Serve answers HTTP on ln and polls the queue (and the stream) until ctx ends, then stops
 // accepting requests, cancels in-flight invocations and waits for them.
 func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 	ctx, stop := context.WithCancel(ctx)
@@ -34,6 +36,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		defer wg.Done()
 		s.Poller.Run(ctx)
 	}()
+	if s.Streams != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.Streams.Run(ctx)
+		}()
+	}
 	if s.Sweep != nil && s.SweepEvery > 0 {
 		wg.Add(1)
 		go func() {

@@ -29,9 +29,11 @@ const (
 )
 
 // CreateTable makes the jobs table as the CDK stack does (on demand, the
-// sparse failure index, the tenant and active indexes, TTL on expires_at),
-// for local stacks. It is
-// idempotent and returns once the table is ACTIVE.
+// sparse failure index, the tenant and active indexes, TTL on expires_at,
+// a stream of new and old images for the notifier), for local stacks. It
+// is idempotent and returns once the table is ACTIVE. A table that already
+// exists keeps its shape: one created before the stream was added has
+// none, and pkg/dynamodbstreams.Find says so.
 func CreateTable(ctx context.Context, c TableAPI, table string, st settings.Settings) error {
 	_, err := c.CreateTable(ctx, &ddb.CreateTableInput{
 		TableName:   aws.String(table),
@@ -45,6 +47,9 @@ func CreateTable(ctx context.Context, c TableAPI, table string, st settings.Sett
 			{AttributeName: aws.String(aActivePK), AttributeType: types.ScalarAttributeTypeS},
 		},
 		KeySchema: []types.KeySchemaElement{{AttributeName: aws.String(aID), KeyType: types.KeyTypeHash}},
+		StreamSpecification: &types.StreamSpecification{
+			StreamEnabled: aws.Bool(true), StreamViewType: types.StreamViewTypeNewAndOldImages,
+		},
 		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{
 			{
 				IndexName: aws.String(st.FailureIndex),

@@ -13,7 +13,8 @@ import (
 )
 
 // TestCreateTable: a second and third create succeed (the dev server runs
-// it at every start), and the table has the shape the store relies on.
+// it at every start), and the table has the shape the store relies on,
+// with the stream the notifier reads.
 func TestCreateTable(t *testing.T) {
 	c, table := newTable(t)
 	st := settings.Defaults()
@@ -35,6 +36,10 @@ func TestCreateTable(t *testing.T) {
 	}
 	if d.BillingModeSummary == nil || d.BillingModeSummary.BillingMode != types.BillingModePayPerRequest {
 		t.Errorf("billing mode %+v, want PAY_PER_REQUEST", d.BillingModeSummary)
+	}
+	if s := d.StreamSpecification; s == nil || !aws.ToBool(s.StreamEnabled) || s.StreamViewType != types.StreamViewTypeNewAndOldImages ||
+		aws.ToString(d.LatestStreamArn) == "" {
+		t.Errorf("stream %+v, arn %q: want NEW_AND_OLD_IMAGES, enabled", s, aws.ToString(d.LatestStreamArn))
 	}
 	// Each index by name: its keys, projection type and projected attributes.
 	type index struct {
