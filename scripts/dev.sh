@@ -27,6 +27,7 @@ if [ -z "${AWS_ENDPOINT_URL:-}" ]; then
   fi
 fi
 export AWS_REGION=${AWS_REGION:-us-east-1}
-AIJOBS_METRICS=${AIJOBS_METRICS:-off} bin/aijobs-dev &
+# The dev server's callbacks may go to receivers on this machine over http.
+AIJOBS_METRICS=${AIJOBS_METRICS:-off} AIJOBS_CALLBACK_ALLOW_LOOPBACK=${AIJOBS_CALLBACK_ALLOW_LOOPBACK:-true} bin/aijobs-dev &
 pids+=($!)
 wait -n "${pids[@]}"

@@ -18,6 +18,7 @@ import (
 	"github.com/aijobs/aijobs/pkg/awsclient"
 	"github.com/aijobs/aijobs/pkg/config"
 	"github.com/aijobs/aijobs/pkg/dynamodb"
+	"github.com/aijobs/aijobs/pkg/dynamodbstreams"
 	"github.com/aijobs/aijobs/pkg/emf"
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/model"
@@ -84,7 +85,10 @@ type App struct {
 	CallbackQueue *sqs.Queue
 	// WebhookSecretCreated says the dev server made the signing secret now.
 	WebhookSecretCreated bool
-	Logger               *slog.Logger
+	// Stream is the jobs table's stream, which the dev server feeds to the
+	// notifier (in AWS an event source mapping does).
+	Stream *dynamodbstreams.Stream
+	Logger *slog.Logger
 }
 
 // New wires the system described by cfg.
@@ -138,6 +142,11 @@ func New(ctx context.Context, cfg config.Config, o Options) (*App, error) {
 	if cfg.Callbacks && (o.Role == All || o.Role == NotifierRole) {
 		if err := a.wireNotifier(ctx, o, sq, notifierMetrics, o.CreateResources); err != nil {
 			return nil, err
+		}
+		if o.CreateResources {
+			if a.Stream, err = dynamodbstreams.Find(ctx, ddb, awsclient.DynamoDBStreams(awsCfg), cfg.Table); err != nil {
+				return nil, fmt.Errorf("app: %w", err)
+			}
 		}
 	}
 	if o.Role == All || o.Role == WorkerRole {

@@ -31,17 +31,30 @@ func Banner(a *App, addr string) string {
 		}
 		fmt.Fprintf(&routes, "\n    %-10s %s", name, strings.Join(rungs, " -> "))
 	}
+	callbacks := "off (AIJOBS_CALLBACKS=false)"
+	if a.Notifier != nil {
+		made := "read from"
+		if a.WebhookSecretCreated {
+			made = "created now in"
+		}
+		callbacks = fmt.Sprintf("on; signing secret %s Secrets Manager %q (aws secretsmanager get-secret-value --secret-id %s)",
+			made, a.Config.WebhookSecretID, a.Config.WebhookSecretID)
+		if a.Config.Settings.CallbackLoopback {
+			callbacks += "; http to loopback allowed"
+		}
+	}
 	return fmt.Sprintf(`aijobs dev server
   API:      http://%[1]s
   AWS:      %[2]s  table %[3]s
   queue:    %[4]s
   routes:%[5]s
   reconciler: every %[6]s
+  callbacks: %[7]s
 Try it:
   curl -s -X POST http://%[1]s/jobs -H 'Authorization: Bearer tenant-a' -H 'Idempotency-Key: hello-1' \
     -H 'Content-Type: application/json' -d '{"input":{"messages":[{"role":"user","content":"Say hello"}]}}'
   curl -s http://%[1]s/jobs/<id> -H 'Authorization: Bearer tenant-a'
   curl -s http://%[1]s/jobs -H 'Authorization: Bearer tenant-a'
 Ctrl-C stops it.
-`, addr, endpoint, a.Config.Table, a.Config.QueueURL, routes.String(), a.Config.Settings.ReconcileEvery)
+`, addr, endpoint, a.Config.Table, a.Config.QueueURL, routes.String(), a.Config.Settings.ReconcileEvery, callbacks)
 }

@@ -24,5 +24,38 @@ func (a *App) DevServer() *devserver.Server {
 		},
 		SweepEvery: s.ReconcileEvery,
 		Logger:     a.Logger,
+		Streams:    a.streamPoller(),
+		Callbacks:  a.callbackPoller(),
 	}
 }
+
+// streamPoller feeds the table's stream to the notifier as the stack's
+// event source mapping does (docs/webhooks.md): in order per shard, a
+// failed notice holding its shard, retried without end.
+func (a *App) streamPoller() *devserver.StreamPoller {
+	if a.Notifier == nil || a.Stream == nil {
+		return nil
+	}
+	s := a.Config.Settings
+	return &devserver.StreamPoller{Source: a.Stream, Handler: a.Notifier.Stream, BatchSize: StreamBatchSize,
+		FunctionTimeout: s.NotifierTimeout, MaxRetries: -1, Logger: a.Logger}
+}
+
+// callbackPoller feeds the callback queue to the notifier's deliveries.
+func (a *App) callbackPoller() *devserver.Poller {
+	if a.Notifier == nil {
+		return nil
+	}
+	s := a.Config.Settings
+	return &devserver.Poller{Source: a.CallbackQueue, Handler: a.Notifier.Deliver, BatchSize: s.CallbackBatchSize,
+		Concurrency: CallbackConcurrency, FunctionTimeout: s.NotifierTimeout,
+		QueueARN: "arn:aws:sqs:" + a.AWS.Region + ":000000000000:" + s.CallbackQueueName(), Region: a.AWS.Region, Logger: a.Logger}
+}
+
+// The notifier's event source numbers, the same in the stack
+// (infra/notifier.go) and the dev server: a stream batch as large as
+// Lambda's default for streams, and a few concurrent deliveries.
+const (
+	StreamBatchSize     = 100
+	CallbackConcurrency = 5
+)

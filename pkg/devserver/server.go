@@ -12,13 +12,14 @@ import (
 )
 
 // Server runs the gateway and the poller together until its context ends,
-// the stream poller with them when Streams is set, and, as the schedule
-// does in AWS, the reconciler's sweep every SweepEvery (never when either
-// is unset).
+// the stream poller and the callback queue's poller with them when set
+// (the notifier's two event sources), and, as the schedule does in AWS,
+// the reconciler's sweep every SweepEvery (never when either is unset).
 type Server struct {
 	Gateway    *Gateway
 	Poller     *Poller
 	Streams    *StreamPoller
+	Callbacks  *Poller
 	Sweep      func(context.Context)
 	SweepEvery time.Duration
 	Logger     *slog.Logger
@@ -41,6 +42,13 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 		go func() {
 			defer wg.Done()
 			s.Streams.Run(ctx)
+		}()
+	}
+	if s.Callbacks != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.Callbacks.Run(ctx)
 		}()
 	}
 	if s.Sweep != nil && s.SweepEvery > 0 {
