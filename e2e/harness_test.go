@@ -73,15 +73,24 @@ func testEnv(prefix, endpoint string) map[string]string {
 		// kumo on a loaded CI machine can take seconds to answer; the
 		// deadline still ends a stalled call, just later.
 		"AIJOBS_AWS_CALL_TIMEOUT": "15s",
+		// Callbacks go to receivers in the test, on loopback, and retry on
+		// a schedule of seconds.
+		"AIJOBS_CALLBACK_ALLOW_LOOPBACK": "true",
+		"AIJOBS_CALLBACK_TIMEOUT":        "1s",
+		"AIJOBS_CALLBACK_RETRY_BASE":     "200ms",
+		"AIJOBS_CALLBACK_RETRY_MAX":      "1s",
+		"AIJOBS_NOTIFIER_TIMEOUT":        "6s",
 	}
 }
 
 // stack is one dev server with its own table and queues.
 type stack struct {
-	t      *testing.T
-	url    string
-	app    *app.App
-	fake   *fake.Provider
+	t    *testing.T
+	url  string
+	app  *app.App
+	fake *fake.Provider
+	// calls counts every AWS call the stack's handlers make.
+	calls  *awsclient.Counter
 	ddb    *awsddb.Client
 	sqs    *awssqs.Client
 	client *http.Client
@@ -106,7 +115,8 @@ func startStackWith(t *testing.T, overrides map[string]string, fakeModel bool) *
 	}
 	f := fake.New(fake.Config{Latency: cfg.Shortcut.FakeLatency, Price: cfg.Shortcut.Price})
 	ctx, cancel := context.WithCancel(context.Background())
-	opts := app.Options{CreateResources: true}
+	calls := awsclient.NewCounter()
+	opts := app.Options{CreateResources: true, Counter: calls}
 	if fakeModel {
 		opts.EveryProvider = f
 	}
@@ -129,7 +139,7 @@ func startStackWith(t *testing.T, overrides map[string]string, fakeModel bool) *
 		}
 	})
 	awsCfg := awstest.Config(t, nil)
-	return &stack{t: t, url: "http://" + ln.Addr().String(), app: a, fake: f,
+	return &stack{t: t, url: "http://" + ln.Addr().String(), app: a, fake: f, calls: calls,
 		ddb: awsclient.DynamoDB(awsCfg), sqs: awsclient.SQS(awsCfg), client: apiClient(t)}
 }
 

@@ -1,0 +1,261 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aijobs/aijobs/pkg/api"
+	"github.com/aijobs/aijobs/pkg/awsclient"
+	"github.com/aijobs/aijobs/pkg/secretsmanager"
+	"github.com/aijobs/aijobs/pkg/webhook"
+)
+
+// receiver is a callback target as a user would write one: it verifies
+// every request with the deployment's signing secret, acknowledges a
+// webhook-id once, and keeps the highest version per job. fault, when
+// set, decides what the n-th request meets instead of an answer.
+type receiver struct {
+	t       *testing.T
+	secrets []webhook.Secret
+	srv     *httptest.Server
+	fault   func(n int) string // "", "drop", "500", "slow"
+
+	mu       sync.Mutex
+	requests int
+	forged   int
+	acked    map[string]time.Time // webhook-id -> first acknowledged
+	byJob    map[string][]string  // job id -> distinct webhook-ids acknowledged
+	latency  []time.Duration      // terminal write -> first acknowledgement
+	types    map[string]string    // job id -> event type
+}
+
+func newReceiver(t *testing.T, s *stack) *receiver {
+	t.Helper()
+	text, err := secretsmanager.New(awsclient.SecretsManager(s.app.AWS)).String(t.Context(), s.app.Config.WebhookSecretID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	secrets, err := webhook.ParseSecrets(text)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &receiver{t: t, secrets: secrets, acked: map[string]time.Time{}, byJob: map[string][]string{}, types: map[string]string{}}
+	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
+	t.Cleanup(r.srv.Close)
+	return r
+}
+
+func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
+	body, _ := io.ReadAll(req.Body)
+	now := time.Now()
+	r.mu.Lock()
+	n := r.requests
+	r.requests++
+	r.mu.Unlock()
+	fault := ""
+	if r.fault != nil {
+		fault = r.fault(n)
+	}
+	switch fault {
+	case "drop": // the receiver's process is down: no answer at all
+		if hj, ok := w.(http.Hijacker); ok {
+			if c, _, err := hj.Hijack(); err == nil {
+				_ = c.Close()
+				return
+			}
+		}
+	case "500":
+		w.WriteHeader(http.StatusInternalServerError)
+		return
+	case "slow": // longer than the notifier waits
+		time.Sleep(1500 * time.Millisecond)
+	}
+	if err := webhook.Verify(r.secrets, req.Header, body, time.Now(), 0); err != nil {
+		r.mu.Lock()
+		r.forged++
+		r.mu.Unlock()
+		w.WriteHeader(http.StatusUnauthorized)
+		return
+	}
+	var ev api.WebhookEvent
+	if err := json.Unmarshal(body, &ev); err != nil {
+		r.t.Errorf("a verified delivery that is not a WebhookEvent: %s", body)
+		w.WriteHeader(http.StatusBadRequest)
+		return
+	}
+	id := req.Header.Get(webhook.HeaderID)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, seen := r.acked[id]; !seen && fault != "slow" {
+		r.acked[id] = now
+		r.byJob[ev.Data.ID] = append(r.byJob[ev.Data.ID], id)
+		r.types[ev.Data.ID] = ev.Type
+		r.latency = append(r.latency, now.Sub(ev.Data.UpdatedAt.Time))
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (r *receiver) snapshot() (acked map[string][]string, types map[string]string, forged, requests int, latency []time.Duration) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	acked = map[string][]string{}
+	for k, v := range r.byJob {
+		acked[k] = slices.Clone(v)
+	}
+	types = map[string]string{}
+	for k, v := range r.types {
+		types[k] = v
+	}
+	return acked, types, r.forged, r.requests, slices.Clone(r.latency)
+}
+
+// Every terminal job with a callback is acknowledged exactly once by a
+// receiver that is down for a while, then answers 500 or too slowly to
+// every other request: each request it gets is signed with the
+// deployment's secret, each job's delivery keeps one webhook-id through
+// its retries, and the record shows the delivery.
+func TestEveryTerminalJobIsDeliveredOnceThroughAFaultyReceiver(t *testing.T) {
+	s := startStack(t, nil)
+	r := newReceiver(t, s)
+	start := time.Now()
+	r.fault = func(n int) string {
+		switch {
+		case time.Since(start) < 2*time.Second:
+			return "drop"
+		case n%3 == 0:
+			return "500"
+		case n%5 == 1:
+			return "slow"
+		}
+		return ""
+	}
+	const n = 24
+	ids := map[string]string{} // id -> the terminal state wanted
+	for i := range n {
+		content, want := fmt.Sprintf("cb %d", i), "succeeded"
+		if i%6 == 5 {
+			content, want = fmt.Sprintf("cb %d [[fake:fail=content_filtered]]", i), "failed"
+		}
+		extra := fmt.Sprintf(`"callback_url":%q`, r.srv.URL+"/hooks?n="+fmt.Sprint(i))
+		ids[s.submit("tenant-a", fmt.Sprintf("cb-%d", i), jobBody(content, extra))] = want
+	}
+	// One without a callback: nothing may be delivered for it.
+	quiet := s.submit("tenant-a", "no-callback", jobBody("quiet", ""))
+	for id, want := range ids {
+		s.wait("tenant-a", id, 20*time.Second, want)
+	}
+	s.wait("tenant-a", quiet, 20*time.Second, "succeeded")
+
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		acked, _, _, _, _ := r.snapshot()
+		if len(acked) >= n || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	acked, types, forged, requests, _ := r.snapshot()
+	if forged != 0 {
+		t.Fatalf("%d requests failed verification", forged)
+	}
+	for id, want := range ids {
+		if len(acked[id]) != 1 || types[id] != "job."+want {
+			t.Errorf("job %s (%s): acknowledged webhook-ids %v, type %q", id, want, acked[id], types[id])
+		}
+		v := s.get("tenant-a", id).body
+		cb, _ := v["callback"].(map[string]any)
+		if cb == nil || num(cb, "delivered_version") == "0" || cb["delivered_at"] == nil {
+			t.Errorf("job %s's view shows no delivery: %v", id, cb)
+		}
+	}
+	if _, ok := acked[quiet]; ok || len(acked) != n {
+		t.Fatalf("%d jobs acknowledged, want %d (and none for the job without a callback)", len(acked), n)
+	}
+	t.Logf("%d jobs, %d callback requests to a faulty receiver (down 2 s, then 1 in 3 answered 500 and some too slowly): each job acknowledged once, every request signed",
+		n, requests)
+}
+
+// Latency from a job's terminal write to its receiver's acknowledgement,
+// and the AWS calls a callback adds per job, on a healthy receiver.
+// Streams reads are left out of the count: in AWS, GetRecords calls made
+// by Lambda for a DynamoDB trigger are not charged (Amazon DynamoDB
+// pricing, "DynamoDB Streams": "GetRecords API calls invoked by AWS Lambda
+// as part of DynamoDB triggers are free").
+func TestCallbackLatencyAndCallsPerJob(t *testing.T) {
+	s := startStack(t, nil)
+	r := newReceiver(t, s)
+	const n = 40
+	run := func(name, extra string) map[string]int {
+		s.calls.Reset()
+		var ids []string
+		for i := range n {
+			ids = append(ids, s.submit("tenant-a", fmt.Sprintf("%s-%d", name, i), jobBody(fmt.Sprintf("%s %d", name, i), extra)))
+		}
+		for _, id := range ids {
+			s.wait("tenant-a", id, 20*time.Second, "succeeded")
+		}
+		if extra != "" {
+			deadline := time.Now().Add(20 * time.Second)
+			for {
+				acked, _, _, _, _ := r.snapshot()
+				if len(acked) >= n || time.Now().After(deadline) {
+					break
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			time.Sleep(500 * time.Millisecond) // the last delivery's record write
+		}
+		return s.calls.Snapshot()
+	}
+	without := run("plain", "")
+	with := run("hooked", fmt.Sprintf(`"callback_url":%q`, r.srv.URL+"/hook"))
+	acked, _, forged, _, latency := r.snapshot()
+	if len(acked) != n || forged != 0 {
+		t.Fatalf("%d of %d acknowledged, %d forged", len(acked), n, forged)
+	}
+	count := func(m map[string]int) (total int, ops []string) {
+		for op, c := range m {
+			if strings.HasPrefix(op, "DynamoDB Streams.") {
+				continue
+			}
+			total += c
+			ops = append(ops, fmt.Sprintf("%s=%d", op, c))
+		}
+		sort.Strings(ops)
+		return total, ops
+	}
+	a, aops := count(without)
+	b, bops := count(with)
+	slices.Sort(latency)
+	p := func(q float64) time.Duration { return latency[min(len(latency)-1, int(q*float64(len(latency))))] }
+	t.Logf("callback latency, terminal write to receipt (%d jobs, kumo): p50 %s, p99 %s", n, p(0.50).Round(time.Millisecond), p(0.99).Round(time.Millisecond))
+	t.Logf("AWS calls per job (polls included, streams reads free): %.2f without a callback, %.2f with one (+%.2f)",
+		float64(a)/n, float64(b)/n, float64(b-a)/n)
+	t.Logf("without: %s", strings.Join(aops, " "))
+	t.Logf("with:    %s", strings.Join(bops, " "))
+	if p(0.99) > 10*time.Second {
+		t.Errorf("p99 callback latency %s on a healthy receiver", p(0.99))
+	}
+}
+
+func TestACallbackToAPrivateAddressIsRefusedAtCreate(t *testing.T) {
+	s := startStack(t, nil)
+	for _, url := range []string{"https://10.0.0.8/hook", "http://169.254.169.254/latest/meta-data/", "https://[fd00:ec2::254]/"} {
+		r := s.do("POST", "/jobs", "tenant-a", map[string]string{"Idempotency-Key": "private-" + url}, jobBody("x", fmt.Sprintf(`"callback_url":%q`, url)))
+		if r.status != http.StatusBadRequest || r.body["code"] != "invalid_request" || r.body["field"] != "callback_url" {
+			t.Fatalf("%s: %d %s", url, r.status, r.raw)
+		}
+	}
+	if r := s.do("GET", "/jobs", "tenant-a", nil, ""); len(r.body["jobs"].([]any)) != 0 {
+		t.Fatalf("a refused create left a job: %s", r.raw)
+	}
+}
