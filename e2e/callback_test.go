@@ -19,6 +19,9 @@ import (
 	"github.com/aijobs/aijobs/pkg/webhook"
 )
 
+// callbackEnv turns the notifier on (the dev server's default).
+var callbackEnv = map[string]string{"AIJOBS_CALLBACKS": "true"}
+
 // receiver is a callback target as a user would write one: it verifies
 // every request with the deployment's signing secret, acknowledges a
 // webhook-id once, and keeps the highest version per job. fault, when
@@ -124,7 +127,7 @@ func (r *receiver) snapshot() (acked map[string][]string, types map[string]strin
 // deployment's secret, each job's delivery keeps one webhook-id through
 // its retries, and the record shows the delivery.
 func TestEveryTerminalJobIsDeliveredOnceThroughAFaultyReceiver(t *testing.T) {
-	s := startStack(t, nil)
+	s := startStack(t, callbackEnv)
 	r := newReceiver(t, s)
 	start := time.Now()
 	r.fault = func(n int) string {
@@ -191,7 +194,7 @@ func TestEveryTerminalJobIsDeliveredOnceThroughAFaultyReceiver(t *testing.T) {
 // pricing, "DynamoDB Streams": "GetRecords API calls invoked by AWS Lambda
 // as part of DynamoDB triggers are free").
 func TestCallbackLatencyAndCallsPerJob(t *testing.T) {
-	s := startStack(t, nil)
+	s := startStack(t, callbackEnv)
 	r := newReceiver(t, s)
 	const n = 40
 	run := func(name, extra string) map[string]int {
@@ -248,7 +251,7 @@ func TestCallbackLatencyAndCallsPerJob(t *testing.T) {
 }
 
 func TestACallbackToAPrivateAddressIsRefusedAtCreate(t *testing.T) {
-	s := startStack(t, nil)
+	s := startStack(t, callbackEnv)
 	for _, url := range []string{"https://10.0.0.8/hook", "http://169.254.169.254/latest/meta-data/", "https://[fd00:ec2::254]/"} {
 		r := s.do("POST", "/jobs", "tenant-a", map[string]string{"Idempotency-Key": "private-" + url}, jobBody("x", fmt.Sprintf(`"callback_url":%q`, url)))
 		if r.status != http.StatusBadRequest || r.body["code"] != "invalid_request" || r.body["field"] != "callback_url" {
