@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aijobs/aijobs/internal/apispec"
 	"github.com/aijobs/aijobs/pkg/api"
 	"github.com/aijobs/aijobs/pkg/awsclient"
 	"github.com/aijobs/aijobs/pkg/secretsmanager"
@@ -88,6 +89,9 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 		r.mu.Unlock()
 		w.WriteHeader(http.StatusUnauthorized)
 		return
+	}
+	if v, err := apispec.Default(); err != nil || v.CheckWebhook(req.Header, body) != nil {
+		r.t.Errorf("a verified delivery that docs/openapi.yaml does not declare: %v %v", err, v.CheckWebhook(req.Header, body))
 	}
 	var ev api.WebhookEvent
 	if err := json.Unmarshal(body, &ev); err != nil {
