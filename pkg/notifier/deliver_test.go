@@ -1,7 +1,9 @@
 package notifier_test
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
 	"strconv"
 	"testing"
@@ -11,6 +13,7 @@ import (
 
 	"github.com/aijobs/aijobs/pkg/api"
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/memstore"
 	"github.com/aijobs/aijobs/pkg/notifier"
 	"github.com/aijobs/aijobs/pkg/webhook"
 )
@@ -182,5 +185,60 @@ func TestTheScheduleSpansADayWithTheDefaults(t *testing.T) {
 	short.Attempts--
 	if short.Span() >= 24*time.Hour {
 		t.Fatalf("one attempt fewer still spans %v: the default is not the least that does", short.Span())
+	}
+}
+
+// faultyStore fails reads while readFails > 0 and records while
+// recordFails > 0, each failure after the write landed when landed is set
+// (the SDK's answer lost), as issue F's faults do.
+type faultyStore struct {
+	*memstore.Store
+	readFails, recordFails int
+	landed                 bool
+}
+
+func (s *faultyStore) Get(ctx context.Context, id string) (job.Job, error) {
+	if s.readFails > 0 {
+		s.readFails--
+		return job.Job{}, &job.Error{Code: job.CodeUnavailable, Message: "the job store is unavailable", Err: errors.New("dynamodb: i/o timeout")}
+	}
+	return s.Store.Get(ctx, id)
+}
+
+func (s *faultyStore) RecordDelivery(ctx context.Context, d job.Delivery) (job.Job, error) {
+	if s.recordFails > 0 {
+		s.recordFails--
+		if s.landed {
+			_, _ = s.Store.RecordDelivery(ctx, d)
+		}
+		return job.Job{}, &job.Error{Code: job.CodeUnavailable, Message: "the job store is unavailable", Err: errors.New("dynamodb: connection reset")}
+	}
+	return s.Store.RecordDelivery(ctx, d)
+}
+
+func TestAStoreThatFailsNeverLosesADeliveryNorSendsItTwice(t *testing.T) {
+	f := newFixture(t)
+	fs := &faultyStore{Store: f.store, readFails: 1}
+	f = newFixtureWith(t, f, func(c *notifier.Config) { c.Store = fs })
+	r := newReceiver(t, f.secret)
+	j := f.job(t, "h", job.Succeeded, r.srv.URL)
+
+	// The read fails: no POST, the notice comes back later.
+	if resp := deliver(t, f, message(j.ID, 5, job.Succeeded, 1)); len(resp.BatchItemFailures) != 1 || len(r.deliveries()) != 0 {
+		t.Fatalf("unreadable job: failures %v, %d deliveries", resp.BatchItemFailures, len(r.deliveries()))
+	}
+	// The record write fails twice after landing, then works: the delivery
+	// stands, is recorded, and a repeat of the notice sends nothing.
+	fs.recordFails, fs.landed = 2, true
+	if resp := deliver(t, f, message(j.ID, 5, job.Succeeded, 2)); len(resp.BatchItemFailures) != 0 || len(r.deliveries()) != 1 {
+		t.Fatalf("failures %v, %d deliveries", resp.BatchItemFailures, len(r.deliveries()))
+	}
+	rec, _ := f.store.Get(t.Context(), j.ID)
+	if rec.Deliveries.DeliveredVersion != 5 {
+		t.Fatalf("record %+v", rec.Deliveries)
+	}
+	deliver(t, f, message(j.ID, 5, job.Succeeded, 3))
+	if len(r.deliveries()) != 1 {
+		t.Fatal("a recorded delivery was sent again")
 	}
 }

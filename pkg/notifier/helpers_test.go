@@ -123,7 +123,13 @@ type fixture struct {
 
 func newFixture(t *testing.T, mut ...func(*notifier.Config)) *fixture {
 	secret, _ := webhook.NewSecret()
-	f := &fixture{store: memstore.New(), queue: &queue{}, secret: secret}
+	return newFixtureWith(t, &fixture{store: memstore.New(), queue: &queue{}, secret: secret}, mut...)
+}
+
+// newFixtureWith builds f's notifier anew (its store, queue and secret
+// kept), with mut applied to the configuration.
+func newFixtureWith(t *testing.T, f *fixture, mut ...func(*notifier.Config)) *fixture {
+	secret := f.secret
 	cfg := notifier.Config{
 		Store: f.store, Queue: f.queue, HTTP: webhook.Policy{AllowLoopback: true}.Client(time.Second),
 		Secrets: []webhook.Secret{secret}, Retry: notifier.Retry{Base: 5 * time.Second, Max: time.Hour, Attempts: 4},
