@@ -243,9 +243,11 @@ var recentAttributes = []string{aID, aTenant, aRequestKey, aInputHash, aModel, a
 // Recent calls each with the summary of every job created at or after
 // q.Since and every unfinished one: the operator console's overview. No
 // index holds every tenant's jobs by time, so it is a Scan of the whole
-// table, filtered and projected: one call per 1 MB of table read (the
-// filter does not lower what a Scan reads, nor what it costs: about 0.5
-// RCU per 4 KB, eventually consistent). Callers cache it.
+// table, filtered and projected: one call per 1 MB of table read (a Scan
+// reads up to 1 MB, then filters: the filter lowers neither what it reads
+// nor what it costs, about 0.5 RCU per 4 KB eventually consistent; see
+// https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_Scan.html).
+// kumo answers every item in one page. Callers cache it.
 func (s *Store) Recent(ctx context.Context, q job.RecentQuery, each func(job.Job) error) error {
 	names := map[string]string{}
 	proj := make([]string, len(recentAttributes))
