@@ -7,7 +7,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Explicit roots: ./... would also walk node_modules (the CDK CLI ships Go templates).
 GO_PKGS := ./cmd/... ./e2e/... ./functions/... ./internal/... ./pkg/...
 
-.PHONY: all build dev test lint unit bench chaos fuzz kumo docs clean
+.PHONY: all build dev test lint unit bench chaos fuzz kumo docs chromium screenshots clean
 
 # The CDK stack's targets (synth, deploy, test-infra, localstack-*).
 -include infra.mk
@@ -22,6 +22,21 @@ bin/kumo:
 	  cd "$$dir" && GOFLAGS=-mod=mod go build -o "$(CURDIR)/bin/kumo" ./cmd/kumo
 
 kumo: bin/kumo
+
+# The console's browser tests (cmd/aijobs, TestConsoleInABrowser) drive a
+# headless Chromium: Debian's package, installed here when missing (as root,
+# or through sudo), so a fresh machine needs nothing by hand.
+chromium:
+	@command -v chromium >/dev/null 2>&1 || { \
+	  echo "installing chromium (Debian package) for the console's browser tests"; \
+	  if [ "$$(id -u)" = 0 ]; then sudo=; else sudo=sudo; fi; \
+	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium >/dev/null; }
+	@command -v chromium >/dev/null 2>&1 || { echo "chromium is still missing"; exit 1; }
+
+# The console's screenshots in docs/ (README, docs/cli.md), redrawn by the
+# browser test.
+screenshots: bin/kumo chromium
+	KUMO_BIN=$(CURDIR)/bin/kumo go test -count=1 -run TestConsoleInABrowser ./cmd/aijobs -console.screenshots
 
 build:
 	go build -o bin/aijobs-dev ./cmd/aijobs-dev
@@ -42,7 +57,7 @@ unit:
 	go test -count=1 ./pkg/job/... ./pkg/settings/... ./pkg/config/... ./pkg/worker/... ./pkg/api/... ./pkg/model/... \
 	  ./pkg/reconciler/... ./pkg/replay/... ./pkg/advise/... ./pkg/client/...
 
-test: bin/kumo lint
+test: bin/kumo chromium lint
 	KUMO_BIN=$(CURDIR)/bin/kumo go test -race -count=1 -timeout 15m $(GO_PKGS)
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
 

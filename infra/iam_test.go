@@ -323,9 +323,11 @@ func TestOperatorPolicy(t *testing.T) {
 	}
 	want := []string{
 		"dynamodb:Query on ${" + table + ".Arn}/index/" + st.FailureIndex,
+		"dynamodb:Query on ${" + table + ".Arn}/index/" + st.TenantIndex,
 		"dynamodb:GetItem on " + table, "dynamodb:UpdateItem on " + table, "dynamodb:Scan on " + table,
 		"sqs:ReceiveMessage on " + dlq, "sqs:DeleteMessage on " + dlq, "sqs:ChangeMessageVisibility on " + dlq, "sqs:GetQueueAttributes on " + dlq,
-		"sqs:SendMessage on " + queue,
+		"sqs:GetQueueUrl on " + dlq,
+		"sqs:SendMessage on " + queue, "sqs:GetQueueAttributes on " + queue, "sqs:GetQueueUrl on " + queue,
 	}
 	if got := allowed(p["PolicyDocument"]); !equalSets(got, want) {
 		t.Errorf("operators may\n  %v\nwant exactly\n  %v", got, want)

@@ -7,16 +7,19 @@ import (
 	"github.com/aws/jsii-runtime-go"
 )
 
-// What the operator CLI's `failures`, `replay` and `advise --from-table`
-// commands call (docs/architecture.md, "What each function may call"): query the
-// failure index; read a job and make replay's recorded transition back to
-// queued; scan a sample of finished jobs' run times; take job ids off the DLQ;
-// and send them through the claim path on the job queue.
+// What the operator CLI's `failures`, `replay`, `advise --from-table` and
+// `console` commands call (docs/architecture.md, "What each function may
+// call"): query the failure index and (the console's jobs page) the tenant
+// index; read a job and make replay's recorded transition back to queued or
+// the console's cancel; scan a sample of finished jobs' run times, or (the
+// console's overview) the recent jobs; take job ids off the DLQ; send them
+// through the claim path on the job queue; read both queues' depths, and
+// find them by name (the console, given only the prefix).
 var (
 	operatorIndexActions = []string{"dynamodb:Query"}
 	operatorTableActions = []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Scan"}
-	operatorDLQActions   = []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"}
-	operatorQueueActions = []string{"sqs:SendMessage"}
+	operatorDLQActions   = []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}
+	operatorQueueActions = []string{"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}
 )
 
 // newOperatorPolicy is a customer managed policy with exactly what
@@ -32,6 +35,7 @@ func newOperatorPolicy(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, 
 		Description:       jsii.String("aijobs operators: list failed jobs (failures) and replay them or dead letters (replay)"),
 		Statements: &[]awsiam.PolicyStatement{
 			allow(operatorIndexActions, indexArn(table, s.FailureIndex)),
+			allow(operatorIndexActions, indexArn(table, s.TenantIndex)),
 			allow(operatorTableActions, table.TableArn()),
 			allow(operatorDLQActions, q.DLQ.QueueArn()),
 			allow(operatorQueueActions, q.Jobs.QueueArn()),

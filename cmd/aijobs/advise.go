@@ -93,7 +93,7 @@ func (c *cli) measuredP99(ctx context.Context, af awsFlags, model string, sample
 	if sample < 1 {
 		return 0, usageErrorf("advise: --sample must be at least 1")
 	}
-	op, err := c.operator(ctx, af)
+	op, err := c.operator(ctx, af, nil)
 	if err != nil {
 		return 0, err
 	}

@@ -30,6 +30,7 @@ var commands = []command{
 	// with AWS credentials (the stack's operator policy), not the API.
 	{"failures", "[--class C] [--since T] [--until T]", "failed and abandoned jobs by class and input, with their cost", runFailures},
 	{"replay", "--from dlq|failures", "send jobs back through the claim path (succeeded ones are skipped)", runReplay},
+	{"console", "[--listen 127.0.0.1:9090]", "serve the operator console: web pages over the table and queues", runConsole},
 }
 
 // cli is one invocation: the process environment and the global flags.

@@ -4,6 +4,8 @@ import (
 	"context"
 	"flag"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+
 	"github.com/aijobs/aijobs/pkg/awsclient"
 	"github.com/aijobs/aijobs/pkg/config"
 	"github.com/aijobs/aijobs/pkg/dynamodb"
@@ -18,6 +20,7 @@ import (
 // need are the stack's operator policy (docs/deploy.md).
 type operator struct {
 	cfg   config.Config
+	aws   aws.Config
 	store *dynamodb.Store
 	queue *sqs.Queue
 }
@@ -31,12 +34,13 @@ func (c *cli) connectOperator(ctx context.Context, f awsFlags) (format string, o
 	if format, err = c.format(); err != nil {
 		return "", nil, err
 	}
-	op, err = c.operator(ctx, f)
+	op, err = c.operator(ctx, f, nil)
 	return format, op, err
 }
 
-// operator opens the table and queues named by f and the environment.
-func (c *cli) operator(ctx context.Context, f awsFlags) (*operator, error) {
+// operator opens the table and queues named by f and the environment;
+// counter, when set, counts every AWS call.
+func (c *cli) operator(ctx context.Context, f awsFlags, counter *awsclient.Counter) (*operator, error) {
 	cfg, err := config.Load(c.env.getenv)
 	if err != nil {
 		return nil, usageErrorf("%v", err)
@@ -46,7 +50,7 @@ func (c *cli) operator(ctx context.Context, f awsFlags) (*operator, error) {
 			*dst = v
 		}
 	}
-	awsCfg, err := awsclient.Load(ctx, awsclient.Config{Region: cfg.Region, Endpoint: cfg.Endpoint, CallTimeout: cfg.Settings.AWSCallTimeout})
+	awsCfg, err := awsclient.Load(ctx, awsclient.Config{Region: cfg.Region, Endpoint: cfg.Endpoint, CallTimeout: cfg.Settings.AWSCallTimeout, Counter: counter})
 	if err != nil {
 		return nil, usageErrorf("aws configuration: %v", err)
 	}
@@ -55,7 +59,7 @@ func (c *cli) operator(ctx context.Context, f awsFlags) (*operator, error) {
 	if _, err := awsCfg.Credentials.Retrieve(ctx); err != nil {
 		return nil, usageErrorf("no AWS credentials for the operator commands (profile, SSO or environment): %v", err)
 	}
-	return &operator{cfg: cfg,
+	return &operator{cfg: cfg, aws: awsCfg,
 		store: dynamodb.New(awsclient.DynamoDB(awsCfg), cfg.Table, cfg.Settings),
 		queue: sqs.New(awsclient.SQS(awsCfg), cfg.QueueURL, cfg.DLQURL)}, nil
 }

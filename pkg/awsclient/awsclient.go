@@ -15,6 +15,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
 	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
 	smithymw "github.com/aws/smithy-go/middleware"
 )
 
@@ -87,3 +88,6 @@ func SQS(cfg aws.Config) *sqs.Client { return sqs.NewFromConfig(cfg) }
 
 // SecretsManager builds a Secrets Manager client for cfg.
 func SecretsManager(cfg aws.Config) *secretsmanager.Client { return secretsmanager.NewFromConfig(cfg) }
+
+// STS is the STS client (the caller's identity, for the console's action log).
+func STS(cfg aws.Config) *sts.Client { return sts.NewFromConfig(cfg) }

@@ -103,8 +103,9 @@ func TestEveryPlaceholderIsUsed(t *testing.T) {
 			_ = st.Failures(ctx, job.FailureQuery{Since: now, Until: now.Add(time.Hour), Classes: []job.ErrorClass{job.Auth}}, func(job.Failure) error { return nil })
 			_ = st.Unfinished(ctx, now, func(string) error { return nil })
 			_ = st.Finished(ctx, "default", 10, func(job.Job) error { return nil })
-			if len(r.queries) != 2+4+4+1 {
-				t.Errorf("%d reads recorded, want 2 lists, 4 failure shards, 4 active shards and a scan", len(r.queries))
+			_ = st.Recent(ctx, job.RecentQuery{Since: now}, func(job.Job) error { return nil })
+			if len(r.queries) != 2+4+4+2 {
+				t.Errorf("%d reads recorded, want 2 lists, 4 failure shards, 4 active shards and two scans", len(r.queries))
 			}
 		}
 		for _, in := range r.queries {

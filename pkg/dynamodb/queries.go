@@ -233,6 +233,58 @@ func (s *Store) Finished(ctx context.Context, model string, limit int, each func
 	return nil
 }
 
+// recentAttributes is what Recent reads of each item: the record without
+// its input, metadata and result (the large attributes), and without the
+// bookkeeping no summary shows (settled tokens, index keys).
+var recentAttributes = []string{aID, aTenant, aRequestKey, aInputHash, aModel, aState, aLeaseOwner, aErrorClass, aErrorDetail,
+	aResultModel, aAttempts, aMaxAttempts, aVersion, aBudget, aCost, aRemaining, aReserve, aRunMS, aDeadline, aLeaseUntil,
+	aNotBefore, aCreated, aUpdated, aProgress, aExpires, aReplays, aReplayed, aNudges, aCostEstimated}
+
+// Recent calls each with the summary of every job created at or after
+// q.Since and every unfinished one: the operator console's overview. No
+// index holds every tenant's jobs by time, so it is a Scan of the whole
+// table, filtered and projected: one call per 1 MB of table read (a Scan
+// reads up to 1 MB, then filters: the filter lowers neither what it reads
+// nor what it costs, about 0.5 RCU per 4 KB eventually consistent; see
+// https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_Scan.html).
+// kumo answers every item in one page. Callers cache it.
+func (s *Store) Recent(ctx context.Context, q job.RecentQuery, each func(job.Job) error) error {
+	names := map[string]string{}
+	proj := make([]string, len(recentAttributes))
+	for i, a := range recentAttributes {
+		names["#"+a] = a
+		proj[i] = "#" + a
+	}
+	in := &ddb.ScanInput{
+		TableName:                aws.String(s.table),
+		FilterExpression:         aws.String("#created_ms >= :since OR #state = :queued OR #state = :running"),
+		ProjectionExpression:     aws.String(strings.Join(proj, ", ")),
+		ExpressionAttributeNames: names,
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":since": avN(q.Since.UnixMilli()), ":queued": st(job.Queued), ":running": st(job.Running),
+		},
+	}
+	for {
+		out, err := s.c.Scan(ctx, in)
+		if err != nil {
+			return unavailable("scan recent jobs", err)
+		}
+		for _, it := range out.Items {
+			j, err := fromItem(it)
+			if err != nil {
+				return unreadable(err)
+			}
+			if err := each(j); err != nil {
+				return err
+			}
+		}
+		if len(out.LastEvaluatedKey) == 0 {
+			return nil
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+	}
+}
+
 // pages runs a query to its last page, calling each per item; an error
 // from each stops it and is returned as is.
 func (s *Store) pages(ctx context.Context, in *ddb.QueryInput, what string, each func(map[string]types.AttributeValue) error) error {

@@ -108,3 +108,22 @@ func ParseCursor(c string) (Position, error) {
 	}
 	return Position{CreatedAt: time.UnixMilli(n).UTC(), ID: id}, nil
 }
+
+// RecentQuery selects what an operator's overview counts: every job
+// created at or after Since, and every job not finished yet whatever its
+// age (so the oldest queued job is always among them).
+type RecentQuery struct {
+	Since time.Time
+}
+
+// Includes reports whether j answers q.
+func (q RecentQuery) Includes(j Job) bool {
+	return !j.CreatedAt.Before(q.Since) || !j.State.Terminal()
+}
+
+// Summary is j without what a summary never carries (its input, metadata
+// and result): what Recent answers, so both stores answer the same.
+func Summary(j Job) Job {
+	j.Input, j.Metadata, j.Result = nil, nil, nil
+	return j
+}

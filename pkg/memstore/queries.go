@@ -146,3 +146,22 @@ func (s *Store) Finished(_ context.Context, model string, limit int, each func(j
 	}
 	return nil
 }
+
+// Recent calls each with the summary of every job q includes (created at
+// or after q.Since, or not finished), in no particular order.
+func (s *Store) Recent(_ context.Context, q job.RecentQuery, each func(job.Job) error) error {
+	s.mu.Lock()
+	var found []job.Job
+	for _, j := range s.jobs {
+		if q.Includes(j) {
+			found = append(found, job.Summary(clone(j)))
+		}
+	}
+	s.mu.Unlock()
+	for _, j := range found {
+		if err := each(j); err != nil {
+			return err
+		}
+	}
+	return nil
+}

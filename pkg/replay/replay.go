@@ -112,6 +112,11 @@ type Options struct {
 	// Progress, when set, is told each outcome as it happens, from
 	// several goroutines at once.
 	Progress func(id string, o Outcome)
+	// Decided, when set, is told each job's outcome with the record it
+	// was decided on (a zero Job when none was read: not found, an
+	// error), from several goroutines at once: what a dry run needs to
+	// say what a replay may cost.
+	Decided func(j job.Job, o Outcome)
 }
 
 // Replayer replays jobs.
@@ -127,25 +132,34 @@ func New(cfg Config) *Replayer {
 
 // Job decides and does what one job needs, through the claim path.
 func (r *Replayer) Job(ctx context.Context, id string, o Options) Outcome {
+	j, out := r.decide(ctx, id, o)
+	if o.Decided != nil {
+		o.Decided(j, out)
+	}
+	return out
+}
+
+// decide is Job, answering the record its outcome was decided on too.
+func (r *Replayer) decide(ctx context.Context, id string, o Options) (job.Job, Outcome) {
 	j, err := r.cfg.Store.Get(ctx, id)
 	switch job.ErrorCode(err) {
 	case "":
 	case job.CodeNotFound:
-		return NotFound
+		return job.Job{}, NotFound
 	default:
-		return Errored
+		return job.Job{}, Errored
 	}
 	for range 3 {
 		now := r.cfg.Clock.Now()
 		switch {
 		case j.State == job.Succeeded:
-			return SkippedSucceeded
+			return j, SkippedSucceeded
 		case j.State == job.Abandoned:
-			return SkippedAbandoned
+			return j, SkippedAbandoned
 		case j.LeaseLive(now):
-			return SkippedRunning
+			return j, SkippedRunning
 		case j.State == job.Queued || j.State == job.Running:
-			return r.send(ctx, id, Resent, o)
+			return j, r.send(ctx, id, Resent, o)
 		}
 		// Failed: one explicit, recorded transition back to queued.
 		n := job.ReplayAttempts(j, o.Attempts)
@@ -153,24 +167,24 @@ func (r *Replayer) Job(ctx context.Context, id string, o Options) Outcome {
 			n = min(n, r.cfg.Limits.MaxMaxAttempts)
 		}
 		if n == 0 {
-			return RefusedBudget
+			return j, RefusedBudget
 		}
 		if o.DryRun {
-			return Replayed
+			return j, Replayed
 		}
 		deadline := now.Add(r.window(j)) // as long again as its last run had
 		_, err := r.cfg.Store.Replay(ctx, job.Replay{ID: id, Now: now, Attempts: n, Deadline: deadline,
 			ExpiresAt: r.cfg.Retention.ExpiresAt(job.Failed, deadline)})
 		switch job.ErrorCode(err) {
 		case "":
-			return r.send(ctx, id, Replayed, o)
+			return j, r.send(ctx, id, Replayed, o)
 		case job.CodeConflict:
 			j, _ = job.ConflictJob(err) // it changed meanwhile: decide again
 			continue
 		}
-		return Errored
+		return j, Errored
 	}
-	return Errored
+	return j, Errored
 }
 
 // window is how long the job's last run had: from its creation or its
@@ -215,6 +229,22 @@ func (r *Replayer) Failures(ctx context.Context, q job.FailureQuery, o Options) 
 	}
 	sum := Summary{}
 	r.each(ctx, ids, o, func(id string) Outcome { return r.Job(ctx, id, o) }, sum)
+	return sum, ctx.Err()
+}
+
+// Jobs replays the jobs ids names (each once), as Failures does for a
+// query: the console's replay of a selection or of a failure group.
+func (r *Replayer) Jobs(ctx context.Context, ids []string, o Options) (Summary, error) {
+	seen := map[string]bool{}
+	var unique []string
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			unique = append(unique, id)
+		}
+	}
+	sum := Summary{}
+	r.each(ctx, unique, o, func(id string) Outcome { return r.Job(ctx, id, o) }, sum)
 	return sum, ctx.Err()
 }
 

@@ -248,3 +248,40 @@ func TestAnUnboundedRateIsNoLimit(t *testing.T) {
 		t.Fatalf("%v %v", sum, err)
 	}
 }
+
+// Jobs replays a selection once per id, and Decided hears each outcome
+// with the record it was decided on: what the console's dry run totals.
+func TestJobsReplaysASelectionOnceEachAndTellsTheRecords(t *testing.T) {
+	f := setup(t)
+	ctx := context.Background()
+	ids := []string{f.ids["failed"], f.ids["succeeded"], f.ids["failed"], f.ids["failed-broke"], job.NewID("t", "missing")}
+	var mu sync.Mutex
+	decided := map[string]replay.Outcome{}
+	var remaining job.Nanocents
+	o := replay.Options{DryRun: true, Decided: func(j job.Job, out replay.Outcome) {
+		mu.Lock()
+		defer mu.Unlock()
+		decided[j.ID] = out
+		if out == replay.Replayed {
+			remaining += j.Remaining()
+		}
+	}}
+	sum, err := f.r.Jobs(ctx, ids, o)
+	if err != nil || sum.Total() != 4 || sum[replay.Replayed] != 1 || sum[replay.SkippedSucceeded] != 1 ||
+		sum[replay.RefusedBudget] != 1 || sum[replay.NotFound] != 1 {
+		t.Fatalf("dry run summary %v, %v", sum, err)
+	}
+	if decided[f.ids["failed"]] != replay.Replayed || decided[f.ids["failed-broke"]] != replay.RefusedBudget || decided[""] != replay.NotFound {
+		t.Fatalf("decided %v", decided)
+	}
+	if remaining != 1000-100 {
+		t.Fatalf("the replayed job's budget left is %d, want 900", remaining)
+	}
+	if len(f.queue.sent) != 0 {
+		t.Fatalf("a dry run sent %v", f.queue.sent)
+	}
+	sum, err = f.r.Jobs(ctx, ids, replay.Options{})
+	if err != nil || sum[replay.Replayed] != 1 || !slices.Equal(f.queue.sent, []string{f.ids["failed"]}) {
+		t.Fatalf("replay %v %v, sent %v", sum, err, f.queue.sent)
+	}
+}

@@ -82,3 +82,22 @@ func createPair(ctx context.Context, c QueueAPI, p pair) (url, dlqURL string, er
 }
 
 func seconds(d time.Duration) string { return strconv.Itoa(int(d / time.Second)) }
+
+// QueueLookup is what finding the queues by name needs.
+type QueueLookup interface {
+	GetQueueUrl(context.Context, *awssqs.GetQueueUrlInput, ...func(*awssqs.Options)) (*awssqs.GetQueueUrlOutput, error)
+}
+
+// FindQueues answers the URLs of the queues the settings name (<prefix>-jobs
+// and <prefix>-jobs-dlq), for an operator who gave only the prefix; an
+// empty URL for a queue that does not exist. It creates nothing.
+func FindQueues(ctx context.Context, c QueueLookup, s settings.Settings) (url, dlqURL string) {
+	find := func(name string) string {
+		out, err := c.GetQueueUrl(ctx, &awssqs.GetQueueUrlInput{QueueName: aws.String(name)})
+		if err != nil {
+			return ""
+		}
+		return aws.ToString(out.QueueUrl)
+	}
+	return find(s.QueueName()), find(s.DLQName())
+}

@@ -1,8 +1,10 @@
 package storetest
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"testing"
 	"time"
@@ -10,8 +12,8 @@ import (
 	"github.com/aijobs/aijobs/pkg/job"
 )
 
-// The operator's transitions (replay, nudge) and the three queries (a
-// tenant's list, failures by class and time, unfinished jobs).
+// The operator's transitions (replay, nudge) and the queries (a tenant's
+// list, failures by class and time, unfinished jobs, recent jobs).
 
 // replay: a failed job goes back to queued with fresh attempts and a fresh
 // deadline, leaves the failure index, and is claimable again; anything
@@ -368,5 +370,48 @@ func finished(t *testing.T, s *suite) {
 	n := 0
 	if err := s.store.Finished(ctx, model, 1, func(job.Job) error { n++; return nil }); err != nil || n != 1 {
 		t.Fatalf("limit 1: %d jobs, %v", n, err)
+	}
+}
+
+// recent: every job created since the query's time, whatever its state,
+// and every unfinished one whatever its age, as summaries (no input,
+// metadata or result); never an old finished one.
+func recent(t *testing.T, s *suite) {
+	ctx := t.Context()
+	since := base.Add(time.Hour)
+	at := func(d time.Duration) func(*job.Job) {
+		return func(j *job.Job) {
+			j.CreatedAt, j.UpdatedAt, j.Deadline = since.Add(d), since.Add(d), since.Add(48*time.Hour)
+		}
+	}
+	meta := func(j *job.Job) { j.Metadata = json.RawMessage(`{"ticket":"OPS-1"}`) }
+	oldQueued := s.create(t, at(-time.Hour))
+	oldRunning := s.create(t, at(-time.Minute))
+	s.claim(t, oldRunning.ID, "w", since)
+	s.create(t, at(-time.Millisecond), ended(job.Succeeded, ""))   // finished before since
+	s.create(t, at(-time.Hour), ended(job.Failed, job.Overloaded)) // finished before since
+	newOK := s.create(t, at(0), ended(job.Succeeded, ""), meta)
+	newFailed := s.create(t, at(time.Minute), ended(job.Failed, job.Overloaded), func(j *job.Job) { j.Cost, j.Attempts = 42, 3 })
+	newQueued := s.create(t, at(2*time.Minute), meta)
+
+	got := map[string]job.Job{}
+	if err := s.store.Recent(ctx, job.RecentQuery{Since: since}, func(j job.Job) error { got[j.ID] = j; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	running := s.get(t, oldRunning.ID)
+	for _, want := range []job.Job{oldQueued, running, newOK, newFailed, newQueued} {
+		g, ok := got[want.ID]
+		if !ok {
+			t.Errorf("recent lacks %s (%s, created %s)", want.ID, want.State, want.CreatedAt)
+			continue
+		}
+		same(t, "recent "+want.ID, g, job.Summary(want))
+	}
+	if len(got) != 5 {
+		t.Errorf("recent answered %d jobs, want 5: %v", len(got), slices.Collect(maps.Keys(got)))
+	}
+	stop := errors.New("enough")
+	if err := s.store.Recent(ctx, job.RecentQuery{Since: since}, func(job.Job) error { return stop }); !errors.Is(err, stop) {
+		t.Fatalf("the callback's error must stop the query and come back: %v", err)
 	}
 }

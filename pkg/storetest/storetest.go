@@ -39,6 +39,7 @@ type Store interface {
 	Failures(context.Context, job.FailureQuery, func(job.Failure) error) error
 	Unfinished(context.Context, time.Time, func(id string) error) error
 	Finished(ctx context.Context, model string, limit int, each func(job.Job) error) error
+	Recent(context.Context, job.RecentQuery, func(job.Job) error) error
 }
 
 // Run runs every case as a parallel subtest of t, each against a fresh store
@@ -90,6 +91,7 @@ func cases() []testCase {
 		{"failures", failures},
 		{"unfinished", unfinished},
 		{"finished sample", finished},
+		{"recent", recent},
 	}
 }
 

@@ -1,0 +1,89 @@
+package console
+
+import (
+	"net/http"
+	"time"
+
+	"github.com/aijobs/aijobs/pkg/job"
+)
+
+// window is one of the overview's two spans (the last hour, the last day).
+type window struct {
+	Name     string
+	Since    string // the failures page's since for this span
+	Chart    any
+	ByState  []stateCount
+	Failures []job.Total
+	Failed   int
+	Cost     job.Nanocents
+}
+
+type stateCount struct {
+	State job.State
+	Jobs  int
+}
+
+type overviewPage struct {
+	page
+	Hour, Day   window
+	Backlog     int
+	DeadLetters int
+	DLQRate     float64
+	DeadHour    int
+	Oldest      *job.Job
+	OldestAge   time.Duration
+	Unfinished  int
+	Total       int
+}
+
+func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
+	snap, err := c.snap.get(r.Context())
+	if err != nil {
+		c.unavailable(w, "overview", err)
+		return
+	}
+	now := snap.At
+	p := overviewPage{page: c.page(r, "overview", "Overview"), Backlog: snap.Backlog, DeadLetters: snap.DeadLetters,
+		DLQRate: snap.DLQRate, Total: len(snap.Jobs)}
+	p.Hour = span(snap.Jobs, now, "last hour", "1h", 5*time.Minute, 12)
+	p.Day = span(snap.Jobs, now, "last day", "24h", time.Hour, 24)
+	for i := range snap.Jobs {
+		j := &snap.Jobs[i]
+		if !j.State.Terminal() {
+			p.Unfinished++
+		}
+		if j.State == job.Queued && (p.Oldest == nil || j.CreatedAt.Before(p.Oldest.CreatedAt)) {
+			p.Oldest = j
+		}
+		if j.ErrorClass == job.DeadLettered && j.State.Terminal() && !j.UpdatedAt.Before(now.Add(-time.Hour)) {
+			p.DeadHour++
+		}
+	}
+	if p.Oldest != nil {
+		p.OldestAge = now.Sub(p.Oldest.CreatedAt).Truncate(time.Second)
+	}
+	c.render(w, r, "overview.html", p)
+}
+
+// span is the overview of jobs created, and failures ended, in the last n
+// steps.
+func span(jobs []job.Job, now time.Time, name, since string, step time.Duration, n int) window {
+	s := bucket(jobs, now, step, n)
+	win := window{Name: name, Since: since, Chart: s.svg("jobs by state, "+name, "created")}
+	counts := map[job.State]int{}
+	var failed []job.Failure
+	for _, j := range jobs {
+		if !j.CreatedAt.Before(s.Start) {
+			counts[j.State]++
+		}
+		if (j.State == job.Failed || j.State == job.Abandoned) && !j.UpdatedAt.Before(s.Start) {
+			failed = append(failed, job.FailureOf(j))
+		}
+	}
+	for _, st := range chartStates {
+		win.ByState = append(win.ByState, stateCount{st, counts[st]})
+	}
+	rep := job.SummarizeFailures(failed)
+	win.Failures, win.Failed, win.Cost = rep.ByClass, rep.Jobs, rep.Cost
+	return win
+}
