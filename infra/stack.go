@@ -9,8 +9,9 @@ import (
 )
 
 // NewStack builds the whole deployment in one stack: the jobs table, the
-// job queue and its DLQ, the three functions (API, worker, scheduled
-// reconciler), the HTTP API, the operators' policy, the alarms and the
+// job queue and its DLQ, the four functions (API, worker, scheduled
+// reconciler, notifier), the callback queue and its DLQ, the webhook
+// signing secret, the HTTP API, the operators' policy, the alarms and the
 // dashboard. Every number comes from cfg.Settings, the same settings
 // the functions load at start.
 func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
@@ -19,7 +20,7 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 	})
 	table := newTable(stack, cfg)
 	queues := newQueues(stack, cfg)
-	fns := newFunctions(stack, cfg, table, queues)
+	fns := newFunctions(stack, cfg, table, queues, newWebhookSecret(stack, cfg))
 	api := newAPI(stack, cfg, fns.API)
 	operator := newOperatorPolicy(stack, cfg, table, queues)
 	signals := newSignals(queues, fns, api)
