@@ -20,7 +20,8 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 	})
 	table := newTable(stack, cfg)
 	queues := newQueues(stack, cfg)
-	fns := newFunctions(stack, cfg, table, queues, newWebhookSecret(stack, cfg))
+	secret := newWebhookSecret(stack, cfg)
+	fns := newFunctions(stack, cfg, table, queues, secret)
 	api := newAPI(stack, cfg, fns.API)
 	operator := newOperatorPolicy(stack, cfg, table, queues)
 	signals := newSignals(queues, fns, api)
@@ -34,6 +35,10 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 	output(stack, "AlarmTopicArn", alarms.Topic.TopicArn(), "SNS topic every alarm notifies")
 	output(stack, "ReconcilerFunctionName", fns.Reconciler.FunctionName(), "scheduled reconciler (re-sends stuck jobs)")
 	output(stack, "OperatorPolicyArn", operator.ManagedPolicyArn(), "attach to the operators who run `aijobs failures` and `aijobs replay`")
+	output(stack, "CallbackQueueUrl", queues.Callbacks.QueueUrl(), "callback notices (the notifier's queue)")
+	output(stack, "CallbackDlqUrl", queues.CallbackDLQ.QueueUrl(), "callback notices given up")
+	output(stack, "NotifierFunctionName", fns.Notifier.FunctionName(), "the notifier (delivers callbacks): its log group and metrics")
+	output(stack, "WebhookSecretArn", secret.SecretArn(), "the webhook signing secret (whsec_...): give it to the receivers")
 	return stack
 }
 
