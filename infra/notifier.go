@@ -28,7 +28,7 @@ const (
 // holds its shard, in order, until the send works again; DynamoDB Streams
 // keeps a record 24 hours, so an hour before that the mapping discards it
 // with a trace in the DLQ (and its alarm) instead of losing it silently
-// when the stream trims it. docs/deploy.md, "Callbacks".
+// when the stream trims it. docs/deploy.md, "Callbacks: the notifier".
 const streamMaxRecordAge = 23 * time.Hour
 
 // attrCallbackURL is the item attribute holding a job's callback URL

@@ -31,7 +31,7 @@ const webhookSecretPrefix = "whsec_"
 // resolves it again only when it updates that resource: the signing
 // secret's properties must never change (TestWebhookSecret pins them), or
 // a deploy would set the value back to the seed's and undo a rotation.
-// After that the value is the operators' (docs/webhooks.md, rotation); the
+// After that the value is the operators' (docs/webhooks.md, "The signing secret"); the
 // seed is used once. Both are kept with the table (RETAIN unless
 // throwaway).
 func newWebhookSecret(stack awscdk.Stack, cfg Config) awssecretsmanager.Secret {
@@ -65,5 +65,5 @@ func newWebhookSecret(stack awscdk.Stack, cfg Config) awssecretsmanager.Secret {
 // webhookRotationReason is why the signing secret has no automatic
 // rotation (cdk-nag AwsSolutions-SMG4).
 const webhookRotationReason = "A webhook signing secret is shared with every receiver, which must be given the new secret before the old one " +
-	"stops signing: rotation is the operators' two-step change (docs/webhooks.md, rotation), which an automatic rotation would " +
+	"stops signing: rotation is the operators' two-step change (docs/webhooks.md, section The signing secret), which an automatic rotation would " +
 	"break (receivers would reject every delivery). The seed is read once, by CloudFormation, to make the first value."
