@@ -78,6 +78,22 @@ const period = 5 * time.Minute
 // only exists in periods the reconciler found something.
 const messagesLostExpression = "FILL(queued, 0) + FILL(running, 0)"
 
+// callbackDLQArrivalExpression counts the notices arriving in the
+// callback DLQ in a minute: the callback DLQ's NumberOfMessagesSent, every
+// notice the notifier gave up (callback_gave_up, invalid_notice) and every
+// batch the stream mapping discarded (its on-failure destination: Lambda
+// sends it like any client). As for the job DLQ, never the depth. SQS's own
+// redrive is not counted (SQS developer guide, sqs-dead-letter-queues): it
+// moves only notices no notifier ever handled in CallbackMaxReceives
+// receives, each of which failed an invocation (NotifierErrors).
+const callbackDLQArrivalExpression = "FILL(sent, 0)"
+
+// noticesHeldBack is the stream mapping's IteratorAge at which notices
+// count as held back: a healthy notifier reads a record within seconds of
+// its write; a notice that cannot be sent holds its shard, and DynamoDB
+// Streams keeps a record 24 hours.
+const noticesHeldBack = 5 * time.Minute
+
 // reconcileStates are the values of the reconciler's State dimension.
 var reconcileStates = []string{"queued", "running"}
 
@@ -107,6 +123,13 @@ type Signals struct {
 	ReconcilerErrors awscloudwatch.IMetric
 	// MessagesLost are the jobs the reconciler re-sent, both states.
 	MessagesLost awscloudwatch.IMetric
+	// CallbackDLQArrivals are the notices arriving in the callback DLQ.
+	CallbackDLQArrivals awscloudwatch.IMetric
+	// NotifierErrors are the notifier function's failed invocations.
+	NotifierErrors awscloudwatch.IMetric
+	// NoticesHeldBack is the age of the stream records the notifier
+	// reads (IteratorAge, milliseconds).
+	NoticesHeldBack awscloudwatch.IMetric
 }
 
 func newSignals(q Queues, f Functions, api API) Signals {
@@ -172,6 +195,16 @@ func newSignals(q Queues, f Functions, api API) Signals {
 			Label:  jsii.String("jobs re-sent by the reconciler (lost messages)"),
 			Period: seconds(period),
 		}),
+		CallbackDLQArrivals: awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+			Expression: jsii.String(callbackDLQArrivalExpression),
+			UsingMetrics: &map[string]awscloudwatch.IMetric{
+				"sent": q.CallbackDLQ.MetricNumberOfMessagesSent(&awscloudwatch.MetricOptions{Statistic: jsii.String("Sum"), Period: seconds(time.Minute)}),
+			},
+			Label:  jsii.String("notices arriving in the callback DLQ (given up, or discarded by the stream mapping)"),
+			Period: seconds(time.Minute),
+		}),
+		NotifierErrors:  f.Notifier.MetricErrors(opts("Sum")),
+		NoticesHeldBack: f.Notifier.Metric(jsii.String("IteratorAge"), opts("Maximum")),
 	}
 }
 
@@ -326,5 +359,18 @@ func newAlarms(stack awscdk.Stack, cfg Config, sig Signals) Alarms {
 		"goes through the claim path, so nothing runs twice, but find the cause: Api5xx / 503 enqueue_failed (SendMessage failed after "+
 		"the record was written), WorkerErrors (crashes, timeouts), a purged queue or messages past the queue's retention. The "+
 		"dashboard shows Reconciled by State.", s.ReconcileAfter), sig.MessagesLost, 1, gte, 1)
+	addMOfN("CallbackDlqArrivals", fmt.Sprintf("A callback notice reached %s: the notifier gave it up (attribute aijobs_reason: callback_gave_up after "+
+		"%d attempts over at least %s, or at once for a target that now resolves to a refused address; invalid_notice), or the stream "+
+		"mapping discarded a batch it could not turn into notices for %s (a message describing the shard and sequence numbers, no "+
+		"aijobs_reason). The jobs are unaffected and pollable; read the notifier's log for the job ids and the receivers' status codes.",
+		s.CallbackDLQName(), s.CallbackAttempts, s.CallbackSpan().Round(time.Hour), streamMaxRecordAge),
+		sig.CallbackDLQArrivals, 1, gte, dlqArrivalPeriods, 1)
+	add("NotifierErrors", fmt.Sprintf("The notifier function (%s-notifier) failed an invocation: crash, timeout, out of memory, or it could not "+
+		"start (its signing secret %s missing or not whsec_ + base64 of 24..64 bytes, or unreadable). Stream records and notices are "+
+		"retried; read its log group.", s.Prefix, s.WebhookSecretName()), sig.NotifierErrors, 1, gte, 1)
+	add("NoticesHeldBack", fmt.Sprintf("The notifier reads the table's stream more than %s behind: notices cannot be sent to the callback "+
+		"queue (SQS, permissions) or the notifier fails (NotifierErrors), and the shard waits, in order. DynamoDB Streams keeps a record "+
+		"24 hours and the mapping gives a record up after %s: fix it before then.", noticesHeldBack, streamMaxRecordAge),
+		sig.NoticesHeldBack, float64(noticesHeldBack.Milliseconds()), gte, 1)
 	return a
 }

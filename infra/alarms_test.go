@@ -203,8 +203,8 @@ func TestAlarmsNotifyEncryptedTopic(t *testing.T) {
 		t.Errorf("key policy does not let CloudWatch publish: %s", policy)
 	}
 	alarms := s.resources("AWS::CloudWatch::Alarm")
-	if len(alarms) != 11 {
-		t.Errorf("%d alarms, want 11: %v", len(alarms), sortedKeys(alarms))
+	if len(alarms) != 14 {
+		t.Errorf("%d alarms, want 14: %v", len(alarms), sortedKeys(alarms))
 	}
 	for id, r := range alarms {
 		p := r["Properties"].(map[string]any)
@@ -281,6 +281,61 @@ func TestReconcilerAlarms(t *testing.T) {
 	}
 	for _, id := range []string{"ReconcilerErrors", "MessagesLost"} {
 		if d, _ := alarm(t, s, id)["AlarmDescription"].(string); len(d) > 1024 {
+			t.Errorf("%s: description of %d characters, CloudWatch allows 1024", id, len(d))
+		}
+	}
+}
+
+// The notifier's three alarms: notices given up (arrivals in the callback
+// DLQ, never its depth), the function failing, and the stream read
+// falling behind; each says what to do.
+func TestNotifierAlarms(t *testing.T) {
+	s := defaults(t)
+	st := s.cfg.Settings
+	notifier, _ := s.one(t, "AWS::Lambda::Function", named("FunctionName", st.Prefix+"-notifier"))
+	callbackDLQ, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.CallbackDLQName()))
+
+	arrivals := alarm(t, s, "CallbackDlqArrivals")
+	expr, metrics := queries(t, arrivals)
+	sent := metrics["sent"]
+	if expr != callbackDLQArrivalExpression || len(metrics) != 1 || sent == nil || metricName(sent) != "NumberOfMessagesSent" ||
+		sent["Stat"] != "Sum" || sent["Period"] != 60.0 {
+		t.Fatalf("CallbackDlqArrivals %q %v, want FILL(sent, 0) of the callback DLQ's NumberOfMessagesSent per minute", expr, metrics)
+	}
+	dims := sent["Metric"].(map[string]any)["Dimensions"].([]any)[0].(map[string]any)
+	if dims["Name"] != "QueueName" || ref(dims["Value"]) != callbackDLQ {
+		t.Errorf("CallbackDlqArrivals reads %v, want the callback DLQ", dims)
+	}
+	// Like DlqArrivals: 1 of N one-minute periods, N covering a datapoint
+	// 15 minutes late (an idle queue's metrics, see TestDLQArrivalAlarmSimulation).
+	if arrivals["Threshold"] != 1.0 || arrivals["DatapointsToAlarm"] != 1.0 || arrivals["EvaluationPeriods"] != float64(dlqArrivalPeriods) ||
+		arrivals["TreatMissingData"] != "notBreaching" || arrivals["ComparisonOperator"] != "GreaterThanOrEqualToThreshold" {
+		t.Errorf("CallbackDlqArrivals %v", arrivals)
+	}
+
+	for id, want := range map[string][3]any{
+		"NotifierErrors":  {"Errors", "Sum", 1.0},
+		"NoticesHeldBack": {"IteratorAge", "Maximum", float64(noticesHeldBack.Milliseconds())},
+	} {
+		a := alarm(t, s, id)
+		d := a["Dimensions"].([]any)[0].(map[string]any)
+		if a["MetricName"] != want[0] || a["Namespace"] != "AWS/Lambda" || d["Name"] != "FunctionName" || ref(d["Value"]) != notifier ||
+			a["Statistic"] != want[1] || a["Threshold"] != want[2] || a["Period"] != 300.0 || a["ComparisonOperator"] != "GreaterThanOrEqualToThreshold" {
+			t.Errorf("%s: %v, want the notifier's %v", id, a, want)
+		}
+	}
+	for id, says := range map[string][]string{
+		"CallbackDlqArrivals": {"callback_gave_up", "discarded", "notifier's log"},
+		"NotifierErrors":      {st.WebhookSecretName(), "log group"},
+		"NoticesHeldBack":     {"24 hours", "callback queue"},
+	} {
+		d, _ := alarm(t, s, id)["AlarmDescription"].(string)
+		for _, w := range says {
+			if !strings.Contains(d, w) {
+				t.Errorf("%s description %q does not say %q", id, d, w)
+			}
+		}
+		if len(d) > 1024 {
 			t.Errorf("%s: description of %d characters, CloudWatch allows 1024", id, len(d))
 		}
 	}

@@ -58,6 +58,7 @@ type Config struct {
 	APIAssetDir        string
 	WorkerAssetDir     string
 	ReconcilerAssetDir string
+	NotifierAssetDir   string
 
 	// SkipIndexes are new table indexes left out of this deploy: DynamoDB
 	// adds one global secondary index per table update (docs/deploy.md).
@@ -106,11 +107,13 @@ func ContextLookup(node constructs.Node) Lookup {
 
 // notFromContext are the variables the stack never copies from the context
 // into the functions' environment: Lambda sets the region, the endpoint is
-// real AWS, the stack sets the resource names, the listen address is the
-// dev server's, and a secret never goes into a template.
+// real AWS, the stack sets the resource names (the callback queues and the
+// signing secret it creates included), the listen address is the dev
+// server's, and a secret never goes into a template.
 var notFromContext = map[string]bool{
 	"AWS_REGION": true, "AWS_ENDPOINT_URL": true, "AIJOBS_LISTEN": true,
 	"AIJOBS_TABLE": true, "AIJOBS_QUEUE_URL": true, "AIJOBS_DLQ_URL": true,
+	"AIJOBS_CALLBACK_QUEUE_URL": true, "AIJOBS_CALLBACK_DLQ_URL": true, "AIJOBS_WEBHOOK_SECRET_ID": true,
 	"OPENAI_API_KEY": true,
 }
 
@@ -159,6 +162,12 @@ func LoadConfig(ctx Lookup) (Config, error) {
 	}
 	c := Config{Settings: loaded.Settings, Env: env, RoutesJSON: routes, Providers: loaded.Providers, Routes: loaded.Routes}
 	var errs []string
+	// The stack always deploys the notifier, which refuses to start
+	// without callbacks: a deployment without them is not one this stack
+	// makes (docs/deploy.md, Callbacks).
+	if !loaded.Callbacks {
+		errs = append(errs, "AIJOBS_CALLBACKS=false: the stack always deploys the notifier and its event sources; deploy with callbacks on")
+	}
 	c.StackName = str(ctx, "stackName", "AijobsStack")
 	c.Throwaway = boolean(ctx, "throwaway", false, &errs)
 	c.JWTIssuer = str(ctx, "jwtIssuer", "")
@@ -196,6 +205,7 @@ func LoadConfig(ctx Lookup) (Config, error) {
 	s.APIMemoryMB = int(number(ctx, "apiMemoryMB", float64(s.APIMemoryMB), &errs))
 	s.WorkerMemoryMB = int(number(ctx, "workerMemoryMB", float64(s.WorkerMemoryMB), &errs))
 	s.ReconcilerMemoryMB = int(number(ctx, "reconcilerMemoryMB", float64(s.ReconcilerMemoryMB), &errs))
+	s.NotifierMemoryMB = int(number(ctx, "notifierMemoryMB", float64(s.NotifierMemoryMB), &errs))
 	s.WorkerReservedConcurrency = int(number(ctx, "workerReservedConcurrency", float64(s.WorkerReservedConcurrency), &errs))
 	for key, d := range map[string]*time.Duration{"apiTimeout": &s.APITimeout, "reconcilerTimeout": &s.ReconcilerTimeout} {
 		if v, set := ctx(key); set {
@@ -228,9 +238,10 @@ func LoadConfig(ctx Lookup) (Config, error) {
 	c.APIAssetDir = str(ctx, "apiAssetDir", filepath.Join(root, "dist", "api"))
 	c.WorkerAssetDir = str(ctx, "workerAssetDir", filepath.Join(root, "dist", "worker"))
 	c.ReconcilerAssetDir = str(ctx, "reconcilerAssetDir", filepath.Join(root, "dist", "reconciler"))
-	for _, dir := range []string{c.APIAssetDir, c.WorkerAssetDir, c.ReconcilerAssetDir} {
+	c.NotifierAssetDir = str(ctx, "notifierAssetDir", filepath.Join(root, "dist", "notifier"))
+	for _, dir := range []string{c.APIAssetDir, c.WorkerAssetDir, c.ReconcilerAssetDir, c.NotifierAssetDir} {
 		if _, err := os.Stat(filepath.Join(dir, "bootstrap")); err != nil {
-			errs = append(errs, fmt.Sprintf("%s/bootstrap is missing: run `make lambdas` first (or point -c apiAssetDir/workerAssetDir/reconcilerAssetDir elsewhere)", dir))
+			errs = append(errs, fmt.Sprintf("%s/bootstrap is missing: run `make lambdas` first (or point -c apiAssetDir/workerAssetDir/reconcilerAssetDir/notifierAssetDir elsewhere)", dir))
 		}
 	}
 	if len(errs) > 0 {
@@ -254,6 +265,8 @@ func checkAWSLimits(s settings.Settings) []string {
 	}
 	whole("worker timeout", s.WorkerTimeout, time.Second, 15*time.Minute)
 	whole("reconciler timeout", s.ReconcilerTimeout, time.Second, 15*time.Minute)
+	// Six of them are the callback queue's visibility timeout, at most 12 h.
+	whole("notifier timeout", s.NotifierTimeout, time.Second, 15*time.Minute)
 	// An HTTP API integration times out after 30 s at most (API Gateway
 	// quotas): a function allowed the whole 30 s would be cut off by API
 	// Gateway, which then answers 503 itself; at 29 s the function's own
@@ -267,7 +280,8 @@ func checkAWSLimits(s settings.Settings) []string {
 	if s.ReconcileEvery%time.Minute != 0 || s.ReconcileEvery < time.Minute {
 		errs = append(errs, fmt.Sprintf("reconcile every %s: an EventBridge rate schedule wants whole minutes, at least 1m", s.ReconcileEvery))
 	}
-	for name, mb := range map[string]int{"API memory": s.APIMemoryMB, "worker memory": s.WorkerMemoryMB, "reconciler memory": s.ReconcilerMemoryMB} {
+	for name, mb := range map[string]int{"API memory": s.APIMemoryMB, "worker memory": s.WorkerMemoryMB, "reconciler memory": s.ReconcilerMemoryMB,
+		"notifier memory": s.NotifierMemoryMB} {
 		if mb < 128 || mb > 10240 {
 			errs = append(errs, fmt.Sprintf("%s %d MB outside 128..10240", name, mb))
 		}

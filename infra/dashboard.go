@@ -86,6 +86,15 @@ func newDashboard(stack awscdk.Stack, cfg Config, q Queues, f Functions, api API
 				jobs("DeadLetteredJobs"))),
 			graph("Reconciled (re-sent) by state: lost messages", 8, append(byState("Reconciled"), sig.MessagesLost)),
 		},
+		{
+			graph("Notifier invocations, errors (stream age right, ms)", 8, m(f.Notifier.MetricInvocations(opts("Sum")), sig.NotifierErrors),
+				sig.NoticesHeldBack),
+			graph("Callbacks: notices, delivered, failed, given up", 8, m(jobs("CallbackNotices"), jobs("CallbacksDelivered"),
+				jobs("CallbackFailures"), jobs("CallbacksDeadLettered"), jobs("CallbacksGone"), jobs("CallbacksSuperseded"))),
+			graph("Callback queue: waiting, in flight (DLQ arrivals right)", 8, m(
+				q.Callbacks.MetricApproximateNumberOfMessagesVisible(opts("Maximum")),
+				q.Callbacks.MetricApproximateNumberOfMessagesNotVisible(opts("Maximum"))), sig.CallbackDLQArrivals),
+		},
 	}
 	widgets := make([]*[]awscloudwatch.IWidget, len(rows))
 	for i := range rows {

@@ -33,6 +33,15 @@ var emitted = map[string][]string{
 	"ReconcileBacklog":    nil,
 	// The reconciler's DLQ sweep: jobs it marked failed/dead_lettered.
 	"DeadLetteredJobs": nil,
+	// The notifier (pkg/notifier's count and Emit calls).
+	"CallbackNotices":         nil,
+	"StreamRecordsUnreadable": nil,
+	"CallbacksDelivered":      nil,
+	"CallbackLatency":         nil,
+	"CallbacksGone":           nil,
+	"CallbackFailures":        nil,
+	"CallbacksSuperseded":     nil,
+	"CallbacksDeadLettered":   nil,
 }
 
 // usedMetric is one aijobs metric a graph or an alarm reads.

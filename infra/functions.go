@@ -13,16 +13,18 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 )
 
-// Functions are the three Lambdas, the log groups they write to, and the
-// reconciler's schedule.
+// Functions are the four Lambdas, the log groups they write to, the
+// reconciler's schedule and the notifier's stream mapping.
 type Functions struct {
-	API, Worker, Reconciler             awslambda.Function
-	APILogs, WorkerLogs, ReconcilerLogs awslogs.LogGroup
-	Schedule                            awsevents.Rule
+	API, Worker, Reconciler, Notifier                 awslambda.Function
+	APILogs, WorkerLogs, ReconcilerLogs, NotifierLogs awslogs.LogGroup
+	Schedule                                          awsevents.Rule
+	NotifierStream                                    awslambda.EventSourceMapping
 }
 
 // The actions each function calls, and nothing else (docs/architecture.md, "What
@@ -49,12 +51,13 @@ var (
 	logActions           = []string{"logs:CreateLogStream", "logs:PutLogEvents"}
 )
 
-// newFunctions builds the API, worker and reconciler functions:
+// newFunctions builds the API, worker, reconciler and notifier functions:
 // provided.al2023 on arm64 (the Go binaries are cross-compiled by `make
 // lambdas`), JSON logs to log groups with a retention, and the same
-// environment, so all three load the same settings and routes and refuse
-// to start if they break a timing rule.
-func newFunctions(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, q Queues) Functions {
+// environment, so all four load the same settings and routes and refuse
+// to start if they break a timing rule (the notifier also gets its queues
+// and its signing secret: newNotifier).
+func newFunctions(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, q Queues, webhookSecret awssecretsmanager.Secret) Functions {
 	s := cfg.Settings
 	env := map[string]*string{
 		"AIJOBS_TABLE":     table.TableName(),
@@ -182,6 +185,7 @@ func newFunctions(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, q Que
 			MaxEventAge:   seconds(min(s.ReconcileEvery, 24*time.Hour)), // EventBridge's limit
 		})},
 	})
+	newNotifier(stack, cfg, table, q, webhookSecret, env, &f)
 	return f
 }
 

@@ -24,6 +24,7 @@ func TestFunctions(t *testing.T) {
 		{"api", st.APIMemoryMB, st.APITimeout.Seconds()},
 		{"worker", st.WorkerMemoryMB, st.WorkerTimeout.Seconds()},
 		{"reconciler", st.ReconcilerMemoryMB, st.ReconcilerTimeout.Seconds()},
+		{"notifier", st.NotifierMemoryMB, st.NotifierTimeout.Seconds()},
 	} {
 		_, props := s.one(t, "AWS::Lambda::Function", named("FunctionName", st.Prefix+"-"+fn.name))
 		if props["Runtime"] != "provided.al2023" || props["Handler"] != "bootstrap" {
@@ -56,6 +57,23 @@ func TestFunctions(t *testing.T) {
 		}
 		if env["AIJOBS_PREFIX"] != st.Prefix {
 			t.Errorf("%s: AIJOBS_PREFIX = %v", fn.name, env["AIJOBS_PREFIX"])
+		}
+		// The API checks a callback_url at create (callbacks on, the
+		// default); only the notifier is told where its queues and its
+		// secret are.
+		if env["AIJOBS_CALLBACKS"] != "true" {
+			t.Errorf("%s: AIJOBS_CALLBACKS = %v, want true", fn.name, env["AIJOBS_CALLBACKS"])
+		}
+		callbacks, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.CallbackQueueName()))
+		callbackDLQ, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.CallbackDLQName()))
+		secret, _ := s.one(t, "AWS::SecretsManager::Secret", named("Name", st.WebhookSecretName()))
+		for k, want := range map[string]string{"AIJOBS_CALLBACK_QUEUE_URL": callbacks, "AIJOBS_CALLBACK_DLQ_URL": callbackDLQ, "AIJOBS_WEBHOOK_SECRET_ID": secret} {
+			if fn.name != "notifier" {
+				want = ""
+			}
+			if ref(env[k]) != want || (want == "" && env[k] != nil) {
+				t.Errorf("%s: %s = %v, want %q", fn.name, k, env[k], want)
+			}
 		}
 	}
 }
@@ -105,6 +123,11 @@ func TestEnvironmentReproducesSettings(t *testing.T) {
 				for k, v := range env {
 					if !known[k] {
 						t.Errorf("%s: %s is not a variable pkg/config reads", fn, k)
+					}
+					// The signing secret's id is the stack's secret's ARN, a
+					// reference: its value never enters the template.
+					if k == "AIJOBS_WEBHOOK_SECRET_ID" && ref(v) != "" {
+						continue
 					}
 					if strings.Contains(k, "KEY") || strings.Contains(k, "SECRET") {
 						t.Errorf("%s: %s=%v: secrets never go into the template", fn, k, v)
@@ -183,7 +206,7 @@ func TestEventSourceMapping(t *testing.T) {
 		t.Helper()
 		workerID, _ := s.one(t, "AWS::Lambda::Function", named("FunctionName", s.cfg.Settings.Prefix+"-worker"))
 		queueID, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", s.cfg.Settings.QueueName()))
-		_, esm := s.one(t, "AWS::Lambda::EventSourceMapping", nil)
+		esm := mapping(t, s, "worker", queueID)
 		if ref(esm["FunctionName"]) != workerID || ref(esm["EventSourceArn"]) != queueID {
 			t.Errorf("mapping %v, want %s from %s", esm, workerID, queueID)
 		}
@@ -212,7 +235,7 @@ func TestLoadConfigRefuses(t *testing.T) {
 		_ = os.WriteFile(filepath.Join(dir, fn, "bootstrap"), []byte("x"), 0o755)
 	}
 	base := map[string]any{"apiAssetDir": filepath.Join(dir, "api"), "workerAssetDir": filepath.Join(dir, "worker"),
-		"reconcilerAssetDir": filepath.Join(dir, "reconciler")}
+		"reconcilerAssetDir": filepath.Join(dir, "reconciler"), "notifierAssetDir": filepath.Join(dir, "notifier")}
 	route := func(provider, model string) string {
 		return `{"providers":{"p":` + provider + `},"routes":{"default":{"rungs":[{"provider":"p","model":"` + model + `","price":{"input":"1","output":"1"}}]}}}`
 	}
@@ -247,6 +270,17 @@ func TestLoadConfigRefuses(t *testing.T) {
 		// done (or dead) first, or API Gateway answers on its own.
 		{"API timeout at the integration limit", map[string]any{"apiTimeout": "30s"}, "API timeout 30s"},
 		{"reconciler memory", map[string]any{"reconcilerMemoryMB": "64"}, "reconciler memory"},
+		{"notifier memory", map[string]any{"notifierMemoryMB": "64"}, "notifier memory"},
+		{"notifier timeout in milliseconds", map[string]any{"AIJOBS_NOTIFIER_TIMEOUT": "60500ms"}, "notifier timeout"},
+		{"missing notifier", map[string]any{"notifierAssetDir": filepath.Join(dir, "nothing")}, "notifierAssetDir"},
+		// ValidateDeployment's callback rules: the dev server's loopback
+		// receivers never in AWS; retries over at least a day.
+		{"loopback callbacks", map[string]any{"AIJOBS_CALLBACK_ALLOW_LOOPBACK": "true"}, "loopback"},
+		{"callback retries under a day", map[string]any{"AIJOBS_CALLBACK_ATTEMPTS": "5"}, "under a day"},
+		{"notifier timeout below the callback's", map[string]any{"AIJOBS_NOTIFIER_TIMEOUT": "12s"}, "notifier timeout"},
+		{"callbacks off", map[string]any{"AIJOBS_CALLBACKS": "false"}, "AIJOBS_CALLBACKS=false"},
+		{"callback queue in context", map[string]any{"AIJOBS_CALLBACK_QUEUE_URL": "https://sqs/x"}, "AIJOBS_CALLBACK_QUEUE_URL"},
+		{"signing secret in context", map[string]any{"AIJOBS_WEBHOOK_SECRET_ID": "other"}, "AIJOBS_WEBHOOK_SECRET_ID"},
 		{"routes twice", map[string]any{"routesFile": "routes.json", "AIJOBS_ROUTES": route(`{"kind":"fake"}`, "m")}, "both set"},
 		{"missing routes file", map[string]any{"routesFile": filepath.Join(dir, "nothing.json")}, "routesFile"},
 		{"routes not JSON", map[string]any{"AIJOBS_ROUTES": "{"}, "compact routes"},
@@ -339,22 +373,32 @@ func TestReconcilerSchedule(t *testing.T) {
 }
 
 // The size check counts every variable a function gets: the stack adds
-// exactly the three its estimate covers.
+// at most the six its estimate covers (the notifier gets all six, the
+// others the first three).
 func TestEnvironmentSizeEstimate(t *testing.T) {
 	s := defaults(t)
-	_, fn := s.one(t, "AWS::Lambda::Function", named("FunctionName", s.cfg.Settings.Prefix+"-worker"))
-	env := fn["Environment"].(map[string]any)["Variables"].(map[string]any)
-	var added []string
-	for k := range env {
-		if _, ok := s.cfg.Env[k]; !ok {
-			added = append(added, k)
+	st := s.cfg.Settings
+	covered := []string{"AIJOBS_TABLE", "AIJOBS_QUEUE_URL", "AIJOBS_DLQ_URL", "AIJOBS_CALLBACK_QUEUE_URL", "AIJOBS_CALLBACK_DLQ_URL", "AIJOBS_WEBHOOK_SECRET_ID"}
+	for _, fn := range functionNames {
+		var added []string
+		for k := range functionEnv(t, s, fn) {
+			if _, ok := s.cfg.Env[k]; !ok {
+				added = append(added, k)
+			}
+		}
+		want := covered[:3]
+		if fn == "notifier" {
+			want = covered
+		}
+		if !equalSets(added, want) {
+			t.Errorf("the stack adds %v to %s's environment, want %v (stackEnvSize covers %v)", added, fn, want, covered)
 		}
 	}
-	if !equalSets(added, []string{"AIJOBS_TABLE", "AIJOBS_QUEUE_URL", "AIJOBS_DLQ_URL"}) {
-		t.Errorf("the stack adds %v to the environment; stackEnvSize covers AIJOBS_TABLE, AIJOBS_QUEUE_URL, AIJOBS_DLQ_URL", added)
-	}
-	url := "https://sqs.ap-southeast-5.amazonaws.com/123456789012/" + s.cfg.Settings.DLQName()
-	if n := stackEnvSize(s.cfg.Settings); n < 2*len(url)+len(s.cfg.Settings.TableName())+len("AIJOBS_TABLEAIJOBS_QUEUE_URLAIJOBS_DLQ_URL") {
-		t.Errorf("stackEnvSize %d is below a real environment's", n)
+	url := func(name string) int { return len("https://sqs.ap-southeast-5.amazonaws.com/123456789012/" + name) }
+	arn := len("arn:aws:secretsmanager:ap-southeast-5:123456789012:secret:" + st.WebhookSecretName() + "-AbCdEf")
+	real := url(st.QueueName()) + url(st.DLQName()) + url(st.CallbackQueueName()) + url(st.CallbackDLQName()) + arn + len(st.TableName()) +
+		len(strings.Join(covered, ""))
+	if n := stackEnvSize(st); n < real {
+		t.Errorf("stackEnvSize %d is below a real environment's %d", n, real)
 	}
 }

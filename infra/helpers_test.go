@@ -15,7 +15,7 @@ import (
 	"github.com/aws/jsii-runtime-go"
 )
 
-// assetDir holds placeholder api, worker and reconciler bootstrap files,
+// assetDir holds placeholder api, worker, reconciler and notifier bootstrap files,
 // so the tests need no Lambda build.
 var assetDir string
 
@@ -39,7 +39,7 @@ func TestMain(m *testing.M) {
 
 // functionNames are the stack's functions, <prefix>-<name>, each built
 // from dist/<name>.
-var functionNames = []string{"api", "worker", "reconciler"}
+var functionNames = []string{"api", "worker", "reconciler", "notifier"}
 
 // cdkContext is the "context" of the repository's cdk.json: `go test`
 // does not read cdk.json, so the tests pass it themselves and synthesize
@@ -65,6 +65,7 @@ func testContext(t *testing.T, overrides map[string]any) map[string]any {
 	ctx["apiAssetDir"] = filepath.Join(assetDir, "api")
 	ctx["workerAssetDir"] = filepath.Join(assetDir, "worker")
 	ctx["reconcilerAssetDir"] = filepath.Join(assetDir, "reconciler")
+	ctx["notifierAssetDir"] = filepath.Join(assetDir, "notifier")
 	for k, v := range overrides {
 		ctx[k] = v
 	}

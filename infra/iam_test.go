@@ -12,8 +12,9 @@ import (
 
 // grants lists a role's permissions as "action on resource", from its
 // inline policies and any AWS::IAM::Policy attached to it. A resource of
-// the stack is its logical id; any other ARN is rendered (render), and a
-// statement's condition is appended as " if <condition>".
+// the stack is its logical id (its Ref or its Arn); any other ARN, another
+// attribute of a resource (${Jobs.StreamArn}) included, is rendered
+// (render), and a statement's condition is appended as " if <condition>".
 func grants(t *testing.T, s *synthesized, roleID string) []string {
 	t.Helper()
 	var docs []any
@@ -64,8 +65,9 @@ func allowed(docs ...any) []string {
 			for _, a := range strs(stmt["Action"]) {
 				for _, r := range resources {
 					name := ref(r)
-					if name == "" {
-						name = render(r) // a literal: "*" would show up here
+					m, _ := r.(map[string]any)
+					if g, ok := m["Fn::GetAtt"].([]any); name == "" || ok && len(g) == 2 && g[1] != "Arn" {
+						name = render(r) // a literal ("*" would show up here), or not the resource's own ARN
 					}
 					out = append(out, a+" on "+name+cond)
 				}
@@ -102,7 +104,11 @@ func basePermissions(t *testing.T, s *synthesized) map[string][]string {
 	table, _ := s.one(t, "AWS::DynamoDB::Table", nil)
 	queue, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.QueueName()))
 	dlq, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.DLQName()))
+	callbacks, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.CallbackQueueName()))
+	callbackDLQ, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.CallbackDLQName()))
+	secret, _ := s.one(t, "AWS::SecretsManager::Secret", named("Name", st.WebhookSecretName()))
 	index := func(name string) string { return "${" + table + ".Arn}/index/" + name }
+	stream := "${" + table + ".StreamArn}"
 	return map[string][]string{
 		"api": {
 			"dynamodb:GetItem on " + table, "dynamodb:PutItem on " + table, "dynamodb:UpdateItem on " + table,
@@ -122,6 +128,17 @@ func basePermissions(t *testing.T, s *synthesized) map[string][]string {
 			"sqs:SendMessage on " + queue, "sqs:GetQueueAttributes on " + queue,
 			"sqs:ReceiveMessage on " + dlq, // the DLQ sweep: it receives, never deletes
 		},
+		"notifier": {
+			"dynamodb:GetItem on " + table, "dynamodb:UpdateItem on " + table, // reads a job, records a delivery
+			// its stream mapping, on the stream only
+			"dynamodb:DescribeStream on " + stream, "dynamodb:GetRecords on " + stream,
+			"dynamodb:GetShardIterator on " + stream, "dynamodb:ListStreams on " + stream,
+			"sqs:SendMessage on " + callbacks, // notices from the stream
+			"sqs:ReceiveMessage on " + callbacks, "sqs:DeleteMessage on " + callbacks, "sqs:GetQueueAttributes on " + callbacks,
+			"sqs:ChangeMessageVisibility on " + callbacks, // a failed delivery's backoff
+			"sqs:SendMessage on " + callbackDLQ,           // gives a notice up; the stream mapping's on-failure destination
+			"secretsmanager:GetSecretValue on " + secret,  // its signing secret, not the seed
+		},
 	}
 }
 
@@ -132,7 +149,10 @@ func basePermissions(t *testing.T, s *synthesized) map[string][]string {
 // and records (no PutItem), renews a live job's message at its receive
 // limit and sends to the DLQ; the reconciler reads
 // the active index (no other index, no Scan), moves stuck jobs and sends
-// them to the job queue; each writes only to its own log group.
+// them to the job queue; the notifier reads and records jobs (no PutItem,
+// no Query), reads the stream, works its own queue and DLQ (never the job
+// queue) and reads its signing secret (never the seed); each writes only
+// to its own log group.
 func TestFunctionPermissionsAreExact(t *testing.T) {
 	s := defaults(t)
 	for fn, w := range basePermissions(t, s) {
@@ -142,8 +162,8 @@ func TestFunctionPermissionsAreExact(t *testing.T) {
 			t.Errorf("%s may\n  %v\nwant exactly\n  %v", fn, got, w)
 		}
 	}
-	if n := len(s.resources("AWS::IAM::Role")); n != 3 {
-		t.Errorf("%d roles, want the three function roles only", n)
+	if n := len(s.resources("AWS::IAM::Role")); n != len(functionNames) {
+		t.Errorf("%d roles, want the %d function roles only", n, len(functionNames))
 	}
 	if p := s.resources("AWS::IAM::Policy"); len(p) != 0 {
 		t.Errorf("unexpected IAM policies %v: every statement belongs in a function role", sortedKeys(p))

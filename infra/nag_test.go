@@ -13,7 +13,9 @@ import (
 
 // Every AwsSolutions rule passes, in the default stack, in the variant
 // with every option switched on, and with model routes; the only
-// suppression there can be is the one TestNagSuppressionsArePinned pins.
+// suppressions there can be are the ones TestNagSuppressionsArePinned
+// pins: no automatic rotation of the webhook signing secret and its seed,
+// and the inference profiles' models.
 func TestNoUnsuppressedNagFindings(t *testing.T) {
 	for name, synth := range map[string]func(t *testing.T) *synthesized{
 		"defaults": func(t *testing.T) *synthesized { return build(t, nil, true) },
@@ -63,8 +65,14 @@ func TestNoUnsuppressedNagFindings(t *testing.T) {
 			// A suppressed finding's line names it: "[Resource::...] reason".
 			prefix := `"AwsSolutions-IAM5","` + s.cfg.StackName + `/WorkerRole/Resource","Suppressed","[`
 			suppressed := map[string]bool{}
+			rotation := map[string]bool{}
 			for _, line := range strings.Split(report, "\n")[1:] {
 				if line == "" || strings.Contains(line, `","Compliant","N/A",`) {
+					continue
+				}
+				if secret, ok := strings.CutPrefix(line, `"AwsSolutions-SMG4","`+s.cfg.StackName+"/"); ok &&
+					strings.Contains(secret, `/Resource","Suppressed","`+webhookRotationReason+`"`) {
+					rotation[secret[:strings.Index(secret, "/")]] = true
 					continue
 				}
 				if finding, _, ok := strings.Cut(strings.TrimPrefix(line, prefix), "]"); ok && name == "routes" && strings.HasPrefix(line, prefix) {
@@ -80,13 +88,18 @@ func TestNoUnsuppressedNagFindings(t *testing.T) {
 			if got := sortedKeys(suppressed); !equalSets(got, want) {
 				t.Errorf("suppressed findings %v, want %v", got, want)
 			}
+			if got := sortedKeys(rotation); !equalSets(got, []string{"WebhookSecret", "WebhookSecretSeed"}) {
+				t.Errorf("SMG4 suppressed on %v, want the webhook secret and its seed", got)
+			}
 		})
 	}
 }
 
-// The one suppression: IAM5 on the worker's role, for exactly the
-// inference profiles' foundation models (Region wildcard, model named),
-// with its reason. Nothing else in any stack is suppressed.
+// The suppressions: SMG4 (no automatic rotation) on the webhook signing
+// secret and its seed, in every stack; and with routes IAM5 on the
+// worker's role, for exactly the inference profiles' foundation models
+// (Region wildcard, model named), with its reason. Nothing else in any
+// stack is suppressed.
 func TestNagSuppressionsArePinned(t *testing.T) {
 	suppressions := func(s *synthesized) map[string][]map[string]any {
 		out := map[string][]map[string]any{}
@@ -100,12 +113,26 @@ func TestNagSuppressionsArePinned(t *testing.T) {
 		}
 		return out
 	}
-	if got := suppressions(defaults(t)); len(got) != 0 {
+	// rotation checks the secrets' suppressions and removes them.
+	rotation := func(s *synthesized, got map[string][]map[string]any) {
+		t.Helper()
+		for _, name := range []string{s.cfg.Settings.WebhookSecretName(), s.cfg.Settings.WebhookSecretName() + "-seed"} {
+			id, _ := s.one(t, "AWS::SecretsManager::Secret", named("Name", name))
+			if r := got[id]; len(r) != 1 || r[0]["id"] != "AwsSolutions-SMG4" || r[0]["reason"] != webhookRotationReason || r[0]["applies_to"] != nil {
+				t.Errorf("secret %s suppresses %v, want exactly SMG4 for %q", name, r, webhookRotationReason)
+			}
+			delete(got, id)
+		}
+	}
+	got := suppressions(defaults(t))
+	rotation(defaults(t), got)
+	if len(got) != 0 {
 		t.Errorf("the default stack suppresses %v", got)
 	}
 	s := routed(t)
 	workerRole, _ := roleOf(t, s, "worker")
-	got := suppressions(s)
+	got = suppressions(s)
+	rotation(s, got)
 	if len(got) != 1 || len(got[workerRole]) != 1 {
 		t.Fatalf("suppressions %v, want one, on the worker's role %s", got, workerRole)
 	}

@@ -1,15 +1,20 @@
 package main
 
 import (
+	"time"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 )
 
-// Queues are the job queue and its dead letter queue.
+// Queues are the job queue and its dead letter queue, and the callback
+// queue of the notifier's notices and its dead letter queue.
 type Queues struct {
-	Jobs awssqs.Queue
-	DLQ  awssqs.Queue
+	Jobs        awssqs.Queue
+	DLQ         awssqs.Queue
+	Callbacks   awssqs.Queue
+	CallbackDLQ awssqs.Queue
 }
 
 // newQueues builds the queues with the timing rules of docs/architecture.md
@@ -25,21 +30,40 @@ type Queues struct {
 //
 // The queues keep CDK's default removal policy (delete with the stack):
 // they hold only job ids, and the job records are the source of truth.
+//
+// The callback queue pair follows the same rules with the notifier's
+// numbers (pkg/sqs.CreateCallbackQueues makes the same pair locally): six
+// notifier timeouts of visibility, so Lambda can retry a throttled batch
+// before its messages return; the notifier gives a notice up itself after
+// its last attempt, and redrive (CallbackMaxReceives, ten receives more)
+// only catches notices no notifier ever handled; the job queue's retention,
+// which ValidateDeployment checks is longer than the retry schedule.
 func newQueues(stack awscdk.Stack, cfg Config) Queues {
 	s := cfg.Settings
-	dlq := awssqs.NewQueue(stack, jsii.String("DeadLetters"), &awssqs.QueueProps{
-		QueueName:       jsii.String(s.DLQName()),
-		RetentionPeriod: seconds(s.DLQRetention),
+	jobs, dlq := newQueuePair(stack, "JobQueue", "DeadLetters", s.QueueName(), s.DLQName(), s.VisibilityTimeout,
+		s.QueueRetention, s.DLQRetention, s.MaxReceiveCount)
+	callbacks, callbackDLQ := newQueuePair(stack, "CallbackQueue", "CallbackDeadLetters", s.CallbackQueueName(), s.CallbackDLQName(),
+		s.CallbackVisibility(), s.QueueRetention, s.DLQRetention, s.CallbackMaxReceives())
+	return Queues{Jobs: jobs, DLQ: dlq, Callbacks: callbacks, CallbackDLQ: callbackDLQ}
+}
+
+// newQueuePair is a queue and its dead letter queue, both encrypted
+// (SSE-SQS) and TLS only.
+func newQueuePair(stack awscdk.Stack, id, dlqID, name, dlqName string, visibility, retention, dlqRetention time.Duration,
+	maxReceives int) (queue, dlq awssqs.Queue) {
+	dlq = awssqs.NewQueue(stack, jsii.String(dlqID), &awssqs.QueueProps{
+		QueueName:       jsii.String(dlqName),
+		RetentionPeriod: seconds(dlqRetention),
 		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
 		EnforceSSL:      jsii.Bool(true),
 	})
-	jobs := awssqs.NewQueue(stack, jsii.String("JobQueue"), &awssqs.QueueProps{
-		QueueName:         jsii.String(s.QueueName()),
-		VisibilityTimeout: seconds(s.VisibilityTimeout),
-		RetentionPeriod:   seconds(s.QueueRetention),
+	queue = awssqs.NewQueue(stack, jsii.String(id), &awssqs.QueueProps{
+		QueueName:         jsii.String(name),
+		VisibilityTimeout: seconds(visibility),
+		RetentionPeriod:   seconds(retention),
 		Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
 		EnforceSSL:        jsii.Bool(true),
-		DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: dlq, MaxReceiveCount: jsii.Number(float64(s.MaxReceiveCount))},
+		DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: dlq, MaxReceiveCount: jsii.Number(float64(maxReceives))},
 	})
-	return Queues{Jobs: jobs, DLQ: dlq}
+	return queue, dlq
 }

@@ -1,13 +1,21 @@
 package main
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/aijobs/aijobs/pkg/settings"
+	"github.com/aijobs/aijobs/pkg/sqs"
 )
 
 func TestQueues(t *testing.T) {
@@ -15,7 +23,12 @@ func TestQueues(t *testing.T) {
 	st := settings.Defaults()
 	_, jobs := s.one(t, "AWS::SQS::Queue", named("QueueName", st.QueueName()))
 	dlqID, dlq := s.one(t, "AWS::SQS::Queue", named("QueueName", st.DLQName()))
-	for name, q := range map[string]map[string]any{"job queue": jobs, "DLQ": dlq} {
+	_, callbacks := s.one(t, "AWS::SQS::Queue", named("QueueName", st.CallbackQueueName()))
+	_, callbackDLQ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.CallbackDLQName()))
+	if n := len(s.resources("AWS::SQS::Queue")); n != 4 {
+		t.Errorf("%d queues, want the job queue, the callback queue and their DLQs", n)
+	}
+	for name, q := range map[string]map[string]any{"job queue": jobs, "DLQ": dlq, "callback queue": callbacks, "callback DLQ": callbackDLQ} {
 		if q["SqsManagedSseEnabled"] != true {
 			t.Errorf("%s is not encrypted: %v", name, q)
 		}
@@ -44,8 +57,84 @@ func TestQueues(t *testing.T) {
 				"Condition": map[string]any{"Bool": map[string]any{"aws:SecureTransport": "false"}},
 				"Resource":  assertions.Match_AnyValue(),
 			}})},
-		}, jsii.Number(2))
+		}, jsii.Number(4))
 	})
+}
+
+// queueRecorder is an SQS that records the queues pkg/sqs creates.
+type queueRecorder struct{ attrs map[string]map[string]string }
+
+func (r *queueRecorder) CreateQueue(_ context.Context, in *awssqs.CreateQueueInput, _ ...func(*awssqs.Options)) (*awssqs.CreateQueueOutput, error) {
+	if r.attrs == nil {
+		r.attrs = map[string]map[string]string{}
+	}
+	r.attrs[*in.QueueName] = in.Attributes
+	return &awssqs.CreateQueueOutput{QueueUrl: jsii.String("https://sqs.us-east-1.amazonaws.com/111122223333/" + *in.QueueName)}, nil
+}
+
+func (r *queueRecorder) GetQueueAttributes(_ context.Context, in *awssqs.GetQueueAttributesInput, _ ...func(*awssqs.Options)) (*awssqs.GetQueueAttributesOutput, error) {
+	name := (*in.QueueUrl)[strings.LastIndex(*in.QueueUrl, "/")+1:]
+	return &awssqs.GetQueueAttributesOutput{Attributes: map[string]string{"QueueArn": "arn:aws:sqs:us-east-1:111122223333:" + name}}, nil
+}
+
+func (r *queueRecorder) SetQueueAttributes(context.Context, *awssqs.SetQueueAttributesInput, ...func(*awssqs.Options)) (*awssqs.SetQueueAttributesOutput, error) {
+	return &awssqs.SetQueueAttributesOutput{}, nil
+}
+
+// Both queue pairs of the stack are the pairs pkg/sqs creates for the
+// local stacks (CreateQueues, CreateCallbackQueues), compared with what
+// they actually send: visibility, retention, redrive target and
+// maxReceiveCount, and the DLQs' retention. The dev server's notifier and
+// worker run on the same queues as the deployed ones.
+func TestQueuesMatchLocal(t *testing.T) {
+	s := defaults(t)
+	rec := &queueRecorder{}
+	if _, _, err := sqs.CreateQueues(t.Context(), rec, s.cfg.Settings); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := sqs.CreateCallbackQueues(t.Context(), rec, s.cfg.Settings); err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]string{} // logical id -> queue name
+	for id, r := range s.resources("AWS::SQS::Queue") {
+		names[id] = r["Properties"].(map[string]any)["QueueName"].(string)
+	}
+	if len(rec.attrs) != 4 || len(names) != 4 {
+		t.Fatalf("pkg/sqs creates %v, the stack %v: want two pairs each", sortedKeys(rec.attrs), names)
+	}
+	for id, name := range names {
+		want, ok := rec.attrs[name]
+		if !ok {
+			t.Errorf("the stack's queue %s is not one pkg/sqs creates", name)
+			continue
+		}
+		props := s.resources("AWS::SQS::Queue")[id]["Properties"].(map[string]any)
+		got := map[string]string{}
+		if v, ok := props["MessageRetentionPeriod"]; ok {
+			got["MessageRetentionPeriod"] = numText(v)
+		}
+		if v, ok := props["VisibilityTimeout"]; ok {
+			got["VisibilityTimeout"] = numText(v)
+		}
+		if r, ok := props["RedrivePolicy"].(map[string]any); ok {
+			b, _ := json.Marshal(map[string]string{
+				"deadLetterTargetArn": "arn:aws:sqs:us-east-1:111122223333:" + names[ref(r["deadLetterTargetArn"])],
+				"maxReceiveCount":     numText(r["maxReceiveCount"]),
+			})
+			got["RedrivePolicy"] = string(b)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("queue %s: the stack sets\n  %v\npkg/sqs creates\n  %v", name, got, want)
+		}
+	}
+	// The callback pair, by name: the notifier's numbers.
+	st := s.cfg.Settings
+	cb := rec.attrs[st.CallbackQueueName()]
+	if cb["VisibilityTimeout"] != fmt.Sprint(int(st.CallbackVisibility().Seconds())) ||
+		!strings.Contains(cb["RedrivePolicy"], `"maxReceiveCount":"`+fmt.Sprint(st.CallbackMaxReceives())+`"`) ||
+		!strings.Contains(cb["RedrivePolicy"], st.CallbackDLQName()) {
+		t.Errorf("callback queue %v, want visibility %s and %d receives into %s", cb, st.CallbackVisibility(), st.CallbackMaxReceives(), st.CallbackDLQName())
+	}
 }
 
 // The timing rules of docs/architecture.md ("Timing rules and why"), read back
@@ -67,7 +156,8 @@ func TestTimingRulesHoldInTemplate(t *testing.T) {
 			_, jobs := s.one(t, "AWS::SQS::Queue", named("QueueName", st.QueueName()))
 			_, dlq := s.one(t, "AWS::SQS::Queue", named("QueueName", st.DLQName()))
 			_, worker := s.one(t, "AWS::Lambda::Function", named("FunctionName", st.Prefix+"-worker"))
-			_, esm := s.one(t, "AWS::Lambda::EventSourceMapping", nil)
+			queueID, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.QueueName()))
+			esm := mapping(t, s, "worker", queueID)
 
 			visibility := num(t, jobs["VisibilityTimeout"], "VisibilityTimeout")
 			timeout := num(t, worker["Timeout"], "worker Timeout")
@@ -107,4 +197,12 @@ func TestTimingRulesHoldInTemplate(t *testing.T) {
 			}
 		})
 	}
+}
+
+// numText writes a template number as SQS attributes hold it ("1209600").
+func numText(v any) string {
+	if f, ok := v.(float64); ok {
+		return strconv.FormatFloat(f, 'f', -1, 64)
+	}
+	return fmt.Sprint(v)
 }

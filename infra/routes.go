@@ -83,17 +83,24 @@ func refuseKeyEnv(routes string) error {
 		strings.Join(bad, ", "))
 }
 
-// stackEnvSize bounds from above what the stack adds to cfg.Env: the table
-// name and the two queue URLs, which are only known at deploy
+// stackEnvSize bounds from above what the stack adds to cfg.Env for the
+// function that gets the most, the notifier: the table name, the two job
+// queue URLs, the two callback queue URLs and the signing secret's ARN,
+// which are only known at deploy
 // (https://sqs.<region>.amazonaws.com[.cn]/<12-digit account>/<name>; the
-// longest region name is 14 characters, 16 leaves room).
+// longest region name is 14 characters, 16 leaves room; a secret's ARN ends
+// in "-" and six random characters).
 func stackEnvSize(s settings.Settings) int {
 	url := func(name string) int {
 		return len("https://sqs.") + 16 + len(".amazonaws.com.cn/") + 12 + len("/") + len(name)
 	}
+	secretArn := len("arn:aws-cn:secretsmanager:") + 16 + len(":") + 12 + len(":secret:") + len(s.WebhookSecretName()) + len("-123456")
 	return len("AIJOBS_TABLE") + len(s.TableName()) +
 		len("AIJOBS_QUEUE_URL") + url(s.QueueName()) +
-		len("AIJOBS_DLQ_URL") + url(s.DLQName())
+		len("AIJOBS_DLQ_URL") + url(s.DLQName()) +
+		len("AIJOBS_CALLBACK_QUEUE_URL") + url(s.CallbackQueueName()) +
+		len("AIJOBS_CALLBACK_DLQ_URL") + url(s.CallbackDLQName()) +
+		len("AIJOBS_WEBHOOK_SECRET_ID") + secretArn
 }
 
 // checkEnvSize refuses an environment Lambda would refuse mid-deploy.

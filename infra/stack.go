@@ -9,8 +9,9 @@ import (
 )
 
 // NewStack builds the whole deployment in one stack: the jobs table, the
-// job queue and its DLQ, the three functions (API, worker, scheduled
-// reconciler), the HTTP API, the operators' policy, the alarms and the
+// job queue and its DLQ, the four functions (API, worker, scheduled
+// reconciler, notifier), the callback queue and its DLQ, the webhook
+// signing secret, the HTTP API, the operators' policy, the alarms and the
 // dashboard. Every number comes from cfg.Settings, the same settings
 // the functions load at start.
 func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
@@ -19,7 +20,8 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 	})
 	table := newTable(stack, cfg)
 	queues := newQueues(stack, cfg)
-	fns := newFunctions(stack, cfg, table, queues)
+	secret := newWebhookSecret(stack, cfg)
+	fns := newFunctions(stack, cfg, table, queues, secret)
 	api := newAPI(stack, cfg, fns.API)
 	operator := newOperatorPolicy(stack, cfg, table, queues)
 	signals := newSignals(queues, fns, api)
@@ -33,6 +35,10 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 	output(stack, "AlarmTopicArn", alarms.Topic.TopicArn(), "SNS topic every alarm notifies")
 	output(stack, "ReconcilerFunctionName", fns.Reconciler.FunctionName(), "scheduled reconciler (re-sends stuck jobs)")
 	output(stack, "OperatorPolicyArn", operator.ManagedPolicyArn(), "attach to the operators who run `aijobs failures` and `aijobs replay`")
+	output(stack, "CallbackQueueUrl", queues.Callbacks.QueueUrl(), "callback notices (the notifier's queue)")
+	output(stack, "CallbackDlqUrl", queues.CallbackDLQ.QueueUrl(), "callback notices given up")
+	output(stack, "NotifierFunctionName", fns.Notifier.FunctionName(), "the notifier (delivers callbacks): its log group and metrics")
+	output(stack, "WebhookSecretArn", secret.SecretArn(), "the webhook signing secret (whsec_...): give it to the receivers")
 	return stack
 }
 

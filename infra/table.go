@@ -54,8 +54,12 @@ func newTable(stack awscdk.Stack, cfg Config) awsdynamodb.Table {
 			PointInTimeRecoveryEnabled: jsii.Bool(true),
 		},
 		TimeToLiveAttribute: jsii.String(attrExpires),
-		DeletionProtection:  jsii.Bool(!cfg.Throwaway),
-		RemovalPolicy:       removalPolicy(cfg),
+		// Every write, before and after: the notifier turns the writes that
+		// moved a job with a callback into a wanted state into notices
+		// (docs/webhooks.md), as pkg/dynamodb.CreateTable's stream does locally.
+		Stream:             awsdynamodb.StreamViewType_NEW_AND_OLD_IMAGES,
+		DeletionProtection: jsii.Bool(!cfg.Throwaway),
+		RemovalPolicy:      removalPolicy(cfg),
 	})
 	str, num := awsdynamodb.AttributeType_STRING, awsdynamodb.AttributeType_NUMBER
 	// Sparse: only failed and abandoned items carry fail_pk, and the key is

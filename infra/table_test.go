@@ -97,8 +97,9 @@ func (r *tableRecorder) DescribeTimeToLive(context.Context, *ddb.DescribeTimeToL
 }
 
 // The stack's table is the table pkg/dynamodb creates for the local
-// stacks: the same key, attribute types and indexes (names, keys,
-// projections), compared with what its CreateTable actually sends, so a
+// stacks: the same key, attribute types, indexes (names, keys,
+// projections) and stream (the notifier reads old and new images),
+// compared with what its CreateTable actually sends, so a
 // change to the item layout's names fails here.
 func TestIndexesMatchStore(t *testing.T) {
 	s := defaults(t)
@@ -116,10 +117,13 @@ func TestIndexesMatchStore(t *testing.T) {
 		KeySchema  []keyElem
 		Projection projection
 	}
+	type stream struct{ StreamViewType string }
 	type table struct {
 		KeySchema              []keyElem
 		AttributeDefinitions   map[string]string
 		GlobalSecondaryIndexes []index
+		// CloudFormation has no StreamEnabled: a view type is a stream.
+		StreamSpecification *stream
 	}
 	keys := func(in []types.KeySchemaElement) []keyElem {
 		var out []keyElem
@@ -129,6 +133,12 @@ func TestIndexesMatchStore(t *testing.T) {
 		return out
 	}
 	want := table{KeySchema: keys(rec.in.KeySchema), AttributeDefinitions: map[string]string{}}
+	if sp := rec.in.StreamSpecification; sp != nil && sp.StreamEnabled != nil && *sp.StreamEnabled {
+		want.StreamSpecification = &stream{string(sp.StreamViewType)}
+	}
+	if want.StreamSpecification == nil || want.StreamSpecification.StreamViewType != "NEW_AND_OLD_IMAGES" {
+		t.Errorf("pkg/dynamodb creates the stream %+v, the notifier needs NEW_AND_OLD_IMAGES", want.StreamSpecification)
+	}
 	for _, a := range rec.in.AttributeDefinitions {
 		want.AttributeDefinitions[*a.AttributeName] = string(a.AttributeType)
 	}
@@ -143,11 +153,13 @@ func TestIndexesMatchStore(t *testing.T) {
 		KeySchema              []keyElem
 		AttributeDefinitions   []struct{ AttributeName, AttributeType string }
 		GlobalSecondaryIndexes []index
+		StreamSpecification    *stream
 	}
 	if err := json.Unmarshal(b, &got); err != nil {
 		t.Fatal(err)
 	}
-	have := table{KeySchema: got.KeySchema, AttributeDefinitions: map[string]string{}, GlobalSecondaryIndexes: got.GlobalSecondaryIndexes}
+	have := table{KeySchema: got.KeySchema, AttributeDefinitions: map[string]string{}, GlobalSecondaryIndexes: got.GlobalSecondaryIndexes,
+		StreamSpecification: got.StreamSpecification}
 	for _, a := range got.AttributeDefinitions {
 		have.AttributeDefinitions[a.AttributeName] = a.AttributeType
 	}
