@@ -1,6 +1,6 @@
-// Command aijobs-dev runs aijobs on a developer machine: the real API and
-// worker handlers against kumo, LocalStack or AWS (AWS_ENDPOINT_URL), with
-// API Gateway and the SQS event source mapping emulated in process.
+// Command aijobs-dev runs aijobs on a developer machine: the real handlers
+// against kumo, LocalStack or AWS (AWS_ENDPOINT_URL), with API Gateway and
+// the event sources (SQS, the table's stream) emulated in process.
 package main
 
 import (
