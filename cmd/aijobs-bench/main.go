@@ -1,6 +1,7 @@
 // Command aijobs-bench runs N jobs through the local stack (dev server on
 // kumo, zero-latency fake model) and prints throughput, latency percentiles
-// and AWS API calls per job. `make bench` runs it; see docs/benchmarks.md.
+// and AWS API calls per job; with -coldstart, each function's binary size
+// and init time. `make bench` runs it; see docs/benchmarks.md.
 package main
 
 import (
@@ -27,6 +28,7 @@ func run() error {
 	flag.IntVar(&o.Concurrency, "concurrency", 16, "clients creating and polling at once")
 	flag.DurationVar(&o.PollEvery, "poll", 100*time.Millisecond, "poll interval")
 	flag.DurationVar(&o.BatchWindow, "batch-window", 0, "batching window of the event source mapping")
+	coldRuns := flag.Int("coldstart", 0, "instead of jobs: build each function and time this many cold starts of each")
 	flag.Parse()
 	if o.Endpoint = os.Getenv("AWS_ENDPOINT_URL"); o.Endpoint == "" {
 		k, err := kumo.Start()
@@ -35,6 +37,11 @@ func run() error {
 		}
 		defer k.Stop()
 		o.Endpoint = k.Endpoint
+	}
+	if *coldRuns > 0 {
+		cs, err := bench.MeasureColdStarts(context.Background(), bench.ColdStartOptions{Endpoint: o.Endpoint, Runs: *coldRuns})
+		fmt.Print(bench.ColdStartReport(cs))
+		return err
 	}
 	r, err := bench.Run(context.Background(), o)
 	fmt.Print(r.Report())
