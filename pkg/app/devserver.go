@@ -13,7 +13,7 @@ import (
 func (a *App) DevServer() *devserver.Server {
 	s := a.Config.Settings
 	return &devserver.Server{
-		Gateway: &devserver.Gateway{Handler: a.API.Handle, Timeout: s.APITimeout, Logger: a.Logger},
+		Gateway: &devserver.Gateway{Handler: a.API.Handle, Timeout: s.APITimeout, MemoryMB: s.APIMemoryMB, Logger: a.Logger},
 		Poller: &devserver.Poller{Source: a.Queue, Handler: a.Worker.Handle, BatchSize: s.BatchSize,
 			BatchWindow: s.BatchWindow, Concurrency: s.MaxConcurrency, FunctionTimeout: s.WorkerTimeout, MemoryMB: s.WorkerMemoryMB,
 			QueueARN: "arn:aws:sqs:" + a.AWS.Region + ":000000000000:" + s.QueueName(), Region: a.AWS.Region, Logger: a.Logger},
