@@ -7,7 +7,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Explicit roots: ./... would also walk node_modules (the CDK CLI ships Go templates).
 GO_PKGS := ./cmd/... ./e2e/... ./functions/... ./internal/... ./pkg/...
 
-.PHONY: all build dev test lint unit bench chaos fuzz kumo docs chromium screenshots clean
+.PHONY: all build dev test lint unit bench bench-coldstart chaos fuzz kumo docs chromium screenshots clean
 
 # The CDK stack's targets (synth, deploy, test-infra, localstack-*).
 -include infra.mk
@@ -79,10 +79,18 @@ fuzz:
 docs:
 	go run ./cmd/aijobs-apidoc
 
-BENCH_ARGS ?= -jobs 1000 -concurrency 64
+# The end-to-end run and its ceiling, then 50 jobs per model latency,
+# batched and one per invocation, all latencies at once (about 2.5
+# minutes: the 120 s calls); docs/benchmarks.md.
+BENCH_ARGS ?= -jobs 1000 -concurrency 64 -latencies 1s,10s,30s,120s -latency-jobs 50
+COLDSTART_RUNS ?= 15
 
 bench: bin/kumo
 	KUMO_BIN=$(CURDIR)/bin/kumo go run ./cmd/aijobs-bench $(BENCH_ARGS)
+
+# Each function's shipped binary size and init time (docs/benchmarks.md).
+bench-coldstart: bin/kumo
+	KUMO_BIN=$(CURDIR)/bin/kumo go run ./cmd/aijobs-bench -coldstart $(COLDSTART_RUNS)
 
 # The chaos run (docs/chaos.md): SEED=0 draws a new seed (printed); the same
 # SEED, JOBS and DURATION replay a run's schedule.

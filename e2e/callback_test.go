@@ -15,7 +15,6 @@ import (
 
 	"github.com/aijobs/aijobs/internal/apispec"
 	"github.com/aijobs/aijobs/pkg/api"
-	"github.com/aijobs/aijobs/pkg/awsclient"
 	"github.com/aijobs/aijobs/pkg/secretsmanager"
 	"github.com/aijobs/aijobs/pkg/webhook"
 )
@@ -44,7 +43,7 @@ type receiver struct {
 
 func newReceiver(t *testing.T, s *stack) *receiver {
 	t.Helper()
-	text, err := secretsmanager.New(awsclient.SecretsManager(s.app.AWS)).String(t.Context(), s.app.Config.WebhookSecretID)
+	text, err := secretsmanager.New(secretsmanager.NewClient(s.app.AWS)).String(t.Context(), s.app.Config.WebhookSecretID)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,10 @@
 // Command aijobs-bench runs N jobs through the local stack (dev server on
-// kumo, zero-latency fake model) and prints throughput, latency percentiles
-// and AWS API calls per job. `make bench` runs it; see docs/benchmarks.md.
+// kumo, fake model) and prints throughput, latency percentiles, AWS API
+// calls and Lambda GB-seconds per job, the emulator's ceiling for the same
+// call mix, the same by model latency batched and one message per
+// invocation, and dollars per million jobs; with -coldstart, each
+// function's binary size and init time instead. `make bench` runs it; see
+// docs/benchmarks.md.
 package main
 
 import (
@@ -8,7 +12,6 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"time"
 
 	"github.com/aijobs/aijobs/internal/bench"
 	"github.com/aijobs/aijobs/internal/kumo"
@@ -22,21 +25,24 @@ func main() {
 }
 
 func run() error {
-	o := bench.Options{}
-	flag.IntVar(&o.Jobs, "jobs", 500, "jobs to run")
-	flag.IntVar(&o.Concurrency, "concurrency", 16, "clients creating and polling at once")
-	flag.DurationVar(&o.PollEvery, "poll", 100*time.Millisecond, "poll interval")
-	flag.DurationVar(&o.BatchWindow, "batch-window", 0, "batching window of the event source mapping")
+	var o bench.SuiteOptions
+	coldRuns := flag.Int("coldstart", 0, "instead of jobs: build each function and time this many cold starts of each")
+	o.Flags(flag.CommandLine)
 	flag.Parse()
-	if o.Endpoint = os.Getenv("AWS_ENDPOINT_URL"); o.Endpoint == "" {
+	if o.Run.Endpoint = os.Getenv("AWS_ENDPOINT_URL"); o.Run.Endpoint == "" {
 		k, err := kumo.Start()
 		if err != nil {
 			return err
 		}
 		defer k.Stop()
-		o.Endpoint = k.Endpoint
+		o.Run.Endpoint = k.Endpoint
 	}
-	r, err := bench.Run(context.Background(), o)
-	fmt.Print(r.Report())
+	if *coldRuns > 0 {
+		cs, err := bench.MeasureColdStarts(context.Background(), bench.ColdStartOptions{Endpoint: o.Run.Endpoint, Runs: *coldRuns})
+		fmt.Print(bench.ColdStartReport(cs))
+		return err
+	}
+	s, err := bench.RunSuite(context.Background(), o)
+	fmt.Print(s.Report())
 	return err
 }

@@ -1,16 +1,17 @@
 // Command api is the API Lambda: POST /jobs, GET /jobs, GET /jobs/{id},
-// POST /jobs/{id}/cancel behind API Gateway's HTTP API. It only wires.
+// POST /jobs/{id}/cancel behind API Gateway's HTTP API. It only wires, and
+// links no model provider nor the notifier (pkg/app/wire).
 package main
 
 import (
 	"fmt"
 	"os"
 
-	"github.com/aijobs/aijobs/pkg/app"
+	"github.com/aijobs/aijobs/pkg/app/wire"
 )
 
 func main() {
-	if err := app.Lambda(app.APIRole); err != nil {
+	if err := wire.Lambda(wire.APIHandler); err != nil {
 		fmt.Fprintln(os.Stderr, "api:", err)
 		os.Exit(1)
 	}

@@ -1,17 +1,17 @@
 // Command reconciler is the scheduled Lambda that re-sends lost job messages
 // through the claim path (docs/architecture.md, "The reconciler"). It only
-// wires.
+// wires, and links no model provider nor the notifier (pkg/app/wire).
 package main
 
 import (
 	"fmt"
 	"os"
 
-	"github.com/aijobs/aijobs/pkg/app"
+	"github.com/aijobs/aijobs/pkg/app/wire"
 )
 
 func main() {
-	if err := app.Lambda(app.ReconcilerRole); err != nil {
+	if err := wire.Lambda(wire.ReconcilerHandler); err != nil {
 		fmt.Fprintln(os.Stderr, "reconciler:", err)
 		os.Exit(1)
 	}

@@ -1,16 +1,18 @@
 // Command worker is the worker Lambda: SQS batches of job ids in, batch
-// item failures out (ReportBatchItemFailures). It only wires.
+// item failures out (ReportBatchItemFailures). It only wires; it is the one
+// function that links the model providers (pkg/app/providers).
 package main
 
 import (
 	"fmt"
 	"os"
 
-	"github.com/aijobs/aijobs/pkg/app"
+	"github.com/aijobs/aijobs/pkg/app/providers"
+	"github.com/aijobs/aijobs/pkg/app/wire"
 )
 
 func main() {
-	if err := app.Lambda(app.WorkerRole); err != nil {
+	if err := wire.Lambda(providers.WorkerHandler); err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(1)
 	}

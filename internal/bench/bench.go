@@ -1,7 +1,10 @@
 // Package bench measures the local stack end to end: N jobs through the dev
-// server (real handlers, real adapters, kumo) with a zero-latency fake
-// model, reporting throughput, create and poll latency, and AWS API calls
-// per job by operation, counted by SDK middleware.
+// server (real handlers, real adapters, kumo) with a fake model, reporting
+// throughput, create and poll latency, AWS API calls per job by operation
+// (counted by SDK middleware) and the Lambda GB-seconds the event source
+// emulator metered; next to it, the emulator's own ceiling for the same
+// call mix, and what the measured calls and GB-seconds cost at AWS's
+// prices (docs/benchmarks.md).
 package bench
 
 import (
@@ -19,7 +22,9 @@ import (
 	"github.com/aijobs/aijobs/pkg/app"
 	"github.com/aijobs/aijobs/pkg/awsclient"
 	"github.com/aijobs/aijobs/pkg/config"
+	"github.com/aijobs/aijobs/pkg/devserver"
 	"github.com/aijobs/aijobs/pkg/model/fake"
+	"github.com/aijobs/aijobs/pkg/settings"
 )
 
 // Options are the benchmark's knobs.
@@ -31,11 +36,17 @@ type Options struct {
 	PollEvery time.Duration
 	// BatchWindow is the event source mapping's batching window.
 	BatchWindow time.Duration
+	// BatchSize and MaxConcurrency are the event source mapping's (10 and
+	// 8 when zero).
+	BatchSize, MaxConcurrency int
+	// Latency is the fake model's time per call.
+	Latency time.Duration
 }
 
 // Result is one run's figures.
 type Result struct {
 	Jobs          int
+	BatchSize     int
 	Elapsed       time.Duration
 	Create, Poll  []time.Duration
 	Polls         int
@@ -43,21 +54,36 @@ type Result struct {
 	Generations   int
 	NotSucceeded  int
 	PollCallsOnly int
+	// Worker and API are the Lambda usage the dev server metered.
+	Worker, API devserver.Usage
+	// WorkerMemoryMB is the memory the worker's GB-seconds were metered at.
+	WorkerMemoryMB int
 }
 
 // Run starts a dev server on a fresh prefix and drives Jobs jobs through it.
 func Run(ctx context.Context, o Options) (Result, error) {
+	if o.BatchSize == 0 {
+		o.BatchSize = 10
+	}
+	if o.MaxConcurrency == 0 {
+		o.MaxConcurrency = 8
+	}
+	// Callbacks off: the benchmark measures the job's own path (the
+	// notifier's stream reads and invocations are not counted).
 	env := map[string]string{
 		"AWS_ENDPOINT_URL": o.Endpoint, "AIJOBS_PREFIX": fmt.Sprintf("bench-%d", time.Now().UnixNano()),
 		"AIJOBS_LISTEN": "127.0.0.1:0", "AIJOBS_LOG_LEVEL": "error", "AIJOBS_METRICS": "off", "AIJOBS_MODEL_PROVIDER": "fake",
-		"AIJOBS_FAKE_LATENCY": "0s", "AIJOBS_BATCH_WINDOW": o.BatchWindow.String(), "AIJOBS_BATCH_SIZE": "10", "AIJOBS_MAX_CONCURRENCY": "8",
+		"AIJOBS_BATCH_WINDOW": o.BatchWindow.String(), "AIJOBS_BATCH_SIZE": fmt.Sprint(o.BatchSize),
+		"AIJOBS_MAX_CONCURRENCY": fmt.Sprint(o.MaxConcurrency), "AIJOBS_CALLBACKS": "false",
+		// Room for a 120 s call within the shipped worker timeout.
+		"AIJOBS_MODEL_TIMEOUT": max(o.Latency+30*time.Second, settings.Defaults().RouteTimeout).String(),
 	}
 	cfg, err := config.Load(func(k string) string { return env[k] })
 	if err != nil {
 		return Result{}, err
 	}
 	counter := awsclient.NewCounter()
-	f := fake.New(fake.Config{Price: cfg.Shortcut.Price})
+	f := fake.New(fake.Config{Latency: o.Latency, Price: cfg.Shortcut.Price})
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	a, err := app.New(ctx, cfg, app.Options{CreateResources: true, Counter: counter, EveryProvider: f})
@@ -69,14 +95,15 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return Result{}, fmt.Errorf("listen: %w", err)
 	}
 	done := make(chan error, 1)
-	go func() { done <- a.DevServer().Serve(ctx, ln) }()
+	srv := a.DevServer()
+	go func() { done <- srv.Serve(ctx, ln) }()
 	counter.Reset() // count the jobs, not the setup
 
 	url := "http://" + ln.Addr().String()
 	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: o.Concurrency}}
 	var (
 		mu  sync.Mutex
-		res = Result{Jobs: o.Jobs}
+		res = Result{Jobs: o.Jobs, BatchSize: o.BatchSize}
 		wg  sync.WaitGroup
 		sem = make(chan struct{}, o.Concurrency)
 	)
@@ -107,6 +134,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	time.Sleep(200 * time.Millisecond) // let the last batch's deletes land
 	res.Calls = counter.Snapshot()
 	res.Generations = f.TotalGenerations()
+	res.Worker, res.API, res.WorkerMemoryMB = srv.Poller.Usage(), srv.Gateway.Usage(), cfg.Settings.WorkerMemoryMB
 	cancel()
 	<-done
 	return res, firstErr
@@ -131,7 +159,7 @@ func oneJob(client *http.Client, url string, i int, every time.Duration) (time.D
 		return created, nil, 0, "", fmt.Errorf("create: status %d", resp.StatusCode)
 	}
 	var polls []time.Duration
-	for range 2000 {
+	for range 5000 {
 		time.Sleep(every)
 		req, _ := http.NewRequest("GET", url+"/jobs/"+v.ID, nil)
 		req.Header.Set("Authorization", "Bearer bench")

@@ -1,6 +1,9 @@
-// Package app wires adapters to handlers from a config.Config. Every binary
-// (the two Lambdas, the dev server, the benchmark, the end-to-end tests)
-// goes through it, so none of them can be wired differently from the others.
+// Package app wires adapters to handlers from a config.Config for the dev
+// server, the benchmark, the chaos harness and the end-to-end tests: every
+// role at once, or one. It composes the packages each Lambda function uses
+// alone (pkg/app/wire, and pkg/app/providers for the worker,
+// pkg/app/callbacks for the notifier), so no binary is wired differently
+// from the others, and each function links only its own role's code.
 package app
 
 import (
@@ -8,30 +11,30 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	smithymw "github.com/aws/smithy-go/middleware"
 
 	"github.com/aijobs/aijobs/pkg/api"
+	"github.com/aijobs/aijobs/pkg/app/callbacks"
+	"github.com/aijobs/aijobs/pkg/app/providers"
+	"github.com/aijobs/aijobs/pkg/app/wire"
 	"github.com/aijobs/aijobs/pkg/awsclient"
 	"github.com/aijobs/aijobs/pkg/config"
 	"github.com/aijobs/aijobs/pkg/dynamodb"
 	"github.com/aijobs/aijobs/pkg/dynamodbstreams"
-	"github.com/aijobs/aijobs/pkg/emf"
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/model"
 	"github.com/aijobs/aijobs/pkg/notifier"
 	"github.com/aijobs/aijobs/pkg/reconciler"
 	"github.com/aijobs/aijobs/pkg/sqs"
-	"github.com/aijobs/aijobs/pkg/webhook"
 	"github.com/aijobs/aijobs/pkg/worker"
 )
 
-// Role is which function a process serves: a Lambda wires only its own
-// handler (the API and the reconciler never call a model, so they never
-// read a provider key); the dev server and tests wire everything.
+// Role is which function a process serves: the chaos harness runs each
+// role as its own process, as in AWS (the API and the reconciler never
+// call a model, so they never read a provider key); the dev server and
+// tests wire everything.
 type Role int
 
 // The roles.
@@ -91,103 +94,43 @@ type App struct {
 	Logger *slog.Logger
 }
 
-// New wires the system described by cfg.
+// New wires the system described by cfg: the shared wiring (pkg/app/wire)
+// and, on it, the role's handlers, the providers (pkg/app/providers) and
+// the notifier (pkg/app/callbacks) included.
 func New(ctx context.Context, cfg config.Config, o Options) (*App, error) {
-	if o.Logger == nil {
-		o.Logger = Logger(cfg.LogLevel)
-	}
-	if o.Clock == nil {
-		o.Clock = job.SystemClock{}
-	}
-	awsCfg, err := awsclient.Load(ctx, awsclient.Config{Region: cfg.Region, Endpoint: cfg.Endpoint, Counter: o.Counter,
-		CallTimeout: cfg.Settings.AWSCallTimeout, APIOptions: o.APIOptions})
+	b, err := wire.New(ctx, cfg, wire.Options{CreateResources: o.CreateResources, Counter: o.Counter, APIOptions: o.APIOptions,
+		Logger: o.Logger, Clock: o.Clock})
 	if err != nil {
-		return nil, fmt.Errorf("app: %w", err)
+		return nil, err
 	}
-	ddb, sq := awsclient.DynamoDB(awsCfg), awsclient.SQS(awsCfg)
-	if o.CreateResources {
-		if err := dynamodb.CreateTable(ctx, ddb, cfg.Table, cfg.Settings); err != nil {
-			return nil, fmt.Errorf("app: create table: %w", err)
-		}
-		if cfg.QueueURL, cfg.DLQURL, err = sqs.CreateQueues(ctx, sq, cfg.Settings); err != nil {
-			return nil, fmt.Errorf("app: create queues: %w", err)
-		}
-		if cfg.Callbacks {
-			if cfg.CallbackQueueURL, cfg.CallbackDLQURL, err = sqs.CreateCallbackQueues(ctx, sq, cfg.Settings); err != nil {
-				return nil, fmt.Errorf("app: create callback queues: %w", err)
-			}
-		}
-	}
-	if cfg.QueueURL == "" {
-		return nil, fmt.Errorf("app: no queue URL (set AIJOBS_QUEUE_URL)")
-	}
-	a := &App{Config: cfg, AWS: awsCfg, Logger: o.Logger,
-		Store: dynamodb.New(ddb, cfg.Table, cfg.Settings), Queue: sqs.New(sq, cfg.QueueURL, cfg.DLQURL)}
-	s := cfg.Settings
-	var workerMetrics worker.Metrics
-	var reconcilerMetrics reconciler.Metrics
-	var notifierMetrics notifier.Metrics
-	if cfg.Metrics == "emf" {
-		m := emf.New(os.Stdout, o.Clock)
-		workerMetrics, reconcilerMetrics, notifierMetrics = m, m, m
-	}
+	cfg = b.Config
+	a := &App{Config: cfg, AWS: b.AWS, Logger: b.Logger, Store: b.Store, Queue: b.Queue}
 	if o.Role == All || o.Role == APIRole {
-		var callbacks api.CallbackChecker
-		if cfg.Callbacks {
-			callbacks = webhook.Checker{Policy: webhook.Policy{AllowLoopback: s.CallbackLoopback}}
-		}
-		a.API = api.New(api.Config{Store: a.Store, Queue: a.Queue, Limits: s.Limits, Retention: s.Retention, Routes: cfg.Routes,
-			Clock: o.Clock, EnqueueRetryAfter: s.EnqueueRetryAfter, Callbacks: callbacks, Logger: o.Logger})
+		a.API = b.API()
 	}
 	if cfg.Callbacks && (o.Role == All || o.Role == NotifierRole) {
-		if err := a.wireNotifier(ctx, o, sq, notifierMetrics, o.CreateResources); err != nil {
+		n, err := callbacks.New(ctx, b, o.CreateResources)
+		if err != nil {
 			return nil, err
 		}
+		a.Notifier, a.CallbackQueue, a.WebhookSecretCreated = n.Notifier, n.Queue, n.SecretCreated
 		if o.CreateResources {
-			if a.Stream, err = dynamodbstreams.Find(ctx, ddb, awsclient.DynamoDBStreams(awsCfg), cfg.Table); err != nil {
+			if a.Stream, err = dynamodbstreams.Find(ctx, b.DynamoDB, dynamodbstreams.NewClient(b.AWS), cfg.Table); err != nil {
 				return nil, fmt.Errorf("app: %w", err)
 			}
 		}
 	}
 	if o.Role == All || o.Role == WorkerRole {
-		if a.Providers, err = newProviders(ctx, cfg, awsCfg, o); err != nil {
+		if a.Providers, err = providers.New(ctx, b, providers.Options{Replace: o.Providers, Every: o.EveryProvider, Transport: o.ModelTransport}); err != nil {
 			return nil, err
 		}
-		a.Worker = worker.New(worker.Config{
-			Store: a.Store, Queue: a.Queue, Clock: o.Clock, Logger: o.Logger, Retention: s.Retention, Metrics: workerMetrics,
-			Routes: cfg.Routes, Providers: a.Providers, ReceiveLimit: s.MaxReceiveCount,
-			Timing: worker.Timing{Heartbeat: s.Heartbeat, LeaseTTL: s.LeaseTTL, LeaseMargin: s.GuardMargin(), AttemptMargin: s.AttemptMargin,
-				LambdaMargin: s.LambdaMargin, BackoffBase: s.BackoffBase, BackoffMax: s.BackoffMax},
-		})
+		a.Worker = b.Worker(a.Providers)
 	}
 	if o.Role == All || o.Role == ReconcilerRole {
-		a.Reconciler = reconciler.New(reconciler.Config{Store: a.Store, Queue: a.Queue, After: s.ReconcileAfter, ResendMax: s.ReconcileResendMax, Retention: s.Retention,
-			Clock: o.Clock, Logger: o.Logger, Metrics: reconcilerMetrics})
+		a.Reconciler = b.Reconciler()
 	}
 	return a, nil
 }
 
-// modelHTTPClient is the client for model providers: the SDK's transport
-// (it honours AWS_CA_BUNDLE and proxies like every AWS call), wrapped by
-// wrap when set (the chaos harness's ModelTransport), with no overall
-// timeout (each call's context bounds it) and, as every provider's, no
-// redirects (model.NoRedirects).
-func modelHTTPClient(awsCfg aws.Config, wrap func(http.RoundTripper) http.RoundTripper) *http.Client {
-	t := http.DefaultTransport
-	if b, ok := awsCfg.HTTPClient.(*awshttp.BuildableClient); ok {
-		t = b.GetTransport()
-	}
-	if wrap != nil {
-		t = wrap(t)
-	}
-	return model.NoRedirects(&http.Client{Transport: t})
-}
-
 // Logger is the JSON logger every binary uses (CloudWatch reads JSON lines).
-func Logger(level string) *slog.Logger {
-	var l slog.Level
-	if err := l.UnmarshalText([]byte(level)); err != nil {
-		l = slog.LevelInfo
-	}
-	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
-}
+func Logger(level string) *slog.Logger { return wire.Logger(level) }

@@ -13,9 +13,9 @@ import (
 func (a *App) DevServer() *devserver.Server {
 	s := a.Config.Settings
 	return &devserver.Server{
-		Gateway: &devserver.Gateway{Handler: a.API.Handle, Timeout: s.APITimeout, Logger: a.Logger},
+		Gateway: &devserver.Gateway{Handler: a.API.Handle, Timeout: s.APITimeout, MemoryMB: s.APIMemoryMB, Logger: a.Logger},
 		Poller: &devserver.Poller{Source: a.Queue, Handler: a.Worker.Handle, BatchSize: s.BatchSize,
-			BatchWindow: s.BatchWindow, Concurrency: s.MaxConcurrency, FunctionTimeout: s.WorkerTimeout,
+			BatchWindow: s.BatchWindow, Concurrency: s.MaxConcurrency, FunctionTimeout: s.WorkerTimeout, MemoryMB: s.WorkerMemoryMB,
 			QueueARN: "arn:aws:sqs:" + a.AWS.Region + ":000000000000:" + s.QueueName(), Region: a.AWS.Region, Logger: a.Logger},
 		Sweep: func(ctx context.Context) {
 			if _, err := a.Reconciler.Run(ctx); err != nil {
@@ -48,7 +48,7 @@ func (a *App) callbackPoller() *devserver.Poller {
 	}
 	s := a.Config.Settings
 	return &devserver.Poller{Source: a.CallbackQueue, Handler: a.Notifier.Deliver, BatchSize: s.CallbackBatchSize,
-		Concurrency: CallbackConcurrency, FunctionTimeout: s.NotifierTimeout,
+		Concurrency: CallbackConcurrency, FunctionTimeout: s.NotifierTimeout, MemoryMB: s.NotifierMemoryMB,
 		QueueARN: "arn:aws:sqs:" + a.AWS.Region + ":000000000000:" + s.CallbackQueueName(), Region: a.AWS.Region, Logger: a.Logger}
 }
 

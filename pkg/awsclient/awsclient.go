@@ -1,6 +1,9 @@
-// Package awsclient builds the AWS SDK clients every binary uses, the same
-// way against real AWS, kumo or LocalStack. It takes its settings as
-// arguments; reading the environment is main's job.
+// Package awsclient builds the AWS configuration and the DynamoDB and SQS
+// clients every binary uses, the same way against real AWS, kumo or
+// LocalStack. It takes its settings as arguments; reading the environment
+// is main's job. The clients only some roles need (Secrets Manager,
+// DynamoDB Streams) are built by their adapters, so the other functions
+// never link those SDKs.
 package awsclient
 
 import (
@@ -12,8 +15,6 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
-	"github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 	smithymw "github.com/aws/smithy-go/middleware"
@@ -77,17 +78,8 @@ func DynamoDB(cfg aws.Config) *dynamodb.Client {
 	})
 }
 
-// DynamoDBStreams builds a DynamoDB Streams client for cfg, for the dev
-// server's stream event source mapping.
-func DynamoDBStreams(cfg aws.Config) *dynamodbstreams.Client {
-	return dynamodbstreams.NewFromConfig(cfg)
-}
-
 // SQS builds an SQS client for cfg.
 func SQS(cfg aws.Config) *sqs.Client { return sqs.NewFromConfig(cfg) }
-
-// SecretsManager builds a Secrets Manager client for cfg.
-func SecretsManager(cfg aws.Config) *secretsmanager.Client { return secretsmanager.NewFromConfig(cfg) }
 
 // STS is the STS client (the caller's identity, for the console's action log).
 func STS(cfg aws.Config) *sts.Client { return sts.NewFromConfig(cfg) }

@@ -64,7 +64,7 @@ func TestEveryStoreAndQueueCallHasADeadline(t *testing.T) {
 	}
 
 	start = time.Now()
-	_, err = awsclient.DynamoDBStreams(cfg).GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: aws.String("i")})
+	_, err = dynamodbstreams.NewFromConfig(cfg).GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: aws.String("i")})
 	if took := time.Since(start); err == nil || took > 2*time.Second {
 		t.Fatalf("GetRecords: err %v after %s, want a failure within the deadline", err, took)
 	}

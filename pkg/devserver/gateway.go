@@ -65,8 +65,15 @@ type Gateway struct {
 	// Gateway answers 503 and the function may still be running.
 	IntegrationTimeout time.Duration
 	Logger             *slog.Logger
-	seq                atomic.Int64
+	// MemoryMB is the API function's configured memory, which Usage bills.
+	MemoryMB int
+	seq      atomic.Int64
+	meter    meter
 }
+
+// Usage is what the API function's invocations so far would be billed
+// for by Lambda (each runs until it answers or its timeout ends).
+func (g *Gateway) Usage() Usage { return g.meter.usage() }
 
 // gatewayError writes one of API Gateway's own answers: JSON with a
 // "message", never the API's problem+json.
@@ -125,7 +132,9 @@ func (g *Gateway) invoke(parent context.Context, ev events.APIGatewayV2HTTPReque
 	ctx, cancel := context.WithTimeout(parent, g.Timeout)
 	defer cancel()
 	done := make(chan result, 1) // a late handler's send never blocks
+	start := time.Now()
 	go func() {
+		defer func() { g.meter.record(min(time.Since(start), g.Timeout), g.MemoryMB) }()
 		defer func() {
 			if v := recover(); v != nil {
 				g.Logger.Error("gateway: the API handler panicked; API Gateway answers 500",

@@ -35,8 +35,14 @@ type Poller struct {
 	QueueARN        string
 	Region          string
 	Logger          *slog.Logger
-	inflight        sync.WaitGroup // handlers still running, late ones included
+	// MemoryMB is the function's configured memory, which Usage bills.
+	MemoryMB int
+	inflight sync.WaitGroup // handlers still running, late ones included
+	meter    meter
 }
+
+// Usage is what the invocations so far would be billed for by Lambda.
+func (p *Poller) Usage() Usage { return p.meter.usage() }
 
 // Run polls until ctx ends. In-flight invocations are cancelled with it
 // (the worker records their attempts as timeouts) and awaited, late ones
@@ -135,6 +141,8 @@ func (p *Poller) invoke(ctx context.Context, batch []events.SQSMessage) {
 func (p *Poller) call(ctx context.Context, batch []events.SQSMessage) (events.SQSEventResponse, bool) {
 	in := invocation{function: "worker", failed: "the whole batch returns to the queue", timeout: p.FunctionTimeout,
 		inflight: &p.inflight, logger: p.Logger}
+	start := time.Now()
+	defer func() { p.meter.record(time.Since(start), p.MemoryMB) }()
 	return invoke(ctx, in, p.Handler, events.SQSEvent{Records: batch}, len(batch))
 }
 

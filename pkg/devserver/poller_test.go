@@ -86,3 +86,35 @@ func TestPollerDeletesLikeLambda(t *testing.T) {
 		})
 	}
 }
+
+// TestPollerMetersInvocationsAsLambdaBills: each invocation's duration,
+// rounded up to the millisecond, times the memory; an invocation that
+// overruns its timeout is billed the timeout (Lambda stops it there).
+func TestPollerMetersInvocationsAsLambdaBills(t *testing.T) {
+	src := &source{batches: [][]events.SQSMessage{batch(2), batch(1)}}
+	var n int
+	p := &Poller{Source: src, BatchSize: 10, Concurrency: 1, FunctionTimeout: 300 * time.Millisecond, MemoryMB: 2048,
+		Logger: slog.New(slog.DiscardHandler),
+		Handler: func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
+			n++
+			if n == 1 {
+				time.Sleep(100 * time.Millisecond)
+			} else {
+				<-ctx.Done() // overruns the timeout
+			}
+			return events.SQSEventResponse{}, nil
+		}}
+	ctx, cancel := context.WithCancel(context.Background())
+	time.AfterFunc(800*time.Millisecond, cancel)
+	p.Run(ctx)
+	u := p.Usage()
+	if u.Invocations != 2 {
+		t.Fatalf("%d invocations metered, want 2", u.Invocations)
+	}
+	if u.Billed%time.Millisecond != 0 || u.Billed < 400*time.Millisecond || u.Billed > 550*time.Millisecond {
+		t.Fatalf("billed %s, want 100 ms + the 300 ms timeout, in whole milliseconds", u.Billed)
+	}
+	if want := u.Billed.Seconds() * 2; u.GBSeconds < want-1e-9 || u.GBSeconds > want+1e-9 {
+		t.Fatalf("%.6f GB-s, want %.6f (billed x 2 GB)", u.GBSeconds, want)
+	}
+}

@@ -36,6 +36,9 @@ type Stream struct {
 	arn    string
 }
 
+// NewClient builds a DynamoDB Streams client for cfg (pkg/awsclient.Load's).
+func NewClient(cfg aws.Config) *awsstreams.Client { return awsstreams.NewFromConfig(cfg) }
+
 // New returns the stream whose ARN is arn.
 func New(client Client, arn string) *Stream { return &Stream{client: client, arn: arn} }
 

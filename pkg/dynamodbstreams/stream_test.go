@@ -36,7 +36,7 @@ func newStream(t *testing.T) (*ddb.Client, string, *dynamodbstreams.Stream) {
 	if err := dynamodb.CreateTable(t.Context(), c, table, settings.Defaults()); err != nil {
 		t.Fatal(err)
 	}
-	s, err := dynamodbstreams.Find(t.Context(), c, awsclient.DynamoDBStreams(cfg), table)
+	s, err := dynamodbstreams.Find(t.Context(), c, dynamodbstreams.NewClient(cfg), table)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func TestFindWithoutStream(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = dynamodbstreams.Find(t.Context(), c, awsclient.DynamoDBStreams(cfg), table)
+	_, err = dynamodbstreams.Find(t.Context(), c, dynamodbstreams.NewClient(cfg), table)
 	if err == nil || !strings.Contains(err.Error(), "has no stream") {
 		t.Fatalf("Find on a table without a stream: %v", err)
 	}

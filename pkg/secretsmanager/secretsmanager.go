@@ -23,6 +23,9 @@ type Client interface {
 // Reader reads secret strings.
 type Reader struct{ c Client }
 
+// NewClient builds a Secrets Manager client for cfg (pkg/awsclient.Load's).
+func NewClient(cfg aws.Config) *sm.Client { return sm.NewFromConfig(cfg) }
+
 // New returns a reader over c.
 func New(c Client) *Reader { return &Reader{c: c} }
 

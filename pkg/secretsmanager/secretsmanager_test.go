@@ -10,7 +10,6 @@ import (
 	sm "github.com/aws/aws-sdk-go-v2/service/secretsmanager"
 
 	"github.com/aijobs/aijobs/internal/awstest"
-	"github.com/aijobs/aijobs/pkg/awsclient"
 	"github.com/aijobs/aijobs/pkg/secretsmanager"
 )
 
@@ -19,7 +18,7 @@ func TestMain(m *testing.M) { os.Exit(awstest.Main(m)) }
 // TestString reads a key stored the way an operator stores one (pasted
 // with a trailing newline) from Secrets Manager on the emulator.
 func TestString(t *testing.T) {
-	c := awsclient.SecretsManager(awstest.Config(t, nil))
+	c := secretsmanager.NewClient(awstest.Config(t, nil))
 	name := awstest.Prefix(t) + "/anthropic"
 	out, err := c.CreateSecret(t.Context(), &sm.CreateSecretInput{Name: aws.String(name), SecretString: aws.String("sk-ant-SECRET\n")})
 	if err != nil {

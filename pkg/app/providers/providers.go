@@ -1,4 +1,9 @@
-package app
+// Package providers builds the model providers a configuration names and,
+// on them, the worker's handler. It is the one package that links the
+// provider SDKs and clients (OpenAI-compatible, Anthropic, Bedrock, the
+// fake), so only the worker function (and the dev server) carry them
+// (docs/benchmarks.md, "Cold start and size").
+package providers
 
 import (
 	"context"
@@ -6,7 +11,9 @@ import (
 	"net/http"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 
+	"github.com/aijobs/aijobs/pkg/app/wire"
 	"github.com/aijobs/aijobs/pkg/awsclient"
 	"github.com/aijobs/aijobs/pkg/config"
 	"github.com/aijobs/aijobs/pkg/model"
@@ -17,25 +24,47 @@ import (
 	"github.com/aijobs/aijobs/pkg/secretsmanager"
 )
 
-// newProviders builds the provider table's entries, once per process:
-// keys named by api_key_secret are read from Secrets Manager here (a cold
-// start), and entries the options replace are not built at all.
-func newProviders(ctx context.Context, cfg config.Config, awsCfg aws.Config, o Options) (map[string]model.Provider, error) {
+// Options are what tests and tools change about the providers.
+type Options struct {
+	// Replace replaces the configured providers of the same names; Every,
+	// when set, replaces every one of them.
+	Replace map[string]model.Provider
+	Every   model.Provider
+	// Transport, when set, wraps the HTTP transport of the HTTP model
+	// providers (the chaos harness observes what each call received).
+	Transport func(http.RoundTripper) http.RoundTripper
+}
+
+// WorkerHandler is the worker function's role: its providers as
+// configured, and the worker over them.
+func WorkerHandler(ctx context.Context, b *wire.Base) (any, error) {
+	p, err := New(ctx, b, Options{})
+	if err != nil {
+		return nil, err
+	}
+	return b.Worker(p).Handle, nil
+}
+
+// New builds the provider table's entries, once per process: keys named
+// by api_key_secret are read from Secrets Manager here (a cold start), and
+// entries the options replace are not built at all.
+func New(ctx context.Context, b *wire.Base, o Options) (map[string]model.Provider, error) {
+	cfg := b.Config
 	out := map[string]model.Provider{}
 	var secrets *secretsmanager.Reader
 	var bedrockAWS *aws.Config
 	for name, pc := range cfg.Providers {
-		if p, ok := o.Providers[name]; ok {
+		if p, ok := o.Replace[name]; ok {
 			out[name] = p
 			continue
 		}
-		if o.EveryProvider != nil {
-			out[name] = o.EveryProvider
+		if o.Every != nil {
+			out[name] = o.Every
 			continue
 		}
 		if pc.APIKeySecret != "" {
 			if secrets == nil {
-				secrets = secretsmanager.New(awsclient.SecretsManager(awsCfg))
+				secrets = secretsmanager.New(secretsmanager.NewClient(b.AWS))
 			}
 			key, err := secrets.String(ctx, pc.APIKeySecret)
 			if err != nil {
@@ -53,7 +82,7 @@ func newProviders(ctx context.Context, cfg config.Config, awsCfg aws.Config, o O
 			}
 			bedrockAWS = &c
 		}
-		p, err := newProvider(pc, cfg, modelHTTPClient(awsCfg, o.ModelTransport), bedrockAWS)
+		p, err := newProvider(pc, cfg, modelHTTPClient(b.AWS, o.Transport), bedrockAWS)
 		if err != nil {
 			return nil, fmt.Errorf("app: provider %s: %w", name, err)
 		}
@@ -78,4 +107,20 @@ func newProvider(pc config.ProviderSpec, cfg config.Config, hc *http.Client, bed
 		return bedrock.New(bedrock.Config{AWS: *bedrockAWS, Region: pc.Region, Endpoint: pc.Endpoint, Stream: pc.Stream})
 	}
 	return nil, fmt.Errorf("kind %q is not built into this binary", pc.Kind)
+}
+
+// modelHTTPClient is the client for model providers: the SDK's transport
+// (it honours AWS_CA_BUNDLE and proxies like every AWS call), wrapped by
+// wrap when set (the chaos harness's ModelTransport), with no overall
+// timeout (each call's context bounds it) and, as every provider's, no
+// redirects (model.NoRedirects).
+func modelHTTPClient(awsCfg aws.Config, wrap func(http.RoundTripper) http.RoundTripper) *http.Client {
+	t := http.DefaultTransport
+	if b, ok := awsCfg.HTTPClient.(*awshttp.BuildableClient); ok {
+		t = b.GetTransport()
+	}
+	if wrap != nil {
+		t = wrap(t)
+	}
+	return model.NoRedirects(&http.Client{Transport: t})
 }

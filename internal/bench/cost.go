@@ -1,0 +1,121 @@
+package bench
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Prices are AWS's us-east-1 list prices in dollars, first tier, without
+// free tiers; docs/benchmarks.md gives each one's source and the date it
+// was read.
+var Prices = struct {
+	DynamoDBWriteUnit, DynamoDBReadUnit float64 // on-demand, per request unit
+	SQSRequest                          float64 // standard queue, per 64 KB request
+	LambdaRequest, LambdaArmGBSecond    float64
+	HTTPAPIRequest                      float64 // API Gateway HTTP API
+	LogsIngestedGB                      float64 // CloudWatch Logs, standard class
+}{
+	DynamoDBWriteUnit: 0.625 / 1e6, DynamoDBReadUnit: 0.125 / 1e6,
+	SQSRequest:    0.40 / 1e6,
+	LambdaRequest: 0.20 / 1e6, LambdaArmGBSecond: 0.0000133334,
+	HTTPAPIRequest: 1.00 / 1e6,
+	LogsIngestedGB: 0.50,
+}
+
+// The cost model's assumptions, not measurements (docs/benchmarks.md):
+// items under 1 KB (one write unit per write, one read unit per strongly
+// consistent read); index writes per job from the table's design (create:
+// by_tenant and active; claim: by_tenant; finish: by_tenant, and active
+// losing the job), heartbeats writing to no index; and log bytes per
+// invocation for Lambda's own START/END/REPORT lines.
+const (
+	indexWritesPerJob       = 5
+	platformLogBytesPerCall = 350
+)
+
+// Cost is one run's AWS spend per million jobs, by service.
+type Cost struct {
+	DynamoDB, SQS, LambdaRequests, LambdaCompute, APIGateway, Logs float64
+}
+
+// Total is every line.
+func (c Cost) Total() float64 {
+	return c.DynamoDB + c.SQS + c.LambdaRequests + c.LambdaCompute + c.APIGateway + c.Logs
+}
+
+// CostPerMillion prices r's measured calls and GB-seconds at Prices: API
+// requests are r's creates and polls (each one API Gateway request and
+// one API invocation), worker invocations are the emulator's.
+func CostPerMillion(r Result) Cost {
+	perM := func(n float64) float64 { return n / float64(max(r.Jobs, 1)) * 1e6 }
+	writes := r.calls("DynamoDB.PutItem", "DynamoDB.UpdateItem", "DynamoDB.DeleteItem") + indexWritesPerJob*r.Jobs
+	reads := r.calls("DynamoDB.GetItem", "DynamoDB.Query")
+	sqs := 0
+	for op, n := range r.Calls {
+		if strings.HasPrefix(op, "SQS.") {
+			sqs += n
+		}
+	}
+	apiRequests := r.Jobs + r.Polls
+	invocations := r.Worker.Invocations + r.API.Invocations
+	return Cost{
+		DynamoDB:       perM(float64(writes))*Prices.DynamoDBWriteUnit + perM(float64(reads))*Prices.DynamoDBReadUnit,
+		SQS:            perM(float64(sqs)) * Prices.SQSRequest,
+		LambdaRequests: perM(float64(invocations)) * Prices.LambdaRequest,
+		LambdaCompute:  perM(r.Worker.GBSeconds+r.API.GBSeconds) * Prices.LambdaArmGBSecond,
+		APIGateway:     perM(float64(apiRequests)) * Prices.HTTPAPIRequest,
+		Logs:           perM(float64(invocations*platformLogBytesPerCall)) / 1e9 * Prices.LogsIngestedGB,
+	}
+}
+
+// ExampleRoute is the model spend a job adds on the shipped default route
+// (AIJOBS_PRICE_INPUT/OUTPUT: 15 and 60 cents per million tokens), for a
+// job of ExampleInputTokens in and ExampleOutputTokens out.
+const (
+	ExampleInputTokens  = 1000
+	ExampleOutputTokens = 500
+	exampleInputPrice   = 0.15 / 1e6
+	exampleOutputPrice  = 0.60 / 1e6
+)
+
+// ModelPerMillion is the example route's spend per million jobs.
+func ModelPerMillion() float64 {
+	return 1e6 * (ExampleInputTokens*exampleInputPrice + ExampleOutputTokens*exampleOutputPrice)
+}
+
+// CostReport renders runs' costs per million jobs side by side, with the
+// example route's model spend and the plumbing's share of the total.
+func CostReport(names []string, runs []Result) string {
+	var b strings.Builder
+	b.WriteString("| $ per million jobs |")
+	for _, n := range names {
+		b.WriteString(" " + n + " |")
+	}
+	b.WriteString("\n|---|" + strings.Repeat("---|", len(names)) + "\n")
+	costs := make([]Cost, len(runs))
+	for i, r := range runs {
+		costs[i] = CostPerMillion(r)
+	}
+	line := func(label string, f func(Cost) float64) {
+		b.WriteString("| " + label + " |")
+		for _, c := range costs {
+			fmt.Fprintf(&b, " %.2f |", f(c))
+		}
+		b.WriteString("\n")
+	}
+	line("DynamoDB (writes incl. index writes, reads)", func(c Cost) float64 { return c.DynamoDB })
+	line("SQS requests", func(c Cost) float64 { return c.SQS })
+	line("Lambda requests (worker + API)", func(c Cost) float64 { return c.LambdaRequests })
+	line("Lambda arm64 GB-s (worker + API)", func(c Cost) float64 { return c.LambdaCompute })
+	line("API Gateway HTTP API requests (creates + polls)", func(c Cost) float64 { return c.APIGateway })
+	line("CloudWatch Logs (Lambda's own lines only)", func(c Cost) float64 { return c.Logs })
+	line("**AWS total**", Cost.Total)
+	model := ModelPerMillion()
+	line(fmt.Sprintf("model, default route (%d in + %d out tokens)", ExampleInputTokens, ExampleOutputTokens), func(Cost) float64 { return model })
+	b.WriteString("| **plumbing share of AWS + model** |")
+	for _, c := range costs {
+		fmt.Fprintf(&b, " %.1f%% |", 100*c.Total()/(c.Total()+model))
+	}
+	b.WriteString("\n")
+	return b.String()
+}

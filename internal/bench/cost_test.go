@@ -1,0 +1,31 @@
+package bench
+
+import (
+	"math"
+	"testing"
+
+	"github.com/aijobs/aijobs/pkg/devserver"
+)
+
+// A million jobs of the happy path, priced by hand at the list prices.
+func TestCostPerMillionPricesEachCallOnce(t *testing.T) {
+	r := Result{Jobs: 1000, Polls: 1000, Calls: map[string]int{
+		"DynamoDB.PutItem": 1000, "DynamoDB.UpdateItem": 2000, "DynamoDB.GetItem": 1000,
+		"SQS.SendMessage": 1000, "SQS.ReceiveMessage": 100, "SQS.DeleteMessageBatch": 100, "SQS.ChangeMessageVisibility": 1000},
+		Worker: devserver.Usage{Invocations: 100, GBSeconds: 25}, API: devserver.Usage{Invocations: 2000, GBSeconds: 5}}
+	c := CostPerMillion(r)
+	want := map[string][2]float64{
+		// (3 writes + 5 index writes) x 0.625 + 1 read x 0.125, per job, x 1e6 / 1e6
+		"DynamoDB":   {c.DynamoDB, 8*0.625 + 0.125},
+		"SQS":        {c.SQS, 2.2 * 0.40},
+		"requests":   {c.LambdaRequests, 2.1 * 0.20},
+		"GB-s":       {c.LambdaCompute, 0.03 * 1e6 * 0.0000133334},
+		"APIGateway": {c.APIGateway, 2 * 1.00},
+		"logs":       {c.Logs, 2.1 * 350 / 1e9 * 1e6 * 0.50},
+	}
+	for name, w := range want {
+		if math.Abs(w[0]-w[1]) > 1e-9 {
+			t.Errorf("%s: $%.6f per million jobs, want $%.6f", name, w[0], w[1])
+		}
+	}
+}

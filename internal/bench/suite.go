@@ -1,0 +1,83 @@
+package bench
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// SuiteOptions are `make bench`'s: the end-to-end run, its ceiling and
+// the by-latency runs.
+type SuiteOptions struct {
+	Run     Options
+	Latency LatencyOptions
+}
+
+// Flags registers the options' flags on fs, with their defaults.
+func (o *SuiteOptions) Flags(fs *flag.FlagSet) {
+	fs.IntVar(&o.Run.Jobs, "jobs", 500, "jobs to run end to end")
+	fs.IntVar(&o.Run.Concurrency, "concurrency", 16, "clients creating and polling at once")
+	fs.DurationVar(&o.Run.PollEvery, "poll", 100*time.Millisecond, "poll interval")
+	fs.DurationVar(&o.Run.BatchWindow, "batch-window", 0, "batching window of the event source mapping")
+	fs.Func("latencies", "fake model latencies of the by-latency runs, comma-separated (none: skip them; default 1s)", o.Latency.Parse)
+	fs.IntVar(&o.Latency.Jobs, "latency-jobs", 50, "jobs per by-latency run, all in flight at once")
+	fs.IntVar(&o.Latency.BatchSize, "latency-batch", 10, "batch size of the batched by-latency runs")
+	fs.DurationVar(&o.Latency.BatchWindow, "latency-window", 2*time.Second, "batching window of the batched by-latency runs")
+	o.Latency.Latencies = []time.Duration{time.Second}
+}
+
+// Suite is one `make bench`.
+type Suite struct {
+	Run, Ceiling Result
+	ByLatency    []LatencyRun
+}
+
+// RunSuite runs the end-to-end benchmark, then its ceiling (the same call
+// mix straight at kumo, same clients, consumers and batch size), then the
+// by-latency runs (none when no latency is given).
+func RunSuite(ctx context.Context, o SuiteOptions) (Suite, error) {
+	var s Suite
+	var err error
+	if s.Run, err = Run(ctx, o.Run); err != nil {
+		return s, err
+	}
+	if s.Ceiling, err = Ceiling(ctx, o.Run); err != nil {
+		return s, err
+	}
+	if len(o.Latency.Latencies) > 0 {
+		o.Latency.Endpoint, o.Latency.PollEvery = o.Run.Endpoint, o.Run.PollEvery
+		s.ByLatency, err = ByLatency(ctx, o.Latency)
+	}
+	return s, err
+}
+
+// Report renders the suite as Markdown.
+func (s Suite) Report() string {
+	var b strings.Builder
+	b.WriteString("## End to end (zero-latency model)\n\n")
+	b.WriteString(s.Run.Report())
+	fmt.Fprintf(&b, "\nLambda metered: worker %d invocations, %.5f GB-s per job at %d MB; API %d invocations, %.5f GB-s per job\n",
+		s.Run.Worker.Invocations, s.Run.perJob(s.Run.Worker.GBSeconds), s.Run.WorkerMemoryMB, s.Run.API.Invocations, s.Run.perJob(s.Run.API.GBSeconds))
+	e2e, ceil := jobsPerSecond(s.Run), jobsPerSecond(s.Ceiling)
+	b.WriteString("\n## The emulator's ceiling (the same call mix straight at kumo, no aijobs code)\n\n")
+	fmt.Fprintf(&b, "ceiling: %d jobs in %s = %.1f jobs/s, %.2f AWS calls per job (%.2f polls per job, %d not finished)\n",
+		s.Ceiling.Jobs, s.Ceiling.Elapsed.Round(time.Millisecond), ceil, s.Ceiling.perJob(float64(s.Ceiling.calls())),
+		s.Ceiling.perJob(float64(s.Ceiling.Polls)), s.Ceiling.NotSucceeded)
+	fmt.Fprintf(&b, "**end to end / ceiling: %.1f / %.1f jobs/s = %.0f%%**\n", e2e, ceil, 100*e2e/max(ceil, 1e-9))
+	names, runs := []string{"zero latency"}, []Result{s.Run}
+	if len(s.ByLatency) > 0 {
+		b.WriteString("\n## By model latency\n\n")
+		b.WriteString(LatencyReport(s.ByLatency))
+		for _, l := range s.ByLatency {
+			names = append(names, l.Latency.String()+" batched", l.Latency.String()+" batch 1")
+			runs = append(runs, l.Batched, l.Single)
+		}
+	}
+	b.WriteString("\n## Dollars per million jobs (us-east-1 list prices, docs/benchmarks.md)\n\n")
+	b.WriteString(CostReport(names, runs))
+	return b.String()
+}
+
+func jobsPerSecond(r Result) float64 { return float64(r.Jobs) / max(r.Elapsed.Seconds(), 1e-9) }

@@ -1,0 +1,147 @@
+// Package wire builds what every function shares (the AWS configuration,
+// the store, the job queue, metrics, the logger) and, on it, the handlers
+// that need nothing more: the API, the reconciler, and the worker once it
+// is given its providers. It imports no model provider and nothing of the
+// callbacks, so a function that wires only its own role links only that
+// role's code (docs/benchmarks.md, "Cold start and size"); pkg/app.New
+// composes this package with pkg/app/providers and pkg/app/callbacks for
+// the dev server and the tests.
+package wire
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	smithymw "github.com/aws/smithy-go/middleware"
+
+	"github.com/aijobs/aijobs/pkg/api"
+	"github.com/aijobs/aijobs/pkg/awsclient"
+	"github.com/aijobs/aijobs/pkg/config"
+	"github.com/aijobs/aijobs/pkg/dynamodb"
+	"github.com/aijobs/aijobs/pkg/emf"
+	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/model"
+	"github.com/aijobs/aijobs/pkg/reconciler"
+	"github.com/aijobs/aijobs/pkg/sqs"
+	"github.com/aijobs/aijobs/pkg/webhook"
+	"github.com/aijobs/aijobs/pkg/worker"
+)
+
+// Options are what tests and tools change about the shared wiring.
+type Options struct {
+	// CreateResources makes the table and queues (idempotently) from the
+	// settings, as the dev server does on start; Lambdas get them from the
+	// stack instead.
+	CreateResources bool
+	// Counter counts AWS API calls.
+	Counter *awsclient.Counter
+	// APIOptions are extra SDK middleware for every AWS client (the chaos
+	// harness's fault injection); nil means none.
+	APIOptions []func(*smithymw.Stack) error
+	Logger     *slog.Logger
+	Clock      job.Clock
+}
+
+// Base is what every role is wired from.
+type Base struct {
+	Config   config.Config
+	AWS      aws.Config
+	DynamoDB *awsddb.Client
+	SQS      *awssqs.Client
+	Store    *dynamodb.Store
+	Queue    *sqs.Queue
+	Logger   *slog.Logger
+	Clock    job.Clock
+	// Metrics writes CloudWatch EMF lines; nil when metrics are off.
+	Metrics *emf.Writer
+}
+
+// New builds the shared wiring for cfg.
+func New(ctx context.Context, cfg config.Config, o Options) (*Base, error) {
+	if o.Logger == nil {
+		o.Logger = Logger(cfg.LogLevel)
+	}
+	if o.Clock == nil {
+		o.Clock = job.SystemClock{}
+	}
+	awsCfg, err := awsclient.Load(ctx, awsclient.Config{Region: cfg.Region, Endpoint: cfg.Endpoint, Counter: o.Counter,
+		CallTimeout: cfg.Settings.AWSCallTimeout, APIOptions: o.APIOptions})
+	if err != nil {
+		return nil, fmt.Errorf("app: %w", err)
+	}
+	ddb, sq := awsclient.DynamoDB(awsCfg), awsclient.SQS(awsCfg)
+	if o.CreateResources {
+		if err := dynamodb.CreateTable(ctx, ddb, cfg.Table, cfg.Settings); err != nil {
+			return nil, fmt.Errorf("app: create table: %w", err)
+		}
+		if cfg.QueueURL, cfg.DLQURL, err = sqs.CreateQueues(ctx, sq, cfg.Settings); err != nil {
+			return nil, fmt.Errorf("app: create queues: %w", err)
+		}
+		if cfg.Callbacks {
+			if cfg.CallbackQueueURL, cfg.CallbackDLQURL, err = sqs.CreateCallbackQueues(ctx, sq, cfg.Settings); err != nil {
+				return nil, fmt.Errorf("app: create callback queues: %w", err)
+			}
+		}
+	}
+	if cfg.QueueURL == "" {
+		return nil, fmt.Errorf("app: no queue URL (set AIJOBS_QUEUE_URL)")
+	}
+	b := &Base{Config: cfg, AWS: awsCfg, DynamoDB: ddb, SQS: sq, Logger: o.Logger, Clock: o.Clock,
+		Store: dynamodb.New(ddb, cfg.Table, cfg.Settings), Queue: sqs.New(sq, cfg.QueueURL, cfg.DLQURL)}
+	if cfg.Metrics == "emf" {
+		b.Metrics = emf.New(os.Stdout, o.Clock)
+	}
+	return b, nil
+}
+
+// API is the API function's handler.
+func (b *Base) API() *api.Handler {
+	s := b.Config.Settings
+	var callbacks api.CallbackChecker
+	if b.Config.Callbacks {
+		callbacks = webhook.Checker{Policy: webhook.Policy{AllowLoopback: s.CallbackLoopback}}
+	}
+	return api.New(api.Config{Store: b.Store, Queue: b.Queue, Limits: s.Limits, Retention: s.Retention, Routes: b.Config.Routes,
+		Clock: b.Clock, EnqueueRetryAfter: s.EnqueueRetryAfter, Callbacks: callbacks, Logger: b.Logger})
+}
+
+// Worker is the worker function's handler over providers (built by
+// pkg/app/providers, the one package that links them).
+func (b *Base) Worker(providers map[string]model.Provider) *worker.Worker {
+	s := b.Config.Settings
+	var metrics worker.Metrics
+	if b.Metrics != nil {
+		metrics = b.Metrics
+	}
+	return worker.New(worker.Config{
+		Store: b.Store, Queue: b.Queue, Clock: b.Clock, Logger: b.Logger, Retention: s.Retention, Metrics: metrics,
+		Routes: b.Config.Routes, Providers: providers, ReceiveLimit: s.MaxReceiveCount,
+		Timing: worker.Timing{Heartbeat: s.Heartbeat, LeaseTTL: s.LeaseTTL, LeaseMargin: s.GuardMargin(), AttemptMargin: s.AttemptMargin,
+			LambdaMargin: s.LambdaMargin, BackoffBase: s.BackoffBase, BackoffMax: s.BackoffMax},
+	})
+}
+
+// Reconciler is the reconciler function's handler.
+func (b *Base) Reconciler() *reconciler.Reconciler {
+	s := b.Config.Settings
+	var metrics reconciler.Metrics
+	if b.Metrics != nil {
+		metrics = b.Metrics
+	}
+	return reconciler.New(reconciler.Config{Store: b.Store, Queue: b.Queue, After: s.ReconcileAfter, ResendMax: s.ReconcileResendMax,
+		Retention: s.Retention, Clock: b.Clock, Logger: b.Logger, Metrics: metrics})
+}
+
+// Logger is the JSON logger every binary uses (CloudWatch reads JSON lines).
+func Logger(level string) *slog.Logger {
+	var l slog.Level
+	if err := l.UnmarshalText([]byte(level)); err != nil {
+		l = slog.LevelInfo
+	}
+	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+}
