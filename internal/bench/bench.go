@@ -106,23 +106,11 @@ func Run(ctx context.Context, o Options) (Result, error) {
 }
 
 func oneJob(client *http.Client, url string, i int, every time.Duration) (time.Duration, []time.Duration, int, string, error) {
-	body := fmt.Sprintf(`{"input":{"messages":[{"role":"user","content":"benchmark job %d"}],"max_tokens":16}}`, i)
-	req, _ := http.NewRequest("POST", url+"/jobs", strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer bench")
-	req.Header.Set("Idempotency-Key", fmt.Sprintf("bench-%d", i))
-	req.Header.Set("Content-Type", "application/json")
-	t0 := time.Now()
-	resp, err := client.Do(req)
+	id, created, err := create(client, url, i)
 	if err != nil {
-		return 0, nil, 0, "", fmt.Errorf("create: %w", err)
+		return created, nil, 0, "", err
 	}
-	var v struct{ ID, State string }
-	err = json.NewDecoder(resp.Body).Decode(&v)
-	resp.Body.Close()
-	created := time.Since(t0)
-	if err != nil || resp.StatusCode != http.StatusAccepted {
-		return created, nil, 0, "", fmt.Errorf("create: status %d", resp.StatusCode)
-	}
+	v := struct{ ID, State string }{ID: id}
 	var polls []time.Duration
 	for range 5000 {
 		time.Sleep(every)
@@ -146,6 +134,28 @@ func oneJob(client *http.Client, url string, i int, every time.Duration) (time.D
 		}
 	}
 	return created, polls, len(polls), v.State, fmt.Errorf("job %s never finished", v.ID)
+}
+
+// create posts job i and returns its id and the request's latency.
+func create(client *http.Client, url string, i int) (string, time.Duration, error) {
+	body := fmt.Sprintf(`{"input":{"messages":[{"role":"user","content":"benchmark job %d"}],"max_tokens":16}}`, i)
+	req, _ := http.NewRequest("POST", url+"/jobs", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer bench")
+	req.Header.Set("Idempotency-Key", fmt.Sprintf("bench-%d", i))
+	req.Header.Set("Content-Type", "application/json")
+	t0 := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", 0, fmt.Errorf("create: %w", err)
+	}
+	var v struct{ ID string }
+	err = json.NewDecoder(resp.Body).Decode(&v)
+	resp.Body.Close()
+	created := time.Since(t0)
+	if err != nil || resp.StatusCode != http.StatusAccepted {
+		return "", created, fmt.Errorf("create: status %d", resp.StatusCode)
+	}
+	return v.ID, created, nil
 }
 
 // Percentile returns the p-th percentile (0..100) of ds.
