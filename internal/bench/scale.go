@@ -62,13 +62,13 @@ func (o *ScaleOptions) parseClients(v string) error {
 
 // ScaleSample is one run's throughput and latencies.
 type ScaleSample struct {
-	JobsPerSec                             float64
+	JobsPerSec, PollsPerJob                float64
 	CreateP50, CreateP99, PollP50, PollP99 time.Duration
 	NotSucceeded                           int
 }
 
 func sample(r Result) ScaleSample {
-	return ScaleSample{JobsPerSec: jobsPerSecond(r), CreateP50: Percentile(r.Create, 50), CreateP99: Percentile(r.Create, 99),
+	return ScaleSample{JobsPerSec: jobsPerSecond(r), PollsPerJob: r.perJob(float64(r.Polls)), CreateP50: Percentile(r.Create, 50), CreateP99: Percentile(r.Create, 99),
 		PollP50: Percentile(r.Poll, 50), PollP99: Percentile(r.Poll, 99), NotSucceeded: r.NotSucceeded}
 }
 
@@ -101,6 +101,7 @@ func (p ScalePoint) Median() ScaleSample {
 		return time.Duration(med(func(s ScaleSample) float64 { return float64(get(s)) }))
 	}
 	m.JobsPerSec = med(func(s ScaleSample) float64 { return s.JobsPerSec })
+	m.PollsPerJob = med(func(s ScaleSample) float64 { return s.PollsPerJob })
 	m.CreateP50 = dur(func(s ScaleSample) time.Duration { return s.CreateP50 })
 	m.CreateP99 = dur(func(s ScaleSample) time.Duration { return s.CreateP99 })
 	m.PollP50 = dur(func(s ScaleSample) time.Duration { return s.PollP50 })
@@ -174,21 +175,22 @@ func RunScale(ctx context.Context, o ScaleOptions) (ScaleResult, error) {
 func (s ScaleResult) Report(o ScaleOptions) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## Scale: by client concurrency (zero-latency model, poll every %s, medians of %d runs)\n\n", o.PollEvery, max(o.Runs, 1))
-	b.WriteString("| clients | jobs per run | jobs/s | create p50 | create p99 | poll p50 | poll p99 | jobs/s of each run | not succeeded |\n|---|---|---|---|---|---|---|---|---|\n")
+	head := "| clients | jobs per run | jobs/s | create p50 | create p99 | poll p50 | poll p99 | polls / job | jobs/s of each run | not succeeded |\n|---|---|---|---|---|---|---|---|---|---|\n"
+	b.WriteString(head)
 	row := func(p ScalePoint, label string) {
 		m := p.Median()
 		each := make([]string, len(p.Runs))
 		for i, r := range p.Runs {
 			each[i] = fmt.Sprintf("%.1f", r.JobsPerSec)
 		}
-		fmt.Fprintf(&b, "| %s | %d | **%.1f** | %s | **%s** | %s | **%s** | %s | %d |\n", label, p.Jobs, m.JobsPerSec, ms(m.CreateP50), ms(m.CreateP99),
-			ms(m.PollP50), ms(m.PollP99), strings.Join(each, ", "), m.NotSucceeded)
+		fmt.Fprintf(&b, "| %s | %d | **%.1f** | %s | **%s** | %s | **%s** | %.2f | %s | %d |\n", label, p.Jobs, m.JobsPerSec, ms(m.CreateP50), ms(m.CreateP99),
+			ms(m.PollP50), ms(m.PollP99), m.PollsPerJob, strings.Join(each, ", "), m.NotSucceeded)
 	}
 	for _, p := range s.Points {
 		row(p, strconv.Itoa(p.Concurrency))
 	}
 	if len(s.Big.Runs) > 0 {
-		fmt.Fprintf(&b, "\nLong run (one run):\n\n| clients | jobs | jobs/s | create p50 | create p99 | poll p50 | poll p99 | jobs/s | not succeeded |\n|---|---|---|---|---|---|---|---|---|\n")
+		fmt.Fprintf(&b, "\nLong run (one run):\n\n%s", head)
 		row(s.Big, strconv.Itoa(s.Big.Concurrency))
 	}
 	if s.Memory.InFlight > 0 {

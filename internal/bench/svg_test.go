@@ -156,19 +156,3 @@ func TestCommittedScalePictureIsValidSVG(t *testing.T) {
 		t.Fatalf("%d polylines in docs/bench-scale.svg, want 3", len(s.polylines))
 	}
 }
-
-func TestMedianIsPerFigure(t *testing.T) {
-	p := ScalePoint{Runs: []ScaleSample{
-		{JobsPerSec: 300, CreateP99: 90 * time.Millisecond, NotSucceeded: 1},
-		{JobsPerSec: 100, CreateP99: 10 * time.Millisecond},
-		{JobsPerSec: 200, CreateP99: 50 * time.Millisecond, NotSucceeded: 2},
-	}}
-	m := p.Median()
-	if m.JobsPerSec != 200 || m.CreateP99 != 50*time.Millisecond || m.NotSucceeded != 3 {
-		t.Fatalf("median %+v, want 200 jobs/s, 50ms create p99, 3 not succeeded", m)
-	}
-	p.Runs = p.Runs[:2]
-	if m := p.Median(); m.JobsPerSec != 200 {
-		t.Fatalf("median of two runs %v, want their mean 200", m.JobsPerSec)
-	}
-}
