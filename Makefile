@@ -95,7 +95,7 @@ bench-coldstart: bin/kumo
 # jobs/s and p99 create/poll latency by client concurrency (1 to 256,
 # max(100, 8 per client) jobs per point, 3 runs each), 10,000 jobs at 64
 # clients, and worker memory per job in flight (1000 jobs over a 15 s fake
-# model); rewrites docs/bench-scale.svg (about 3 minutes; docs/benchmarks.md).
+# model); rewrites docs/bench-scale.svg (about 2.5 minutes; docs/benchmarks.md).
 SCALE_ARGS ?= -scale -scale-svg docs/bench-scale.svg
 
 bench-scale: bin/kumo
