@@ -7,7 +7,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Explicit roots: ./... would also walk node_modules (the CDK CLI ships Go templates).
 GO_PKGS := ./cmd/... ./e2e/... ./functions/... ./internal/... ./pkg/...
 
-.PHONY: all build dev test lint unit bench bench-coldstart chaos fuzz kumo docs chromium screenshots clean
+.PHONY: all build dev test lint unit bench bench-coldstart bench-scale chaos fuzz kumo docs chromium screenshots clean
 
 # The CDK stack's targets (synth, deploy, test-infra, localstack-*).
 -include infra.mk
@@ -91,6 +91,15 @@ bench: bin/kumo
 # Each function's shipped binary size and init time (docs/benchmarks.md).
 bench-coldstart: bin/kumo
 	KUMO_BIN=$(CURDIR)/bin/kumo go run ./cmd/aijobs-bench -coldstart $(COLDSTART_RUNS)
+
+# jobs/s and p99 create/poll latency by client concurrency (1 to 256,
+# max(100, 8 per client) jobs per point, 3 runs each), 10,000 jobs at 64
+# clients, and worker memory per job in flight (1000 jobs over a 15 s fake
+# model); rewrites docs/bench-scale.svg (about 2.5 minutes; docs/benchmarks.md).
+SCALE_ARGS ?= -scale -scale-svg docs/bench-scale.svg
+
+bench-scale: bin/kumo
+	KUMO_BIN=$(CURDIR)/bin/kumo go run ./cmd/aijobs-bench $(SCALE_ARGS)
 
 # The chaos run (docs/chaos.md): SEED=0 draws a new seed (printed); the same
 # SEED, JOBS and DURATION replay a run's schedule.

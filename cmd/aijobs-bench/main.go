@@ -1,10 +1,9 @@
-// Command aijobs-bench runs N jobs through the local stack (dev server on
-// kumo, fake model) and prints throughput, latency percentiles, AWS API
-// calls and Lambda GB-seconds per job, the emulator's ceiling for the same
-// call mix, the same by model latency batched and one message per
-// invocation, and dollars per million jobs; with -coldstart, each
-// function's binary size and init time instead. `make bench` runs it; see
-// docs/benchmarks.md.
+// Command aijobs-bench measures the local stack (dev server on kumo, fake
+// model): by default `make bench`'s suite (throughput, latency, AWS calls
+// and GB-s per job, the emulator's ceiling, runs by model latency, $ per
+// million jobs); with -coldstart, each function's size and init time; with
+// -scale, jobs/s and p99 latency by client concurrency and worker memory
+// per job in flight. See docs/benchmarks.md.
 package main
 
 import (
@@ -26,7 +25,6 @@ func main() {
 
 func run() error {
 	var o bench.SuiteOptions
-	coldRuns := flag.Int("coldstart", 0, "instead of jobs: build each function and time this many cold starts of each")
 	o.Flags(flag.CommandLine)
 	flag.Parse()
 	if o.Run.Endpoint = os.Getenv("AWS_ENDPOINT_URL"); o.Run.Endpoint == "" {
@@ -37,12 +35,5 @@ func run() error {
 		defer k.Stop()
 		o.Run.Endpoint = k.Endpoint
 	}
-	if *coldRuns > 0 {
-		cs, err := bench.MeasureColdStarts(context.Background(), bench.ColdStartOptions{Endpoint: o.Run.Endpoint, Runs: *coldRuns})
-		fmt.Print(bench.ColdStartReport(cs))
-		return err
-	}
-	s, err := bench.RunSuite(context.Background(), o)
-	fmt.Print(s.Report())
-	return err
+	return bench.Main(context.Background(), o, os.Stdout)
 }

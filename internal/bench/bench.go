@@ -12,19 +12,13 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/aijobs/aijobs/pkg/app"
-	"github.com/aijobs/aijobs/pkg/awsclient"
-	"github.com/aijobs/aijobs/pkg/config"
 	"github.com/aijobs/aijobs/pkg/devserver"
-	"github.com/aijobs/aijobs/pkg/model/fake"
-	"github.com/aijobs/aijobs/pkg/settings"
 )
 
 // Options are the benchmark's knobs.
@@ -68,39 +62,12 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	if o.MaxConcurrency == 0 {
 		o.MaxConcurrency = 8
 	}
-	// Callbacks off: the benchmark measures the job's own path (the
-	// notifier's stream reads and invocations are not counted).
-	env := map[string]string{
-		"AWS_ENDPOINT_URL": o.Endpoint, "AIJOBS_PREFIX": fmt.Sprintf("bench-%d", time.Now().UnixNano()),
-		"AIJOBS_LISTEN": "127.0.0.1:0", "AIJOBS_LOG_LEVEL": "error", "AIJOBS_METRICS": "off", "AIJOBS_MODEL_PROVIDER": "fake",
-		"AIJOBS_BATCH_WINDOW": o.BatchWindow.String(), "AIJOBS_BATCH_SIZE": fmt.Sprint(o.BatchSize),
-		"AIJOBS_MAX_CONCURRENCY": fmt.Sprint(o.MaxConcurrency), "AIJOBS_CALLBACKS": "false",
-		// Room for a 120 s call within the shipped worker timeout.
-		"AIJOBS_MODEL_TIMEOUT": max(o.Latency+30*time.Second, settings.Defaults().RouteTimeout).String(),
-	}
-	cfg, err := config.Load(func(k string) string { return env[k] })
+	st, err := startStack(ctx, o, nil)
 	if err != nil {
 		return Result{}, err
 	}
-	counter := awsclient.NewCounter()
-	f := fake.New(fake.Config{Latency: o.Latency, Price: cfg.Shortcut.Price})
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	a, err := app.New(ctx, cfg, app.Options{CreateResources: true, Counter: counter, EveryProvider: f})
-	if err != nil {
-		return Result{}, err
-	}
-	ln, err := net.Listen("tcp", cfg.Listen)
-	if err != nil {
-		return Result{}, fmt.Errorf("listen: %w", err)
-	}
-	done := make(chan error, 1)
-	srv := a.DevServer()
-	go func() { done <- srv.Serve(ctx, ln) }()
-	counter.Reset() // count the jobs, not the setup
-
-	url := "http://" + ln.Addr().String()
-	client := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: o.Concurrency}}
+	defer st.stop()
+	url, client := st.url, st.client
 	var (
 		mu  sync.Mutex
 		res = Result{Jobs: o.Jobs, BatchSize: o.BatchSize}
@@ -132,32 +99,18 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	wg.Wait()
 	res.Elapsed = time.Since(start)
 	time.Sleep(200 * time.Millisecond) // let the last batch's deletes land
-	res.Calls = counter.Snapshot()
-	res.Generations = f.TotalGenerations()
-	res.Worker, res.API, res.WorkerMemoryMB = srv.Poller.Usage(), srv.Gateway.Usage(), cfg.Settings.WorkerMemoryMB
-	cancel()
-	<-done
+	res.Calls = st.counter.Snapshot()
+	res.Generations = st.fake.TotalGenerations()
+	res.Worker, res.API, res.WorkerMemoryMB = st.srv.Poller.Usage(), st.srv.Gateway.Usage(), st.cfg.Settings.WorkerMemoryMB
 	return res, firstErr
 }
 
 func oneJob(client *http.Client, url string, i int, every time.Duration) (time.Duration, []time.Duration, int, string, error) {
-	body := fmt.Sprintf(`{"input":{"messages":[{"role":"user","content":"benchmark job %d"}],"max_tokens":16}}`, i)
-	req, _ := http.NewRequest("POST", url+"/jobs", strings.NewReader(body))
-	req.Header.Set("Authorization", "Bearer bench")
-	req.Header.Set("Idempotency-Key", fmt.Sprintf("bench-%d", i))
-	req.Header.Set("Content-Type", "application/json")
-	t0 := time.Now()
-	resp, err := client.Do(req)
+	id, created, err := create(client, url, i)
 	if err != nil {
-		return 0, nil, 0, "", fmt.Errorf("create: %w", err)
+		return created, nil, 0, "", err
 	}
-	var v struct{ ID, State string }
-	err = json.NewDecoder(resp.Body).Decode(&v)
-	resp.Body.Close()
-	created := time.Since(t0)
-	if err != nil || resp.StatusCode != http.StatusAccepted {
-		return created, nil, 0, "", fmt.Errorf("create: status %d", resp.StatusCode)
-	}
+	v := struct{ ID, State string }{ID: id}
 	var polls []time.Duration
 	for range 5000 {
 		time.Sleep(every)
@@ -181,6 +134,28 @@ func oneJob(client *http.Client, url string, i int, every time.Duration) (time.D
 		}
 	}
 	return created, polls, len(polls), v.State, fmt.Errorf("job %s never finished", v.ID)
+}
+
+// create posts job i and returns its id and the request's latency.
+func create(client *http.Client, url string, i int) (string, time.Duration, error) {
+	body := fmt.Sprintf(`{"input":{"messages":[{"role":"user","content":"benchmark job %d"}],"max_tokens":16}}`, i)
+	req, _ := http.NewRequest("POST", url+"/jobs", strings.NewReader(body))
+	req.Header.Set("Authorization", "Bearer bench")
+	req.Header.Set("Idempotency-Key", fmt.Sprintf("bench-%d", i))
+	req.Header.Set("Content-Type", "application/json")
+	t0 := time.Now()
+	resp, err := client.Do(req)
+	if err != nil {
+		return "", 0, fmt.Errorf("create: %w", err)
+	}
+	var v struct{ ID string }
+	err = json.NewDecoder(resp.Body).Decode(&v)
+	resp.Body.Close()
+	created := time.Since(t0)
+	if err != nil || resp.StatusCode != http.StatusAccepted {
+		return "", created, fmt.Errorf("create: status %d", resp.StatusCode)
+	}
+	return v.ID, created, nil
 }
 
 // Percentile returns the p-th percentile (0..100) of ds.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"flag"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 )
@@ -13,6 +14,11 @@ import (
 type SuiteOptions struct {
 	Run     Options
 	Latency LatencyOptions
+	// Scale, when on, runs instead of the suite (`make bench-scale`).
+	Scale ScaleOptions
+	// ColdStarts, when above zero, is how many cold starts of each
+	// function to time instead of the suite (`make bench-coldstart`).
+	ColdStarts int
 }
 
 // Flags registers the options' flags on fs, with their defaults.
@@ -26,6 +32,25 @@ func (o *SuiteOptions) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Latency.BatchSize, "latency-batch", 10, "batch size of the batched by-latency runs")
 	fs.DurationVar(&o.Latency.BatchWindow, "latency-window", 2*time.Second, "batching window of the batched by-latency runs")
 	o.Latency.Latencies = []time.Duration{time.Second}
+	o.Scale.Flags(fs)
+	fs.IntVar(&o.ColdStarts, "coldstart", 0, "instead of jobs: build each function and time this many cold starts of each")
+}
+
+// Main runs what o asks for against o.Run.Endpoint, the suite by default,
+// and prints its report to w.
+func Main(ctx context.Context, o SuiteOptions, w io.Writer) error {
+	switch {
+	case o.ColdStarts > 0:
+		cs, err := MeasureColdStarts(ctx, ColdStartOptions{Endpoint: o.Run.Endpoint, Runs: o.ColdStarts})
+		fmt.Fprint(w, ColdStartReport(cs))
+		return err
+	case o.Scale.On:
+		o.Scale.Endpoint, o.Scale.PollEvery = o.Run.Endpoint, o.Run.PollEvery
+		return Scale(ctx, o.Scale, w)
+	}
+	s, err := RunSuite(ctx, o)
+	fmt.Fprint(w, s.Report())
+	return err
 }
 
 // Suite is one `make bench`.
