@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
+	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 )
@@ -74,7 +75,7 @@ func newFunctions(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, q Que
 		allow(apiTableActions, table.TableArn()),
 		allow(apiIndexActions, indexArn(table, s.TenantIndex)),
 		allow(apiQueueActions, q.Jobs.QueueArn()))
-	f.API = awslambda.NewFunction(stack, jsii.String("Api"), &awslambda.FunctionProps{
+	f.API = goFunction(stack, jsii.String("Api"), &awslambda.FunctionProps{
 		FunctionName: jsii.String(s.Prefix + "-api"),
 		Description:  jsii.String("aijobs HTTP API: POST /jobs, GET /jobs, GET /jobs/{id}, POST /jobs/{id}/cancel"),
 		Code:         awslambda.Code_FromAsset(jsii.String(cfg.APIAssetDir), nil),
@@ -83,12 +84,6 @@ func newFunctions(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, q Que
 		Role:         immutable(apiRole),
 		Environment:  &env,
 		LogGroup:     f.APILogs,
-		Runtime:      awslambda.Runtime_PROVIDED_AL2023(),
-		Architecture: awslambda.Architecture_ARM_64(),
-		Handler:      jsii.String("bootstrap"),
-		// JSON so CloudWatch Logs Insights can filter on the slog fields;
-		// the worker's EMF lines stay plain JSON objects either way.
-		LoggingFormat: awslambda.LoggingFormat_JSON,
 	})
 
 	// The routes' models and keys: computed (and checked) by LoadConfig.
@@ -119,19 +114,15 @@ func newFunctions(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, q Que
 			AppliesTo: &appliesTo,
 		}}, jsii.Bool(false))
 	}
-	f.Worker = awslambda.NewFunction(stack, jsii.String("Worker"), &awslambda.FunctionProps{
-		FunctionName:  jsii.String(s.Prefix + "-worker"),
-		Description:   jsii.String("aijobs worker: SQS batches of job ids, one claim per message"),
-		Code:          awslambda.Code_FromAsset(jsii.String(cfg.WorkerAssetDir), nil),
-		MemorySize:    jsii.Number(float64(s.WorkerMemoryMB)),
-		Timeout:       seconds(s.WorkerTimeout),
-		Role:          immutable(workerRole),
-		Environment:   &env,
-		LogGroup:      f.WorkerLogs,
-		Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
-		Architecture:  awslambda.Architecture_ARM_64(),
-		Handler:       jsii.String("bootstrap"),
-		LoggingFormat: awslambda.LoggingFormat_JSON,
+	f.Worker = goFunction(stack, jsii.String("Worker"), &awslambda.FunctionProps{
+		FunctionName: jsii.String(s.Prefix + "-worker"),
+		Description:  jsii.String("aijobs worker: SQS batches of job ids, one claim per message"),
+		Code:         awslambda.Code_FromAsset(jsii.String(cfg.WorkerAssetDir), nil),
+		MemorySize:   jsii.Number(float64(s.WorkerMemoryMB)),
+		Timeout:      seconds(s.WorkerTimeout),
+		Role:         immutable(workerRole),
+		Environment:  &env,
+		LogGroup:     f.WorkerLogs,
 		// At least the mapping's MaxConcurrency (settings.Validate), so no
 		// other function can starve the worker into throttling: a throttled
 		// batch is retried by Lambda, but only while the visibility timeout
@@ -155,19 +146,15 @@ func newFunctions(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, q Que
 		allow(reconcilerTableActions, table.TableArn()),
 		allow(reconcilerQueueActions, q.Jobs.QueueArn()),
 		allow(reconcilerDLQActions, q.DLQ.QueueArn()))
-	f.Reconciler = awslambda.NewFunction(stack, jsii.String("Reconciler"), &awslambda.FunctionProps{
-		FunctionName:  jsii.String(s.Prefix + "-reconciler"),
-		Description:   jsii.String(fmt.Sprintf("aijobs reconciler: every %s, re-sends jobs stuck for %s (lost message, dead worker)", s.ReconcileEvery, s.ReconcileAfter)),
-		Code:          awslambda.Code_FromAsset(jsii.String(cfg.ReconcilerAssetDir), nil),
-		MemorySize:    jsii.Number(float64(s.ReconcilerMemoryMB)),
-		Timeout:       seconds(s.ReconcilerTimeout),
-		Role:          immutable(reconcilerRole),
-		Environment:   &env,
-		LogGroup:      f.ReconcilerLogs,
-		Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
-		Architecture:  awslambda.Architecture_ARM_64(),
-		Handler:       jsii.String("bootstrap"),
-		LoggingFormat: awslambda.LoggingFormat_JSON,
+	f.Reconciler = goFunction(stack, jsii.String("Reconciler"), &awslambda.FunctionProps{
+		FunctionName: jsii.String(s.Prefix + "-reconciler"),
+		Description:  jsii.String(fmt.Sprintf("aijobs reconciler: every %s, re-sends jobs stuck for %s (lost message, dead worker)", s.ReconcileEvery, s.ReconcileAfter)),
+		Code:         awslambda.Code_FromAsset(jsii.String(cfg.ReconcilerAssetDir), nil),
+		MemorySize:   jsii.Number(float64(s.ReconcilerMemoryMB)),
+		Timeout:      seconds(s.ReconcilerTimeout),
+		Role:         immutable(reconcilerRole),
+		Environment:  &env,
+		LogGroup:     f.ReconcilerLogs,
 		// The schedule is the retry: a failed run is followed by the next
 		// one ReconcileEvery later, and Lambda's own retries (up to two,
 		// minutes apart) would only run it twice in a row.
@@ -227,4 +214,16 @@ func allow(actions []string, resource *string) awsiam.PolicyStatement {
 		Actions:   jsii.Strings(actions...),
 		Resources: &[]*string{resource},
 	})
+}
+
+// goFunction is a function of this stack: every one is a Go binary named
+// bootstrap on the provided.al2023 runtime on arm64, its logs JSON so
+// CloudWatch Logs Insights can filter on the slog fields (the worker's EMF
+// lines stay plain JSON objects either way). p holds what differs.
+func goFunction(scope constructs.Construct, id *string, p *awslambda.FunctionProps) awslambda.Function {
+	p.Runtime = awslambda.Runtime_PROVIDED_AL2023()
+	p.Architecture = awslambda.Architecture_ARM_64()
+	p.Handler = jsii.String("bootstrap")
+	p.LoggingFormat = awslambda.LoggingFormat_JSON
+	return awslambda.NewFunction(scope, id, p)
 }

@@ -75,19 +75,15 @@ func newNotifier(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, q Queu
 		allow(notifierQueueActions, q.Callbacks.QueueArn()),
 		allow(notifierDLQActions, q.CallbackDLQ.QueueArn()),
 		allow(notifierSecretActions, secret.SecretArn()))
-	f.Notifier = awslambda.NewFunction(stack, jsii.String("Notifier"), &awslambda.FunctionProps{
-		FunctionName:  jsii.String(s.Prefix + "-notifier"),
-		Description:   jsii.String("aijobs notifier: the table's stream into callback notices, the callback queue into signed deliveries"),
-		Code:          awslambda.Code_FromAsset(jsii.String(cfg.NotifierAssetDir), nil),
-		MemorySize:    jsii.Number(float64(s.NotifierMemoryMB)),
-		Timeout:       seconds(s.NotifierTimeout),
-		Role:          immutable(role),
-		Environment:   &own,
-		LogGroup:      f.NotifierLogs,
-		Runtime:       awslambda.Runtime_PROVIDED_AL2023(),
-		Architecture:  awslambda.Architecture_ARM_64(),
-		Handler:       jsii.String("bootstrap"),
-		LoggingFormat: awslambda.LoggingFormat_JSON,
+	f.Notifier = goFunction(stack, jsii.String("Notifier"), &awslambda.FunctionProps{
+		FunctionName: jsii.String(s.Prefix + "-notifier"),
+		Description:  jsii.String("aijobs notifier: the table's stream into callback notices, the callback queue into signed deliveries"),
+		Code:         awslambda.Code_FromAsset(jsii.String(cfg.NotifierAssetDir), nil),
+		MemorySize:   jsii.Number(float64(s.NotifierMemoryMB)),
+		Timeout:      seconds(s.NotifierTimeout),
+		Role:         immutable(role),
+		Environment:  &own,
+		LogGroup:     f.NotifierLogs,
 	})
 
 	// The stream, in order per shard from the oldest record it still has.
