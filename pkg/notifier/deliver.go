@@ -137,11 +137,19 @@ func (n *Notifier) post(ctx context.Context, j job.Job, notice Notice) (int, tim
 // delivery itself stands.
 func (n *Notifier) record(ctx context.Context, d job.Delivery, log *slog.Logger) {
 	var err error
-	for try := range 3 {
+	for try := 1; ; try++ {
 		if _, err = n.cfg.Store.RecordDelivery(ctx, d); err == nil || job.ErrorCode(err) == job.CodeNotFound {
 			return
 		}
-		time.Sleep(time.Duration(try+1) * 100 * time.Millisecond)
+		if try == 3 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			log.Warn("recording a callback delivery failed", "err", err)
+			return
+		case <-time.After(time.Duration(try) * 100 * time.Millisecond):
+		}
 	}
 	log.Warn("recording a callback delivery failed", "err", err)
 }

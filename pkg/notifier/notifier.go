@@ -54,20 +54,11 @@ type Changes func(events.DynamoDBEventRecord) (old, cur job.Job, hadOld, hasNew 
 
 // Retry is the delivery schedule: attempt n (from 1) waits
 // job.Backoff(n, Base, Max) before the next; after Attempts attempts the
-// notice goes to the dead letter queue.
+// notice goes to the dead letter queue. How long it lasts at least is
+// settings.Settings.CallbackSpan.
 type Retry struct {
 	Base, Max time.Duration
 	Attempts  int
-}
-
-// Span is how long the schedule keeps trying at least: the sum of its
-// backoffs with the least jitter.
-func (r Retry) Span() time.Duration {
-	var d time.Duration
-	for n := 1; n < r.Attempts; n++ {
-		d += job.Backoff(n, r.Base, r.Max, 0)
-	}
-	return d
 }
 
 // Config wires a Notifier.

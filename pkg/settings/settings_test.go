@@ -280,3 +280,17 @@ func TestResourceNames(t *testing.T) {
 		t.Errorf("defaults: prefix %q, failure index %q", d.Prefix, d.FailureIndex)
 	}
 }
+
+// Standard Webhooks recommends retrying over days; aijobs promises at
+// least one. CallbackSpan counts the least jitter, so every run of the
+// shipped schedule lasts at least a day, and it is the least that does.
+func TestTheCallbackScheduleSpansADayWithTheDefaults(t *testing.T) {
+	s := settings.Defaults()
+	if s.CallbackSpan() < 24*time.Hour {
+		t.Fatalf("span %v", s.CallbackSpan())
+	}
+	s.CallbackAttempts--
+	if s.CallbackSpan() >= 24*time.Hour {
+		t.Fatalf("one attempt fewer still spans %v: the default is not the least that does", s.CallbackSpan())
+	}
+}
