@@ -19,6 +19,16 @@ import (
 // connection) or fail slowly, and a check made around it would run late.
 // A panic here stops the call instead of killing the process (in Lambda
 // that would return the whole batch and leak every neighbour's hold).
+//
+// The visibility extension goes out with the invocation's other attempts'
+// in one batch request (renewals), and only when the message is not
+// already hidden until the new lease horizon: once the horizon reaches the
+// attempt's cap it stops moving, and the message, hidden until then by a
+// renewal SQS accepted, needs nothing more (SQS counts a visibility
+// timeout from when it receives the request, never before we computed
+// the horizon, so the hiding we record is a lower bound). The lease write
+// is never skipped: besides the lease, it is how a cancel or a takeover
+// reaches the call.
 func (a *attempt) heartbeat(ctx, call context.Context, leaseCap time.Time) {
 	defer func() {
 		if v := recover(); v != nil {
@@ -29,11 +39,17 @@ func (a *attempt) heartbeat(ctx, call context.Context, leaseCap time.Time) {
 	// The message first: the queue's visibility timeout is six function
 	// timeouts long (so Lambda can retry throttled batches), and a worker
 	// that died before its first renewal would otherwise leave the job for
-	// that long instead of one lease.
+	// that long instead of one lease. This call is the attempt's own, at
+	// once: it does not wait for a round.
+	var hidden time.Time // the message is hidden at least until then
 	if err := a.w.cfg.Queue.ChangeVisibility(ctx, a.m.ReceiptHandle, a.j.LeaseUntil.Sub(a.w.cfg.Clock.Now())); err != nil {
 		a.log.Warn("hiding the message for the claim's lease failed", "err", err)
+	} else {
+		hidden = a.j.LeaseUntil
 	}
-	t := time.NewTicker(a.w.cfg.Timing.Heartbeat)
+	a.renew.join()
+	defer a.renew.leave()
+	t := time.NewTimer(a.renew.beatIn())
 	defer t.Stop()
 	for {
 		select {
@@ -46,8 +62,12 @@ func (a *attempt) heartbeat(ctx, call context.Context, leaseCap time.Time) {
 		if horizon.After(leaseCap) {
 			horizon = leaseCap
 		}
-		if err := a.w.cfg.Queue.ChangeVisibility(ctx, a.m.ReceiptHandle, horizon.Sub(now)); err != nil {
-			a.log.Warn("heartbeat: extending message visibility failed", "err", err)
+		if horizon.After(hidden) {
+			if err := a.renew.extend(ctx, a.m.ReceiptHandle, horizon.Sub(now)); err != nil {
+				a.log.Warn("heartbeat: extending message visibility failed", "err", err)
+			} else {
+				hidden = horizon
+			}
 		}
 		_, err := a.w.cfg.Store.Heartbeat(ctx, job.Heartbeat{ID: a.j.ID, Owner: a.owner, Now: now, LeaseUntil: horizon,
 			Progress: math.Float64frombits(a.progress.Load())})
@@ -62,6 +82,7 @@ func (a *attempt) heartbeat(ctx, call context.Context, leaseCap time.Time) {
 			// out if no later renewal succeeds.
 			a.log.Warn("heartbeat: extending the lease failed", "err", err)
 		}
+		t.Reset(a.renew.beatIn())
 	}
 }
 
