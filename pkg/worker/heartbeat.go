@@ -49,7 +49,7 @@ func (a *attempt) heartbeat(ctx, call context.Context, leaseCap time.Time) {
 	}
 	a.renew.join()
 	defer a.renew.leave()
-	t := time.NewTimer(a.renew.beatIn())
+	t := time.NewTicker(a.w.cfg.Timing.Heartbeat)
 	defer t.Stop()
 	for {
 		select {
@@ -82,7 +82,6 @@ func (a *attempt) heartbeat(ctx, call context.Context, leaseCap time.Time) {
 			// out if no later renewal succeeds.
 			a.log.Warn("heartbeat: extending the lease failed", "err", err)
 		}
-		t.Reset(a.renew.beatIn())
 	}
 }
 

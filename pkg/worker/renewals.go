@@ -13,11 +13,14 @@ import (
 // ChangeMessageVisibility per message: a batch of five running calls
 // costs one SQS request per heartbeat, not five.
 //
-// The attempts' heartbeats tick together (beatIn aligns them to the
-// invocation's start), so a round normally fills at once: it is sent when
-// every attempt whose heartbeat runs has joined it, or gather after its
-// first entry, whichever comes first (an attempt stuck in a stalled lease
-// write does not hold its neighbours' renewals back). Each attempt waits
+// An invocation's attempts are claimed together, so their heartbeats tick
+// a few milliseconds apart: a round is sent as soon as every attempt whose
+// heartbeat runs has joined it, or gather (a quarter interval) after its
+// first entry, whichever comes first, so an attempt stuck in a stalled
+// lease write, or claimed later, never holds its neighbours' renewals back
+// for long. Each attempt keeps its own ticker: aligning the ticks to the
+// invocation would move some attempts' renewals earlier than their own,
+// and cost a call whose length is a multiple of the interval one more. Each attempt waits
 // only for its own entry's result and stops waiting when its own
 // heartbeat ends; the request is cancelled when no attempt waits for it
 // any more, as a single call was when its attempt ended. The renewals
@@ -25,11 +28,9 @@ import (
 // on its own timer, so a round that stalls or fails is, for each attempt
 // it carries, a stalled or failed visibility call, and nothing more.
 type renewals struct {
-	ctx       context.Context
-	queue     Queue
-	start     time.Time
-	heartbeat time.Duration
-	gather    time.Duration
+	ctx    context.Context
+	queue  Queue
+	gather time.Duration
 
 	mu      sync.Mutex
 	members int
@@ -49,16 +50,7 @@ type round struct {
 }
 
 func newRenewals(ctx context.Context, q Queue, heartbeat time.Duration) *renewals {
-	return &renewals{ctx: ctx, queue: q, start: time.Now(), heartbeat: heartbeat, gather: max(heartbeat/10, time.Millisecond)}
-}
-
-// beatIn is how long until the invocation's next heartbeat: every
-// attempt's heartbeat falls on the same instants, one interval apart from
-// the invocation's start, so their extensions meet in one round. An
-// attempt that started between two of them renews at the next one, never
-// later than one interval after its claim.
-func (s *renewals) beatIn() time.Duration {
-	return s.heartbeat - time.Since(s.start)%s.heartbeat
+	return &renewals{ctx: ctx, queue: q, gather: max(heartbeat/4, time.Millisecond)}
 }
 
 // join counts a running heartbeat among those a round waits for; leave
