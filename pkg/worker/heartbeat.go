@@ -27,8 +27,8 @@ import (
 // renewal SQS accepted, needs nothing more (SQS counts a visibility
 // timeout from when it receives the request, never before we computed
 // the horizon, so the hiding we record is a lower bound). The lease write
-// is never skipped: besides the lease, it is how a cancel or a takeover
-// reaches the call.
+// waits for no extension and is never skipped: besides the lease, it is
+// how a cancel or a takeover reaches the call.
 func (a *attempt) heartbeat(ctx, call context.Context, leaseCap time.Time) {
 	defer func() {
 		if v := recover(); v != nil {
@@ -49,6 +49,13 @@ func (a *attempt) heartbeat(ctx, call context.Context, leaseCap time.Time) {
 	}
 	a.renew.join()
 	defer a.renew.leave()
+	var pending *entry // the extension asked for and not yet answered
+	var pendingUntil time.Time
+	defer func() {
+		if pending != nil {
+			pending.drop()
+		}
+	}()
 	t := time.NewTicker(a.w.cfg.Timing.Heartbeat)
 	defer t.Stop()
 	for {
@@ -62,12 +69,20 @@ func (a *attempt) heartbeat(ctx, call context.Context, leaseCap time.Time) {
 		if horizon.After(leaseCap) {
 			horizon = leaseCap
 		}
-		if horizon.After(hidden) {
-			if err := a.renew.extend(ctx, a.m.ReceiptHandle, horizon.Sub(now)); err != nil {
-				a.log.Warn("heartbeat: extending message visibility failed", "err", err)
-			} else {
-				hidden = horizon
+		if pending != nil {
+			if done, err := pending.answered(); done {
+				if err != nil {
+					a.log.Warn("heartbeat: extending message visibility failed", "err", err)
+				} else {
+					hidden = pendingUntil
+				}
+				pending = nil
 			}
+		}
+		// One extension in flight at a time: a slow request is not
+		// joined by another behind it.
+		if pending == nil && horizon.After(hidden) {
+			pending, pendingUntil = a.renew.ask(a.m.ReceiptHandle, horizon.Sub(now)), horizon
 		}
 		_, err := a.w.cfg.Store.Heartbeat(ctx, job.Heartbeat{ID: a.j.ID, Owner: a.owner, Now: now, LeaseUntil: horizon,
 			Progress: math.Float64frombits(a.progress.Load())})

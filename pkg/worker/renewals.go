@@ -16,17 +16,20 @@ import (
 // An invocation's attempts are claimed together, so their heartbeats tick
 // a few milliseconds apart: a round is sent as soon as every attempt whose
 // heartbeat runs has joined it, or gather (a quarter interval) after its
-// first entry, whichever comes first, so an attempt stuck in a stalled
-// lease write, or claimed later, never holds its neighbours' renewals back
-// for long. Each attempt keeps its own ticker: aligning the ticks to the
-// invocation would move some attempts' renewals earlier than their own,
-// and cost a call whose length is a multiple of the interval one more. Each attempt waits
-// only for its own entry's result and stops waiting when its own
-// heartbeat ends; the request is cancelled when no attempt waits for it
-// any more, as a single call was when its attempt ended. The renewals
-// never decide anything about a lease: each attempt's lease guard does,
-// on its own timer, so a round that stalls or fails is, for each attempt
-// it carries, a stalled or failed visibility call, and nothing more.
+// first entry, whichever comes first. Each attempt keeps its own ticker:
+// aligning the ticks to the invocation would move some attempts' renewals
+// earlier than their own, and cost a call whose length is a multiple of
+// the interval one more.
+//
+// Nothing waits for a round. An attempt asks for its extension and goes
+// straight on to its lease write; it reads the entry's result at a later
+// heartbeat, and asks again only once the last round answered, so a
+// stalled or slow request holds neither a lease write (the lease is what
+// keeps one generation per job; the message's visibility only saves a
+// wasted receive) nor its neighbours, and never piles up. The request is
+// cancelled once no attempt it carries is still running, as a single call
+// was when its attempt ended: a renewal must not land after the outcome
+// set the message's visibility.
 type renewals struct {
 	ctx    context.Context
 	queue  Queue
@@ -43,10 +46,18 @@ type round struct {
 	changes map[string]time.Duration
 	timer   *time.Timer
 	sent    bool
-	waiting int
+	holders int // entries not yet dropped
 	cancel  context.CancelFunc
 	done    chan struct{}
 	failed  map[string]error
+}
+
+// entry is one attempt's extension in a round.
+type entry struct {
+	s       *renewals
+	r       *round
+	handle  string
+	dropped bool
 }
 
 func newRenewals(ctx context.Context, q Queue, heartbeat time.Duration) *renewals {
@@ -70,11 +81,11 @@ func (s *renewals) leave() {
 	}
 }
 
-// extend hides the message of receiptHandle for d in the current round
-// and waits for that entry's result, or for ctx (the attempt's heartbeat)
-// to end.
-func (s *renewals) extend(ctx context.Context, receiptHandle string, d time.Duration) error {
+// ask hides the message of receiptHandle for d in the current round,
+// without waiting for it: the entry answers when the round has.
+func (s *renewals) ask(receiptHandle string, d time.Duration) *entry {
 	s.mu.Lock()
+	defer s.mu.Unlock()
 	r := s.open
 	if r == nil {
 		r = &round{changes: map[string]time.Duration{}, done: make(chan struct{})}
@@ -86,29 +97,46 @@ func (s *renewals) extend(ctx context.Context, receiptHandle string, d time.Dura
 		})
 	}
 	r.changes[receiptHandle] = d
-	r.waiting++
+	r.holders++
 	if len(r.changes) >= s.members {
 		s.sendLocked(r)
 	}
-	s.mu.Unlock()
+	return &entry{s: s, r: r, handle: receiptHandle}
+}
 
+// answered reports whether the entry's round has answered, and if so the
+// entry's own error.
+func (e *entry) answered() (bool, error) {
 	select {
-	case <-r.done:
-		return r.failed[receiptHandle]
-	case <-ctx.Done():
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		if r.waiting--; !r.sent {
-			delete(r.changes, receiptHandle)
-			if len(r.changes) == 0 {
-				// Nobody else joined: the round is dropped, never sent.
-				r.timer.Stop()
-				s.open = nil
-			}
-		} else if r.waiting == 0 {
-			r.cancel()
+	case <-e.r.done:
+		return true, e.r.failed[e.handle]
+	default:
+		return false, nil
+	}
+}
+
+// drop withdraws an entry whose attempt no longer wants it: from the round
+// if it is not sent yet, else from those the request still serves (the
+// last one out cancels it).
+func (e *entry) drop() {
+	s, r := e.s, e.r
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if e.dropped {
+		return
+	}
+	e.dropped = true
+	r.holders--
+	switch {
+	case !r.sent:
+		delete(r.changes, e.handle)
+		if len(r.changes) == 0 {
+			// Nobody else joined: the round is dropped, never sent.
+			r.timer.Stop()
+			s.open = nil
 		}
-		return ctx.Err()
+	case r.holders == 0:
+		r.cancel()
 	}
 }
 

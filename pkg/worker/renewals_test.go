@@ -74,10 +74,7 @@ func (f *fixture) stoppedInTime(s *stops, ids []string, claimed map[string]time.
 }
 
 func TestAnInvocationsExtensionsGoOutAsOneBatchPerHeartbeat(t *testing.T) {
-	f := setup(t, func(ctx context.Context, r model.Request, n int) (model.Response, error) {
-		time.Sleep(450 * time.Millisecond) // longer than the 300 ms lease: it lives on renewals
-		return ok(1)(ctx, r, n)
-	})
+	f := setup(t, longerThanTheLease)
 	ids, bodies := f.threeJobs()
 	if r := f.deliver(bodies...); len(r.BatchItemFailures) != 0 {
 		t.Fatalf("kept %v", failedIDs(r))
@@ -103,48 +100,67 @@ func TestAnInvocationsExtensionsGoOutAsOneBatchPerHeartbeat(t *testing.T) {
 	}
 }
 
-func TestAStalledBatchStopsEveryCallItCarriesBeforeItsLeaseEnds(t *testing.T) {
-	s := &stops{at: map[string]time.Time{}}
-	f := setup(t, s.hang(3))
+// longerThanTheLease answers after 450 ms, longer than the fixture's
+// 300 ms lease: the call lives on renewals, and stops as a provider's
+// does when the lease guard stops it.
+func longerThanTheLease(ctx context.Context, r model.Request, n int) (model.Response, error) {
+	select {
+	case <-time.After(450 * time.Millisecond):
+		return ok(1)(ctx, r, n)
+	case <-ctx.Done():
+		return model.Response{}, &model.Error{Class: job.Cancelled, Usage: model.Usage{InputTokens: 3}, Err: ctx.Err()}
+	}
+}
+
+// A request that neither lands nor fails (a half-open connection) holds
+// no lease write: the leases are renewed, the calls run to their answers,
+// no request piles up behind the stalled one, and the outcome does not
+// wait for it.
+func TestAStalledBatchHoldsNoLeaseAndNoOutcome(t *testing.T) {
+	f := setup(t, longerThanTheLease)
 	release := make(chan struct{})
 	defer close(release)
-	// The request neither lands nor fails, whatever its context says (a
-	// half-open connection), until the test ends.
+	// The request ignores its context until the test ends.
 	f.queue.onBatch = func(context.Context, map[string]time.Duration) map[string]error {
 		<-release
 		return nil
 	}
 	ids, bodies := f.threeJobs()
-	leases := make(chan map[string]time.Time, 1)
-	go func() { leases <- f.watchLeases(ids) }()
 	start := time.Now()
-	f.deliver(bodies...)
-	// The lease guard stops the calls at 150 ms; an attempt must not wait
-	// for the stalled request after that (the outcome would wait out the
-	// heartbeat's one-second grace).
+	if r := f.deliver(bodies...); len(r.BatchItemFailures) != 0 {
+		t.Fatalf("kept %v", failedIDs(r))
+	}
 	if took := time.Since(start); took > time.Second {
 		t.Fatalf("the invocation took %s: an outcome waited on the stalled batch", took)
 	}
-	f.stoppedInTime(s, ids, <-leases)
+	for _, id := range ids {
+		if got := f.get(id); got.State != job.Succeeded || got.Attempts != 1 {
+			t.Fatalf("job = %+v: a stalled visibility request must not cost the call its lease", got)
+		}
+	}
+	if n := len(f.queue.batched()); n != 1 {
+		t.Fatalf("%d requests sent: each message's next extension must wait for the stalled one", n)
+	}
 }
 
-func TestASlowBatchStopsEveryCallItCarriesBeforeItsLeaseEnds(t *testing.T) {
-	s := &stops{at: map[string]time.Time{}}
-	f := setup(t, s.hang(3))
-	// Every request would succeed, but only after longer than the lease
-	// itself; it honours its context, as the SDK's calls do.
+// A request slower than the lease itself holds no lease write either, and
+// once no attempt it carries still runs it is cancelled, as a single call
+// was when its attempt ended: a renewal must not land after the outcome
+// set the message's visibility.
+func TestASlowBatchHoldsNoLeaseAndEndsWithItsAttempts(t *testing.T) {
+	f := setup(t, longerThanTheLease)
+	// Every request would succeed after 350 ms; it honours its context, as
+	// the SDK's calls do.
 	var cancelled atomic.Int64
 	f.queue.onBatch = func(ctx context.Context, _ map[string]time.Duration) map[string]error {
 		select {
-		case <-time.After(450 * time.Millisecond):
+		case <-time.After(350 * time.Millisecond):
 		case <-ctx.Done():
 			cancelled.Add(1)
 		}
 		return nil
 	}
 	ids, bodies := f.threeJobs()
-	leases := make(chan map[string]time.Time, 1)
-	go func() { leases <- f.watchLeases(ids) }()
 	// The invocation's context outlives the invocation here (f.deliver
 	// cancels its own on return): only the renewals may cancel the request.
 	ctx, cancel := context.WithCancel(context.Background())
@@ -152,17 +168,22 @@ func TestASlowBatchStopsEveryCallItCarriesBeforeItsLeaseEnds(t *testing.T) {
 	if _, err := f.w.Handle(ctx, event(bodies...)); err != nil {
 		t.Fatal(err)
 	}
-	f.stoppedInTime(s, ids, <-leases)
-	// Once no attempt waits for it, the request is cancelled, as a single
-	// call was when its attempt ended: a renewal must not land after the
-	// outcome set the message's visibility.
-	// (The request notes its cancellation on its own goroutine: wait a
-	// little, well short of the 450 ms it would take to answer.)
-	for end := time.Now().Add(250 * time.Millisecond); cancelled.Load() == 0 && time.Now().Before(end); {
+	for _, id := range ids {
+		if got := f.get(id); got.State != job.Succeeded || got.Attempts != 1 {
+			t.Fatalf("job = %+v: a slow visibility request must not cost the call its lease", got)
+		}
+	}
+	// Rounds at about 20 ms and 370 ms; the second is in flight when the
+	// calls answer at 450 ms. (The request notes its cancellation on its
+	// own goroutine: wait a little, well short of the 350 ms it would take.)
+	for end := time.Now().Add(200 * time.Millisecond); cancelled.Load() == 0 && time.Now().Before(end); {
 		time.Sleep(5 * time.Millisecond)
 	}
 	if cancelled.Load() == 0 {
 		t.Fatal("the slow request outlived every attempt it carried")
+	}
+	if n := len(f.queue.batched()); n > 3 {
+		t.Fatalf("%d requests sent in 450 ms of 350 ms requests: extensions piled up behind a slow one", n)
 	}
 }
 
@@ -179,10 +200,7 @@ func TestARefusedOrPartlyFailedBatchStillRenewsEveryLease(t *testing.T) {
 		{"partly failed", func(h string) bool { return h == "r1" }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			f := setup(t, func(ctx context.Context, r model.Request, n int) (model.Response, error) {
-				time.Sleep(450 * time.Millisecond)
-				return ok(1)(ctx, r, n)
-			})
+			f := setup(t, longerThanTheLease)
 			f.queue.onBatch = func(_ context.Context, changes map[string]time.Duration) map[string]error {
 				failed := map[string]error{}
 				for h := range changes {
