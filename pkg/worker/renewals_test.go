@@ -3,7 +3,6 @@ package worker_test
 import (
 	"context"
 	"fmt"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -23,54 +22,6 @@ func (f *fixture) threeJobs() ([]string, []string) {
 		ids, bodies = append(ids, j.ID), append(bodies, body(j.ID))
 	}
 	return ids, bodies
-}
-
-// stops notes, per job, when its call was stopped.
-type stops struct {
-	mu sync.Mutex
-	at map[string]time.Time
-}
-
-func (s *stops) hang(input int64) func(context.Context, model.Request, int) (model.Response, error) {
-	return func(ctx context.Context, r model.Request, _ int) (model.Response, error) {
-		<-ctx.Done()
-		s.mu.Lock()
-		s.at[r.JobID] = time.Now()
-		s.mu.Unlock()
-		return model.Response{}, &model.Error{Class: job.Cancelled, Usage: model.Usage{InputTokens: input}, Err: ctx.Err()}
-	}
-}
-
-// watchLeases records each job's lease as claimed (before any renewal).
-func (f *fixture) watchLeases(ids []string) map[string]time.Time {
-	leases := map[string]time.Time{}
-	for len(leases) < len(ids) {
-		for _, id := range ids {
-			if cur, _ := f.store.Get(context.Background(), id); cur.State == job.Running && leases[id].IsZero() {
-				leases[id] = cur.LeaseUntil
-			}
-		}
-		time.Sleep(2 * time.Millisecond)
-	}
-	return leases
-}
-
-// stoppedInTime checks that each job's call stopped before the lease
-// its claim took ended (no renewal landed), and that the job was released
-// as a timeout with its cost and no hold.
-func (f *fixture) stoppedInTime(s *stops, ids []string, claimed map[string]time.Time) {
-	f.t.Helper()
-	for _, id := range ids {
-		s.mu.Lock()
-		at := s.at[id]
-		s.mu.Unlock()
-		if at.IsZero() || at.After(claimed[id]) {
-			f.t.Fatalf("job %s: call stopped at %s, not before its unrenewed lease ended at %s", id, at, claimed[id])
-		}
-		if got := f.get(id); got.State != job.Queued || got.ErrorClass != job.Timeout || got.Cost != 3 || got.Held != 0 {
-			f.t.Fatalf("job = %+v: want released as timeout with its cost and no hold", got)
-		}
-	}
 }
 
 func TestAnInvocationsExtensionsGoOutAsOneBatchPerHeartbeat(t *testing.T) {
