@@ -97,15 +97,18 @@ func LatencyReport(runs []LatencyRun) string {
 				res.perJob(float64(res.Polls)))
 		}
 	}
-	b.WriteString("\nHeartbeat calls are the SQS.ChangeMessageVisibility and DynamoDB.UpdateItem calls beyond the claim's one and two per job (claim, finish).\n")
+	b.WriteString("\nHeartbeat calls are the SQS.ChangeMessageVisibility(Batch) and DynamoDB.UpdateItem calls beyond the claim's one and two per job (claim, finish).\n")
 	return b.String()
 }
 
 // heartbeatCalls are the visibility extensions and lease writes beyond
 // the happy path's fixed ones: one ChangeMessageVisibility (at the claim)
-// and two UpdateItems (claim, finish) per job.
+// and two UpdateItems (claim, finish) per job. The heartbeats' batched
+// extensions (one ChangeMessageVisibilityBatch per invocation and beat)
+// all count.
 func (r Result) heartbeatCalls() int {
-	return max(r.calls("SQS.ChangeMessageVisibility")-r.Jobs, 0) + max(r.calls("DynamoDB.UpdateItem")-2*r.Jobs, 0)
+	return max(r.calls("SQS.ChangeMessageVisibility")-r.Jobs, 0) + r.calls("SQS.ChangeMessageVisibilityBatch") +
+		max(r.calls("DynamoDB.UpdateItem")-2*r.Jobs, 0)
 }
 
 // Parse reads a comma-separated list of latencies ("none" for none), for

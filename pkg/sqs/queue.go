@@ -6,7 +6,9 @@ package sqs
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -22,6 +24,7 @@ import (
 type Client interface {
 	SendMessage(context.Context, *awssqs.SendMessageInput, ...func(*awssqs.Options)) (*awssqs.SendMessageOutput, error)
 	ChangeMessageVisibility(context.Context, *awssqs.ChangeMessageVisibilityInput, ...func(*awssqs.Options)) (*awssqs.ChangeMessageVisibilityOutput, error)
+	ChangeMessageVisibilityBatch(context.Context, *awssqs.ChangeMessageVisibilityBatchInput, ...func(*awssqs.Options)) (*awssqs.ChangeMessageVisibilityBatchOutput, error)
 	ReceiveMessage(context.Context, *awssqs.ReceiveMessageInput, ...func(*awssqs.Options)) (*awssqs.ReceiveMessageOutput, error)
 	DeleteMessageBatch(context.Context, *awssqs.DeleteMessageBatchInput, ...func(*awssqs.Options)) (*awssqs.DeleteMessageBatchOutput, error)
 	GetQueueAttributes(context.Context, *awssqs.GetQueueAttributesInput, ...func(*awssqs.Options)) (*awssqs.GetQueueAttributesOutput, error)
@@ -99,6 +102,64 @@ func (q *Queue) ChangeVisibility(ctx context.Context, receiptHandle string, d ti
 		return unavailable("change message visibility", err)
 	}
 	return nil
+}
+
+// ChangeVisibilities hides several received messages, each for its own
+// duration from now (receipt handle to duration, rounded and clamped as
+// ChangeVisibility's), in ChangeMessageVisibilityBatch requests of up to
+// ten entries: one invocation's heartbeat renews all its messages in one
+// request instead of one each. It returns the error of each change that
+// failed, by receipt handle, and nil when none did. SQS reports each
+// entry's result apart, with HTTP 200 even when some failed
+// (docs.aws.amazon.com/AWSSimpleQueueService/latest/APIReference/API_ChangeMessageVisibilityBatch.html),
+// so a failure is per entry; a request that fails as a whole, or an entry
+// the answer does not mention, fails each change it carried.
+func (q *Queue) ChangeVisibilities(ctx context.Context, changes map[string]time.Duration) map[string]error {
+	handles := make([]string, 0, len(changes))
+	for h := range changes {
+		handles = append(handles, h)
+	}
+	slices.Sort(handles)
+	var failed map[string]error
+	fail := func(h string, err error) {
+		if failed == nil {
+			failed = map[string]error{}
+		}
+		failed[h] = err
+	}
+	for start := 0; start < len(handles); start += 10 {
+		chunk := handles[start:min(start+10, len(handles))]
+		entries := make([]types.ChangeMessageVisibilityBatchRequestEntry, 0, len(chunk))
+		for i, h := range chunk {
+			entries = append(entries, types.ChangeMessageVisibilityBatchRequestEntry{Id: aws.String(strconv.Itoa(i)),
+				ReceiptHandle: aws.String(h), VisibilityTimeout: visibilitySeconds(changes[h])})
+		}
+		out, err := q.client.ChangeMessageVisibilityBatch(ctx, &awssqs.ChangeMessageVisibilityBatchInput{QueueUrl: aws.String(q.url), Entries: entries})
+		if err != nil {
+			for _, h := range chunk {
+				fail(h, unavailable("change message visibility (batch)", err))
+			}
+			continue
+		}
+		done := make([]bool, len(chunk))
+		for _, ok := range out.Successful {
+			if i, err := strconv.Atoi(aws.ToString(ok.Id)); err == nil && i >= 0 && i < len(chunk) {
+				done[i] = true
+			}
+		}
+		for _, f := range out.Failed {
+			if i, err := strconv.Atoi(aws.ToString(f.Id)); err == nil && i >= 0 && i < len(chunk) {
+				done[i] = false
+				fail(chunk[i], unavailable("change message visibility (batch entry)", fmt.Errorf("%s: %s", aws.ToString(f.Code), aws.ToString(f.Message))))
+			}
+		}
+		for i, h := range chunk {
+			if _, already := failed[h]; !done[i] && !already {
+				fail(h, unavailable("change message visibility (batch entry)", errors.New("no result for the entry")))
+			}
+		}
+	}
+	return failed
 }
 
 // Backlog is about how many messages wait in the queue, visible (SQS's

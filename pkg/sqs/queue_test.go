@@ -5,6 +5,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -171,5 +172,49 @@ func TestDeadLetterIDsLeaveTheDeadLettersInPlace(t *testing.T) {
 	time.Sleep(1500 * time.Millisecond)
 	if again, err := q.DeadLetterIDs(ctx, 2, time.Second); err != nil || len(again) > 2 || len(again) == 0 {
 		t.Fatalf("after the hide: %v %v, want the dead letters back, at most 2", again, err)
+	}
+}
+
+// TestChangeVisibilitiesBatchesAndReportsEachEntry drives the real
+// ChangeMessageVisibilityBatch on kumo: eleven messages take two requests
+// (SQS takes at most ten entries per request), each message gets its own
+// visibility, and an entry SQS refuses fails alone while the request
+// answers 200 (API_ChangeMessageVisibilityBatch: "the result of the
+// action on each message is reported individually").
+func TestChangeVisibilitiesBatchesAndReportsEachEntry(t *testing.T) {
+	ctx := context.Background()
+	q, _, _, _ := newQueue(t)
+	const n = 11
+	for i := range n {
+		if err := q.Send(ctx, "job_"+strings.Repeat(strconv.Itoa(i%10), 26)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var handles []string
+	for len(handles) < n {
+		msgs, err := q.Receive(ctx, 10, time.Second)
+		if err != nil || len(msgs) == 0 {
+			t.Fatalf("receive: %d of %d, %v", len(handles), n, err)
+		}
+		for _, m := range msgs {
+			handles = append(handles, m.ReceiptHandle)
+		}
+	}
+	changes := map[string]time.Duration{}
+	for _, h := range handles {
+		changes[h] = time.Minute
+	}
+	back := handles[4]
+	changes[back] = 500 * time.Millisecond
+	const bogus = "not-a-receipt-handle"
+	changes[bogus] = time.Minute
+	failed := q.ChangeVisibilities(ctx, changes)
+	if len(failed) != 1 || failed[bogus] == nil {
+		t.Fatalf("failed entries = %v, want only the bogus handle", failed)
+	}
+	time.Sleep(1200 * time.Millisecond)
+	again, err := q.Receive(ctx, 10, time.Second)
+	if err != nil || len(again) != 1 || again[0].Attributes["ApproximateReceiveCount"] != "2" {
+		t.Fatalf("after the batch: %d messages visible (%v), want only the one hidden for 500 ms", len(again), err)
 	}
 }

@@ -31,6 +31,9 @@ type attempt struct {
 	// the claim, raised before a fallback rung whose worst case it does
 	// not cover; the finish returns all of it.
 	held job.Nanocents
+	// renew sends the heartbeat's visibility extensions with those of the
+	// invocation's other attempts.
+	renew *renewals
 
 	// While the call runs: the progress the provider last reported (float64
 	// bits, written by the call and read by the heartbeat), the lease

@@ -19,6 +19,16 @@ import (
 // connection) or fail slowly, and a check made around it would run late.
 // A panic here stops the call instead of killing the process (in Lambda
 // that would return the whole batch and leak every neighbour's hold).
+//
+// The visibility extension goes out with the invocation's other attempts'
+// in one batch request (renewals), and only when the message is not
+// already hidden until the new lease horizon: once the horizon reaches the
+// attempt's cap it stops moving, and the message, hidden until then by a
+// renewal SQS accepted, needs nothing more (SQS counts a visibility
+// timeout from when it receives the request, never before we computed
+// the horizon, so the hiding we record is a lower bound). The lease write
+// waits for no extension and is never skipped: besides the lease, it is
+// how a cancel or a takeover reaches the call.
 func (a *attempt) heartbeat(ctx, call context.Context, leaseCap time.Time) {
 	defer func() {
 		if v := recover(); v != nil {
@@ -29,10 +39,23 @@ func (a *attempt) heartbeat(ctx, call context.Context, leaseCap time.Time) {
 	// The message first: the queue's visibility timeout is six function
 	// timeouts long (so Lambda can retry throttled batches), and a worker
 	// that died before its first renewal would otherwise leave the job for
-	// that long instead of one lease.
+	// that long instead of one lease. This call is the attempt's own, at
+	// once: it does not wait for a round.
+	var hidden time.Time // the message is hidden at least until then
 	if err := a.w.cfg.Queue.ChangeVisibility(ctx, a.m.ReceiptHandle, a.j.LeaseUntil.Sub(a.w.cfg.Clock.Now())); err != nil {
 		a.log.Warn("hiding the message for the claim's lease failed", "err", err)
+	} else {
+		hidden = a.j.LeaseUntil
 	}
+	a.renew.join()
+	defer a.renew.leave()
+	var pending *entry // the extension asked for and not yet answered
+	var pendingUntil time.Time
+	defer func() {
+		if pending != nil {
+			pending.drop()
+		}
+	}()
 	t := time.NewTicker(a.w.cfg.Timing.Heartbeat)
 	defer t.Stop()
 	for {
@@ -46,8 +69,20 @@ func (a *attempt) heartbeat(ctx, call context.Context, leaseCap time.Time) {
 		if horizon.After(leaseCap) {
 			horizon = leaseCap
 		}
-		if err := a.w.cfg.Queue.ChangeVisibility(ctx, a.m.ReceiptHandle, horizon.Sub(now)); err != nil {
-			a.log.Warn("heartbeat: extending message visibility failed", "err", err)
+		if pending != nil {
+			if done, err := pending.answered(); done {
+				if err != nil {
+					a.log.Warn("heartbeat: extending message visibility failed", "err", err)
+				} else {
+					hidden = pendingUntil
+				}
+				pending = nil
+			}
+		}
+		// One extension in flight at a time: a slow request is not
+		// joined by another behind it.
+		if pending == nil && horizon.After(hidden) {
+			pending, pendingUntil = a.renew.ask(a.m.ReceiptHandle, horizon.Sub(now)), horizon
 		}
 		_, err := a.w.cfg.Store.Heartbeat(ctx, job.Heartbeat{ID: a.j.ID, Owner: a.owner, Now: now, LeaseUntil: horizon,
 			Progress: math.Float64frombits(a.progress.Load())})

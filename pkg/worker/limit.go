@@ -14,7 +14,7 @@ import (
 
 // handle processes one message and, when the worker would return it to
 // the queue on the receive before its last, hands it off instead.
-func (w *Worker) handle(ctx context.Context, m events.SQSMessage) (o outcome) {
+func (w *Worker) handle(ctx context.Context, m events.SQSMessage, renew *renewals) (o outcome) {
 	log := w.cfg.Logger.With("message_id", m.MessageId)
 	defer func() {
 		if v := recover(); v != nil {
@@ -26,7 +26,7 @@ func (w *Worker) handle(ctx context.Context, m events.SQSMessage) (o outcome) {
 			o = w.handOff(ctx, m, o, log)
 		}
 	}()
-	return w.process(ctx, m)
+	return w.process(ctx, m, renew)
 }
 
 // atReceiveLimit reports whether m was received ReceiveLimit-1 times: if

@@ -31,7 +31,7 @@ const (
 // end was refused because the record moved underneath it.
 const claimTries = 3
 
-func (w *Worker) process(ctx context.Context, m events.SQSMessage) outcome {
+func (w *Worker) process(ctx context.Context, m events.SQSMessage, renew *renewals) outcome {
 	log := w.cfg.Logger.With("message_id", m.MessageId)
 	msg, ok := job.ParseQueueMessage(m.Body)
 	if !ok {
@@ -40,7 +40,7 @@ func (w *Worker) process(ctx context.Context, m events.SQSMessage) outcome {
 	if !job.ValidID(msg.JobID) {
 		return w.poison(ctx, m, "invalid_job_id", log)
 	}
-	return w.claim(ctx, m, msg.JobID, log.With("job_id", msg.JobID))
+	return w.claim(ctx, m, msg.JobID, log.With("job_id", msg.JobID), renew)
 }
 
 // poison sends a message that can never be processed to the dead letter
@@ -57,14 +57,15 @@ func (w *Worker) poison(ctx context.Context, m events.SQSMessage, reason string,
 }
 
 // claim takes the job before any model call and, when the claim is
-// refused, decides from the record what the message still means.
-func (w *Worker) claim(ctx context.Context, m events.SQSMessage, id string, log *slog.Logger) outcome {
+// refused, decides from the record what the message still means. renew
+// carries the heartbeat's extensions of the message with its neighbours'.
+func (w *Worker) claim(ctx context.Context, m events.SQSMessage, id string, log *slog.Logger, renew *renewals) outcome {
 	for range claimTries {
 		now := w.cfg.Clock.Now()
 		owner := w.cfg.NewOwner()
 		// won runs the attempt this claim made ours.
 		won := func(j job.Job) outcome {
-			a := &attempt{w: w, m: m, j: j, owner: owner, start: now, log: log.With("attempt", j.Attempts), held: j.Reserve}
+			a := &attempt{w: w, m: m, j: j, owner: owner, start: now, log: log.With("attempt", j.Attempts), held: j.Reserve, renew: renew}
 			return a.run(ctx)
 		}
 		j, err := w.cfg.Store.Claim(ctx, job.Claim{ID: id, Owner: owner, Now: now, LeaseUntil: now.Add(w.cfg.Timing.LeaseTTL)})

@@ -32,6 +32,10 @@ type Store interface {
 // Queue is the part of the job queue the worker drives.
 type Queue interface {
 	ChangeVisibility(ctx context.Context, receiptHandle string, d time.Duration) error
+	// ChangeVisibilities hides several messages at once, each for its own
+	// duration (by receipt handle), and returns the error of each change
+	// that failed: the heartbeat's extensions for a whole invocation.
+	ChangeVisibilities(ctx context.Context, changes map[string]time.Duration) map[string]error
 	DeadLetter(ctx context.Context, body, reason string) error
 	SendAfter(ctx context.Context, jobID string, delay time.Duration) error
 }
@@ -128,12 +132,13 @@ func New(cfg Config) *Worker {
 // back as batch item failures (Lambda deletes the rest).
 func (w *Worker) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	keep := make([]bool, len(ev.Records))
+	renew := newRenewals(ctx, w.cfg.Queue, w.cfg.Timing.Heartbeat)
 	var wg sync.WaitGroup
 	for i, m := range ev.Records {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			keep[i] = w.handle(ctx, m) != outcomeDelete
+			keep[i] = w.handle(ctx, m, renew) != outcomeDelete
 		}()
 	}
 	wg.Wait()

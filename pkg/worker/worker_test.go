@@ -67,6 +67,44 @@ type queue struct {
 	dead       []string
 	sent       []visibility // job id and delay of each fresh message
 	failSends  bool
+	// batches are the entries of each ChangeVisibilities call; onBatch,
+	// when set, answers it instead (a fault injected).
+	batches [][]visibility
+	onBatch func(ctx context.Context, changes map[string]time.Duration) map[string]error
+}
+
+func (q *queue) ChangeVisibilities(ctx context.Context, changes map[string]time.Duration) map[string]error {
+	var entries []visibility
+	for h, d := range changes {
+		entries = append(entries, visibility{h, d})
+	}
+	q.mu.Lock()
+	q.batches = append(q.batches, entries)
+	q.visibility = append(q.visibility, entries...)
+	on := q.onBatch
+	q.mu.Unlock()
+	if on != nil {
+		return on(ctx, changes)
+	}
+	return nil
+}
+
+// singles counts the one-message ChangeVisibility calls (all calls less
+// the batched entries).
+func (q *queue) singles() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := len(q.visibility)
+	for _, b := range q.batches {
+		n -= len(b)
+	}
+	return n
+}
+
+func (q *queue) batched() [][]visibility {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return append([][]visibility(nil), q.batches...)
 }
 
 func (q *queue) SendAfter(_ context.Context, id string, d time.Duration) error {
