@@ -39,12 +39,15 @@ type Options struct {
 
 // Result is one run's figures.
 type Result struct {
-	Jobs          int
-	BatchSize     int
-	Elapsed       time.Duration
-	Create, Poll  []time.Duration
-	Polls         int
-	Calls         map[string]int
+	Jobs         int
+	BatchSize    int
+	Elapsed      time.Duration
+	Create, Poll []time.Duration
+	Polls        int
+	Calls        map[string]int
+	// GetItems splits Calls' "DynamoDB.GetItem" by read consistency,
+	// which prices them (cost.go).
+	GetItems      GetItemSplit
 	Generations   int
 	NotSucceeded  int
 	PollCallsOnly int
@@ -53,6 +56,9 @@ type Result struct {
 	// WorkerMemoryMB is the memory the worker's GB-seconds were metered at.
 	WorkerMemoryMB int
 }
+
+// GetItemSplit is a run's DynamoDB GetItem calls by read consistency.
+type GetItemSplit struct{ Consistent, Eventual int }
 
 // Run starts a dev server on a fresh prefix and drives Jobs jobs through it.
 func Run(ctx context.Context, o Options) (Result, error) {
@@ -100,6 +106,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	res.Elapsed = time.Since(start)
 	time.Sleep(200 * time.Millisecond) // let the last batch's deletes land
 	res.Calls = st.counter.Snapshot()
+	res.GetItems.Consistent, res.GetItems.Eventual = st.counter.GetItems()
 	res.Generations = st.fake.TotalGenerations()
 	res.Worker, res.API, res.WorkerMemoryMB = st.srv.Poller.Usage(), st.srv.Gateway.Usage(), st.cfg.Settings.WorkerMemoryMB
 	return res, firstErr
