@@ -145,7 +145,22 @@ func oneJob(client *http.Client, url string, i int, every time.Duration) (time.D
 
 // create posts job i and returns its id and the request's latency.
 func create(client *http.Client, url string, i int) (string, time.Duration, error) {
-	body := fmt.Sprintf(`{"input":{"messages":[{"role":"user","content":"benchmark job %d"}],"max_tokens":16}}`, i)
+	p, err := post(client, url, i, "")
+	return p.ID, p.Latency, err
+}
+
+// posted is a create's answer as a polling client uses it: the job's id
+// and ETag, the raw Retry-After ("" when absent), and the request's
+// latency.
+type posted struct {
+	ID, ETag, RetryAfter string
+	Latency              time.Duration
+}
+
+// post posts job i, directive (for the fake model, "" for none) ending
+// its prompt.
+func post(client *http.Client, url string, i int, directive string) (posted, error) {
+	body := fmt.Sprintf(`{"input":{"messages":[{"role":"user","content":"benchmark job %d%s"}],"max_tokens":16}}`, i, directive)
 	req, _ := http.NewRequest("POST", url+"/jobs", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer bench")
 	req.Header.Set("Idempotency-Key", fmt.Sprintf("bench-%d", i))
@@ -153,16 +168,16 @@ func create(client *http.Client, url string, i int) (string, time.Duration, erro
 	t0 := time.Now()
 	resp, err := client.Do(req)
 	if err != nil {
-		return "", 0, fmt.Errorf("create: %w", err)
+		return posted{}, fmt.Errorf("create: %w", err)
 	}
 	var v struct{ ID string }
 	err = json.NewDecoder(resp.Body).Decode(&v)
 	resp.Body.Close()
-	created := time.Since(t0)
+	p := posted{ID: v.ID, ETag: resp.Header.Get("ETag"), RetryAfter: resp.Header.Get("Retry-After"), Latency: time.Since(t0)}
 	if err != nil || resp.StatusCode != http.StatusAccepted {
-		return "", created, fmt.Errorf("create: status %d", resp.StatusCode)
+		return posted{Latency: p.Latency}, fmt.Errorf("create: status %d", resp.StatusCode)
 	}
-	return v.ID, created, nil
+	return p, nil
 }
 
 // Percentile returns the p-th percentile (0..100) of ds.
