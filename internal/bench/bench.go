@@ -39,12 +39,15 @@ type Options struct {
 
 // Result is one run's figures.
 type Result struct {
-	Jobs          int
-	BatchSize     int
-	Elapsed       time.Duration
-	Create, Poll  []time.Duration
-	Polls         int
-	Calls         map[string]int
+	Jobs         int
+	BatchSize    int
+	Elapsed      time.Duration
+	Create, Poll []time.Duration
+	Polls        int
+	Calls        map[string]int
+	// GetItems splits Calls' "DynamoDB.GetItem" by read consistency,
+	// which prices them (cost.go).
+	GetItems      GetItemSplit
 	Generations   int
 	NotSucceeded  int
 	PollCallsOnly int
@@ -53,6 +56,9 @@ type Result struct {
 	// WorkerMemoryMB is the memory the worker's GB-seconds were metered at.
 	WorkerMemoryMB int
 }
+
+// GetItemSplit is a run's DynamoDB GetItem calls by read consistency.
+type GetItemSplit struct{ Consistent, Eventual int }
 
 // Run starts a dev server on a fresh prefix and drives Jobs jobs through it.
 func Run(ctx context.Context, o Options) (Result, error) {
@@ -100,6 +106,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	res.Elapsed = time.Since(start)
 	time.Sleep(200 * time.Millisecond) // let the last batch's deletes land
 	res.Calls = st.counter.Snapshot()
+	res.GetItems.Consistent, res.GetItems.Eventual = st.counter.GetItems()
 	res.Generations = st.fake.TotalGenerations()
 	res.Worker, res.API, res.WorkerMemoryMB = st.srv.Poller.Usage(), st.srv.Gateway.Usage(), st.cfg.Settings.WorkerMemoryMB
 	return res, firstErr
@@ -138,7 +145,22 @@ func oneJob(client *http.Client, url string, i int, every time.Duration) (time.D
 
 // create posts job i and returns its id and the request's latency.
 func create(client *http.Client, url string, i int) (string, time.Duration, error) {
-	body := fmt.Sprintf(`{"input":{"messages":[{"role":"user","content":"benchmark job %d"}],"max_tokens":16}}`, i)
+	p, err := post(client, url, i, "")
+	return p.ID, p.Latency, err
+}
+
+// posted is a create's answer as a polling client uses it: the job's id
+// and ETag, the raw Retry-After ("" when absent), and the request's
+// latency.
+type posted struct {
+	ID, ETag, RetryAfter string
+	Latency              time.Duration
+}
+
+// post posts job i, directive (for the fake model, "" for none) ending
+// its prompt.
+func post(client *http.Client, url string, i int, directive string) (posted, error) {
+	body := fmt.Sprintf(`{"input":{"messages":[{"role":"user","content":"benchmark job %d%s"}],"max_tokens":16}}`, i, directive)
 	req, _ := http.NewRequest("POST", url+"/jobs", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer bench")
 	req.Header.Set("Idempotency-Key", fmt.Sprintf("bench-%d", i))
@@ -146,16 +168,16 @@ func create(client *http.Client, url string, i int) (string, time.Duration, erro
 	t0 := time.Now()
 	resp, err := client.Do(req)
 	if err != nil {
-		return "", 0, fmt.Errorf("create: %w", err)
+		return posted{}, fmt.Errorf("create: %w", err)
 	}
 	var v struct{ ID string }
 	err = json.NewDecoder(resp.Body).Decode(&v)
 	resp.Body.Close()
-	created := time.Since(t0)
+	p := posted{ID: v.ID, ETag: resp.Header.Get("ETag"), RetryAfter: resp.Header.Get("Retry-After"), Latency: time.Since(t0)}
 	if err != nil || resp.StatusCode != http.StatusAccepted {
-		return "", created, fmt.Errorf("create: status %d", resp.StatusCode)
+		return posted{Latency: p.Latency}, fmt.Errorf("create: status %d", resp.StatusCode)
 	}
-	return v.ID, created, nil
+	return p, nil
 }
 
 // Percentile returns the p-th percentile (0..100) of ds.

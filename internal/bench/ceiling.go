@@ -90,6 +90,7 @@ func Ceiling(ctx context.Context, o Options) (Result, error) {
 	stop()
 	consumers.Wait()
 	res.Calls = counter.Snapshot()
+	res.GetItems.Consistent, res.GetItems.Eventual = counter.GetItems()
 	return res, firstErr
 }
 

@@ -23,10 +23,12 @@ var Prices = struct {
 }
 
 // The cost model's assumptions, not measurements (docs/benchmarks.md):
-// items under 1 KB (one write unit per write, one read unit per strongly
-// consistent read); index writes per job from the table's design (create:
-// by_tenant and active; claim: by_tenant; finish: by_tenant, and active
-// losing the job), heartbeats writing to no index; and log bytes per
+// items under 1 KB (one write unit per write; one read unit per strongly
+// consistent GetItem or Query, half a unit per eventually consistent
+// GetItem, as AWS's DynamoDB Developer Guide, "DynamoDB read and write
+// operations", prices reads of up to 4 KB); index writes per job from the
+// table's design (create: by_tenant and active; claim: by_tenant; finish:
+// by_tenant, and active losing the job), heartbeats writing to no index; and log bytes per
 // invocation for Lambda's own START/END/REPORT lines.
 const (
 	indexWritesPerJob       = 5
@@ -49,7 +51,7 @@ func (c Cost) Total() float64 {
 func CostPerMillion(r Result) Cost {
 	perM := func(n float64) float64 { return n / float64(max(r.Jobs, 1)) * 1e6 }
 	writes := r.calls("DynamoDB.PutItem", "DynamoDB.UpdateItem", "DynamoDB.DeleteItem") + indexWritesPerJob*r.Jobs
-	reads := r.calls("DynamoDB.GetItem", "DynamoDB.Query")
+	reads := r.readUnits()
 	sqs := 0
 	for op, n := range r.Calls {
 		if strings.HasPrefix(op, "SQS.") {
@@ -59,13 +61,26 @@ func CostPerMillion(r Result) Cost {
 	apiRequests := r.Jobs + r.Polls
 	invocations := r.Worker.Invocations + r.API.Invocations
 	return Cost{
-		DynamoDB:       perM(float64(writes))*Prices.DynamoDBWriteUnit + perM(float64(reads))*Prices.DynamoDBReadUnit,
+		DynamoDB:       perM(float64(writes))*Prices.DynamoDBWriteUnit + perM(reads)*Prices.DynamoDBReadUnit,
 		SQS:            perM(float64(sqs)) * Prices.SQSRequest,
 		LambdaRequests: perM(float64(invocations)) * Prices.LambdaRequest,
 		LambdaCompute:  perM(r.Worker.GBSeconds+r.API.GBSeconds) * Prices.LambdaArmGBSecond,
 		APIGateway:     perM(float64(apiRequests)) * Prices.HTTPAPIRequest,
 		Logs:           perM(float64(invocations*platformLogBytesPerCall)) / 1e9 * Prices.LogsIngestedGB,
 	}
+}
+
+// eventualReadUnit is what an eventually consistent read of up to 4 KB
+// takes of a read unit (a strongly consistent one takes a whole unit).
+const eventualReadUnit = 0.5
+
+// readUnits are r's DynamoDB read units: a whole one per Query and per
+// GetItem not known to be eventually consistent (a Result without the
+// split is priced as before, all consistent), half a one per eventually
+// consistent GetItem.
+func (r Result) readUnits() float64 {
+	consistent := r.calls("DynamoDB.GetItem", "DynamoDB.Query") - r.GetItems.Eventual
+	return float64(consistent) + eventualReadUnit*float64(r.GetItems.Eventual)
 }
 
 // ExampleRoute is the model spend a job adds on the shipped default route

@@ -29,3 +29,27 @@ func TestCostPerMillionPricesEachCallOnce(t *testing.T) {
 		}
 	}
 }
+
+// An eventually consistent GetItem of up to 4 KB takes half a read unit, a
+// strongly consistent one (and a Query, here) a whole one (AWS DynamoDB
+// Developer Guide, "DynamoDB read and write operations"). A Result
+// without the split is priced as before: every GetItem consistent.
+func TestCostPerMillionPricesEventualReadsAtHalfAUnit(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		split GetItemSplit
+		units float64 // read units per job
+	}{
+		{"no split recorded", GetItemSplit{}, 3 + 1},
+		{"all consistent", GetItemSplit{Consistent: 3000}, 3 + 1},
+		{"two of three eventual", GetItemSplit{Consistent: 1000, Eventual: 2000}, 1 + 2*0.5 + 1},
+		{"all eventual", GetItemSplit{Eventual: 3000}, 3*0.5 + 1},
+	} {
+		r := Result{Jobs: 1000, Calls: map[string]int{"DynamoDB.GetItem": 3000, "DynamoDB.Query": 1000}, GetItems: c.split}
+		// No writes but the index writes every job is priced at.
+		want := 5*0.625 + c.units*0.125
+		if got := CostPerMillion(r).DynamoDB; math.Abs(got-want) > 1e-9 {
+			t.Errorf("%s: DynamoDB $%.6f per million jobs, want $%.6f", c.name, got, want)
+		}
+	}
+}

@@ -113,17 +113,24 @@ func (r Result) heartbeatCalls() int {
 
 // Parse reads a comma-separated list of latencies ("none" for none), for
 // a flag.
-func (o *LatencyOptions) Parse(v string) error {
-	o.Latencies = nil
+func (o *LatencyOptions) Parse(v string) (err error) {
+	o.Latencies, err = parseLatencies(v)
+	return err
+}
+
+// parseLatencies reads a comma-separated list of latencies, none for
+// "none" or "".
+func parseLatencies(v string) ([]time.Duration, error) {
 	if v == "none" || v == "" {
-		return nil
+		return nil, nil
 	}
+	var out []time.Duration
 	for _, f := range strings.Split(v, ",") {
 		d, err := time.ParseDuration(strings.TrimSpace(f))
 		if err != nil || d < 0 {
-			return fmt.Errorf("latency %q: want a duration like 30s", f)
+			return nil, fmt.Errorf("latency %q: want a duration like 30s", f)
 		}
-		o.Latencies = append(o.Latencies, d)
+		out = append(out, d)
 	}
-	return nil
+	return out, nil
 }

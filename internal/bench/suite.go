@@ -9,11 +9,12 @@ import (
 	"time"
 )
 
-// SuiteOptions are `make bench`'s: the end-to-end run, its ceiling and
-// the by-latency runs.
+// SuiteOptions are `make bench`'s: the end-to-end run, its ceiling, the
+// by-latency runs and the by-cadence runs.
 type SuiteOptions struct {
 	Run     Options
 	Latency LatencyOptions
+	Cadence CadenceOptions
 	// Scale, when on, runs instead of the suite (`make bench-scale`).
 	Scale ScaleOptions
 	// ColdStarts, when above zero, is how many cold starts of each
@@ -32,6 +33,10 @@ func (o *SuiteOptions) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Latency.BatchSize, "latency-batch", 10, "batch size of the batched by-latency runs")
 	fs.DurationVar(&o.Latency.BatchWindow, "latency-window", 2*time.Second, "batching window of the batched by-latency runs")
 	o.Latency.Latencies = []time.Duration{time.Second}
+	fs.Func("cadence", "fake model latencies of the by-cadence runs (clients polling as Retry-After says), comma-separated (none: skip them; default 1s)",
+		o.Cadence.Parse)
+	fs.IntVar(&o.Cadence.Jobs, "cadence-jobs", 20, "jobs per by-cadence run, all in flight at once")
+	o.Cadence.Latencies = []time.Duration{time.Second}
 	o.Scale.Flags(fs)
 	fs.IntVar(&o.ColdStarts, "coldstart", 0, "instead of jobs: build each function and time this many cold starts of each")
 }
@@ -57,11 +62,14 @@ func Main(ctx context.Context, o SuiteOptions, w io.Writer) error {
 type Suite struct {
 	Run, Ceiling Result
 	ByLatency    []LatencyRun
+	ByCadence    []CadenceRun
 }
 
 // RunSuite runs the end-to-end benchmark, then its ceiling (the same call
 // mix straight at kumo, same clients, consumers and batch size), then the
-// by-latency runs (none when no latency is given).
+// by-latency runs, then the by-cadence runs (either none when no latency
+// is given for it). The by-cadence runs go last and alone: their lag is
+// a client's sleep, which other runs' load would blur.
 func RunSuite(ctx context.Context, o SuiteOptions) (Suite, error) {
 	var s Suite
 	var err error
@@ -73,7 +81,13 @@ func RunSuite(ctx context.Context, o SuiteOptions) (Suite, error) {
 	}
 	if len(o.Latency.Latencies) > 0 {
 		o.Latency.Endpoint, o.Latency.PollEvery = o.Run.Endpoint, o.Run.PollEvery
-		s.ByLatency, err = ByLatency(ctx, o.Latency)
+		if s.ByLatency, err = ByLatency(ctx, o.Latency); err != nil {
+			return s, err
+		}
+	}
+	if len(o.Cadence.Latencies) > 0 {
+		o.Cadence.Endpoint = o.Run.Endpoint
+		s.ByCadence, err = ByCadence(ctx, o.Cadence)
 	}
 	return s, err
 }
@@ -102,6 +116,10 @@ func (s Suite) Report() string {
 	}
 	b.WriteString("\n## Dollars per million jobs (us-east-1 list prices, docs/benchmarks.md)\n\n")
 	b.WriteString(CostReport(names, runs))
+	if len(s.ByCadence) > 0 {
+		b.WriteString("\n## Poll cadence and read cost (clients that wait what Retry-After says)\n\n")
+		b.WriteString(CadenceReport(s.ByCadence))
+	}
 	return b.String()
 }
 
