@@ -23,6 +23,10 @@ type CadenceOptions struct {
 	Latencies []time.Duration
 	// Jobs per run, all created at once, one client each.
 	Jobs int
+	// Warmup jobs run the same way before them, unmeasured: what an API
+	// that learns from the jobs it served has seen of the route when a
+	// steady stream of jobs reaches it (a fresh stack has seen none).
+	Warmup int
 }
 
 // Parse reads a comma-separated list of latencies ("none" for none), for
@@ -88,17 +92,32 @@ func cadenceRun(ctx context.Context, o CadenceOptions, latency time.Duration) (C
 	// tells it to poll.
 	ctx, cancel := context.WithTimeout(ctx, latency+5*time.Minute)
 	defer cancel()
+	if o.Warmup > 0 {
+		if _, err := wave(ctx, st, latency, 0, o.Warmup); err != nil {
+			return CadenceRun{}, fmt.Errorf("warm-up: %w", err)
+		}
+		st.counter.Reset()
+	}
+	run, err := wave(ctx, st, latency, o.Warmup, o.Jobs)
+	run.GetItems.Consistent, run.GetItems.Eventual = st.counter.GetItems()
+	return run, err
+}
+
+// wave creates n jobs at once, numbered from first (their idempotency
+// keys), one polite client each, and waits for every client to see its
+// job end.
+func wave(ctx context.Context, st *stack, latency time.Duration, first, n int) (CadenceRun, error) {
 	var (
 		mu       sync.Mutex
 		wg       sync.WaitGroup
-		run      = CadenceRun{Latency: latency, Jobs: o.Jobs}
+		run      = CadenceRun{Latency: latency, Jobs: n}
 		firstErr error
 	)
-	for i := range o.Jobs {
+	for i := range n {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			p, err := politeJob(ctx, st.client, st.url, i, fmt.Sprintf(" [[fake:latency=%s]]", jobLatency(latency, i, o.Jobs)))
+			p, err := politeJob(ctx, st.client, st.url, first+i, fmt.Sprintf(" [[fake:latency=%s]]", jobLatency(latency, i, n)))
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil && firstErr == nil {
@@ -108,7 +127,6 @@ func cadenceRun(ctx context.Context, o CadenceOptions, latency time.Duration) (C
 		}()
 	}
 	wg.Wait()
-	run.GetItems.Consistent, run.GetItems.Eventual = st.counter.GetItems()
 	return run, firstErr
 }
 
