@@ -95,7 +95,7 @@ func orElse(a, b string) string {
 
 // callerARN is the AWS identity the credentials act as.
 func callerARN(ctx context.Context, cfg aws.Config) (string, error) {
-	out, err := awsclient.STS(cfg).GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
+	out, err := sts.NewFromConfig(cfg).GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{})
 	if err != nil {
 		return "", err
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/aijobs/aijobs/pkg/awsclient"
+	"github.com/aijobs/aijobs/pkg/awsclient/awsconfig"
 	"github.com/aijobs/aijobs/pkg/config"
 	"github.com/aijobs/aijobs/pkg/dynamodb"
 	"github.com/aijobs/aijobs/pkg/sqs"
@@ -50,7 +51,7 @@ func (c *cli) operator(ctx context.Context, f awsFlags, counter *awsclient.Count
 			*dst = v
 		}
 	}
-	awsCfg, err := awsclient.Load(ctx, awsclient.Config{Region: cfg.Region, Endpoint: cfg.Endpoint, CallTimeout: cfg.Settings.AWSCallTimeout, Counter: counter})
+	awsCfg, err := awsconfig.Load(ctx, awsclient.Config{Region: cfg.Region, Endpoint: cfg.Endpoint, CallTimeout: cfg.Settings.AWSCallTimeout, Counter: counter})
 	if err != nil {
 		return nil, usageErrorf("aws configuration: %v", err)
 	}

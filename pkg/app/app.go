@@ -20,6 +20,7 @@ import (
 	"github.com/aijobs/aijobs/pkg/app/providers"
 	"github.com/aijobs/aijobs/pkg/app/wire"
 	"github.com/aijobs/aijobs/pkg/awsclient"
+	"github.com/aijobs/aijobs/pkg/awsclient/awsconfig"
 	"github.com/aijobs/aijobs/pkg/config"
 	"github.com/aijobs/aijobs/pkg/dynamodb"
 	"github.com/aijobs/aijobs/pkg/dynamodbstreams"
@@ -99,7 +100,7 @@ type App struct {
 // the notifier (pkg/app/callbacks) included.
 func New(ctx context.Context, cfg config.Config, o Options) (*App, error) {
 	b, err := wire.New(ctx, cfg, wire.Options{CreateResources: o.CreateResources, Counter: o.Counter, APIOptions: o.APIOptions,
-		Logger: o.Logger, Clock: o.Clock})
+		Logger: o.Logger, Clock: o.Clock, LoadAWS: awsconfig.Load})
 	if err != nil {
 		return nil, err
 	}

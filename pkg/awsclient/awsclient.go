@@ -1,22 +1,31 @@
 // Package awsclient builds the AWS configuration and the DynamoDB and SQS
 // clients every binary uses, the same way against real AWS, kumo or
 // LocalStack. It takes its settings as arguments; reading the environment
-// is main's job. The clients only some roles need (Secrets Manager,
-// DynamoDB Streams) are built by their adapters, so the other functions
-// never link those SDKs.
+// is main's job. It does not link the SDK's default credential chain
+// (aws-sdk-go-v2/config, with STS, SSO, SSO-OIDC and EC2 metadata): a
+// Lambda function's credentials are in its environment (Env), and the
+// binaries a person runs resolve profiles and SSO through
+// pkg/awsclient/awsconfig, which the functions do not import
+// (docs/benchmarks.md, "Cold start and size"). The clients only some roles
+// need (Secrets Manager, DynamoDB Streams) are built by their adapters, so
+// the other functions never link those SDKs.
 package awsclient
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
+	"net/http"
+	"os"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/config"
+	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
-	"github.com/aws/aws-sdk-go-v2/service/sts"
 	smithymw "github.com/aws/smithy-go/middleware"
 )
 
@@ -27,6 +36,14 @@ import (
 type Config struct {
 	Region   string
 	Endpoint string
+	// Credentials sign the calls to real AWS; Load requires them when
+	// Endpoint is empty. Env fills them from a Lambda's environment,
+	// awsconfig.Load from the default chain.
+	Credentials aws.CredentialsProvider
+	// CABundle, when set, is the path of a PEM file whose certificates
+	// replace the system's roots for every AWS and model call, as
+	// AWS_CA_BUNDLE does for the SDK's default chain.
+	CABundle string
 	// Counter, when set, counts every API call by operation.
 	Counter *Counter
 	// CallTimeout, when set, bounds every DynamoDB, DynamoDB Streams, SQS
@@ -39,25 +56,56 @@ type Config struct {
 	APIOptions []func(*smithymw.Stack) error
 }
 
-// Load resolves the SDK configuration: credentials and region from the usual
-// chain, endpoint from c. SDK retries stay at their default for AWS calls
-// (they are idempotent or conditional); model calls never go through here.
-func Load(ctx context.Context, c Config) (aws.Config, error) {
-	opts := []func(*config.LoadOptions) error{}
-	if c.Region != "" {
-		opts = append(opts, config.WithRegion(c.Region))
+// ErrNoCredentials is Load's error for real AWS without credentials: a
+// configuration mistake to report when the process starts, not at its
+// first call.
+var ErrNoCredentials = errors.New("no AWS credentials")
+
+// Load builds the SDK configuration from c alone: it reads no shared
+// config file and asks no metadata service, so it fails now, not at the
+// first call, when real AWS has no credentials. It takes a context only
+// to share its signature with Env's and awsconfig.Load's loaders. SDK
+// retries stay at their default for AWS calls (they are idempotent or
+// conditional); model calls never go through here.
+func Load(_ context.Context, c Config) (aws.Config, error) {
+	if c.Endpoint == "" && c.Credentials == nil {
+		return aws.Config{}, ErrNoCredentials
 	}
-	cfg, err := config.LoadDefaultConfig(ctx, opts...)
-	if err != nil {
-		return aws.Config{}, fmt.Errorf("load aws config: %w", err)
+	hc := awshttp.NewBuildableClient()
+	if c.CABundle != "" {
+		roots, err := certPool(c.CABundle)
+		if err != nil {
+			return aws.Config{}, err
+		}
+		hc = hc.WithTransportOptions(func(tr *http.Transport) {
+			if tr.TLSClientConfig == nil {
+				tr.TLSClientConfig = &tls.Config{MinVersion: tls.VersionTLS12}
+			}
+			tr.TLSClientConfig.RootCAs = roots
+		})
+	}
+	return Apply(aws.Config{Region: c.Region, HTTPClient: hc}, c), nil
+}
+
+// Apply puts c's endpoint, credentials and middleware on base, an already
+// resolved configuration (awsconfig.Load's, from the default chain).
+func Apply(base aws.Config, c Config) aws.Config {
+	cfg := base
+	if c.Region != "" {
+		cfg.Region = c.Region
 	}
 	if cfg.Region == "" {
 		cfg.Region = "us-east-1"
+	}
+	if c.Credentials != nil {
+		cfg.Credentials = c.Credentials
 	}
 	if c.Endpoint != "" {
 		cfg.BaseEndpoint = aws.String(c.Endpoint)
 		cfg.Credentials = credentials.NewStaticCredentialsProvider("test", "test", "")
 	}
+	// A fresh slice: base's may be shared with another configuration.
+	cfg.APIOptions = append([]func(*smithymw.Stack) error(nil), base.APIOptions...)
 	if c.Counter != nil {
 		cfg.APIOptions = append(cfg.APIOptions, c.Counter.middleware)
 	}
@@ -65,7 +113,21 @@ func Load(ctx context.Context, c Config) (aws.Config, error) {
 		cfg.APIOptions = append(cfg.APIOptions, deadline(c.CallTimeout))
 	}
 	cfg.APIOptions = append(cfg.APIOptions, c.APIOptions...)
-	return cfg, nil
+	return cfg
+}
+
+// certPool reads a CA bundle as the SDK does: its certificates alone are
+// trusted.
+func certPool(path string) (*x509.CertPool, error) {
+	pem, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("aws CA bundle: %w", err)
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("aws CA bundle %s: no PEM certificate in it", path)
+	}
+	return roots, nil
 }
 
 // DynamoDB builds a DynamoDB client for cfg.
@@ -80,6 +142,3 @@ func DynamoDB(cfg aws.Config) *dynamodb.Client {
 
 // SQS builds an SQS client for cfg.
 func SQS(cfg aws.Config) *sqs.Client { return sqs.NewFromConfig(cfg) }
-
-// STS is the STS client (the caller's identity, for the console's action log).
-func STS(cfg aws.Config) *sts.Client { return sts.NewFromConfig(cfg) }

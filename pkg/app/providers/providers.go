@@ -74,9 +74,10 @@ func New(ctx context.Context, b *wire.Base, o Options) (map[string]model.Provide
 		}
 		if pc.Kind == config.KindBedrock && bedrockAWS == nil {
 			// Bedrock is real AWS even when the table and queues are an
-			// emulator's: its own configuration, the default credential
-			// chain, no emulator endpoint.
-			c, err := awsclient.Load(ctx, awsclient.Config{Region: cfg.Region})
+			// emulator's: its own configuration, real credentials (the
+			// function's environment, or the default chain in the dev
+			// server and tests), no emulator endpoint.
+			c, err := b.LoadAWS(ctx, awsclient.Config{Region: cfg.Region})
 			if err != nil {
 				return nil, fmt.Errorf("app: provider %s: %w", name, err)
 			}

@@ -43,8 +43,14 @@ type Options struct {
 	// APIOptions are extra SDK middleware for every AWS client (the chaos
 	// harness's fault injection); nil means none.
 	APIOptions []func(*smithymw.Stack) error
-	Logger     *slog.Logger
-	Clock      job.Clock
+	// LoadAWS resolves AWS configurations: a function's from its
+	// environment (awsclient.Env), the dev server's and the tests' through
+	// the SDK's default chain (awsconfig.Load), which this package does
+	// not import so that the functions do not link it. Nil means
+	// awsclient.Load: an emulator's dummy credentials, else an error.
+	LoadAWS func(context.Context, awsclient.Config) (aws.Config, error)
+	Logger  *slog.Logger
+	Clock   job.Clock
 }
 
 // Base is what every role is wired from.
@@ -59,6 +65,9 @@ type Base struct {
 	Clock    job.Clock
 	// Metrics writes CloudWatch EMF lines; nil when metrics are off.
 	Metrics *emf.Writer
+	// LoadAWS is Options.LoadAWS, for the configurations a role adds (the
+	// worker's Bedrock, which is real AWS even under an emulator).
+	LoadAWS func(context.Context, awsclient.Config) (aws.Config, error)
 }
 
 // New builds the shared wiring for cfg.
@@ -69,7 +78,10 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Base, error) {
 	if o.Clock == nil {
 		o.Clock = job.SystemClock{}
 	}
-	awsCfg, err := awsclient.Load(ctx, awsclient.Config{Region: cfg.Region, Endpoint: cfg.Endpoint, Counter: o.Counter,
+	if o.LoadAWS == nil {
+		o.LoadAWS = awsclient.Load
+	}
+	awsCfg, err := o.LoadAWS(ctx, awsclient.Config{Region: cfg.Region, Endpoint: cfg.Endpoint, Counter: o.Counter,
 		CallTimeout: cfg.Settings.AWSCallTimeout, APIOptions: o.APIOptions})
 	if err != nil {
 		return nil, fmt.Errorf("app: %w", err)
@@ -91,7 +103,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Base, error) {
 	if cfg.QueueURL == "" {
 		return nil, fmt.Errorf("app: no queue URL (set AIJOBS_QUEUE_URL)")
 	}
-	b := &Base{Config: cfg, AWS: awsCfg, DynamoDB: ddb, SQS: sq, Logger: o.Logger, Clock: o.Clock,
+	b := &Base{Config: cfg, AWS: awsCfg, DynamoDB: ddb, SQS: sq, Logger: o.Logger, Clock: o.Clock, LoadAWS: o.LoadAWS,
 		Store: dynamodb.New(ddb, cfg.Table, cfg.Settings), Queue: sqs.New(sq, cfg.QueueURL, cfg.DLQURL)}
 	if cfg.Metrics == "emf" {
 		b.Metrics = emf.New(os.Stdout, o.Clock)
