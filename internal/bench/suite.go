@@ -36,7 +36,7 @@ func (o *SuiteOptions) Flags(fs *flag.FlagSet) {
 	fs.Func("cadence", "fake model latencies of the by-cadence runs (clients polling as Retry-After says), comma-separated (none: skip them; default 1s)",
 		o.Cadence.Parse)
 	fs.IntVar(&o.Cadence.Jobs, "cadence-jobs", 20, "jobs per by-cadence run, all in flight at once")
-	fs.IntVar(&o.Cadence.Warmup, "cadence-warmup", 10, "unmeasured jobs run the same way before each by-cadence run's")
+	fs.IntVar(&o.Cadence.Warmup, "cadence-warmup", 20, "unmeasured jobs run the same way before each by-cadence run's (as many as it measures: the same queueing, so the same latencies)")
 	o.Cadence.Latencies = []time.Duration{time.Second}
 	o.Scale.Flags(fs)
 	fs.IntVar(&o.ColdStarts, "coldstart", 0, "instead of jobs: build each function and time this many cold starts of each")
