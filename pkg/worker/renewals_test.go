@@ -1,8 +1,12 @@
 package worker_test
 
 import (
+	"bytes"
 	"context"
 	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -216,5 +220,46 @@ func TestAMessageHiddenUntilTheCapIsNotExtendedAgainButTheLeaseIsWritten(t *test
 	// the cap (400 ms) at the 100 ms heartbeat.
 	if w := writes.Load(); w < 8 || extended > 6 || extended < 1 {
 		t.Fatalf("%d lease writes, %d visibility extensions: want a write every heartbeat and extensions only until the cap", w, extended)
+	}
+}
+
+// lockedBuffer is a log destination safe for the worker's goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A call that ends before the claim's own visibility call answers cancels
+// that call with the heartbeat: no failure, and no warning (a fast model
+// would log one for every job).
+func TestAFastCallsCancelledClaimVisibilityIsNoWarning(t *testing.T) {
+	f := setup(t, ok(1))
+	f.queue.onChange = func(ctx context.Context) error {
+		<-ctx.Done()
+		return ctx.Err()
+	}
+	var logs lockedBuffer
+	f.w = f.newWorker(f.store, func(c *worker.Config) { c.Logger = slog.New(slog.NewJSONHandler(&logs, nil)) })
+	j := f.create("k1", nil)
+	if r := f.deliver(body(j.ID)); len(r.BatchItemFailures) != 0 {
+		t.Fatalf("kept %v", failedIDs(r))
+	}
+	if got := f.get(j.ID); got.State != job.Succeeded {
+		t.Fatalf("job = %+v: want succeeded", got)
+	}
+	if strings.Contains(logs.String(), "hiding the message") {
+		t.Fatalf("a cancelled claim visibility call was logged as a failure:\n%s", logs.String())
 	}
 }

@@ -71,6 +71,8 @@ type queue struct {
 	// when set, answers it instead (a fault injected).
 	batches [][]visibility
 	onBatch func(ctx context.Context, changes map[string]time.Duration) map[string]error
+	// onChange, when set, answers each single ChangeVisibility.
+	onChange func(ctx context.Context) error
 }
 
 func (q *queue) ChangeVisibilities(ctx context.Context, changes map[string]time.Duration) map[string]error {
@@ -117,10 +119,14 @@ func (q *queue) SendAfter(_ context.Context, id string, d time.Duration) error {
 	return nil
 }
 
-func (q *queue) ChangeVisibility(_ context.Context, h string, d time.Duration) error {
+func (q *queue) ChangeVisibility(ctx context.Context, h string, d time.Duration) error {
 	q.mu.Lock()
 	q.visibility = append(q.visibility, visibility{h, d})
+	on := q.onChange
 	q.mu.Unlock()
+	if on != nil {
+		return on(ctx)
+	}
 	return nil
 }
 
