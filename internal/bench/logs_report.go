@@ -10,7 +10,7 @@ import (
 // order of functions, stderr (log lines) before stdout (EMF).
 func logColumns(runs []Result) []string {
 	var cols []string
-	for _, f := range functions {
+	for _, f := range roles {
 		for _, stream := range []string{"logs", "EMF"} {
 			for _, r := range runs {
 				if w := r.Written[f.name]; (stream == "logs" && w.Stderr > 0) || (stream == "EMF" && w.Stdout > 0) {

@@ -36,9 +36,9 @@ type stack struct {
 	wrote    map[string]Written
 }
 
-// functions are the stack's Lambda functions and the role each is wired
+// roles are the stack's Lambda functions and the role each is wired
 // with; the notifier only with callbacks on.
-var functions = []struct {
+var roles = []struct {
 	name string
 	role app.Role
 }{{"api", app.APIRole}, {"worker", app.WorkerRole}, {"reconciler", app.ReconcilerRole}, {"notifier", app.NotifierRole}}
@@ -110,7 +110,7 @@ func startStack(ctx context.Context, o Options, wrap func(model.Provider) model.
 // wire builds each function's app on its own output.
 func (s *stack) wire(ctx context.Context, cfg config.Config, every model.Provider) (map[app.Role]*app.App, error) {
 	apps := map[app.Role]*app.App{}
-	for _, f := range functions {
+	for _, f := range roles {
 		if f.role == app.NotifierRole && !cfg.Callbacks {
 			continue
 		}
