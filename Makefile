@@ -79,12 +79,14 @@ fuzz:
 docs:
 	go run ./cmd/aijobs-apidoc
 
-# The end-to-end run and its ceiling, then 50 jobs per model latency,
+# The end-to-end run and its ceiling, the end-to-end run again with a
+# callback on every job (the notifier's share), then 50 jobs per model latency,
 # batched and one per invocation, all latencies at once (about 2.5
 # minutes: the 120 s calls), then 20 jobs per latency polled as
 # Retry-After says, one latency after another (about 1 minute more);
-# docs/benchmarks.md. -latencies none and -cadence none skip either.
-BENCH_ARGS ?= -jobs 1000 -concurrency 64 -latencies 1s,10s,30s,120s -latency-jobs 50 -cadence 1s,10s,30s -cadence-jobs 20
+# docs/benchmarks.md. -latencies none and -cadence none skip either,
+# -callback-jobs 0 the callback run.
+BENCH_ARGS ?= -jobs 1000 -concurrency 64 -callback-jobs 1000 -latencies 1s,10s,30s,120s -latency-jobs 50 -cadence 1s,10s,30s -cadence-jobs 20
 COLDSTART_RUNS ?= 15
 
 bench: bin/kumo

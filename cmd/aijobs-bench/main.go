@@ -1,7 +1,8 @@
 // Command aijobs-bench measures the local stack (dev server on kumo, fake
 // model): by default `make bench`'s suite (throughput, latency, AWS calls
-// and GB-s per job, the emulator's ceiling, runs by model latency, $ per
-// million jobs, the polls and lag of clients following Retry-After); with
+// and GB-s per job, the emulator's ceiling, what a callback adds, runs by
+// model latency, the functions' log bytes, $ per million jobs, the polls
+// and lag of clients following Retry-After); with
 // -coldstart, each function's size and init time; with -scale, jobs/s and
 // p99 latency by client concurrency and worker memory per job in flight.
 // See docs/benchmarks.md.

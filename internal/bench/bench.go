@@ -35,6 +35,10 @@ type Options struct {
 	BatchSize, MaxConcurrency int
 	// Latency is the fake model's time per call.
 	Latency time.Duration
+	// Callbacks turns the notifier on and gives every job a callback to
+	// a receiver on loopback; the run then ends once every job's callback
+	// has arrived.
+	Callbacks bool
 }
 
 // Result is one run's figures.
@@ -55,6 +59,15 @@ type Result struct {
 	Worker, API devserver.Usage
 	// WorkerMemoryMB is the memory the worker's GB-seconds were metered at.
 	WorkerMemoryMB int
+	// NotifierStream and NotifierDeliver are the notifier's metered
+	// invocations from the table's stream and from the callback queue
+	// (zero with callbacks off); Delivered is the distinct callbacks the
+	// receiver got.
+	NotifierStream, NotifierDeliver devserver.Usage
+	Delivered                       int
+	// Written is what each function wrote to its log stream, by name
+	// (api, worker, reconciler, notifier).
+	Written map[string]Written
 }
 
 // GetItemSplit is a run's DynamoDB GetItem calls by read consistency.
@@ -74,6 +87,10 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	defer st.stop()
 	url, client := st.url, st.client
+	callback := ""
+	if st.receiver != nil {
+		callback = st.receiver.url
+	}
 	var (
 		mu  sync.Mutex
 		res = Result{Jobs: o.Jobs, BatchSize: o.BatchSize}
@@ -88,7 +105,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			c, p, polls, state, err := oneJob(client, url, i, o.PollEvery)
+			c, p, polls, state, err := oneJob(client, url, i, o.PollEvery, callback)
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil && firstErr == nil {
@@ -104,16 +121,28 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	}
 	wg.Wait()
 	res.Elapsed = time.Since(start)
+	if st.receiver != nil {
+		st.receiver.wait(o.Jobs, 30*time.Second)
+		res.Delivered, _ = st.receiver.delivered()
+		time.Sleep(300 * time.Millisecond) // the last delivery's record write and delete
+	}
 	time.Sleep(200 * time.Millisecond) // let the last batch's deletes land
 	res.Calls = st.counter.Snapshot()
 	res.GetItems.Consistent, res.GetItems.Eventual = st.counter.GetItems()
 	res.Generations = st.fake.TotalGenerations()
 	res.Worker, res.API, res.WorkerMemoryMB = st.srv.Poller.Usage(), st.srv.Gateway.Usage(), st.cfg.Settings.WorkerMemoryMB
+	if st.srv.Streams != nil {
+		res.NotifierStream, res.NotifierDeliver = st.srv.Streams.Usage(), st.srv.Callbacks.Usage()
+	}
+	res.Written = st.written()
+	if o.Callbacks && res.Delivered < o.Jobs && firstErr == nil {
+		firstErr = fmt.Errorf("%d of %d callbacks delivered", res.Delivered, o.Jobs)
+	}
 	return res, firstErr
 }
 
-func oneJob(client *http.Client, url string, i int, every time.Duration) (time.Duration, []time.Duration, int, string, error) {
-	id, created, err := create(client, url, i)
+func oneJob(client *http.Client, url string, i int, every time.Duration, callback string) (time.Duration, []time.Duration, int, string, error) {
+	id, created, err := create(client, url, i, callback)
 	if err != nil {
 		return created, nil, 0, "", err
 	}
@@ -143,9 +172,10 @@ func oneJob(client *http.Client, url string, i int, every time.Duration) (time.D
 	return created, polls, len(polls), v.State, fmt.Errorf("job %s never finished", v.ID)
 }
 
-// create posts job i and returns its id and the request's latency.
-func create(client *http.Client, url string, i int) (string, time.Duration, error) {
-	p, err := post(client, url, i, "")
+// create posts job i, with a callback to callback unless it is "", and
+// returns its id and the request's latency.
+func create(client *http.Client, url string, i int, callback string) (string, time.Duration, error) {
+	p, err := postJob(client, url, i, "", callback)
 	return p.ID, p.Latency, err
 }
 
@@ -160,7 +190,17 @@ type posted struct {
 // post posts job i, directive (for the fake model, "" for none) ending
 // its prompt.
 func post(client *http.Client, url string, i int, directive string) (posted, error) {
-	body := fmt.Sprintf(`{"input":{"messages":[{"role":"user","content":"benchmark job %d%s"}],"max_tokens":16}}`, i, directive)
+	return postJob(client, url, i, directive, "")
+}
+
+// postJob is post with a callback to callback unless it is "" (the
+// terminal states, the default events).
+func postJob(client *http.Client, url string, i int, directive, callback string) (posted, error) {
+	extra := ""
+	if callback != "" {
+		extra = fmt.Sprintf(`,"callback_url":%q`, callback)
+	}
+	body := fmt.Sprintf(`{"input":{"messages":[{"role":"user","content":"benchmark job %d%s"}],"max_tokens":16}%s}`, i, directive, extra)
 	req, _ := http.NewRequest("POST", url+"/jobs", strings.NewReader(body))
 	req.Header.Set("Authorization", "Bearer bench")
 	req.Header.Set("Idempotency-Key", fmt.Sprintf("bench-%d", i))

@@ -29,25 +29,32 @@ var Prices = struct {
 // operations", prices reads of up to 4 KB); index writes per job from the
 // table's design (create: by_tenant and active; claim: by_tenant; finish:
 // by_tenant, and active losing the job), heartbeats writing to no index; and log bytes per
-// invocation for Lambda's own START/END/REPORT lines.
+// invocation for Lambda's own START/END/REPORT lines. The functions' own
+// lines (JSON logs and EMF metrics) are measured: Result.Written.
 const (
 	indexWritesPerJob       = 5
 	platformLogBytesPerCall = 350
 )
 
-// Cost is one run's AWS spend per million jobs, by service.
+// Cost is one run's AWS spend per million jobs, by service. CloudWatch
+// Logs is two lines: Lambda's own lines (assumed bytes per invocation)
+// and what the functions wrote (measured).
 type Cost struct {
-	DynamoDB, SQS, LambdaRequests, LambdaCompute, APIGateway, Logs float64
+	DynamoDB, SQS, LambdaRequests, LambdaCompute, APIGateway, PlatformLogs, FunctionLogs float64
 }
 
 // Total is every line.
 func (c Cost) Total() float64 {
-	return c.DynamoDB + c.SQS + c.LambdaRequests + c.LambdaCompute + c.APIGateway + c.Logs
+	return c.DynamoDB + c.SQS + c.LambdaRequests + c.LambdaCompute + c.APIGateway + c.PlatformLogs + c.FunctionLogs
 }
 
-// CostPerMillion prices r's measured calls and GB-seconds at Prices: API
-// requests are r's creates and polls (each one API Gateway request and
-// one API invocation), worker invocations are the emulator's.
+// CostPerMillion prices r's measured calls, GB-seconds and log bytes at
+// Prices: API requests are r's creates and polls (each one API Gateway
+// request and one API invocation), the worker's and the notifier's
+// invocations are the emulator's. DynamoDB Streams reads are not priced:
+// AWS's DynamoDB pricing page ("DynamoDB Streams") does not charge the
+// GetRecords a Lambda trigger makes (docs/benchmarks.md reports them
+// apart).
 func CostPerMillion(r Result) Cost {
 	perM := func(n float64) float64 { return n / float64(max(r.Jobs, 1)) * 1e6 }
 	writes := r.calls("DynamoDB.PutItem", "DynamoDB.UpdateItem", "DynamoDB.DeleteItem") + indexWritesPerJob*r.Jobs
@@ -59,14 +66,20 @@ func CostPerMillion(r Result) Cost {
 		}
 	}
 	apiRequests := r.Jobs + r.Polls
-	invocations := r.Worker.Invocations + r.API.Invocations
+	invocations := r.invocations()
+	var written int64
+	for _, w := range r.Written {
+		written += w.Total()
+	}
 	return Cost{
 		DynamoDB:       perM(float64(writes))*Prices.DynamoDBWriteUnit + perM(reads)*Prices.DynamoDBReadUnit,
 		SQS:            perM(float64(sqs)) * Prices.SQSRequest,
 		LambdaRequests: perM(float64(invocations)) * Prices.LambdaRequest,
-		LambdaCompute:  perM(r.Worker.GBSeconds+r.API.GBSeconds) * Prices.LambdaArmGBSecond,
-		APIGateway:     perM(float64(apiRequests)) * Prices.HTTPAPIRequest,
-		Logs:           perM(float64(invocations*platformLogBytesPerCall)) / 1e9 * Prices.LogsIngestedGB,
+		LambdaCompute: perM(r.Worker.GBSeconds+r.API.GBSeconds+r.NotifierStream.GBSeconds+r.NotifierDeliver.GBSeconds) *
+			Prices.LambdaArmGBSecond,
+		APIGateway:   perM(float64(apiRequests)) * Prices.HTTPAPIRequest,
+		PlatformLogs: perM(float64(invocations*platformLogBytesPerCall)) / 1e9 * Prices.LogsIngestedGB,
+		FunctionLogs: perM(float64(written)) / 1e9 * Prices.LogsIngestedGB,
 	}
 }
 
@@ -120,10 +133,11 @@ func CostReport(names []string, runs []Result) string {
 	}
 	line("DynamoDB (writes incl. index writes, reads)", func(c Cost) float64 { return c.DynamoDB })
 	line("SQS requests", func(c Cost) float64 { return c.SQS })
-	line("Lambda requests (worker + API)", func(c Cost) float64 { return c.LambdaRequests })
-	line("Lambda arm64 GB-s (worker + API)", func(c Cost) float64 { return c.LambdaCompute })
+	line("Lambda requests (worker + API + notifier)", func(c Cost) float64 { return c.LambdaRequests })
+	line("Lambda arm64 GB-s (worker + API + notifier)", func(c Cost) float64 { return c.LambdaCompute })
 	line("API Gateway HTTP API requests (creates + polls)", func(c Cost) float64 { return c.APIGateway })
-	line("CloudWatch Logs (Lambda's own lines only)", func(c Cost) float64 { return c.Logs })
+	line(fmt.Sprintf("CloudWatch Logs: Lambda's own lines (%d B per invocation, assumed)", platformLogBytesPerCall), func(c Cost) float64 { return c.PlatformLogs })
+	line("CloudWatch Logs: the functions' log lines and EMF metrics (measured)", func(c Cost) float64 { return c.FunctionLogs })
 	line("**AWS total**", Cost.Total)
 	model := ModelPerMillion()
 	line(fmt.Sprintf("model, default route (%d in + %d out tokens)", ExampleInputTokens, ExampleOutputTokens), func(Cost) float64 { return model })

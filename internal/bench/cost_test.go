@@ -21,7 +21,7 @@ func TestCostPerMillionPricesEachCallOnce(t *testing.T) {
 		"requests":   {c.LambdaRequests, 2.1 * 0.20},
 		"GB-s":       {c.LambdaCompute, 0.03 * 1e6 * 0.0000133334},
 		"APIGateway": {c.APIGateway, 2 * 1.00},
-		"logs":       {c.Logs, 2.1 * 350 / 1e9 * 1e6 * 0.50},
+		"logs":       {c.PlatformLogs, 2.1 * 350 / 1e9 * 1e6 * 0.50},
 	}
 	for name, w := range want {
 		if math.Abs(w[0]-w[1]) > 1e-9 {
@@ -51,5 +51,33 @@ func TestCostPerMillionPricesEventualReadsAtHalfAUnit(t *testing.T) {
 		if got := CostPerMillion(r).DynamoDB; math.Abs(got-want) > 1e-9 {
 			t.Errorf("%s: DynamoDB $%.6f per million jobs, want $%.6f", c.name, got, want)
 		}
+	}
+}
+
+// The notifier's invocations and GB-s are Lambda's like the others', and
+// what the functions wrote to their log streams is priced per GB at
+// CloudWatch Logs' ingestion price, apart from Lambda's own lines.
+func TestCostPerMillionPricesTheNotifierAndTheFunctionsLines(t *testing.T) {
+	r := Result{Jobs: 1000,
+		Worker: devserver.Usage{Invocations: 100, GBSeconds: 2}, API: devserver.Usage{Invocations: 1000, GBSeconds: 1},
+		NotifierStream: devserver.Usage{Invocations: 50, GBSeconds: 1}, NotifierDeliver: devserver.Usage{Invocations: 850, GBSeconds: 4},
+		Written: map[string]Written{"api": {Stderr: 300_000}, "worker": {Stderr: 700_000, Stdout: 500_000}, "notifier": {Stdout: 500_000}}}
+	c := CostPerMillion(r)
+	for name, w := range map[string][2]float64{
+		// 2 invocations per job
+		"requests": {c.LambdaRequests, 2 * 0.20},
+		// 8 GB-s per 1000 jobs
+		"GB-s": {c.LambdaCompute, 0.008 * 1e6 * 0.0000133334},
+		// 2 invocations x 350 B per job
+		"Lambda's lines": {c.PlatformLogs, 2 * 350 / 1e9 * 1e6 * 0.50},
+		// 2,000 B per job: 2 GB per million
+		"functions' lines": {c.FunctionLogs, 2 * 0.50},
+	} {
+		if math.Abs(w[0]-w[1]) > 1e-9 {
+			t.Errorf("%s: $%.6f per million jobs, want $%.6f", name, w[0], w[1])
+		}
+	}
+	if got, want := c.Total(), c.LambdaRequests+c.LambdaCompute+c.PlatformLogs+c.FunctionLogs+c.DynamoDB+c.SQS+c.APIGateway; math.Abs(got-want) > 1e-9 {
+		t.Errorf("total $%.6f, want the lines' sum $%.6f", got, want)
 	}
 }

@@ -15,6 +15,10 @@ type SuiteOptions struct {
 	Run     Options
 	Latency LatencyOptions
 	Cadence CadenceOptions
+	// CallbackJobs, when above zero, is how many jobs the end-to-end run
+	// makes again, the same way, with callbacks on and a callback on
+	// every job.
+	CallbackJobs int
 	// Scale, when on, runs instead of the suite (`make bench-scale`).
 	Scale ScaleOptions
 	// ColdStarts, when above zero, is how many cold starts of each
@@ -28,6 +32,7 @@ func (o *SuiteOptions) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Run.Concurrency, "concurrency", 16, "clients creating and polling at once")
 	fs.DurationVar(&o.Run.PollEvery, "poll", 100*time.Millisecond, "poll interval")
 	fs.DurationVar(&o.Run.BatchWindow, "batch-window", 0, "batching window of the event source mapping")
+	fs.IntVar(&o.CallbackJobs, "callback-jobs", 0, "jobs of the end-to-end run made again with a callback each (0: skip it)")
 	fs.Func("latencies", "fake model latencies of the by-latency runs, comma-separated (none: skip them; default 1s)", o.Latency.Parse)
 	fs.IntVar(&o.Latency.Jobs, "latency-jobs", 50, "jobs per by-latency run, all in flight at once")
 	fs.IntVar(&o.Latency.BatchSize, "latency-batch", 10, "batch size of the batched by-latency runs")
@@ -62,14 +67,18 @@ func Main(ctx context.Context, o SuiteOptions, w io.Writer) error {
 // Suite is one `make bench`.
 type Suite struct {
 	Run, Ceiling Result
-	ByLatency    []LatencyRun
-	ByCadence    []CadenceRun
+	// Callback is the end-to-end run with a callback on every job (zero
+	// Jobs when skipped).
+	Callback  Result
+	ByLatency []LatencyRun
+	ByCadence []CadenceRun
 }
 
 // RunSuite runs the end-to-end benchmark, then its ceiling (the same call
 // mix straight at kumo, same clients, consumers and batch size), then the
-// by-latency runs, then the by-cadence runs (either none when no latency
-// is given for it). The by-cadence runs go last and alone: their lag is
+// end-to-end run with callbacks (when asked for), then the by-latency
+// runs, then the by-cadence runs (either none when no latency is given
+// for it). The by-cadence runs go last and alone: their lag is
 // a client's sleep, which other runs' load would blur.
 func RunSuite(ctx context.Context, o SuiteOptions) (Suite, error) {
 	var s Suite
@@ -79,6 +88,13 @@ func RunSuite(ctx context.Context, o SuiteOptions) (Suite, error) {
 	}
 	if s.Ceiling, err = Ceiling(ctx, o.Run); err != nil {
 		return s, err
+	}
+	if o.CallbackJobs > 0 {
+		cb := o.Run
+		cb.Jobs, cb.Callbacks = o.CallbackJobs, true
+		if s.Callback, err = Run(ctx, cb); err != nil {
+			return s, err
+		}
 	}
 	if len(o.Latency.Latencies) > 0 {
 		o.Latency.Endpoint, o.Latency.PollEvery = o.Run.Endpoint, o.Run.PollEvery
@@ -107,6 +123,11 @@ func (s Suite) Report() string {
 		s.Ceiling.perJob(float64(s.Ceiling.Polls)), s.Ceiling.NotSucceeded)
 	fmt.Fprintf(&b, "**end to end / ceiling: %.1f / %.1f jobs/s = %.0f%%**\n", e2e, ceil, 100*e2e/max(ceil, 1e-9))
 	names, runs := []string{"zero latency"}, []Result{s.Run}
+	if s.Callback.Jobs > 0 {
+		b.WriteString("\n## With a callback (zero-latency model, callbacks on, every job with a callback to a loopback receiver)\n\n")
+		b.WriteString(CallbackReport(s.Run, s.Callback))
+		names, runs = append(names, "zero latency, with a callback"), append(runs, s.Callback)
+	}
 	if len(s.ByLatency) > 0 {
 		b.WriteString("\n## By model latency\n\n")
 		b.WriteString(LatencyReport(s.ByLatency))
@@ -115,6 +136,8 @@ func (s Suite) Report() string {
 			runs = append(runs, l.Batched, l.Single)
 		}
 	}
+	b.WriteString("\n## What the functions write to CloudWatch Logs (shipped log level and metrics)\n\n")
+	b.WriteString(LogReport(names, runs))
 	b.WriteString("\n## Dollars per million jobs (us-east-1 list prices, docs/benchmarks.md)\n\n")
 	b.WriteString(CostReport(names, runs))
 	if len(s.ByCadence) > 0 {

@@ -70,8 +70,16 @@ type StreamPoller struct {
 	PollEvery     time.Duration
 	DiscoverEvery time.Duration
 	Logger        *slog.Logger
-	inflight      sync.WaitGroup // handlers still running, late ones included
+	// MemoryMB is the function's configured memory, which Usage bills, so
+	// the benchmark can price the notifier's stream invocations as it
+	// prices the worker's.
+	MemoryMB int
+	inflight sync.WaitGroup // handlers still running, late ones included
+	meter    meter
 }
+
+// Usage is what the invocations so far would be billed for by Lambda.
+func (p *StreamPoller) Usage() Usage { return p.meter.usage() }
 
 // Run polls every shard until ctx ends. In-flight invocations are
 // cancelled with it and awaited, late ones included; nothing they report
@@ -288,5 +296,7 @@ func checkpoint(batch []events.DynamoDBEventRecord, resp events.DynamoDBEventRes
 func (p *StreamPoller) call(ctx context.Context, batch []events.DynamoDBEventRecord) (events.DynamoDBEventResponse, bool) {
 	in := invocation{function: "stream", failed: "the whole batch is retried", timeout: p.FunctionTimeout,
 		inflight: &p.inflight, logger: p.Logger}
+	start := time.Now()
+	defer func() { p.meter.record(time.Since(start), p.MemoryMB) }()
 	return invoke(ctx, in, p.Handler, events.DynamoDBEvent{Records: batch}, len(batch))
 }

@@ -462,3 +462,30 @@ func TestServerRunsTheStreamPoller(t *testing.T) {
 		t.Fatalf("delivered %v, want %v", got, want)
 	}
 }
+
+// TestStreamPollerMetersInvocationsAsLambdaBills: as the SQS poller, each
+// stream invocation is billed its duration rounded up to the millisecond
+// times the memory (usage.go), so the notifier's share of a job can be
+// priced.
+func TestStreamPollerMetersInvocationsAsLambdaBills(t *testing.T) {
+	src := newStream()
+	src.add("s1", "", 7) // two batches of at most 5
+	v := &invocations{}
+	p := newStreamPoller(src, &logBuffer{}, func(ctx context.Context, ev events.DynamoDBEvent) (events.DynamoDBEventResponse, error) {
+		v.add(ev)
+		time.Sleep(30 * time.Millisecond)
+		return events.DynamoDBEventResponse{}, nil
+	})
+	p.MemoryMB = 512
+	runStream(t, p, until(v, 7))
+	u := p.Usage()
+	if u.Invocations != len(v.get()) || u.Invocations < 2 {
+		t.Fatalf("%d invocations metered, %d made (want at least 2)", u.Invocations, len(v.get()))
+	}
+	if u.Billed%time.Millisecond != 0 || u.Billed < time.Duration(u.Invocations)*30*time.Millisecond || u.Billed > time.Duration(u.Invocations)*200*time.Millisecond {
+		t.Fatalf("billed %s for %d invocations of 30 ms, want whole milliseconds near it", u.Billed, u.Invocations)
+	}
+	if want := u.Billed.Seconds() / 2; u.GBSeconds < want-1e-9 || u.GBSeconds > want+1e-9 {
+		t.Fatalf("%.6f GB-s, want %.6f (billed x 0.5 GB)", u.GBSeconds, want)
+	}
+}
