@@ -107,22 +107,19 @@ func startStack(ctx context.Context, o Options, wrap func(model.Provider) model.
 	return s, nil
 }
 
-// wire builds each function's app on its own output.
+// wire builds each function's app with its logger and EMF writer on its
+// own output.
 func (s *stack) wire(ctx context.Context, cfg config.Config, every model.Provider) (map[app.Role]*app.App, error) {
 	apps := map[app.Role]*app.App{}
 	for _, f := range roles {
 		if f.role == app.NotifierRole && !cfg.Callbacks {
 			continue
 		}
-		out, err := newOutput()
-		if err != nil {
-			return nil, fmt.Errorf("%s's output: %w", f.name, err)
-		}
+		out := &output{}
 		s.outputs[f.name] = out
-		err = out.capture(func() (err error) {
-			apps[f.role], err = app.New(ctx, cfg, app.Options{Role: f.role, CreateResources: true, Counter: s.counter, EveryProvider: every})
-			return err
-		})
+		var err error
+		apps[f.role], err = app.New(ctx, cfg, app.Options{Role: f.role, CreateResources: true, Counter: s.counter, EveryProvider: every,
+			Logger: app.LoggerTo(&out.stderr, cfg.LogLevel), MetricsOutput: &out.stdout})
 		if err != nil {
 			return nil, err
 		}
@@ -144,7 +141,7 @@ func devServer(apps map[app.Role]*app.App) *devserver.Server {
 }
 
 // stop ends the dev server (in-flight invocations are cancelled), waits
-// for it and closes the functions' outputs; it may be called again.
+// for it and notes what the functions wrote; it may be called again.
 func (s *stack) stop() {
 	s.stopped.Do(func() {
 		s.cancel()
@@ -167,7 +164,7 @@ func (s *stack) written() map[string]Written {
 func (s *stack) closeOutputs() map[string]Written {
 	w := map[string]Written{}
 	for name, out := range s.outputs {
-		w[name] = out.close()
+		w[name] = out.written()
 	}
 	return w
 }

@@ -9,6 +9,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net/http"
 
@@ -68,6 +69,9 @@ type Options struct {
 	Providers     map[string]model.Provider
 	EveryProvider model.Provider
 	Logger        *slog.Logger
+	// MetricsOutput is where the EMF metric lines go; nil means standard
+	// output (wire.Options).
+	MetricsOutput io.Writer
 	Clock         job.Clock
 }
 
@@ -100,7 +104,7 @@ type App struct {
 // the notifier (pkg/app/callbacks) included.
 func New(ctx context.Context, cfg config.Config, o Options) (*App, error) {
 	b, err := wire.New(ctx, cfg, wire.Options{CreateResources: o.CreateResources, Counter: o.Counter, APIOptions: o.APIOptions,
-		Logger: o.Logger, Clock: o.Clock, LoadAWS: awsconfig.Load})
+		Logger: o.Logger, MetricsOutput: o.MetricsOutput, Clock: o.Clock, LoadAWS: awsconfig.Load})
 	if err != nil {
 		return nil, err
 	}
@@ -135,3 +139,6 @@ func New(ctx context.Context, cfg config.Config, o Options) (*App, error) {
 
 // Logger is the JSON logger every binary uses (CloudWatch reads JSON lines).
 func Logger(level string) *slog.Logger { return wire.Logger(level) }
+
+// LoggerTo is Logger writing to w.
+func LoggerTo(w io.Writer, level string) *slog.Logger { return wire.LoggerTo(w, level) }

@@ -9,8 +9,10 @@
 package wire
 
 import (
+	"cmp"
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"os"
 
@@ -49,8 +51,14 @@ type Options struct {
 	// not import so that the functions do not link it. Nil means
 	// awsclient.Load: an emulator's dummy credentials, else an error.
 	LoadAWS func(context.Context, awsclient.Config) (aws.Config, error)
-	Logger  *slog.Logger
-	Clock   job.Clock
+	// Logger is the JSON logger; nil means one on standard error at the
+	// configured level (Lambda ingests it into CloudWatch Logs).
+	Logger *slog.Logger
+	// MetricsOutput is where the EMF metric lines go; nil means standard
+	// output, where Lambda's CloudWatch Logs agent reads them. The
+	// benchmark counts the bytes a function writes here and to Logger.
+	MetricsOutput io.Writer
+	Clock         job.Clock
 }
 
 // Base is what every role is wired from.
@@ -106,7 +114,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Base, error) {
 	b := &Base{Config: cfg, AWS: awsCfg, DynamoDB: ddb, SQS: sq, Logger: o.Logger, Clock: o.Clock, LoadAWS: o.LoadAWS,
 		Store: dynamodb.New(ddb, cfg.Table, cfg.Settings), Queue: sqs.New(sq, cfg.QueueURL, cfg.DLQURL)}
 	if cfg.Metrics == "emf" {
-		b.Metrics = emf.New(os.Stdout, o.Clock)
+		b.Metrics = emf.New(cmp.Or[io.Writer](o.MetricsOutput, os.Stdout), o.Clock)
 	}
 	return b, nil
 }
@@ -150,10 +158,13 @@ func (b *Base) Reconciler() *reconciler.Reconciler {
 }
 
 // Logger is the JSON logger every binary uses (CloudWatch reads JSON lines).
-func Logger(level string) *slog.Logger {
+func Logger(level string) *slog.Logger { return LoggerTo(os.Stderr, level) }
+
+// LoggerTo is Logger writing to w.
+func LoggerTo(w io.Writer, level string) *slog.Logger {
 	var l slog.Level
 	if err := l.UnmarshalText([]byte(level)); err != nil {
 		l = slog.LevelInfo
 	}
-	return slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: l}))
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: l}))
 }
