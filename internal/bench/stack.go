@@ -87,11 +87,6 @@ func startStack(ctx context.Context, o Options, wrap func(model.Provider) model.
 		return nil, fmt.Errorf("listen: %w", err)
 	}
 	s.srv = devServer(apps)
-	if s.srv.Streams != nil {
-		// The notifier's memory, which the stream poller bills as the
-		// callback queue's poller does.
-		s.srv.Streams.MemoryMB = cfg.Settings.NotifierMemoryMB
-	}
 	if o.Callbacks {
 		if s.receiver, err = startReceiver(); err != nil {
 			return nil, err

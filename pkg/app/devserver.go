@@ -38,7 +38,7 @@ func (a *App) streamPoller() *devserver.StreamPoller {
 	}
 	s := a.Config.Settings
 	return &devserver.StreamPoller{Source: a.Stream, Handler: a.Notifier.Stream, BatchSize: StreamBatchSize,
-		FunctionTimeout: s.NotifierTimeout, MaxRetries: -1, Logger: a.Logger}
+		FunctionTimeout: s.NotifierTimeout, MemoryMB: s.NotifierMemoryMB, MaxRetries: -1, Logger: a.Logger}
 }
 
 // callbackPoller feeds the callback queue to the notifier's deliveries.
