@@ -21,17 +21,21 @@ const (
 )
 
 // pollAfter is the Retry-After of a job that is not terminal
-// (docs/architecture.md, "Polls"). Before its route's median latency, the
-// time left until then, so the next poll lands when half the route's jobs
-// are done; past it, or while the route has no median yet, a quarter of
-// the job's age, so patient clients poll less (a job 20 s old says 5, one
-// 4 minutes old says 30). At least 1 and at most 30 seconds, whole
-// seconds rounded down.
-func pollAfter(age, median time.Duration) time.Duration {
+// (docs/architecture.md, "Polls"). Before the first of its route's marks
+// it has not reached (the median, then the 90th percentile latency), the
+// time left until that mark, so a poll lands when half, then nine in ten,
+// of the route's jobs are done; past them, or while the route has no
+// marks yet, a quarter of the job's age, so patient clients poll less (a
+// job 20 s old says 5, one 4 minutes old says 30). At least 1 and at most
+// 30 seconds, whole seconds rounded down.
+func pollAfter(age time.Duration, marks []time.Duration) time.Duration {
 	age = max(age, 0) // a clock behind the creator's
 	d := age / 4
-	if median > age {
-		d = median - age
+	for _, m := range marks {
+		if m > age {
+			d = m - age
+			break
+		}
 	}
 	return min(max(d.Truncate(time.Second), minPoll), maxPoll)
 }
@@ -43,8 +47,7 @@ func (h *Handler) hintPoll(resp events.APIGatewayV2HTTPResponse, j job.Job) {
 		h.latency.observe(j)
 		return
 	}
-	median, _ := h.latency.median(j.Model)
-	resp.Headers["Retry-After"] = strconv.FormatInt(int64(pollAfter(h.clock.Now().Sub(j.CreatedAt), median)/time.Second), 10)
+	resp.Headers["Retry-After"] = strconv.FormatInt(int64(pollAfter(h.clock.Now().Sub(j.CreatedAt), h.latency.marks(j.Model))/time.Second), 10)
 }
 
 // notFound is the one answer for an unknown id and for another tenant's job,

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -17,31 +18,36 @@ import (
 )
 
 func TestPollAfter(t *testing.T) {
+	marks := []time.Duration{10 * time.Second, 14 * time.Second} // median, p90
 	tests := []struct {
-		age, median time.Duration
-		want        time.Duration
+		age   time.Duration
+		marks []time.Duration
+		want  time.Duration
 	}{
-		// No median yet: a quarter of the age.
-		{-time.Minute, 0, time.Second}, // clock skew: never below one second
-		{0, 0, time.Second},
-		{7 * time.Second, 0, time.Second},
-		{20 * time.Second, 0, 5 * time.Second},
-		{41 * time.Second, 0, 10 * time.Second},
-		{2 * time.Minute, 0, 30 * time.Second},
-		{24 * time.Hour, 0, 30 * time.Second},
+		// No marks yet: a quarter of the age.
+		{-time.Minute, nil, time.Second}, // clock skew: never below one second
+		{0, nil, time.Second},
+		{7 * time.Second, nil, time.Second},
+		{20 * time.Second, nil, 5 * time.Second},
+		{41 * time.Second, nil, 10 * time.Second},
+		{2 * time.Minute, nil, 30 * time.Second},
+		{24 * time.Hour, nil, 30 * time.Second},
 		// Before the route's median: the time left until it.
-		{0, 10 * time.Second, 10 * time.Second},
-		{3 * time.Second, 10 * time.Second, 7 * time.Second},
-		{9500 * time.Millisecond, 10 * time.Second, time.Second},
-		{-time.Minute, 10 * time.Second, 10 * time.Second}, // skew: as if just created
-		{0, 2 * time.Minute, 30 * time.Second},
-		// Past it: a quarter of the age again.
-		{10 * time.Second, 10 * time.Second, 2 * time.Second},
-		{20 * time.Second, 10 * time.Second, 5 * time.Second},
+		{0, marks, 10 * time.Second},
+		{3 * time.Second, marks, 7 * time.Second},
+		{9500 * time.Millisecond, marks, time.Second},
+		{-time.Minute, marks, 10 * time.Second}, // skew: as if just created
+		{0, []time.Duration{2 * time.Minute, 3 * time.Minute}, 30 * time.Second},
+		// Past it: the time left to the 90th percentile.
+		{10 * time.Second, marks, 4 * time.Second},
+		{13 * time.Second, marks, time.Second},
+		// Past both: a quarter of the age again.
+		{14 * time.Second, marks, 3 * time.Second},
+		{20 * time.Second, marks, 5 * time.Second},
 	}
 	for _, tc := range tests {
-		if got := pollAfter(tc.age, tc.median); got != tc.want {
-			t.Errorf("pollAfter(%s, %s) = %s, want %s", tc.age, tc.median, got, tc.want)
+		if got := pollAfter(tc.age, tc.marks); got != tc.want {
+			t.Errorf("pollAfter(%s, %v) = %s, want %s", tc.age, tc.marks, got, tc.want)
 		}
 	}
 }
@@ -90,8 +96,8 @@ func TestRetryAfterTracksTheRoutesMeasuredLatency(t *testing.T) {
 	if got := retryAfter(e.do(t, createReq(t, "new1", simpleBody))); got != "1" {
 		t.Fatalf("Retry-After of a new job with four samples = %s, want the age rule's 1", got)
 	}
-	// A fifth job (14 s) makes the median 12 s.
-	e.finish(t, "a4", 14*time.Second, 1)
+	// A fifth job (18 s) makes the median 12 s and the 90th percentile 18 s.
+	e.finish(t, "a4", 18*time.Second, 1)
 	created := e.do(t, createReq(t, "new2", simpleBody))
 	if got := retryAfter(created); got != "12" {
 		t.Fatalf("Retry-After of a new job = %s, want the route's median 12", got)
@@ -101,19 +107,27 @@ func TestRetryAfterTracksTheRoutesMeasuredLatency(t *testing.T) {
 	if got := retryAfter(e.do(t, request(t, "GET", "/jobs/"+id, ""))); got != "8" {
 		t.Fatalf("Retry-After at 4 s = %s, want the 8 s left to the median", got)
 	}
-	e.clock.Advance(16 * time.Second)
+	e.clock.Advance(8500 * time.Millisecond)
 	if got := retryAfter(e.do(t, request(t, "GET", "/jobs/"+id, ""))); got != "5" {
-		t.Fatalf("Retry-After at 20 s, past the median = %s, want a quarter of the age", got)
+		t.Fatalf("Retry-After at 12.5 s, past the median = %s, want the 5.5 s left to the 90th percentile", got)
+	}
+	e.clock.Advance(12 * time.Second)
+	if got := retryAfter(e.do(t, request(t, "GET", "/jobs/"+id, ""))); got != "6" {
+		t.Fatalf("Retry-After at 24.5 s, past both marks = %s, want a quarter of the age", got)
 	}
 	// A replayed job is no sample (its record does not show when the
-	// replay restarted it), nor is a job of a route the API does not know.
-	before, _ := e.h.latency.median("default")
-	e.h.latency.observe(job.Job{ID: "r", Model: "default", State: job.Succeeded, Replays: 1, CreatedAt: t0, UpdatedAt: t0.Add(time.Hour)})
-	e.h.latency.observe(job.Job{ID: "u", Model: "other", State: job.Succeeded, CreatedAt: t0, UpdatedAt: t0.Add(time.Hour)})
-	if after, _ := e.h.latency.median("default"); after != before {
-		t.Fatalf("median moved from %s to %s on a replayed job", before, after)
+	// replay restarted it), nor is a job with a callback delivery (its
+	// updated_at moved with the delivery's record), nor a job of a route
+	// the API does not know.
+	before := e.h.latency.marks("default")
+	late := t0.Add(time.Hour)
+	e.h.latency.observe(job.Job{ID: "r", Model: "default", State: job.Succeeded, Replays: 1, CreatedAt: t0, UpdatedAt: late})
+	e.h.latency.observe(job.Job{ID: "c", Model: "default", State: job.Succeeded, Deliveries: job.Deliveries{Attempts: 1}, CreatedAt: t0, UpdatedAt: late})
+	if after := e.h.latency.marks("default"); !slices.Equal(after, before) {
+		t.Fatalf("marks moved from %v to %v on jobs that are no samples", before, after)
 	}
-	if _, ok := e.h.latency.median("other"); ok {
+	e.h.latency.observe(job.Job{ID: "u", Model: "other", State: job.Succeeded, CreatedAt: t0, UpdatedAt: late})
+	if m := e.h.latency.marks("other"); m != nil {
 		t.Fatal("an unknown route was learned: memory would grow with any model name")
 	}
 }

@@ -10,11 +10,11 @@ import (
 
 // Learning a route's latency (docs/architecture.md, "Polls").
 const (
-	// latencySamples is how many of a route's latest jobs its median is
+	// latencySamples is how many of a route's latest jobs its marks are
 	// taken over: enough to shrug off a few retried or queued-behind jobs,
 	// few enough to follow a provider that slows down within minutes.
 	latencySamples = 64
-	// latencyMinSamples is how many a route needs before its median is
+	// latencyMinSamples is how many a route needs before its marks are
 	// used; until then the age rule alone answers.
 	latencyMinSamples = 5
 	// latencyRemembered bounds the ids remembered so that a job polled
@@ -24,8 +24,8 @@ const (
 
 // routeLatency learns each route's end-to-end latency, created to
 // succeeded, from the finished jobs this API process shows, so that
-// Retry-After can send a poller back when its job is likely done instead
-// of every second. It costs no AWS call: every sample is a record a poll
+// Retry-After can send a poller back when its job is likely done (at the
+// median, then at the 90th percentile) instead of every second. It costs no AWS call: every sample is a record a poll
 // read anyway. Each Lambda instance learns on its own and starts without
 // samples (the age rule answers until it has some).
 type routeLatency struct {
@@ -82,16 +82,17 @@ func (l *routeLatency) observe(j job.Job) {
 	s.next = (s.next + 1) % latencySamples
 }
 
-// median is the route's median latency over its latest samples, false
-// until it has latencyMinSamples.
-func (l *routeLatency) median(route string) (time.Duration, bool) {
+// marks are the route's median and 90th percentile latencies over its
+// latest samples, nil until it has latencyMinSamples: the times a poll
+// is sent back to.
+func (l *routeLatency) marks(route string) []time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	s := l.byName[route]
 	if s == nil || len(s.d) < latencyMinSamples {
-		return 0, false
+		return nil
 	}
 	d := slices.Clone(s.d)
 	slices.Sort(d)
-	return d[len(d)/2], true
+	return []time.Duration{d[len(d)/2], d[len(d)*9/10]}
 }
