@@ -18,7 +18,7 @@ import (
 )
 
 func TestPollAfter(t *testing.T) {
-	marks := []time.Duration{10 * time.Second, 14 * time.Second} // median, p90
+	marks := []time.Duration{10 * time.Second, 14 * time.Second, 16 * time.Second} // p50, p90, p99
 	tests := []struct {
 		age   time.Duration
 		marks []time.Duration
@@ -41,8 +41,10 @@ func TestPollAfter(t *testing.T) {
 		// Past it: the time left to the 90th percentile.
 		{10 * time.Second, marks, 4 * time.Second},
 		{13 * time.Second, marks, time.Second},
-		// Past both: a quarter of the age again.
-		{14 * time.Second, marks, 3 * time.Second},
+		// Past it: the time left to the 99th.
+		{14 * time.Second, marks, 2 * time.Second},
+		// Past all three: a quarter of the age again.
+		{16 * time.Second, marks, 4 * time.Second},
 		{20 * time.Second, marks, 5 * time.Second},
 	}
 	for _, tc := range tests {
@@ -96,7 +98,8 @@ func TestRetryAfterTracksTheRoutesMeasuredLatency(t *testing.T) {
 	if got := retryAfter(e.do(t, createReq(t, "new1", simpleBody))); got != "1" {
 		t.Fatalf("Retry-After of a new job with four samples = %s, want the age rule's 1", got)
 	}
-	// A fifth job (18 s) makes the median 12 s and the 90th percentile 18 s.
+	// A fifth job (18 s) makes the median 12 s and the 90th and 99th
+	// percentiles 18 s.
 	e.finish(t, "a4", 18*time.Second, 1)
 	created := e.do(t, createReq(t, "new2", simpleBody))
 	if got := retryAfter(created); got != "12" {

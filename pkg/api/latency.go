@@ -25,7 +25,7 @@ const (
 // routeLatency learns each route's end-to-end latency, created to
 // succeeded, from the finished jobs this API process shows, so that
 // Retry-After can send a poller back when its job is likely done (at the
-// median, then at the 90th percentile) instead of every second. It costs no AWS call: every sample is a record a poll
+// median, then the 90th and 99th percentiles) instead of every second. It costs no AWS call: every sample is a record a poll
 // read anyway. Each Lambda instance learns on its own and starts without
 // samples (the age rule answers until it has some).
 type routeLatency struct {
@@ -82,9 +82,9 @@ func (l *routeLatency) observe(j job.Job) {
 	s.next = (s.next + 1) % latencySamples
 }
 
-// marks are the route's median and 90th percentile latencies over its
-// latest samples, nil until it has latencyMinSamples: the times a poll
-// is sent back to.
+// marks are the route's median, 90th and 99th percentile latencies over
+// its latest samples, nil until it has latencyMinSamples: the times a
+// poll is sent back to.
 func (l *routeLatency) marks(route string) []time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -94,5 +94,5 @@ func (l *routeLatency) marks(route string) []time.Duration {
 	}
 	d := slices.Clone(s.d)
 	slices.Sort(d)
-	return []time.Duration{d[len(d)/2], d[len(d)*9/10]}
+	return []time.Duration{d[len(d)/2], d[len(d)*9/10], d[len(d)*99/100]}
 }
