@@ -3,6 +3,7 @@ package dynamodb_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -46,7 +47,7 @@ func (b countingBody) Read(p []byte) (int, error) {
 }
 
 // BenchmarkPollRead compares what a poll reads of a job whose input is
-// 200 KiB (below the 256 KiB create limit): the whole item with a
+// 1 KiB or 200 KiB (below the 256 KiB create limit): the whole item with a
 // strongly consistent Get (before) and the projected, eventually
 // consistent Peek (docs/architecture.md, "Polls"). resp-B/op is the
 // response bytes the SDK read; the read units are not measured here
@@ -69,25 +70,28 @@ func BenchmarkPollRead(b *testing.B) {
 	})
 	s := dynamodb.New(c, table, settings.Defaults())
 	now := time.Now().UTC().Truncate(time.Millisecond)
-	input, _ := json.Marshal(map[string]any{"messages": []map[string]string{{"role": "user", "content": strings.Repeat("x", 200<<10)}}})
-	j := job.Job{ID: job.NewID("t", "big"), Tenant: "t", RequestKey: "big", InputHash: "sha256:" + strings.Repeat("0", 64), Model: "default",
-		Input: input, State: job.Succeeded, MaxAttempts: 3, Attempts: 1, Budget: 1e9, Result: json.RawMessage(`{"output":"done"}`),
-		Deadline: now.Add(time.Hour), CreatedAt: now, UpdatedAt: now, Version: 3}
-	if _, err := s.Create(ctx, j); err != nil {
-		b.Fatal(err)
-	}
-	for _, r := range []struct {
-		name string
-		fn   func(context.Context, string) (job.Job, error)
-	}{{"get", s.Get}, {"peek", s.Peek}} {
-		b.Run(r.name, func(b *testing.B) {
-			read.Store(0)
-			for b.Loop() {
-				if _, err := r.fn(ctx, j.ID); err != nil {
-					b.Fatal(err)
+	for _, size := range []int{1 << 10, 200 << 10} {
+		input, _ := json.Marshal(map[string]any{"messages": []map[string]string{{"role": "user", "content": strings.Repeat("x", size)}}})
+		key := fmt.Sprintf("in-%d", size)
+		j := job.Job{ID: job.NewID("t", key), Tenant: "t", RequestKey: key, InputHash: "sha256:" + strings.Repeat("0", 64), Model: "default",
+			Input: input, State: job.Succeeded, MaxAttempts: 3, Attempts: 1, Budget: 1e9, Result: json.RawMessage(`{"output":"done"}`),
+			Deadline: now.Add(time.Hour), CreatedAt: now, UpdatedAt: now, Version: 3}
+		if _, err := s.Create(ctx, j); err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range []struct {
+			name string
+			fn   func(context.Context, string) (job.Job, error)
+		}{{"get", s.Get}, {"peek", s.Peek}} {
+			b.Run(fmt.Sprintf("input=%dKiB/%s", size>>10, r.name), func(b *testing.B) {
+				read.Store(0)
+				for b.Loop() {
+					if _, err := r.fn(ctx, j.ID); err != nil {
+						b.Fatal(err)
+					}
 				}
-			}
-			b.ReportMetric(float64(read.Load())/float64(b.N), "resp-B/op")
-		})
+				b.ReportMetric(float64(read.Load())/float64(b.N), "resp-B/op")
+			})
+		}
 	}
 }
