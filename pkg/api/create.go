@@ -108,6 +108,7 @@ func (h *Handler) created(ctx context.Context, log *slog.Logger, status int, j j
 		return h.serverProblem(ctx, log, "create", err)
 	}
 	resp.Headers["Location"] = "/jobs/" + j.ID
+	h.hintPoll(resp, j)
 	return resp
 }
 

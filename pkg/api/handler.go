@@ -20,6 +20,9 @@ import (
 type Store interface {
 	Create(ctx context.Context, j job.Job) (job.Job, error)
 	Get(ctx context.Context, id string) (job.Job, error)
+	// Peek reads what a poll shows of a job, possibly a second stale: it
+	// may miss the latest write, or a job created a moment ago.
+	Peek(ctx context.Context, id string) (job.Job, error)
 	Cancel(ctx context.Context, c job.Cancel) (job.Job, error)
 	// List answers a page of one tenant's jobs, newest first; a bad
 	// cursor is an invalid_request naming the cursor field.
@@ -71,6 +74,7 @@ type Handler struct {
 	clock      job.Clock
 	retryAfter time.Duration
 	callbacks  CallbackChecker
+	latency    *routeLatency
 	log        *slog.Logger
 }
 
@@ -85,6 +89,7 @@ func New(cfg Config) *Handler {
 		clock:      cfg.Clock,
 		retryAfter: cfg.EnqueueRetryAfter,
 		callbacks:  cfg.Callbacks,
+		latency:    newRouteLatency(cfg.Routes),
 		log:        cfg.Logger,
 	}
 	if h.clock == nil {

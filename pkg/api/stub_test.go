@@ -12,6 +12,8 @@ import (
 type stubStore struct {
 	create func(job.Job) (job.Job, error)
 	get    func(string) (job.Job, error)
+	// peek answers Peek; nil means get does (a store never stale).
+	peek   func(string) (job.Job, error)
 	cancel func(job.Cancel) (job.Job, error)
 	list   func(job.ListQuery) (job.Page, error)
 	calls  atomic.Int64
@@ -30,6 +32,14 @@ func (s *stubStore) Create(_ context.Context, j job.Job) (job.Job, error) {
 func (s *stubStore) Get(_ context.Context, id string) (job.Job, error) {
 	s.calls.Add(1)
 	return s.get(id)
+}
+
+func (s *stubStore) Peek(_ context.Context, id string) (job.Job, error) {
+	s.calls.Add(1)
+	if s.peek == nil {
+		return s.get(id)
+	}
+	return s.peek(id)
 }
 
 func (s *stubStore) Cancel(_ context.Context, c job.Cancel) (job.Job, error) {

@@ -11,8 +11,9 @@ import (
 // progress; it is never called for an unchanged job.
 //
 // Between polls it waits the longer of its own backoff and the server's
-// Retry-After (which grows with the job's age), capped at PollMax so a
-// wrong header cannot stall it. The backoff starts at PollMin, doubles
+// Retry-After (the time left to the route's median, 90th or 99th
+// percentile latency, else growing with the job's age), capped at PollMax so a wrong header cannot stall
+// it. The backoff starts at PollMin, doubles
 // while the job does not change and starts again when it does. Each poll
 // sends If-None-Match, so an unchanged job costs a 304 with no body.
 //

@@ -39,6 +39,39 @@ func createAndGet(t *testing.T, s *suite) {
 	}
 }
 
+// peek: a poll's read answers the record without the input, the error
+// detail, the lease and the reconciler's and replay's bookkeeping (the
+// view shows none of them; the input is the largest attribute), and
+// everything else exactly as a get does; an unknown id is not found.
+func peek(t *testing.T, s *suite) {
+	j := s.create(t, func(j *job.Job) {
+		j.Input = json.RawMessage(`{"messages":[{"role":"user","content":"a long input"}],"max_tokens":10}`)
+		j.Metadata = json.RawMessage(`{"k":"v"}`)
+		j.State, j.Attempts, j.MaxAttempts = job.Queued, 2, 7
+		j.Budget, j.Cost, j.CostEstimated = 9_007_199_254_740_993, 333_333_333, true
+		j.Deadline = base.Add(36 * time.Hour)
+		j.LeaseOwner, j.LeaseUntil, j.NotBefore = "worker-1", base.Add(90*time.Second), base.Add(5*time.Second)
+		j.ErrorClass, j.ErrorDetail = job.RateLimited, "http 429 from the provider"
+		j.Result, j.ResultModel, j.Progress = json.RawMessage(`{"output":"x"}`), "gpt-x", 0.375
+		j.Version, j.Replays = 7, 1
+		j.CreatedAt, j.UpdatedAt, j.ExpiresAt = base.Add(-time.Hour), base.Add(time.Millisecond), keep
+		j.Callback = job.Callback{URL: "https://hooks.example.com/a", Events: []job.State{job.Running, job.Failed}}
+		j.Deliveries = job.Deliveries{Attempts: 3, LastStatus: 500, DeliveredAt: base.Add(time.Second), DeliveredVersion: 6}
+	})
+	want := s.get(t, j.ID)
+	want.Input, want.ErrorDetail, want.LeaseOwner = nil, "", ""
+	want.LeaseUntil, want.NotBefore, want.ReplayedAt, want.ExpiresAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	want.RunTime, want.Nudges = 0, 0
+	got, err := s.store.Peek(t.Context(), j.ID)
+	if err != nil {
+		t.Fatalf("peek: %v", err)
+	}
+	same(t, "peek", got, want)
+	if _, err := s.store.Peek(t.Context(), job.NewID(tenant, "never-created")); job.ErrorCode(err) != job.CodeNotFound {
+		t.Fatalf("peek of an unknown id: err = %v, want not_found", err)
+	}
+}
+
 func duplicateCreate(t *testing.T, s *suite) {
 	j := s.create(t, func(j *job.Job) { j.Metadata = json.RawMessage(`{"first":true}`) })
 	again := j

@@ -25,6 +25,7 @@ import (
 type Store interface {
 	Create(context.Context, job.Job) (job.Job, error)
 	Get(context.Context, string) (job.Job, error)
+	Peek(context.Context, string) (job.Job, error)
 	Claim(context.Context, job.Claim) (job.Job, error)
 	Heartbeat(context.Context, job.Heartbeat) (job.Job, error)
 	HoldMore(context.Context, job.HoldMore) (job.Job, error)
@@ -63,6 +64,7 @@ func cases() []testCase {
 		{"create then get round-trips every field", createAndGet},
 		{"second create answers the existing record", duplicateCreate},
 		{"unknown ids are not found", unknownIDs},
+		{"a peek answers what a poll shows", peek},
 		{"records are copies", copies},
 		{"claim preconditions refuse", claimRefused},
 		{"claim applies", claimApplied},

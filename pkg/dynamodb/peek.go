@@ -1,0 +1,62 @@
+package dynamodb
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/aijobs/aijobs/pkg/job"
+)
+
+// peekAttributes are what a poll shows of a job (docs/architecture.md,
+// "Polls"): everything the view carries, and the tenant it is checked
+// against. Left out: the input (up to the create limit, the largest
+// attribute), the error detail, the lease and the settlement tokens, which
+// the view never shows.
+var peekAttributes = []string{
+	aID, aTenant, aRequestKey, aInputHash, aModel, aMetadata, aResult,
+	aState, aErrorClass, aResultModel, aAttempts, aMaxAttempts, aVersion,
+	aBudget, aCost, aRemaining, aReserve, aCostEstimated, aProgress,
+	aDeadline, aCreated, aUpdated, aReplays,
+	aCallbackURL, aCallbackEvents, aCallbackAttempts, aCallbackStatus, aCallbackDelivered, aCallbackVersion,
+}
+
+// peekProjection is the ProjectionExpression of a peek and its names
+// (every attribute through a placeholder: several are reserved words).
+var peekProjection, peekNames = func() (string, map[string]string) {
+	names := make(map[string]string, len(peekAttributes))
+	refs := make([]string, len(peekAttributes))
+	for i, a := range peekAttributes {
+		ref := fmt.Sprintf("#p%d", i)
+		names[ref], refs[i] = a, ref
+	}
+	return strings.Join(refs, ", "), names
+}()
+
+// Peek reads what a poll shows of a job with an eventually consistent
+// read, half the read units of Get's strongly consistent one (AWS, "DynamoDB
+// read and write operations": an eventually consistent read of up to 4 KB
+// takes one-half read unit). The answer may miss a write of the last
+// second, and a job created that recently may not be found; the projection
+// saves the transfer and decoding of the input, not read units (GetItem's
+// units are counted on the whole item).
+func (s *Store) Peek(ctx context.Context, id string) (job.Job, error) {
+	out, err := s.c.GetItem(ctx, &ddb.GetItemInput{
+		TableName: aws.String(s.table), Key: key(id), ConsistentRead: aws.Bool(false),
+		ProjectionExpression: aws.String(peekProjection), ExpressionAttributeNames: peekNames,
+	})
+	if err != nil {
+		return job.Job{}, unavailable("peek at job", err)
+	}
+	if len(out.Item) == 0 {
+		return job.Job{}, job.NotFound()
+	}
+	j, err := fromItem(out.Item)
+	if err != nil {
+		return job.Job{}, unreadable(err)
+	}
+	return j, nil
+}
