@@ -75,7 +75,6 @@ func startStack(ctx context.Context, o Options, wrap func(model.Provider) model.
 	defer func() {
 		if err != nil {
 			s.cancel()
-			s.closeOutputs()
 		}
 	}()
 	apps, err := s.wire(ctx, cfg, every)
@@ -145,7 +144,7 @@ func (s *stack) stop() {
 		if s.receiver != nil {
 			s.receiver.stop()
 		}
-		s.wrote = s.closeOutputs()
+		s.wrote = s.tally()
 	})
 }
 
@@ -156,7 +155,8 @@ func (s *stack) written() map[string]Written {
 	return s.wrote
 }
 
-func (s *stack) closeOutputs() map[string]Written {
+// tally is what each function wrote since the setup.
+func (s *stack) tally() map[string]Written {
 	w := map[string]Written{}
 	for name, out := range s.outputs {
 		w[name] = out.written()
