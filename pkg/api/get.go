@@ -25,10 +25,9 @@ const (
 // it has not reached (the median, then the 90th and 99th percentile
 // latencies), the time left until that mark, so a poll lands when half,
 // then nine in ten, then 99 in 100 of the route's jobs are done; past
-// them, or while the route has no
-// marks yet, a quarter of the job's age, so patient clients poll less (a
-// job 20 s old says 5, one 4 minutes old says 30). At least 1 and at most
-// 30 seconds, whole seconds rounded down.
+// them, or while the route has no marks yet, a quarter of the job's age,
+// so patient clients poll less (a job 20 s old says 5, one 4 minutes old
+// says 30). At least 1 and at most 30 seconds, whole seconds rounded down.
 func pollAfter(age time.Duration, marks []time.Duration) time.Duration {
 	age = max(age, 0) // a clock behind the creator's
 	d := age / 4
