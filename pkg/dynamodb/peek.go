@@ -44,19 +44,8 @@ var peekProjection, peekNames = func() (string, map[string]string) {
 // saves the transfer and decoding of the input, not read units (GetItem's
 // units are counted on the whole item).
 func (s *Store) Peek(ctx context.Context, id string) (job.Job, error) {
-	out, err := s.c.GetItem(ctx, &ddb.GetItemInput{
+	return s.read(ctx, "peek at job", &ddb.GetItemInput{
 		TableName: aws.String(s.table), Key: key(id), ConsistentRead: aws.Bool(false),
 		ProjectionExpression: aws.String(peekProjection), ExpressionAttributeNames: peekNames,
 	})
-	if err != nil {
-		return job.Job{}, unavailable("peek at job", err)
-	}
-	if len(out.Item) == 0 {
-		return job.Job{}, job.NotFound()
-	}
-	j, err := fromItem(out.Item)
-	if err != nil {
-		return job.Job{}, unreadable(err)
-	}
-	return j, nil
 }

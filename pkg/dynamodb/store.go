@@ -86,11 +86,17 @@ func (s *Store) Create(ctx context.Context, j job.Job) (job.Job, error) {
 
 // Get reads the record with a strongly consistent read.
 func (s *Store) Get(ctx context.Context, id string) (job.Job, error) {
-	out, err := s.c.GetItem(ctx, &ddb.GetItemInput{
+	return s.read(ctx, "get job", &ddb.GetItemInput{
 		TableName: aws.String(s.table), Key: key(id), ConsistentRead: aws.Bool(true),
 	})
+}
+
+// read is one GetItem of a job, its driver errors made domain errors
+// (what names the read in them).
+func (s *Store) read(ctx context.Context, what string, in *ddb.GetItemInput) (job.Job, error) {
+	out, err := s.c.GetItem(ctx, in)
 	if err != nil {
-		return job.Job{}, unavailable("get job", err)
+		return job.Job{}, unavailable(what, err)
 	}
 	if len(out.Item) == 0 {
 		return job.Job{}, job.NotFound()
