@@ -37,10 +37,13 @@ type routeLatency struct {
 	order  []string // seen ids, oldest first
 }
 
-// samples is a ring of a route's latest latencies.
+// samples is a ring of a route's latest latencies, and the marks they
+// give, computed when a sample arrives (once per finished job) rather
+// than on every poll that reads them.
 type samples struct {
-	d    []time.Duration
-	next int
+	d     []time.Duration
+	next  int
+	marks []time.Duration
 }
 
 func newRouteLatency(routes map[string]job.Route) *routeLatency {
@@ -80,6 +83,11 @@ func (l *routeLatency) observe(j job.Job) {
 		s.d[s.next] = d
 	}
 	s.next = (s.next + 1) % latencySamples
+	if len(s.d) >= latencyMinSamples {
+		d := slices.Clone(s.d)
+		slices.Sort(d)
+		s.marks = []time.Duration{d[len(d)/2], d[len(d)*9/10], d[len(d)*99/100]}
+	}
 }
 
 // marks are the route's median, 90th and 99th percentile latencies over
@@ -88,11 +96,8 @@ func (l *routeLatency) observe(j job.Job) {
 func (l *routeLatency) marks(route string) []time.Duration {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	s := l.byName[route]
-	if s == nil || len(s.d) < latencyMinSamples {
-		return nil
+	if s := l.byName[route]; s != nil {
+		return s.marks // replaced, never changed in place: safe to share
 	}
-	d := slices.Clone(s.d)
-	slices.Sort(d)
-	return []time.Duration{d[len(d)/2], d[len(d)*9/10], d[len(d)*99/100]}
+	return nil
 }
