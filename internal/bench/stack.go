@@ -144,7 +144,7 @@ func (s *stack) stop() {
 		if s.receiver != nil {
 			s.receiver.stop()
 		}
-		s.wrote = s.tally()
+		s.wrote = s.logBytes()
 	})
 }
 
@@ -155,8 +155,8 @@ func (s *stack) written() map[string]Written {
 	return s.wrote
 }
 
-// tally is what each function wrote since the setup.
-func (s *stack) tally() map[string]Written {
+// logBytes is what each function wrote since the setup.
+func (s *stack) logBytes() map[string]Written {
 	w := map[string]Written{}
 	for name, out := range s.outputs {
 		w[name] = out.written()
