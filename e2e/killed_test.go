@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"encoding/json"
 	"io"
+	"math/big"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -113,7 +114,8 @@ func TestWorkerKilledMidCallIsFinishedByAnother(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("the first worker never called the model")
 	}
-	if err := first.Process.Kill(); err != nil { // SIGKILL: no outcome is recorded
+	held := num(s.get("t", id).body, "reserved_cents") // the first attempt's hold
+	if err := first.Process.Kill(); err != nil {       // SIGKILL: no outcome is recorded
 		t.Fatal(err)
 	}
 	_ = first.Wait()
@@ -128,8 +130,16 @@ func TestWorkerKilledMidCallIsFinishedByAnother(t *testing.T) {
 		t.Fatalf("attempts %v, model calls %d, completed %d: want 2, 2, 1", v["attempts"], calls, completed)
 	}
 	// 10 prompt tokens at 100 and 5 completion tokens at 400 cents per
-	// million: the killed attempt reported no usage, so only the second is billed.
-	if got := num(v, "cost_cents"); got != "0.003" {
-		t.Fatalf("cost_cents = %s, want 0.003", got)
+	// million for the second attempt; the killed attempt reported no usage,
+	// so its hold was charged instead, as an upper estimate (job.WriteOff),
+	// and nothing is held any more.
+	want, ok := new(big.Rat).SetString("0.003")
+	h, hok := new(big.Rat).SetString(held)
+	got, gok := new(big.Rat).SetString(num(v, "cost_cents"))
+	if !ok || !hok || !gok || h.Sign() <= 0 || got.Cmp(want.Add(want, h)) != 0 {
+		t.Fatalf("cost_cents = %s, want 0.003 + the dead attempt's hold %s", num(v, "cost_cents"), held)
+	}
+	if v["cost_estimated"] != true || num(v, "reserved_cents") != "0" {
+		t.Fatalf("cost_estimated %v, reserved_cents %v: want the estimate marked and nothing held", v["cost_estimated"], v["reserved_cents"])
 	}
 }

@@ -498,7 +498,7 @@ func (h *harness) drain(ctx context.Context) (map[string]job.Job, map[string]tim
 	for {
 		pending, stuck := 0, 0
 		for _, r := range h.clients.runs {
-			if j, ok := records[r.id]; ok && j.State.Terminal() {
+			if j, ok := records[r.id]; ok && settled(j) {
 				continue
 			}
 			j, err := h.setup.Store.Get(ctx, r.id)
@@ -514,7 +514,7 @@ func (h *harness) drain(ctx context.Context) (map[string]job.Job, map[string]tim
 				changed[r.id] = time.Now()
 			}
 			records[r.id] = j
-			if !j.State.Terminal() {
+			if !settled(j) {
 				pending++
 				if !emptied.IsZero() && time.Since(later(changed[r.id], emptied)) > bound {
 					stuck++
@@ -536,6 +536,13 @@ func (h *harness) drain(ctx context.Context) (map[string]job.Job, map[string]tim
 			return records, changed, emptied, ctx.Err()
 		}
 	}
+}
+
+// settled reports whether j will not change again by itself: finished,
+// and no attempt of it left to settle or be written off (a job cancelled
+// while an attempt ran keeps that attempt's lease and hold until then).
+func settled(j job.Job) bool {
+	return j.State.Terminal() && j.LeaseOwner == "" && j.Held == 0
 }
 
 func later(a, b time.Time) time.Time {

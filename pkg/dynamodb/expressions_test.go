@@ -23,6 +23,7 @@ import (
 // so the refusal paths are recorded too.
 type recorder struct {
 	refuse  bool
+	item    map[string]types.AttributeValue // what reads answer; finished if nil
 	mu      sync.Mutex
 	inputs  []*ddb.UpdateItemInput
 	queries []*ddb.QueryInput
@@ -38,7 +39,14 @@ func (r *recorder) PutItem(context.Context, *ddb.PutItemInput, ...func(*ddb.Opti
 }
 
 func (r *recorder) GetItem(context.Context, *ddb.GetItemInput, ...func(*ddb.Options)) (*ddb.GetItemOutput, error) {
-	return &ddb.GetItemOutput{Item: finished}, nil
+	return &ddb.GetItemOutput{Item: r.record()}, nil
+}
+
+func (r *recorder) record() map[string]types.AttributeValue {
+	if r.item != nil {
+		return r.item
+	}
+	return finished
 }
 
 func (r *recorder) Query(_ context.Context, in *ddb.QueryInput, _ ...func(*ddb.Options)) (*ddb.QueryOutput, error) {
@@ -63,7 +71,55 @@ func (r *recorder) UpdateItem(_ context.Context, in *ddb.UpdateItemInput, _ ...f
 	if r.refuse && !strings.HasPrefix(aws.ToString(in.ConditionExpression), "(attribute_exists(") {
 		return nil, &types.ConditionalCheckFailedException{Message: aws.String("The conditional request failed")}
 	}
-	return &ddb.UpdateItemOutput{Attributes: finished}, nil
+	return &ddb.UpdateItemOutput{Attributes: r.record()}, nil
+}
+
+// TestRefusedSettleShapes: a refused finish's settlement is decided from
+// the record (job.AddCost): an attempt written off, or whose lease is
+// still on a cancelled record, writes another shape; each uses every
+// placeholder it declares.
+func TestRefusedSettleShapes(t *testing.T) {
+	cancelledDuring := map[string]types.AttributeValue{}
+	writtenOff := map[string]types.AttributeValue{}
+	for k, v := range finished {
+		cancelledDuring[k], writtenOff[k] = v, v
+	}
+	cancelledDuring["state"] = &types.AttributeValueMemberS{Value: "abandoned"}
+	cancelledDuring["lease_owner"] = &types.AttributeValueMemberS{Value: "w"}
+	writtenOff["settled"] = &types.AttributeValueMemberSS{Value: []string{"w#writeoff"}}
+	for name, item := range map[string]map[string]types.AttributeValue{"cancelled during the attempt": cancelledDuring, "written off": writtenOff} {
+		r := &recorder{refuse: true, item: item}
+		st := dynamodb.New(r, "jobs", settings.Defaults())
+		_, _ = st.Release(t.Context(), job.Release{ID: "job_x", Owner: "w", Now: base, Cost: 1, Held: 2, Ran: time.Second, Class: job.Timeout})
+		var shapes int
+		for _, in := range r.inputs {
+			cond := aws.ToString(in.ConditionExpression)
+			if !strings.HasPrefix(cond, "(attribute_exists(") {
+				continue
+			}
+			shapes++
+			exprs := cond + " " + aws.ToString(in.UpdateExpression)
+			for k := range in.ExpressionAttributeValues {
+				if !used(exprs, k) {
+					t.Errorf("%s: value %s unused in %q", name, k, exprs)
+				}
+			}
+			for k := range in.ExpressionAttributeNames {
+				if !used(exprs, k) {
+					t.Errorf("%s: name %s unused in %q", name, k, exprs)
+				}
+			}
+			if name == "written off" && !strings.Contains(cond, "AND contains(#settled") {
+				t.Errorf("%s: %q is not conditioned on the write-off", name, cond)
+			}
+			if name == "cancelled during the attempt" && !strings.Contains(aws.ToString(in.UpdateExpression), "REMOVE #lease_owner") {
+				t.Errorf("%s: %q does not remove the attempt's lease", name, aws.ToString(in.UpdateExpression))
+			}
+		}
+		if shapes == 0 {
+			t.Errorf("%s: no settlement written", name)
+		}
+	}
 }
 
 // TestEveryPlaceholderIsUsed: DynamoDB refuses a request whose
@@ -92,6 +148,8 @@ func TestEveryPlaceholderIsUsed(t *testing.T) {
 		_, _ = st.End(ctx, job.End{ID: id, Now: now, Class: job.DeadLettered, NotReplayedSince: now.Add(-time.Minute)})
 		_, _ = st.Cancel(ctx, job.Cancel{ID: id, Tenant: "t", Now: now, ExpiresAt: keep})
 		_, _ = st.Cancel(ctx, job.Cancel{ID: id, Tenant: "t", Now: now})
+		_, _ = st.WriteOff(ctx, job.WriteOff{ID: id, Owner: "w", Now: now, Version: 3, Held: 5, State: job.Running})
+		_, _ = st.WriteOff(ctx, job.WriteOff{ID: id, Owner: "w", Now: now, Version: 3, State: job.Abandoned})
 		_, _ = st.Replay(ctx, job.Replay{ID: id, Now: now, Attempts: 2, Deadline: now.Add(time.Hour), ExpiresAt: keep})
 		_, _ = st.Replay(ctx, job.Replay{ID: id, Now: now, Attempts: 2, Deadline: now.Add(time.Hour)})
 		_, _ = st.Nudge(ctx, job.Nudge{ID: id, Now: now, Stale: now.Add(-time.Hour)})

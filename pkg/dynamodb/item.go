@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"hash/fnv"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -49,7 +51,8 @@ import (
 //	                                             which version of the job it carried
 //	settled                                      SS, the tokens of every finishing write applied
 //	                                             ("<lease owner>#succeed|release|end", "+cost"
-//	                                             for a refused one's cost add): a write whose
+//	                                             for a refused one's cost add, "<lease owner>
+//	                                             #writeoff" for an attempt written off): a write whose
 //	                                             token is there is never applied again, and a
 //	                                             retried write that was already applied is
 //	                                             recognised by it, however many other writes
@@ -144,6 +147,13 @@ func toItem(j job.Job, activeShards int) map[string]types.AttributeValue {
 	if !j.ReplayedAt.IsZero() {
 		it[aReplayed] = avN(ms(j.ReplayedAt))
 	}
+	if len(j.WrittenOff) > 0 { // the write-offs' tokens (fromItem)
+		toks := make([]string, len(j.WrittenOff))
+		for i, owner := range j.WrittenOff {
+			toks[i] = owner + writeOffSuffix
+		}
+		it[aSettled] = &types.AttributeValueMemberSS{Value: toks}
+	}
 	callbackAttributes(it, j)
 	return it
 }
@@ -222,6 +232,14 @@ func fromItem(it map[string]types.AttributeValue) (job.Job, error) {
 	}
 	if b, ok := it[aCostEstimated].(*types.AttributeValueMemberBOOL); ok {
 		j.CostEstimated = b.Value
+	}
+	if ss, ok := it[aSettled].(*types.AttributeValueMemberSS); ok {
+		for _, tok := range ss.Value {
+			if owner, ok := strings.CutSuffix(tok, writeOffSuffix); ok {
+				j.WrittenOff = append(j.WrittenOff, owner)
+			}
+		}
+		slices.Sort(j.WrittenOff) // a set has no order
 	}
 	if r, ok := it[aRemaining]; ok && r != nil {
 		j.Held = j.Budget - j.Cost - job.Nanocents(num(aRemaining))

@@ -78,6 +78,13 @@ func TestRetriedFinishIsRecognisedNotChargedTwice(t *testing.T) {
 	if _, err := st.Claim(ctx, job.Claim{ID: k.ID, Owner: "old", Now: now.Add(time.Second), LeaseUntil: now.Add(2 * time.Second)}); err != nil {
 		t.Fatal(err)
 	}
+	dead, err := st.Get(ctx, k.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := st.WriteOff(ctx, job.NewWriteOff(dead, now.Add(3*time.Second))); err != nil {
+		t.Fatal(err)
+	}
 	if _, err := st.Claim(ctx, job.Claim{ID: k.ID, Owner: "new", Now: now.Add(3 * time.Second), LeaseUntil: now.Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}

@@ -150,28 +150,28 @@ func (s *Store) apply(ctx context.Context, id string, now time.Time, allows func
 			continue
 		}
 		if !set.zero() {
-			return s.addCost(ctx, id, set, now, u.token)
+			return s.addCost(ctx, id, set, now, u.token, cur, raw)
 		}
 		return job.Job{}, job.Conflict(cur)
 	}
 	return job.Job{}, unavailable("update job", fmt.Errorf("job %s: updated_at kept moving", id))
 }
 
-// addCost settles a refused finish's attempt (cost added, hold returned)
-// with no precondition but the record's existence, then answers Conflict
-// with the record after it.
-func (s *Store) addCost(ctx context.Context, id string, set settlement, now time.Time, token string) (job.Job, error) {
-	v := set.values()
-	u := update{
-		cond:   "attribute_exists(#id)",
-		expr:   set.mark("SET #updated_ms = :upd", v) + costAdd,
-		values: v,
-	}
+// addCost settles a refused finish's attempt with no precondition but
+// the record's existence (job.AddCost), then answers Conflict with the
+// record after it. How it settles depends on the record, so the write is
+// decided from the record it last saw and conditioned on what it decided
+// from: whether the attempt was written off (its estimate is replaced)
+// and whether its lease is still there (a job cancelled during the
+// attempt: the lease goes with the settlement).
+func (s *Store) addCost(ctx context.Context, id string, set settlement, now time.Time, token string, cur job.Job, raw map[string]types.AttributeValue) (job.Job, error) {
 	if token != "" {
-		u.token = token + "+cost"
+		token += "+cost"
 	}
 	stamp := job.Millis(now)
 	for range skewRetries {
+		u := set.refused(cur, tokenApplied(raw, set.owner+writeOffSuffix))
+		u.token = token
 		out, err := s.write(ctx, id, u, stamp)
 		if err == nil {
 			j, err := s.decode(out)
@@ -184,8 +184,7 @@ func (s *Store) addCost(ctx context.Context, id string, set settlement, now time
 		if !errors.As(err, &ccf) {
 			return job.Job{}, unavailable("add cost", err)
 		}
-		cur, raw, err := s.current(ctx, id, ccf.Item)
-		if err != nil {
+		if cur, raw, err = s.current(ctx, id, ccf.Item); err != nil {
 			return job.Job{}, err
 		}
 		if u.token != "" && tokenApplied(raw, u.token) {
@@ -193,7 +192,7 @@ func (s *Store) addCost(ctx context.Context, id string, set settlement, now time
 		}
 		stamp = job.NextUpdate(cur.UpdatedAt, now)
 	}
-	return job.Job{}, unavailable("add cost", fmt.Errorf("job %s: updated_at kept moving", id))
+	return job.Job{}, unavailable("add cost", fmt.Errorf("job %s: kept moving", id))
 }
 
 var placeholder = regexp.MustCompile(`#[a-z_]+`)

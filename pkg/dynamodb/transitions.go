@@ -15,9 +15,11 @@ import (
 const (
 	// heldCond is job's heldBy: an empty owner holds nothing, even a lease
 	// that a claim by an empty owner recorded.
-	heldCond   = "#state = :running AND #lease_owner = :owner AND #lease_owner <> :nobody"
-	unheldCond = "#state = :queued OR (#state = :running AND #lease_until_ms <= :now)"
-	claimCond  = "(" + unheldCond + ") AND #attempts < #max_attempts AND #deadline_ms > :now AND #cost_nc < #budget_nc AND " + fitsReserve + " AND (attribute_not_exists(#not_before_ms) OR #not_before_ms <= :now)"
+	heldCond = "#state = :running AND #lease_owner = :owner AND #lease_owner <> :nobody"
+	// unheldCond: held by nobody. A running job whose lease ran out is
+	// still held by its dead attempt until that attempt is written off.
+	unheldCond = "#state = :queued"
+	claimCond  = unheldCond + " AND #attempts < #max_attempts AND #deadline_ms > :now AND #cost_nc < #budget_nc AND " + fitsReserve + " AND (attribute_not_exists(#not_before_ms) OR #not_before_ms <= :now)"
 	// fitsReserve: the budget left covers the record's reserve; a record
 	// written before reserves existed has none, and holds nothing.
 	fitsReserve = "(attribute_not_exists(#reserve_nc) OR #remaining_nc >= #reserve_nc)"
@@ -64,7 +66,7 @@ func (s *Store) HoldMore(ctx context.Context, h job.HoldMore) (job.Job, error) {
 
 // Succeed applies job.Succeed; a refused success still adds its cost.
 func (s *Store) Succeed(ctx context.Context, t job.Succeed) (job.Job, error) {
-	set := settlement{t.Cost, t.Held, t.Ran, t.Estimated}
+	set := settlement{t.Owner, t.Cost, t.Held, t.Ran, t.Estimated}
 	v := set.values()
 	held(v, t.Owner)
 	v[":succeeded"], v[":one_f"] = st(job.Succeeded), avN(1)
@@ -78,7 +80,7 @@ func (s *Store) Succeed(ctx context.Context, t job.Succeed) (job.Job, error) {
 
 // Release applies job.Release; a refused release still adds its cost.
 func (s *Store) Release(ctx context.Context, t job.Release) (job.Job, error) {
-	set := settlement{t.Cost, t.Held, t.Ran, t.Estimated}
+	set := settlement{t.Owner, t.Cost, t.Held, t.Ran, t.Estimated}
 	v := set.values()
 	held(v, t.Owner)
 	v[":queued"], v[":class"] = st(job.Queued), avS(string(t.Class))
@@ -95,14 +97,14 @@ func (s *Store) Release(ctx context.Context, t job.Release) (job.Job, error) {
 
 // End applies job.End; a refused end still adds its cost.
 func (s *Store) End(ctx context.Context, t job.End) (job.Job, error) {
-	set := settlement{t.Cost, t.Held, t.Ran, t.Estimated}
+	set := settlement{t.Owner, t.Cost, t.Held, t.Ran, t.Estimated}
 	v := set.values()
 	cond := heldCond
 	if t.Owner != "" {
 		held(v, t.Owner)
 	} else {
 		cond = unheldCond
-		v[":queued"], v[":running"], v[":now"] = st(job.Queued), st(job.Running), avN(t.Now.UnixMilli())
+		v[":queued"] = st(job.Queued)
 		if !t.NotReplayedSince.IsZero() {
 			cond = "(" + cond + ") AND (attribute_not_exists(#replayed_ms) OR #replayed_ms < :since)"
 			v[":since"] = avN(t.NotReplayedSince.UnixMilli())
@@ -124,8 +126,10 @@ func (s *Store) Cancel(ctx context.Context, c job.Cancel) (job.Job, error) {
 		":tenant": avS(c.Tenant), ":queued": st(job.Queued), ":running": st(job.Running), ":abandoned": st(job.Abandoned),
 		":class": avS(string(job.Cancelled)), ":fpk": avS(pk), ":fsk": avS(sk), ":one": avN(1),
 	}
+	// A running attempt's lease stays: its settlement, or its write-off,
+	// removes it with the hold (job.Cancel).
 	expr, remove := "SET #state = :abandoned, #error_class = :class, #fail_pk = :fpk, #fail_sk = :fsk, #updated_ms = :upd",
-		" REMOVE #lease_owner, #lease_until_ms, #error_detail, #act_pk"
+		" REMOVE #error_detail, #act_pk"
 	expr, remove = expiry(expr, remove, c.ExpiresAt, v)
 	j, err := s.apply(ctx, c.ID, c.Now, c.Allows, update{
 		cond:   "#tenant = :tenant AND (#state = :queued OR #state = :running)",
@@ -137,6 +141,34 @@ func (s *Store) Cancel(ctx context.Context, c job.Cancel) (job.Job, error) {
 	}
 	return j, err
 }
+
+// WriteOff applies job.WriteOff: the hold it saw is ADDed to the cost
+// (remaining_nc, budget - cost - held, does not change), under a
+// condition on the version it saw.
+func (s *Store) WriteOff(ctx context.Context, w job.WriteOff) (job.Job, error) {
+	v := map[string]types.AttributeValue{":owner": avS(w.Owner), ":now": avN(w.Now.UnixMilli()), ":v": avN(w.Version),
+		":held": avN(int64(w.Held)), ":one": avN(1)}
+	expr, remove := "SET #updated_ms = :upd", " REMOVE #lease_owner, #lease_until_ms"
+	if w.Held > 0 {
+		v[":est"] = &types.AttributeValueMemberBOOL{Value: true}
+		expr += ", #cost_est = :est"
+	}
+	if w.State == job.Running {
+		v[":queued"], v[":class"], v[":detail"] = st(job.Queued), avS(string(job.Timeout)), avS(job.WriteOffDetail)
+		expr += ", #state = :queued, #error_class = :class, #error_detail = :detail"
+		remove += ", #not_before_ms"
+	}
+	return s.apply(ctx, w.ID, w.Now, w.Allows, update{
+		cond:   "#lease_owner = :owner AND #lease_until_ms <= :now AND #version = :v",
+		expr:   expr + remove + " ADD #cost_nc :held, #version :one",
+		values: v,
+		token:  w.Owner + writeOffSuffix,
+	}, settlement{})
+}
+
+// writeOffSuffix marks, in the settled set, a lease owner whose attempt
+// was written off (job.Job.WrittenOff).
+const writeOffSuffix = "#writeoff"
 
 // Replay applies job.Replay: the job leaves the failure index and joins
 // the active one again.
@@ -200,6 +232,7 @@ func held(v map[string]types.AttributeValue, owner string) {
 // hold its claim took, and how long it ran. A refused finish still settles
 // it (money spent is never lost from the record).
 type settlement struct {
+	owner      string
 	cost, held job.Nanocents
 	ran        time.Duration
 	estimated  bool
@@ -216,7 +249,32 @@ func (s settlement) mark(set string, v map[string]types.AttributeValue) string {
 	return set + ", #cost_est = :est"
 }
 
-func (s settlement) zero() bool { return s == settlement{} }
+func (s settlement) zero() bool { return s.cost == 0 && s.held == 0 && s.ran == 0 && !s.estimated }
+
+// refused is the write that settles a refused finish's attempt on cur
+// (job.AddCost): written off, its cost replaces the estimate its hold
+// became (cost + cost - held; remaining_nc moves as for any settlement);
+// with its lease still on the record, the lease goes too. The condition
+// holds the record to what the write was decided from.
+func (s settlement) refused(cur job.Job, writtenOff bool) update {
+	v := s.values()
+	v[":wo"] = avS(s.owner + writeOffSuffix)
+	cond := "attribute_exists(#id) AND NOT contains(#settled, :wo)"
+	if writtenOff {
+		v[":cost"] = avN(int64(s.cost - s.held))
+		cond = "attribute_exists(#id) AND contains(#settled, :wo)"
+	}
+	expr, remove := s.mark("SET #updated_ms = :upd", v), ""
+	if s.owner != "" && cur.LeaseOwner == s.owner {
+		v[":owner"] = avS(s.owner)
+		cond += " AND #lease_owner = :owner"
+		remove = unlease
+	} else if s.owner != "" {
+		v[":owner"] = avS(s.owner)
+		cond += " AND (attribute_not_exists(#lease_owner) OR #lease_owner <> :owner)"
+	}
+	return update{cond: cond, expr: expr + remove + costAdd, values: v}
+}
 
 // costAdd settles an attempt: its cost and run time are added and, in the
 // same ADD to remaining_nc, the hold its claim took is returned

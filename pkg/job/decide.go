@@ -20,6 +20,10 @@ const (
 	Stop
 	// Retry means release the job and bring the message back after a backoff.
 	Retry
+	// Recover means the record carries a dead attempt (Job.DeadAttempt):
+	// settle it first, with its parked outcome if its worker left one,
+	// else by writing it off, then decide again.
+	Recover
 )
 
 // Decision is the outcome of a rule: an action and, for Stop, the class; for
@@ -35,6 +39,14 @@ type Decision struct {
 // that is finished or held.
 func WhyRefused(j Job, now time.Time) Decision {
 	switch {
+	case j.DeadAttempt(now):
+		return Decision{Action: Recover}
+	case j.State.Terminal() && j.LeaseOwner != "":
+		// Finished (cancelled) while an attempt still holds its reserve:
+		// its worker settles it, or, if it died, this message is the one
+		// that writes it off once the lease runs out. Dropping it could
+		// leave the hold on the record for good.
+		return Decision{Action: Wait, Delay: j.LeaseUntil.Sub(now)}
 	case j.State.Terminal():
 		return Decision{Action: Drop}
 	case j.LeaseLive(now):

@@ -15,7 +15,7 @@ func TestWhyRefused(t *testing.T) {
 		j    job.Job
 		want job.Decision
 	}{
-		{"succeeded", with(running(), func(j *job.Job) { j.State = job.Succeeded }), job.Decision{Action: job.Drop}},
+		{"succeeded", with(running(), func(j *job.Job) { j.State, j.LeaseOwner = job.Succeeded, "" }), job.Decision{Action: job.Drop}},
 		{"failed", with(queued(), func(j *job.Job) { j.State, j.ErrorClass = job.Failed, job.Auth }), job.Decision{Action: job.Drop}},
 		{"abandoned, even past deadline and budget", with(queued(), func(j *job.Job) {
 			j.State, j.Deadline, j.Cost = job.Abandoned, t0.Add(-time.Hour), j.Budget
@@ -24,21 +24,21 @@ func TestWhyRefused(t *testing.T) {
 		{"live lease, 1ms left", with(running(), func(j *job.Job) { j.LeaseUntil = t0.Add(time.Millisecond) }), job.Decision{Action: job.Wait, Delay: time.Millisecond}},
 		{"live lease beats a passed deadline", with(running(), func(j *job.Job) { j.Deadline = t0.Add(-time.Second) }), job.Decision{Action: job.Wait, Delay: 30 * time.Second}},
 		{"deadline now", with(queued(), func(j *job.Job) { j.Deadline = t0 }), job.Decision{Action: job.Stop, Class: job.DeadlineExceeded}},
-		{"deadline passed, expired lease", with(running(), func(j *job.Job) { j.Deadline, j.LeaseUntil = t0.Add(-time.Second), t0 }), job.Decision{Action: job.Stop, Class: job.DeadlineExceeded}},
+		{"deadline passed, expired lease", with(running(), func(j *job.Job) { j.Deadline, j.LeaseUntil = t0.Add(-time.Second), t0 }), job.Decision{Action: job.Recover}},
 		{"deadline beats budget and attempts", with(queued(), func(j *job.Job) { j.Deadline, j.Cost, j.Attempts = t0, j.Budget, 3 }), job.Decision{Action: job.Stop, Class: job.DeadlineExceeded}},
 		{"budget spent", with(queued(), func(j *job.Job) { j.Cost = j.Budget }), job.Decision{Action: job.Stop, Class: job.BudgetExhausted}},
 		{"budget overspent", with(queued(), func(j *job.Job) { j.Cost = j.Budget * 2 }), job.Decision{Action: job.Stop, Class: job.BudgetExhausted}},
 		{"remaining < reserve", with(queued(), func(j *job.Job) { j.Cost = j.Budget - reserve + 1 }), job.Decision{Action: job.Stop, Class: job.BudgetExhausted}},
 		{"budget beats attempts", with(queued(), func(j *job.Job) { j.Cost, j.Attempts = j.Budget, 3 }), job.Decision{Action: job.Stop, Class: job.BudgetExhausted}},
 		{"attempts used, last class kept", with(queued(), func(j *job.Job) { j.Attempts, j.ErrorClass = 3, job.RateLimited }), job.Decision{Action: job.Stop, Class: job.RateLimited}},
-		{"attempts used by a crashed worker, no class", with(running(), func(j *job.Job) { j.Attempts, j.LeaseUntil = 3, t0.Add(-time.Second) }), job.Decision{Action: job.Stop, Class: job.Internal}},
+		{"attempts used by a crashed worker", with(running(), func(j *job.Job) { j.Attempts, j.LeaseUntil = 3, t0.Add(-time.Second) }), job.Decision{Action: job.Recover}},
+		{"attempts used, no class", with(queued(), func(j *job.Job) { j.Attempts = 3 }), job.Decision{Action: job.Stop, Class: job.Internal}},
+		{"a cancelled job whose attempt died", with(running(), func(j *job.Job) { j.State, j.LeaseUntil = job.Abandoned, t0 }), job.Decision{Action: job.Recover}},
+		{"a cancelled job whose attempt still runs", with(running(), func(j *job.Job) { j.State = job.Abandoned }), job.Decision{Action: job.Wait, Delay: 30 * time.Second}},
 		{"attempts used, unknown class", with(queued(), func(j *job.Job) { j.Attempts, j.ErrorClass = 3, "vendor said no" }), job.Decision{Action: job.Stop, Class: job.Internal}},
 		{"claimable after all (record changed)", queued(), job.Decision{Action: job.Attempt}},
 		{"remaining = reserve", with(queued(), func(j *job.Job) { j.Cost = j.Budget - reserve }), job.Decision{Action: job.Attempt}},
-		{"expired lease, attempts left", with(running(), func(j *job.Job) { j.LeaseUntil = t0.Add(-time.Second) }), job.Decision{Action: job.Attempt}},
-		{"expired lease, the dead hold leaves less than the reserve", with(running(), func(j *job.Job) {
-			j.LeaseUntil, j.Cost = t0.Add(-time.Second), j.Budget-2*reserve+1
-		}), job.Decision{Action: job.Stop, Class: job.BudgetExhausted}},
+		{"expired lease, attempts left", with(running(), func(j *job.Job) { j.LeaseUntil = t0.Add(-time.Second) }), job.Decision{Action: job.Recover}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -52,6 +52,41 @@ func TestWhyRefused(t *testing.T) {
 			}
 			if d := job.WhyRefused(tt.j, t0); d.Action == job.Stop && !d.Class.Valid() {
 				t.Errorf("Stop with unknown class %q", d.Class)
+			}
+		})
+	}
+}
+
+// TestWhyRefusedAfterWriteOff: what a dead attempt leaves decides the
+// job's next step once it is written off: its hold is cost now.
+func TestWhyRefusedAfterWriteOff(t *testing.T) {
+	const reserve = job.Nanocents(1_000_000_000) // queued()'s Reserve
+	dead := func(f func(*job.Job)) job.Job {
+		return with(running(), func(j *job.Job) { j.LeaseUntil = t0.Add(-time.Second); f(j) })
+	}
+	tests := []struct {
+		name string
+		j    job.Job
+		want job.Decision
+	}{
+		{"attempts left", dead(func(*job.Job) {}), job.Decision{Action: job.Attempt}},
+		{"deadline passed", dead(func(j *job.Job) { j.Deadline = t0 }), job.Decision{Action: job.Stop, Class: job.DeadlineExceeded}},
+		{"attempts used: the dead attempt's class", dead(func(j *job.Job) { j.Attempts = 3 }), job.Decision{Action: job.Stop, Class: job.Timeout}},
+		{"the dead hold, now cost, leaves less than the reserve", dead(func(j *job.Job) { j.Cost = j.Budget - 2*reserve + 1 }), job.Decision{Action: job.Stop, Class: job.BudgetExhausted}},
+		{"the dead hold, now cost, leaves the reserve", dead(func(j *job.Job) { j.Cost = j.Budget - 2*reserve }), job.Decision{Action: job.Attempt}},
+		{"cancelled while it ran", dead(func(j *job.Job) { j.State = job.Abandoned }), job.Decision{Action: job.Drop}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := job.WhyRefused(tt.j, t0); got.Action != job.Recover {
+				t.Fatalf("before the write-off: %+v, want Recover", got)
+			}
+			after := job.NewWriteOff(tt.j, t0).Apply(tt.j)
+			if got := job.WhyRefused(after, t0); got != tt.want {
+				t.Errorf("after the write-off: %+v, want %+v", got, tt.want)
+			}
+			if after.Held != 0 || after.LeaseOwner != "" {
+				t.Errorf("after the write-off: held %d, lease owner %q", after.Held, after.LeaseOwner)
 			}
 		})
 	}

@@ -36,12 +36,18 @@ type Job struct {
 	// Reserve is the worst case of one attempt's first rung for this input,
 	// fixed at creation: a claim takes it only if the budget left covers it.
 	Reserve Nanocents
-	// Held is what attempts in flight hold: each claim holds Reserve
+	// Held is what the attempt in flight holds: its claim holds Reserve
 	// until its attempt's cost is settled, which returns it. An attempt
-	// whose worker died never settles, so its hold stays: the provider may
-	// have billed it, and the budget must not be spent twice over.
-	Held     Nanocents
-	Deadline time.Time
+	// whose worker died never settles: the next worker that finds its
+	// lease ended writes it off (WriteOff), moving the hold into Cost as
+	// an estimate, because the provider may have billed it.
+	Held Nanocents
+	// WrittenOff are the lease owners whose attempts were written off, in
+	// sorted order (a store keeps them as a set), so
+	// that such an attempt's own late settlement replaces its estimate
+	// instead of adding to it.
+	WrittenOff []string
+	Deadline   time.Time
 	// RunTime is how long attempts ran, summed over every attempt (at
 	// millisecond precision): fallback rungs and retries included, backoffs
 	// and queueing not.
@@ -88,8 +94,16 @@ func (j Job) LeaseLive(now time.Time) bool {
 // Claimable reports whether a claim at now may take the job, ignoring money:
 // the same predicate the store's claim condition states.
 func (j Job) Claimable(now time.Time) bool {
-	return (j.State == Queued || (j.State == Running && !j.LeaseUntil.After(now))) &&
+	return j.State == Queued &&
 		j.Attempts < j.MaxAttempts && j.Deadline.After(now) && !j.NotBefore.After(now)
+}
+
+// DeadAttempt reports whether j carries an attempt whose lease ended at
+// now without its settlement: its worker died, or is cut off from the
+// store. Such an attempt is written off (or its parked outcome applied)
+// before anything else happens to the job.
+func (j Job) DeadAttempt(now time.Time) bool {
+	return j.LeaseOwner != "" && !j.LeaseUntil.After(now)
 }
 
 // Millis truncates t to the store's precision.

@@ -8,8 +8,9 @@ const (
 	// Queued jobs wait for a worker to claim them: new jobs, and jobs released
 	// after a retryable error (their message comes back after the backoff).
 	Queued State = "queued"
-	// Running jobs are held by exactly one worker until lease_until. A lease
-	// that has expired may be taken over by another claim.
+	// Running jobs are held by exactly one worker until lease_until. An
+	// attempt whose lease expired is written off (WriteOff) before the job
+	// is claimed again.
 	Running State = "running"
 	// Succeeded jobs hold a result. Terminal.
 	Succeeded State = "succeeded"

@@ -2,6 +2,7 @@ package job
 
 import (
 	"encoding/json"
+	"slices"
 	"time"
 )
 
@@ -12,10 +13,12 @@ import (
 // whatever the writer's clock says).
 
 // Claim takes a job for one attempt, before any model call.
-// Precondition: (state = queued OR (state = running AND lease_until <= Now))
-// AND attempts < max_attempts AND deadline > Now AND cost < budget AND
-// budget - cost - held >= reserve (the record's own worst case: an
-// attempt that could overrun the budget never starts).
+// Precondition: state = queued AND attempts < max_attempts AND deadline >
+// Now AND cost < budget AND budget - cost - held >= reserve (the record's
+// own worst case: an attempt that could overrun the budget never starts).
+// A running job whose lease ran out is not claimable: its attempt is
+// written off first (WriteOff), so no claim ever takes a job over with
+// another attempt's hold still on it.
 // Effect: state = running, lease_owner = Owner, lease_until = LeaseUntil,
 // attempts + 1, progress 0, held + reserve.
 type Claim struct {
@@ -94,10 +97,10 @@ type Release struct {
 // End stops a job for good with Class; the state is Class.FinalState()
 // (failed or abandoned).
 // Precondition: with Owner set, state = running AND lease_owner = Owner;
-// with Owner empty, the job is held by nobody: state = queued OR
-// (state = running AND lease_until <= Now), and Held is zero (nobody's
-// claim held anything), and, when NotReplayedSince is set, the job was not
-// replayed at or after it. Cost and Held are settled as in Succeed.
+// with Owner empty, the job is held by nobody: state = queued (a running
+// job whose lease ran out is written off first), and, when
+// NotReplayedSince is set, the job was not replayed at or after it. Cost
+// and Held are settled as in Succeed.
 type End struct {
 	ID        string
 	Owner     string
@@ -118,6 +121,11 @@ type End struct {
 // Cancel abandons a job on its owner's request; a running attempt notices at
 // its next heartbeat.
 // Precondition: tenant = Tenant AND state IN (queued, running).
+// Effect: abandoned/cancelled. A running attempt's lease stays on the
+// record: the attempt still holds its reserve, and its own settlement
+// returns it (and removes the lease); if its worker died instead, the
+// next worker that sees the record writes the attempt off (WriteOff), so
+// a finished job never keeps a hold.
 type Cancel struct {
 	ID        string
 	Tenant    string
@@ -141,6 +149,40 @@ type Replay struct {
 	Deadline  time.Time
 	ExpiresAt time.Time
 }
+
+// WriteOff ends an attempt that can no longer settle itself: its lease ran
+// out unrenewed (its worker died, or was cut off from the store) and no
+// outcome of it is waiting to be applied. What it held becomes cost as an
+// upper estimate (the providers may have billed all of it), so no record
+// shows a hold once nothing runs for it, and a running job goes back to
+// the queue for its next attempt. If the attempt's own settlement lands
+// later (its worker was cut off, not dead), it replaces the estimate with
+// what the attempt cost (see AddCost).
+// Precondition: lease_owner = Owner AND lease_until <= Now AND version =
+// Version: the record is the one the write-off was decided from, so the
+// hold it moves is exactly the one it saw (Held) in the state it saw.
+// Effect: cost + held, cost_estimated when held > 0, held 0, the lease
+// removed, Owner remembered as written off; a running job becomes queued
+// with class timeout. A finished job (cancelled while the attempt ran)
+// keeps its state.
+type WriteOff struct {
+	ID      string
+	Owner   string
+	Now     time.Time
+	Version int64
+	// Held and State are the record's at Version, for stores that state the
+	// effect as values.
+	Held  Nanocents
+	State State
+}
+
+// NewWriteOff is the write-off of j's attempt at now.
+func NewWriteOff(j Job, now time.Time) WriteOff {
+	return WriteOff{ID: j.ID, Owner: j.LeaseOwner, Now: now, Version: j.Version, Held: j.Held, State: j.State}
+}
+
+// WriteOffDetail is the error detail of a job whose attempt was written off.
+const WriteOffDetail = "the attempt's lease ran out unrenewed; what it held is charged as an estimate"
 
 // Nudge records that the reconciler found a job stuck and is re-sending
 // its message, so the claim path (not the reconciler) decides what happens.
@@ -224,7 +266,12 @@ func (e End) Allows(j Job) bool {
 	if !e.NotReplayedSince.IsZero() && !j.ReplayedAt.Before(e.NotReplayedSince) {
 		return false
 	}
-	return j.State == Queued || (j.State == Running && !j.LeaseUntil.After(e.Now))
+	return j.State == Queued
+}
+
+// Allows reports whether the write-off's precondition holds for j.
+func (w WriteOff) Allows(j Job) bool {
+	return w.Owner != "" && j.LeaseOwner == w.Owner && !j.LeaseUntil.After(w.Now) && j.Version == w.Version
 }
 
 // Allows reports whether the replay's precondition holds for j.
@@ -338,7 +385,23 @@ func (e End) Apply(j Job) Job {
 func (c Cancel) Apply(j Job) Job {
 	j.State, j.ErrorClass, j.ErrorDetail = Abandoned, Cancelled, ""
 	j.ExpiresAt = Millis(c.ExpiresAt)
-	return unlease(touch(j, c.Now))
+	return touch(j, c.Now)
+}
+
+// Apply returns j after the write-off.
+func (w WriteOff) Apply(j Job) Job {
+	j.CostEstimated = j.CostEstimated || j.Held > 0
+	j.Cost += j.Held
+	j.Held = 0
+	j.WrittenOff = slices.Clone(j.WrittenOff)
+	if i, found := slices.BinarySearch(j.WrittenOff, w.Owner); !found {
+		j.WrittenOff = slices.Insert(j.WrittenOff, i, w.Owner)
+	}
+	if j.State == Running {
+		j.State, j.ErrorClass, j.ErrorDetail = Queued, Timeout, WriteOffDetail
+		j.NotBefore = time.Time{}
+	}
+	return unlease(touch(j, w.Now))
 }
 
 // Apply returns j after the replay.
@@ -357,10 +420,24 @@ func (n Nudge) Apply(j Job) Job {
 	return touch(j, n.Now)
 }
 
-// AddCost returns j with a discarded attempt settled (its cost and run
-// time added, its hold returned), the one write that needs no precondition.
-func AddCost(j Job, cost, held Nanocents, ran time.Duration, estimated bool, now time.Time) Job {
-	return touch(Settle(j, cost, held, ran, estimated), now)
+// AddCost returns j with a discarded attempt of owner settled (its cost
+// and run time added, its hold returned), the one write that needs no
+// precondition. An attempt already written off (WriteOff) has no hold
+// left: what it held was charged as an estimate, which its cost now
+// replaces (the record's cost stays marked estimated: a sum that had an
+// estimate in it cannot tell whether another one remains). A lease the
+// attempt still has on the record (a job cancelled while it ran) goes
+// with its settlement.
+func AddCost(j Job, owner string, cost, held Nanocents, ran time.Duration, estimated bool, now time.Time) Job {
+	if owner != "" && slices.Contains(j.WrittenOff, owner) {
+		j = Settle(j, cost-held, 0, ran, estimated)
+	} else {
+		j = Settle(j, cost, held, ran, estimated)
+	}
+	if owner != "" && j.LeaseOwner == owner {
+		j = unlease(j)
+	}
+	return touch(j, now)
 }
 
 // Settle adds an attempt's cost and run time and returns the hold its

@@ -58,51 +58,59 @@ func TestPreconditions(t *testing.T) {
 	endOwned := job.End{Owner: "w1", Now: t0, Class: job.Timeout}
 	endNobody := job.End{Now: t0, Class: job.DeadlineExceeded}
 	cancel := job.Cancel{Tenant: "tenant-a", Now: t0}
+	writeOff := job.WriteOff{Owner: "w1", Now: t0, Version: 2} // queued()'s Version
 
-	type allows struct{ claim, hb, succeed, release, endOwned, endNobody, cancel bool }
+	type allows struct{ claim, hb, succeed, release, endOwned, endNobody, cancel, writeOff bool }
+	expired := func(j *job.Job) { j.LeaseUntil = t0.Add(-time.Second) }
 	tests := []struct {
 		name string
 		j    job.Job
 		want allows
 	}{
-		{"queued", queued(), allows{true, false, false, false, false, true, true}},
-		{"running, live lease, own", running(), allows{false, true, true, true, true, false, true}},
-		{"running, live lease, other owner", with(running(), func(j *job.Job) { j.LeaseOwner = "w9" }), allows{false, false, false, false, false, false, true}},
-		{"running, lease expired", with(running(), func(j *job.Job) { j.LeaseUntil = t0.Add(-time.Second) }), allows{true, true, true, true, true, true, true}},
-		{"running, lease ends now", with(running(), func(j *job.Job) { j.LeaseUntil = t0 }), allows{true, true, true, true, true, true, true}},
-		{"running, lease ends 1ms from now", with(running(), func(j *job.Job) { j.LeaseUntil = t0.Add(time.Millisecond) }), allows{false, true, true, true, true, false, true}},
-		{"running, expired, other owner", with(running(), func(j *job.Job) { j.LeaseOwner, j.LeaseUntil = "w9", t0.Add(-time.Second) }), allows{true, false, false, false, false, true, true}},
-		{"running, expired, the dead hold leaves less than the reserve", with(running(), func(j *job.Job) {
-			j.LeaseUntil, j.Cost = t0.Add(-time.Second), j.Budget-2*reserve+1
-		}), allows{false, true, true, true, true, true, true}},
+		{"queued", queued(), allows{true, false, false, false, false, true, true, false}},
+		{"running, live lease, own", running(), allows{false, true, true, true, true, false, true, false}},
+		{"running, live lease, other owner", with(running(), func(j *job.Job) { j.LeaseOwner = "w9" }), allows{false, false, false, false, false, false, true, false}},
+		// A dead attempt is written off before anything else takes the job:
+		// no claim over it, no unowned end; its own worker may still finish.
+		{"running, lease expired", with(running(), expired), allows{false, true, true, true, true, false, true, true}},
+		{"running, lease ends now", with(running(), func(j *job.Job) { j.LeaseUntil = t0 }), allows{false, true, true, true, true, false, true, true}},
+		{"running, lease ends 1ms from now", with(running(), func(j *job.Job) { j.LeaseUntil = t0.Add(time.Millisecond) }), allows{false, true, true, true, true, false, true, false}},
+		{"running, expired, other owner", with(running(), func(j *job.Job) { j.LeaseOwner, j.LeaseUntil = "w9", t0.Add(-time.Second) }), allows{false, false, false, false, false, false, true, false}},
+		{"running, expired, other version", with(running(), func(j *job.Job) { expired(j); j.Version = 3 }), allows{false, true, true, true, true, false, true, false}},
 		{"running, expired, the dead hold leaves the reserve", with(running(), func(j *job.Job) {
 			j.LeaseUntil, j.Cost = t0.Add(-time.Second), j.Budget-2*reserve
-		}), allows{true, true, true, true, true, true, true}},
+		}), allows{false, true, true, true, true, false, true, true}},
 		{"succeeded", with(running(), func(j *job.Job) { j.State = job.Succeeded }), allows{}},
 		{"failed", with(running(), func(j *job.Job) { j.State = job.Failed }), allows{}},
 		{"abandoned", with(running(), func(j *job.Job) { j.State = job.Abandoned }), allows{}},
-		{"terminal, lease fields left over, expired", with(running(), func(j *job.Job) { j.State, j.LeaseUntil = job.Failed, t0.Add(-time.Hour) }), allows{}},
-		{"queued, attempts used", with(queued(), func(j *job.Job) { j.Attempts = 3 }), allows{false, false, false, false, false, true, true}},
-		{"queued, attempts over", with(queued(), func(j *job.Job) { j.Attempts = 4 }), allows{false, false, false, false, false, true, true}},
-		{"queued, one attempt left", with(queued(), func(j *job.Job) { j.Attempts = 2 }), allows{true, false, false, false, false, true, true}},
-		{"queued, deadline now", with(queued(), func(j *job.Job) { j.Deadline = t0 }), allows{false, false, false, false, false, true, true}},
-		{"queued, deadline passed", with(queued(), func(j *job.Job) { j.Deadline = t0.Add(-time.Second) }), allows{false, false, false, false, false, true, true}},
-		{"queued, budget spent", with(queued(), func(j *job.Job) { j.Cost = j.Budget }), allows{false, false, false, false, false, true, true}},
-		{"queued, budget overspent", with(queued(), func(j *job.Job) { j.Cost = j.Budget + 1 }), allows{false, false, false, false, false, true, true}},
-		{"queued, remaining < reserve", with(queued(), func(j *job.Job) { j.Cost = j.Budget - reserve + 1 }), allows{false, false, false, false, false, true, true}},
-		{"queued, remaining = reserve", with(queued(), func(j *job.Job) { j.Cost = j.Budget - reserve }), allows{true, false, false, false, false, true, true}},
-		{"queued, other tenant", with(queued(), func(j *job.Job) { j.Tenant = "tenant-b" }), allows{true, false, false, false, false, true, false}},
+		// A cancel keeps the running attempt's lease; once it runs out, the
+		// attempt is written off, so a finished job keeps no hold.
+		{"abandoned during an attempt, lease expired", with(running(), func(j *job.Job) { j.State = job.Abandoned; expired(j) }), allows{writeOff: true}},
+		{"queued, attempts used", with(queued(), func(j *job.Job) { j.Attempts = 3 }), allows{false, false, false, false, false, true, true, false}},
+		{"queued, attempts over", with(queued(), func(j *job.Job) { j.Attempts = 4 }), allows{false, false, false, false, false, true, true, false}},
+		{"queued, one attempt left", with(queued(), func(j *job.Job) { j.Attempts = 2 }), allows{true, false, false, false, false, true, true, false}},
+		{"queued, deadline now", with(queued(), func(j *job.Job) { j.Deadline = t0 }), allows{false, false, false, false, false, true, true, false}},
+		{"queued, deadline passed", with(queued(), func(j *job.Job) { j.Deadline = t0.Add(-time.Second) }), allows{false, false, false, false, false, true, true, false}},
+		{"queued, budget spent", with(queued(), func(j *job.Job) { j.Cost = j.Budget }), allows{false, false, false, false, false, true, true, false}},
+		{"queued, budget overspent", with(queued(), func(j *job.Job) { j.Cost = j.Budget + 1 }), allows{false, false, false, false, false, true, true, false}},
+		{"queued, remaining < reserve", with(queued(), func(j *job.Job) { j.Cost = j.Budget - reserve + 1 }), allows{false, false, false, false, false, true, true, false}},
+		{"queued, remaining = reserve", with(queued(), func(j *job.Job) { j.Cost = j.Budget - reserve }), allows{true, false, false, false, false, true, true, false}},
+		{"queued, other tenant", with(queued(), func(j *job.Job) { j.Tenant = "tenant-b" }), allows{true, false, false, false, false, true, false, false}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := allows{claim.Allows(tt.j), hb.Allows(tt.j), succeed.Allows(tt.j), release.Allows(tt.j),
-				endOwned.Allows(tt.j), endNobody.Allows(tt.j), cancel.Allows(tt.j)}
+				endOwned.Allows(tt.j), endNobody.Allows(tt.j), cancel.Allows(tt.j), writeOff.Allows(tt.j)}
 			if got != tt.want {
 				t.Errorf("allows %+v\n          want %+v", got, tt.want)
 			}
 			// Claimable is the money-blind half of the claim condition.
 			if tt.want.claim && !tt.j.Claimable(t0) {
 				t.Error("claim allowed but not Claimable")
+			}
+			// DeadAttempt is the write-off's condition, version aside.
+			if tt.want.writeOff && !tt.j.DeadAttempt(t0) {
+				t.Error("write-off allowed but no DeadAttempt")
 			}
 		})
 	}
@@ -138,10 +146,28 @@ func TestApply(t *testing.T) {
 				j.Attempts, j.Progress = 2, 0 // the last class stays for "attempts used up"
 				j.Held = job.Cents(1)
 			}},
-		{"claim over an expired lease keeps the dead hold", with(running(), func(j *job.Job) { j.LeaseUntil = t0.Add(-time.Second) }),
-			job.Claim{Owner: "w2", Now: t0, LeaseUntil: t0.Add(time.Minute)}.Apply,
+		{"write-off of a dead attempt: its hold becomes an estimated cost, the job queued", with(running(), func(j *job.Job) {
+			j.LeaseUntil, j.Cost, j.NotBefore = t0.Add(-time.Second), 7, t0.Add(-time.Minute)
+		}),
+			job.WriteOff{Owner: "w1", Now: t0}.Apply,
 			func(j *job.Job) {
-				j.LeaseOwner, j.LeaseUntil, j.Attempts, j.Held = "w2", t0.Add(time.Minute), 2, job.Cents(2)
+				j.State, j.ErrorClass, j.ErrorDetail = job.Queued, job.Timeout, job.WriteOffDetail
+				j.Cost, j.Held, j.CostEstimated, j.WrittenOff = 7+job.Cents(1), 0, true, []string{"w1"}
+				j.LeaseOwner, j.LeaseUntil, j.NotBefore = "", time.Time{}, time.Time{}
+			}},
+		{"write-off of an attempt cancelled while it ran: the job stays abandoned", with(running(), func(j *job.Job) {
+			j.State, j.ErrorClass, j.LeaseUntil, j.WrittenOff = job.Abandoned, job.Cancelled, t0.Add(-time.Second), []string{"w0"}
+		}),
+			job.WriteOff{Owner: "w1", Now: t0}.Apply,
+			func(j *job.Job) {
+				j.Cost, j.Held, j.CostEstimated, j.WrittenOff = job.Cents(1), 0, true, []string{"w0", "w1"}
+				j.LeaseOwner, j.LeaseUntil = "", time.Time{}
+			}},
+		{"write-off with nothing held is not an estimate", with(running(), func(j *job.Job) { j.Held, j.LeaseUntil = 0, t0 }),
+			job.WriteOff{Owner: "w1", Now: t0}.Apply,
+			func(j *job.Job) {
+				j.State, j.ErrorClass, j.ErrorDetail, j.WrittenOff = job.Queued, job.Timeout, job.WriteOffDetail, []string{"w1"}
+				j.LeaseOwner, j.LeaseUntil = "", time.Time{}
 			}},
 		{"heartbeat", running(),
 			job.Heartbeat{Owner: "w1", Now: t0, LeaseUntil: odd.Add(time.Minute), Progress: 0.4}.Apply,
@@ -183,15 +209,27 @@ func TestApply(t *testing.T) {
 		{"cancel running", with(running(), func(j *job.Job) { j.Cost, j.ErrorClass, j.ErrorDetail = 7, job.Timeout, "d" }),
 			job.Cancel{Tenant: "tenant-a", Now: t0, ExpiresAt: t0.Add(time.Hour)}.Apply,
 			func(j *job.Job) {
+				// The attempt's lease and hold stay until it settles or is written off.
 				j.State, j.ErrorClass, j.ErrorDetail = job.Abandoned, job.Cancelled, ""
-				j.LeaseOwner, j.LeaseUntil, j.ExpiresAt = "", time.Time{}, t0.Add(time.Hour)
+				j.ExpiresAt = t0.Add(time.Hour)
 			}},
 		{"add cost to a finished job", with(queued(), func(j *job.Job) { j.State, j.Cost = job.Abandoned, 7 }),
-			func(j job.Job) job.Job { return job.AddCost(j, 5, 0, 0, false, t0) },
+			func(j job.Job) job.Job { return job.AddCost(j, "w1", 5, 0, 0, false, t0) },
 			func(j *job.Job) { j.Cost = 12 }},
 		{"settle a discarded attempt", with(running(), func(j *job.Job) { j.State, j.Cost = job.Abandoned, 7 }),
-			func(j job.Job) job.Job { return job.AddCost(j, 5, job.Cents(1), 2*time.Second, false, t0) },
-			func(j *job.Job) { j.Cost, j.Held, j.RunTime = 12, 0, 2*time.Second }},
+			func(j job.Job) job.Job { return job.AddCost(j, "w1", 5, job.Cents(1), 2*time.Second, false, t0) },
+			func(j *job.Job) {
+				j.Cost, j.Held, j.RunTime = 12, 0, 2*time.Second
+				j.LeaseOwner, j.LeaseUntil = "", time.Time{}
+			}},
+		{"settle an attempt of another owner keeps the lease", with(running(), func(j *job.Job) { j.Held = 2 * job.Cents(1) }),
+			func(j job.Job) job.Job { return job.AddCost(j, "w0", 5, job.Cents(1), time.Second, false, t0) },
+			func(j *job.Job) { j.Cost, j.Held, j.RunTime = 5, job.Cents(1), time.Second }},
+		{"settle a written-off attempt: its cost replaces its estimate", with(queued(), func(j *job.Job) {
+			j.Cost, j.CostEstimated, j.WrittenOff = 7+job.Cents(1), true, []string{"w1"}
+		}),
+			func(j job.Job) job.Job { return job.AddCost(j, "w1", 5, job.Cents(1), time.Second, false, t0) },
+			func(j *job.Job) { j.Cost, j.RunTime = 12, time.Second }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

@@ -60,7 +60,7 @@ func (s *Store) Peek(ctx context.Context, id string) (job.Job, error) {
 	}
 	j.Input, j.ErrorDetail, j.LeaseOwner = nil, "", ""
 	j.LeaseUntil, j.NotBefore, j.ReplayedAt, j.ExpiresAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
-	j.RunTime, j.Nudges = 0, 0
+	j.RunTime, j.Nudges, j.WrittenOff = 0, 0, nil
 	return j, nil
 }
 
@@ -81,17 +81,22 @@ func (s *Store) HoldMore(_ context.Context, h job.HoldMore) (job.Job, error) {
 
 // Succeed applies job.Succeed, settling the attempt even when it is refused.
 func (s *Store) Succeed(_ context.Context, t job.Succeed) (job.Job, error) {
-	return s.apply(t.ID, t.Allows, t.Apply, settlement{t.Cost, t.Held, t.Ran, t.Estimated}, t.Now)
+	return s.apply(t.ID, t.Allows, t.Apply, settlement{t.Owner, t.Cost, t.Held, t.Ran, t.Estimated}, t.Now)
 }
 
 // Release applies job.Release, settling the attempt even when it is refused.
 func (s *Store) Release(_ context.Context, t job.Release) (job.Job, error) {
-	return s.apply(t.ID, t.Allows, t.Apply, settlement{t.Cost, t.Held, t.Ran, t.Estimated}, t.Now)
+	return s.apply(t.ID, t.Allows, t.Apply, settlement{t.Owner, t.Cost, t.Held, t.Ran, t.Estimated}, t.Now)
 }
 
 // End applies job.End, settling the attempt even when it is refused.
 func (s *Store) End(_ context.Context, t job.End) (job.Job, error) {
-	return s.apply(t.ID, t.Allows, t.Apply, settlement{t.Cost, t.Held, t.Ran, t.Estimated}, t.Now)
+	return s.apply(t.ID, t.Allows, t.Apply, settlement{t.Owner, t.Cost, t.Held, t.Ran, t.Estimated}, t.Now)
+}
+
+// WriteOff applies job.WriteOff.
+func (s *Store) WriteOff(_ context.Context, w job.WriteOff) (job.Job, error) {
+	return s.apply(w.ID, w.Allows, w.Apply, settlement{}, w.Now)
 }
 
 // Cancel applies job.Cancel; another tenant's job is NotFound.
@@ -129,6 +134,7 @@ func (s *Store) Len() int {
 
 // settlement is what a finishing write settles even when it is refused.
 type settlement struct {
+	owner      string
 	cost, held job.Nanocents
 	ran        time.Duration
 	estimated  bool
@@ -142,8 +148,8 @@ func (s *Store) apply(id string, allows func(job.Job) bool, effect func(job.Job)
 		return job.Job{}, job.NotFound()
 	}
 	if !allows(cur) {
-		if set != (settlement{}) {
-			cur = job.AddCost(cur, set.cost, set.held, set.ran, set.estimated, now)
+		if set.cost != 0 || set.held != 0 || set.ran != 0 || set.estimated {
+			cur = job.AddCost(cur, set.owner, set.cost, set.held, set.ran, set.estimated, now)
 			s.jobs[id] = cur
 		}
 		return job.Job{}, job.Conflict(clone(cur))
@@ -168,6 +174,7 @@ func clone(j job.Job) job.Job {
 	j.Metadata = cloneRaw(j.Metadata)
 	j.Result = cloneRaw(j.Result)
 	j.Callback.Events = slices.Clone(j.Callback.Events)
+	j.WrittenOff = slices.Clone(j.WrittenOff)
 	return j
 }
 

@@ -28,6 +28,7 @@ type Store interface {
 	Unfinished(ctx context.Context, before time.Time, each func(id string) error) error
 	Nudge(ctx context.Context, n job.Nudge) (job.Job, error)
 	End(ctx context.Context, e job.End) (job.Job, error)
+	WriteOff(ctx context.Context, w job.WriteOff) (job.Job, error)
 }
 
 // Queue re-sends a job's id to the workers, says how many messages wait in
@@ -300,7 +301,8 @@ type marked struct{ marked, errors int }
 
 // markDeadLettered ends, with class dead_lettered, every job whose message
 // waits in the dead letter queue and that nobody holds (queued, or running
-// with an expired lease): SQS moved its message there after
+// with an expired lease, whose dead attempt is written off first, its hold
+// charged as cost): SQS moved its message there after
 // maxReceiveCount receives, so no worker will come back to it, and a
 // polling client would otherwise wait until its deadline. A job held by a
 // live worker is left to it; a finished one needs nothing. The dead letter
@@ -318,8 +320,7 @@ func (r *Reconciler) markDeadLettered(ctx context.Context, now time.Time) marked
 		// A replay after the dead letter was sent already answered it (a
 		// replay killed between re-sending the job and deleting the dead
 		// letter leaves both): that job is not marked again.
-		_, err := r.cfg.Store.End(ctx, job.End{ID: id, Now: now, Class: job.DeadLettered, Detail: "message dead-lettered",
-			ExpiresAt: r.cfg.Retention.ExpiresAt(job.Failed, now), NotReplayedSince: d.SentAt})
+		err := r.endDeadLettered(ctx, id, now, d.SentAt)
 		switch job.ErrorCode(err) {
 		case "":
 			r.cfg.Logger.Warn("job marked failed: its message is in the dead letter queue", "job_id", id)
@@ -331,4 +332,23 @@ func (r *Reconciler) markDeadLettered(ctx context.Context, now time.Time) marked
 		}
 	}
 	return out
+}
+
+// endDeadLettered ends id with class dead_lettered if nobody holds it;
+// a dead attempt on the record (job.Job.DeadAttempt) is written off
+// first, as a worker would before deciding.
+func (r *Reconciler) endDeadLettered(ctx context.Context, id string, now, sentAt time.Time) error {
+	end := job.End{ID: id, Now: now, Class: job.DeadLettered, Detail: "message dead-lettered",
+		ExpiresAt: r.cfg.Retention.ExpiresAt(job.Failed, now), NotReplayedSince: sentAt}
+	_, err := r.cfg.Store.End(ctx, end)
+	cur, refused := job.ConflictJob(err)
+	if !refused || !cur.DeadAttempt(now) {
+		return err
+	}
+	if _, err := r.cfg.Store.WriteOff(ctx, job.NewWriteOff(cur, now)); err != nil {
+		return err
+	}
+	r.cfg.Logger.Warn("a dead attempt was written off: its hold is charged as an estimate", "job_id", id, "charged_cents", cur.Held.String())
+	_, err = r.cfg.Store.End(ctx, end)
+	return err
 }

@@ -244,6 +244,7 @@ func TestDeadLetteredJobsAreMarkedFailed(t *testing.T) {
 	queued := mk("queued", nil)
 	deadWorker := mk("dead-worker", func(j *job.Job) {
 		j.State, j.Attempts, j.LeaseOwner, j.LeaseUntil = job.Running, 1, "w", now.Add(-time.Second)
+		j.Reserve, j.Held = 100, 100
 	})
 	live := mk("live", func(j *job.Job) {
 		j.State, j.Attempts, j.LeaseOwner, j.LeaseUntil = job.Running, 1, "w", now.Add(time.Minute)
@@ -266,6 +267,10 @@ func TestDeadLetteredJobsAreMarkedFailed(t *testing.T) {
 		if j, _ := st.Get(ctx, id); j.State != job.Failed || j.ErrorClass != job.DeadLettered || !j.ExpiresAt.Equal(now.Add(48*time.Hour)) {
 			t.Fatalf("job %+v: want failed, dead_lettered, kept as long as failures", j)
 		}
+	}
+	// The dead worker's attempt was written off first: its hold is cost.
+	if j, _ := st.Get(ctx, deadWorker); j.Cost != 100 || !j.CostEstimated || j.Held != 0 || j.LeaseOwner != "" {
+		t.Fatalf("job %+v: want the dead attempt's hold charged as an estimate", j)
 	}
 	if j, _ := st.Get(ctx, live); j.State != job.Running {
 		t.Fatalf("a job held by a live worker was marked: %+v", j)

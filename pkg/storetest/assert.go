@@ -42,6 +42,8 @@ func equalField(name string, got, want any) bool {
 	case job.Callback:
 		w := want.(job.Callback)
 		return g.URL == w.URL && slices.Equal(g.Events, w.Events)
+	case []string:
+		return slices.Equal(g, want.([]string))
 	case job.Deliveries:
 		w := want.(job.Deliveries)
 		return g.Attempts == w.Attempts && g.LastStatus == w.LastStatus && g.DeliveredVersion == w.DeliveredVersion && g.DeliveredAt.Equal(w.DeliveredAt)

@@ -21,6 +21,9 @@ func claimRefused(t *testing.T, s *suite) {
 		{"failed", ended(job.Failed, job.Auth)},
 		{"abandoned", ended(job.Abandoned, job.Cancelled)},
 		{"running, lease live one more millisecond", running("other", now.Add(time.Millisecond))},
+		// A dead attempt is written off before any claim (job.WriteOff).
+		{"running, lease_until is now", running("old", now)},
+		{"running, lease long expired", running("old", now.Add(-time.Hour))},
 		{"attempts used up", func(j *job.Job) { j.Attempts = j.MaxAttempts }},
 		{"deadline is now", func(j *job.Job) { j.Deadline = now }},
 		{"deadline passed", func(j *job.Job) { j.Deadline = now.Add(-time.Second) }},
@@ -54,14 +57,9 @@ func claimApplied(t *testing.T, s *suite) {
 		{"no reserve", func(j *job.Job) { j.Reserve = 0 }},
 		{"last attempt", func(j *job.Job) { j.Attempts = j.MaxAttempts - 1 }},
 		{"deadline one millisecond away", func(j *job.Job) { j.Deadline = now.Add(time.Millisecond) }},
-		{"takeover: lease_until is now", func(j *job.Job) {
-			running("old", now)(j)
-			j.Progress = 0.5
-		}},
-		{"takeover: lease long expired, the dead attempt's hold stays", running("old", now.Add(-time.Hour))},
-		{"takeover: a dead attempt's hold leaves exactly the reserve", func(j *job.Job) {
-			running("dead", now.Add(-time.Hour))(j)
-			j.Reserve, j.Held, j.Cost = 11, j.Budget-20, 9
+		{"after a write-off", func(j *job.Job) {
+			j.Attempts, j.Cost, j.CostEstimated, j.WrittenOff = 1, reserve, true, []string{"old"}
+			j.ErrorClass, j.ErrorDetail = job.Timeout, job.WriteOffDetail
 		}},
 		{"released: error class and detail kept", func(j *job.Job) {
 			j.Attempts, j.Cost, j.ErrorClass, j.ErrorDetail = 1, 4, job.RateLimited, "http 429"

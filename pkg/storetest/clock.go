@@ -29,8 +29,8 @@ func versionAndUpdated(t *testing.T, s *suite) {
 		{"claim", nil, func(t *testing.T, id string, now time.Time) (job.Job, error) {
 			return s.store.Claim(t.Context(), job.Claim{ID: id, Owner: "me", Now: now, LeaseUntil: now.Add(time.Minute)})
 		}, false},
-		{"takeover claim", expired, func(t *testing.T, id string, now time.Time) (job.Job, error) {
-			return s.store.Claim(t.Context(), job.Claim{ID: id, Owner: "me", Now: now, LeaseUntil: now.Add(time.Minute)})
+		{"write-off", expired, func(t *testing.T, id string, now time.Time) (job.Job, error) {
+			return s.store.WriteOff(t.Context(), job.WriteOff{ID: id, Owner: "old", Now: now, Version: 41, Held: reserve, State: job.Running})
 		}, false},
 		{"heartbeat", held, func(t *testing.T, id string, now time.Time) (job.Job, error) {
 			return s.store.Heartbeat(t.Context(), job.Heartbeat{ID: id, Owner: "me", Now: now, LeaseUntil: now.Add(time.Minute), Progress: 0.5})
@@ -44,7 +44,7 @@ func versionAndUpdated(t *testing.T, s *suite) {
 		{"end with an owner", held, func(t *testing.T, id string, now time.Time) (job.Job, error) {
 			return s.store.End(t.Context(), job.End{ID: id, Owner: "me", Now: now, Cost: 5, Class: job.InvalidRequest, ExpiresAt: keep})
 		}, false},
-		{"end with no owner", expired, func(t *testing.T, id string, now time.Time) (job.Job, error) {
+		{"end with no owner", nil, func(t *testing.T, id string, now time.Time) (job.Job, error) {
 			return s.store.End(t.Context(), job.End{ID: id, Now: now, Class: job.DeadlineExceeded, ExpiresAt: keep})
 		}, false},
 		{"cancel", held, func(t *testing.T, id string, now time.Time) (job.Job, error) {

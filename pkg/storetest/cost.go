@@ -102,15 +102,21 @@ func holds(t *testing.T, s *suite) {
 		}
 		now = now.Add(time.Minute)
 	}
-	// A worker dies holding its claim; the takeover adds its own hold to it.
-	s.claim(t, j.ID, "dead", now)
-	got := s.claim(t, j.ID, "next", now.Add(2*time.Minute))
-	if got.Held != 2_000_000 || got.Remaining() != got.Budget-21-2_000_000 {
-		t.Fatalf("takeover: held %d, remaining %d", got.Held, got.Remaining())
+	// A worker dies holding its claim: no claim takes the job over until
+	// the dead attempt is written off, its hold charged as cost.
+	dead := s.claim(t, j.ID, "dead", now)
+	later := now.Add(2 * time.Minute)
+	if _, err := s.store.Claim(t.Context(), job.Claim{ID: j.ID, Owner: "next", Now: later, LeaseUntil: later.Add(time.Minute)}); err == nil {
+		t.Fatal("a claim took a job over with a dead attempt's hold on it")
 	}
+	off, err := s.store.WriteOff(t.Context(), job.NewWriteOff(dead, later))
+	if err != nil || off.Held != 0 || off.Cost != 21+1_000_000 || !off.CostEstimated {
+		t.Fatalf("write-off: %+v %v, want nothing held and the hold charged as an estimate", off, err)
+	}
+	s.claim(t, j.ID, "next", later)
 	got, err := fs[2].call(t, j.ID, "next", now.Add(3*time.Minute), paid{5, 1_000_000, time.Second, false})
-	if err != nil || got.Held != 1_000_000 || got.Cost != 26 {
-		t.Fatalf("end: %+v %v, want the dead attempt's hold kept and cost 26", got, err)
+	if err != nil || got.Held != 0 || got.Cost != 26+1_000_000 {
+		t.Fatalf("end: %+v %v, want nothing held and cost %d", got, err, 26+1_000_000)
 	}
 }
 
@@ -133,10 +139,16 @@ func costSum(t *testing.T, s *suite) {
 				t.Fatalf("attempt %d: release: cost %d (%v), want %d", i, got.Cost, err, sum)
 			}
 		} else { // the lease was lost: a refused succeed, release or end
+			// The attempt is written off, then the job claimed again; the
+			// attempt's own settlement replaces the estimate.
 			thief := owner + "-thief"
+			off, err := s.store.WriteOff(t.Context(), job.NewWriteOff(s.get(t, j.ID), now.Add(time.Minute)))
+			if err != nil || off.Cost != sum-c+reserve {
+				t.Fatalf("attempt %d: write-off: %+v %v, want cost %d", i, off, err, sum-c+reserve)
+			}
 			s.claim(t, j.ID, thief, now.Add(time.Minute))
 			f := fs[(i/2)%len(fs)]
-			_, err := f.call(t, j.ID, owner, now.Add(time.Minute+time.Second), paid{c, reserve, time.Millisecond, false})
+			_, err = f.call(t, j.ID, owner, now.Add(time.Minute+time.Second), paid{c, reserve, time.Millisecond, false})
 			if cur, ok := job.ConflictJob(err); !ok || cur.Cost != sum || cur.LeaseOwner != thief {
 				t.Fatalf("attempt %d: stale %s: %+v %v, want a Conflict with cost %d held by %s", i, f.name, cur, err, sum, thief)
 			}
@@ -205,9 +217,12 @@ func estimatedCost(t *testing.T, s *suite) {
 	}
 	// A refused finish marks the record too: its cost is added all the same.
 	k := s.create(t, func(j *job.Job) { j.Budget, j.MaxAttempts = job.Cents(100), 10 })
-	s.claim(t, k.ID, "d", now)
+	d := s.claim(t, k.ID, "d", now)
+	if _, err := s.store.WriteOff(t.Context(), job.NewWriteOff(d, now.Add(2*time.Minute))); err != nil {
+		t.Fatal(err)
+	}
 	s.claim(t, k.ID, "thief", now.Add(2*time.Minute))
-	_, err = fs[2].call(t, k.ID, "d", now.Add(2*time.Minute+time.Second), paid{cost: 4, estimated: true})
+	_, err = fs[2].call(t, k.ID, "d", now.Add(2*time.Minute+time.Second), paid{cost: 4, held: reserve, estimated: true})
 	if cur, ok := job.ConflictJob(err); !ok || !cur.CostEstimated || cur.Cost != 4 {
 		t.Fatalf("refused estimated end: %+v %v, want a Conflict with cost 4 marked estimated", cur, err)
 	}

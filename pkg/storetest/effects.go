@@ -188,8 +188,10 @@ func endUnowned(t *testing.T, s *suite) {
 	}{
 		{"queued", nil, true},
 		{"queued after a failed attempt", func(j *job.Job) { j.Attempts, j.ErrorClass, j.ErrorDetail = 3, job.RateLimited, "old" }, true},
-		{"running, lease_until is now", running("old", now), true},
-		{"running, lease long expired", running("old", now.Add(-time.Hour)), true},
+		// A dead attempt is written off first (job.WriteOff): its hold
+		// becomes cost before the job can end.
+		{"running, lease_until is now", running("old", now), false},
+		{"running, lease long expired", running("old", now.Add(-time.Hour)), false},
 		{"running, lease live one more millisecond", running("old", now.Add(time.Millisecond)), false},
 		{"succeeded", ended(job.Succeeded, ""), false},
 		{"failed", ended(job.Failed, job.Auth), false},
@@ -274,8 +276,8 @@ func cancel(t *testing.T, s *suite) {
 				s.refused(t, "cancel", err, j)
 			default:
 				want := j
+				// A running attempt keeps its lease and hold until it settles.
 				want.State, want.ErrorClass, want.ErrorDetail = job.Abandoned, job.Cancelled, ""
-				want.LeaseOwner, want.LeaseUntil = "", time.Time{}
 				want.ExpiresAt, want.Version, want.UpdatedAt = keep, j.Version+1, now
 				s.applied(t, "cancel", got, err, want)
 				// The running attempt notices at its next heartbeat.

@@ -8,19 +8,24 @@ import (
 	"github.com/aijobs/aijobs/pkg/job"
 )
 
-// staleOwner: after B takes over A's expired lease, nothing A writes lands,
-// and B's writes do.
+// staleOwner: after A's lease ran out, A's attempt is written off and B
+// claims; nothing A writes lands but its cost, and B's writes do.
 func staleOwner(t *testing.T, s *suite) {
 	ctx := t.Context()
 	now := base.Add(time.Minute)
 	j := s.create(t)
 	a := s.claim(t, j.ID, "a", now)
-	b := s.claim(t, j.ID, "b", a.LeaseUntil) // lease_until <= now: expired
+	if _, err := s.store.WriteOff(ctx, job.NewWriteOff(a, a.LeaseUntil)); err != nil { // lease_until <= now: expired
+		t.Fatal(err)
+	}
+	b := s.claim(t, j.ID, "b", a.LeaseUntil)
 	want := a
 	want.LeaseOwner, want.LeaseUntil, want.Attempts = "b", a.LeaseUntil.Add(time.Minute), 2
-	want.Held = 2 * j.Reserve // a's unsettled hold stays beside b's
-	want.Version, want.UpdatedAt = a.Version+1, a.LeaseUntil
-	same(t, "takeover", b, want)
+	want.ErrorClass, want.ErrorDetail = job.Timeout, job.WriteOffDetail
+	want.Cost, want.CostEstimated, want.WrittenOff = j.Reserve, true, []string{"a"} // a's hold, charged
+	want.Held = j.Reserve                                                           // b's
+	want.Version, want.UpdatedAt = a.Version+2, a.LeaseUntil.Add(time.Millisecond)
+	same(t, "claim after the write-off", b, want)
 
 	later := b.UpdatedAt.Add(time.Second) // b's lease is live
 	for _, c := range []struct {
@@ -63,13 +68,18 @@ func staleOwner(t *testing.T, s *suite) {
 	done, err := s.store.Succeed(ctx, job.Succeed{ID: j.ID, Owner: "b", Now: later.Add(time.Second), Cost: 3, Held: j.Reserve,
 		Result: json.RawMessage(`{"output":"b"}`), Model: "gpt-b", ExpiresAt: keep})
 	want = hb
-	want.State, want.Result, want.ResultModel, want.Progress, want.Cost, want.ExpiresAt = job.Succeeded, json.RawMessage(`{"output":"b"}`), "gpt-b", 1, 3, keep
-	want.Held = j.Reserve // a's hold, until a settles
+	want.State, want.Result, want.ResultModel, want.Progress, want.ExpiresAt = job.Succeeded, json.RawMessage(`{"output":"b"}`), "gpt-b", 1, keep
+	want.Cost, want.Held, want.ErrorClass, want.ErrorDetail = j.Reserve+3, 0, "", ""
 	want.LeaseOwner, want.LeaseUntil, want.Version, want.UpdatedAt = "", time.Time{}, hb.Version+1, later.Add(time.Second)
 	s.applied(t, "b's success", done, err, want)
 
-	_, err = s.store.Release(ctx, job.Release{ID: j.ID, Owner: "a", Now: later.Add(2 * time.Second), Class: job.Timeout})
-	s.refused(t, "a's release after b's success", err, done)
+	// a was cut off, not dead: its settlement replaces the estimate its
+	// hold became (cost 1 instead of the reserve), and nothing else.
+	_, err = s.store.Release(ctx, job.Release{ID: j.ID, Owner: "a", Now: later.Add(2 * time.Second), Cost: 1, Held: j.Reserve, Ran: time.Second, Class: job.Timeout})
+	want = done
+	want.Cost, want.RunTime = 4, time.Second
+	want.Version, want.UpdatedAt = done.Version+1, later.Add(2*time.Second)
+	s.refused(t, "a's release after b's success", err, want)
 }
 
 // emptyOwner: an empty owner is nobody; it holds no lease, even on a record

@@ -32,6 +32,7 @@ type Store interface {
 	Succeed(context.Context, job.Succeed) (job.Job, error)
 	Release(context.Context, job.Release) (job.Job, error)
 	End(context.Context, job.End) (job.Job, error)
+	WriteOff(context.Context, job.WriteOff) (job.Job, error)
 	Cancel(context.Context, job.Cancel) (job.Job, error)
 	Replay(context.Context, job.Replay) (job.Job, error)
 	Nudge(context.Context, job.Nudge) (job.Job, error)
@@ -85,6 +86,9 @@ func cases() []testCase {
 		{"release", release},
 		{"end with an owner", endOwned},
 		{"end with no owner", endUnowned},
+		{"write-off", writeOff},
+		{"a written-off attempt settles late", lateSettle},
+		{"a cancelled attempt settles or is written off", cancelledAttempt},
 		{"cancel", cancel},
 		{"replay", replay},
 		{"nudge", nudge},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"log/slog"
 	"math"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -41,6 +42,9 @@ type attempt struct {
 	progress atomic.Uint64
 	guard    *leaseGuard
 	stopCall context.CancelCauseFunc
+	// beatsDone stops the heartbeat and waits for it: once the outcome is
+	// recorded, or when the attempt returns (nil before it starts).
+	beatsDone func()
 }
 
 // charge is what an attempt's calls cost, and whether that includes an
@@ -92,20 +96,28 @@ func (a *attempt) run(ctx context.Context) outcome {
 	a.guard.extend(a.j.LeaseUntil)
 	defer a.guard.disarm()
 
+	// The heartbeat runs until the outcome is recorded, not until the call
+	// ends: the answer is paid for, and while the store refuses the write
+	// that records it, the lease and the message must stay ours.
 	beatCtx, stopBeats := context.WithCancel(ctx)
-	defer stopBeats()
 	beating := make(chan struct{})
+	a.beatsDone = sync.OnceFunc(func() { stopBeats(); a.awaitHeartbeat(beating) })
+	defer a.beatsDone()
+	caps := leaseCaps{call: a.start.Add(route.Timeout() + a.w.cfg.Timing.AttemptMargin)}
+	caps.settle = caps.call
+	if dl, ok := ctx.Deadline(); ok {
+		caps.settle = dl.Add(-finishMargin)
+	}
 	go func() {
 		defer close(beating)
-		a.heartbeat(beatCtx, timed, a.start.Add(route.Timeout()+a.w.cfg.Timing.AttemptMargin))
+		a.heartbeat(beatCtx, timed, caps)
 	}()
 
 	began := time.Now()
 	r := a.climb(timed, route, in, avail)
 	why := context.Cause(timed)
 	stopCall(nil)
-	stopBeats()
-	a.awaitHeartbeat(beating)
+	a.guard.disarm() // nothing runs that a lapsing lease must stop
 	elapsed := time.Since(began)
 	a.w.cfg.Metrics.Emit("AttemptDuration", float64(elapsed.Milliseconds()), "Milliseconds", nil)
 
@@ -294,11 +306,23 @@ func (a *attempt) call(ctx context.Context, rung job.Rung, in job.Input) (model.
 	return resp, err, err != nil && ctx.Err() == nil && errors.Is(context.Cause(rctx), errRungTimeout)
 }
 
+// record runs a finishing write until it lands, is refused, or ctx (the
+// finish context) ends, with the heartbeat renewing the lease and the
+// message meanwhile; then it stops the heartbeat, so that no renewal
+// moves the message after the outcome decided it.
+func (a *attempt) record(ctx context.Context, write func() error) error {
+	err := retryWrite(ctx, a.w.cfg.Rand, write)
+	if a.beatsDone != nil {
+		a.beatsDone()
+	}
+	return err
+}
+
 // succeed records the answer and what the attempt cost.
 func (a *attempt) succeed(ctx context.Context, r climbed) outcome {
 	now := a.w.stamp(a.j)
 	result, _ := job.EncodeJSON(r.resp)
-	err := retryWrite(ctx, func() error {
+	err := a.record(ctx, func() error {
 		_, err := a.w.cfg.Store.Succeed(ctx, job.Succeed{ID: a.j.ID, Owner: a.owner, Now: now, Cost: r.paid.cost, Estimated: r.paid.estimated,
 			Held: a.held, Ran: now.Sub(a.start), Result: result, Model: r.rung.Provider + "/" + r.resp.Model,
 			ExpiresAt: a.w.cfg.Retention.ExpiresAt(job.Succeeded, now)})
@@ -320,7 +344,7 @@ func (a *attempt) succeed(ctx context.Context, r climbed) outcome {
 // which still settles the attempt, and says what became of the job.
 func (a *attempt) settleLost(ctx context.Context, class job.ErrorClass, paid charge) outcome {
 	now := a.w.stamp(a.j)
-	err := retryWrite(ctx, func() error {
+	err := a.record(ctx, func() error {
 		_, err := a.w.cfg.Store.Release(ctx, job.Release{ID: a.j.ID, Owner: a.owner, Now: now, Cost: paid.cost, Estimated: paid.estimated,
 			Held: a.held, Ran: now.Sub(a.start), Class: class})
 		return err
@@ -338,7 +362,7 @@ func (a *attempt) retryOrEnd(ctx context.Context, class job.ErrorClass, detail s
 	if d.Action == job.Stop {
 		return a.end(ctx, d.Class, detail, paid)
 	}
-	err := retryWrite(ctx, func() error {
+	err := a.record(ctx, func() error {
 		_, err := a.w.cfg.Store.Release(ctx, job.Release{ID: a.j.ID, Owner: a.owner, Now: now, Cost: paid.cost, Estimated: paid.estimated,
 			Held: a.held, Ran: now.Sub(a.start), Class: class, Detail: detail, NotBefore: now.Add(d.Delay)})
 		return err
@@ -357,7 +381,7 @@ func (a *attempt) retryOrEnd(ctx context.Context, class job.ErrorClass, detail s
 // end ends the held job for good with class.
 func (a *attempt) end(ctx context.Context, class job.ErrorClass, detail string, paid charge) outcome {
 	now := a.w.stamp(a.j)
-	err := retryWrite(ctx, func() error {
+	err := a.record(ctx, func() error {
 		_, err := a.w.cfg.Store.End(ctx, job.End{ID: a.j.ID, Owner: a.owner, Now: now, Cost: paid.cost, Estimated: paid.estimated,
 			Held: a.held, Ran: now.Sub(a.start), Class: class, Detail: detail, ExpiresAt: a.w.cfg.Retention.ExpiresAt(class.FinalState(), now)})
 		return err

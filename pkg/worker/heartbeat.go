@@ -12,7 +12,7 @@ import (
 
 // heartbeat renews the lease and the message's visibility every interval
 // until the call ends, and stops the call the moment the record says the
-// job is no longer ours (cancelled, or taken over after a lost lease).
+// job is no longer ours (cancelled, or written off after a lost lease).
 //
 // It never decides when an unrenewed lease is about to run out: the lease
 // guard does, on its own timer, because a renewal can hang (a half-open
@@ -28,8 +28,12 @@ import (
 // timeout from when it receives the request, never before we computed
 // the horizon, so the hiding we record is a lower bound). The lease write
 // waits for no extension and is never skipped: besides the lease, it is
-// how a cancel or a takeover reaches the call.
-func (a *attempt) heartbeat(ctx, call context.Context, leaseCap time.Time) {
+// how a cancel or a write-off reaches the call.
+//
+// It runs until ctx ends (the outcome is recorded), past the call's end:
+// the lease reaches caps.call at most while the call runs, and
+// caps.settle once it has ended and its outcome waits to be written.
+func (a *attempt) heartbeat(ctx, call context.Context, caps leaseCaps) {
 	defer func() {
 		if v := recover(); v != nil {
 			a.log.Error("panic in the heartbeat; the call is stopped", "panic", fmt.Sprint(v))
@@ -65,13 +69,13 @@ func (a *attempt) heartbeat(ctx, call context.Context, leaseCap time.Time) {
 	defer t.Stop()
 	for {
 		select {
-		case <-call.Done():
+		case <-ctx.Done():
 			return
 		case <-t.C:
 		}
 		now := a.w.cfg.Clock.Now()
 		horizon := now.Add(a.w.cfg.Timing.LeaseTTL)
-		if horizon.After(leaseCap) {
+		if leaseCap := caps.at(call); horizon.After(leaseCap) {
 			horizon = leaseCap
 		}
 		if pending != nil {
@@ -103,6 +107,20 @@ func (a *attempt) heartbeat(ctx, call context.Context, leaseCap time.Time) {
 			a.log.Warn("heartbeat: extending the lease failed", "err", err)
 		}
 	}
+}
+
+// leaseCaps are how far an attempt's lease may reach: call while its
+// model call runs (the attempt's deadline: a worker whose call overran it
+// gives the job up), settle once the call has ended and the outcome is
+// being written (the end of the finish context: until then this worker
+// may still record the paid answer, so no one else should claim it).
+type leaseCaps struct{ call, settle time.Time }
+
+func (c leaseCaps) at(call context.Context) time.Time {
+	if call.Err() != nil && c.settle.After(c.call) {
+		return c.settle
+	}
+	return c.call
 }
 
 // leaseGuard stops an attempt's call a margin before the lease it holds

@@ -22,11 +22,31 @@ func (w *Worker) handle(ctx context.Context, m events.SQSMessage, renew *renewal
 			log.Error("panic while processing a message; it stays for redelivery", "panic", fmt.Sprint(v))
 			o = outcomeTrouble
 		}
-		if o != outcomeDelete && w.atReceiveLimit(m) {
+		switch {
+		case o != outcomeDelete && w.atReceiveLimit(m):
 			o = w.handOff(ctx, m, o, log)
+		case o == outcomeTrouble:
+			w.backOff(ctx, m, log)
 		}
 	}()
 	return w.process(ctx, m, renew)
+}
+
+// backOff brings a message whose handling failed (the store or the queue
+// refused, a panic) back after a backoff that grows with its receives,
+// instead of at the queue's visibility timeout (six function timeouts, 18
+// minutes by default): a store outage delays a job by seconds, not by a
+// quarter of an hour. If this call fails too, the visibility timeout is
+// the bound, and the reconciler's (docs/architecture.md) for a job whose
+// message is lost.
+func (w *Worker) backOff(ctx context.Context, m events.SQSMessage, log *slog.Logger) {
+	ctx, cancel := detached(ctx, handOffMargin)
+	defer cancel()
+	n, _ := strconv.Atoi(m.Attributes["ApproximateReceiveCount"])
+	d := job.Backoff(n, w.cfg.Timing.BackoffBase, w.cfg.Timing.BackoffMax, w.cfg.Rand())
+	if err := w.cfg.Queue.ChangeVisibility(ctx, m.ReceiptHandle, d); err != nil {
+		log.Warn("bringing a failed message back early failed; it returns at its visibility timeout", "err", err)
+	}
 }
 
 // atReceiveLimit reports whether m was received ReceiveLimit-1 times: if
@@ -53,7 +73,7 @@ func (w *Worker) atReceiveLimit(m events.SQSMessage) bool {
 // If the hand-off itself fails, the message goes back: its last receive
 // is the next try, and the reconciler marks the job if redrive wins.
 func (w *Worker) handOff(ctx context.Context, m events.SQSMessage, o outcome, log *slog.Logger) outcome {
-	ctx, cancel := finishContext(ctx)
+	ctx, cancel := detached(ctx, handOffMargin)
 	defer cancel()
 	msg, _ := job.ParseQueueMessage(m.Body)
 	if o == outcomeKeep && job.ValidID(msg.JobID) {
@@ -73,18 +93,35 @@ func (w *Worker) handOff(ctx context.Context, m events.SQSMessage, o outcome, lo
 	log.Warn("message dead-lettered at its receive limit", "job_id", msg.JobID)
 	w.count("MessagesDeadLettered", map[string]string{"Reason": "receive_limit"})
 	if job.ValidID(msg.JobID) {
-		now := w.cfg.Clock.Now()
-		_, err := w.cfg.Store.End(ctx, job.End{ID: msg.JobID, Now: now, Class: job.DeadLettered, Detail: "message dead-lettered at its receive limit",
-			ExpiresAt: w.cfg.Retention.ExpiresAt(job.Failed, now)})
-		switch job.ErrorCode(err) {
-		case "":
-			w.countEnded(job.DeadLettered)
-		case job.CodeConflict, job.CodeNotFound: // held, or finished: nothing to mark
-		default:
-			log.Warn("marking the dead-lettered job failed; the reconciler will", "job_id", msg.JobID, "err", err)
-		}
+		w.markDeadLettered(ctx, msg.JobID, log)
 	}
 	return outcomeDelete
+}
+
+// markDeadLettered ends a job nobody holds with class dead_lettered,
+// writing off first a dead attempt the record still carries (its hold
+// becomes cost; see recover).
+func (w *Worker) markDeadLettered(ctx context.Context, id string, log *slog.Logger) {
+	for range 2 {
+		now := w.cfg.Clock.Now()
+		_, err := w.cfg.Store.End(ctx, job.End{ID: id, Now: now, Class: job.DeadLettered, Detail: "message dead-lettered at its receive limit",
+			ExpiresAt: w.cfg.Retention.ExpiresAt(job.Failed, now)})
+		cur, refused := job.ConflictJob(err)
+		switch {
+		case err == nil:
+			w.countEnded(job.DeadLettered)
+			return
+		case refused && cur.DeadAttempt(now):
+			if _, again := w.recover(ctx, cur, now, log); !again {
+				return
+			}
+		case refused, job.ErrorCode(err) == job.CodeNotFound: // held, or finished: nothing to mark
+			return
+		default:
+			log.Warn("marking the dead-lettered job failed; the reconciler will", "job_id", id, "err", err)
+			return
+		}
+	}
 }
 
 // pending is how long a job that is alive does not need a message: until

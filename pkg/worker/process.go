@@ -28,8 +28,9 @@ const (
 )
 
 // claimTries bounds how often one message re-decides after a claim or an
-// end was refused because the record moved underneath it.
-const claimTries = 3
+// end was refused because the record moved underneath it, or a dead
+// attempt was written off.
+const claimTries = 4
 
 func (w *Worker) process(ctx context.Context, m events.SQSMessage, renew *renewals) outcome {
 	log := w.cfg.Logger.With("message_id", m.MessageId)
@@ -93,6 +94,10 @@ func (w *Worker) claim(ctx context.Context, m events.SQSMessage, id string, log 
 		}
 		d := job.WhyRefused(cur, now)
 		switch d.Action {
+		case job.Recover:
+			if o, again := w.recover(ctx, cur, now, log); !again {
+				return o
+			}
 		case job.Drop:
 			log.Info("duplicate delivery absorbed by the claim", "state", cur.State)
 			w.count("DuplicatesAbsorbed", nil)
@@ -126,6 +131,28 @@ func (w *Worker) claim(ctx context.Context, m events.SQSMessage, id string, log 
 	return outcomeTrouble
 }
 
+// recover writes off the dead attempt cur carries (job.WriteOff): its
+// lease ran out unrenewed, so its worker died or is cut off from the
+// store, and what it held becomes cost before the job goes on. It reports
+// whether the message should decide again (the write-off landed, or the
+// record moved) and, if not, what becomes of the message.
+func (w *Worker) recover(ctx context.Context, cur job.Job, now time.Time, log *slog.Logger) (outcome, bool) {
+	j, err := w.cfg.Store.WriteOff(ctx, job.NewWriteOff(cur, now))
+	switch job.ErrorCode(err) {
+	case "":
+		log.Warn("a dead attempt was written off: its hold is charged as an estimate",
+			"dead_owner_attempt", cur.Attempts, "charged_cents", cur.Held.String(), "state", j.State)
+		w.count("AttemptsWrittenOff", nil)
+		return outcomeKeep, true
+	case job.CodeConflict:
+		return outcomeKeep, true
+	case job.CodeNotFound:
+		return outcomeDelete, false
+	}
+	log.Error("writing off a dead attempt failed", "err", err)
+	return outcomeTrouble, false
+}
+
 // outcomeOf turns the answer of a finishing write into what happens to the
 // message. A refused finish still recorded the cost (the store guarantees
 // it); the message goes if the job is over, and stays otherwise.
@@ -147,29 +174,56 @@ func (w *Worker) outcomeOf(err error, log *slog.Logger) outcome {
 	return outcomeTrouble
 }
 
-// retryWrite repeats a finishing write a few times when the store is
-// unavailable: it carries money already spent.
-func retryWrite(ctx context.Context, write func() error) error {
+// retryWrite repeats a finishing write while the store is unavailable,
+// until ctx ends: it carries money already spent, and an answer dropped
+// is an answer generated (and billed) again. The waits between tries grow
+// from writeRetryBase to writeRetryMax, each a random part of that ("full
+// jitter"), so the workers a store outage hit together do not come back
+// together.
+func retryWrite(ctx context.Context, rnd func() float64, write func() error) error {
 	var err error
-	for i := range 4 {
+	for i := 0; ; i++ {
 		if err = write(); job.ErrorCode(err) != job.CodeUnavailable {
 			return err
 		}
+		ceiling := min(writeRetryBase<<min(i, 16), writeRetryMax)
 		select {
 		case <-ctx.Done():
 			return err
-		case <-time.After(time.Duration(100<<i) * time.Millisecond):
+		case <-time.After(time.Duration(float64(ceiling) * (0.1 + 0.9*rnd()))):
 		}
 	}
-	return err
 }
 
-// finishTimeout bounds the writes that record an outcome. They run on a
-// context detached from the invocation's cancellation: an attempt that was
-// paid for must be recorded even while the invocation is being torn down.
-const finishTimeout = 5 * time.Second
+const (
+	writeRetryBase = 100 * time.Millisecond
+	writeRetryMax  = 2 * time.Second
+)
+
+// The writes that record an outcome run on a context detached from the
+// invocation's cancellation (an attempt that was paid for must be recorded
+// even while the invocation is torn down) and last until finishMargin
+// before the invocation's deadline: the rest of the invocation is theirs,
+// since once the call has answered nothing else is left to do. Without a
+// deadline (a test harness) they get finishTimeout. The margin leaves room
+// for the hand-off at the receive limit (handOffMargin before the
+// deadline) and for Lambda to take the batch's answer.
+const (
+	finishMargin  = 2 * time.Second
+	handOffMargin = 500 * time.Millisecond
+	finishTimeout = 5 * time.Second
+)
 
 func finishContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return detached(ctx, finishMargin)
+}
+
+// detached is ctx without its cancellation, ending margin before ctx's
+// deadline (finishTimeout from now if ctx has none).
+func detached(ctx context.Context, margin time.Duration) (context.Context, context.CancelFunc) {
+	if dl, ok := ctx.Deadline(); ok {
+		return context.WithDeadline(context.WithoutCancel(ctx), dl.Add(-margin))
+	}
 	return context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 }
 

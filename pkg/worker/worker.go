@@ -27,6 +27,7 @@ type Store interface {
 	Succeed(context.Context, job.Succeed) (job.Job, error)
 	Release(context.Context, job.Release) (job.Job, error)
 	End(context.Context, job.End) (job.Job, error)
+	WriteOff(context.Context, job.WriteOff) (job.Job, error)
 }
 
 // Queue is the part of the job queue the worker drives.

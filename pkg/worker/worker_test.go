@@ -439,9 +439,13 @@ func TestLeaseLostToAnotherWorkerDiscardsResultKeepsCost(t *testing.T) {
 	f.prov.step = func(ctx context.Context, r model.Request, n int) (model.Response, error) {
 		if n == 1 {
 			// Another worker takes over while the first call runs (its lease
-			// was forced to expire); it succeeds first.
+			// was forced to expire): it writes the attempt off, claims, and
+			// succeeds first.
 			cur, _ := f.store.Get(ctx, r.JobID)
 			claimAt := cur.LeaseUntil.Add(time.Millisecond)
+			if _, err := f.store.WriteOff(ctx, job.NewWriteOff(cur, claimAt)); err != nil {
+				t.Errorf("write-off: %v", err)
+			}
 			if _, err := f.store.Claim(ctx, job.Claim{ID: r.JobID, Owner: "other", Now: claimAt, LeaseUntil: claimAt.Add(time.Hour)}); err != nil {
 				t.Errorf("takeover: %v", err)
 			}
