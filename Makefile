@@ -110,10 +110,11 @@ bench-scale: bin/kumo
 SEED ?= 0
 JOBS ?= 500
 DURATION ?= 2m
+PROFILE ?= default
 
 chaos: bin/kumo
 	go build -o bin/aijobs-chaos ./cmd/aijobs-chaos
-	KUMO_BIN=$(CURDIR)/bin/kumo bin/aijobs-chaos -seed $(SEED) -jobs $(JOBS) -duration $(DURATION)
+	KUMO_BIN=$(CURDIR)/bin/kumo bin/aijobs-chaos -seed $(SEED) -jobs $(JOBS) -duration $(DURATION) -profile $(PROFILE)
 
 clean:
 	rm -rf bin dist

@@ -32,9 +32,16 @@ func Main(ctx context.Context, args []string, getenv func(string) string, out io
 	fs.DurationVar(&o.Load, "duration", o.Load, "how long jobs arrive and faults are injected (the run then drains and checks)")
 	fs.IntVar(&o.Tenants, "tenants", o.Tenants, "tenants the jobs are spread over")
 	fs.StringVar(&o.LogDir, "logs", "", "directory for the processes' logs (default: a new temporary one)")
+	profile := fs.String("profile", "default", "fault rates: default or harsh (docs/chaos.md)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
+	apply, ok := Profiles[*profile]
+	if !ok {
+		fmt.Fprintf(out, "aijobs-chaos: no profile %q (default, harsh)\n", *profile)
+		return 2
+	}
+	apply(&o)
 	if o.Seed = Seed(*seed); o.Seed == 0 {
 		o.Seed = Seed(time.Now().UnixNano() % 1_000_000_000)
 	}

@@ -61,6 +61,19 @@ func DefaultOptions() Options {
 	}
 }
 
+// Profiles are the named fault rates `-profile` picks; each starts from
+// DefaultOptions.
+var Profiles = map[string]func(*Options){
+	"default": func(*Options) {},
+	// harsh is issue W's new-user run: about 15% of DynamoDB and SQS calls
+	// refused with throttling and 5xx answers, 30% stalled past a
+	// heartbeat, 10% landing with their answer lost, on the API's and the
+	// workers' calls alike, the claim and the finishing writes included.
+	"harsh": func(o *Options) {
+		o.AWS = AWSRates{Throttle: 0.08, ServerError: 0.07, Stall: 0.30, Hang: 0.01, LostAnswer: 0.10}
+	},
+}
+
 type modelHost struct {
 	srv *ModelServer
 	url string
