@@ -106,7 +106,7 @@ func (a *attempt) run(ctx context.Context) outcome {
 	caps := leaseCaps{call: a.start.Add(route.Timeout() + a.w.cfg.Timing.AttemptMargin)}
 	caps.settle = caps.call
 	if dl, ok := ctx.Deadline(); ok {
-		caps.settle = dl.Add(-finishMargin)
+		caps.settle = dl.Add(-a.w.cfg.Timing.finishMargin())
 	}
 	go func() {
 		defer close(beating)
@@ -121,7 +121,7 @@ func (a *attempt) run(ctx context.Context) outcome {
 	elapsed := time.Since(began)
 	a.w.cfg.Metrics.Emit("AttemptDuration", float64(elapsed.Milliseconds()), "Milliseconds", nil)
 
-	ctx, cancelWrites := finishContext(ctx)
+	ctx, cancelWrites := a.w.finishContext(ctx)
 	defer cancelWrites()
 	a.w.spent(r.paid.cost)
 	if r.err == nil && !errors.Is(why, errLeaseLost) {

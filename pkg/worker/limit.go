@@ -40,7 +40,7 @@ func (w *Worker) handle(ctx context.Context, m events.SQSMessage, renew *renewal
 // the bound, and the reconciler's (docs/architecture.md) for a job whose
 // message is lost.
 func (w *Worker) backOff(ctx context.Context, m events.SQSMessage, log *slog.Logger) {
-	ctx, cancel := detached(ctx, handOffMargin)
+	ctx, cancel := detached(ctx, w.cfg.Timing.handOffMargin())
 	defer cancel()
 	n, _ := strconv.Atoi(m.Attributes["ApproximateReceiveCount"])
 	d := job.Backoff(n, w.cfg.Timing.BackoffBase, w.cfg.Timing.BackoffMax, w.cfg.Rand())
@@ -73,7 +73,7 @@ func (w *Worker) atReceiveLimit(m events.SQSMessage) bool {
 // If the hand-off itself fails, the message goes back: its last receive
 // is the next try, and the reconciler marks the job if redrive wins.
 func (w *Worker) handOff(ctx context.Context, m events.SQSMessage, o outcome, log *slog.Logger) outcome {
-	ctx, cancel := detached(ctx, handOffMargin)
+	ctx, cancel := detached(ctx, w.cfg.Timing.handOffMargin())
 	defer cancel()
 	msg, _ := job.ParseQueueMessage(m.Body)
 	if o == outcomeKeep && job.ValidID(msg.JobID) {

@@ -202,20 +202,24 @@ const (
 
 // The writes that record an outcome run on a context detached from the
 // invocation's cancellation (an attempt that was paid for must be recorded
-// even while the invocation is torn down) and last until finishMargin
-// before the invocation's deadline: the rest of the invocation is theirs,
-// since once the call has answered nothing else is left to do. Without a
-// deadline (a test harness) they get finishTimeout. The margin leaves room
-// for the hand-off at the receive limit (handOffMargin before the
-// deadline) and for Lambda to take the batch's answer.
+// even while the invocation is torn down) and last until the finish
+// margin before the invocation's deadline: the rest of the invocation is
+// theirs, since once the call has answered nothing else is left to do.
+// Without a deadline (a test harness) they get finishTimeout. The margin
+// leaves room for the hand-off at the receive limit (a quarter of it
+// before the deadline) and for Lambda to take the batch's answer; it is at
+// most half the Lambda margin, so a call stopped at that margin still
+// leaves its outcome a window.
 const (
-	finishMargin  = 2 * time.Second
-	handOffMargin = 500 * time.Millisecond
-	finishTimeout = 5 * time.Second
+	maxFinishMargin = 2 * time.Second
+	finishTimeout   = 5 * time.Second
 )
 
-func finishContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return detached(ctx, finishMargin)
+func (t Timing) finishMargin() time.Duration  { return min(maxFinishMargin, t.LambdaMargin/2) }
+func (t Timing) handOffMargin() time.Duration { return t.finishMargin() / 4 }
+
+func (w *Worker) finishContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return detached(ctx, w.cfg.Timing.finishMargin())
 }
 
 // detached is ctx without its cancellation, ending margin before ctx's
