@@ -22,10 +22,17 @@ type Store struct {
 	// ended is when each failed or abandoned job ended: the failure
 	// index's sort key, which later cost-only writes do not move.
 	ended map[string]time.Time
+	// settled are the finishing writes applied to each job, by owner and
+	// kind (and kind+"+cost" for a refused one's settlement): a finish
+	// repeated because its first answer was lost is recognised, as
+	// DynamoDB's settled set recognises it, and its cost is not added twice.
+	settled map[string]map[string]bool
 }
 
 // New returns an empty store.
-func New() *Store { return &Store{jobs: map[string]job.Job{}, ended: map[string]time.Time{}} }
+func New() *Store {
+	return &Store{jobs: map[string]job.Job{}, ended: map[string]time.Time{}, settled: map[string]map[string]bool{}}
+}
 
 // Create inserts j unless its id exists; then it answers Conflict with the
 // existing record.
@@ -81,17 +88,17 @@ func (s *Store) HoldMore(_ context.Context, h job.HoldMore) (job.Job, error) {
 
 // Succeed applies job.Succeed, settling the attempt even when it is refused.
 func (s *Store) Succeed(_ context.Context, t job.Succeed) (job.Job, error) {
-	return s.apply(t.ID, t.Allows, t.Apply, settlement{t.Owner, t.Cost, t.Held, t.Ran, t.Estimated}, t.Now)
+	return s.apply(t.ID, t.Allows, t.Apply, settlement{t.Owner, "succeed", t.Cost, t.Held, t.Ran, t.Estimated}, t.Now)
 }
 
 // Release applies job.Release, settling the attempt even when it is refused.
 func (s *Store) Release(_ context.Context, t job.Release) (job.Job, error) {
-	return s.apply(t.ID, t.Allows, t.Apply, settlement{t.Owner, t.Cost, t.Held, t.Ran, t.Estimated}, t.Now)
+	return s.apply(t.ID, t.Allows, t.Apply, settlement{t.Owner, "release", t.Cost, t.Held, t.Ran, t.Estimated}, t.Now)
 }
 
 // End applies job.End, settling the attempt even when it is refused.
 func (s *Store) End(_ context.Context, t job.End) (job.Job, error) {
-	return s.apply(t.ID, t.Allows, t.Apply, settlement{t.Owner, t.Cost, t.Held, t.Ran, t.Estimated}, t.Now)
+	return s.apply(t.ID, t.Allows, t.Apply, settlement{t.Owner, "end", t.Cost, t.Held, t.Ran, t.Estimated}, t.Now)
 }
 
 // WriteOff applies job.WriteOff.
@@ -134,10 +141,10 @@ func (s *Store) Len() int {
 
 // settlement is what a finishing write settles even when it is refused.
 type settlement struct {
-	owner      string
-	cost, held job.Nanocents
-	ran        time.Duration
-	estimated  bool
+	owner, kind string
+	cost, held  job.Nanocents
+	ran         time.Duration
+	estimated   bool
 }
 
 func (s *Store) apply(id string, allows func(job.Job) bool, effect func(job.Job) job.Job, set settlement, now time.Time) (job.Job, error) {
@@ -147,13 +154,20 @@ func (s *Store) apply(id string, allows func(job.Job) bool, effect func(job.Job)
 	if !ok {
 		return job.Job{}, job.NotFound()
 	}
+	token := set.token()
 	if !allows(cur) {
-		if set.cost != 0 || set.held != 0 || set.ran != 0 || set.estimated {
+		switch {
+		case s.settled[id][token]:
+			return clone(cur), nil // our own earlier try was applied
+		case s.settled[id][token+"+cost"]: // its cost was added by our earlier try
+		case set.cost != 0 || set.held != 0 || set.ran != 0 || set.estimated:
 			cur = job.AddCost(cur, set.owner, set.cost, set.held, set.ran, set.estimated, now)
 			s.jobs[id] = cur
+			s.settle(id, token, "+cost")
 		}
 		return job.Job{}, job.Conflict(clone(cur))
 	}
+	s.settle(id, token, "")
 	// The effect may carry the caller's buffers (Succeed.Result): store a
 	// copy, so a caller reusing them cannot change the record.
 	next := clone(effect(cur))
@@ -167,6 +181,25 @@ func (s *Store) apply(id string, allows func(job.Job) bool, effect func(job.Job)
 		delete(s.ended, id)
 	}
 	return clone(next), nil
+}
+
+// token names a finishing write by its owner and kind, as DynamoDB's
+// settled set does; an unowned write has none.
+func (set settlement) token() string {
+	if set.owner == "" || set.kind == "" {
+		return ""
+	}
+	return set.owner + "#" + set.kind
+}
+
+func (s *Store) settle(id, token, suffix string) {
+	if token == "" {
+		return
+	}
+	if s.settled[id] == nil {
+		s.settled[id] = map[string]bool{}
+	}
+	s.settled[id][token+suffix] = true
 }
 
 func clone(j job.Job) job.Job {

@@ -227,3 +227,42 @@ func estimatedCost(t *testing.T, s *suite) {
 		t.Fatalf("refused estimated end: %+v %v, want a Conflict with cost 4 marked estimated", cur, err)
 	}
 }
+
+// repeatedFinish: a finish sent again with the same owner, because the
+// answer to the first was lost (a worker's retry, or a parked outcome
+// applied while its own worker's last try landed), is recognised: an
+// applied one answers the record as it left it, a refused one does not
+// add its cost a second time.
+func repeatedFinish(t *testing.T, s *suite) {
+	now := base.Add(time.Minute)
+	p := paid{5, reserve, time.Second, false}
+	for _, f := range finishes(s) {
+		t.Run(f.name+"/applied", func(t *testing.T) {
+			t.Parallel()
+			j := s.create(t)
+			s.claim(t, j.ID, "me", now)
+			first, err := f.call(t, j.ID, "me", now.Add(time.Second), p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			again, err := f.call(t, j.ID, "me", now.Add(2*time.Second), p)
+			s.applied(t, "the repeated "+f.name, again, err, first)
+		})
+		t.Run(f.name+"/refused", func(t *testing.T) {
+			t.Parallel()
+			j := s.create(t)
+			s.claim(t, j.ID, "me", now)
+			c, err := s.store.Cancel(t.Context(), job.Cancel{ID: j.ID, Tenant: j.Tenant, Now: now.Add(time.Second), ExpiresAt: keep})
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = f.call(t, j.ID, "me", now.Add(2*time.Second), p)
+			settled := p.settled(c)
+			settled.LeaseOwner, settled.LeaseUntil = "", time.Time{}
+			settled.Version, settled.UpdatedAt = c.Version+1, now.Add(2*time.Second)
+			s.refused(t, "the "+f.name+" of a cancelled job", err, settled)
+			_, err = f.call(t, j.ID, "me", now.Add(3*time.Second), p)
+			s.refused(t, "the repeated "+f.name+" of a cancelled job", err, settled)
+		})
+	}
+}

@@ -77,6 +77,7 @@ func cases() []testCase {
 		{"claims hold the reserve until their attempt settles", holds},
 		{"cost sums exactly over attempts", costSum},
 		{"a second finish by the same owner keeps its cost", secondFinish},
+		{"a finish repeated after a lost answer counts once", repeatedFinish},
 		{"an estimated cost marks the record", estimatedCost},
 		{"version and updated_at move forward", versionAndUpdated},
 		{"skewed writers in a row", skewedInARow},
