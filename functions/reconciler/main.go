@@ -1,17 +1,19 @@
 // Command reconciler is the scheduled Lambda that re-sends lost job messages
 // through the claim path (docs/architecture.md, "The reconciler"). It only
-// wires, and links no model provider nor the notifier (pkg/app/wire).
+// wires, and links no model provider nor the notifier (pkg/app/wire; the
+// parking lot from pkg/app/lot).
 package main
 
 import (
 	"fmt"
 	"os"
 
+	"github.com/aijobs/aijobs/pkg/app/lot"
 	"github.com/aijobs/aijobs/pkg/app/wire"
 )
 
 func main() {
-	if err := wire.Lambda(wire.ReconcilerHandler); err != nil {
+	if err := wire.Lambda(lot.ReconcilerHandler); err != nil {
 		fmt.Fprintln(os.Stderr, "reconciler:", err)
 		os.Exit(1)
 	}

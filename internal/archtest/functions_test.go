@@ -27,6 +27,8 @@ func TestEachFunctionLinksOnlyItsRole(t *testing.T) {
 		module + "/pkg/app/callbacks":   {"notifier"},
 		sdk + "secretsmanager":          {"worker", "notifier"},
 		module + "/pkg/secretsmanager":  {"worker", "notifier"},
+		sdk + "s3":                      {"worker", "reconciler"}, // the parking lot (pkg/parking)
+		module + "/pkg/s3":              {"worker", "reconciler"},
 		module + "/pkg/dynamodbstreams": nil, // the dev server's stream reader
 		sdk + "dynamodbstreams":         nil,
 		module + "/pkg/app":             nil, // every role at once

@@ -18,6 +18,7 @@ import (
 
 	"github.com/aijobs/aijobs/pkg/api"
 	"github.com/aijobs/aijobs/pkg/app/callbacks"
+	"github.com/aijobs/aijobs/pkg/app/lot"
 	"github.com/aijobs/aijobs/pkg/app/providers"
 	"github.com/aijobs/aijobs/pkg/app/wire"
 	"github.com/aijobs/aijobs/pkg/awsclient"
@@ -109,6 +110,11 @@ func New(ctx context.Context, cfg config.Config, o Options) (*App, error) {
 		return nil, err
 	}
 	cfg = b.Config
+	if o.CreateResources {
+		if err := lot.Create(ctx, b); err != nil {
+			return nil, fmt.Errorf("app: create the parking bucket: %w", err)
+		}
+	}
 	a := &App{Config: cfg, AWS: b.AWS, Logger: b.Logger, Store: b.Store, Queue: b.Queue}
 	if o.Role == All || o.Role == APIRole {
 		a.API = b.API()
@@ -129,10 +135,10 @@ func New(ctx context.Context, cfg config.Config, o Options) (*App, error) {
 		if a.Providers, err = providers.New(ctx, b, providers.Options{Replace: o.Providers, Every: o.EveryProvider, Transport: o.ModelTransport}); err != nil {
 			return nil, err
 		}
-		a.Worker = b.Worker(a.Providers)
+		a.Worker = b.Worker(a.Providers, lot.New(b))
 	}
 	if o.Role == All || o.Role == ReconcilerRole {
-		a.Reconciler = b.Reconciler()
+		a.Reconciler = b.Reconciler(lot.New(b))
 	}
 	return a, nil
 }

@@ -43,6 +43,8 @@ type Config struct {
 	Table    string
 	QueueURL string
 	DLQURL   string
+	// ParkBucket is the parking lot's S3 bucket (pkg/parking).
+	ParkBucket string
 	// CallbackQueueURL and CallbackDLQURL are the notifier's queues;
 	// WebhookSecretID names its signing secrets; Callbacks says whether a
 	// create may ask for a callback at all.
@@ -139,6 +141,9 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if c.Table == "" {
 		c.Table = c.Settings.TableName()
+	}
+	if c.ParkBucket == "" {
+		c.ParkBucket = c.Settings.ParkBucketName()
 	}
 	if c.WebhookSecretID == "" {
 		c.WebhookSecretID = c.Settings.WebhookSecretName()

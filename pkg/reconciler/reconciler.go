@@ -21,6 +21,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/parking"
 )
 
 // Store is the part of the job store the reconciler drives.
@@ -29,6 +30,9 @@ type Store interface {
 	Nudge(ctx context.Context, n job.Nudge) (job.Job, error)
 	End(ctx context.Context, e job.End) (job.Job, error)
 	WriteOff(ctx context.Context, w job.WriteOff) (job.Job, error)
+	// Succeed and Release record a dead attempt's parked outcome.
+	Succeed(ctx context.Context, t job.Succeed) (job.Job, error)
+	Release(ctx context.Context, t job.Release) (job.Job, error)
 }
 
 // Queue re-sends a job's id to the workers, says how many messages wait in
@@ -71,6 +75,9 @@ type Config struct {
 	// ResendMax a sweep; 0 means 100. With no backlog every stale queued
 	// job is re-sent.
 	ResendMax int
+	// Parking is where a dead attempt's outcome is looked for before the
+	// attempt is written off (pkg/parking); nil parks nothing.
+	Parking parking.Lot
 }
 
 // Reconciler runs one sweep per call of Run.
@@ -335,8 +342,9 @@ func (r *Reconciler) markDeadLettered(ctx context.Context, now time.Time) marked
 }
 
 // endDeadLettered ends id with class dead_lettered if nobody holds it;
-// a dead attempt on the record (job.Job.DeadAttempt) is written off
-// first, as a worker would before deciding.
+// a dead attempt on the record (job.Job.DeadAttempt) is settled first, as
+// a worker would before deciding: its parked outcome recorded, or it is
+// written off (pkg/parking).
 func (r *Reconciler) endDeadLettered(ctx context.Context, id string, now, sentAt time.Time) error {
 	end := job.End{ID: id, Now: now, Class: job.DeadLettered, Detail: "message dead-lettered",
 		ExpiresAt: r.cfg.Retention.ExpiresAt(job.Failed, now), NotReplayedSince: sentAt}
@@ -345,10 +353,15 @@ func (r *Reconciler) endDeadLettered(ctx context.Context, id string, now, sentAt
 	if !refused || !cur.DeadAttempt(now) {
 		return err
 	}
-	if _, err := r.cfg.Store.WriteOff(ctx, job.NewWriteOff(cur, now)); err != nil {
+	how, _, err := parking.Settle(ctx, r.cfg.Store, r.cfg.Parking, cur, now)
+	if err != nil {
 		return err
 	}
-	r.cfg.Logger.Warn("a dead attempt was written off: its hold is charged as an estimate", "job_id", id, "charged_cents", cur.Held.String())
+	if how == parking.Unparked {
+		r.cfg.Logger.Info("a dead attempt's parked outcome was recorded", "job_id", id)
+	} else {
+		r.cfg.Logger.Warn("a dead attempt was written off: its hold is charged as an estimate", "job_id", id, "charged_cents", cur.Held.String())
+	}
 	_, err = r.cfg.Store.End(ctx, end)
 	return err
 }

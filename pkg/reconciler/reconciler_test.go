@@ -12,6 +12,7 @@ import (
 
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/memstore"
+	"github.com/aijobs/aijobs/pkg/parking"
 	"github.com/aijobs/aijobs/pkg/reconciler"
 )
 
@@ -280,5 +281,44 @@ func TestDeadLetteredJobsAreMarkedFailed(t *testing.T) {
 	}
 	if j, _ := st.Get(ctx, replayed); j.State != job.Queued {
 		t.Fatalf("a job replayed after its dead letter was marked: %+v", j)
+	}
+}
+
+// lot is a map parking lot.
+type lot map[string][]byte
+
+func (l lot) Put(_ context.Context, k string, b []byte) error { l[k] = b; return nil }
+func (l lot) Delete(_ context.Context, k string) error        { delete(l, k); return nil }
+func (l lot) Get(_ context.Context, k string) ([]byte, error) {
+	if b, ok := l[k]; ok {
+		return b, nil
+	}
+	return nil, job.NotFound()
+}
+
+// TestADeadLetteredJobsParkedAnswerIsRecorded: the dead worker had parked
+// its answer; the sweep records it (exact cost, succeeded) instead of
+// writing the attempt off and marking the job failed.
+func TestADeadLetteredJobsParkedAnswerIsRecorded(t *testing.T) {
+	ctx := context.Background()
+	st := memstore.New()
+	j := job.Job{ID: job.NewID("t", "parked"), Tenant: "t", RequestKey: "parked", State: job.Running, Attempts: 1, MaxAttempts: 3,
+		Budget: job.Cents(1), Reserve: 100, Held: 100, LeaseOwner: "w", LeaseUntil: now.Add(-time.Second),
+		Deadline: now.Add(time.Hour), Version: 2, CreatedAt: now.Add(-time.Minute), UpdatedAt: now.Add(-time.Minute)}
+	if _, err := st.Create(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	l := lot{}
+	if err := parking.Park(ctx, l, parking.Outcome{Succeed: &job.Succeed{ID: j.ID, Owner: "w", Now: now.Add(-2 * time.Second),
+		Cost: 40, Held: 100, Result: json.RawMessage(`{"output":"hi"}`)}}); err != nil {
+		t.Fatal(err)
+	}
+	q := &queue{dead: []job.DeadLetter{{JobID: j.ID, SentAt: now.Add(-time.Hour)}}}
+	if _, err := reconciler.New(reconciler.Config{Store: st, Queue: q, After: 10 * time.Minute, Clock: clock{now}, Parking: l}).Run(ctx); err != nil {
+		t.Fatal(err)
+	}
+	got, _ := st.Get(ctx, j.ID)
+	if got.State != job.Succeeded || got.Cost != 40 || got.CostEstimated || got.Held != 0 || len(l) != 0 {
+		t.Fatalf("job %+v (lot %d): want the parked success recorded at its exact cost", got, len(l))
 	}
 }

@@ -177,6 +177,10 @@ func (s Settings) TableName() string { return s.Prefix + "-jobs" }
 // QueueName is the job queue.
 func (s Settings) QueueName() string { return s.Prefix + "-jobs" }
 
+// ParkBucketName is the parking lot's bucket on an emulator (pkg/parking);
+// a deployment names its own, since S3 bucket names are global.
+func (s Settings) ParkBucketName() string { return s.Prefix + "-parked" }
+
 // DLQName is the job queue's dead letter queue.
 func (s Settings) DLQName() string { return s.Prefix + "-jobs-dlq" }
 

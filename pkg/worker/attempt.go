@@ -14,6 +14,7 @@ import (
 
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/model"
+	"github.com/aijobs/aijobs/pkg/parking"
 )
 
 // attempt is one claimed attempt, from its claim to its recorded outcome:
@@ -306,12 +307,24 @@ func (a *attempt) call(ctx context.Context, rung job.Rung, in job.Input) (model.
 	return resp, err, err != nil && ctx.Err() == nil && errors.Is(context.Cause(rctx), errRungTimeout)
 }
 
-// record runs a finishing write until it lands, is refused, or ctx (the
-// finish context) ends, with the heartbeat renewing the lease and the
-// message meanwhile; then it stops the heartbeat, so that no renewal
-// moves the message after the outcome decided it.
-func (a *attempt) record(ctx context.Context, write func() error) error {
-	err := retryWrite(ctx, a.w.cfg.Rand, write)
+// record writes o until it lands, is refused, or ctx (the finish context)
+// ends, with the heartbeat renewing the lease and the message meanwhile;
+// then it stops the heartbeat, so that no renewal moves the message after
+// the outcome decided it. The first write the store fails parks o in the
+// lot as well, beside the retries (see park): an answer whose write never
+// lands is settled from there by the next worker, not generated again.
+func (a *attempt) record(ctx context.Context, o parking.Outcome) error {
+	var p *parked
+	err := retryWrite(ctx, a.w.cfg.Rand, func() error {
+		_, err := o.Apply(ctx, a.w.cfg.Store)
+		if job.ErrorCode(err) == job.CodeUnavailable && p == nil && a.w.cfg.Parking != nil {
+			p = a.park(ctx, o)
+		}
+		return err
+	})
+	if p != nil {
+		err = p.settle(ctx, err, a.log)
+	}
 	if a.beatsDone != nil {
 		a.beatsDone()
 	}
@@ -322,12 +335,9 @@ func (a *attempt) record(ctx context.Context, write func() error) error {
 func (a *attempt) succeed(ctx context.Context, r climbed) outcome {
 	now := a.w.stamp(a.j)
 	result, _ := job.EncodeJSON(r.resp)
-	err := a.record(ctx, func() error {
-		_, err := a.w.cfg.Store.Succeed(ctx, job.Succeed{ID: a.j.ID, Owner: a.owner, Now: now, Cost: r.paid.cost, Estimated: r.paid.estimated,
-			Held: a.held, Ran: now.Sub(a.start), Result: result, Model: r.rung.Provider + "/" + r.resp.Model,
-			ExpiresAt: a.w.cfg.Retention.ExpiresAt(job.Succeeded, now)})
-		return err
-	})
+	err := a.record(ctx, parking.Outcome{Succeed: &job.Succeed{ID: a.j.ID, Owner: a.owner, Now: now, Cost: r.paid.cost, Estimated: r.paid.estimated,
+		Held: a.held, Ran: now.Sub(a.start), Result: result, Model: r.rung.Provider + "/" + r.resp.Model,
+		ExpiresAt: a.w.cfg.Retention.ExpiresAt(job.Succeeded, now)}})
 	if job.ErrorCode(err) == job.CodeTooLarge {
 		// The record cannot hold this result: end the job for good,
 		// keeping what the call cost, rather than generate it again.
@@ -344,11 +354,8 @@ func (a *attempt) succeed(ctx context.Context, r climbed) outcome {
 // which still settles the attempt, and says what became of the job.
 func (a *attempt) settleLost(ctx context.Context, class job.ErrorClass, paid charge) outcome {
 	now := a.w.stamp(a.j)
-	err := a.record(ctx, func() error {
-		_, err := a.w.cfg.Store.Release(ctx, job.Release{ID: a.j.ID, Owner: a.owner, Now: now, Cost: paid.cost, Estimated: paid.estimated,
-			Held: a.held, Ran: now.Sub(a.start), Class: class})
-		return err
-	})
+	err := a.record(ctx, parking.Outcome{Release: &job.Release{ID: a.j.ID, Owner: a.owner, Now: now, Cost: paid.cost, Estimated: paid.estimated,
+		Held: a.held, Ran: now.Sub(a.start), Class: class}})
 	return a.w.outcomeOf(err, a.log)
 }
 
@@ -362,11 +369,8 @@ func (a *attempt) retryOrEnd(ctx context.Context, class job.ErrorClass, detail s
 	if d.Action == job.Stop {
 		return a.end(ctx, d.Class, detail, paid)
 	}
-	err := a.record(ctx, func() error {
-		_, err := a.w.cfg.Store.Release(ctx, job.Release{ID: a.j.ID, Owner: a.owner, Now: now, Cost: paid.cost, Estimated: paid.estimated,
-			Held: a.held, Ran: now.Sub(a.start), Class: class, Detail: detail, NotBefore: now.Add(d.Delay)})
-		return err
-	})
+	err := a.record(ctx, parking.Outcome{Release: &job.Release{ID: a.j.ID, Owner: a.owner, Now: now, Cost: paid.cost, Estimated: paid.estimated,
+		Held: a.held, Ran: now.Sub(a.start), Class: class, Detail: detail, NotBefore: now.Add(d.Delay)}})
 	if err != nil {
 		return a.w.outcomeOf(err, a.log)
 	}
@@ -381,11 +385,8 @@ func (a *attempt) retryOrEnd(ctx context.Context, class job.ErrorClass, detail s
 // end ends the held job for good with class.
 func (a *attempt) end(ctx context.Context, class job.ErrorClass, detail string, paid charge) outcome {
 	now := a.w.stamp(a.j)
-	err := a.record(ctx, func() error {
-		_, err := a.w.cfg.Store.End(ctx, job.End{ID: a.j.ID, Owner: a.owner, Now: now, Cost: paid.cost, Estimated: paid.estimated,
-			Held: a.held, Ran: now.Sub(a.start), Class: class, Detail: detail, ExpiresAt: a.w.cfg.Retention.ExpiresAt(class.FinalState(), now)})
-		return err
-	})
+	err := a.record(ctx, parking.Outcome{End: &job.End{ID: a.j.ID, Owner: a.owner, Now: now, Cost: paid.cost, Estimated: paid.estimated,
+		Held: a.held, Ran: now.Sub(a.start), Class: class, Detail: detail, ExpiresAt: a.w.cfg.Retention.ExpiresAt(class.FinalState(), now)}})
 	a.log.Info("job ended", "error_class", class, "state", class.FinalState())
 	if err == nil {
 		a.w.countEnded(class)

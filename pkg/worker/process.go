@@ -9,6 +9,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/parking"
 )
 
 type outcome int
@@ -131,25 +132,31 @@ func (w *Worker) claim(ctx context.Context, m events.SQSMessage, id string, log 
 	return outcomeTrouble
 }
 
-// recover writes off the dead attempt cur carries (job.WriteOff): its
-// lease ran out unrenewed, so its worker died or is cut off from the
-// store, and what it held becomes cost before the job goes on. It reports
-// whether the message should decide again (the write-off landed, or the
-// record moved) and, if not, what becomes of the message.
+// recover settles the dead attempt cur carries: its lease ran out
+// unrenewed, so its worker died or is cut off from the store. Its parked
+// outcome, if it left one, is recorded (the answer it paid for, at its
+// exact cost); otherwise it is written off (job.WriteOff: what it held
+// becomes cost, as an estimate). It reports whether the message should
+// decide again (the settlement landed, or the record moved) and, if not,
+// what becomes of the message.
 func (w *Worker) recover(ctx context.Context, cur job.Job, now time.Time, log *slog.Logger) (outcome, bool) {
-	j, err := w.cfg.Store.WriteOff(ctx, job.NewWriteOff(cur, now))
-	switch job.ErrorCode(err) {
-	case "":
+	how, j, err := parking.Settle(ctx, w.cfg.Store, w.cfg.Parking, cur, now)
+	switch code := job.ErrorCode(err); {
+	case code == "" && how == parking.Unparked:
+		log.Info("a dead attempt's parked outcome was recorded", "dead_owner_attempt", cur.Attempts, "state", j.State)
+		w.count("OutcomesUnparked", nil)
+		return outcomeKeep, true
+	case code == "":
 		log.Warn("a dead attempt was written off: its hold is charged as an estimate",
 			"dead_owner_attempt", cur.Attempts, "charged_cents", cur.Held.String(), "state", j.State)
 		w.count("AttemptsWrittenOff", nil)
 		return outcomeKeep, true
-	case job.CodeConflict:
+	case code == job.CodeConflict:
 		return outcomeKeep, true
-	case job.CodeNotFound:
+	case code == job.CodeNotFound:
 		return outcomeDelete, false
 	}
-	log.Error("writing off a dead attempt failed", "err", err)
+	log.Error("settling a dead attempt failed", "err", err)
 	return outcomeTrouble, false
 }
 
@@ -157,6 +164,12 @@ func (w *Worker) recover(ctx context.Context, cur job.Job, now time.Time, log *s
 // message. A refused finish still recorded the cost (the store guarantees
 // it); the message goes if the job is over, and stays otherwise.
 func (w *Worker) outcomeOf(err error, log *slog.Logger) outcome {
+	if errors.Is(err, errParked) {
+		// The message, hidden by the heartbeat until the lease's end,
+		// comes back then for the worker that settles the parked outcome.
+		w.count("OutcomesParked", nil)
+		return outcomeKeep
+	}
 	switch job.ErrorCode(err) {
 	case "":
 		return outcomeDelete

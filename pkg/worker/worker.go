@@ -16,6 +16,7 @@ import (
 
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/model"
+	"github.com/aijobs/aijobs/pkg/parking"
 )
 
 // Store is the part of the job store the worker drives.
@@ -89,7 +90,11 @@ type Config struct {
 	// rung names a provider of Providers.
 	Routes    map[string]job.Route
 	Providers map[string]model.Provider
-	Timing    Timing
+	// Parking is where an outcome the store keeps refusing is parked, and
+	// where a dead attempt's outcome is looked for before it is written
+	// off (pkg/parking); nil parks nothing.
+	Parking parking.Lot
+	Timing  Timing
 	// ReceiveLimit is the queue's maxReceiveCount (0: none). A message the
 	// worker would return to the queue on its ReceiveLimit-1th receive is
 	// handed off instead (see handOff), so SQS's own redrive only catches

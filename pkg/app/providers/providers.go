@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 
+	"github.com/aijobs/aijobs/pkg/app/lot"
 	"github.com/aijobs/aijobs/pkg/app/wire"
 	"github.com/aijobs/aijobs/pkg/awsclient"
 	"github.com/aijobs/aijobs/pkg/config"
@@ -42,7 +43,7 @@ func WorkerHandler(ctx context.Context, b *wire.Base) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return b.Worker(p).Handle, nil
+	return b.Worker(p, lot.New(b)).Handle, nil
 }
 
 // New builds the provider table's entries, once per process: keys named

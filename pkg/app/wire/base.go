@@ -28,6 +28,7 @@ import (
 	"github.com/aijobs/aijobs/pkg/emf"
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/model"
+	"github.com/aijobs/aijobs/pkg/parking"
 	"github.com/aijobs/aijobs/pkg/reconciler"
 	"github.com/aijobs/aijobs/pkg/sqs"
 	"github.com/aijobs/aijobs/pkg/webhook"
@@ -131,8 +132,9 @@ func (b *Base) API() *api.Handler {
 }
 
 // Worker is the worker function's handler over providers (built by
-// pkg/app/providers, the one package that links them).
-func (b *Base) Worker(providers map[string]model.Provider) *worker.Worker {
+// pkg/app/providers, the one package that links them) and the parking lot
+// (pkg/app/lot).
+func (b *Base) Worker(providers map[string]model.Provider, lot parking.Lot) *worker.Worker {
 	s := b.Config.Settings
 	var metrics worker.Metrics
 	if b.Metrics != nil {
@@ -140,21 +142,22 @@ func (b *Base) Worker(providers map[string]model.Provider) *worker.Worker {
 	}
 	return worker.New(worker.Config{
 		Store: b.Store, Queue: b.Queue, Clock: b.Clock, Logger: b.Logger, Retention: s.Retention, Metrics: metrics,
-		Routes: b.Config.Routes, Providers: providers, ReceiveLimit: s.MaxReceiveCount,
+		Routes: b.Config.Routes, Providers: providers, ReceiveLimit: s.MaxReceiveCount, Parking: lot,
 		Timing: worker.Timing{Heartbeat: s.Heartbeat, LeaseTTL: s.LeaseTTL, LeaseMargin: s.GuardMargin(), AttemptMargin: s.AttemptMargin,
 			LambdaMargin: s.LambdaMargin, BackoffBase: s.BackoffBase, BackoffMax: s.BackoffMax},
 	})
 }
 
-// Reconciler is the reconciler function's handler.
-func (b *Base) Reconciler() *reconciler.Reconciler {
+// Reconciler is the reconciler function's handler over the parking lot
+// (pkg/app/lot).
+func (b *Base) Reconciler(lot parking.Lot) *reconciler.Reconciler {
 	s := b.Config.Settings
 	var metrics reconciler.Metrics
 	if b.Metrics != nil {
 		metrics = b.Metrics
 	}
 	return reconciler.New(reconciler.Config{Store: b.Store, Queue: b.Queue, After: s.ReconcileAfter, ResendMax: s.ReconcileResendMax,
-		Retention: s.Retention, Clock: b.Clock, Logger: b.Logger, Metrics: metrics})
+		Retention: s.Retention, Clock: b.Clock, Logger: b.Logger, Metrics: metrics, Parking: lot})
 }
 
 // Logger is the JSON logger every binary uses (CloudWatch reads JSON lines).

@@ -44,6 +44,3 @@ func FromEnv(ctx context.Context, getenv func(string) string) (*Base, error) {
 
 // APIHandler is the API function's role.
 func APIHandler(_ context.Context, b *Base) (any, error) { return b.API().Handle, nil }
-
-// ReconcilerHandler is the reconciler function's role.
-func ReconcilerHandler(_ context.Context, b *Base) (any, error) { return b.Reconciler().Handle, nil }

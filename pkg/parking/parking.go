@@ -1,0 +1,147 @@
+// Package parking keeps the outcome of an attempt whose finishing write the
+// store kept refusing, so that the answer it paid for is settled later
+// instead of generated (and billed) again (docs/architecture.md, "Parked
+// outcomes"). A worker parks the outcome in a lot (an S3 bucket: another
+// service than the table whose writes are failing) as soon as the first
+// write of it fails; whoever finds the attempt dead later (its lease ran
+// out unrenewed) settles it from the lot before anything else happens to
+// the job, and writes it off only when nothing was parked.
+package parking
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/aijobs/aijobs/pkg/job"
+)
+
+// Outcome is an attempt's finishing transition: exactly one field is set.
+// Parked, it is stored as this JSON, read back by the same or a later
+// release of the code; a field is only ever added.
+type Outcome struct {
+	Succeed *job.Succeed `json:"succeed,omitempty"`
+	Release *job.Release `json:"release,omitempty"`
+	End     *job.End     `json:"end,omitempty"`
+}
+
+// ids are the job and the attempt's lease owner the outcome settles.
+func (o Outcome) ids() (id, owner string) {
+	switch {
+	case o.Succeed != nil:
+		return o.Succeed.ID, o.Succeed.Owner
+	case o.Release != nil:
+		return o.Release.ID, o.Release.Owner
+	case o.End != nil:
+		return o.End.ID, o.End.Owner
+	}
+	return "", ""
+}
+
+// of reports whether o settles cur's attempt.
+func (o Outcome) of(cur job.Job) bool {
+	id, owner := o.ids()
+	return id == cur.ID && owner == cur.LeaseOwner
+}
+
+// Finisher is the part of the job store that records an outcome.
+type Finisher interface {
+	Succeed(context.Context, job.Succeed) (job.Job, error)
+	Release(context.Context, job.Release) (job.Job, error)
+	End(context.Context, job.End) (job.Job, error)
+}
+
+// Apply records o in s. A repeat of an outcome already applied (its first
+// answer lost) is recognised by the store and answers the record.
+func (o Outcome) Apply(ctx context.Context, s Finisher) (job.Job, error) {
+	switch {
+	case o.Succeed != nil:
+		return s.Succeed(ctx, *o.Succeed)
+	case o.Release != nil:
+		return s.Release(ctx, *o.Release)
+	case o.End != nil:
+		return s.End(ctx, *o.End)
+	}
+	return job.Job{}, errors.New("parking: an empty outcome")
+}
+
+// Lot is where outcomes are parked, by key (the S3 adapter, pkg/s3).
+type Lot interface {
+	Put(ctx context.Context, key string, body []byte) error
+	// Get answers an error with job.CodeNotFound for a key never put.
+	Get(ctx context.Context, key string) ([]byte, error)
+	// Delete removes a key, present or not.
+	Delete(ctx context.Context, key string) error
+}
+
+// Key is where the outcome of owner's attempt at job id is parked: one
+// key per attempt (lease owners are unique), so a lot never holds two
+// outcomes for one attempt and a reader needs no listing.
+func Key(id, owner string) string { return "parked/" + id + "/" + owner }
+
+// Park puts o in the lot under its attempt's key.
+func Park(ctx context.Context, lot Lot, o Outcome) error {
+	id, owner := o.ids()
+	if id == "" || owner == "" {
+		return errors.New("parking: an outcome without a job or an owner cannot be parked")
+	}
+	body, err := json.Marshal(o)
+	if err != nil {
+		return fmt.Errorf("parking: %w", err)
+	}
+	return lot.Put(ctx, Key(id, owner), body)
+}
+
+// Store is the part of the job store that settles a dead attempt.
+type Store interface {
+	Finisher
+	WriteOff(context.Context, job.WriteOff) (job.Job, error)
+}
+
+// Patience bounds how long, after a dead attempt's lease ended, a lot that
+// cannot be read keeps the attempt from being written off: past it the
+// job goes on (its hold charged as an estimate) rather than wait on a
+// broken lot for ever; within it, an outage of the lot delays the job.
+const Patience = 15 * time.Minute
+
+// How says how a dead attempt was settled.
+type How int
+
+const (
+	// WrittenOff: nothing was parked; the hold became an estimated cost.
+	WrittenOff How = iota
+	// Unparked: the attempt's parked outcome was recorded, its exact cost
+	// with it.
+	Unparked
+)
+
+// Settle settles cur's dead attempt (cur.DeadAttempt(now)): from its
+// parked outcome when lot holds one, else by writing it off. A nil lot
+// parks nothing. A refused write answers the store's Conflict (the record
+// moved: decide again); a lot that cannot be read answers its error
+// until Patience has passed since the lease ended.
+func Settle(ctx context.Context, s Store, lot Lot, cur job.Job, now time.Time) (How, job.Job, error) {
+	if lot != nil {
+		key := Key(cur.ID, cur.LeaseOwner)
+		body, err := lot.Get(ctx, key)
+		switch {
+		case err == nil:
+			var o Outcome
+			if json.Unmarshal(body, &o) != nil || !o.of(cur) {
+				break // not this attempt's outcome: as good as none
+			}
+			j, err := o.Apply(ctx, s)
+			if err == nil || job.ErrorCode(err) == job.CodeConflict {
+				_ = lot.Delete(ctx, key) // the record has it now; the lot's lifecycle rule is the backstop
+			}
+			return Unparked, j, err
+		case job.ErrorCode(err) == job.CodeNotFound:
+		case now.Sub(cur.LeaseUntil) < Patience:
+			return WrittenOff, job.Job{}, err
+		}
+	}
+	j, err := s.WriteOff(ctx, job.NewWriteOff(cur, now))
+	return WrittenOff, j, err
+}
