@@ -20,4 +20,6 @@ func Create(ctx context.Context, b *wire.Base) error {
 }
 
 // ReconcilerHandler is the reconciler function's role.
-func ReconcilerHandler(_ context.Context, b *wire.Base) (any, error) { return b.Reconciler(New(b)).Handle, nil }
+func ReconcilerHandler(_ context.Context, b *wire.Base) (any, error) {
+	return b.Reconciler(New(b)).Handle, nil
+}
