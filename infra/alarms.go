@@ -16,6 +16,7 @@ import (
 
 	"github.com/aijobs/aijobs/pkg/emf"
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/settings"
 )
 
 // dlqArrivalExpression counts the messages that arrived in the DLQ in a
@@ -373,13 +374,7 @@ func newAlarms(stack awscdk.Stack, cfg Config, sig Signals) Alarms {
 		"goes through the claim path, so nothing runs twice, but find the cause: Api5xx / 503 enqueue_failed (SendMessage failed after "+
 		"the record was written), WorkerErrors (crashes, timeouts), a purged queue or messages past the queue's retention. The "+
 		"dashboard shows Reconciled by State.", s.ReconcileAfter), sig.MessagesLost, 1, gte, 1)
-	addMOfN("CallbackDlqArrivals", fmt.Sprintf("A callback notice reached %s: the notifier gave it up (attribute aijobs_reason: callback_gave_up after "+
-		"%d attempts over at least %s, or at once for a target that now resolves to a refused address; invalid_notice), or the stream "+
-		"mapping discarded a batch it could not turn into notices for %s (a message describing the shard and sequence numbers, no "+
-		"aijobs_reason), or SQS moved it after %d receives without a delivery (the notifier's sweep marks it callback_redriven: "+
-		"the notifier crashed on it or could not read the store). The jobs are unaffected and pollable; read the notifier's log for the job ids "+
-		"and the receivers' status codes.",
-		s.CallbackDLQName(), s.CallbackAttempts, s.CallbackSpan().Round(time.Hour), streamMaxRecordAge, s.CallbackMaxReceives()),
+	addMOfN("CallbackDlqArrivals", callbackArrivalsWhat(s),
 		sig.CallbackDLQArrivals, 1, gte, dlqArrivalPeriods, 1)
 	add("NotifierErrors", fmt.Sprintf("The notifier function (%s-notifier) failed an invocation: crash, timeout, out of memory, or it could not "+
 		"start (its signing secret %s missing or not whsec_ + base64 of 24..64 bytes, or unreadable). Stream records and notices are "+
@@ -389,4 +384,16 @@ func newAlarms(stack awscdk.Stack, cfg Config, sig Signals) Alarms {
 		"24 hours and the mapping gives a record up after %s: fix it before then.", noticesHeldBack, streamMaxRecordAge),
 		sig.NoticesHeldBack, float64(noticesHeldBack.Milliseconds()), gte, 1)
 	return a
+}
+
+// callbackArrivalsWhat is CallbackDlqArrivals' description: the three ways
+// a notice reaches the callback DLQ, and what to do.
+func callbackArrivalsWhat(s settings.Settings) string {
+	return fmt.Sprintf("A callback notice reached %s: the notifier gave it up (attribute aijobs_reason: callback_gave_up after "+
+		"%d attempts over at least %s, or at once for a target that now resolves to a refused address; invalid_notice), or the stream "+
+		"mapping discarded a batch it could not turn into notices for %s (a message describing the shard and sequence numbers, no "+
+		"aijobs_reason), or SQS moved it after %d receives without a delivery (the notifier's sweep marks it callback_redriven: "+
+		"the notifier crashed on it or could not read the store). The jobs are unaffected and pollable; read the notifier's log for the job ids "+
+		"and the receivers' status codes.",
+		s.CallbackDLQName(), s.CallbackAttempts, s.CallbackSpan().Round(time.Hour), streamMaxRecordAge, s.CallbackMaxReceives())
 }
