@@ -5,6 +5,7 @@
 #   make synth            cdk synth (offline; the template lands in cdk.out/)
 #   make deploy           cdk deploy (CDK_ARGS="-c alarmEmail=ops@example.com")
 #   make test-infra       the infra module's tests, including cdk and cdklocal synth
+#                         and cfn-lint on every template they synthesize
 #   make localstack-up / localstack-deploy / localstack-test / localstack-down
 
 # No telemetry, no notices: synth must work offline and report nothing.
@@ -52,9 +53,11 @@ deploy: cdk-cli lambdas
 
 # The tests build their own placeholder bootstrap files, so they need no
 # Lambda build; AIJOBS_REQUIRE_CDK_CLI makes the CLI synth tests fail
-# instead of skipping when the CLI is missing.
+# instead of skipping when the CLI is missing, AIJOBS_REQUIRE_CFN_LINT the
+# same for cfn-lint (pip install cfn-lint), which lints every template the
+# tests synthesize with the committed .cfnlintrc (infra/cfnlint_test.go).
 test-infra: cdk-cli
-	cd infra && $(CDK_ENV) AIJOBS_REQUIRE_CDK_CLI=1 go test -count=1 -timeout 15m ./...
+	cd infra && $(CDK_ENV) AIJOBS_REQUIRE_CDK_CLI=1 AIJOBS_REQUIRE_CFN_LINT=1 go test -count=1 -timeout 15m ./...
 	cd infra && out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 	cd infra && go vet ./...
 	cd infra && go run $(STATICCHECK) ./...

@@ -16,6 +16,7 @@ import (
 
 	"github.com/aijobs/aijobs/pkg/emf"
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/settings"
 )
 
 // dlqArrivalExpression counts the messages that arrived in the DLQ in a
@@ -79,14 +80,24 @@ const period = 5 * time.Minute
 const messagesLostExpression = "FILL(queued, 0) + FILL(running, 0)"
 
 // callbackDLQArrivalExpression counts the notices arriving in the
-// callback DLQ in a minute: the callback DLQ's NumberOfMessagesSent, every
-// notice the notifier gave up (callback_gave_up, invalid_notice) and every
-// batch the stream mapping discarded (its on-failure destination: Lambda
-// sends it like any client). As for the job DLQ, never the depth. SQS's own
-// redrive is not counted (SQS developer guide, sqs-dead-letter-queues): it
-// moves only notices no notifier ever handled in CallbackMaxReceives
-// receives, each of which failed an invocation (NotifierErrors).
-const callbackDLQArrivalExpression = "FILL(sent, 0)"
+// callback DLQ in a minute, as dlqArrivalExpression does for the job DLQ:
+//
+//   - sent, the callback DLQ's NumberOfMessagesSent: every notice the
+//     notifier gave up (callback_gave_up, invalid_notice), every batch the
+//     stream mapping discarded (its on-failure destination: Lambda sends
+//     it like any client), and every marked copy the sweep sends;
+//   - redriven, the notifier's CallbackNoticesRedriven: the notices its
+//     sweep (pkg/notifier.Sweep, every ReconcileEvery) found moved there
+//     by SQS's redrive after CallbackMaxReceives receives, which SQS does
+//     not count in NumberOfMessagesSent (SQS developer guide,
+//     sqs-dead-letter-queues.html): a notifier crashing on a notice, or a
+//     store it cannot read, would otherwise be silent here.
+//
+// A redriven notice is counted by both; the alarm only asks for one.
+// Never the depth, for the job DLQ's reasons. FILL because neither is
+// published for a minute without one. TestCallbackDLQArrivalAlarmSimulation
+// proves the bounds.
+const callbackDLQArrivalExpression = "FILL(sent, 0) + FILL(redriven, 0)"
 
 // noticesHeldBack is the stream mapping's IteratorAge at which notices
 // count as held back: a healthy notifier reads a record within seconds of
@@ -199,8 +210,12 @@ func newSignals(q Queues, f Functions, api API) Signals {
 			Expression: jsii.String(callbackDLQArrivalExpression),
 			UsingMetrics: &map[string]awscloudwatch.IMetric{
 				"sent": q.CallbackDLQ.MetricNumberOfMessagesSent(&awscloudwatch.MetricOptions{Statistic: jsii.String("Sum"), Period: seconds(time.Minute)}),
+				"redriven": awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+					Namespace: jsii.String(emf.Namespace), MetricName: jsii.String("CallbackNoticesRedriven"),
+					Statistic: jsii.String("Sum"), Period: seconds(time.Minute),
+				}),
 			},
-			Label:  jsii.String("notices arriving in the callback DLQ (given up, or discarded by the stream mapping)"),
+			Label:  jsii.String("notices arriving in the callback DLQ (given up, discarded by the stream mapping, or redriven and swept)"),
 			Period: seconds(time.Minute),
 		}),
 		NotifierErrors:  f.Notifier.MetricErrors(opts("Sum")),
@@ -359,11 +374,7 @@ func newAlarms(stack awscdk.Stack, cfg Config, sig Signals) Alarms {
 		"goes through the claim path, so nothing runs twice, but find the cause: Api5xx / 503 enqueue_failed (SendMessage failed after "+
 		"the record was written), WorkerErrors (crashes, timeouts), a purged queue or messages past the queue's retention. The "+
 		"dashboard shows Reconciled by State.", s.ReconcileAfter), sig.MessagesLost, 1, gte, 1)
-	addMOfN("CallbackDlqArrivals", fmt.Sprintf("A callback notice reached %s: the notifier gave it up (attribute aijobs_reason: callback_gave_up after "+
-		"%d attempts over at least %s, or at once for a target that now resolves to a refused address; invalid_notice), or the stream "+
-		"mapping discarded a batch it could not turn into notices for %s (a message describing the shard and sequence numbers, no "+
-		"aijobs_reason). The jobs are unaffected and pollable; read the notifier's log for the job ids and the receivers' status codes.",
-		s.CallbackDLQName(), s.CallbackAttempts, s.CallbackSpan().Round(time.Hour), streamMaxRecordAge),
+	addMOfN("CallbackDlqArrivals", callbackArrivalsWhat(s),
 		sig.CallbackDLQArrivals, 1, gte, dlqArrivalPeriods, 1)
 	add("NotifierErrors", fmt.Sprintf("The notifier function (%s-notifier) failed an invocation: crash, timeout, out of memory, or it could not "+
 		"start (its signing secret %s missing or not whsec_ + base64 of 24..64 bytes, or unreadable). Stream records and notices are "+
@@ -373,4 +384,16 @@ func newAlarms(stack awscdk.Stack, cfg Config, sig Signals) Alarms {
 		"24 hours and the mapping gives a record up after %s: fix it before then.", noticesHeldBack, streamMaxRecordAge),
 		sig.NoticesHeldBack, float64(noticesHeldBack.Milliseconds()), gte, 1)
 	return a
+}
+
+// callbackArrivalsWhat is CallbackDlqArrivals' description: the three ways
+// a notice reaches the callback DLQ, and what to do.
+func callbackArrivalsWhat(s settings.Settings) string {
+	return fmt.Sprintf("A callback notice reached %s: the notifier gave it up (attribute aijobs_reason: callback_gave_up after "+
+		"%d attempts over at least %s, or at once for a target that now resolves to a refused address; invalid_notice), or the stream "+
+		"mapping discarded a batch it could not turn into notices for %s (a message describing the shard and sequence numbers, no "+
+		"aijobs_reason), or SQS moved it after %d receives without a delivery (the notifier's sweep marks it callback_redriven: "+
+		"the notifier crashed on it or could not read the store). The jobs are unaffected and pollable; read the notifier's log for the job ids "+
+		"and the receivers' status codes.",
+		s.CallbackDLQName(), s.CallbackAttempts, s.CallbackSpan().Round(time.Hour), streamMaxRecordAge, s.CallbackMaxReceives())
 }

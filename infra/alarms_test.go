@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aijobs/aijobs/pkg/emf"
 	"github.com/aijobs/aijobs/pkg/job"
 )
 
@@ -297,10 +298,12 @@ func TestNotifierAlarms(t *testing.T) {
 
 	arrivals := alarm(t, s, "CallbackDlqArrivals")
 	expr, metrics := queries(t, arrivals)
-	sent := metrics["sent"]
-	if expr != callbackDLQArrivalExpression || len(metrics) != 1 || sent == nil || metricName(sent) != "NumberOfMessagesSent" ||
-		sent["Stat"] != "Sum" || sent["Period"] != 60.0 {
-		t.Fatalf("CallbackDlqArrivals %q %v, want FILL(sent, 0) of the callback DLQ's NumberOfMessagesSent per minute", expr, metrics)
+	sent, redriven := metrics["sent"], metrics["redriven"]
+	if expr != callbackDLQArrivalExpression || len(metrics) != 2 || sent == nil || metricName(sent) != "NumberOfMessagesSent" ||
+		sent["Stat"] != "Sum" || sent["Period"] != 60.0 || redriven == nil || metricName(redriven) != "CallbackNoticesRedriven" ||
+		redriven["Stat"] != "Sum" || redriven["Period"] != 60.0 || redriven["Metric"].(map[string]any)["Namespace"] != emf.Namespace {
+		t.Fatalf("CallbackDlqArrivals %q %v, want the callback DLQ's NumberOfMessagesSent plus the sweep's CallbackNoticesRedriven per minute",
+			expr, metrics)
 	}
 	dims := sent["Metric"].(map[string]any)["Dimensions"].([]any)[0].(map[string]any)
 	if dims["Name"] != "QueueName" || ref(dims["Value"]) != callbackDLQ {
@@ -325,7 +328,7 @@ func TestNotifierAlarms(t *testing.T) {
 		}
 	}
 	for id, says := range map[string][]string{
-		"CallbackDlqArrivals": {"callback_gave_up", "discarded", "notifier's log"},
+		"CallbackDlqArrivals": {"callback_gave_up", "discarded", "callback_redriven", "notifier's log"},
 		"NotifierErrors":      {st.WebhookSecretName(), "log group"},
 		"NoticesHeldBack":     {"24 hours", "callback queue"},
 	} {

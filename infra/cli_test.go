@@ -59,6 +59,7 @@ func cliSynth(t *testing.T, cli, routes string, extra ...string) {
 	if err != nil {
 		t.Fatalf("no template: %v\n%s", err, output.String())
 	}
+	lintLater(t, filepath.Join(out, "AijobsStack.template.json"))
 	var tmpl struct {
 		Resources map[string]struct {
 			Type       string

@@ -42,6 +42,8 @@ var emitted = map[string][]string{
 	"CallbackFailures":        nil,
 	"CallbacksSuperseded":     nil,
 	"CallbacksDeadLettered":   nil,
+	// The notifier's sweep of the callback DLQ (pkg/notifier.Sweep).
+	"CallbackNoticesRedriven": nil,
 }
 
 // usedMetric is one aijobs metric a graph or an alarm reads.

@@ -53,6 +53,7 @@ type dlqWorld struct {
 	events map[time.Duration][]func()
 
 	sweeps      bool          // the reconciler runs and sweeps the DLQ
+	resends     bool          // the sweep is the notifier's: it re-sends what it marks
 	sweepPhase  time.Duration // first run
 	sweepRun    time.Duration // how long a run takes before it emits
 	emfDelay    time.Duration
@@ -99,6 +100,28 @@ func newDLQWorld(t *testing.T, s *synthesized) *dlqWorld {
 		wakeDelay:  15 * time.Minute,
 		blips:      map[time.Duration]bool{},
 	}
+}
+
+// newCallbackDLQWorld is the callback DLQ with the notifier's sweep
+// (pkg/notifier.Sweep) every ReconcileEvery: the same SQS, but the sweep
+// marks a notice SQS's redrive moved (no aijobs_reason; jobLive here) by
+// sending a copy with reason callback_redriven (a SendMessage, counted in
+// NumberOfMessagesSent) and deleting the original, and emits
+// CallbackNoticesRedriven. workerSend is the notifier giving a notice up
+// (or the stream mapping's record of a discarded batch), live false:
+// already marked.
+func newCallbackDLQWorld(t *testing.T, s *synthesized) *dlqWorld {
+	t.Helper()
+	w := newDLQWorld(t, s)
+	id, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", s.cfg.Settings.CallbackDLQName()))
+	dim := map[string]string{"QueueName": render(map[string]any{"Fn::GetAtt": []any{id, "QueueName"}})}
+	w.sent = metricKey("AWS/SQS", "NumberOfMessagesSent", dim)
+	w.visible = metricKey("AWS/SQS", "ApproximateNumberOfMessagesVisible", dim)
+	w.notVisible = metricKey("AWS/SQS", "ApproximateNumberOfMessagesNotVisible", dim)
+	w.deleted = metricKey("AWS/SQS", "NumberOfMessagesDeleted", dim)
+	w.marked = metricKey(emf.Namespace, "CallbackNoticesRedriven", nil)
+	w.resends = true
+	return w
 }
 
 func (w *dlqWorld) at(t time.Duration, f func()) { w.events[t] = append(w.events[t], f) }
@@ -192,6 +215,7 @@ func (w *dlqWorld) run(end time.Duration) {
 // sweep is one reconciler run's pass over the DLQ.
 func (w *dlqWorld) sweep(now time.Duration) {
 	marked := 0.0
+	var fresh []*dlqMessage
 	for _, m := range w.msgs {
 		if m.gone || m.hiddenUntil > now {
 			continue
@@ -200,8 +224,15 @@ func (w *dlqWorld) sweep(now time.Duration) {
 		if m.jobLive && !m.replayed {
 			m.jobLive = false
 			marked++
+			if w.resends {
+				m.gone = true
+				w.delsMinute++
+				w.sendsMinute++
+				fresh = append(fresh, &dlqMessage{enqueued: now})
+			}
 		}
 	}
+	w.msgs = append(w.msgs, fresh...)
 	w.access(now)
 	at := now + w.sweepRun
 	w.store.put(w.marked, at, at+w.emfDelay, marked)
@@ -269,12 +300,18 @@ type dlqCase struct {
 	// (0: nothing may raise it); bound is how long after it the alarm is
 	// in ALARM at the latest.
 	arrival, bound, end time.Duration
+	// world builds the simulation; nil is the job DLQ's.
+	world func(*testing.T, *synthesized) *dlqWorld
 }
 
 // check runs one scenario against an alarm of the synthesized stack.
 func (c dlqCase) check(t *testing.T, s *synthesized, alarmID string) {
 	t.Helper()
-	w := newDLQWorld(t, s)
+	newWorld := c.world
+	if newWorld == nil {
+		newWorld = newDLQWorld
+	}
+	w := newWorld(t, s)
 	c.setup(w)
 	w.run(c.end)
 	a := parseAlarm(t, alarm(t, s, alarmID))
@@ -386,6 +423,69 @@ func TestDLQArrivalAlarmSimulation(t *testing.T) {
 	}
 	for _, c := range cases {
 		c.check(t, s, "DlqArrivals")
+	}
+}
+
+// The callback DLQ's arrival alarm, CallbackDlqArrivals, over the same
+// SQS: the callback queue redrives a notice into its DLQ after
+// CallbackMaxReceives receives, and "a message sent to a dead-letter queue
+// as a result of a failed processing attempt isn't captured by" the DLQ's
+// NumberOfMessagesSent (SQS developer guide, sqs-dead-letter-queues.html;
+// the CloudWatch metrics table, sqs-available-cloudwatch-metrics.html,
+// says the same of NumberOfMessagesSent): a notifier crashing on a notice
+// every receive was silent. The notifier's sweep counts and re-sends it;
+// without the sweep the same redrive raises nothing (the last case, which
+// is how the alarm behaved before the sweep).
+func TestCallbackDLQArrivalAlarmSimulation(t *testing.T) {
+	s := defaults(t)
+	st := s.cfg.Settings
+	const day = 24 * time.Hour
+	sendBound := 3 * time.Minute
+	// The next sweep re-sends it (counted in its minute, published a
+	// minute later, seen by the next evaluation).
+	sweepBound := st.ReconcileEvery + sendBound
+	old := func(w *dlqWorld) { w.oldDeadLetters(5, -2*day) }
+	cb := newCallbackDLQWorld
+	cases := []dlqCase{
+		{name: "a notice the notifier gave up", setup: func(w *dlqWorld) { w.workerSend(2*time.Hour+17*time.Second, false) },
+			arrival: 2*time.Hour + 17*time.Second, bound: sendBound, end: 4 * time.Hour, world: cb},
+		{name: "a notice SQS redrove into an empty callback DLQ", setup: func(w *dlqWorld) { w.redrive(2*time.Hour+7*time.Minute+3*time.Second, 30*time.Hour, true) },
+			arrival: 2*time.Hour + 7*time.Minute + 3*time.Second, bound: sweepBound, end: 4 * time.Hour, world: cb},
+		{name: "a redrive, the sweep's EMF 15 minutes late", setup: func(w *dlqWorld) {
+			w.emfDelay = 15 * time.Minute
+			w.redrive(2*time.Hour+time.Minute, 30*time.Hour, true)
+		}, arrival: 2*time.Hour + time.Minute, bound: sweepBound, end: 4 * time.Hour, world: cb},
+		{name: "a redrive beside old dead letters", setup: func(w *dlqWorld) {
+			old(w)
+			w.redrive(3*time.Hour+40*time.Second, time.Hour, true)
+		}, arrival: 3*time.Hour + 40*time.Second, bound: sweepBound, end: 5 * time.Hour, world: cb},
+		{name: "a redrive after six idle hours, metrics 15 minutes late", setup: func(w *dlqWorld) {
+			w.sweeps = false
+			w.lastAccess = -time.Hour
+			w.sweepPhase = 7*time.Hour + 3*time.Minute // the notifier's schedule (re)starts then
+			w.at(w.sweepPhase-time.Second, func() { w.sweeps = true })
+			w.redrive(7*time.Hour+12*time.Second, 3*time.Hour, true)
+		}, arrival: 7*time.Hour + 12*time.Second, bound: 3*time.Minute + st.ReconcileEvery + 15*time.Minute + sendBound, end: 9 * time.Hour, world: cb},
+		{name: "an arrival while older dead letters expire", setup: func(w *dlqWorld) {
+			w.oldDeadLetters(5, 2*time.Hour-st.DLQRetention)
+			w.redrive(2*time.Hour, time.Hour, true)
+		}, arrival: 2 * time.Hour, bound: sweepBound, end: 4 * time.Hour, world: cb},
+		// The sweep's copies are marked: swept again every period, they
+		// count once.
+		{name: "a redrive, then a day of sweeps", setup: func(w *dlqWorld) { w.redrive(time.Hour, time.Hour, true) },
+			arrival: time.Hour, bound: sweepBound, end: day, world: cb},
+		{name: "old dead letters, swept every period for a day", setup: old, end: day, world: cb},
+		{name: "dead letters expiring", setup: func(w *dlqWorld) { w.oldDeadLetters(5, 2*time.Hour-st.DLQRetention) }, end: 6 * time.Hour, world: cb},
+		{name: "NotVisible reads a message that is not there", setup: func(w *dlqWorld) { w.blipEvery(time.Hour, 5*time.Hour, 37*time.Minute) },
+			end: 6 * time.Hour, world: cb},
+		// Without the sweep: SQS publishes nothing an arrival alarm reads.
+		{name: "a redrive nobody sweeps is silent", setup: func(w *dlqWorld) {
+			w.sweeps = false
+			w.redrive(2*time.Hour, time.Hour, true)
+		}, end: 6 * time.Hour, world: cb},
+	}
+	for _, c := range cases {
+		c.check(t, s, "CallbackDlqArrivals")
 	}
 }
 

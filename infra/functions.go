@@ -20,11 +20,12 @@ import (
 )
 
 // Functions are the four Lambdas, the log groups they write to, the
-// reconciler's schedule and the notifier's stream mapping.
+// reconciler's schedule, the notifier's stream mapping and its sweep's
+// schedule.
 type Functions struct {
 	API, Worker, Reconciler, Notifier                 awslambda.Function
 	APILogs, WorkerLogs, ReconcilerLogs, NotifierLogs awslogs.LogGroup
-	Schedule                                          awsevents.Rule
+	Schedule, CallbackSweep                           awsevents.Rule
 	NotifierStream                                    awslambda.EventSourceMapping
 }
 

@@ -338,7 +338,7 @@ func TestReconcilerSchedule(t *testing.T) {
 			}
 			st := s.cfg.Settings
 			fnID, fn := s.one(t, "AWS::Lambda::Function", named("FunctionName", st.Prefix+"-reconciler"))
-			_, rule := s.one(t, "AWS::Events::Rule", nil)
+			_, rule := s.one(t, "AWS::Events::Rule", named("Name", st.Prefix+"-reconcile"))
 			if rule["ScheduleExpression"] != tc.rate || rule["State"] != "ENABLED" {
 				t.Errorf("rule %v, want %s", rule, tc.rate)
 			}
@@ -351,7 +351,9 @@ func TestReconcilerSchedule(t *testing.T) {
 			if ref(target["Arn"]) != fnID || retry["MaximumEventAgeInSeconds"] != tc.age || retry["MaximumRetryAttempts"] != 2.0 {
 				t.Errorf("target %v, want %s, at most %v s old", target, fnID, tc.age)
 			}
-			_, perm := s.one(t, "AWS::Lambda::Permission", named("Principal", "events.amazonaws.com"))
+			_, perm := s.one(t, "AWS::Lambda::Permission", func(p map[string]any) bool {
+				return p["Principal"] == "events.amazonaws.com" && ref(p["FunctionName"]) == fnID
+			})
 			if ref(perm["FunctionName"]) != fnID || perm["Action"] != "lambda:InvokeFunction" || ref(perm["SourceArn"]) == "" {
 				t.Errorf("permission %v, want EventBridge invoking %s from the rule", perm, fnID)
 			}

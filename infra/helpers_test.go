@@ -31,9 +31,16 @@ func TestMain(m *testing.M) {
 			panic(err)
 		}
 	}
+	if lintTemplates.dir, err = os.MkdirTemp("", "aijobs-infra-cfnlint"); err != nil {
+		panic(err)
+	}
 	code := m.Run()
 	jsii.Close()
+	if lintCollected() && code == 0 {
+		code = 1
+	}
 	_ = os.RemoveAll(dir)
+	_ = os.RemoveAll(lintTemplates.dir)
 	os.Exit(code)
 }
 
@@ -85,14 +92,16 @@ func mapLookup(m map[string]any) Lookup {
 }
 
 // synthesized is one built stack: its config, its template as JSON, and
-// the assertions Template over it.
+// the assertions Template over it. template is the synthesized template
+// file, kept for cfn-lint until the run ends (outdir may be gone sooner).
 type synthesized struct {
-	cfg    Config
-	outdir string
-	app    awscdk.App
-	stack  awscdk.Stack
-	tmpl   assertions.Template
-	json   map[string]any
+	cfg      Config
+	outdir   string
+	template string
+	app      awscdk.App
+	stack    awscdk.Stack
+	tmpl     assertions.Template
+	json     map[string]any
 }
 
 // build synthesizes the stack with the given context overrides. nag adds
@@ -123,6 +132,7 @@ func buildIn(t *testing.T, outdir string, overrides map[string]any, nag bool) *s
 	if s.json == nil {
 		t.FailNow()
 	}
+	s.template = lintLater(t, filepath.Join(outdir, "AijobsStack.template.json"))
 	return s
 }
 

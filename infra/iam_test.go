@@ -137,7 +137,9 @@ func basePermissions(t *testing.T, s *synthesized) map[string][]string {
 			"sqs:ReceiveMessage on " + callbacks, "sqs:DeleteMessage on " + callbacks, "sqs:GetQueueAttributes on " + callbacks,
 			"sqs:ChangeMessageVisibility on " + callbacks, // a failed delivery's backoff
 			"sqs:SendMessage on " + callbackDLQ,           // gives a notice up; the stream mapping's on-failure destination
-			"secretsmanager:GetSecretValue on " + secret,  // its signing secret, not the seed
+			// its sweep: a redriven notice is replaced by a marked copy
+			"sqs:ReceiveMessage on " + callbackDLQ, "sqs:DeleteMessage on " + callbackDLQ,
+			"secretsmanager:GetSecretValue on " + secret, // its signing secret, not the seed
 		},
 	}
 }

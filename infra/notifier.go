@@ -1,10 +1,13 @@
 package main
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
@@ -42,14 +45,16 @@ const attrCallbackURL = "cb_url"
 // stream mapping reads the table's stream; it sends notices to the callback
 // queue and its mapping polls them, it hides a failed one for its backoff,
 // and it gives one up to the callback DLQ itself (so does the stream
-// mapping's on-failure destination, with the function's role); it reads
-// its signing secret, and no other.
+// mapping's on-failure destination, with the function's role); its sweep
+// receives the callback DLQ's messages and replaces each notice SQS's
+// redrive moved there by a marked copy (pkg/notifier.Sweep); it reads its
+// signing secret, and no other.
 var (
 	notifierTableActions  = []string{"dynamodb:GetItem", "dynamodb:UpdateItem"}
 	notifierStreamActions = []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"}
 	notifierQueueActions  = []string{"sqs:SendMessage", "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility",
 		"sqs:GetQueueAttributes"}
-	notifierDLQActions    = []string{"sqs:SendMessage"}
+	notifierDLQActions    = []string{"sqs:SendMessage", "sqs:ReceiveMessage", "sqs:DeleteMessage"}
 	notifierSecretActions = []string{"secretsmanager:GetSecretValue"}
 )
 
@@ -107,6 +112,20 @@ func newNotifier(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, q Queu
 	// -1: no limit on retries (CDK only takes 0..10000); the record age
 	// above is what ends them.
 	f.NotifierStream.Node().DefaultChild().(awslambda.CfnEventSourceMapping).AddPropertyOverride(jsii.String("MaximumRetryAttempts"), -1)
+
+	// The sweep of the callback DLQ (pkg/notifier.Sweep), as often as the
+	// reconciler sweeps the job DLQ: it makes the notices SQS's redrive
+	// moved count for CallbackDlqArrivals. A missed run is made up by the
+	// next, which finds everything the missed one would have.
+	f.CallbackSweep = awsevents.NewRule(stack, jsii.String("CallbackSweepSchedule"), &awsevents.RuleProps{
+		RuleName:    jsii.String(s.Prefix + "-callback-sweep"),
+		Description: jsii.String(fmt.Sprintf("aijobs: sweep the callback DLQ for redriven notices every %s", s.ReconcileEvery)),
+		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(s.ReconcileEvery.Minutes()))),
+		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(f.Notifier, &awseventstargets.LambdaFunctionProps{
+			RetryAttempts: jsii.Number(2),
+			MaxEventAge:   seconds(min(s.ReconcileEvery, 24*time.Hour)), // EventBridge's limit
+		})},
+	})
 
 	// The callback queue: partial batch failures (a failed delivery is
 	// hidden for its backoff and reported), a few deliveries at once.

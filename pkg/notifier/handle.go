@@ -10,16 +10,21 @@ import (
 
 // Handle is the Lambda handler: one function serves both event sources,
 // told apart by the records' eventSource ("aws:dynamodb" for the table's
-// stream, "aws:sqs" for the callback queue), so the stack deploys one
-// function with one role.
+// stream, "aws:sqs" for the callback queue), and its schedule (an
+// EventBridge event, source "aws.events"), which runs Sweep, so the stack
+// deploys one function with one role.
 func (n *Notifier) Handle(ctx context.Context, raw json.RawMessage) (any, error) {
 	var peek struct {
+		Source  string `json:"source"`
 		Records []struct {
 			EventSource string `json:"eventSource"`
 		} `json:"Records"`
 	}
 	if err := json.Unmarshal(raw, &peek); err != nil {
 		return nil, fmt.Errorf("notifier: read the event: %w", err)
+	}
+	if peek.Source == "aws.events" {
+		return n.Sweep(ctx)
 	}
 	if len(peek.Records) == 0 {
 		return events.SQSEventResponse{}, nil

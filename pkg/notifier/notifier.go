@@ -63,10 +63,12 @@ type Retry struct {
 
 // Config wires a Notifier.
 type Config struct {
-	Store   Store
-	Queue   Queue
-	Changes Changes
-	HTTP    Doer
+	Store Store
+	Queue Queue
+	// DeadLetters is the callback DLQ, for Sweep; nil sweeps nothing.
+	DeadLetters DeadLetters
+	Changes     Changes
+	HTTP        Doer
 	// Secrets sign every delivery: the current one first, the previous one
 	// too during a rotation.
 	Secrets []webhook.Secret

@@ -70,7 +70,7 @@ func New(ctx context.Context, b *wire.Base, create bool) (*Notifier, error) {
 	}
 	n.Queue = sqs.New(b.SQS, cfg.CallbackQueueURL, cfg.CallbackDLQURL)
 	n.Notifier = notifier.New(notifier.Config{
-		Store: b.Store, Queue: n.Queue, Changes: dynamodb.StreamChange,
+		Store: b.Store, Queue: n.Queue, DeadLetters: n.Queue.DeadLetters(), Changes: dynamodb.StreamChange,
 		HTTP:    webhook.Policy{AllowLoopback: s.CallbackLoopback}.Client(s.CallbackTimeout),
 		Secrets: secrets, Timeout: s.CallbackTimeout,
 		Retry: notifier.Retry{Base: s.CallbackRetryBase, Max: s.CallbackRetryMax, Attempts: s.CallbackAttempts},
