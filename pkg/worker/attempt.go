@@ -33,6 +33,10 @@ type attempt struct {
 	// the claim, raised before a fallback rung whose worst case it does
 	// not cover; the finish returns all of it.
 	held job.Nanocents
+	// holdUnsure says a raise of the hold failed without an answer: it may
+	// have landed, and held may be less than the record holds for the
+	// attempt (see confirmHold).
+	holdUnsure bool
 	// renew sends the heartbeat's visibility extensions with those of the
 	// invocation's other attempts.
 	renew *renewals
@@ -124,6 +128,7 @@ func (a *attempt) run(ctx context.Context) outcome {
 
 	ctx, cancelWrites := a.w.finishContext(ctx)
 	defer cancelWrites()
+	a.confirmHold(ctx)
 	a.w.spent(r.paid.cost)
 	if r.err == nil && !errors.Is(why, errLeaseLost) {
 		a.log.Info("attempt succeeded", "model", r.rung.Provider+"/"+r.resp.Model, "rungs", r.tried, "cost_cents", r.paid.cost.String(),
@@ -278,10 +283,32 @@ func (a *attempt) holdFor(ctx context.Context, need job.Nanocents) bool {
 	_, err := a.w.cfg.Store.HoldMore(ctx, job.HoldMore{ID: a.j.ID, Owner: a.owner, Now: a.w.cfg.Clock.Now(), Amount: need - a.held})
 	if err != nil {
 		a.log.Info("no fallback: raising the attempt's hold for the next rung failed", "need_cents", need.String(), "err", err)
+		a.holdUnsure = a.holdUnsure || job.ErrorCode(err) == job.CodeUnavailable
 		return false
 	}
 	a.held = need
 	return true
+}
+
+// confirmHold reads what the record holds for the attempt when a raise of
+// its hold went unanswered (the write may have landed and its answer been
+// lost): every cent held on the record while the attempt's lease is on it
+// is the attempt's, and a settlement that returned less would leave a
+// hold on a finished job for ever. The read is retried like the finishing
+// writes; if it never answers, the settlement returns what the attempt
+// knows it holds.
+func (a *attempt) confirmHold(ctx context.Context) {
+	if !a.holdUnsure {
+		return
+	}
+	_ = retryWrite(ctx, a.w.cfg.Rand, func() error {
+		cur, err := a.w.cfg.Store.Get(ctx, a.j.ID)
+		if err == nil && cur.LeaseOwner == a.owner && cur.Held > a.held {
+			a.log.Info("a raise of the hold whose answer was lost had landed", "held_cents", cur.Held.String())
+			a.held = cur.Held
+		}
+		return err
+	})
 }
 
 // call runs one rung under its own timeout and reports whether that

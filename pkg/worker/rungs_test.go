@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/memstore"
 	"github.com/aijobs/aijobs/pkg/model"
 	"github.com/aijobs/aijobs/pkg/worker"
 )
@@ -259,5 +260,39 @@ func TestAFallbackRungIsHeldForBeforeItIsCalled(t *testing.T) {
 	}
 	if got := l.get(j.ID); got.State != job.Succeeded || got.Held != 0 || got.Cost != 5+70 {
 		t.Fatalf("job = %+v: want succeeded, the whole hold returned, cost 75", got)
+	}
+}
+
+// landingHolds is a store whose HoldMore lands and is answered as failed:
+// a raise whose answer was lost.
+type landingHolds struct{ *memstore.Store }
+
+func (s landingHolds) HoldMore(ctx context.Context, h job.HoldMore) (job.Job, error) {
+	if _, err := s.Store.HoldMore(ctx, h); err != nil {
+		return job.Job{}, err
+	}
+	return job.Job{}, &job.Error{Code: job.CodeUnavailable}
+}
+
+// TestARaiseWhoseAnswerWasLostIsReturnedAtTheEnd: the raise for the
+// fallback rung lands but the worker is told it failed, so it does not
+// call that rung; its settlement still returns the whole hold the record
+// has for it (found by a read), and the job holds nothing once it is
+// released (found by the harsh chaos profile: a succeeded job still
+// holding a raise).
+func TestARaiseWhoseAnswerWasLostIsReturnedAtTheEnd(t *testing.T) {
+	l := setupLadder(t, fail(job.Overloaded, model.Usage{InputTokens: 5}), answer("m2", model.Usage{InputTokens: 7}), nil)
+	j := l.create("k1", func(j *job.Job) { j.Reserve, j.Budget = 31, 1000 })
+	l.w = l.newWorker(landingHolds{l.store}, func(c *worker.Config) {
+		c.Routes = map[string]job.Route{"default": {Rungs: []job.Rung{
+			{Provider: "p", Model: "m1", Price: l.price, Timeout: 2 * time.Second},
+			{Provider: "q", Model: "m2", Price: l.dear, Timeout: 2 * time.Second},
+		}, FallbackOn: l.fallback}}
+		c.Providers = map[string]model.Provider{"p": l.prov, "q": l.second}
+	})
+	l.deliver(body(j.ID))
+	got := l.get(j.ID)
+	if got.State != job.Queued || got.Held != 0 || got.Cost != 5 || l.second.generations(j.ID) != 0 {
+		t.Fatalf("job = %+v, rung 1 generations %d: want released at rung 0's cost, nothing held, rung 1 never called", got, l.second.generations(j.ID))
 	}
 }
