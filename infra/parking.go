@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
@@ -56,6 +57,42 @@ func newParkingBucket(stack awscdk.Stack, cfg Config) awss3.Bucket {
 	}}, jsii.Bool(false))
 	return bucket
 }
+
+// parkedObjects is the ARN of every parked outcome: the object grants
+// cover these keys and no other key of the bucket.
+func parkedObjects(bucket awss3.Bucket) *string {
+	return bucket.ArnForObjects(jsii.String(parkPrefix + "*"))
+}
+
+// suppressParkedWildcard lets role's grants on parkedObjects pass cdk-nag
+// (AwsSolutions-IAM5 flags the "*" of "parked/*"), for that resource
+// only: cdk-nag names it by the bucket's logical id, which is fixed by
+// the bucket's path, so it is resolved here (cdk-nag compares appliesTo
+// unresolved).
+func suppressParkedWildcard(stack awscdk.Stack, role awsiam.Role, bucket awss3.Bucket) {
+	id, ok := stack.Resolve(stack.GetLogicalId(bucket.Node().DefaultChild().(awscdk.CfnElement))).(string)
+	if !ok {
+		panic("the parking bucket's logical id does not resolve to a string")
+	}
+	appliesTo := []any{parkedNagResource(id)}
+	cdknag.NagSuppressions_AddResourceSuppressions(role.Node().DefaultChild(), &[]*cdknag.NagPackSuppression{{
+		Id:        jsii.String("AwsSolutions-IAM5"),
+		Reason:    jsii.String(parkedWildcardReason),
+		AppliesTo: &appliesTo,
+	}}, jsii.Bool(false))
+}
+
+// parkedNagResource is how cdk-nag names parkedObjects of the bucket with
+// logical id id.
+func parkedNagResource(id string) string {
+	return nagResource("${" + id + ".Arn}/" + parkPrefix + "*")
+}
+
+// parkedWildcardReason is why a role may call its S3 actions on every key
+// under parked/ (cdk-nag AwsSolutions-IAM5).
+const parkedWildcardReason = "A parked outcome's key is parked/<job id>/<lease owner> (pkg/parking.Key), made at run time for " +
+	"each attempt that parks, so no grant can name it in advance. The wildcard is the key under the parked/ prefix of the " +
+	"stack's own parking bucket, and only the object actions each function calls are allowed on it."
 
 // parkAccessLogsReason is why the parking bucket has no server access
 // logs (cdk-nag AwsSolutions-S1).

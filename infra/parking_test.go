@@ -58,6 +58,12 @@ func TestParkingBucket(t *testing.T) {
 			t.Errorf("custom resources %v", sortedKeys(r))
 		}
 	}
+	// The functions find it by its generated name.
+	for _, fn := range functionNames {
+		if env := functionEnv(t, s, fn); ref(env["AIJOBS_PARK_BUCKET"]) != id {
+			t.Errorf("%s: AIJOBS_PARK_BUCKET = %v, want a reference to %s", fn, env["AIJOBS_PARK_BUCKET"], id)
+		}
+	}
 	out, _ := s.json["Outputs"].(map[string]any)["ParkBucketName"].(map[string]any)
 	if out == nil || ref(out["Value"]) != id {
 		t.Errorf("output ParkBucketName %v, want the name of %s", out, id)

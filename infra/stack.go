@@ -22,7 +22,7 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 	queues := newQueues(stack, cfg)
 	park := newParkingBucket(stack, cfg)
 	secret := newWebhookSecret(stack, cfg)
-	fns := newFunctions(stack, cfg, table, queues, secret)
+	fns := newFunctions(stack, cfg, table, queues, park, secret)
 	api := newAPI(stack, cfg, fns.API)
 	operator := newOperatorPolicy(stack, cfg, table, queues)
 	signals := newSignals(queues, fns, api)
