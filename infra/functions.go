@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
@@ -50,7 +51,25 @@ var (
 	// The DLQ sweep receives every dead letter (with a short visibility
 	// timeout) to mark its job dead_lettered, and deletes nothing.
 	reconcilerDLQActions = []string{"sqs:ReceiveMessage"}
-	logActions           = []string{"logs:CreateLogStream", "logs:PutLogEvents"}
+	// The parking lot (docs/architecture.md, "Parked outcomes"), on
+	// parked/* only: the worker parks a paid outcome the table keeps
+	// refusing (PutObject), deletes it once a later write records it
+	// (DeleteObject), and, finding another attempt dead, reads that
+	// attempt's outcome (GetObject) and deletes it once recorded.
+	workerParkActions = []string{"s3:PutObject", "s3:GetObject", "s3:DeleteObject"}
+	// The reconciler's DLQ sweep settles a dead letter's attempt the same
+	// way: it reads the parked outcome and deletes it; it never parks.
+	reconcilerParkActions = []string{"s3:GetObject", "s3:DeleteObject"}
+	// ListBucket, on the bucket: without it S3 answers a GetObject of a key
+	// that does not exist with 403 AccessDenied instead of 404 NoSuchKey
+	// (S3 API Reference, GetObject, Permissions), and pkg/parking takes a
+	// 403 for a lot it cannot read, so every write-off of an attempt that
+	// parked nothing would wait parking.Patience. No s3:prefix condition:
+	// the docs promise the 404 for ListBucket on the bucket, and document
+	// s3:prefix only as a listing request's prefix, not whether the
+	// GetObject check evaluates it. Neither function ever lists.
+	parkListActions = []string{"s3:ListBucket"}
+	logActions      = []string{"logs:CreateLogStream", "logs:PutLogEvents"}
 )
 
 // newFunctions builds the API, worker, reconciler and notifier functions:
@@ -59,12 +78,14 @@ var (
 // environment, so all four load the same settings and routes and refuse
 // to start if they break a timing rule (the notifier also gets its queues
 // and its signing secret: newNotifier).
-func newFunctions(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, q Queues, webhookSecret awssecretsmanager.Secret) Functions {
+func newFunctions(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, q Queues, park awss3.Bucket,
+	webhookSecret awssecretsmanager.Secret) Functions {
 	s := cfg.Settings
 	env := map[string]*string{
-		"AIJOBS_TABLE":     table.TableName(),
-		"AIJOBS_QUEUE_URL": q.Jobs.QueueUrl(),
-		"AIJOBS_DLQ_URL":   q.DLQ.QueueUrl(),
+		"AIJOBS_TABLE":       table.TableName(),
+		"AIJOBS_QUEUE_URL":   q.Jobs.QueueUrl(),
+		"AIJOBS_DLQ_URL":     q.DLQ.QueueUrl(),
+		"AIJOBS_PARK_BUCKET": park.BucketName(),
 	}
 	for k, v := range cfg.Env {
 		env[k] = jsii.String(v)
@@ -97,7 +118,10 @@ func newFunctions(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, q Que
 			allow(workerTableActions, table.TableArn()),
 			allow(workerQueueActions, q.Jobs.QueueArn()),
 			allow(workerDLQActions, q.DLQ.QueueArn()),
+			allow(workerParkActions, parkedObjects(park)),
+			allow(parkListActions, park.BucketArn()),
 		}, models.statements()...)...)
+	suppressParkedWildcard(stack, workerRole, park)
 	if w := models.wildcards(); len(w) > 0 {
 		// Only the inference profiles' foundation models, each by name
 		// (TestNagSuppressionsArePinned lists them).
@@ -146,7 +170,10 @@ func newFunctions(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, q Que
 		allow(reconcilerIndexActions, indexArn(table, s.ActiveIndex)),
 		allow(reconcilerTableActions, table.TableArn()),
 		allow(reconcilerQueueActions, q.Jobs.QueueArn()),
-		allow(reconcilerDLQActions, q.DLQ.QueueArn()))
+		allow(reconcilerDLQActions, q.DLQ.QueueArn()),
+		allow(reconcilerParkActions, parkedObjects(park)),
+		allow(parkListActions, park.BucketArn()))
+	suppressParkedWildcard(stack, reconcilerRole, park)
 	f.Reconciler = goFunction(stack, jsii.String("Reconciler"), &awslambda.FunctionProps{
 		FunctionName: jsii.String(s.Prefix + "-reconciler"),
 		Description:  jsii.String(fmt.Sprintf("aijobs reconciler: every %s, re-sends jobs stuck for %s (lost message, dead worker)", s.ReconcileEvery, s.ReconcileAfter)),

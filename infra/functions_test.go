@@ -50,7 +50,9 @@ func TestFunctions(t *testing.T) {
 		tableID, _ := s.one(t, "AWS::DynamoDB::Table", nil)
 		queueID, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.QueueName()))
 		dlqID, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.DLQName()))
-		for k, want := range map[string]string{"AIJOBS_TABLE": tableID, "AIJOBS_QUEUE_URL": queueID, "AIJOBS_DLQ_URL": dlqID} {
+		bucketID, _ := s.one(t, "AWS::S3::Bucket", nil)
+		for k, want := range map[string]string{"AIJOBS_TABLE": tableID, "AIJOBS_QUEUE_URL": queueID, "AIJOBS_DLQ_URL": dlqID,
+			"AIJOBS_PARK_BUCKET": bucketID} {
 			if ref(env[k]) != want {
 				t.Errorf("%s: %s = %v, want a reference to %s", fn.name, k, env[k], want)
 			}
@@ -257,6 +259,7 @@ func TestLoadConfigRefuses(t *testing.T) {
 		{"reservation below the mapping's concurrency", map[string]any{"workerReservedConcurrency": "5"}, "reserved concurrency 5 < maximum concurrency 10"},
 		{"secret in context", map[string]any{"OPENAI_API_KEY": "sk-test"}, "OPENAI_API_KEY"},
 		{"table name in context", map[string]any{"AIJOBS_TABLE": "other"}, "AIJOBS_TABLE"},
+		{"park bucket in context", map[string]any{"AIJOBS_PARK_BUCKET": "other"}, "AIJOBS_PARK_BUCKET"},
 		{"half a JWT config", map[string]any{"jwtIssuer": "https://issuer.example.com/"}, "jwtAudience"},
 		{"bad retention", map[string]any{"logRetentionDays": "31"}, "logRetentionDays"},
 		{"bad throwaway", map[string]any{"throwaway": "yes please"}, "throwaway"},
@@ -375,12 +378,13 @@ func TestReconcilerSchedule(t *testing.T) {
 }
 
 // The size check counts every variable a function gets: the stack adds
-// at most the six its estimate covers (the notifier gets all six, the
-// others the first three).
+// at most the seven its estimate covers (the notifier gets all seven, the
+// others the first four).
 func TestEnvironmentSizeEstimate(t *testing.T) {
 	s := defaults(t)
 	st := s.cfg.Settings
-	covered := []string{"AIJOBS_TABLE", "AIJOBS_QUEUE_URL", "AIJOBS_DLQ_URL", "AIJOBS_CALLBACK_QUEUE_URL", "AIJOBS_CALLBACK_DLQ_URL", "AIJOBS_WEBHOOK_SECRET_ID"}
+	covered := []string{"AIJOBS_TABLE", "AIJOBS_QUEUE_URL", "AIJOBS_DLQ_URL", "AIJOBS_PARK_BUCKET",
+		"AIJOBS_CALLBACK_QUEUE_URL", "AIJOBS_CALLBACK_DLQ_URL", "AIJOBS_WEBHOOK_SECRET_ID"}
 	for _, fn := range functionNames {
 		var added []string
 		for k := range functionEnv(t, s, fn) {
@@ -388,7 +392,7 @@ func TestEnvironmentSizeEstimate(t *testing.T) {
 				added = append(added, k)
 			}
 		}
-		want := covered[:3]
+		want := covered[:4]
 		if fn == "notifier" {
 			want = covered
 		}
@@ -398,8 +402,11 @@ func TestEnvironmentSizeEstimate(t *testing.T) {
 	}
 	url := func(name string) int { return len("https://sqs.ap-southeast-5.amazonaws.com/123456789012/" + name) }
 	arn := len("arn:aws:secretsmanager:ap-southeast-5:123456789012:secret:" + st.WebhookSecretName() + "-AbCdEf")
+	// CloudFormation names a bucket <stack>-<logical id>-<random>, cut to
+	// fit; 63 characters is as long as any bucket name can be.
+	bucket := 63
 	real := url(st.QueueName()) + url(st.DLQName()) + url(st.CallbackQueueName()) + url(st.CallbackDLQName()) + arn + len(st.TableName()) +
-		len(strings.Join(covered, ""))
+		bucket + len(strings.Join(covered, ""))
 	if n := stackEnvSize(st); n < real {
 		t.Errorf("stackEnvSize %d is below a real environment's %d", n, real)
 	}

@@ -107,8 +107,10 @@ func basePermissions(t *testing.T, s *synthesized) map[string][]string {
 	callbacks, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.CallbackQueueName()))
 	callbackDLQ, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.CallbackDLQName()))
 	secret, _ := s.one(t, "AWS::SecretsManager::Secret", named("Name", st.WebhookSecretName()))
+	bucket, _ := s.one(t, "AWS::S3::Bucket", nil)
 	index := func(name string) string { return "${" + table + ".Arn}/index/" + name }
 	stream := "${" + table + ".StreamArn}"
+	parked := "${" + bucket + ".Arn}/parked/*"
 	return map[string][]string{
 		"api": {
 			"dynamodb:GetItem on " + table, "dynamodb:PutItem on " + table, "dynamodb:UpdateItem on " + table,
@@ -121,12 +123,18 @@ func basePermissions(t *testing.T, s *synthesized) map[string][]string {
 			"sqs:GetQueueAttributes on " + queue, "sqs:ReceiveMessage on " + queue,
 			"sqs:SendMessage on " + queue, // a fresh message for a live job at its receive limit
 			"sqs:SendMessage on " + dlq,
+			// parks an outcome, deletes it once recorded, settles another's
+			"s3:PutObject on " + parked, "s3:GetObject on " + parked, "s3:DeleteObject on " + parked,
+			"s3:ListBucket on " + bucket, // a missing key is 404, not 403
 		},
 		"reconciler": {
 			"dynamodb:Query on " + index(st.ActiveIndex),
 			"dynamodb:GetItem on " + table, "dynamodb:UpdateItem on " + table,
 			"sqs:SendMessage on " + queue, "sqs:GetQueueAttributes on " + queue,
 			"sqs:ReceiveMessage on " + dlq, // the DLQ sweep: it receives, never deletes
+			// the DLQ sweep settles a dead attempt's parked outcome; it never parks
+			"s3:GetObject on " + parked, "s3:DeleteObject on " + parked,
+			"s3:ListBucket on " + bucket,
 		},
 		"notifier": {
 			"dynamodb:GetItem on " + table, "dynamodb:UpdateItem on " + table, // reads a job, records a delivery
@@ -145,13 +153,16 @@ func basePermissions(t *testing.T, s *synthesized) map[string][]string {
 }
 
 // Each function may call exactly what docs/architecture.md ("What each
-// function may call") says it calls, on exactly
-// its resources: the API creates, reads, lists (the tenant index only)
-// and cancels (no DeleteItem, no Scan, no receiving); the worker claims
-// and records (no PutItem), renews a live job's message at its receive
-// limit and sends to the DLQ; the reconciler reads
-// the active index (no other index, no Scan), moves stuck jobs and sends
-// them to the job queue; the notifier reads and records jobs (no PutItem,
+// function may call") says it calls, on exactly its resources: the API
+// creates, reads, lists (the tenant index only) and cancels (no
+// DeleteItem, no Scan, no receiving); the worker claims and records (no
+// PutItem), renews a live job's message at its receive limit and sends to
+// the DLQ; the reconciler reads the active index (no other index, no
+// Scan), moves stuck jobs and sends them to the job queue; the worker
+// parks, reads and deletes parked outcomes and the reconciler reads and
+// deletes them, on parked/* only, both with ListBucket on the bucket (so
+// a missing key is a 404, not a 403), and the API and the notifier have
+// nothing on the bucket; the notifier reads and records jobs (no PutItem,
 // no Query), reads the stream, works its own queue and DLQ (never the job
 // queue) and reads its signing secret (never the seed); each writes only
 // to its own log group.

@@ -11,21 +11,27 @@ import (
 // `cdk synth` and the nag test, so a weaker stack cannot be deployed by
 // accident.
 //
-// The default stack needs no suppressions: the functions have explicit
-// roles with no managed policy (IAM4) and no wildcard resource (IAM5, the
-// log group ARN CloudFormation returns already ends in ":*" as a token;
-// the "-??????" of a secret ARN is not "*"), every route is authorized
-// (APIG4), the stage logs access (APIG1), the queues and the topic are
-// encrypted and TLS only (SQS2-4, SNS3), the key rotates (KMS5) and the
-// table has point-in-time recovery (DDB3).
+// The default stack needs few suppressions: the functions have explicit
+// roles with no managed policy (IAM4) and no wildcard resource but the
+// parking bucket's keys (IAM5: the log group ARN CloudFormation returns
+// already ends in ":*" as a token; the "-??????" of a secret ARN is not
+// "*"), every route is authorized (APIG4), the stage logs access (APIG1),
+// the queues and the topic are encrypted and TLS only (SQS2-4, SNS3), the
+// parking bucket is private and TLS only (S2, S10), the key rotates
+// (KMS5) and the table has point-in-time recovery (DDB3). Suppressed in
+// every stack: no automatic rotation of the webhook signing secret and its
+// seed (SMG4, webhookRotationReason), no server access logs on the parking
+// bucket (S1, parkAccessLogsReason), and the worker's and the
+// reconciler's grants on the bucket's parked/* keys (IAM5 for that
+// resource only, parkedWildcardReason).
 //
-// The one suppression there can be: with a route on a Bedrock inference
-// profile, the worker's role grants that profile's foundation model in
-// every Region (IAM5 on "arn:...:bedrock:*::foundation-model/<model>").
-// It is added by newFunctions on the worker's CfnRole only, for exactly
-// those resources (appliesTo), with inferenceProfileWildcard as the
-// reason; TestNagSuppressionsArePinned checks that nothing else is
-// suppressed.
+// The one other suppression there can be: with a route on a Bedrock
+// inference profile, the worker's role grants that profile's foundation
+// model in every Region (IAM5 on
+// "arn:...:bedrock:*::foundation-model/<model>"). It is added by
+// newFunctions on the worker's CfnRole only, for exactly those resources
+// (appliesTo), with inferenceProfileWildcard as the reason;
+// TestNagSuppressionsArePinned checks that nothing else is suppressed.
 func ApplyNag(app awscdk.App) {
 	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)
 }

@@ -15,7 +15,8 @@ import (
 // with every option switched on, and with model routes; the only
 // suppressions there can be are the ones TestNagSuppressionsArePinned
 // pins: no automatic rotation of the webhook signing secret and its seed,
-// and the inference profiles' models.
+// the parking bucket's (no access logs; the parked/* keys), and the
+// inference profiles' models.
 func TestNoUnsuppressedNagFindings(t *testing.T) {
 	for name, synth := range map[string]func(t *testing.T) *synthesized{
 		"defaults": func(t *testing.T) *synthesized { return build(t, nil, true) },
@@ -57,7 +58,8 @@ func TestNoUnsuppressedNagFindings(t *testing.T) {
 				t.Fatal(err)
 			}
 			report := string(b)
-			for _, rule := range []string{"AwsSolutions-IAM4", "AwsSolutions-IAM5", "AwsSolutions-APIG4", "AwsSolutions-SQS3", "AwsSolutions-DDB3"} {
+			for _, rule := range []string{"AwsSolutions-IAM4", "AwsSolutions-IAM5", "AwsSolutions-APIG4", "AwsSolutions-SQS3", "AwsSolutions-DDB3",
+				"AwsSolutions-S1", "AwsSolutions-S2", "AwsSolutions-S10"} {
 				if !strings.Contains(report, `"`+rule+`"`) {
 					t.Errorf("the nag report does not mention %s", rule)
 				}
@@ -66,9 +68,25 @@ func TestNoUnsuppressedNagFindings(t *testing.T) {
 			prefix := `"AwsSolutions-IAM5","` + s.cfg.StackName + `/WorkerRole/Resource","Suppressed","[`
 			suppressed := map[string]bool{}
 			rotation := map[string]bool{}
+			bucket, _ := s.one(t, "AWS::S3::Bucket", nil)
+			parking := map[string]bool{}
+			parkingLines := map[string]string{
+				"ParkBucket": `"AwsSolutions-S1","` + s.cfg.StackName + `/ParkBucket/Resource","Suppressed","` + parkAccessLogsReason + `",`,
+			}
+			for _, role := range []string{"WorkerRole", "ReconcilerRole"} {
+				parkingLines[role] = `"AwsSolutions-IAM5","` + s.cfg.StackName + "/" + role + `/Resource","Suppressed","[` +
+					parkedNagResource(bucket) + "] " + parkedWildcardReason + `",`
+			}
+		lines:
 			for _, line := range strings.Split(report, "\n")[1:] {
 				if line == "" || strings.Contains(line, `","Compliant","N/A",`) {
 					continue
+				}
+				for what, want := range parkingLines {
+					if strings.HasPrefix(line, want) {
+						parking[what] = true
+						continue lines
+					}
 				}
 				if secret, ok := strings.CutPrefix(line, `"AwsSolutions-SMG4","`+s.cfg.StackName+"/"); ok &&
 					strings.Contains(secret, `/Resource","Suppressed","`+webhookRotationReason+`"`) {
@@ -91,12 +109,17 @@ func TestNoUnsuppressedNagFindings(t *testing.T) {
 			if got := sortedKeys(rotation); !equalSets(got, []string{"WebhookSecret", "WebhookSecretSeed"}) {
 				t.Errorf("SMG4 suppressed on %v, want the webhook secret and its seed", got)
 			}
+			if got := sortedKeys(parking); !equalSets(got, sortedKeys(parkingLines)) {
+				t.Errorf("parking suppressions found on %v, want S1 on the bucket and IAM5 on parked/* on %v", got, sortedKeys(parkingLines))
+			}
 		})
 	}
 }
 
 // The suppressions: SMG4 (no automatic rotation) on the webhook signing
-// secret and its seed, in every stack; and with routes IAM5 on the
+// secret and its seed, S1 (no server access logs) on the parking bucket
+// and IAM5 on the worker's and the reconciler's roles for exactly the
+// bucket's parked/* keys, in every stack; and with routes IAM5 on the
 // worker's role, for exactly the inference profiles' foundation models
 // (Region wildcard, model named), with its reason. Nothing else in any
 // stack is suppressed.
@@ -124,8 +147,41 @@ func TestNagSuppressionsArePinned(t *testing.T) {
 			delete(got, id)
 		}
 	}
+	// parking checks the parking bucket's suppressions and removes them:
+	// S1 (no access logs) on the bucket, and IAM5 on the worker's and the
+	// reconciler's roles for the bucket's parked/* and nothing else.
+	parking := func(s *synthesized, got map[string][]map[string]any) {
+		t.Helper()
+		bucket, _ := s.one(t, "AWS::S3::Bucket", nil)
+		if r := got[bucket]; len(r) != 1 || r[0]["id"] != "AwsSolutions-S1" || r[0]["reason"] != parkAccessLogsReason || r[0]["applies_to"] != nil {
+			t.Errorf("parking bucket suppresses %v, want exactly S1 for %q", r, parkAccessLogsReason)
+		}
+		delete(got, bucket)
+		for _, fn := range []string{"worker", "reconciler"} {
+			role, _ := roleOf(t, s, fn)
+			var rest []map[string]any
+			found := 0
+			for _, r := range got[role] {
+				if r["reason"] == parkedWildcardReason {
+					found++
+					if r["id"] != "AwsSolutions-IAM5" || !equalSets(strs(r["applies_to"]), []string{parkedNagResource(bucket)}) {
+						t.Errorf("%s: parking suppression %v, want IAM5 applying to exactly %s", fn, r, parkedNagResource(bucket))
+					}
+					continue
+				}
+				rest = append(rest, r)
+			}
+			if found != 1 {
+				t.Errorf("%s: %d parking suppressions in %v, want one", fn, found, got[role])
+			}
+			if got[role] = rest; len(rest) == 0 {
+				delete(got, role)
+			}
+		}
+	}
 	got := suppressions(defaults(t))
 	rotation(defaults(t), got)
+	parking(defaults(t), got)
 	if len(got) != 0 {
 		t.Errorf("the default stack suppresses %v", got)
 	}
@@ -133,6 +189,7 @@ func TestNagSuppressionsArePinned(t *testing.T) {
 	workerRole, _ := roleOf(t, s, "worker")
 	got = suppressions(s)
 	rotation(s, got)
+	parking(s, got)
 	if len(got) != 1 || len(got[workerRole]) != 1 {
 		t.Fatalf("suppressions %v, want one, on the worker's role %s", got, workerRole)
 	}

@@ -85,11 +85,12 @@ func refuseKeyEnv(routes string) error {
 
 // stackEnvSize bounds from above what the stack adds to cfg.Env for the
 // function that gets the most, the notifier: the table name, the two job
-// queue URLs, the two callback queue URLs and the signing secret's ARN,
-// which are only known at deploy
+// queue URLs, the parking bucket's name, the two callback queue URLs and
+// the signing secret's ARN, which are only known at deploy
 // (https://sqs.<region>.amazonaws.com[.cn]/<12-digit account>/<name>; the
 // longest region name is 14 characters, 16 leaves room; a secret's ARN ends
-// in "-" and six random characters).
+// in "-" and six random characters; CloudFormation names the bucket, and
+// no bucket name is longer than 63 characters).
 func stackEnvSize(s settings.Settings) int {
 	url := func(name string) int {
 		return len("https://sqs.") + 16 + len(".amazonaws.com.cn/") + 12 + len("/") + len(name)
@@ -98,10 +99,15 @@ func stackEnvSize(s settings.Settings) int {
 	return len("AIJOBS_TABLE") + len(s.TableName()) +
 		len("AIJOBS_QUEUE_URL") + url(s.QueueName()) +
 		len("AIJOBS_DLQ_URL") + url(s.DLQName()) +
+		len("AIJOBS_PARK_BUCKET") + maxBucketName +
 		len("AIJOBS_CALLBACK_QUEUE_URL") + url(s.CallbackQueueName()) +
 		len("AIJOBS_CALLBACK_DLQ_URL") + url(s.CallbackDLQName()) +
 		len("AIJOBS_WEBHOOK_SECRET_ID") + secretArn
 }
+
+// maxBucketName is the longest an S3 bucket name can be (S3 User Guide,
+// "General purpose bucket naming rules").
+const maxBucketName = 63
 
 // checkEnvSize refuses an environment Lambda would refuse mid-deploy.
 func checkEnvSize(c Config) []string {

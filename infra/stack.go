@@ -9,19 +9,20 @@ import (
 )
 
 // NewStack builds the whole deployment in one stack: the jobs table, the
-// job queue and its DLQ, the four functions (API, worker, scheduled
-// reconciler, notifier), the callback queue and its DLQ, the webhook
-// signing secret, the HTTP API, the operators' policy, the alarms and the
-// dashboard. Every number comes from cfg.Settings, the same settings
-// the functions load at start.
+// job queue and its DLQ, the parking bucket, the four functions (API,
+// worker, scheduled reconciler, notifier), the callback queue and its
+// DLQ, the webhook signing secret, the HTTP API, the operators' policy,
+// the alarms and the dashboard. Every number comes from cfg.Settings,
+// the same settings the functions load at start.
 func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 	stack := awscdk.NewStack(scope, jsii.String(cfg.StackName), &awscdk.StackProps{
 		Description: jsii.String("aijobs: slow AI model calls as background jobs (API, queue, worker, job records)"),
 	})
 	table := newTable(stack, cfg)
 	queues := newQueues(stack, cfg)
+	park := newParkingBucket(stack, cfg)
 	secret := newWebhookSecret(stack, cfg)
-	fns := newFunctions(stack, cfg, table, queues, secret)
+	fns := newFunctions(stack, cfg, table, queues, park, secret)
 	api := newAPI(stack, cfg, fns.API)
 	operator := newOperatorPolicy(stack, cfg, table, queues)
 	signals := newSignals(queues, fns, api)
@@ -39,6 +40,7 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 	output(stack, "CallbackDlqUrl", queues.CallbackDLQ.QueueUrl(), "callback notices given up")
 	output(stack, "NotifierFunctionName", fns.Notifier.FunctionName(), "the notifier (delivers callbacks): its log group and metrics")
 	output(stack, "WebhookSecretArn", secret.SecretArn(), "the webhook signing secret (whsec_...): give it to the receivers")
+	output(stack, "ParkBucketName", park.BucketName(), "parked outcomes: docs/architecture.md, Parked outcomes")
 	return stack
 }
 

@@ -208,6 +208,15 @@ func TestThrowawayRelaxesProtection(t *testing.T) {
 			t.Errorf("throwaway key %s: DeletionPolicy %v", id, r["DeletionPolicy"])
 		}
 	}
+	// The parking bucket and its TLS-only policy go with the stack (once
+	// the bucket is empty: CloudFormation cannot delete one that is not).
+	for _, typ := range []string{"AWS::S3::Bucket", "AWS::S3::BucketPolicy"} {
+		for id, r := range s.resources(typ) {
+			if r["DeletionPolicy"] != "Delete" {
+				t.Errorf("throwaway %s %s: DeletionPolicy %v", typ, id, r["DeletionPolicy"])
+			}
+		}
+	}
 }
 
 // Names that IAM and CloudWatch dashboards hold account-wide, not per
