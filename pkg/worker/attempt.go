@@ -101,22 +101,8 @@ func (a *attempt) run(ctx context.Context) outcome {
 	a.guard.extend(a.j.LeaseUntil)
 	defer a.guard.disarm()
 
-	// The heartbeat runs until the outcome is recorded, not until the call
-	// ends: the answer is paid for, and while the store refuses the write
-	// that records it, the lease and the message must stay ours.
-	beatCtx, stopBeats := context.WithCancel(ctx)
-	beating := make(chan struct{})
-	a.beatsDone = sync.OnceFunc(func() { stopBeats(); a.awaitHeartbeat(beating) })
+	a.startHeartbeat(ctx, timed, route)
 	defer a.beatsDone()
-	caps := leaseCaps{call: a.start.Add(route.Timeout() + a.w.cfg.Timing.AttemptMargin)}
-	caps.settle = caps.call
-	if dl, ok := ctx.Deadline(); ok {
-		caps.settle = dl.Add(-a.w.cfg.Timing.finishMargin())
-	}
-	go func() {
-		defer close(beating)
-		a.heartbeat(beatCtx, timed, caps)
-	}()
 
 	began := time.Now()
 	r := a.climb(timed, route, in, avail)
@@ -150,6 +136,25 @@ func (a *attempt) run(ctx context.Context) outcome {
 	a.log.Info("attempt failed", "error_class", class, "rungs", r.tried, "cost_cents", r.paid.cost.String(),
 		"cost_estimated", r.paid.estimated, "duration_ms", elapsed.Milliseconds())
 	return a.retryOrEnd(ctx, class, detail, r.paid, next)
+}
+
+// startHeartbeat starts the attempt's heartbeat (call is the model call's
+// context) and sets beatsDone. It runs until the outcome is recorded, not
+// until the call ends: the answer is paid for, and while the store refuses
+// the write that records it, the lease and the message must stay ours.
+func (a *attempt) startHeartbeat(ctx, call context.Context, route job.Route) {
+	beatCtx, stopBeats := context.WithCancel(ctx)
+	beating := make(chan struct{})
+	a.beatsDone = sync.OnceFunc(func() { stopBeats(); a.awaitHeartbeat(beating) })
+	caps := leaseCaps{call: a.start.Add(route.Timeout() + a.w.cfg.Timing.AttemptMargin)}
+	caps.settle = caps.call
+	if dl, ok := ctx.Deadline(); ok {
+		caps.settle = dl.Add(-a.w.cfg.Timing.finishMargin())
+	}
+	go func() {
+		defer close(beating)
+		a.heartbeat(beatCtx, call, caps)
+	}()
 }
 
 // failureOf names what ended a failed climb: why, the cause the call was
