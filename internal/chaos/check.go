@@ -273,11 +273,16 @@ func (h *harness) check(records map[string]job.Job, changed map[string]time.Time
 		fail(inv[5], s)
 	}
 	c.mu.Unlock()
+	var toEnd []time.Duration
 	for _, r := range h.clients.runs {
 		r.mu.Lock()
 		rep.Polls += r.polls
+		if !r.ended.IsZero() {
+			toEnd = append(toEnd, r.ended.Sub(r.created))
+		}
 		r.mu.Unlock()
 	}
+	rep.TimeToEnd, rep.Ended = percentiles(toEnd), len(toEnd)
 	rep.Succeeded = rep.States[string(job.Succeeded)]
 	for _, i := range inv {
 		sort.Strings(i.Failures)
@@ -306,6 +311,21 @@ type Report struct {
 	DeadLetteredJobs []string
 	Polls            int
 	Sweeps           []string
+	// TimeToEnd is, over the jobs a client saw finished, the time from
+	// its first create to the first answer that showed the job finished
+	// (polls every 500 ms): p50 and p99.
+	TimeToEnd [2]time.Duration
+	Ended     int
+}
+
+// percentiles are ds's p50 and p99 (nearest rank).
+func percentiles(ds []time.Duration) [2]time.Duration {
+	if len(ds) == 0 {
+		return [2]time.Duration{}
+	}
+	slices.Sort(ds)
+	at := func(p float64) time.Duration { return ds[min(len(ds)-1, int(p*float64(len(ds))))] }
+	return [2]time.Duration{at(0.50), at(0.99)}
 }
 
 // Failed reports whether any invariant broke.
@@ -358,6 +378,8 @@ func (r *Report) render(maxShown int) string {
 		fmt.Fprintf(&b, " %s %d,", k, r.States[k])
 	}
 	fmt.Fprintf(&b, " %d polls; %d messages dead-lettered by SQS\n", r.Polls, r.DeadLettered)
+	fmt.Fprintf(&b, "time to end (create to a client seeing it finished, %d jobs): p50 %s, p99 %s\n", r.Ended,
+		r.TimeToEnd[0].Round(100*time.Millisecond), r.TimeToEnd[1].Round(100*time.Millisecond))
 	if len(r.DeadLetteredJobs) > 0 {
 		fmt.Fprintf(&b, "dead-lettered by SQS: %s\n", strings.Join(r.DeadLetteredJobs, ", "))
 	}

@@ -33,6 +33,9 @@ type jobRun struct {
 	// seen is the poller's last view.
 	seen  view
 	polls int
+	// created is when the client first sent the create; ended when it
+	// first saw the job finished (a poll or a cancel's answer).
+	created, ended time.Time
 }
 
 // view is the part of a job's view the pollers check.
@@ -125,8 +128,12 @@ func (c *clients) create(ctx context.Context, r *jobRun, killed func(string)) bo
 		killed(r.id)
 	}
 	for try := range 8 {
+		sent := time.Now()
 		a, err := c.do(ctx, "POST", "/jobs", p.Tenant, map[string]string{"Idempotency-Key": p.Key}, createBody(p))
 		r.mu.Lock()
+		if r.created.IsZero() {
+			r.created = sent
+		}
 		r.statuses = append(r.statuses, a.status)
 		if p.APIKilled {
 			// The API process died after its PutItem: the client saw its
@@ -211,6 +218,9 @@ func (c *clients) observe(r *jobRun, v view) {
 	last := r.seen
 	if v.Version >= last.Version {
 		r.seen = v
+	}
+	if v.terminal() && r.ended.IsZero() {
+		r.ended = time.Now()
 	}
 	r.mu.Unlock()
 	c.mu.Lock()
