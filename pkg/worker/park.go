@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/parking"
@@ -23,15 +24,76 @@ type parked struct {
 	done chan error
 }
 
-// park puts o in the lot in the background, retried like the writes until
-// it lands, or ctx (the finish context) ends, or settle stops it.
+// park puts o in the lot in the background, hedged (see hedge) until it
+// lands, or ctx (the finish context) ends, or settle stops it.
 func (a *attempt) park(ctx context.Context, o parking.Outcome) *parked {
 	pctx, stop := context.WithCancel(ctx)
 	p := &parked{lot: a.w.cfg.Parking, key: parking.Key(a.j.ID, a.owner), stop: stop, done: make(chan error, 1)}
 	go func() {
-		p.done <- retryWrite(pctx, a.w.cfg.Rand, func() error { return parking.Park(pctx, p.lot, o) })
+		p.done <- hedge(pctx, a.w.cfg.Rand, a.w.cfg.Timing.parkHedge(), func(ctx context.Context) error { return parking.Park(ctx, p.lot, o) })
 	}()
 	return p
+}
+
+// parkHedge is how long a put of a parked outcome may go unanswered before
+// another is sent beside it: 2 s, the S3 performance guidelines' advice
+// for small objects ("Timeouts and Retries for Latency-Sensitive
+// Applications": retry a GET or PUT of an object under 512 KB after 2 s),
+// scaled with the heartbeat (a fifth of it) in test and chaos timings.
+func (t Timing) parkHedge() time.Duration { return min(2*time.Second, t.Heartbeat/5) }
+
+// maxHedged bounds the puts of one outcome in flight at once.
+const maxHedged = 3
+
+// hedge runs put until one try succeeds, one fails with an error other
+// than unavailable, or ctx ends. A try unanswered after `after` gets
+// another beside it (at most maxHedged at once): the put is idempotent
+// (one key, one body), and the outcome it carries is worth more than the
+// requests, so a stalled request does not spend the window alone. After a
+// failure with nothing else in flight, the next try waits as retryWrite's
+// do.
+func hedge(ctx context.Context, rnd func() float64, after time.Duration, put func(context.Context) error) error {
+	hctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	results := make(chan error, maxHedged) // never more senders alive than this
+	inFlight, fails := 0, 0
+	var last error
+	launch := func() {
+		inFlight++
+		go func() { results <- put(hctx) }()
+	}
+	launch()
+	hedgeAt := time.NewTicker(after)
+	defer hedgeAt.Stop()
+	var retry <-chan time.Time
+	for {
+		select {
+		case err := <-results:
+			inFlight--
+			if err == nil || job.ErrorCode(err) != job.CodeUnavailable {
+				return err
+			}
+			last = err
+			if inFlight == 0 {
+				retry = time.After(retryWait(fails, rnd))
+			}
+			fails++
+		case <-hedgeAt.C:
+			if inFlight > 0 && inFlight < maxHedged {
+				launch()
+			}
+		case <-retry:
+			retry = nil
+			if inFlight == 0 {
+				launch()
+			}
+		case <-ctx.Done():
+			if last == nil {
+				last = &job.Error{Code: job.CodeUnavailable, Message: "parking did not finish in time", Err: ctx.Err()}
+			}
+			return last
+		}
+	}
 }
 
 // errParked is a finish that never landed but whose outcome is in the lot:

@@ -199,13 +199,19 @@ func retryWrite(ctx context.Context, rnd func() float64, write func() error) err
 		if err = write(); job.ErrorCode(err) != job.CodeUnavailable {
 			return err
 		}
-		ceiling := min(writeRetryBase<<min(i, 16), writeRetryMax)
 		select {
 		case <-ctx.Done():
 			return err
-		case <-time.After(time.Duration(float64(ceiling) * (0.1 + 0.9*rnd()))):
+		case <-time.After(retryWait(i, rnd)):
 		}
 	}
+}
+
+// retryWait is the wait after the i-th failed try (from 0): a random part
+// of a ceiling that doubles from writeRetryBase to writeRetryMax.
+func retryWait(i int, rnd func() float64) time.Duration {
+	ceiling := min(writeRetryBase<<min(i, 16), writeRetryMax)
+	return time.Duration(float64(ceiling) * (0.1 + 0.9*rnd()))
 }
 
 const (
