@@ -46,5 +46,8 @@ done
 echo "test-moto: $(command -v "${MOTO_BIN:-moto_server}"); ${#EXCLUDE[@]} test(s) excluded:"
 for name in "${EXCLUDE[@]}"; do echo "  $name"; done
 export AIJOBS_EMULATOR=moto
-go test -tags moto -race -count=1 -p 1 -timeout 20m ${skip:+-skip "$skip"} "${PKGS[@]}"
-go test -race -count=1 -parallel 1 -timeout 30m ${skip:+-skip "$skip"} "${E2E[@]}"
+# Both runs always run; either failing fails the target.
+rc=0
+go test -tags moto -race -count=1 -p 1 -timeout 20m ${skip:+-skip "$skip"} "${PKGS[@]}" || rc=1
+go test -race -count=1 -parallel 1 -timeout 30m ${skip:+-skip "$skip"} "${E2E[@]}" || rc=1
+exit "$rc"
