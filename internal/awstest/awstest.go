@@ -49,7 +49,7 @@ func start() (string, func(), error) {
 	case "kumo":
 		p, err := kumo.Start()
 		if err != nil {
-			return "", nil, fmt.Errorf("%w (run `make kumo`)", err)
+			return "", nil, err
 		}
 		return p.Endpoint, p.Stop, nil
 	case "moto":
