@@ -33,6 +33,9 @@ EXCLUDE=(
   # Stream records of concurrent writes share a sequence number, and the dev
   # server's stream poller drops the second as already read: a terminal
   # job's notice is never sent (TestConcurrentWritesShareAStreamSequenceNumber).
+  # And a heartbeat racing the finishing write on one job is applied after
+  # it: two records leave the same running image, both into succeeded, and
+  # the job is delivered twice under two webhook-ids (the atomicity gap).
   TestCallbackLatencyAndCallsPerJob
   TestEveryTerminalJobIsDeliveredOnceThroughAFaultyReceiver
 )
