@@ -1,13 +1,14 @@
 # aijobs: two commands do all the setup on a fresh machine (Go and Node only):
 #   make dev    build what is needed, start kumo and the dev server on 127.0.0.1:8080
 #   make test   every test (each test binary starts and stops its own kumo)
+#   make test-moto  the AWS-backed tests again, on moto (moto_server) instead of kumo
 SHELL := /bin/bash
 KUMO_VERSION := v0.33.1
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Explicit roots: ./... would also walk node_modules (the CDK CLI ships Go templates).
 GO_PKGS := ./cmd/... ./e2e/... ./functions/... ./internal/... ./pkg/...
 
-.PHONY: all build dev test lint unit bench bench-coldstart bench-scale chaos fuzz kumo docs chromium screenshots clean
+.PHONY: all build dev test test-moto lint unit bench bench-coldstart bench-scale chaos fuzz kumo docs chromium screenshots clean
 
 # The CDK stack's targets (synth, deploy, test-infra, localstack-*).
 -include infra.mk
@@ -60,6 +61,15 @@ unit:
 test: bin/kumo chromium lint
 	KUMO_BIN=$(CURDIR)/bin/kumo go test -race -count=1 -timeout 15m $(GO_PKGS)
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
+
+# The AWS-backed packages (the store conformance suite, queue, stream,
+# secrets, operator and console tests, chaos, end to end) on moto, a second
+# emulator no one here wrote: each test binary starts its own moto_server
+# (pip install 'moto[server]'). scripts/test-moto.sh holds the one list of
+# tests excluded there, each for a moto gap reproduced in internal/moto,
+# and prints it.
+test-moto: chromium
+	@scripts/test-moto.sh
 
 # Fuzz targets (package:target), each run for FUZZTIME by `make fuzz` and
 # for TEST_FUZZTIME by `make test` (their committed seeds also run as plain

@@ -14,6 +14,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/aijobs/aijobs/internal/awstest"
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/replay"
 )
@@ -128,8 +129,8 @@ func TestReplayOf2000JobsNeverRunsASucceededOneAgain(t *testing.T) {
 	if fmt.Sprint(fromIndex) != fmt.Sprint(wantIndex) {
 		t.Fatalf("from the failure index: %v, want %v", fromIndex, wantIndex)
 	}
-	t.Logf("replayed %d jobs from the failure index in %s: %.0f jobs/s (kumo, 16 in flight)",
-		fromIndex.Total(), took.Round(time.Millisecond), float64(fromIndex.Total())/took.Seconds())
+	t.Logf("replayed %d jobs from the failure index in %s: %.0f jobs/s (%s, 16 in flight)",
+		fromIndex.Total(), took.Round(time.Millisecond), float64(fromIndex.Total())/took.Seconds(), awstest.Emulator())
 
 	// Every replayed and re-sent job now succeeds, with exactly one
 	// generation each.

@@ -1,13 +1,16 @@
 // Package awstest gives integration tests a real AWS API to talk to: the
-// endpoint in AWS_ENDPOINT_URL when set (LocalStack, real AWS), otherwise a
-// kumo emulator this test binary starts on a free loopback port and stops at
-// the end. A missing emulator fails the test; it never skips.
+// endpoint in AWS_ENDPOINT_URL when set (LocalStack, real AWS), otherwise an
+// emulator this test binary starts on a free loopback port and stops at the
+// end: kumo, or moto's server when AIJOBS_EMULATOR=moto (`make test-moto`,
+// so the same tests meet a second, independent emulator; docs/architecture.md,
+// "Emulator facts"). A missing emulator fails the test; it never skips.
 package awstest
 
 import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
 	"strings"
 	"sync"
@@ -16,6 +19,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/aijobs/aijobs/internal/kumo"
+	"github.com/aijobs/aijobs/internal/moto"
 	"github.com/aijobs/aijobs/pkg/awsclient"
 )
 
@@ -23,18 +27,54 @@ var (
 	once     sync.Once
 	endpoint string
 	startErr error
-	proc     *kumo.Process
+	stop     func()
 )
+
+// Emulator is the emulator a test binary starts when AWS_ENDPOINT_URL is
+// unset: "kumo" (the default) or "moto", from AIJOBS_EMULATOR.
+func Emulator() string {
+	if e := os.Getenv("AIJOBS_EMULATOR"); e != "" {
+		return e
+	}
+	return "kumo"
+}
+
+// OnMoto reports whether the tests run on moto, for a test that shows
+// one of moto's own gaps (a reproduction of it with the SDK alone).
+func OnMoto() bool { return os.Getenv("AWS_ENDPOINT_URL") == "" && Emulator() == "moto" }
+
+// start runs the chosen emulator and returns its endpoint and its stop.
+func start() (string, func(), error) {
+	switch e := Emulator(); e {
+	case "kumo":
+		p, err := kumo.Start()
+		if err != nil {
+			return "", nil, err
+		}
+		return p.Endpoint, p.Stop, nil
+	case "moto":
+		p, err := moto.Start()
+		if err != nil {
+			return "", nil, err
+		}
+		return p.Endpoint, p.Stop, nil
+	default:
+		return "", nil, fmt.Errorf("AIJOBS_EMULATOR=%q: want kumo or moto", e)
+	}
+}
 
 // Main runs the tests of a package and stops the emulator it started.
 // Use it from TestMain: func TestMain(m *testing.M) { os.Exit(awstest.Main(m)) }.
 func Main(m *testing.M) int {
 	code := m.Run()
-	proc.Stop()
+	if stop != nil {
+		stop()
+	}
 	return code
 }
 
-// Endpoint returns the endpoint to test against, starting kumo on first use.
+// Endpoint returns the endpoint to test against, starting the emulator on
+// first use.
 func Endpoint(t testing.TB) string {
 	t.Helper()
 	once.Do(func() {
@@ -42,13 +82,10 @@ func Endpoint(t testing.TB) string {
 			endpoint = e
 			return
 		}
-		proc, startErr = kumo.Start()
-		if startErr == nil {
-			endpoint = proc.Endpoint
-		}
+		endpoint, stop, startErr = start()
 	})
 	if startErr != nil {
-		t.Fatalf("no AWS endpoint for integration tests: %v (run `make kumo`, or set AWS_ENDPOINT_URL)", startErr)
+		t.Fatalf("no AWS endpoint for integration tests: %v (or set AWS_ENDPOINT_URL)", startErr)
 	}
 	return endpoint
 }

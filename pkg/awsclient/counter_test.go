@@ -1,15 +1,18 @@
 package awsclient_test
 
 import (
+	"os"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
-	"github.com/aijobs/aijobs/internal/kumo"
+	"github.com/aijobs/aijobs/internal/awstest"
 	"github.com/aijobs/aijobs/pkg/awsclient"
 )
+
+func TestMain(m *testing.M) { os.Exit(awstest.Main(m)) }
 
 // GetItem's ConsistentRead decides its price (AWS DynamoDB Developer
 // Guide, "DynamoDB read and write operations": an eventually consistent
@@ -18,20 +21,12 @@ import (
 // default. The counter splits GetItem calls that way, while the
 // per-operation counts stay the plain totals the reports sum.
 func TestCounterSplitsGetItemByConsistency(t *testing.T) {
-	k, err := kumo.Start()
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(k.Stop)
 	c := awsclient.NewCounter()
-	cfg, err := awsclient.Load(t.Context(), awsclient.Config{Region: "us-east-1", Endpoint: k.Endpoint, Counter: c})
-	if err != nil {
-		t.Fatal(err)
-	}
-	db := awsclient.DynamoDB(cfg)
+	db := awsclient.DynamoDB(awstest.Config(t, c))
 	ctx := t.Context()
+	table := aws.String(awstest.Prefix(t))
 	if _, err := db.CreateTable(ctx, &dynamodb.CreateTableInput{
-		TableName:            aws.String("counted"),
+		TableName:            table,
 		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String("pk"), AttributeType: types.ScalarAttributeTypeS}},
 		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String("pk"), KeyType: types.KeyTypeHash}},
 		BillingMode:          types.BillingModePayPerRequest,
@@ -44,11 +39,11 @@ func TestCounterSplitsGetItemByConsistency(t *testing.T) {
 	}
 
 	key := map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: "a"}}
-	if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String("counted"), Item: key}); err != nil {
+	if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: table, Item: key}); err != nil {
 		t.Fatal(err)
 	}
 	for _, consistent := range []*bool{aws.Bool(true), aws.Bool(true), aws.Bool(false), nil} {
-		if _, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String("counted"), Key: key, ConsistentRead: consistent}); err != nil {
+		if _, err := db.GetItem(ctx, &dynamodb.GetItemInput{TableName: table, Key: key, ConsistentRead: consistent}); err != nil {
 			t.Fatal(err)
 		}
 	}

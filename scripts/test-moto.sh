@@ -1,0 +1,56 @@
+#!/usr/bin/env bash
+# make test-moto: the AWS-backed packages on moto (moto_server) instead of
+# kumo. Each test binary starts and stops its own moto_server on a free
+# loopback port (internal/awstest, AIJOBS_EMULATOR=moto); internal/moto's
+# reproductions of moto's own gaps build only here (-tags moto).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+if [ -z "${MOTO_BIN:-}" ] && ! command -v moto_server >/dev/null 2>&1; then
+  echo "make test-moto: moto_server is not on PATH; install it with: pip install 'moto[server]' (or set MOTO_BIN)" >&2
+  exit 1
+fi
+
+# Every package whose tests talk to an emulator (internal/awstest), one
+# package at a time, and the end-to-end tests one at a time: moto is one
+# Python process, and under the end-to-end suite's parallel load its
+# UpdateItem took 700 ms at the median and 1.5 s at p99 (kumo: 1.3 ms and
+# 185 ms), past the suite's one-second leases and finish windows; alone, a
+# test gets answers in time. pkg/reconciler and pkg/replay run on the
+# in-memory store only, so they are make test's alone.
+PKGS=(./internal/moto ./pkg/awsclient ./pkg/dynamodb ./pkg/dynamodbstreams ./pkg/secretsmanager ./pkg/sqs
+  ./cmd/aijobs ./internal/chaos)
+E2E=(./e2e)
+
+# The one exclusion list: each entry is a test's exact name (subtests
+# joined by /, spaces written as go test writes them, _), excluded because
+# of a moto gap reproduced in internal/moto/gaps_test.go and listed in
+# docs/architecture.md's "Emulator facts". Nothing else is skipped.
+EXCLUDE=(
+  # moto applies two racing conditional UpdateItems on one item
+  # (TestConditionalUpdateItemIsNotAtomic).
+  TestConformance/racing_claimers:_exactly_one_wins
+  # Stream records of concurrent writes share a sequence number, and the dev
+  # server's stream poller drops the second as already read: a terminal
+  # job's notice is never sent (TestConcurrentWritesShareAStreamSequenceNumber).
+  # And a heartbeat racing the finishing write on one job is applied after
+  # it: two records leave the same running image, both into succeeded, and
+  # the job is delivered twice under two webhook-ids (the atomicity gap).
+  TestCallbackLatencyAndCallsPerJob
+  TestEveryTerminalJobIsDeliveredOnceThroughAFaultyReceiver
+)
+
+skip=
+for name in "${EXCLUDE[@]}"; do
+  # ^elem$ for each /-separated element: exactly that test, no prefix.
+  pat=$(sed -e 's/[][\.*^$+?(){}|]/\\&/g' -e 's|/|$/^|g' <<<"$name")
+  skip+="${skip:+|}^${pat}\$"
+done
+echo "test-moto: $(command -v "${MOTO_BIN:-moto_server}"); ${#EXCLUDE[@]} test(s) excluded:"
+for name in "${EXCLUDE[@]}"; do echo "  $name"; done
+export AIJOBS_EMULATOR=moto
+# Both runs always run; either failing fails the target.
+rc=0
+go test -tags moto -race -count=1 -p 1 -timeout 20m ${skip:+-skip "$skip"} "${PKGS[@]}" || rc=1
+go test -race -count=1 -parallel 1 -timeout 30m ${skip:+-skip "$skip"} "${E2E[@]}" || rc=1
+exit "$rc"
