@@ -18,7 +18,7 @@ fi
 # 185 ms), past the suite's one-second leases and finish windows; alone, a
 # test gets answers in time. pkg/reconciler and pkg/replay run on the
 # in-memory store only, so they are make test's alone.
-PKGS=(./internal/moto ./pkg/awsclient ./pkg/dynamodb ./pkg/dynamodbstreams ./pkg/secretsmanager ./pkg/sqs
+PKGS=(./internal/moto ./pkg/awsclient ./pkg/dynamodb ./pkg/dynamodbstreams ./pkg/s3 ./pkg/secretsmanager ./pkg/sqs
   ./cmd/aijobs ./internal/chaos)
 E2E=(./e2e)
 
