@@ -3,6 +3,7 @@ package dynamodb
 import (
 	"context"
 	"maps"
+	"strconv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -61,6 +62,7 @@ func (s *Store) HoldMore(ctx context.Context, h job.HoldMore) (job.Job, error) {
 		values: map[string]types.AttributeValue{
 			":running": st(job.Running), ":owner": avS(h.Owner), ":nobody": avS(""), ":amount": avN(int64(h.Amount)), ":one": avN(1),
 		},
+		token: finishToken(h.Owner, "hold"+strconv.FormatInt(int64(h.Total), 10)),
 	}, settlement{})
 }
 

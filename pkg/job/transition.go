@@ -45,11 +45,17 @@ type Heartbeat struct {
 // Precondition: state = running AND lease_owner = Owner AND budget - cost
 // - held >= Amount.
 // Effect: held + Amount. The attempt's finish returns the whole hold.
+//
+// Total, the attempt's whole hold after the raise, names the raise: a
+// raise sent again because the answer to the first was lost (the SDK
+// retries a timed-out request) is recognised by the store and applied
+// once, not added twice.
 type HoldMore struct {
 	ID     string
 	Owner  string
 	Now    time.Time
 	Amount Nanocents
+	Total  Nanocents
 }
 
 // Succeed stores the result and the attempt's cost.

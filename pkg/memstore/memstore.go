@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"slices"
+	"strconv"
 	"sync"
 	"time"
 
@@ -22,10 +23,10 @@ type Store struct {
 	// ended is when each failed or abandoned job ended: the failure
 	// index's sort key, which later cost-only writes do not move.
 	ended map[string]time.Time
-	// settled are the finishing writes applied to each job, by owner and
-	// kind (and kind+"+cost" for a refused one's settlement): a finish
-	// repeated because its first answer was lost is recognised, as
-	// DynamoDB's settled set recognises it, and its cost is not added twice.
+	// settled are the finishing writes and raises applied to each job, by
+	// owner and kind (and kind+"+cost" for a refused finish's settlement):
+	// a write repeated because its first answer was lost is recognised, as
+	// DynamoDB's settled set recognises it, and nothing is added twice.
 	settled map[string]map[string]bool
 }
 
@@ -83,7 +84,7 @@ func (s *Store) Heartbeat(_ context.Context, h job.Heartbeat) (job.Job, error) {
 
 // HoldMore applies job.HoldMore.
 func (s *Store) HoldMore(_ context.Context, h job.HoldMore) (job.Job, error) {
-	return s.apply(h.ID, h.Allows, h.Apply, settlement{}, h.Now)
+	return s.apply(h.ID, h.Allows, h.Apply, settlement{owner: h.Owner, kind: "hold" + strconv.FormatInt(int64(h.Total), 10)}, h.Now)
 }
 
 // Succeed applies job.Succeed, settling the attempt even when it is refused.
@@ -155,10 +156,11 @@ func (s *Store) apply(id string, allows func(job.Job) bool, effect func(job.Job)
 		return job.Job{}, job.NotFound()
 	}
 	token := set.token()
+	if token != "" && s.settled[id][token] {
+		return clone(cur), nil // our own earlier try was applied
+	}
 	if !allows(cur) {
 		switch {
-		case s.settled[id][token]:
-			return clone(cur), nil // our own earlier try was applied
 		case s.settled[id][token+"+cost"]: // its cost was added by our earlier try
 		case set.cost != 0 || set.held != 0 || set.ran != 0 || set.estimated:
 			cur = job.AddCost(cur, set.owner, set.cost, set.held, set.ran, set.estimated, now)

@@ -80,6 +80,24 @@ func holdMore(t *testing.T, s *suite) {
 			}
 		})
 	}
+	// A raise sent again (its answer lost, the SDK retrying) is applied
+	// once; a raise to a new total is a new raise.
+	t.Run("a repeated raise counts once", func(t *testing.T) {
+		t.Parallel()
+		j := s.create(t, attempt(now))
+		raise := job.HoldMore{ID: j.ID, Owner: "me", Now: now, Amount: 40, Total: j.Held + 40}
+		first, err := s.store.HoldMore(t.Context(), raise)
+		if err != nil {
+			t.Fatal(err)
+		}
+		raise.Now = now.Add(time.Second)
+		again, err := s.store.HoldMore(t.Context(), raise)
+		s.applied(t, "the repeated raise", again, err, first)
+		next, err := s.store.HoldMore(t.Context(), job.HoldMore{ID: j.ID, Owner: "me", Now: now.Add(2 * time.Second), Amount: 40, Total: j.Held + 80})
+		if err != nil || next.Held != j.Held+80 {
+			t.Fatalf("a raise to a new total: %+v %v, want held %d", next, err, j.Held+80)
+		}
+	})
 	// The attempt's finish returns the whole hold, the raise included.
 	t.Run("the finish returns it", func(t *testing.T) {
 		t.Parallel()

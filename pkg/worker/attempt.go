@@ -285,7 +285,7 @@ func (a *attempt) holdFor(ctx context.Context, need job.Nanocents) bool {
 	if need <= a.held {
 		return true
 	}
-	_, err := a.w.cfg.Store.HoldMore(ctx, job.HoldMore{ID: a.j.ID, Owner: a.owner, Now: a.w.cfg.Clock.Now(), Amount: need - a.held})
+	_, err := a.w.cfg.Store.HoldMore(ctx, job.HoldMore{ID: a.j.ID, Owner: a.owner, Now: a.w.cfg.Clock.Now(), Amount: need - a.held, Total: need})
 	if err != nil {
 		a.log.Info("no fallback: raising the attempt's hold for the next rung failed", "need_cents", need.String(), "err", err)
 		a.holdUnsure = a.holdUnsure || job.ErrorCode(err) == job.CodeUnavailable
