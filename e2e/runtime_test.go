@@ -177,7 +177,9 @@ func startRIE(t *testing.T, rie, name, bootstrap string, env map[string]string, 
 	t.Cleanup(func() {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		if t.Failed() {
+		// RIE_DUMP=1 shows it on a pass too: rapid's INIT and REPORT
+		// lines, the function's JSON logs and EMF metrics.
+		if t.Failed() || os.Getenv("RIE_DUMP") != "" {
 			t.Logf("aws-lambda-rie %s output:\n%s", name, f.out)
 		}
 	})
@@ -489,7 +491,7 @@ func streamImage(t *testing.T, item map[string]types.AttributeValue) map[string]
 
 // streamRecord is the table stream's MODIFY record (NEW_AND_OLD_IMAGES)
 // for a write that took the job's item from old to cur.
-func (r *rieRun) streamRecord(seq int, old, cur map[string]types.AttributeValue, t *testing.T) events.DynamoDBEventRecord {
+func (r *rieRun) streamRecord(t *testing.T, seq int, old, cur map[string]types.AttributeValue) events.DynamoDBEventRecord {
 	now := time.Now()
 	return events.DynamoDBEventRecord{
 		EventID: fmt.Sprintf("rie-%d", seq), EventName: "MODIFY", EventVersion: "1.1", EventSource: "aws:dynamodb", AWSRegion: "us-east-1",
@@ -518,7 +520,7 @@ func (r *rieRun) notifier(t *testing.T) {
 		running[k] = v
 	}
 	running["state"] = &types.AttributeValueMemberS{Value: string(job.Running)}
-	ev := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{r.streamRecord(1, running, out.Item, t), r.streamRecord(2, out.Item, out.Item, t)}}
+	ev := events.DynamoDBEvent{Records: []events.DynamoDBEventRecord{r.streamRecord(t, 1, running, out.Item), r.streamRecord(t, 2, out.Item, out.Item)}}
 	var raw json.RawMessage
 	fn := r.fns["notifier"]
 	took := fn.invoke(t, ev, &raw)
@@ -538,9 +540,9 @@ func (r *rieRun) notifier(t *testing.T) {
 		t.Fatalf("notifier delivery: batch item failures %+v", qresp.BatchItemFailures)
 	}
 	r.settle(t, r.a.Config.CallbackQueueURL, qev, qresp)
-	acked, types, forged, _, _ := r.rcv.snapshot()
-	if len(acked[r.id]) != 1 || types[r.id] != "job.succeeded" || forged != 0 {
-		t.Fatalf("receiver: acked %v, types %v, forged %d", acked, types, forged)
+	acked, kinds, forged, _, _ := r.rcv.snapshot()
+	if len(acked[r.id]) != 1 || kinds[r.id] != "job.succeeded" || forged != 0 {
+		t.Fatalf("receiver: acked %v, types %v, forged %d", acked, kinds, forged)
 	}
 	t.Logf("notifier delivery batch of 1 in %s", took.Round(time.Millisecond))
 }
