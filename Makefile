@@ -110,8 +110,8 @@ bench: bin/kumo
 	KUMO_BIN=$(CURDIR)/bin/kumo go run ./cmd/aijobs-bench $(BENCH_ARGS)
 
 # Each function's shipped binary size and init time (docs/benchmarks.md).
-bench-coldstart: bin/kumo
-	KUMO_BIN=$(CURDIR)/bin/kumo go run ./cmd/aijobs-bench -coldstart $(COLDSTART_RUNS)
+bench-coldstart: bin/kumo bin/aws-lambda-rie
+	KUMO_BIN=$(CURDIR)/bin/kumo RIE_BIN=$(CURDIR)/bin/aws-lambda-rie go run ./cmd/aijobs-bench -coldstart $(COLDSTART_RUNS)
 
 # jobs/s and p99 create/poll latency by client concurrency (1 to 256,
 # max(100, 8 per client) jobs per point, 3 runs each), 10,000 jobs at 64
