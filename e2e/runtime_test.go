@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
 	"sync"
@@ -258,7 +259,19 @@ func TestEveryFunctionUnderAWSLambdaRuntimeEmulator(t *testing.T) {
 			return
 		}
 	}
+	var inits []string
+	for _, f := range rieFunctions {
+		m := rieInitReport.FindStringSubmatch(fns[f].out.String())
+		if m == nil {
+			t.Fatalf("%s: no INIT REPORT in the emulator's output:\n%s", f, fns[f].out)
+		}
+		inits = append(inits, f+" "+m[1]+" ms")
+	}
+	t.Logf("Init as aws-lambda-rie reports it (exec to the first GET /next): %s", strings.Join(inits, ", "))
 }
+
+// rieInitReport is rapid's line for a function's Init phase.
+var rieInitReport = regexp.MustCompile(`INIT REPORT\(durationMs: ([0-9.]+)\)`)
 
 // rieRun is the state the steps pass on: the job the API created flows
 // through the worker and the notifier.
