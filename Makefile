@@ -4,6 +4,9 @@
 #   make test-moto  the AWS-backed tests again, on moto (moto_server) instead of kumo
 SHELL := /bin/bash
 KUMO_VERSION := v0.33.1
+# AWS's Lambda Runtime Interface Emulator: e2e's runtime test runs each
+# function's bootstrap under it (the real runtime API loop, not a stand-in).
+RIE_VERSION := v0.0.0-20261030222936-bef5c4ba774d
 STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Explicit roots: ./... would also walk node_modules (the CDK CLI ships Go templates).
 GO_PKGS := ./cmd/... ./e2e/... ./functions/... ./internal/... ./pkg/...
@@ -23,6 +26,10 @@ bin/kumo:
 	  cd "$$dir" && GOFLAGS=-mod=mod go build -o "$(CURDIR)/bin/kumo" ./cmd/kumo
 
 kumo: bin/kumo
+
+bin/aws-lambda-rie:
+	@mkdir -p bin
+	GOBIN=$(CURDIR)/bin go install github.com/aws/aws-lambda-runtime-interface-emulator/cmd/aws-lambda-rie@$(RIE_VERSION)
 
 # The console's browser tests (cmd/aijobs, TestConsoleInABrowser) drive a
 # headless Chromium: Debian's package, installed here when missing (as root,
@@ -58,8 +65,8 @@ unit:
 	go test -count=1 ./pkg/job/... ./pkg/settings/... ./pkg/config/... ./pkg/worker/... ./pkg/api/... ./pkg/model/... \
 	  ./pkg/reconciler/... ./pkg/replay/... ./pkg/advise/... ./pkg/client/...
 
-test: bin/kumo chromium lint
-	KUMO_BIN=$(CURDIR)/bin/kumo go test -race -count=1 -timeout 15m $(GO_PKGS)
+test: bin/kumo bin/aws-lambda-rie chromium lint
+	KUMO_BIN=$(CURDIR)/bin/kumo RIE_BIN=$(CURDIR)/bin/aws-lambda-rie go test -race -count=1 -timeout 15m $(GO_PKGS)
 	@$(MAKE) --no-print-directory fuzz FUZZTIME=$(TEST_FUZZTIME)
 
 # The AWS-backed packages (the store conformance suite, queue, stream,
@@ -68,8 +75,8 @@ test: bin/kumo chromium lint
 # (pip install 'moto[server]'). scripts/test-moto.sh holds the one list of
 # tests excluded there, each for a moto gap reproduced in internal/moto,
 # and prints it.
-test-moto: chromium
-	@scripts/test-moto.sh
+test-moto: chromium bin/aws-lambda-rie
+	@RIE_BIN=$(CURDIR)/bin/aws-lambda-rie scripts/test-moto.sh
 
 # Fuzz targets (package:target), each run for FUZZTIME by `make fuzz` and
 # for TEST_FUZZTIME by `make test` (their committed seeds also run as plain
@@ -103,8 +110,8 @@ bench: bin/kumo
 	KUMO_BIN=$(CURDIR)/bin/kumo go run ./cmd/aijobs-bench $(BENCH_ARGS)
 
 # Each function's shipped binary size and init time (docs/benchmarks.md).
-bench-coldstart: bin/kumo
-	KUMO_BIN=$(CURDIR)/bin/kumo go run ./cmd/aijobs-bench -coldstart $(COLDSTART_RUNS)
+bench-coldstart: bin/kumo bin/aws-lambda-rie
+	KUMO_BIN=$(CURDIR)/bin/kumo RIE_BIN=$(CURDIR)/bin/aws-lambda-rie go run ./cmd/aijobs-bench -coldstart $(COLDSTART_RUNS)
 
 # jobs/s and p99 create/poll latency by client concurrency (1 to 256,
 # max(100, 8 per client) jobs per point, 3 runs each), 10,000 jobs at 64

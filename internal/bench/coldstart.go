@@ -29,6 +29,11 @@ type ColdStartOptions struct {
 	// Dir is where the binaries are built (a temporary directory when
 	// empty).
 	Dir string
+	// RIE, when set, is AWS's Lambda Runtime Interface Emulator
+	// (`make bin/aws-lambda-rie`): each function is also started Runs
+	// times under it, and its own Init duration recorded, as a check on
+	// the stand-in's from a runtime API no one here wrote.
+	RIE string
 }
 
 // ColdStart is one function's size and init times.
@@ -43,6 +48,9 @@ type ColdStart struct {
 	// initialisers, the configuration and the role's wiring (AWS config,
 	// clients, for the notifier its secret's read from kumo).
 	Init []time.Duration
+	// InitRIE is, per run, the Init duration aws-lambda-rie reports for
+	// the same span (empty without ColdStartOptions.RIE).
+	InitRIE []time.Duration
 }
 
 // lambdaBuild are the flags infra.mk's LAMBDA_BUILD uses.
@@ -72,6 +80,7 @@ func MeasureColdStarts(ctx context.Context, o ColdStartOptions) ([]ColdStart, er
 		return nil, err
 	}
 	defer rt.close()
+	rieEnv := env
 	env = append(env, "AWS_LAMBDA_RUNTIME_API="+rt.addr)
 	var out []ColdStart
 	for _, f := range Functions {
@@ -83,17 +92,31 @@ func MeasureColdStarts(ctx context.Context, o ColdStartOptions) ([]ColdStart, er
 		if c.Host, err = build(ctx, f, host, runtime.GOARCH); err != nil {
 			return out, err
 		}
-		for range o.Runs + 1 { // the first run warms the page cache and is dropped
-			d, err := rt.timeInit(ctx, host, env)
-			if err != nil {
-				return out, fmt.Errorf("coldstart: %s: %w", f, err)
-			}
-			c.Init = append(c.Init, d)
+		if c.Init, err = timeRuns(o.Runs, func() (time.Duration, error) { return rt.timeInit(ctx, host, env) }); err != nil {
+			return out, fmt.Errorf("coldstart: %s: %w", f, err)
 		}
-		c.Init = c.Init[1:]
+		if o.RIE != "" {
+			if c.InitRIE, err = timeRuns(o.Runs, func() (time.Duration, error) { return timeInitRIE(ctx, o.RIE, host, rieEnv) }); err != nil {
+				return out, fmt.Errorf("coldstart: %s under aws-lambda-rie: %w", f, err)
+			}
+		}
 		out = append(out, c)
 	}
 	return out, nil
+}
+
+// timeRuns times runs+1 starts and drops the first, which warms the page
+// cache.
+func timeRuns(runs int, start func() (time.Duration, error)) ([]time.Duration, error) {
+	var ds []time.Duration
+	for range runs + 1 {
+		d, err := start()
+		if err != nil {
+			return nil, err
+		}
+		ds = append(ds, d)
+	}
+	return ds[1:], nil
 }
 
 func build(ctx context.Context, function, out, arch string) (int64, error) {
@@ -205,11 +228,17 @@ func (rt *runtimeAPI) timeInit(ctx context.Context, bin string, env []string) (t
 // ColdStartReport renders the figures as Markdown.
 func ColdStartReport(cs []ColdStart) string {
 	var b strings.Builder
-	b.WriteString("| function | linux/arm64 binary | host binary | init p50 | init min | init max | runs |\n|---|---|---|---|---|---|---|\n")
+	b.WriteString("| function | linux/arm64 binary | host binary | init p50 | init min | init max | runs | init p50 (aws-lambda-rie) | min | max |\n" +
+		"|---|---|---|---|---|---|---|---|---|---|\n")
+	r := func(ds []time.Duration, p float64) string {
+		if len(ds) == 0 {
+			return "-"
+		}
+		return Percentile(ds, p).Round(100 * time.Microsecond).String()
+	}
 	for _, c := range cs {
-		fmt.Fprintf(&b, "| %s | %.1f MB | %.1f MB | %s | %s | %s | %d |\n", c.Function, mb(c.Shipped), mb(c.Host),
-			Percentile(c.Init, 50).Round(100*time.Microsecond), Percentile(c.Init, 0).Round(100*time.Microsecond),
-			Percentile(c.Init, 100).Round(100*time.Microsecond), len(c.Init))
+		fmt.Fprintf(&b, "| %s | %.1f MB | %.1f MB | %s | %s | %s | %d | %s | %s | %s |\n", c.Function, mb(c.Shipped), mb(c.Host),
+			r(c.Init, 50), r(c.Init, 0), r(c.Init, 100), len(c.Init), r(c.InitRIE, 50), r(c.InitRIE, 0), r(c.InitRIE, 100))
 	}
 	return b.String()
 }

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"os"
 	"strings"
 	"time"
 )
@@ -24,6 +25,9 @@ type SuiteOptions struct {
 	// ColdStarts, when above zero, is how many cold starts of each
 	// function to time instead of the suite (`make bench-coldstart`).
 	ColdStarts int
+	// RIE is aws-lambda-rie, under which the cold starts are timed too
+	// (empty: the stand-in alone).
+	RIE string
 }
 
 // Flags registers the options' flags on fs, with their defaults.
@@ -45,6 +49,7 @@ func (o *SuiteOptions) Flags(fs *flag.FlagSet) {
 	o.Cadence.Latencies = []time.Duration{time.Second}
 	o.Scale.Flags(fs)
 	fs.IntVar(&o.ColdStarts, "coldstart", 0, "instead of jobs: build each function and time this many cold starts of each")
+	fs.StringVar(&o.RIE, "rie", os.Getenv("RIE_BIN"), "with -coldstart: AWS's aws-lambda-rie, under which each function's init is timed too (default $RIE_BIN; empty: the stand-in alone)")
 }
 
 // Main runs what o asks for against o.Run.Endpoint, the suite by default,
@@ -52,7 +57,7 @@ func (o *SuiteOptions) Flags(fs *flag.FlagSet) {
 func Main(ctx context.Context, o SuiteOptions, w io.Writer) error {
 	switch {
 	case o.ColdStarts > 0:
-		cs, err := MeasureColdStarts(ctx, ColdStartOptions{Endpoint: o.Run.Endpoint, Runs: o.ColdStarts})
+		cs, err := MeasureColdStarts(ctx, ColdStartOptions{Endpoint: o.Run.Endpoint, Runs: o.ColdStarts, RIE: o.RIE})
 		fmt.Fprint(w, ColdStartReport(cs))
 		return err
 	case o.Scale.On:
