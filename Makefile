@@ -11,7 +11,7 @@ STATICCHECK := honnef.co/go/tools/cmd/staticcheck@v0.8.2
 # Explicit roots: ./... would also walk node_modules (the CDK CLI ships Go templates).
 GO_PKGS := ./cmd/... ./e2e/... ./functions/... ./internal/... ./pkg/...
 
-.PHONY: all build dev test test-moto lint unit bench bench-coldstart bench-scale chaos fuzz kumo docs chromium screenshots clean
+.PHONY: all build dev test test-moto test-chaos-harsh lint unit bench bench-coldstart bench-scale chaos fuzz kumo docs chromium screenshots clean
 
 # The CDK stack's targets (synth, deploy, test-infra, localstack-*).
 -include infra.mk
@@ -77,6 +77,11 @@ test: bin/kumo bin/aws-lambda-rie chromium lint
 # and prints it.
 test-moto: chromium bin/aws-lambda-rie
 	@RIE_BIN=$(CURDIR)/bin/aws-lambda-rie scripts/test-moto.sh
+
+# The harsh chaos profile's short seeded run (docs/chaos.md), on its own
+# after make test: CI runs it (.ci/run), as make test runs the default one.
+test-chaos-harsh: bin/kumo
+	KUMO_BIN=$(CURDIR)/bin/kumo go test -tags chaosharsh -count=1 -timeout 15m -run TestShortHarshChaosRun -v ./internal/chaos
 
 # Fuzz targets (package:target), each run for FUZZTIME by `make fuzz` and
 # for TEST_FUZZTIME by `make test` (their committed seeds also run as plain

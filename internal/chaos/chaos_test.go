@@ -21,20 +21,6 @@ func TestShortChaosRun(t *testing.T) {
 	shortRun(t, o)
 }
 
-// TestShortHarshChaosRun is the harsh profile's short seeded run (issue
-// W's AWS fault rates on every DynamoDB, SQS and S3 call: docs/chaos.md),
-// beside the default one: the same invariants, the parked outcomes
-// included.
-//
-// The two runs take turns: each is timed against its own reconciler and
-// leases, and two at once on a small machine would test its scheduler.
-func TestShortHarshChaosRun(t *testing.T) {
-	o := DefaultOptions()
-	Profiles["harsh"](&o)
-	o.Seed, o.Jobs, o.Load, o.KillEvery = 20261204, 100, 45*time.Second, 12*time.Second
-	shortRun(t, o)
-}
-
 // shortRun runs o against this package's emulator with the worker binary
 // built here, and fails when an invariant broke or a fault kind the
 // schedule should inject never was.

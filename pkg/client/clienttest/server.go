@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"maps"
@@ -31,8 +32,23 @@ import (
 // T0 is when the fake clock starts.
 var T0 = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 
-// worker is the lease owner of every transition made through the Server.
+// worker names the lease owners of the transitions made through the
+// Server: one per attempt, as a real worker's claims have (a store
+// recognises a second finish by one owner as a repeat of the first).
 const worker = "clienttest-worker"
+
+// owner is the lease owner of id's attempt number n.
+func owner(n int) string { return fmt.Sprintf("%s-%d", worker, n) }
+
+// current is the lease owner of id's current attempt.
+func (s *Server) current(t testing.TB, id string) string {
+	t.Helper()
+	j, err := s.Store.Get(context.Background(), id)
+	if err != nil {
+		t.Fatalf("clienttest: get %s: %v", id, err)
+	}
+	return owner(j.Attempts)
+}
 
 // Server is one API over a fresh store, queue and clock.
 type Server struct {
@@ -120,7 +136,11 @@ func ID(token, key string) string { return job.NewID(Tenant(token), key) }
 func (s *Server) Claim(t testing.TB, id string) job.Job {
 	t.Helper()
 	now := s.Clock.Now()
-	j, err := s.Store.Claim(context.Background(), job.Claim{ID: id, Owner: worker, Now: now, LeaseUntil: now.Add(time.Minute)})
+	cur, err := s.Store.Get(context.Background(), id)
+	if err != nil {
+		t.Fatalf("clienttest: get %s: %v", id, err)
+	}
+	j, err := s.Store.Claim(context.Background(), job.Claim{ID: id, Owner: owner(cur.Attempts + 1), Now: now, LeaseUntil: now.Add(time.Minute)})
 	return check(t, "claim", j, err)
 }
 
@@ -128,7 +148,7 @@ func (s *Server) Claim(t testing.TB, id string) job.Job {
 func (s *Server) Progress(t testing.TB, id string, p float64) job.Job {
 	t.Helper()
 	now := s.Clock.Now()
-	j, err := s.Store.Heartbeat(context.Background(), job.Heartbeat{ID: id, Owner: worker, Now: now, LeaseUntil: now.Add(time.Minute), Progress: p})
+	j, err := s.Store.Heartbeat(context.Background(), job.Heartbeat{ID: id, Owner: s.current(t, id), Now: now, LeaseUntil: now.Add(time.Minute), Progress: p})
 	return check(t, "heartbeat", j, err)
 }
 
@@ -136,7 +156,7 @@ func (s *Server) Progress(t testing.TB, id string, p float64) job.Job {
 func (s *Server) Succeed(t testing.TB, id string, cost job.Nanocents, result string) job.Job {
 	t.Helper()
 	now := s.Clock.Now()
-	j, err := s.Store.Succeed(context.Background(), job.Succeed{ID: id, Owner: worker, Now: now, Cost: cost,
+	j, err := s.Store.Succeed(context.Background(), job.Succeed{ID: id, Owner: s.current(t, id), Now: now, Cost: cost,
 		Result: []byte(result), Model: "fake", ExpiresAt: now.Add(time.Hour)})
 	return check(t, "succeed", j, err)
 }
@@ -146,7 +166,7 @@ func (s *Server) Succeed(t testing.TB, id string, cost job.Nanocents, result str
 func (s *Server) End(t testing.TB, id string, cost job.Nanocents, class job.ErrorClass) job.Job {
 	t.Helper()
 	now := s.Clock.Now()
-	j, err := s.Store.End(context.Background(), job.End{ID: id, Owner: worker, Now: now, Cost: cost, Class: class, ExpiresAt: now.Add(time.Hour)})
+	j, err := s.Store.End(context.Background(), job.End{ID: id, Owner: s.current(t, id), Now: now, Cost: cost, Class: class, ExpiresAt: now.Add(time.Hour)})
 	return check(t, "end", j, err)
 }
 
