@@ -46,9 +46,10 @@ type Config struct {
 	CABundle string
 	// Counter, when set, counts every API call by operation.
 	Counter *Counter
-	// CallTimeout, when set, bounds every DynamoDB, DynamoDB Streams, SQS
-	// and Secrets Manager call, the SDK's retries included (a long poll's wait is
-	// added): a stalled call fails instead of hanging its caller.
+	// CallTimeout, when set, bounds every DynamoDB, DynamoDB Streams, SQS,
+	// Secrets Manager and S3 call, the SDK's retries included (a long
+	// poll's wait is added): a stalled call fails instead of hanging its
+	// caller.
 	CallTimeout time.Duration
 	// APIOptions are added to every client's middleware stack after the
 	// counter's (the chaos harness injects AWS faults with them); nil in

@@ -48,7 +48,7 @@ var vars = []Var{
 	setting("AIJOBS_LEASE_TTL", duration, func(s *settings.Settings) *time.Duration { return &s.LeaseTTL },
 		"How far each renewal reaches; a dead worker's job is retried after at most this."),
 	setting("AIJOBS_AWS_CALL_TIMEOUT", duration, func(s *settings.Settings) *time.Duration { return &s.AWSCallTimeout },
-		"Deadline of every DynamoDB and SQS call, the SDK's retries included (a long poll's wait is added): a stalled call fails instead of hanging a heartbeat or a finishing write."),
+		"Deadline of every DynamoDB, SQS and S3 call, the SDK's retries included (a long poll's wait is added): a stalled call fails instead of hanging a heartbeat or a finishing write."),
 	setting("AIJOBS_LEASE_MARGIN", duration, func(s *settings.Settings) *time.Duration { return &s.LeaseMargin },
 		"A call whose lease could not be renewed is stopped this long before the lease ends, on a timer of its own; must exceed the clock skew between workers. 0s: one heartbeat."),
 	setting("AIJOBS_ATTEMPT_MARGIN", duration, func(s *settings.Settings) *time.Duration { return &s.AttemptMargin },
