@@ -12,7 +12,7 @@ import (
 // deadlined are the services whose every call gets a deadline of its own.
 // A model call is not one of them: its rung's timeout bounds it, and a
 // stream is read after the call returns.
-var deadlined = map[string]bool{"DynamoDB": true, "DynamoDB Streams": true, "SQS": true, "Secrets Manager": true}
+var deadlined = map[string]bool{"DynamoDB": true, "DynamoDB Streams": true, "SQS": true, "Secrets Manager": true, "S3": true}
 
 // deadline bounds each API call, the SDK's own retries included, by d:
 // the SDK clients have no overall timeout, so a request on a half-open

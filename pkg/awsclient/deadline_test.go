@@ -13,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/aijobs/aijobs/pkg/awsclient"
+	"github.com/aijobs/aijobs/pkg/s3"
 )
 
 // halfOpen accepts connections and never answers, as a peer behind a
@@ -67,6 +68,14 @@ func TestEveryStoreAndQueueCallHasADeadline(t *testing.T) {
 	_, err = dynamodbstreams.NewFromConfig(cfg).GetRecords(ctx, &dynamodbstreams.GetRecordsInput{ShardIterator: aws.String("i")})
 	if took := time.Since(start); err == nil || took > 2*time.Second {
 		t.Fatalf("GetRecords: err %v after %s, want a failure within the deadline", err, took)
+	}
+
+	// The parking lot's put: a hung one must not hold a paid outcome's
+	// whole finish window (pkg/worker hedges puts on this deadline).
+	start = time.Now()
+	err = s3.New(s3.NewClient(cfg), "b").Put(ctx, "parked/j/w", []byte("{}"))
+	if took := time.Since(start); err == nil || took > 2*time.Second {
+		t.Fatalf("S3 PutObject: err %v after %s, want a failure within the deadline", err, took)
 	}
 
 	// A long poll gets its wait on top of the deadline, and no more.
