@@ -242,7 +242,7 @@ func TestGetTerminalJob(t *testing.T) {
 	if _, err := e.store.Claim(ctx, job.Claim{ID: id, Owner: "w0", Now: now, LeaseUntil: now.Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := e.store.Release(ctx, job.Release{ID: id, Owner: "w0", Now: now, Cost: 1, Class: job.RateLimited}); err != nil {
+	if _, err := e.store.Release(ctx, job.Release{ID: id, Owner: "w0", Now: now, Settlement: job.Settlement{Cost: 1}, Class: job.RateLimited}); err != nil {
 		t.Fatal(err)
 	}
 	resp := e.do(t, request(t, "GET", "/jobs/"+id, ""))

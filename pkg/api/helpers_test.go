@@ -302,7 +302,7 @@ func (e *env) succeed(t *testing.T, id string) {
 	if _, err := e.store.Claim(ctx, job.Claim{ID: id, Owner: "w1", Now: now, LeaseUntil: now.Add(time.Minute)}); err != nil {
 		t.Fatalf("claim: %v", err)
 	}
-	if _, err := e.store.Succeed(ctx, job.Succeed{ID: id, Owner: "w1", Now: now, Cost: 420_000_000,
+	if _, err := e.store.Succeed(ctx, job.Succeed{ID: id, Owner: "w1", Now: now, Settlement: job.Settlement{Cost: 420_000_000},
 		Result: json.RawMessage(doneResult), Model: "fake-1", ExpiresAt: now.Add(time.Hour)}); err != nil {
 		t.Fatalf("succeed: %v", err)
 	}

@@ -96,14 +96,14 @@ func setup(t *testing.T) *fixture {
 	claim(r.ID, now.Add(-time.Minute))
 	ok := mk("succeeded", 20*time.Minute)
 	claim(ok.ID, now.Add(-19*time.Minute))
-	if _, err := f.store.Succeed(ctx, job.Succeed{ID: ok.ID, Owner: "w", Now: now.Add(-18 * time.Minute), Cost: 700,
+	if _, err := f.store.Succeed(ctx, job.Succeed{ID: ok.ID, Owner: "w", Now: now.Add(-18 * time.Minute), Settlement: job.Settlement{Cost: 700},
 		Result: json.RawMessage(`{"output":"the answer"}`), ExpiresAt: now.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	for _, k := range []string{"failed1", "failed2"} {
 		j := mk(k, 30*time.Minute)
 		claim(j.ID, now.Add(-29*time.Minute))
-		if _, err := f.store.End(ctx, job.End{ID: j.ID, Owner: "w", Now: now.Add(-28 * time.Minute), Cost: 2500, Held: 1000,
+		if _, err := f.store.End(ctx, job.End{ID: j.ID, Owner: "w", Now: now.Add(-28 * time.Minute), Settlement: job.Settlement{Cost: 2500, Held: 1000},
 			Class: job.Overloaded, ExpiresAt: now.Add(time.Hour)}); err != nil {
 			t.Fatal(err)
 		}

@@ -65,11 +65,11 @@ func calls(st *dynamodb.Store) map[string]func(context.Context) error {
 			return err
 		},
 		"succeed": func(ctx context.Context) error {
-			_, err := st.Succeed(ctx, job.Succeed{ID: id, Owner: "w", Now: now, Cost: 1, Result: json.RawMessage(`{}`)})
+			_, err := st.Succeed(ctx, job.Succeed{ID: id, Owner: "w", Now: now, Settlement: job.Settlement{Cost: 1}, Result: json.RawMessage(`{}`)})
 			return err
 		},
 		"release": func(ctx context.Context) error {
-			_, err := st.Release(ctx, job.Release{ID: id, Owner: "w", Now: now, Cost: 1, Class: job.Timeout})
+			_, err := st.Release(ctx, job.Release{ID: id, Owner: "w", Now: now, Settlement: job.Settlement{Cost: 1}, Class: job.Timeout})
 			return err
 		},
 		"end": func(ctx context.Context) error {

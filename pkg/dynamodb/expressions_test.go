@@ -90,7 +90,7 @@ func TestRefusedSettleShapes(t *testing.T) {
 	for name, item := range map[string]map[string]types.AttributeValue{"cancelled during the attempt": cancelledDuring, "written off": writtenOff} {
 		r := &recorder{refuse: true, item: item}
 		st := dynamodb.New(r, "jobs", settings.Defaults())
-		_, _ = st.Release(t.Context(), job.Release{ID: "job_x", Owner: "w", Now: base, Cost: 1, Held: 2, Ran: time.Second, Class: job.Timeout})
+		_, _ = st.Release(t.Context(), job.Release{ID: "job_x", Owner: "w", Now: base, Settlement: job.Settlement{Cost: 1, Held: 2, Ran: time.Second}, Class: job.Timeout})
 		var shapes int
 		for _, in := range r.inputs {
 			cond := aws.ToString(in.ConditionExpression)
@@ -136,14 +136,14 @@ func TestEveryPlaceholderIsUsed(t *testing.T) {
 		_, _ = st.Claim(ctx, job.Claim{ID: id, Owner: "w", Now: now, LeaseUntil: now.Add(time.Minute)})
 		_, _ = st.Heartbeat(ctx, job.Heartbeat{ID: id, Owner: "w", Now: now, LeaseUntil: now.Add(time.Minute), Progress: 0.5})
 		_, _ = st.HoldMore(ctx, job.HoldMore{ID: id, Owner: "w", Now: now, Amount: 5})
-		_, _ = st.Succeed(ctx, job.Succeed{ID: id, Owner: "w", Now: now, Cost: 1, Held: 2, Ran: time.Second, Result: res, Model: "m", ExpiresAt: keep})
+		_, _ = st.Succeed(ctx, job.Succeed{ID: id, Owner: "w", Now: now, Settlement: job.Settlement{Cost: 1, Held: 2, Ran: time.Second}, Result: res, Model: "m", ExpiresAt: keep})
 		_, _ = st.Succeed(ctx, job.Succeed{ID: id, Owner: "w", Now: now})
-		_, _ = st.Succeed(ctx, job.Succeed{ID: id, Owner: "w", Now: now, Cost: 1, Estimated: true})
-		_, _ = st.Release(ctx, job.Release{ID: id, Owner: "w", Now: now, Cost: 1, Estimated: true, Class: job.Timeout})
-		_, _ = st.End(ctx, job.End{ID: id, Owner: "w", Now: now, Cost: 1, Estimated: true, Class: job.Auth})
-		_, _ = st.Release(ctx, job.Release{ID: id, Owner: "w", Now: now, Cost: 1, Class: job.Timeout, Detail: "d"})
+		_, _ = st.Succeed(ctx, job.Succeed{ID: id, Owner: "w", Now: now, Settlement: job.Settlement{Cost: 1, Estimated: true}})
+		_, _ = st.Release(ctx, job.Release{ID: id, Owner: "w", Now: now, Settlement: job.Settlement{Cost: 1, Estimated: true}, Class: job.Timeout})
+		_, _ = st.End(ctx, job.End{ID: id, Owner: "w", Now: now, Settlement: job.Settlement{Cost: 1, Estimated: true}, Class: job.Auth})
+		_, _ = st.Release(ctx, job.Release{ID: id, Owner: "w", Now: now, Settlement: job.Settlement{Cost: 1}, Class: job.Timeout, Detail: "d"})
 		_, _ = st.Release(ctx, job.Release{ID: id, Owner: "w", Now: now, Class: job.Timeout})
-		_, _ = st.End(ctx, job.End{ID: id, Owner: "w", Now: now, Cost: 1, Class: job.Auth, Detail: "d", ExpiresAt: keep})
+		_, _ = st.End(ctx, job.End{ID: id, Owner: "w", Now: now, Settlement: job.Settlement{Cost: 1}, Class: job.Auth, Detail: "d", ExpiresAt: keep})
 		_, _ = st.End(ctx, job.End{ID: id, Now: now, Class: job.DeadlineExceeded})
 		_, _ = st.End(ctx, job.End{ID: id, Now: now, Class: job.DeadLettered, NotReplayedSince: now.Add(-time.Minute)})
 		_, _ = st.Cancel(ctx, job.Cancel{ID: id, Tenant: "t", Now: now, ExpiresAt: keep})

@@ -36,13 +36,13 @@ func TestFailureIndexHoldsEndedJobsOnly(t *testing.T) {
 		return j
 	}
 	failed, cancelled, running, succeeded := mk("failed"), mk("cancelled"), mk("running"), mk("succeeded")
-	if _, err := st.End(ctx, job.End{ID: failed.ID, Owner: "w-failed", Now: now.Add(time.Second), Cost: 42, Class: job.ContentFiltered, ExpiresAt: keep}); err != nil {
+	if _, err := st.End(ctx, job.End{ID: failed.ID, Owner: "w-failed", Now: now.Add(time.Second), Settlement: job.Settlement{Cost: 42}, Class: job.ContentFiltered, ExpiresAt: keep}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.Cancel(ctx, job.Cancel{ID: cancelled.ID, Tenant: "t", Now: now.Add(time.Second), ExpiresAt: keep}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Succeed(ctx, job.Succeed{ID: succeeded.ID, Owner: "w-succeeded", Now: now.Add(time.Second), Cost: 1, ExpiresAt: keep}); err != nil {
+	if _, err := st.Succeed(ctx, job.Succeed{ID: succeeded.ID, Owner: "w-succeeded", Now: now.Add(time.Second), Settlement: job.Settlement{Cost: 1}, ExpiresAt: keep}); err != nil {
 		t.Fatal(err)
 	}
 

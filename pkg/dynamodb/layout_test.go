@@ -97,7 +97,7 @@ func TestItemLayout(t *testing.T) {
 		"state": "S:running", "lease_owner": "S:w1", "lease_until_ms": ms(t1.Add(time.Minute)), "attempts": "N:1", "version": "N:2", "updated_ms": ms(t1),
 	})
 	t2 := t1.Add(time.Second)
-	if _, err := st.Release(ctx, job.Release{ID: j.ID, Owner: "w1", Now: t2, Cost: 333_333_333, Class: job.RateLimited, Detail: "http 429"}); err != nil {
+	if _, err := st.Release(ctx, job.Release{ID: j.ID, Owner: "w1", Now: t2, Settlement: job.Settlement{Cost: 333_333_333}, Class: job.RateLimited, Detail: "http 429"}); err != nil {
 		t.Fatal(err)
 	}
 	expect(t, "released", raw(t, c, table, j.ID), map[string]string{
@@ -109,7 +109,7 @@ func TestItemLayout(t *testing.T) {
 		t.Fatal(err)
 	}
 	t4 := t3.Add(time.Second)
-	if _, err := st.End(ctx, job.End{ID: j.ID, Owner: "w2", Now: t4, Cost: 7, Class: job.ContentFiltered, ExpiresAt: keep}); err != nil {
+	if _, err := st.End(ctx, job.End{ID: j.ID, Owner: "w2", Now: t4, Settlement: job.Settlement{Cost: 7}, Class: job.ContentFiltered, ExpiresAt: keep}); err != nil {
 		t.Fatal(err)
 	}
 	h := fnv.New32a()
@@ -171,7 +171,7 @@ func TestRecordsFromBeforeReservesAreClaimable(t *testing.T) {
 	if err != nil || got.Held != 0 || got.Remaining() != 1000 || got.Attempts != 1 {
 		t.Fatalf("claim of a legacy record: %+v %v", got, err)
 	}
-	got, err = st.Release(ctx, job.Release{ID: j.ID, Owner: "w", Now: base.Add(2 * time.Second), Cost: 10, Class: job.Timeout})
+	got, err = st.Release(ctx, job.Release{ID: j.ID, Owner: "w", Now: base.Add(2 * time.Second), Settlement: job.Settlement{Cost: 10}, Class: job.Timeout})
 	if err != nil || got.Cost != 10 || got.Remaining() != 990 {
 		t.Fatalf("release: %+v %v", got, err)
 	}

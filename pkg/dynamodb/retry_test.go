@@ -63,7 +63,7 @@ func TestRetriedFinishIsRecognisedNotChargedTwice(t *testing.T) {
 	}
 	l.lose.Store(1)
 	got, err := retrying(func() (job.Job, error) {
-		return st.Succeed(ctx, job.Succeed{ID: j.ID, Owner: "w", Now: now.Add(2 * time.Second), Cost: 1000, Result: json.RawMessage(`{"o":1}`)})
+		return st.Succeed(ctx, job.Succeed{ID: j.ID, Owner: "w", Now: now.Add(2 * time.Second), Settlement: job.Settlement{Cost: 1000}, Result: json.RawMessage(`{"o":1}`)})
 	})
 	if err != nil || got.State != job.Succeeded || got.Cost != 1000 {
 		t.Fatalf("retried success: %+v %v (cost must be added once, and the success reported)", got, err)
@@ -90,7 +90,7 @@ func TestRetriedFinishIsRecognisedNotChargedTwice(t *testing.T) {
 	}
 	l.lose.Store(1) // loses the answer of the unconditional cost add
 	_, err = retrying(func() (job.Job, error) {
-		return st.Release(ctx, job.Release{ID: k.ID, Owner: "old", Now: now.Add(4 * time.Second), Cost: 500, Class: job.Timeout})
+		return st.Release(ctx, job.Release{ID: k.ID, Owner: "old", Now: now.Add(4 * time.Second), Settlement: job.Settlement{Cost: 500}, Class: job.Timeout})
 	})
 	if cur, ok := job.ConflictJob(err); !ok || cur.Cost != 500 {
 		t.Fatalf("retried cost add: %+v %v, want Conflict with cost 500", cur, err)
@@ -115,7 +115,7 @@ func TestRetriedFinishAfterAnotherWriterSettlesOnce(t *testing.T) {
 	if _, err := st.Claim(ctx, job.Claim{ID: j.ID, Owner: "b", Now: now.Add(time.Second), LeaseUntil: now.Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
-	release := job.Release{ID: j.ID, Owner: "b", Now: now.Add(2 * time.Second), Cost: 40, Held: 50, Class: job.RateLimited}
+	release := job.Release{ID: j.ID, Owner: "b", Now: now.Add(2 * time.Second), Settlement: job.Settlement{Cost: 40, Held: 50}, Class: job.RateLimited}
 	l.lose.Store(1)
 	if _, err := st.Release(ctx, release); job.ErrorCode(err) != job.CodeUnavailable {
 		t.Fatalf("first try: %v, want its answer lost", err)
@@ -124,7 +124,7 @@ func TestRetriedFinishAfterAnotherWriterSettlesOnce(t *testing.T) {
 	if _, err := st.Claim(ctx, job.Claim{ID: j.ID, Owner: "c", Now: now.Add(3 * time.Second), LeaseUntil: now.Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Release(ctx, job.Release{ID: j.ID, Owner: "c", Now: now.Add(4 * time.Second), Cost: 7, Held: 50, Class: job.RateLimited}); err != nil {
+	if _, err := st.Release(ctx, job.Release{ID: j.ID, Owner: "c", Now: now.Add(4 * time.Second), Settlement: job.Settlement{Cost: 7, Held: 50}, Class: job.RateLimited}); err != nil {
 		t.Fatal(err)
 	}
 	release.Now = now.Add(5 * time.Second)

@@ -120,6 +120,10 @@ type update struct {
 	// is recognised instead of refused, and its cost is never added twice,
 	// even if other writes landed in between.
 	token string
+	// owner and settles, on a finishing write (see settling), are the
+	// attempt it settles and what: a refused one still settles it.
+	owner   string
+	settles job.Settlement
 }
 
 // apply runs one transition: the write, and on a refused condition the
@@ -127,7 +131,7 @@ type update struct {
 // and only the clock check failed, the write is re-stamped after the
 // record's updated_at. A refused write that settles an attempt still
 // settles it.
-func (s *Store) apply(ctx context.Context, id string, now time.Time, allows func(job.Job) bool, u update, set settlement) (job.Job, error) {
+func (s *Store) apply(ctx context.Context, id string, now time.Time, allows func(job.Job) bool, u update) (job.Job, error) {
 	stamp := job.Millis(now)
 	for range skewRetries {
 		out, err := s.write(ctx, id, u, stamp)
@@ -149,8 +153,8 @@ func (s *Store) apply(ctx context.Context, id string, now time.Time, allows func
 			stamp = job.NextUpdate(cur.UpdatedAt, now)
 			continue
 		}
-		if !set.zero() {
-			return s.addCost(ctx, id, set, now, u.token, cur, raw)
+		if !u.settles.IsZero() {
+			return s.addCost(ctx, u, now, cur, raw)
 		}
 		return job.Job{}, job.Conflict(cur)
 	}
@@ -164,14 +168,11 @@ func (s *Store) apply(ctx context.Context, id string, now time.Time, allows func
 // from: whether the attempt was written off (its estimate is replaced)
 // and whether its lease is still there (a job cancelled during the
 // attempt: the lease goes with the settlement).
-func (s *Store) addCost(ctx context.Context, id string, set settlement, now time.Time, token string, cur job.Job, raw map[string]types.AttributeValue) (job.Job, error) {
-	if token != "" {
-		token += "+cost"
-	}
+func (s *Store) addCost(ctx context.Context, refused update, now time.Time, cur job.Job, raw map[string]types.AttributeValue) (job.Job, error) {
+	id := cur.ID
 	stamp := job.Millis(now)
 	for range skewRetries {
-		u := set.refused(cur, tokenApplied(raw, set.owner+writeOffSuffix))
-		u.token = token
+		u := refused.refused(cur, tokenApplied(raw, refused.owner+writeOffSuffix))
 		out, err := s.write(ctx, id, u, stamp)
 		if err == nil {
 			j, err := s.decode(out)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -38,7 +39,7 @@ func (s *Store) Claim(ctx context.Context, c job.Claim) (job.Job, error) {
 			":queued": st(job.Queued), ":running": st(job.Running), ":now": avN(c.Now.UnixMilli()),
 			":owner": avS(c.Owner), ":lease": avN(c.LeaseUntil.UnixMilli()), ":zero": avN(0), ":one": avN(1),
 		},
-	}, settlement{})
+	})
 }
 
 // Heartbeat applies job.Heartbeat.
@@ -50,7 +51,7 @@ func (s *Store) Heartbeat(ctx context.Context, h job.Heartbeat) (job.Job, error)
 		values: map[string]types.AttributeValue{
 			":running": st(job.Running), ":owner": avS(h.Owner), ":nobody": avS(""), ":lease": avN(h.LeaseUntil.UnixMilli()), ":progress": avF(p), ":one": avN(1),
 		},
-	}, settlement{})
+	})
 }
 
 // HoldMore applies job.HoldMore: held is budget - cost - remaining,
@@ -63,30 +64,27 @@ func (s *Store) HoldMore(ctx context.Context, h job.HoldMore) (job.Job, error) {
 			":running": st(job.Running), ":owner": avS(h.Owner), ":nobody": avS(""), ":amount": avN(int64(h.Amount)), ":one": avN(1),
 		},
 		token: finishToken(h.Owner, "hold"+strconv.FormatInt(int64(h.Total), 10)),
-	}, settlement{})
+	})
 }
 
-// Succeed applies job.Succeed; a refused success still adds its cost.
+// Succeed applies job.Succeed; a refused success still settles its attempt.
 func (s *Store) Succeed(ctx context.Context, t job.Succeed) (job.Job, error) {
-	set := settlement{t.Owner, t.Cost, t.Held, t.Ran, t.Estimated}
-	v := set.values()
+	v := map[string]types.AttributeValue{":succeeded": st(job.Succeeded), ":one_f": avN(1)}
 	held(v, t.Owner)
-	v[":succeeded"], v[":one_f"] = st(job.Succeeded), avN(1)
-	expr := set.mark("SET #state = :succeeded, #progress = :one_f, #updated_ms = :upd", v)
+	expr := "SET #state = :succeeded, #progress = :one_f, #updated_ms = :upd"
 	remove := " REMOVE #lease_owner, #lease_until_ms, #error_class, #error_detail, #act_pk"
 	expr, remove = opt(expr, remove, aResult, avS(string(t.Result)), len(t.Result) > 0, v)
 	expr, remove = opt(expr, remove, aResultModel, avS(t.Model), t.Model != "", v)
 	expr, remove = expiry(expr, remove, t.ExpiresAt, v)
-	return s.apply(ctx, t.ID, t.Now, t.Allows, update{cond: heldCond, expr: expr + remove + costAdd, values: v, token: finishToken(t.Owner, "succeed")}, set)
+	u := update{cond: heldCond, expr: expr + remove, values: v}
+	return s.apply(ctx, t.ID, t.Now, t.Allows, u.settling(t.Owner, "succeed", t.Settlement))
 }
 
-// Release applies job.Release; a refused release still adds its cost.
+// Release applies job.Release; a refused release still settles its attempt.
 func (s *Store) Release(ctx context.Context, t job.Release) (job.Job, error) {
-	set := settlement{t.Owner, t.Cost, t.Held, t.Ran, t.Estimated}
-	v := set.values()
+	v := map[string]types.AttributeValue{":queued": st(job.Queued), ":class": avS(string(t.Class))}
 	held(v, t.Owner)
-	v[":queued"], v[":class"] = st(job.Queued), avS(string(t.Class))
-	expr, remove := set.mark("SET #state = :queued, #error_class = :class, #updated_ms = :upd", v), unlease
+	expr, remove := "SET #state = :queued, #error_class = :class, #updated_ms = :upd", unlease
 	expr, remove = detail(expr, remove, t.Detail, v)
 	if t.NotBefore.IsZero() {
 		remove += ", #not_before_ms"
@@ -94,13 +92,13 @@ func (s *Store) Release(ctx context.Context, t job.Release) (job.Job, error) {
 		expr += ", #not_before_ms = :nb"
 		v[":nb"] = avN(t.NotBefore.UnixMilli())
 	}
-	return s.apply(ctx, t.ID, t.Now, t.Allows, update{cond: heldCond, expr: expr + remove + costAdd, values: v, token: finishToken(t.Owner, "release")}, set)
+	u := update{cond: heldCond, expr: expr + remove, values: v}
+	return s.apply(ctx, t.ID, t.Now, t.Allows, u.settling(t.Owner, "release", t.Settlement))
 }
 
-// End applies job.End; a refused end still adds its cost.
+// End applies job.End; a refused end still settles its attempt.
 func (s *Store) End(ctx context.Context, t job.End) (job.Job, error) {
-	set := settlement{t.Owner, t.Cost, t.Held, t.Ran, t.Estimated}
-	v := set.values()
+	v := map[string]types.AttributeValue{}
 	cond := heldCond
 	if t.Owner != "" {
 		held(v, t.Owner)
@@ -114,10 +112,11 @@ func (s *Store) End(ctx context.Context, t job.End) (job.Job, error) {
 	}
 	pk, sk := failureKeys(t.ID, t.Class, t.Now, s.shards)
 	v[":final"], v[":class"], v[":fpk"], v[":fsk"] = st(t.Class.FinalState()), avS(string(t.Class)), avS(pk), avS(sk)
-	expr, remove := set.mark("SET #state = :final, #error_class = :class, #fail_pk = :fpk, #fail_sk = :fsk, #updated_ms = :upd", v), unlease+", #act_pk"
+	expr, remove := "SET #state = :final, #error_class = :class, #fail_pk = :fpk, #fail_sk = :fsk, #updated_ms = :upd", unlease+", #act_pk"
 	expr, remove = detail(expr, remove, t.Detail, v)
 	expr, remove = expiry(expr, remove, t.ExpiresAt, v)
-	return s.apply(ctx, t.ID, t.Now, t.Allows, update{cond: cond, expr: expr + remove + costAdd, values: v, token: finishToken(t.Owner, "end")}, set)
+	u := update{cond: cond, expr: expr + remove, values: v}
+	return s.apply(ctx, t.ID, t.Now, t.Allows, u.settling(t.Owner, "end", t.Settlement))
 }
 
 // Cancel applies job.Cancel; another tenant's job is NotFound, exactly like
@@ -137,7 +136,7 @@ func (s *Store) Cancel(ctx context.Context, c job.Cancel) (job.Job, error) {
 		cond:   "#tenant = :tenant AND (#state = :queued OR #state = :running)",
 		expr:   expr + remove + " ADD #version :one",
 		values: v,
-	}, settlement{})
+	})
 	if cur, ok := job.ConflictJob(err); ok && cur.Tenant != c.Tenant {
 		return job.Job{}, job.NotFound()
 	}
@@ -165,7 +164,7 @@ func (s *Store) WriteOff(ctx context.Context, w job.WriteOff) (job.Job, error) {
 		expr:   expr + remove + " ADD #cost_nc :held, #version :one",
 		values: v,
 		token:  w.Owner + writeOffSuffix,
-	}, settlement{})
+	})
 }
 
 // writeOffSuffix marks, in the settled set, a lease owner whose attempt
@@ -194,7 +193,7 @@ func (s *Store) Replay(ctx context.Context, r job.Replay) (job.Job, error) {
 		cond:   "#state = :failed AND " + fitsReserve + " AND #remaining_nc > :zero",
 		expr:   expr + remove + " ADD #replays :one, #version :one",
 		values: v,
-	}, settlement{})
+	})
 }
 
 // Nudge applies job.Nudge.
@@ -210,7 +209,7 @@ func (s *Store) Nudge(ctx context.Context, n job.Nudge) (job.Job, error) {
 		cond = "#updated_ms <= :stale AND ((" + queued + ") OR (#state = :running AND #lease_until_ms <= :stale))"
 		v[":queued"] = st(job.Queued)
 	}
-	return s.apply(ctx, n.ID, n.Now, n.Allows, update{cond: cond, expr: "SET #updated_ms = :upd ADD #nudges :one, #version :one", values: v}, settlement{})
+	return s.apply(ctx, n.ID, n.Now, n.Allows, update{cond: cond, expr: "SET #updated_ms = :upd ADD #nudges :one, #version :one", values: v})
 }
 
 // finishToken marks one finishing write of an attempt: its lease owner
@@ -230,63 +229,64 @@ func held(v map[string]types.AttributeValue, owner string) {
 	v[":running"], v[":owner"], v[":nobody"] = st(job.Running), avS(owner), avS("")
 }
 
-// settlement is what a finishing write settles for its attempt: its cost, the
-// hold its claim took, and how long it ran. A refused finish still settles
-// it (money spent is never lost from the record).
-type settlement struct {
-	owner      string
-	cost, held job.Nanocents
-	ran        time.Duration
-	estimated  bool
-}
-
-// mark adds, to a write's SET clause, the flag that the record's cost
-// includes an estimate, when this settlement's does. It is never cleared:
-// a sum with one estimate in it is an estimate.
-func (s settlement) mark(set string, v map[string]types.AttributeValue) string {
-	if !s.estimated {
-		return set
+// settling makes u the finishing write of owner's attempt: the same write
+// settles set (job.Settlement), and a refused one still does (addCost).
+// It is the one place a settlement becomes DynamoDB's words: costAdd adds
+// the cost and run time and, in the same ADD to remaining_nc, returns the
+// hold (:settle = held - cost); an estimated cost marks the record's cost
+// estimated, a mark never cleared (a sum with one estimate in it is an
+// estimate). The token (finishToken) names the write, so a retry of one
+// that landed is recognised. u.expr starts with its SET clause.
+func (u update) settling(owner, kind string, set job.Settlement) update {
+	u.values = maps.Clone(u.values)
+	u.values[":cost"], u.values[":settle"] = avN(int64(set.Cost)), avN(int64(set.Held-set.Cost))
+	u.values[":ran"], u.values[":one"] = avN(set.Ran.Milliseconds()), avN(1)
+	if set.Estimated {
+		u.values[":est"] = &types.AttributeValueMemberBOOL{Value: true}
+		u.expr = "SET #cost_est = :est, " + strings.TrimPrefix(u.expr, "SET ")
 	}
-	v[":est"] = &types.AttributeValueMemberBOOL{Value: true}
-	return set + ", #cost_est = :est"
+	u.expr += costAdd
+	u.owner, u.settles = owner, set
+	if kind != "" {
+		u.token = finishToken(owner, kind)
+	}
+	return u
 }
-
-func (s settlement) zero() bool { return s.cost == 0 && s.held == 0 && s.ran == 0 && !s.estimated }
 
 // refused is the write that settles a refused finish's attempt on cur
 // (job.AddCost): written off, its cost replaces the estimate its hold
 // became (cost + cost - held; remaining_nc moves as for any settlement);
 // with its lease still on the record, the lease goes too. The condition
-// holds the record to what the write was decided from.
-func (s settlement) refused(cur job.Job, writtenOff bool) update {
-	v := s.values()
-	v[":wo"] = avS(s.owner + writeOffSuffix)
+// holds the record to what the write was decided from. Its token is the
+// refused write's with "+cost".
+func (u update) refused(cur job.Job, writtenOff bool) update {
+	set := u.settles
+	if writtenOff {
+		set.Cost, set.Held = set.Cost-set.Held, 0
+	}
+	v := map[string]types.AttributeValue{":wo": avS(u.owner + writeOffSuffix)}
 	cond := "attribute_exists(#id) AND NOT contains(#settled, :wo)"
 	if writtenOff {
-		v[":cost"] = avN(int64(s.cost - s.held))
 		cond = "attribute_exists(#id) AND contains(#settled, :wo)"
 	}
-	expr, remove := s.mark("SET #updated_ms = :upd", v), ""
-	if s.owner != "" && cur.LeaseOwner == s.owner {
-		v[":owner"] = avS(s.owner)
+	remove := ""
+	if u.owner != "" && cur.LeaseOwner == u.owner {
+		v[":owner"] = avS(u.owner)
 		cond += " AND #lease_owner = :owner"
 		remove = unlease
-	} else if s.owner != "" {
-		v[":owner"] = avS(s.owner)
+	} else if u.owner != "" {
+		v[":owner"] = avS(u.owner)
 		cond += " AND (attribute_not_exists(#lease_owner) OR #lease_owner <> :owner)"
 	}
-	return update{cond: cond, expr: expr + remove + costAdd, values: v}
+	r := update{cond: cond, expr: "SET #updated_ms = :upd" + remove, values: v}.settling(u.owner, "", set)
+	if u.token != "" {
+		r.token = u.token + "+cost"
+	}
+	return r
 }
 
-// costAdd settles an attempt: its cost and run time are added and, in the
-// same ADD to remaining_nc, the hold its claim took is returned
-// (:settle = held - cost).
+// costAdd is a settlement's ADD clause (see settling).
 const costAdd = " ADD #cost_nc :cost, #remaining_nc :settle, #run_ms :ran, #version :one"
-
-func (s settlement) values() map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{":cost": avN(int64(s.cost)), ":settle": avN(int64(s.held - s.cost)),
-		":ran": avN(s.ran.Milliseconds()), ":one": avN(1)}
-}
 
 // opt adds "SET name = val" to expr when present, else "name" to the
 // REMOVE list: the layout keeps no empty optional attribute, so a value
@@ -321,7 +321,7 @@ func (s *Store) RecordDelivery(ctx context.Context, d job.Delivery) (job.Job, er
 		expr: "SET #updated_ms = :upd, #cb_status = :status ADD #cb_attempts :one, #version :one"}
 	exists := func(job.Job) bool { return true }
 	if !d.Delivered {
-		return s.apply(ctx, d.ID, d.Now, exists, count, settlement{})
+		return s.apply(ctx, d.ID, d.Now, exists, count)
 	}
 	newer := count
 	newer.values = maps.Clone(v)
@@ -331,9 +331,9 @@ func (s *Store) RecordDelivery(ctx context.Context, d job.Delivery) (job.Job, er
 	// A refused "newer" write whose record acknowledges a version at least
 	// as new is an older delivery landing late: count it only.
 	older := func(cur job.Job) bool { return cur.Deliveries.DeliveredVersion < d.Version }
-	got, err := s.apply(ctx, d.ID, d.Now, older, newer, settlement{})
+	got, err := s.apply(ctx, d.ID, d.Now, older, newer)
 	if job.ErrorCode(err) == job.CodeConflict {
-		return s.apply(ctx, d.ID, d.Now, exists, count, settlement{})
+		return s.apply(ctx, d.ID, d.Now, exists, count)
 	}
 	return got, err
 }

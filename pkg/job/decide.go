@@ -69,18 +69,26 @@ func WhyRefused(j Job, now time.Time) Decision {
 	return Decision{Action: Attempt}
 }
 
+// NextAttempt is what the attempt after a failed one would take: the
+// backoff before it, and the worst case it would need (at least the
+// record's Reserve; more when it would start on a dearer rung).
+type NextAttempt struct {
+	Backoff time.Duration
+	Reserve Nanocents
+}
+
 // AfterError decides what follows an attempt that ended with class, given
 // the record as the claim left it (Attempts counts this attempt, Held
-// its hold), the attempt's cost, the backoff before the next attempt, and
-// the worst case the next attempt would need (at least the record's
-// Reserve). Attempts are bounded by spend as well as by count.
-func AfterError(j Job, now time.Time, class ErrorClass, cost Nanocents, backoff time.Duration, reserve Nanocents) Decision {
+// its hold), the attempt's cost, and what the next attempt would take.
+// Attempts are bounded by spend as well as by count.
+func AfterError(j Job, now time.Time, class ErrorClass, cost Nanocents, next NextAttempt) Decision {
+	backoff := next.Backoff
 	switch {
 	case !class.Retryable():
 		return Decision{Action: Stop, Class: class}
 	case j.Attempts >= j.MaxAttempts:
 		return Decision{Action: Stop, Class: class}
-	case !Covers(j.LeftAfter(cost), max(reserve, j.Reserve)):
+	case !Covers(j.LeftAfter(cost), max(next.Reserve, j.Reserve)):
 		return Decision{Action: Stop, Class: BudgetExhausted}
 	case !j.Deadline.After(now.Add(backoff)):
 		return Decision{Action: Stop, Class: DeadlineExceeded}

@@ -127,7 +127,7 @@ func TestAfterError(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			if got := job.AfterError(tt.j, t0, tt.class, tt.cost, tt.backoff, reserve); got != tt.want {
+			if got := job.AfterError(tt.j, t0, tt.class, tt.cost, job.NextAttempt{Backoff: tt.backoff, Reserve: reserve}); got != tt.want {
 				t.Errorf("AfterError = %+v, want %+v", got, tt.want)
 			}
 		})

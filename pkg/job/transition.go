@@ -58,25 +58,16 @@ type HoldMore struct {
 	Total  Nanocents
 }
 
-// Succeed stores the result and the attempt's cost.
+// Succeed stores the result and settles the attempt (Settlement).
 // Precondition: state = running AND lease_owner = Owner.
-// When the precondition fails, the store still adds Cost (unconditionally)
-// before answering Conflict: money spent is never lost from the record.
+// When the precondition fails, the store still settles the attempt
+// (AddCost) before answering Conflict: money spent is never lost from the
+// record.
 type Succeed struct {
 	ID    string
 	Owner string
 	Now   time.Time
-	Cost  Nanocents
-	// Held is what the attempt held (its claim's reserve and any HoldMore),
-	// returned now that the attempt's cost is known; it is returned whether
-	// or not the precondition holds, exactly like Cost is added.
-	Held Nanocents
-	// Ran is how long the attempt ran, added to the record's RunTime (the
-	// latency operators size timeouts and sync-vs-async decisions with).
-	Ran time.Duration
-	// Estimated says Cost includes an estimate for a call whose usage the
-	// provider never reported; the record then says its cost is estimated.
-	Estimated bool
+	Settlement
 	Result    json.RawMessage
 	Model     string
 	ExpiresAt time.Time
@@ -84,18 +75,15 @@ type Succeed struct {
 
 // Release hands a job back to the queue after a retryable error; its message
 // returns after the backoff.
-// Precondition: state = running AND lease_owner = Owner. Cost and Held are
+// Precondition: state = running AND lease_owner = Owner. The attempt is
 // settled as in Succeed.
 type Release struct {
-	ID        string
-	Owner     string
-	Now       time.Time
-	Cost      Nanocents
-	Held      Nanocents
-	Ran       time.Duration
-	Estimated bool
-	Class     ErrorClass
-	Detail    string
+	ID    string
+	Owner string
+	Now   time.Time
+	Settlement
+	Class  ErrorClass
+	Detail string
 	// NotBefore is when the backoff ends; zero means at once.
 	NotBefore time.Time
 }
@@ -105,16 +93,13 @@ type Release struct {
 // Precondition: with Owner set, state = running AND lease_owner = Owner;
 // with Owner empty, the job is held by nobody: state = queued (a running
 // job whose lease ran out is written off first), and, when
-// NotReplayedSince is set, the job was not replayed at or after it. Cost
-// and Held are settled as in Succeed.
+// NotReplayedSince is set, the job was not replayed at or after it. The
+// attempt, if any, is settled as in Succeed.
 type End struct {
-	ID        string
-	Owner     string
-	Now       time.Time
-	Cost      Nanocents
-	Held      Nanocents
-	Ran       time.Duration
-	Estimated bool
+	ID    string
+	Owner string
+	Now   time.Time
+	Settlement
 	Class     ErrorClass
 	Detail    string
 	ExpiresAt time.Time
@@ -362,7 +347,7 @@ func ClampProgress(p float64) float64 {
 func (s Succeed) Apply(j Job) Job {
 	j.State, j.Result, j.ResultModel = Succeeded, s.Result, s.Model
 	j.ErrorClass, j.ErrorDetail = "", ""
-	j = Settle(j, s.Cost, s.Held, s.Ran, s.Estimated)
+	j = s.Settlement.Apply(j)
 	j.Progress = 1
 	j.ExpiresAt = Millis(s.ExpiresAt)
 	return unlease(touch(j, s.Now))
@@ -375,14 +360,14 @@ func (r Release) Apply(j Job) Job {
 	if r.NotBefore.IsZero() {
 		j.NotBefore = time.Time{}
 	}
-	j = Settle(j, r.Cost, r.Held, r.Ran, r.Estimated)
+	j = r.Settlement.Apply(j)
 	return unlease(touch(j, r.Now))
 }
 
 // Apply returns j after the end.
 func (e End) Apply(j Job) Job {
 	j.State, j.ErrorClass, j.ErrorDetail = e.Class.FinalState(), e.Class, e.Detail
-	j = Settle(j, e.Cost, e.Held, e.Ran, e.Estimated)
+	j = e.Settlement.Apply(j)
 	j.ExpiresAt = Millis(e.ExpiresAt)
 	return unlease(touch(j, e.Now))
 }
@@ -424,37 +409,6 @@ func (r Replay) Apply(j Job) Job {
 func (n Nudge) Apply(j Job) Job {
 	j.Nudges++
 	return touch(j, n.Now)
-}
-
-// AddCost returns j with a discarded attempt of owner settled (its cost
-// and run time added, its hold returned), the one write that needs no
-// precondition. An attempt already written off (WriteOff) has no hold
-// left: what it held was charged as an estimate, which its cost now
-// replaces (the record's cost stays marked estimated: a sum that had an
-// estimate in it cannot tell whether another one remains). A lease the
-// attempt still has on the record (a job cancelled while it ran) goes
-// with its settlement.
-func AddCost(j Job, owner string, cost, held Nanocents, ran time.Duration, estimated bool, now time.Time) Job {
-	if owner != "" && slices.Contains(j.WrittenOff, owner) {
-		j = Settle(j, cost-held, 0, ran, estimated)
-	} else {
-		j = Settle(j, cost, held, ran, estimated)
-	}
-	if owner != "" && j.LeaseOwner == owner {
-		j = unlease(j)
-	}
-	return touch(j, now)
-}
-
-// Settle adds an attempt's cost and run time and returns the hold its
-// claim took. An estimated cost marks the record's cost estimated for good:
-// a sum with one estimate in it is an estimate.
-func Settle(j Job, cost, held Nanocents, ran time.Duration, estimated bool) Job {
-	j.Cost += cost
-	j.CostEstimated = j.CostEstimated || estimated
-	j.Held -= held
-	j.RunTime += ran.Truncate(time.Millisecond)
-	return j
 }
 
 func touch(j Job, now time.Time) Job {

@@ -179,7 +179,7 @@ func TestApply(t *testing.T) {
 			job.Heartbeat{Owner: "w1", Now: t0, LeaseUntil: t0.Add(time.Minute), Progress: math.NaN()}.Apply,
 			func(j *job.Job) { j.LeaseUntil, j.Progress = t0.Add(time.Minute), 0 }},
 		{"succeed", with(running(), func(j *job.Job) { j.Cost, j.ErrorClass, j.ErrorDetail, j.Progress = 7, job.Timeout, "504", 0.3 }),
-			job.Succeed{Owner: "w1", Now: t0, Cost: 5, Held: job.Cents(1), Ran: 1500 * time.Millisecond, Result: result, Model: "m-1", ExpiresAt: odd.Add(time.Hour)}.Apply,
+			job.Succeed{Owner: "w1", Now: t0, Settlement: job.Settlement{Cost: 5, Held: job.Cents(1), Ran: 1500 * time.Millisecond}, Result: result, Model: "m-1", ExpiresAt: odd.Add(time.Hour)}.Apply,
 			func(j *job.Job) {
 				j.State, j.Result, j.ResultModel, j.Cost, j.Progress = job.Succeeded, result, "m-1", 12, 1
 				j.Held, j.RunTime = 0, 1500*time.Millisecond
@@ -188,14 +188,14 @@ func TestApply(t *testing.T) {
 				j.ExpiresAt = t0.Add(time.Hour + time.Millisecond)
 			}},
 		{"release", with(running(), func(j *job.Job) { j.Cost = 7 }),
-			job.Release{Owner: "w1", Now: t0, Cost: 5, Held: job.Cents(1), Ran: 1700 * time.Microsecond, Class: job.RateLimited, Detail: "429"}.Apply,
+			job.Release{Owner: "w1", Now: t0, Settlement: job.Settlement{Cost: 5, Held: job.Cents(1), Ran: 1700 * time.Microsecond}, Class: job.RateLimited, Detail: "429"}.Apply,
 			func(j *job.Job) {
 				j.State, j.Cost, j.ErrorClass, j.ErrorDetail = job.Queued, 12, job.RateLimited, "429"
 				j.Held, j.RunTime = 0, time.Millisecond // kept at millisecond precision
 				j.LeaseOwner, j.LeaseUntil = "", time.Time{}
 			}},
 		{"end, retryable class used up -> failed", with(running(), func(j *job.Job) { j.Cost = 7 }),
-			job.End{Owner: "w1", Now: t0, Cost: 5, Held: job.Cents(1), Class: job.Timeout, Detail: "d", ExpiresAt: t0.Add(90 * 24 * time.Hour)}.Apply,
+			job.End{Owner: "w1", Now: t0, Settlement: job.Settlement{Cost: 5, Held: job.Cents(1)}, Class: job.Timeout, Detail: "d", ExpiresAt: t0.Add(90 * 24 * time.Hour)}.Apply,
 			func(j *job.Job) {
 				j.State, j.Cost, j.ErrorClass, j.ErrorDetail = job.Failed, 12, job.Timeout, "d"
 				j.Held = 0
@@ -214,21 +214,27 @@ func TestApply(t *testing.T) {
 				j.ExpiresAt = t0.Add(time.Hour)
 			}},
 		{"add cost to a finished job", with(queued(), func(j *job.Job) { j.State, j.Cost = job.Abandoned, 7 }),
-			func(j job.Job) job.Job { return job.AddCost(j, "w1", 5, 0, 0, false, t0) },
+			func(j job.Job) job.Job { return job.AddCost(j, "w1", job.Settlement{Cost: 5}, t0) },
 			func(j *job.Job) { j.Cost = 12 }},
 		{"settle a discarded attempt", with(running(), func(j *job.Job) { j.State, j.Cost = job.Abandoned, 7 }),
-			func(j job.Job) job.Job { return job.AddCost(j, "w1", 5, job.Cents(1), 2*time.Second, false, t0) },
+			func(j job.Job) job.Job {
+				return job.AddCost(j, "w1", job.Settlement{Cost: 5, Held: job.Cents(1), Ran: 2 * time.Second}, t0)
+			},
 			func(j *job.Job) {
 				j.Cost, j.Held, j.RunTime = 12, 0, 2*time.Second
 				j.LeaseOwner, j.LeaseUntil = "", time.Time{}
 			}},
 		{"settle an attempt of another owner keeps the lease", with(running(), func(j *job.Job) { j.Held = 2 * job.Cents(1) }),
-			func(j job.Job) job.Job { return job.AddCost(j, "w0", 5, job.Cents(1), time.Second, false, t0) },
+			func(j job.Job) job.Job {
+				return job.AddCost(j, "w0", job.Settlement{Cost: 5, Held: job.Cents(1), Ran: time.Second}, t0)
+			},
 			func(j *job.Job) { j.Cost, j.Held, j.RunTime = 5, job.Cents(1), time.Second }},
 		{"settle a written-off attempt: its cost replaces its estimate", with(queued(), func(j *job.Job) {
 			j.Cost, j.CostEstimated, j.WrittenOff = 7+job.Cents(1), true, []string{"w1"}
 		}),
-			func(j job.Job) job.Job { return job.AddCost(j, "w1", 5, job.Cents(1), time.Second, false, t0) },
+			func(j job.Job) job.Job {
+				return job.AddCost(j, "w1", job.Settlement{Cost: 5, Held: job.Cents(1), Ran: time.Second}, t0)
+			},
 			func(j *job.Job) { j.Cost, j.RunTime = 12, time.Second }},
 	}
 	for _, tt := range tests {

@@ -74,37 +74,37 @@ func (s *Store) Peek(ctx context.Context, id string) (job.Job, error) {
 
 // Claim applies job.Claim.
 func (s *Store) Claim(_ context.Context, c job.Claim) (job.Job, error) {
-	return s.apply(c.ID, c.Allows, c.Apply, settlement{}, c.Now)
+	return s.apply(c.ID, c.Allows, c.Apply, write{}, c.Now)
 }
 
 // Heartbeat applies job.Heartbeat.
 func (s *Store) Heartbeat(_ context.Context, h job.Heartbeat) (job.Job, error) {
-	return s.apply(h.ID, h.Allows, h.Apply, settlement{}, h.Now)
+	return s.apply(h.ID, h.Allows, h.Apply, write{}, h.Now)
 }
 
 // HoldMore applies job.HoldMore.
 func (s *Store) HoldMore(_ context.Context, h job.HoldMore) (job.Job, error) {
-	return s.apply(h.ID, h.Allows, h.Apply, settlement{owner: h.Owner, kind: "hold" + strconv.FormatInt(int64(h.Total), 10)}, h.Now)
+	return s.apply(h.ID, h.Allows, h.Apply, write{owner: h.Owner, kind: "hold" + strconv.FormatInt(int64(h.Total), 10)}, h.Now)
 }
 
 // Succeed applies job.Succeed, settling the attempt even when it is refused.
 func (s *Store) Succeed(_ context.Context, t job.Succeed) (job.Job, error) {
-	return s.apply(t.ID, t.Allows, t.Apply, settlement{t.Owner, "succeed", t.Cost, t.Held, t.Ran, t.Estimated}, t.Now)
+	return s.apply(t.ID, t.Allows, t.Apply, write{t.Owner, "succeed", t.Settlement}, t.Now)
 }
 
 // Release applies job.Release, settling the attempt even when it is refused.
 func (s *Store) Release(_ context.Context, t job.Release) (job.Job, error) {
-	return s.apply(t.ID, t.Allows, t.Apply, settlement{t.Owner, "release", t.Cost, t.Held, t.Ran, t.Estimated}, t.Now)
+	return s.apply(t.ID, t.Allows, t.Apply, write{t.Owner, "release", t.Settlement}, t.Now)
 }
 
 // End applies job.End, settling the attempt even when it is refused.
 func (s *Store) End(_ context.Context, t job.End) (job.Job, error) {
-	return s.apply(t.ID, t.Allows, t.Apply, settlement{t.Owner, "end", t.Cost, t.Held, t.Ran, t.Estimated}, t.Now)
+	return s.apply(t.ID, t.Allows, t.Apply, write{t.Owner, "end", t.Settlement}, t.Now)
 }
 
 // WriteOff applies job.WriteOff.
 func (s *Store) WriteOff(_ context.Context, w job.WriteOff) (job.Job, error) {
-	return s.apply(w.ID, w.Allows, w.Apply, settlement{}, w.Now)
+	return s.apply(w.ID, w.Allows, w.Apply, write{}, w.Now)
 }
 
 // Cancel applies job.Cancel; another tenant's job is NotFound.
@@ -115,22 +115,22 @@ func (s *Store) Cancel(_ context.Context, c job.Cancel) (job.Job, error) {
 	if ok && cur.Tenant != c.Tenant {
 		return job.Job{}, job.NotFound()
 	}
-	return s.apply(c.ID, c.Allows, c.Apply, settlement{}, c.Now)
+	return s.apply(c.ID, c.Allows, c.Apply, write{}, c.Now)
 }
 
 // Replay applies job.Replay.
 func (s *Store) Replay(_ context.Context, r job.Replay) (job.Job, error) {
-	return s.apply(r.ID, r.Allows, r.Apply, settlement{}, r.Now)
+	return s.apply(r.ID, r.Allows, r.Apply, write{}, r.Now)
 }
 
 // Nudge applies job.Nudge.
 func (s *Store) Nudge(_ context.Context, n job.Nudge) (job.Job, error) {
-	return s.apply(n.ID, n.Allows, n.Apply, settlement{}, n.Now)
+	return s.apply(n.ID, n.Allows, n.Apply, write{}, n.Now)
 }
 
 // RecordDelivery applies job.Delivery.
 func (s *Store) RecordDelivery(_ context.Context, d job.Delivery) (job.Job, error) {
-	return s.apply(d.ID, func(job.Job) bool { return true }, d.Apply, settlement{}, d.Now)
+	return s.apply(d.ID, func(job.Job) bool { return true }, d.Apply, write{}, d.Now)
 }
 
 // Len is the number of records, for tests that prove nothing was written.
@@ -140,15 +140,15 @@ func (s *Store) Len() int {
 	return len(s.jobs)
 }
 
-// settlement is what a finishing write settles even when it is refused.
-type settlement struct {
+// write names a write by its owner and kind, for the tokens DynamoDB's
+// settled set keeps, and carries what a finishing write settles even when
+// it is refused.
+type write struct {
 	owner, kind string
-	cost, held  job.Nanocents
-	ran         time.Duration
-	estimated   bool
+	settles     job.Settlement
 }
 
-func (s *Store) apply(id string, allows func(job.Job) bool, effect func(job.Job) job.Job, set settlement, now time.Time) (job.Job, error) {
+func (s *Store) apply(id string, allows func(job.Job) bool, effect func(job.Job) job.Job, set write, now time.Time) (job.Job, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	cur, ok := s.jobs[id]
@@ -162,8 +162,8 @@ func (s *Store) apply(id string, allows func(job.Job) bool, effect func(job.Job)
 	if !allows(cur) {
 		switch {
 		case s.settled[id][token+"+cost"]: // its cost was added by our earlier try
-		case set.cost != 0 || set.held != 0 || set.ran != 0 || set.estimated:
-			cur = job.AddCost(cur, set.owner, set.cost, set.held, set.ran, set.estimated, now)
+		case !set.settles.IsZero():
+			cur = job.AddCost(cur, set.owner, set.settles, now)
 			s.jobs[id] = cur
 			s.settle(id, token, "+cost")
 		}
@@ -187,7 +187,7 @@ func (s *Store) apply(id string, allows func(job.Job) bool, effect func(job.Job)
 
 // token names a finishing write by its owner and kind, as DynamoDB's
 // settled set does; an unowned write has none.
-func (set settlement) token() string {
+func (set write) token() string {
 	if set.owner == "" || set.kind == "" {
 		return ""
 	}

@@ -59,7 +59,7 @@ func dead(t *testing.T, s *memstore.Store, until time.Time) job.Job {
 func TestSettleRecordsAParkedOutcome(t *testing.T) {
 	s, l := memstore.New(), &lot{objects: map[string][]byte{}}
 	j := dead(t, s, now.Add(-time.Second))
-	o := parking.Outcome{Succeed: &job.Succeed{ID: j.ID, Owner: "dead", Now: now.Add(-2 * time.Second), Cost: 40, Held: 100, Result: []byte(`{"output":"hi"}`)}}
+	o := parking.Outcome{Succeed: &job.Succeed{ID: j.ID, Owner: "dead", Now: now.Add(-2 * time.Second), Settlement: job.Settlement{Cost: 40, Held: 100}, Result: []byte(`{"output":"hi"}`)}}
 	if err := parking.Park(t.Context(), l, o); err != nil {
 		t.Fatal(err)
 	}
@@ -89,7 +89,7 @@ func TestSettleWritesOffWhatWasNotParked(t *testing.T) {
 	t.Run("another attempt's outcome", func(t *testing.T) {
 		j := dead(t, s, now.Add(-time.Second))
 		l := &lot{objects: map[string][]byte{}}
-		_ = parking.Park(t.Context(), l, parking.Outcome{Succeed: &job.Succeed{ID: "j_other", Owner: "dead", Cost: 1}})
+		_ = parking.Park(t.Context(), l, parking.Outcome{Succeed: &job.Succeed{ID: "j_other", Owner: "dead", Settlement: job.Settlement{Cost: 1}}})
 		l.objects[parking.Key(j.ID, "dead")] = l.objects[parking.Key("j_other", "dead")]
 		if how, got, err := parking.Settle(t.Context(), s, l, j, now); err != nil || how != parking.WrittenOff || got.Cost != 100 {
 			t.Fatalf("settle: %v %+v %v, want written off", how, got, err)
@@ -125,7 +125,7 @@ func TestAParkedOutcomeOfACancelledJobKeepsItsCost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = parking.Park(t.Context(), l, parking.Outcome{Release: &job.Release{ID: j.ID, Owner: "dead", Cost: 40, Held: 100, Class: job.Timeout}})
+	_ = parking.Park(t.Context(), l, parking.Outcome{Release: &job.Release{ID: j.ID, Owner: "dead", Settlement: job.Settlement{Cost: 40, Held: 100}, Class: job.Timeout}})
 	how, _, err := parking.Settle(t.Context(), s, l, c, now)
 	cur, _ := job.ConflictJob(err)
 	if how != parking.Unparked || job.ErrorCode(err) != job.CodeConflict || cur.State != job.Abandoned || cur.Cost != 40 || cur.Held != 0 || cur.LeaseOwner != "" {

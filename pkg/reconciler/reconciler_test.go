@@ -310,7 +310,7 @@ func TestADeadLetteredJobsParkedAnswerIsRecorded(t *testing.T) {
 	}
 	l := lot{}
 	if err := parking.Park(ctx, l, parking.Outcome{Succeed: &job.Succeed{ID: j.ID, Owner: "w", Now: now.Add(-2 * time.Second),
-		Cost: 40, Held: 100, Result: json.RawMessage(`{"output":"hi"}`)}}); err != nil {
+		Settlement: job.Settlement{Cost: 40, Held: 100}, Result: json.RawMessage(`{"output":"hi"}`)}}); err != nil {
 		t.Fatal(err)
 	}
 	q := &queue{dead: []job.DeadLetter{{JobID: j.ID, SentAt: now.Add(-time.Hour)}}}

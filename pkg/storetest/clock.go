@@ -36,13 +36,13 @@ func versionAndUpdated(t *testing.T, s *suite) {
 			return s.store.Heartbeat(t.Context(), job.Heartbeat{ID: id, Owner: "me", Now: now, LeaseUntil: now.Add(time.Minute), Progress: 0.5})
 		}, false},
 		{"succeed", held, func(t *testing.T, id string, now time.Time) (job.Job, error) {
-			return s.store.Succeed(t.Context(), job.Succeed{ID: id, Owner: "me", Now: now, Cost: 5, Result: json.RawMessage(`{}`), ExpiresAt: keep})
+			return s.store.Succeed(t.Context(), job.Succeed{ID: id, Owner: "me", Now: now, Settlement: job.Settlement{Cost: 5}, Result: json.RawMessage(`{}`), ExpiresAt: keep})
 		}, false},
 		{"release", held, func(t *testing.T, id string, now time.Time) (job.Job, error) {
-			return s.store.Release(t.Context(), job.Release{ID: id, Owner: "me", Now: now, Cost: 5, Class: job.Overloaded})
+			return s.store.Release(t.Context(), job.Release{ID: id, Owner: "me", Now: now, Settlement: job.Settlement{Cost: 5}, Class: job.Overloaded})
 		}, false},
 		{"end with an owner", held, func(t *testing.T, id string, now time.Time) (job.Job, error) {
-			return s.store.End(t.Context(), job.End{ID: id, Owner: "me", Now: now, Cost: 5, Class: job.InvalidRequest, ExpiresAt: keep})
+			return s.store.End(t.Context(), job.End{ID: id, Owner: "me", Now: now, Settlement: job.Settlement{Cost: 5}, Class: job.InvalidRequest, ExpiresAt: keep})
 		}, false},
 		{"end with no owner", nil, func(t *testing.T, id string, now time.Time) (job.Job, error) {
 			return s.store.End(t.Context(), job.End{ID: id, Now: now, Class: job.DeadlineExceeded, ExpiresAt: keep})
@@ -51,7 +51,7 @@ func versionAndUpdated(t *testing.T, s *suite) {
 			return s.store.Cancel(t.Context(), job.Cancel{ID: id, Tenant: tenant, Now: now, ExpiresAt: keep})
 		}, false},
 		{"refused succeed (cost only)", expired, func(t *testing.T, id string, now time.Time) (job.Job, error) {
-			return s.store.Succeed(t.Context(), job.Succeed{ID: id, Owner: "me", Now: now, Cost: 5, Result: json.RawMessage(`{}`), ExpiresAt: keep})
+			return s.store.Succeed(t.Context(), job.Succeed{ID: id, Owner: "me", Now: now, Settlement: job.Settlement{Cost: 5}, Result: json.RawMessage(`{}`), ExpiresAt: keep})
 		}, true},
 	} {
 		for _, clock := range []struct {
@@ -102,7 +102,7 @@ func skewedInARow(t *testing.T, s *suite) {
 		want.Progress, want.Version, want.UpdatedAt = 0.1, want.Version+1, last.Add(time.Duration(i+1)*time.Millisecond)
 		s.applied(t, "skewed heartbeat", got, err, want)
 	}
-	_, err := s.store.Release(t.Context(), job.Release{ID: j.ID, Owner: "other", Now: behind, Cost: 2, Class: job.Timeout})
+	_, err := s.store.Release(t.Context(), job.Release{ID: j.ID, Owner: "other", Now: behind, Settlement: job.Settlement{Cost: 2}, Class: job.Timeout})
 	want.Cost, want.Version, want.UpdatedAt = 2, want.Version+1, want.UpdatedAt.Add(time.Millisecond)
 	s.refused(t, "skewed refused release (cost only)", err, want)
 }

@@ -37,14 +37,14 @@ type finish struct {
 func finishes(s *suite) []finish {
 	return []finish{
 		{"succeed", func(t *testing.T, id, owner string, now time.Time, p paid) (job.Job, error) {
-			return s.store.Succeed(t.Context(), job.Succeed{ID: id, Owner: owner, Now: now, Cost: p.cost, Held: p.held, Ran: p.ran, Estimated: p.estimated,
+			return s.store.Succeed(t.Context(), job.Succeed{ID: id, Owner: owner, Now: now, Settlement: job.Settlement{Cost: p.cost, Held: p.held, Ran: p.ran, Estimated: p.estimated},
 				Result: json.RawMessage(`{"output":"discarded"}`), Model: "m", ExpiresAt: keep})
 		}},
 		{"release", func(t *testing.T, id, owner string, now time.Time, p paid) (job.Job, error) {
-			return s.store.Release(t.Context(), job.Release{ID: id, Owner: owner, Now: now, Cost: p.cost, Held: p.held, Ran: p.ran, Estimated: p.estimated, Class: job.Timeout, Detail: "d"})
+			return s.store.Release(t.Context(), job.Release{ID: id, Owner: owner, Now: now, Settlement: job.Settlement{Cost: p.cost, Held: p.held, Ran: p.ran, Estimated: p.estimated}, Class: job.Timeout, Detail: "d"})
 		}},
 		{"end", func(t *testing.T, id, owner string, now time.Time, p paid) (job.Job, error) {
-			return s.store.End(t.Context(), job.End{ID: id, Owner: owner, Now: now, Cost: p.cost, Held: p.held, Ran: p.ran, Estimated: p.estimated, Class: job.Auth, Detail: "d", ExpiresAt: keep})
+			return s.store.End(t.Context(), job.End{ID: id, Owner: owner, Now: now, Settlement: job.Settlement{Cost: p.cost, Held: p.held, Ran: p.ran, Estimated: p.estimated}, Class: job.Auth, Detail: "d", ExpiresAt: keep})
 		}},
 	}
 }

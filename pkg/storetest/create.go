@@ -97,15 +97,15 @@ func unknownIDs(t *testing.T, s *suite) {
 			return err
 		}},
 		{"succeed with a cost", func() error {
-			_, err := s.store.Succeed(ctx, job.Succeed{ID: id, Owner: "me", Now: now, Cost: 1, Result: json.RawMessage(`{}`)})
+			_, err := s.store.Succeed(ctx, job.Succeed{ID: id, Owner: "me", Now: now, Settlement: job.Settlement{Cost: 1}, Result: json.RawMessage(`{}`)})
 			return err
 		}},
 		{"release with a cost", func() error {
-			_, err := s.store.Release(ctx, job.Release{ID: id, Owner: "me", Now: now, Cost: 1, Class: job.Timeout})
+			_, err := s.store.Release(ctx, job.Release{ID: id, Owner: "me", Now: now, Settlement: job.Settlement{Cost: 1}, Class: job.Timeout})
 			return err
 		}},
 		{"end with an owner and a cost", func() error {
-			_, err := s.store.End(ctx, job.End{ID: id, Owner: "me", Now: now, Cost: 1, Class: job.Auth})
+			_, err := s.store.End(ctx, job.End{ID: id, Owner: "me", Now: now, Settlement: job.Settlement{Cost: 1}, Class: job.Auth})
 			return err
 		}},
 		{"end with no owner", func() error {

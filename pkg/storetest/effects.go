@@ -105,7 +105,7 @@ func holdMore(t *testing.T, s *suite) {
 		if _, err := s.store.HoldMore(t.Context(), job.HoldMore{ID: j.ID, Owner: "me", Now: now, Amount: 40}); err != nil {
 			t.Fatal(err)
 		}
-		got, err := s.store.Release(t.Context(), job.Release{ID: j.ID, Owner: "me", Now: now.Add(time.Second), Cost: 30, Held: reserve + 40, Class: job.Timeout})
+		got, err := s.store.Release(t.Context(), job.Release{ID: j.ID, Owner: "me", Now: now.Add(time.Second), Settlement: job.Settlement{Cost: 30, Held: reserve + 40}, Class: job.Timeout})
 		if err != nil || got.Held != j.Held-reserve || got.Cost != j.Cost+30 {
 			t.Fatalf("release: %+v %v, want the whole hold returned and 30 more cost", got, err)
 		}
@@ -127,7 +127,7 @@ func succeed(t *testing.T, s *suite) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			j := s.create(t, attempt(now), c.mut)
-			got, err := s.store.Succeed(t.Context(), job.Succeed{ID: j.ID, Owner: "me", Now: now, Cost: 6, Held: reserve, Ran: ran,
+			got, err := s.store.Succeed(t.Context(), job.Succeed{ID: j.ID, Owner: "me", Now: now, Settlement: job.Settlement{Cost: 6, Held: reserve, Ran: ran},
 				Result: json.RawMessage(`{"output":"x"}`), Model: c.model, ExpiresAt: c.expires})
 			want := j
 			want.State, want.Result, want.ResultModel = job.Succeeded, json.RawMessage(`{"output":"x"}`), c.model
@@ -153,7 +153,7 @@ func release(t *testing.T, s *suite) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			j := s.create(t, attempt(now))
-			got, err := s.store.Release(t.Context(), job.Release{ID: j.ID, Owner: "me", Now: now, Cost: 6, Held: reserve, Ran: ran, Class: c.class, Detail: c.detail})
+			got, err := s.store.Release(t.Context(), job.Release{ID: j.ID, Owner: "me", Now: now, Settlement: job.Settlement{Cost: 6, Held: reserve, Ran: ran}, Class: c.class, Detail: c.detail})
 			want := j
 			want.State, want.ErrorClass, want.ErrorDetail = job.Queued, c.class, c.detail
 			want.LeaseOwner, want.LeaseUntil = "", time.Time{}
@@ -179,7 +179,7 @@ func endOwned(t *testing.T, s *suite) {
 		t.Run(string(c.class), func(t *testing.T) {
 			t.Parallel()
 			j := s.create(t, attempt(now))
-			got, err := s.store.End(t.Context(), job.End{ID: j.ID, Owner: "me", Now: now, Cost: 6, Held: reserve, Ran: ran, Class: c.class, Detail: "why", ExpiresAt: keep})
+			got, err := s.store.End(t.Context(), job.End{ID: j.ID, Owner: "me", Now: now, Settlement: job.Settlement{Cost: 6, Held: reserve, Ran: ran}, Class: c.class, Detail: "why", ExpiresAt: keep})
 			want := j
 			want.State, want.ErrorClass, want.ErrorDetail = c.state, c.class, "why"
 			want.LeaseOwner, want.LeaseUntil = "", time.Time{}

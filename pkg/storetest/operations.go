@@ -269,7 +269,7 @@ func failures(t *testing.T, s *suite) {
 	end := func(at time.Time, class job.ErrorClass, cost job.Nanocents, hash string, inWindow bool) {
 		j := s.create(t, func(j *job.Job) { j.InputHash = hash; j.Deadline = base.Add(48 * time.Hour) })
 		s.claim(t, j.ID, "w", at.Add(-time.Second))
-		got, err := s.store.End(ctx, job.End{ID: j.ID, Owner: "w", Now: at, Cost: cost, Class: class, ExpiresAt: keep})
+		got, err := s.store.End(ctx, job.End{ID: j.ID, Owner: "w", Now: at, Settlement: job.Settlement{Cost: cost}, Class: class, ExpiresAt: keep})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -286,7 +286,7 @@ func failures(t *testing.T, s *suite) {
 	end(start.Add(10*time.Minute), job.Overloaded, 1000, "sha256:a", false) // Until is exclusive
 	ok := s.create(t, func(j *job.Job) { j.Deadline = base.Add(48 * time.Hour) })
 	s.claim(t, ok.ID, "w", start)
-	if _, err := s.store.Succeed(ctx, job.Succeed{ID: ok.ID, Owner: "w", Now: start.Add(time.Second), Cost: 99, ExpiresAt: keep}); err != nil {
+	if _, err := s.store.Succeed(ctx, job.Succeed{ID: ok.ID, Owner: "w", Now: start.Add(time.Second), Settlement: job.Settlement{Cost: 99}, ExpiresAt: keep}); err != nil {
 		t.Fatal(err)
 	}
 	collect := func(q job.FailureQuery) []job.Failure {

@@ -65,7 +65,7 @@ func staleOwner(t *testing.T, s *suite) {
 	want.LeaseUntil, want.Progress, want.Version, want.UpdatedAt = later.Add(time.Hour), 0.5, b.Version+1, later
 	s.applied(t, "b's heartbeat", hb, err, want)
 
-	done, err := s.store.Succeed(ctx, job.Succeed{ID: j.ID, Owner: "b", Now: later.Add(time.Second), Cost: 3, Held: j.Reserve,
+	done, err := s.store.Succeed(ctx, job.Succeed{ID: j.ID, Owner: "b", Now: later.Add(time.Second), Settlement: job.Settlement{Cost: 3, Held: j.Reserve},
 		Result: json.RawMessage(`{"output":"b"}`), Model: "gpt-b", ExpiresAt: keep})
 	want = hb
 	want.State, want.Result, want.ResultModel, want.Progress, want.ExpiresAt = job.Succeeded, json.RawMessage(`{"output":"b"}`), "gpt-b", 1, keep
@@ -75,7 +75,7 @@ func staleOwner(t *testing.T, s *suite) {
 
 	// a was cut off, not dead: its settlement replaces the estimate its
 	// hold became (cost 1 instead of the reserve), and nothing else.
-	_, err = s.store.Release(ctx, job.Release{ID: j.ID, Owner: "a", Now: later.Add(2 * time.Second), Cost: 1, Held: j.Reserve, Ran: time.Second, Class: job.Timeout})
+	_, err = s.store.Release(ctx, job.Release{ID: j.ID, Owner: "a", Now: later.Add(2 * time.Second), Settlement: job.Settlement{Cost: 1, Held: j.Reserve, Ran: time.Second}, Class: job.Timeout})
 	want = done
 	want.Cost, want.RunTime = 4, time.Second
 	want.Version, want.UpdatedAt = done.Version+1, later.Add(2*time.Second)

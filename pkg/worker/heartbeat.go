@@ -46,7 +46,7 @@ func (a *attempt) heartbeat(ctx, call context.Context, caps leaseCaps) {
 	// that long instead of one lease. This call is the attempt's own, at
 	// once: it does not wait for a round.
 	var hidden time.Time // the message is hidden at least until then
-	if err := a.w.cfg.Queue.ChangeVisibility(ctx, a.m.ReceiptHandle, a.j.LeaseUntil.Sub(a.w.cfg.Clock.Now())); err != nil {
+	if err := a.queue.ChangeVisibility(ctx, a.m.ReceiptHandle, a.j.LeaseUntil.Sub(a.clock.Now())); err != nil {
 		// Cancelled because the call already ended (a fast model): the
 		// outcome decides the message, and the warning would be a log line
 		// per job for nothing.
@@ -56,8 +56,8 @@ func (a *attempt) heartbeat(ctx, call context.Context, caps leaseCaps) {
 	} else {
 		hidden = a.j.LeaseUntil
 	}
-	a.renew.join()
-	defer a.renew.leave()
+	a.m.renew.join()
+	defer a.m.renew.leave()
 	var pending *entry // the extension asked for and not yet answered
 	var pendingUntil time.Time
 	defer func() {
@@ -65,7 +65,7 @@ func (a *attempt) heartbeat(ctx, call context.Context, caps leaseCaps) {
 			pending.drop()
 		}
 	}()
-	t := time.NewTicker(a.w.cfg.Timing.Heartbeat)
+	t := time.NewTicker(a.timing.Heartbeat)
 	defer t.Stop()
 	for {
 		select {
@@ -73,8 +73,8 @@ func (a *attempt) heartbeat(ctx, call context.Context, caps leaseCaps) {
 			return
 		case <-t.C:
 		}
-		now := a.w.cfg.Clock.Now()
-		horizon := now.Add(a.w.cfg.Timing.LeaseTTL)
+		now := a.clock.Now()
+		horizon := now.Add(a.timing.LeaseTTL)
 		if leaseCap := caps.at(call); horizon.After(leaseCap) {
 			horizon = leaseCap
 		}
@@ -91,9 +91,9 @@ func (a *attempt) heartbeat(ctx, call context.Context, caps leaseCaps) {
 		// One extension in flight at a time: a slow request is not
 		// joined by another behind it.
 		if pending == nil && horizon.After(hidden) {
-			pending, pendingUntil = a.renew.ask(a.m.ReceiptHandle, horizon.Sub(now)), horizon
+			pending, pendingUntil = a.m.renew.ask(a.m.ReceiptHandle, horizon.Sub(now)), horizon
 		}
-		_, err := a.w.cfg.Store.Heartbeat(ctx, job.Heartbeat{ID: a.j.ID, Owner: a.owner, Now: now, LeaseUntil: horizon,
+		_, err := a.store.Heartbeat(ctx, job.Heartbeat{ID: a.j.ID, Owner: a.owner, Now: now, LeaseUntil: horizon,
 			Progress: math.Float64frombits(a.progress.Load())})
 		switch job.ErrorCode(err) {
 		case "":
@@ -123,53 +123,40 @@ func (c leaseCaps) at(call context.Context) time.Time {
 	return c.call
 }
 
-// leaseGuard stops an attempt's call a margin before the lease it holds
-// ends, unless a renewal moved the lease on first. Past the lease's end
-// another worker may claim the job, and two calls would be billed for one
-// job; the margin covers the clock skew between workers and the time a
-// call takes to stop.
-type leaseGuard struct {
-	clock  job.Clock
-	margin time.Duration
-	stop   context.CancelCauseFunc
-
-	mu    sync.Mutex
-	until time.Time
-	timer *time.Timer
-	done  bool
+// startHeartbeat starts the attempt's heartbeat (call is the model call's
+// context) and sets beatsDone. It runs until the outcome is recorded, not
+// until the call ends: the answer is paid for, and while the store refuses
+// the write that records it, the lease and the message must stay ours.
+func (a *attempt) startHeartbeat(ctx, call context.Context, route job.Route) {
+	beatCtx, stopBeats := context.WithCancel(ctx)
+	beating := make(chan struct{})
+	a.beatsDone = sync.OnceFunc(func() { stopBeats(); a.awaitHeartbeat(beating) })
+	caps := leaseCaps{call: a.start.Add(route.Timeout() + a.timing.AttemptMargin)}
+	caps.settle = caps.call
+	if dl, ok := ctx.Deadline(); ok {
+		caps.settle = dl.Add(-a.timing.finishMargin())
+	}
+	go func() {
+		defer close(beating)
+		a.heartbeat(beatCtx, call, caps)
+	}()
 }
 
-func newLeaseGuard(clock job.Clock, margin time.Duration, stop context.CancelCauseFunc) *leaseGuard {
-	return &leaseGuard{clock: clock, margin: margin, stop: stop}
-}
+// heartbeatGrace bounds how long the outcome waits for a heartbeat still
+// in flight when the call ends. Its AWS calls are cancelled at that moment
+// and each has a deadline of its own, so the wait is normally a few
+// milliseconds; a call that ignores both must not keep the outcome, and
+// the money it records, from being written.
+const heartbeatGrace = time.Second
 
-// extend moves the guard to a lease that now ends at until (never back).
-// A lease already inside its margin stops the call at once, before the
-// caller can start one.
-func (g *leaseGuard) extend(until time.Time) {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	if g.done || !until.After(g.until) {
-		return
-	}
-	g.until = until
-	d := until.Sub(g.clock.Now()) - g.margin
-	if g.timer != nil {
-		g.timer.Stop()
-	}
-	if d <= 0 {
-		g.stop(errLeaseExpiring)
-		return
-	}
-	g.timer = time.AfterFunc(d, func() { g.stop(errLeaseExpiring) })
-}
-
-// disarm ends the guard with its attempt; later renewals change nothing.
-func (g *leaseGuard) disarm() {
-	g.mu.Lock()
-	defer g.mu.Unlock()
-	g.done = true
-	if g.timer != nil {
-		g.timer.Stop()
+// awaitHeartbeat waits, at most heartbeatGrace, for the heartbeat to stop,
+// so that no renewal moves the message after the outcome has set it.
+func (a *attempt) awaitHeartbeat(beating <-chan struct{}) {
+	t := time.NewTimer(heartbeatGrace)
+	defer t.Stop()
+	select {
+	case <-beating:
+	case <-t.C:
+		a.log.Warn("a heartbeat call is still in flight; recording the outcome without waiting for it")
 	}
 }

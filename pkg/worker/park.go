@@ -28,9 +28,9 @@ type parked struct {
 // lands, or ctx (the finish context) ends, or settle stops it.
 func (a *attempt) park(ctx context.Context, o parking.Outcome) *parked {
 	pctx, stop := context.WithCancel(ctx)
-	p := &parked{lot: a.w.cfg.Parking, key: parking.Key(a.j.ID, a.owner), stop: stop, done: make(chan error, 1)}
+	p := &parked{lot: a.lot, key: parking.Key(a.j.ID, a.owner), stop: stop, done: make(chan error, 1)}
 	go func() {
-		p.done <- hedge(pctx, a.w.cfg.Rand, a.w.cfg.Timing.parkHedge(), func(ctx context.Context) error { return parking.Park(ctx, p.lot, o) })
+		p.done <- hedge(pctx, a.rand, a.timing.parkHedge(), func(ctx context.Context) error { return parking.Park(ctx, p.lot, o) })
 	}()
 	return p
 }

@@ -51,6 +51,30 @@ type noMetrics struct{}
 
 func (noMetrics) Emit(string, float64, string, map[string]string) {}
 
+// meter is what the worker counts, in the words of its metrics.
+type meter struct{ Metrics }
+
+func (m meter) count(metric string, dims map[string]string) {
+	m.Emit(metric, 1, "Count", dims)
+}
+
+// ended counts a job that reached a terminal state for good.
+func (m meter) ended(class job.ErrorClass) {
+	if class.FinalState() == job.Abandoned {
+		m.count("JobsAbandoned", map[string]string{"ErrorClass": string(class)})
+		return
+	}
+	m.count("JobsFailed", map[string]string{"ErrorClass": string(class)})
+}
+
+// spent reports money an attempt cost, in cents (metrics need no exactness;
+// the record keeps the exact amount).
+func (m meter) spent(c job.Nanocents) {
+	if c > 0 {
+		m.Emit("CostCents", float64(c)/float64(job.NanosPerCent), "None", nil)
+	}
+}
+
 // Timing are the rules of docs/architecture.md ("Timing rules and why") the
 // worker applies.
 type Timing struct {
@@ -111,7 +135,10 @@ type Config struct {
 }
 
 // Worker handles SQS batches of job messages.
-type Worker struct{ cfg Config }
+type Worker struct {
+	cfg   Config
+	meter meter
+}
 
 // New returns a worker; nil Rand, NewOwner and Logger get defaults.
 func New(cfg Config) *Worker {
@@ -130,7 +157,7 @@ func New(cfg Config) *Worker {
 	if cfg.Clock == nil {
 		cfg.Clock = job.SystemClock{}
 	}
-	return &Worker{cfg: cfg}
+	return &Worker{cfg: cfg, meter: meter{cfg.Metrics}}
 }
 
 // Handle processes every message of the batch concurrently, each with its
@@ -144,7 +171,7 @@ func (w *Worker) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			keep[i] = w.handle(ctx, m, renew) != outcomeDelete
+			keep[i] = w.receive(ctx, m, renew) != outcomeDelete
 		}()
 	}
 	wg.Wait()
@@ -157,19 +184,6 @@ func (w *Worker) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEven
 	return resp, nil
 }
 
-func (w *Worker) count(metric string, dims map[string]string) {
-	w.cfg.Metrics.Emit(metric, 1, "Count", dims)
-}
-
-// countEnded counts a job that reached a terminal state for good.
-func (w *Worker) countEnded(class job.ErrorClass) {
-	if class.FinalState() == job.Abandoned {
-		w.count("JobsAbandoned", map[string]string{"ErrorClass": string(class)})
-		return
-	}
-	w.count("JobsFailed", map[string]string{"ErrorClass": string(class)})
-}
-
 func randomOwner() string {
 	const letters = "abcdefghijklmnopqrstuvwxyz0123456789"
 	b := make([]byte, 20)
@@ -177,20 +191,4 @@ func randomOwner() string {
 		b[i] = letters[rand.IntN(len(letters))]
 	}
 	return "w_" + string(b)
-}
-
-// stamp is the time of a write to a record the worker holds: the clock,
-// but never at or before the claim's own updated_at, which a zero-latency
-// call can reach within the same millisecond (the store would otherwise
-// spend a read and a second write re-stamping it).
-func (w *Worker) stamp(j job.Job) time.Time {
-	return job.NextUpdate(j.UpdatedAt, w.cfg.Clock.Now())
-}
-
-// spent reports money an attempt cost, in cents (metrics need no exactness;
-// the record keeps the exact amount).
-func (w *Worker) spent(c job.Nanocents) {
-	if c > 0 {
-		w.cfg.Metrics.Emit("CostCents", float64(c)/float64(job.NanosPerCent), "None", nil)
-	}
 }

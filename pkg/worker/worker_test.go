@@ -449,7 +449,7 @@ func TestLeaseLostToAnotherWorkerDiscardsResultKeepsCost(t *testing.T) {
 			if _, err := f.store.Claim(ctx, job.Claim{ID: r.JobID, Owner: "other", Now: claimAt, LeaseUntil: claimAt.Add(time.Hour)}); err != nil {
 				t.Errorf("takeover: %v", err)
 			}
-			_, _ = f.store.Succeed(ctx, job.Succeed{ID: r.JobID, Owner: "other", Now: claimAt, Cost: 10, Result: json.RawMessage(`{"output":"theirs"}`)})
+			_, _ = f.store.Succeed(ctx, job.Succeed{ID: r.JobID, Owner: "other", Now: claimAt, Settlement: job.Settlement{Cost: 10}, Result: json.RawMessage(`{"output":"theirs"}`)})
 			return model.Response{Output: "mine", Usage: model.Usage{InputTokens: 7}}, nil
 		}
 		return model.Response{}, fmt.Errorf("unexpected call %d", n)

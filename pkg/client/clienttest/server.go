@@ -156,7 +156,7 @@ func (s *Server) Progress(t testing.TB, id string, p float64) job.Job {
 func (s *Server) Succeed(t testing.TB, id string, cost job.Nanocents, result string) job.Job {
 	t.Helper()
 	now := s.Clock.Now()
-	j, err := s.Store.Succeed(context.Background(), job.Succeed{ID: id, Owner: s.current(t, id), Now: now, Cost: cost,
+	j, err := s.Store.Succeed(context.Background(), job.Succeed{ID: id, Owner: s.current(t, id), Now: now, Settlement: job.Settlement{Cost: cost},
 		Result: []byte(result), Model: "fake", ExpiresAt: now.Add(time.Hour)})
 	return check(t, "succeed", j, err)
 }
@@ -166,7 +166,7 @@ func (s *Server) Succeed(t testing.TB, id string, cost job.Nanocents, result str
 func (s *Server) End(t testing.TB, id string, cost job.Nanocents, class job.ErrorClass) job.Job {
 	t.Helper()
 	now := s.Clock.Now()
-	j, err := s.Store.End(context.Background(), job.End{ID: id, Owner: s.current(t, id), Now: now, Cost: cost, Class: class, ExpiresAt: now.Add(time.Hour)})
+	j, err := s.Store.End(context.Background(), job.End{ID: id, Owner: s.current(t, id), Now: now, Settlement: job.Settlement{Cost: cost}, Class: class, ExpiresAt: now.Add(time.Hour)})
 	return check(t, "end", j, err)
 }
 

@@ -1,0 +1,81 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"math"
+
+	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/model"
+)
+
+// The causes a call is stopped with; failureOf names the class each means.
+var (
+	errLeaseLost      = errors.New("lease lost or job cancelled")
+	errLeaseExpiring  = errors.New("lease about to expire unrenewed")
+	errHeartbeatPanic = errors.New("the heartbeat panicked")
+	errRouteTimeout   = errors.New("model route timeout")
+	errRungTimeout    = errors.New("model rung timeout")
+	errJobDeadline    = errors.New("job deadline")
+	errLambdaDeadline = errors.New("function deadline")
+)
+
+// call runs one rung under its own timeout and reports whether that
+// timeout (not the attempt's) ended it.
+func (a *attempt) call(ctx context.Context, rung job.Rung, in job.Input) (model.Response, error, bool) {
+	p, ok := a.providers[rung.Provider]
+	if !ok {
+		return model.Response{}, model.Errorf(job.Internal, "no provider %q", rung.Provider), false
+	}
+	rctx, cancel := context.WithTimeoutCause(ctx, rung.Timeout, errRungTimeout)
+	defer cancel()
+	out := rung.OutputCap(in)
+	resp, err := p.Generate(rctx, model.Request{
+		JobID: a.j.ID, Model: rung.Model, Messages: in.Messages, MaxTokens: out, Temperature: in.Temperature,
+		Progress: func(tokens int) {
+			v := math.Min(float64(tokens)/float64(max(out, 1)), 1)
+			a.progress.Store(math.Float64bits(v))
+		},
+	})
+	if resp.Model == "" {
+		resp.Model = rung.Model
+	}
+	return resp, err, err != nil && ctx.Err() == nil && errors.Is(context.Cause(rctx), errRungTimeout)
+}
+
+// failureOf names what ended a failed climb: why, the cause the call was
+// stopped with, wins over the class of the error the call saw (a call cut
+// by the route's timeout sees a cancelled context, not a timeout).
+func failureOf(r climbed, why error) (job.ErrorClass, string) {
+	class, detail := r.class, detailOf(r.err)
+	switch {
+	case errors.Is(why, errLeaseExpiring):
+		class, detail = job.Timeout, "the lease could not be renewed"
+	case errors.Is(why, errHeartbeatPanic):
+		class, detail = job.Internal, "the heartbeat failed"
+	case errors.Is(why, errJobDeadline):
+		class, detail = job.DeadlineExceeded, "the job's deadline passed during the call"
+	case errors.Is(why, errLambdaDeadline):
+		class, detail = job.Timeout, "stopped before the function's deadline"
+	case errors.Is(why, errRouteTimeout):
+		class, detail = job.Timeout, "the model route's timeout passed"
+	case class == job.Cancelled:
+		// Only a lost lease may cancel a call; any other end of the
+		// invocation's context (shutdown) is a timeout, and retried.
+		class, detail = job.Timeout, "the invocation ended during the call"
+	}
+	return class, detail
+}
+
+// detailOf is the error detail a model error carries, cut to 200 bytes.
+func detailOf(err error) string {
+	var me *model.Error
+	if errors.As(err, &me) {
+		d := me.Detail
+		if len(d) > 200 {
+			d = d[:200]
+		}
+		return d
+	}
+	return ""
+}

@@ -1,0 +1,131 @@
+package worker
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/parking"
+)
+
+// claimTries bounds how often one message re-decides after a claim or an
+// end was refused because the record moved underneath it, or a dead
+// attempt was written off.
+const claimTries = 4
+
+// claim takes m's job before any model call and, when the claim is
+// refused, decides from the record what the message still means.
+func (w *Worker) claim(ctx context.Context, m message) outcome {
+	for range claimTries {
+		now := w.cfg.Clock.Now()
+		owner := w.cfg.NewOwner()
+		// won runs the attempt this claim made ours.
+		won := func(j job.Job) outcome { return w.newAttempt(m, j, owner, now).run(ctx) }
+		j, err := w.cfg.Store.Claim(ctx, job.Claim{ID: m.jobID, Owner: owner, Now: now, LeaseUntil: now.Add(w.cfg.Timing.LeaseTTL)})
+		switch job.ErrorCode(err) {
+		case "":
+			return won(j)
+		case job.CodeNotFound:
+			return w.poison(ctx, m, "job_not_found")
+		case job.CodeConflict:
+		default:
+			// The claim may have been applied and only its answer lost
+			// (the SDK's retries ran out): then the job, and the hold the
+			// claim took, are ours, and leaving them would leak both.
+			if cur, gerr := w.cfg.Store.Get(ctx, m.jobID); gerr == nil && cur.State == job.Running && cur.LeaseOwner == owner {
+				return won(cur)
+			}
+			m.log.Error("claim failed", "err", err)
+			return outcomeTrouble
+		}
+		cur, _ := job.ConflictJob(err)
+		if cur.State == job.Running && cur.LeaseOwner == owner {
+			// Our own claim was applied and its answer lost (the SDK retried
+			// it and the retry was refused): the job is ours.
+			return won(cur)
+		}
+		if o, again := w.refused(ctx, m, cur, now); !again {
+			return o
+		}
+	}
+	return outcomeTrouble
+}
+
+// refused acts on a refused claim as job.WhyRefused decides from cur, the
+// record now, and reports whether the message should claim again.
+func (w *Worker) refused(ctx context.Context, m message, cur job.Job, now time.Time) (outcome, bool) {
+	d := job.WhyRefused(cur, now)
+	switch d.Action {
+	case job.Recover:
+		return w.recover(ctx, cur, now, m.log)
+	case job.Drop:
+		m.log.Info("duplicate delivery absorbed by the claim", "state", cur.State)
+		w.meter.count("DuplicatesAbsorbed", nil)
+		return outcomeDelete, false
+	case job.Wait:
+		// Another worker holds a live lease, or the job waits out a
+		// retry backoff: hide the message until that ends, so it
+		// returns only if the owner dies or the backoff is over.
+		if err := w.cfg.Queue.ChangeVisibility(ctx, m.ReceiptHandle, d.Delay+100*time.Millisecond); err != nil {
+			m.log.Warn("hiding a message behind a lease or backoff failed", "err", err)
+		}
+		m.log.Info("job held by another worker or backing off", "wait", d.Delay.String())
+		w.meter.count("DuplicatesAbsorbed", nil)
+		return outcomeKeep, false
+	case job.Stop:
+		_, err := w.cfg.Store.End(ctx, job.End{ID: m.jobID, Now: now, Class: d.Class,
+			ExpiresAt: w.cfg.Retention.ExpiresAt(d.Class.FinalState(), now)})
+		switch job.ErrorCode(err) {
+		case "":
+			m.log.Info("job ended before an attempt", "error_class", d.Class)
+			w.meter.ended(d.Class)
+			return outcomeDelete, false
+		case job.CodeConflict:
+			return outcomeKeep, true
+		default:
+			m.log.Error("ending a job failed", "err", err)
+			return outcomeTrouble, false
+		}
+	}
+	return outcomeKeep, true // Attempt: the record changed; claim again
+}
+
+// newAttempt is the attempt a claim at start by owner won on j, handed
+// what it uses: the store, queue, lot and providers it calls, the clock,
+// timing and retention it follows, and the meter it counts in.
+func (w *Worker) newAttempt(m message, j job.Job, owner string, start time.Time) *attempt {
+	return &attempt{
+		store: w.cfg.Store, queue: w.cfg.Queue, lot: w.cfg.Parking, providers: w.cfg.Providers, routes: w.cfg.Routes,
+		clock: w.cfg.Clock, timing: w.cfg.Timing, retention: w.cfg.Retention, rand: w.cfg.Rand, meter: w.meter,
+		m: m, j: j, owner: owner, start: start, log: m.log.With("attempt", j.Attempts), held: j.Reserve,
+	}
+}
+
+// recover settles the dead attempt cur carries: its lease ran out
+// unrenewed, so its worker died or is cut off from the store. Its parked
+// outcome, if it left one, is recorded (the answer it paid for, at its
+// exact cost); otherwise it is written off (job.WriteOff: what it held
+// becomes cost, as an estimate). It reports whether the message should
+// decide again (the settlement landed, or the record moved) and, if not,
+// what becomes of the message.
+func (w *Worker) recover(ctx context.Context, cur job.Job, now time.Time, log *slog.Logger) (outcome, bool) {
+	how, j, err := parking.Settle(ctx, w.cfg.Store, w.cfg.Parking, cur, now)
+	switch code := job.ErrorCode(err); {
+	case code == "" && how == parking.Unparked:
+		log.Info("a dead attempt's parked outcome was recorded", "dead_owner_attempt", cur.Attempts, "state", j.State)
+		w.meter.count("OutcomesUnparked", nil)
+		return outcomeKeep, true
+	case code == "":
+		log.Warn("a dead attempt was written off: its hold is charged as an estimate",
+			"dead_owner_attempt", cur.Attempts, "charged_cents", cur.Held.String(), "state", j.State)
+		w.meter.count("AttemptsWrittenOff", nil)
+		return outcomeKeep, true
+	case code == job.CodeConflict:
+		return outcomeKeep, true
+	case code == job.CodeNotFound:
+		return outcomeDelete, false
+	}
+	log.Error("settling a dead attempt failed", "err", err)
+	return outcomeTrouble, false
+}
