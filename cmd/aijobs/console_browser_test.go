@@ -382,7 +382,7 @@ func seedOne(ctx context.Context, s *stack, i, n int, now time.Time) error {
 		if _, err := s.store.Claim(ctx, job.Claim{ID: j.ID, Owner: "seed", Now: created, LeaseUntil: created.Add(time.Minute)}); err != nil {
 			return err
 		}
-		_, err := s.store.End(ctx, job.End{ID: j.ID, Owner: "seed", Now: created.Add(time.Second), Cost: job.Nanocents(1000 + i), Held: 1000,
+		_, err := s.store.End(ctx, job.End{ID: j.ID, Owner: "seed", Now: created.Add(time.Second), Settlement: job.Settlement{Cost: job.Nanocents(1000 + i), Held: 1000},
 			Class: job.Overloaded, ExpiresAt: now.Add(48 * time.Hour)})
 		return err
 	case 1:

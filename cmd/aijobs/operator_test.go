@@ -55,7 +55,7 @@ func endJob(t *testing.T, st *dynamodb.Store, key, hash string, class job.ErrorC
 	if _, err := st.Claim(ctx, job.Claim{ID: j.ID, Owner: "w", Now: ended.Add(-time.Second), LeaseUntil: ended.Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.End(ctx, job.End{ID: j.ID, Owner: "w", Now: ended, Cost: cost, Held: 10, Class: class, ExpiresAt: ended.Add(time.Hour)}); err != nil {
+	if _, err := st.End(ctx, job.End{ID: j.ID, Owner: "w", Now: ended, Settlement: job.Settlement{Cost: cost, Held: 10}, Class: class, ExpiresAt: ended.Add(time.Hour)}); err != nil {
 		t.Fatal(err)
 	}
 	return j.ID
