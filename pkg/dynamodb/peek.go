@@ -11,11 +11,8 @@ import (
 	"github.com/aijobs/aijobs/pkg/job"
 )
 
-// peekAttributes are what a poll shows of a job (docs/architecture.md,
-// "Polls"): everything the view carries, and the tenant it is checked
-// against. Left out: the input (up to the create limit, the largest
-// attribute), the error detail, the lease and the settlement tokens, which
-// the view never shows.
+// peekAttributes are the attributes of what a poll shows of a job
+// (job.Peeked); TestPeekAttributesAreJobPeeked holds the two equal.
 var peekAttributes = []string{
 	aID, aTenant, aRequestKey, aInputHash, aModel, aMetadata, aResult,
 	aState, aErrorClass, aResultModel, aAttempts, aMaxAttempts, aVersion,

@@ -121,6 +121,21 @@ func (q RecentQuery) Includes(j Job) bool {
 	return !j.CreatedAt.Before(q.Since) || !j.State.Terminal()
 }
 
+// Peeked is what a poll shows of j (docs/architecture.md, "Polls"): all
+// the view carries, and the tenant it is checked against. Left out are
+// the input (up to the create limit, the largest attribute), the error
+// detail, the lease, the backoff, and the bookkeeping of the reconciler,
+// replay and write-offs, which the view never shows. It is the one
+// statement of a peek: the memory store answers it, DynamoDB's
+// projection is held to it by a test, and the conformance suite expects
+// it of every store.
+func Peeked(j Job) Job {
+	j.Input, j.ErrorDetail, j.LeaseOwner = nil, "", ""
+	j.LeaseUntil, j.NotBefore, j.ReplayedAt, j.ExpiresAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
+	j.RunTime, j.Nudges, j.WrittenOff = 0, 0, nil
+	return j
+}
+
 // Summary is j without what a summary never carries (its input, metadata
 // and result): what Recent answers, so both stores answer the same.
 func Summary(j Job) Job {

@@ -58,18 +58,14 @@ func (s *Store) Get(_ context.Context, id string) (job.Job, error) {
 	return clone(j), nil
 }
 
-// Peek answers what a poll shows of the record (the conformance suite's
-// "peek"): the record without its input, error detail, lease and
-// bookkeeping. Memory is always consistent, so it is never stale.
+// Peek answers what a poll shows of the record (job.Peeked). Memory is
+// always consistent, so it is never stale.
 func (s *Store) Peek(ctx context.Context, id string) (job.Job, error) {
 	j, err := s.Get(ctx, id)
 	if err != nil {
 		return job.Job{}, err
 	}
-	j.Input, j.ErrorDetail, j.LeaseOwner = nil, "", ""
-	j.LeaseUntil, j.NotBefore, j.ReplayedAt, j.ExpiresAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
-	j.RunTime, j.Nudges, j.WrittenOff = 0, 0, nil
-	return j, nil
+	return job.Peeked(j), nil
 }
 
 // Claim applies job.Claim.

@@ -39,10 +39,8 @@ func createAndGet(t *testing.T, s *suite) {
 	}
 }
 
-// peek: a poll's read answers the record without the input, the error
-// detail, the lease and the reconciler's and replay's bookkeeping (the
-// view shows none of them; the input is the largest attribute), and
-// everything else exactly as a get does; an unknown id is not found.
+// peek: a poll's read answers what job.Peeked keeps of the record, exactly
+// as a get does; an unknown id is not found.
 func peek(t *testing.T, s *suite) {
 	j := s.create(t, func(j *job.Job) {
 		j.Input = json.RawMessage(`{"messages":[{"role":"user","content":"a long input"}],"max_tokens":10}`)
@@ -58,10 +56,7 @@ func peek(t *testing.T, s *suite) {
 		j.Callback = job.Callback{URL: "https://hooks.example.com/a", Events: []job.State{job.Running, job.Failed}}
 		j.Deliveries = job.Deliveries{Attempts: 3, LastStatus: 500, DeliveredAt: base.Add(time.Second), DeliveredVersion: 6}
 	})
-	want := s.get(t, j.ID)
-	want.Input, want.ErrorDetail, want.LeaseOwner = nil, "", ""
-	want.LeaseUntil, want.NotBefore, want.ReplayedAt, want.ExpiresAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
-	want.RunTime, want.Nudges = 0, 0
+	want := job.Peeked(s.get(t, j.ID))
 	got, err := s.store.Peek(t.Context(), j.ID)
 	if err != nil {
 		t.Fatalf("peek: %v", err)
