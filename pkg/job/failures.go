@@ -1,6 +1,7 @@
 package job
 
 import (
+	"cmp"
 	"slices"
 	"strings"
 	"time"
@@ -64,23 +65,13 @@ func sorted(m map[string]*Total) []Total {
 	slices.SortFunc(out, func(a, b Total) int {
 		switch {
 		case a.Cost != b.Cost:
-			return compare(b.Cost, a.Cost)
+			return cmp.Compare(b.Cost, a.Cost)
 		case a.Jobs != b.Jobs:
 			return b.Jobs - a.Jobs
 		}
 		return strings.Compare(a.Key, b.Key)
 	})
 	return out
-}
-
-func compare(a, b Nanocents) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // DeadLetter is a message in the dead letter queue that names a job, and

@@ -15,7 +15,9 @@ import (
 // Claim takes a job for one attempt, before any model call.
 // Precondition: state = queued AND attempts < max_attempts AND deadline >
 // Now AND cost < budget AND budget - cost - held >= reserve (the record's
-// own worst case: an attempt that could overrun the budget never starts).
+// own worst case: an attempt that could overrun the budget never starts)
+// AND (no not_before OR not_before <= Now: a released job's backoff is
+// over).
 // A running job whose lease ran out is not claimable: its attempt is
 // written off first (WriteOff), so no claim ever takes a job over with
 // another attempt's hold still on it.

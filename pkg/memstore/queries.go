@@ -37,7 +37,7 @@ func (s *Store) List(_ context.Context, q job.ListQuery) (job.Page, error) {
 		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
 			return c
 		}
-		return compareIDs(b.ID, a.ID)
+		return strings.Compare(b.ID, a.ID)
 	})
 	var page job.Page
 	for _, j := range all {
@@ -68,17 +68,7 @@ func (s *Store) beyond(j job.Job, p job.Position) bool {
 	if c := j.CreatedAt.Compare(p.CreatedAt); c != 0 {
 		return c < 0
 	}
-	return compareIDs(j.ID, p.ID) < 0
-}
-
-func compareIDs(a, b string) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
+	return strings.Compare(j.ID, p.ID) < 0
 }
 
 // Failures calls each for every failed or abandoned job that ended in
