@@ -181,54 +181,17 @@ func callbackAttributes(it map[string]types.AttributeValue, j job.Job) {
 }
 
 func fromItem(it map[string]types.AttributeValue) (job.Job, error) {
-	var err error
-	str := func(k string) string {
-		if v, ok := it[k].(*types.AttributeValueMemberS); ok {
-			return v.Value
-		}
-		return ""
-	}
-	num := func(k string) int64 {
-		v, ok := it[k].(*types.AttributeValueMemberN)
-		if !ok {
-			return 0
-		}
-		x, perr := strconv.ParseInt(v.Value, 10, 64)
-		if perr != nil && err == nil {
-			err = fmt.Errorf("attribute %s: %w", k, perr)
-		}
-		return x
-	}
-	raw := func(k string) json.RawMessage {
-		if v := str(k); v != "" {
-			return json.RawMessage(v)
-		}
-		return nil
-	}
-	t := func(k string) time.Time {
-		if v := num(k); v != 0 {
-			return time.UnixMilli(v).UTC()
-		}
-		return time.Time{}
-	}
-	var progress float64
-	if v, ok := it[aProgress].(*types.AttributeValueMemberN); ok {
-		p, perr := strconv.ParseFloat(v.Value, 64)
-		if perr != nil && err == nil {
-			err = fmt.Errorf("attribute %s: %w", aProgress, perr)
-		}
-		progress = p
-	}
+	d := &decoder{it: it}
 	j := job.Job{
-		ID: str(aID), Tenant: str(aTenant), RequestKey: str(aRequestKey), InputHash: str(aInputHash), Model: str(aModel),
-		Input: raw(aInput), Metadata: raw(aMetadata), Result: raw(aResult),
-		State: job.State(str(aState)), LeaseOwner: str(aLeaseOwner), ErrorClass: job.ErrorClass(str(aErrorClass)),
-		ErrorDetail: str(aErrorDetail), ResultModel: str(aResultModel),
-		Attempts: int(num(aAttempts)), MaxAttempts: int(num(aMaxAttempts)), Version: num(aVersion),
-		Budget: job.Nanocents(num(aBudget)), Cost: job.Nanocents(num(aCost)), Reserve: job.Nanocents(num(aReserve)),
-		RunTime:  time.Duration(num(aRunMS)) * time.Millisecond,
-		Deadline: t(aDeadline), LeaseUntil: t(aLeaseUntil), NotBefore: t(aNotBefore), CreatedAt: t(aCreated), UpdatedAt: t(aUpdated),
-		Progress: progress, Replays: int(num(aReplays)), ReplayedAt: t(aReplayed), Nudges: int(num(aNudges)),
+		ID: d.str(aID), Tenant: d.str(aTenant), RequestKey: d.str(aRequestKey), InputHash: d.str(aInputHash), Model: d.str(aModel),
+		Input: d.raw(aInput), Metadata: d.raw(aMetadata), Result: d.raw(aResult),
+		State: job.State(d.str(aState)), LeaseOwner: d.str(aLeaseOwner), ErrorClass: job.ErrorClass(d.str(aErrorClass)),
+		ErrorDetail: d.str(aErrorDetail), ResultModel: d.str(aResultModel),
+		Attempts: int(d.num(aAttempts)), MaxAttempts: int(d.num(aMaxAttempts)), Version: d.num(aVersion),
+		Budget: job.Nanocents(d.num(aBudget)), Cost: job.Nanocents(d.num(aCost)), Reserve: job.Nanocents(d.num(aReserve)),
+		RunTime:  time.Duration(d.num(aRunMS)) * time.Millisecond,
+		Deadline: d.t(aDeadline), LeaseUntil: d.t(aLeaseUntil), NotBefore: d.t(aNotBefore), CreatedAt: d.t(aCreated), UpdatedAt: d.t(aUpdated),
+		Progress: d.float(aProgress), Replays: int(d.num(aReplays)), ReplayedAt: d.t(aReplayed), Nudges: int(d.num(aNudges)),
 	}
 	if b, ok := it[aCostEstimated].(*types.AttributeValueMemberBOOL); ok {
 		j.CostEstimated = b.Value
@@ -242,12 +205,14 @@ func fromItem(it map[string]types.AttributeValue) (job.Job, error) {
 		slices.Sort(j.WrittenOff) // a set has no order
 	}
 	if r, ok := it[aRemaining]; ok && r != nil {
-		j.Held = j.Budget - j.Cost - job.Nanocents(num(aRemaining))
+		// The table keeps what is left, not what is held (a condition
+		// cannot subtract): the one place remaining_nc becomes Held.
+		j.Held = j.Budget - j.Cost - job.Nanocents(d.num(aRemaining))
 	}
-	if e := num(aExpires); e != 0 {
+	if e := d.num(aExpires); e != 0 {
 		j.ExpiresAt = time.Unix(e, 0).UTC()
 	}
-	j.Callback.URL = str(aCallbackURL)
+	j.Callback.URL = d.str(aCallbackURL)
 	if ss, ok := it[aCallbackEvents].(*types.AttributeValueMemberSS); ok {
 		events := make([]job.State, len(ss.Value))
 		for i, e := range ss.Value {
@@ -255,8 +220,9 @@ func fromItem(it map[string]types.AttributeValue) (job.Job, error) {
 		}
 		j.Callback.Events = job.CanonicalEvents(events) // a set has no order
 	}
-	j.Deliveries = job.Deliveries{Attempts: int(num(aCallbackAttempts)), LastStatus: int(num(aCallbackStatus)),
-		DeliveredAt: t(aCallbackDelivered), DeliveredVersion: num(aCallbackVersion)}
+	j.Deliveries = job.Deliveries{Attempts: int(d.num(aCallbackAttempts)), LastStatus: int(d.num(aCallbackStatus)),
+		DeliveredAt: d.t(aCallbackDelivered), DeliveredVersion: d.num(aCallbackVersion)}
+	err := d.err
 	if err == nil && (j.ID == "" || !j.State.Valid()) {
 		err = fmt.Errorf("no id or no valid state (%q)", j.State)
 	}
@@ -264,6 +230,61 @@ func fromItem(it map[string]types.AttributeValue) (job.Job, error) {
 		return job.Job{}, fmt.Errorf("decode job item: %w", err)
 	}
 	return j, nil
+}
+
+// decoder reads an item's attributes by name, an absent or mistyped one as
+// its zero value, and keeps the first number that does not parse.
+type decoder struct {
+	it  map[string]types.AttributeValue
+	err error
+}
+
+func (d *decoder) str(k string) string {
+	if v, ok := d.it[k].(*types.AttributeValueMemberS); ok {
+		return v.Value
+	}
+	return ""
+}
+
+func (d *decoder) num(k string) int64 {
+	v, ok := d.it[k].(*types.AttributeValueMemberN)
+	if !ok {
+		return 0
+	}
+	x, err := strconv.ParseInt(v.Value, 10, 64)
+	d.fail(k, err)
+	return x
+}
+
+func (d *decoder) float(k string) float64 {
+	v, ok := d.it[k].(*types.AttributeValueMemberN)
+	if !ok {
+		return 0
+	}
+	x, err := strconv.ParseFloat(v.Value, 64)
+	d.fail(k, err)
+	return x
+}
+
+func (d *decoder) raw(k string) json.RawMessage {
+	if v := d.str(k); v != "" {
+		return json.RawMessage(v)
+	}
+	return nil
+}
+
+// t reads a time kept as unix milliseconds; 0 is no time.
+func (d *decoder) t(k string) time.Time {
+	if v := d.num(k); v != 0 {
+		return time.UnixMilli(v).UTC()
+	}
+	return time.Time{}
+}
+
+func (d *decoder) fail(k string, err error) {
+	if err != nil && d.err == nil {
+		d.err = fmt.Errorf("attribute %s: %w", k, err)
+	}
 }
 
 // failureKeys are the sparse index keys of a job that ended at t.

@@ -28,6 +28,45 @@ const listRounds = 5
 // still have a next one.
 func (s *Store) List(ctx context.Context, q job.ListQuery) (job.Page, error) {
 	q.Limit = job.ClampLimit(q.Limit)
+	in, err := s.listInput(q)
+	if err != nil {
+		return job.Page{}, err
+	}
+	var page job.Page
+	for range listRounds {
+		// Never read past what the page can hold: the last key read is
+		// then exactly where the next page starts.
+		in.Limit = aws.Int32(int32(q.Limit - len(page.Jobs)))
+		out, err := s.c.Query(ctx, in)
+		if err != nil {
+			var api smithy.APIError
+			if q.Cursor != "" && errors.As(err, &api) && api.ErrorCode() == "ValidationException" {
+				// A start key DynamoDB will not take is the cursor's fault.
+				return job.Page{}, badCursor("the cursor is not one this API returned for this query")
+			}
+			return job.Page{}, unavailable("list jobs", err)
+		}
+		for _, it := range out.Items {
+			j, err := fromItem(it)
+			if err != nil {
+				return job.Page{}, unreadable(err)
+			}
+			page.Jobs = append(page.Jobs, j)
+		}
+		in.ExclusiveStartKey = out.LastEvaluatedKey
+		if len(out.LastEvaluatedKey) == 0 || len(page.Jobs) >= q.Limit {
+			break
+		}
+	}
+	if page.Next, err = listCursor(in.ExclusiveStartKey); err != nil {
+		return job.Page{}, err
+	}
+	return page, nil
+}
+
+// listInput is the query of q's first round: the tenant index, newest
+// first, from q's cursor, with its state and class filters.
+func (s *Store) listInput(q job.ListQuery) (*ddb.QueryInput, error) {
 	in := &ddb.QueryInput{
 		TableName: aws.String(s.table), IndexName: aws.String(s.idx.tenant),
 		KeyConditionExpression:    aws.String("#tenant = :tenant"),
@@ -57,57 +96,37 @@ func (s *Store) List(ctx context.Context, q job.ListQuery) (job.Page, error) {
 	if q.Cursor != "" {
 		p, err := job.ParseCursor(q.Cursor)
 		if err != nil {
-			return job.Page{}, err
+			return nil, err
 		}
 		if !p.CreatedAt.IsZero() && p.CreatedAt.Before(q.Since) {
 			// DynamoDB refuses a start key outside the key condition.
-			return job.Page{}, badCursor("the cursor is from before since: keep since as it was for the first page")
+			return nil, badCursor("the cursor is from before since: keep since as it was for the first page")
 		}
 		in.ExclusiveStartKey = map[string]types.AttributeValue{aID: avS(p.ID), aTenant: avS(q.Tenant)}
 		if !p.CreatedAt.IsZero() {
 			in.ExclusiveStartKey[aCreated] = avN(p.CreatedAt.UnixMilli())
 		}
 	}
-	var page job.Page
-	for range listRounds {
-		// Never read past what the page can hold: the last key read is
-		// then exactly where the next page starts.
-		in.Limit = aws.Int32(int32(q.Limit - len(page.Jobs)))
-		out, err := s.c.Query(ctx, in)
+	return in, nil
+}
+
+// listCursor is the cursor of the page after one whose last key read was
+// lek (none when lek is empty). It carries the key DynamoDB gave: the
+// table's and the index's (kumo gives the table's only, and continues
+// from it).
+func listCursor(lek map[string]types.AttributeValue) (string, error) {
+	if len(lek) == 0 {
+		return "", nil
+	}
+	p := job.Position{ID: attrS(lek, aID)}
+	if ms := attrN(lek, aCreated); ms != "" {
+		created, err := strconv.ParseInt(ms, 10, 64)
 		if err != nil {
-			var api smithy.APIError
-			if q.Cursor != "" && errors.As(err, &api) && api.ErrorCode() == "ValidationException" {
-				// A start key DynamoDB will not take is the cursor's fault.
-				return job.Page{}, badCursor("the cursor is not one this API returned for this query")
-			}
-			return job.Page{}, unavailable("list jobs", err)
+			return "", unreadable(fmt.Errorf("list cursor: %w", err))
 		}
-		for _, it := range out.Items {
-			j, err := fromItem(it)
-			if err != nil {
-				return job.Page{}, unreadable(err)
-			}
-			page.Jobs = append(page.Jobs, j)
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
-		if len(out.LastEvaluatedKey) == 0 || len(page.Jobs) >= q.Limit {
-			break
-		}
+		p.CreatedAt = time.UnixMilli(created)
 	}
-	if lek := in.ExclusiveStartKey; len(lek) > 0 {
-		// The cursor carries the key DynamoDB gave: the table's and the
-		// index's (kumo gives the table's only, and continues from it).
-		p := job.Position{ID: attrS(lek, aID)}
-		if ms := attrN(lek, aCreated); ms != "" {
-			created, err := strconv.ParseInt(ms, 10, 64)
-			if err != nil {
-				return job.Page{}, unreadable(fmt.Errorf("list cursor: %w", err))
-			}
-			p.CreatedAt = time.UnixMilli(created)
-		}
-		page.Next = p.Cursor()
-	}
-	return page, nil
+	return p.Cursor(), nil
 }
 
 func badCursor(msg string) error {

@@ -71,12 +71,12 @@ func (s *Store) HoldMore(ctx context.Context, h job.HoldMore) (job.Job, error) {
 func (s *Store) Succeed(ctx context.Context, t job.Succeed) (job.Job, error) {
 	v := map[string]types.AttributeValue{":succeeded": st(job.Succeeded), ":one_f": avN(1)}
 	held(v, t.Owner)
-	expr := "SET #state = :succeeded, #progress = :one_f, #updated_ms = :upd"
-	remove := " REMOVE #lease_owner, #lease_until_ms, #error_class, #error_detail, #act_pk"
-	expr, remove = opt(expr, remove, aResult, avS(string(t.Result)), len(t.Result) > 0, v)
-	expr, remove = opt(expr, remove, aResultModel, avS(t.Model), t.Model != "", v)
-	expr, remove = expiry(expr, remove, t.ExpiresAt, v)
-	u := update{cond: heldCond, expr: expr + remove, values: v}
+	e := effect{v: v, set: "SET #state = :succeeded, #progress = :one_f, #updated_ms = :upd",
+		remove: " REMOVE #lease_owner, #lease_until_ms, #error_class, #error_detail, #act_pk"}
+	e.opt(aResult, avS(string(t.Result)), len(t.Result) > 0)
+	e.opt(aResultModel, avS(t.Model), t.Model != "")
+	e.expiry(t.ExpiresAt)
+	u := update{cond: heldCond, expr: e.expr(), values: v}
 	return s.apply(ctx, t.ID, t.Now, t.Allows, u.settling(t.Owner, "succeed", t.Settlement))
 }
 
@@ -84,15 +84,10 @@ func (s *Store) Succeed(ctx context.Context, t job.Succeed) (job.Job, error) {
 func (s *Store) Release(ctx context.Context, t job.Release) (job.Job, error) {
 	v := map[string]types.AttributeValue{":queued": st(job.Queued), ":class": avS(string(t.Class))}
 	held(v, t.Owner)
-	expr, remove := "SET #state = :queued, #error_class = :class, #updated_ms = :upd", unlease
-	expr, remove = detail(expr, remove, t.Detail, v)
-	if t.NotBefore.IsZero() {
-		remove += ", #not_before_ms"
-	} else {
-		expr += ", #not_before_ms = :nb"
-		v[":nb"] = avN(t.NotBefore.UnixMilli())
-	}
-	u := update{cond: heldCond, expr: expr + remove, values: v}
+	e := effect{v: v, set: "SET #state = :queued, #error_class = :class, #updated_ms = :upd", remove: unlease}
+	e.detail(t.Detail)
+	e.opt(aNotBefore, avN(t.NotBefore.UnixMilli()), !t.NotBefore.IsZero())
+	u := update{cond: heldCond, expr: e.expr(), values: v}
 	return s.apply(ctx, t.ID, t.Now, t.Allows, u.settling(t.Owner, "release", t.Settlement))
 }
 
@@ -112,10 +107,10 @@ func (s *Store) End(ctx context.Context, t job.End) (job.Job, error) {
 	}
 	pk, sk := failureKeys(t.ID, t.Class, t.Now, s.shards)
 	v[":final"], v[":class"], v[":fpk"], v[":fsk"] = st(t.Class.FinalState()), avS(string(t.Class)), avS(pk), avS(sk)
-	expr, remove := "SET #state = :final, #error_class = :class, #fail_pk = :fpk, #fail_sk = :fsk, #updated_ms = :upd", unlease+", #act_pk"
-	expr, remove = detail(expr, remove, t.Detail, v)
-	expr, remove = expiry(expr, remove, t.ExpiresAt, v)
-	u := update{cond: cond, expr: expr + remove, values: v}
+	e := effect{v: v, set: "SET #state = :final, #error_class = :class, #fail_pk = :fpk, #fail_sk = :fsk, #updated_ms = :upd", remove: unlease + ", #act_pk"}
+	e.detail(t.Detail)
+	e.expiry(t.ExpiresAt)
+	u := update{cond: cond, expr: e.expr(), values: v}
 	return s.apply(ctx, t.ID, t.Now, t.Allows, u.settling(t.Owner, "end", t.Settlement))
 }
 
@@ -129,12 +124,12 @@ func (s *Store) Cancel(ctx context.Context, c job.Cancel) (job.Job, error) {
 	}
 	// A running attempt's lease stays: its settlement, or its write-off,
 	// removes it with the hold (job.Cancel).
-	expr, remove := "SET #state = :abandoned, #error_class = :class, #fail_pk = :fpk, #fail_sk = :fsk, #updated_ms = :upd",
-		" REMOVE #error_detail, #act_pk"
-	expr, remove = expiry(expr, remove, c.ExpiresAt, v)
+	e := effect{v: v, set: "SET #state = :abandoned, #error_class = :class, #fail_pk = :fpk, #fail_sk = :fsk, #updated_ms = :upd",
+		remove: " REMOVE #error_detail, #act_pk"}
+	e.expiry(c.ExpiresAt)
 	j, err := s.apply(ctx, c.ID, c.Now, c.Allows, update{
 		cond:   "#tenant = :tenant AND (#state = :queued OR #state = :running)",
-		expr:   expr + remove + " ADD #version :one",
+		expr:   e.expr() + " ADD #version :one",
 		values: v,
 	})
 	if cur, ok := job.ConflictJob(err); ok && cur.Tenant != c.Tenant {
@@ -186,12 +181,12 @@ func (s *Store) Replay(ctx context.Context, r job.Replay) (job.Job, error) {
 		":failed": st(job.Failed), ":queued": st(job.Queued), ":n": avN(int64(r.Attempts)), ":deadline": avN(r.Deadline.UnixMilli()),
 		":replayed": avN(r.Now.UnixMilli()), ":act": avS(activeKey(r.ID, s.idx.activeShards)), ":one": avN(1), ":zero": avN(0),
 	}
-	expr := "SET #state = :queued, #max_attempts = #attempts + :n, #deadline_ms = :deadline, #replayed_ms = :replayed, #act_pk = :act, #updated_ms = :upd"
-	remove := " REMOVE #fail_pk, #fail_sk, #not_before_ms"
-	expr, remove = expiry(expr, remove, r.ExpiresAt, v)
+	e := effect{v: v, set: "SET #state = :queued, #max_attempts = #attempts + :n, #deadline_ms = :deadline, #replayed_ms = :replayed, #act_pk = :act, #updated_ms = :upd",
+		remove: " REMOVE #fail_pk, #fail_sk, #not_before_ms"}
+	e.expiry(r.ExpiresAt)
 	return s.apply(ctx, r.ID, r.Now, r.Allows, update{
 		cond:   "#state = :failed AND " + fitsReserve + " AND #remaining_nc > :zero",
-		expr:   expr + remove + " ADD #replays :one, #version :one",
+		expr:   e.expr() + " ADD #replays :one, #version :one",
 		values: v,
 	})
 }
@@ -288,28 +283,34 @@ func (u update) refused(cur job.Job, writtenOff bool) update {
 // costAdd is a settlement's ADD clause (see settling).
 const costAdd = " ADD #cost_nc :cost, #remaining_nc :settle, #run_ms :ran, #version :one"
 
-// opt adds "SET name = val" to expr when present, else "name" to the
-// REMOVE list: the layout keeps no empty optional attribute, so a value
-// from an earlier attempt never survives one that has none.
-func opt(expr, remove, name string, val types.AttributeValue, present bool, v map[string]types.AttributeValue) (string, string) {
+// effect is a write's SET and REMOVE clauses and the values they name,
+// built a clause at a time; remove starts with " REMOVE".
+type effect struct {
+	set, remove string
+	v           map[string]types.AttributeValue
+}
+
+// opt sets name to val when present, else removes it: the layout keeps no
+// empty optional attribute, so a value from an earlier attempt never
+// survives one that has none.
+func (e *effect) opt(name string, val types.AttributeValue, present bool) {
 	if !present {
-		return expr, remove + ", #" + name
+		e.remove += ", #" + name
+		return
 	}
-	v[":"+name] = val
-	return expr + ", #" + name + " = :" + name, remove
+	e.v[":"+name] = val
+	e.set += ", #" + name + " = :" + name
 }
 
 // detail sets or removes error_detail.
-func detail(expr, remove, d string, v map[string]types.AttributeValue) (string, string) {
-	return opt(expr, remove, aErrorDetail, avS(d), d != "", v)
-}
+func (e *effect) detail(d string) { e.opt(aErrorDetail, avS(d), d != "") }
 
 // expiry sets the TTL attribute (unix seconds) or, for a record kept
 // forever (zero ExpiresAt), removes it: a zero time written as seconds
 // would be year 1, which a TTL sweeper deletes at once.
-func expiry(expr, remove string, t time.Time, v map[string]types.AttributeValue) (string, string) {
-	return opt(expr, remove, aExpires, avN(t.Unix()), !t.IsZero(), v)
-}
+func (e *effect) expiry(t time.Time) { e.opt(aExpires, avN(t.Unix()), !t.IsZero()) }
+
+func (e effect) expr() string { return e.set + e.remove }
 
 // RecordDelivery applies job.Delivery in one write when the delivery is the
 // newest acknowledged (or a failure), and otherwise counts it without
