@@ -46,14 +46,22 @@ func ScaleSVG(points []ScalePoint) string {
 	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%d" height="%d" viewBox="0 0 %d %d" font-family="sans-serif" font-size="12">`+"\n",
 		svgWidth, svgHeight, svgWidth, svgHeight)
 	fmt.Fprintf(&b, `<rect x="0" y="0" width="%d" height="%d" fill="#ffffff"/>`+"\n", svgWidth, svgHeight)
-	panel(&b, 0, "Throughput (median)", "jobs/s", xs, []series{jobs})
-	panel(&b, panelWidth, "p99 latency (median)", "ms", xs, []series{create, poll})
+	panel(&b, 0, chart{"Throughput (median)", "jobs/s", []series{jobs}}, xs)
+	panel(&b, panelWidth, chart{"p99 latency (median)", "ms", []series{create, poll}}, xs)
 	b.WriteString("</svg>\n")
 	return b.String()
 }
 
-// panel draws one chart at horizontal offset left.
-func panel(b *strings.Builder, left int, title, unit string, xs []float64, lines []series) {
+// chart is what one panel shows: its title, the unit of its y axis, and
+// its lines over the same xs.
+type chart struct {
+	title, unit string
+	lines       []series
+}
+
+// panel draws c at horizontal offset left.
+func panel(b *strings.Builder, left int, c chart, xs []float64) {
+	title, unit, lines := c.title, c.unit, c.lines
 	x0, x1 := float64(left+marginLeft), float64(left+panelWidth-marginRight)
 	y0, y1 := float64(svgHeight-marginBottom), float64(marginTop)
 	top := 0.0

@@ -45,8 +45,8 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 	now := snap.At
 	p := overviewPage{page: c.page(r, "overview", "Overview"), Backlog: snap.Backlog, DeadLetters: snap.DeadLetters,
 		DLQRate: snap.DLQRate, Total: len(snap.Jobs)}
-	p.Hour = span(snap.Jobs, now, "last hour", "1h", 5*time.Minute, 12)
-	p.Day = span(snap.Jobs, now, "last day", "24h", time.Hour, 24)
+	p.Hour = lastHour.of(snap.Jobs, now)
+	p.Day = lastDay.of(snap.Jobs, now)
 	for i := range snap.Jobs {
 		j := &snap.Jobs[i]
 		if !j.State.Terminal() {
@@ -65,11 +65,23 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 	c.render(w, r, "overview.html", p)
 }
 
-// span is the overview of jobs created, and failures ended, in the last n
-// steps.
-func span(jobs []job.Job, now time.Time, name, since string, step time.Duration, n int) window {
-	s := bucket(jobs, now, step, n)
-	win := window{Name: name, Since: since, Chart: s.svg("jobs by state, "+name, "created")}
+// span is a window of the overview: the last n steps, named, and the
+// failures page's since that shows the same time.
+type span struct {
+	name, since string
+	step        time.Duration
+	n           int
+}
+
+var (
+	lastHour = span{"last hour", "1h", 5 * time.Minute, 12}
+	lastDay  = span{"last day", "24h", time.Hour, 24}
+)
+
+// of is the overview of jobs created, and failures ended, in the span.
+func (sp span) of(jobs []job.Job, now time.Time) window {
+	s := bucket(jobs, now, sp.step, sp.n)
+	win := window{Name: sp.name, Since: sp.since, Chart: s.svg("jobs by state, "+sp.name, "created")}
 	counts := map[job.State]int{}
 	var failed []job.Failure
 	for _, j := range jobs {

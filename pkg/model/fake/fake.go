@@ -104,10 +104,10 @@ func (p *Provider) Generate(ctx context.Context, r model.Request) (model.Respons
 		if errors.Is(err, context.DeadlineExceeded) {
 			cls = job.Timeout
 		}
-		return model.Response{}, p.failure(r.JobID, cls, "fake: interrupted", in, produced, err)
+		return model.Response{}, p.failure(r.JobID, cls, "fake: interrupted", model.Usage{InputTokens: in, OutputTokens: produced}, err)
 	}
 	if sc.failClass != "" && (!sc.counted || call <= sc.failFirst) {
-		return model.Response{}, p.failure(r.JobID, sc.failClass, "fake: scripted "+string(sc.failClass), in, 0, nil)
+		return model.Response{}, p.failure(r.JobID, sc.failClass, "fake: scripted "+string(sc.failClass), model.Usage{InputTokens: in}, nil)
 	}
 	cost := p.cfg.Price.Cost(in, out)
 	p.mu.Lock()
@@ -122,12 +122,14 @@ func (p *Provider) Generate(ctx context.Context, r model.Request) (model.Respons
 		Usage: model.Usage{InputTokens: in, OutputTokens: out}}, nil
 }
 
-func (p *Provider) failure(id string, class job.ErrorClass, detail string, in, out int64, err error) error {
-	cost := p.cfg.Price.Cost(in, out)
+// failure is a failed call of job id that used u, billed as a provider
+// bills a failure: for what it used.
+func (p *Provider) failure(id string, class job.ErrorClass, detail string, u model.Usage, err error) error {
+	cost := p.cfg.Price.Cost(u.InputTokens, u.OutputTokens)
 	p.mu.Lock()
 	p.spent[id] += cost
 	p.mu.Unlock()
-	return &model.Error{Class: class, Detail: detail, Usage: model.Usage{InputTokens: in, OutputTokens: out}, Err: err}
+	return &model.Error{Class: class, Detail: detail, Usage: u, Err: err}
 }
 
 // wait lets latency pass, reporting proportional progress four times, and
