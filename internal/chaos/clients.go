@@ -87,16 +87,23 @@ type answer struct {
 	body   []byte
 }
 
-func (c *clients) do(ctx context.Context, method, path, tenant string, headers map[string]string, body string) (answer, error) {
-	req, err := http.NewRequestWithContext(ctx, method, c.url+path, strings.NewReader(body))
+// request is one request a client makes to the API, as tenant.
+type request struct {
+	method, path, tenant string
+	headers              map[string]string
+	body                 string
+}
+
+func (c *clients) do(ctx context.Context, r request) (answer, error) {
+	req, err := http.NewRequestWithContext(ctx, r.method, c.url+r.path, strings.NewReader(r.body))
 	if err != nil {
 		return answer{}, err
 	}
-	req.Header.Set("Authorization", "Bearer "+tenant)
-	if body != "" {
+	req.Header.Set("Authorization", "Bearer "+r.tenant)
+	if r.body != "" {
 		req.Header.Set("Content-Type", "application/json")
 	}
-	for k, v := range headers {
+	for k, v := range r.headers {
 		req.Header.Set(k, v)
 	}
 	resp, err := c.http.Do(req)
@@ -129,7 +136,7 @@ func (c *clients) create(ctx context.Context, r *jobRun, killed func(string)) bo
 	}
 	for try := range 8 {
 		sent := time.Now()
-		a, err := c.do(ctx, "POST", "/jobs", p.Tenant, map[string]string{"Idempotency-Key": p.Key}, createBody(p))
+		a, err := c.do(ctx, request{"POST", "/jobs", p.Tenant, map[string]string{"Idempotency-Key": p.Key}, createBody(p)})
 		r.mu.Lock()
 		if r.created.IsZero() {
 			r.created = sent
@@ -175,7 +182,7 @@ func (c *clients) poll(ctx context.Context, r *jobRun, start time.Time) {
 	for ctx.Err() == nil {
 		if !cancelAt.IsZero() && time.Now().After(cancelAt) {
 			cancelAt = time.Time{}
-			if a, err := c.do(ctx, "POST", "/jobs/"+r.id+"/cancel", p.Tenant, nil, ""); err == nil && a.status == http.StatusOK {
+			if a, err := c.do(ctx, request{method: "POST", path: "/jobs/" + r.id + "/cancel", tenant: p.Tenant}); err == nil && a.status == http.StatusOK {
 				var v view
 				if json.Unmarshal(a.body, &v) == nil {
 					c.observe(r, v)
@@ -190,7 +197,7 @@ func (c *clients) poll(ctx context.Context, r *jobRun, start time.Time) {
 		if last.Version > 0 {
 			h["If-None-Match"] = `"` + strconv.FormatInt(last.Version, 10) + `"`
 		}
-		a, err := c.do(ctx, "GET", "/jobs/"+r.id, p.Tenant, h, "")
+		a, err := c.do(ctx, request{method: "GET", path: "/jobs/" + r.id, tenant: p.Tenant, headers: h})
 		if err == nil && a.status == http.StatusOK {
 			var v view
 			if json.Unmarshal(a.body, &v) == nil {
@@ -257,7 +264,7 @@ func (c *clients) probe(ctx context.Context, tenant, otherID string) {
 		if m == "POST" {
 			path += "/cancel"
 		}
-		a, err := c.do(ctx, m, path, tenant, nil, "")
+		a, err := c.do(ctx, request{method: m, path: path, tenant: tenant})
 		if err != nil || a.status >= 500 {
 			continue // no answer: nothing seen
 		}
@@ -279,7 +286,7 @@ func (c *clients) list(ctx context.Context, tenant string) {
 		if cursor != "" {
 			q += "&cursor=" + url.QueryEscape(cursor)
 		}
-		a, err := c.do(ctx, "GET", q, tenant, nil, "")
+		a, err := c.do(ctx, request{method: "GET", path: q, tenant: tenant})
 		if err != nil || a.status != http.StatusOK {
 			return
 		}
