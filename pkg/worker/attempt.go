@@ -13,12 +13,6 @@ import (
 	"github.com/aijobs/aijobs/pkg/parking"
 )
 
-// An attempt's life: run (here) climbs the route's rungs (climb.go), each
-// a model call (call.go), under a lease the heartbeat keeps (heartbeat.go,
-// guard.go, renewals.go); its finish settles what it cost (settle.go) as a
-// success, a retry (retry.go) or an end (end.go), parked when the store
-// will not take it (park.go).
-
 // attempt is one claimed attempt, from its claim to its recorded outcome.
 // Like River's job executor, it is handed what it uses when the claim wins
 // it (Worker.newAttempt) and reaches for nothing else.

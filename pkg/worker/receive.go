@@ -11,10 +11,6 @@ import (
 	"github.com/aijobs/aijobs/pkg/job"
 )
 
-// A message's life in the worker: it is received (receive, here), its job
-// is claimed (claim.go), and a message the worker would return on the
-// receive before its last is handed off (handoff.go).
-
 type outcome int
 
 const (

@@ -3,6 +3,15 @@
 // database round trip, not a second billed generation), keeps the claim
 // alive with heartbeats on both the message and the record, and records
 // every outcome, cost included, before the function's deadline.
+//
+// The files follow a message and its attempt: a message is received
+// (receive.go), its job claimed (claim.go) and, near the receive limit,
+// handed off (handoff.go); an attempt runs (attempt.go), climbing the
+// route's rungs (climb.go), each a model call (call.go); its finish
+// settles what it cost (settle.go) as a success, a retry (retry.go) or an
+// end (end.go), parked when the store will not take it (park.go); its
+// lease is kept by the heartbeat (heartbeat.go), the lease guard
+// (guard.go) and the invocation's batched renewals (renewals.go).
 package worker
 
 import (
