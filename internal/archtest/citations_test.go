@@ -1,6 +1,7 @@
 package archtest
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -15,6 +16,20 @@ import (
 var outsideDoc = regexp.MustCompile(`\bDESIGN(\.md\b|:| (section )?\d)`)
 
 func TestCommentsAndDocsCiteOnlyTheRepository(t *testing.T) {
+	eachCitingFile(t, func(p string, b []byte) {
+		for i, line := range strings.Split(string(b), "\n") {
+			if outsideDoc.MatchString(line) {
+				t.Errorf("%s:%d cites a document outside the repository; cite docs/ instead: %s", p, i+1, strings.TrimSpace(line))
+			}
+		}
+	})
+}
+
+// eachCitingFile calls fn with every file of the repository that may cite
+// a document: Go, Markdown, TypeScript, YAML and make files, outside
+// node_modules, cdk.out and hidden directories.
+func eachCitingFile(t *testing.T, fn func(p string, b []byte)) {
+	t.Helper()
 	root := filepath.Join("..", "..")
 	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
 		if err != nil {
@@ -38,14 +53,159 @@ func TestCommentsAndDocsCiteOnlyTheRepository(t *testing.T) {
 		if err != nil {
 			return err
 		}
-		for i, line := range strings.Split(string(b), "\n") {
-			if outsideDoc.MatchString(line) {
-				t.Errorf("%s:%d cites a document outside the repository; cite docs/ instead: %s", p, i+1, strings.TrimSpace(line))
-			}
-		}
+		fn(p, b)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// The decision log is cited by heading: the file, a comma, the heading in
+// double quotes, and more headings after "and" or a comma. A link into it
+// names the heading's anchor.
+const decisionsDoc = "docs/decisions.md"
+
+var (
+	decisionCitation = regexp.MustCompile(`docs/decisions\.md,? ("[^"]+"(?:(?:,| and|, and) "[^"]+")*)`)
+	decisionLink     = regexp.MustCompile(`decisions\.md#([\w-]+)`)
+	quotedHeading    = regexp.MustCompile(`"([^"]+)"`)
+	// The decisions lived under "Decisions where the design was silent" in
+	// docs/architecture.md, cited there as `"Replay" under Decisions` or
+	// `Decisions: Tenant identity`; they are in docs/decisions.md now.
+	architectureCitation = regexp.MustCompile(`docs/architecture\.md,? "([^"]+)"`)
+	oldDecisionCitation  = regexp.MustCompile(`docs/architecture\.md,? (Decisions:|"Decisions)|" under Decisions\b`)
+	markdownHeading      = regexp.MustCompile(`(?m)^## (.+?)\s*$`)
+	notInAnchor          = regexp.MustCompile(`[^\p{L}\p{N}_ -]`)
+)
+
+// headings are docs/decisions.md's decisions, one per "## " heading.
+func headings(doc string) map[string]bool {
+	out := map[string]bool{}
+	for _, m := range markdownHeading.FindAllStringSubmatch(doc, -1) {
+		out[m[1]] = true
+	}
+	return out
+}
+
+// anchor is the fragment GitHub gives a heading: lower case, punctuation
+// dropped, spaces as hyphens.
+func anchor(heading string) string {
+	return strings.ReplaceAll(notInAnchor.ReplaceAllString(strings.ToLower(heading), ""), " ", "-")
+}
+
+// prose is a file's text as a reader reads its citations: comment markers
+// and indentation dropped, lines joined by one space (a citation may wrap),
+// Go's escaped quotes unescaped; at[i] is the offset where line i+1 starts.
+func prose(src string) (text string, at []int) {
+	var b strings.Builder
+	for _, line := range strings.Split(src, "\n") {
+		at = append(at, b.Len())
+		line = strings.TrimSpace(line)
+		line = strings.TrimSpace(strings.TrimLeft(line, "/#*"))
+		b.WriteString(strings.ReplaceAll(line, `\"`, `"`))
+		b.WriteByte(' ')
+	}
+	return b.String(), at
+}
+
+// decisionCitationProblems lists, by line, what src cites of the decision
+// log that does not hold: a heading docs/decisions.md does not have, a
+// link to an anchor none of its headings makes, and a decision still cited
+// in docs/architecture.md, where it no longer is.
+func decisionCitationProblems(src string, decisions map[string]bool) []string {
+	text, at := prose(src)
+	lineOf := func(off int) int {
+		n := 0
+		for n < len(at) && at[n] <= off {
+			n++
+		}
+		return n
+	}
+	anchors := map[string]bool{}
+	for h := range decisions {
+		anchors[anchor(h)] = true
+	}
+	var out []string
+	for _, m := range decisionCitation.FindAllStringSubmatchIndex(text, -1) {
+		for _, q := range quotedHeading.FindAllStringSubmatch(text[m[2]:m[3]], -1) {
+			if !decisions[q[1]] {
+				out = append(out, fmt.Sprintf("%d: %s has no heading %q", lineOf(m[0]), decisionsDoc, q[1]))
+			}
+		}
+	}
+	for _, m := range decisionLink.FindAllStringSubmatchIndex(text, -1) {
+		if a := text[m[2]:m[3]]; !anchors[a] {
+			out = append(out, fmt.Sprintf("%d: %s has no heading whose anchor is #%s", lineOf(m[0]), decisionsDoc, a))
+		}
+	}
+	for _, m := range architectureCitation.FindAllStringSubmatchIndex(text, -1) {
+		if h := text[m[2]:m[3]]; decisions[h] {
+			out = append(out, fmt.Sprintf("%d: the decision %q is in %s now, not in docs/architecture.md", lineOf(m[0]), h, decisionsDoc))
+		}
+	}
+	for _, m := range oldDecisionCitation.FindAllStringIndex(text, -1) {
+		out = append(out, fmt.Sprintf("%d: the decisions are in %s now; cite one by its heading there: %s", lineOf(m[0]), decisionsDoc, text[m[0]:m[1]]))
+	}
+	return out
+}
+
+// TestDecisionCitationsNameAHeading: every citation of docs/decisions.md
+// names one of its headings, every link into it one of their anchors, and
+// nothing cites a decision in docs/architecture.md any more.
+func TestDecisionCitationsNameAHeading(t *testing.T) {
+	doc, err := os.ReadFile(filepath.Join("..", "..", "docs", "decisions.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	decisions := headings(string(doc))
+	if len(decisions) == 0 {
+		t.Fatalf("%s has no \"## \" headings", decisionsDoc)
+	}
+	cited := 0
+	eachCitingFile(t, func(p string, b []byte) {
+		if filepath.Base(p) == "citations_test.go" {
+			return // plants bad citations to test the check
+		}
+		cited += strings.Count(string(b), "decisions.md")
+		for _, problem := range decisionCitationProblems(string(b), decisions) {
+			t.Errorf("%s:%s", p, problem)
+		}
+	})
+	if cited == 0 {
+		t.Fatalf("nothing cites %s: the walk read no file", decisionsDoc)
+	}
+}
+
+// The check itself, on planted citations: it passes good ones, wrapped or
+// escaped, and fails each kind of bad one.
+func TestDecisionCitationProblems(t *testing.T) {
+	decisions := map[string]bool{"Replay": true, "Tenant identity": true, "Defaults are written once, in `settings.Defaults()`": true}
+	cite := func(rest string) string { return decisionsDoc + rest }
+	good := strings.Join([]string{
+		"// the way back (" + cite(`, "Replay"): jobs`),
+		"// session (" + cite(`, "Tenant`),
+		`// identity"). IAM's`,
+		`{"X", "desc (` + cite(`, \"Replay\")"}`),
+		"see " + cite(`, "Replay" and "Tenant identity".`),
+		"[Defaults](decisions.md#defaults-are-written-once-in-settingsdefaults)",
+		`(docs/architecture.md, "Parked outcomes")`,
+		cite(" describes the decisions."),
+	}, "\n")
+	if got := decisionCitationProblems(good, decisions); len(got) != 0 {
+		t.Errorf("good citations reported: %q", got)
+	}
+	for _, c := range []struct{ src, want string }{
+		{"x\n// (" + cite(`, "No such decision")`), `2: docs/decisions.md has no heading "No such decision"`},
+		{cite(`, "Replay" and "Replays"`), `1: docs/decisions.md has no heading "Replays"`},
+		{"[R](decisions.md#replays)", "1: docs/decisions.md has no heading whose anchor is #replays"},
+		{`(docs/architecture.md, "Replay")`, `1: the decision "Replay" is in docs/decisions.md now`},
+		{`(docs/architecture.md, "Replay" under Decisions)`, `1: the decision "Replay" is in docs/decisions.md now`},
+		{"(docs/architecture.md, Decisions: Tenant identity)", "1: the decisions are in docs/decisions.md now"},
+	} {
+		got := decisionCitationProblems(c.src, decisions)
+		if len(got) == 0 || !strings.HasPrefix(got[0], c.want) {
+			t.Errorf("%q: got %q, want a problem starting %q", c.src, got, c.want)
+		}
 	}
 }

@@ -40,7 +40,7 @@ func tenantOf(rc events.APIGatewayV2HTTPRequestContext) string {
 }
 
 // iamTenant is an IAM caller's tenant: the persistent principal, never the
-// session (docs/architecture.md, Decisions: Tenant identity). IAM's
+// session (docs/decisions.md, "Tenant identity"). IAM's
 // aws:userid is "<role unique id>:<session name>" for an assumed role,
 // the unique id for a user, the account for root and
 // "<account>:<name>" for a federated user

@@ -31,8 +31,8 @@ type StreamSource interface {
 // StreamPoller emulates Lambda's event source mapping on a DynamoDB
 // stream, with FunctionResponseTypes ReportBatchItemFailures
 // (https://docs.aws.amazon.com/lambda/latest/dg/with-ddb.html and the
-// pages it links; docs/architecture.md, "Decisions where the design was
-// silent"):
+// pages it links; docs/decisions.md, "The stream's event source mapping,
+// emulated"):
 //
 //   - each shard is read from its oldest record (StartingPosition
 //     TRIM_HORIZON), in order, with one invocation at a time (a

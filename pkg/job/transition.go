@@ -128,7 +128,7 @@ type Cancel struct {
 
 // Replay puts a failed job back in the queue on an operator's word, with
 // Attempts fresh attempts and until a fresh Deadline: the explicit, recorded way
-// out of a terminal state (docs/architecture.md, "Replay" under Decisions). The
+// out of a terminal state (docs/decisions.md, "Replay"). The
 // job then goes through the same claim path as any other. Precondition: state =
 // failed AND Deadline > Now AND budget - cost - held >= reserve (one more
 // attempt fits the budget: replay never buys more money than the job had).

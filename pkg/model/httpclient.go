@@ -7,7 +7,7 @@ import "net/http"
 // 3xx as the error it is. Every provider's HTTP client is made by it,
 // because one Generate must stay one billed call: a followed 307 or 308
 // re-sends the POST, a second generation behind the claim's back
-// (docs/architecture.md, "Model HTTP client"). The copy keeps c's
+// (docs/decisions.md, "Model HTTP client"). The copy keeps c's
 // transport and timeout, so a transport built by the AWS SDK (which
 // honours AWS_CA_BUNDLE and proxies) still carries the call.
 func NoRedirects(c *http.Client) *http.Client {

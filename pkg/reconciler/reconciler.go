@@ -1,5 +1,5 @@
-// Package reconciler is the backstop for lost messages (docs/architecture.md,
-// "Decisions"): on a schedule it finds jobs queued and untouched for a
+// Package reconciler is the backstop for lost messages (docs/decisions.md,
+// "The reconciler touches before it sends"): on a schedule it finds jobs queued and untouched for a
 // while (their message was lost before or after it was sent) and jobs
 // whose lease expired long ago (their worker died and the message is
 // gone), and sends their ids again. It decides nothing itself: the

@@ -1,5 +1,5 @@
 // Package replay is the operator's way back after a bad deployment
-// (docs/architecture.md, "Replay" under Decisions): jobs from the dead letter
+// (docs/decisions.md, "Replay"): jobs from the dead letter
 // queue, or from a query over failed jobs, go back through the SAME claim path
 // as every other message. A job that already succeeded is skipped and counted,
 // never re-run; a failed one is replayed by an explicit, recorded transition
