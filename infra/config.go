@@ -65,16 +65,6 @@ type Config struct {
 	SkipIndexes []string
 }
 
-// skips reports whether the table leaves index out of this deploy.
-func (c Config) skips(index string) bool {
-	for _, s := range c.SkipIndexes {
-		if s == index {
-			return true
-		}
-	}
-	return false
-}
-
 // Lookup returns a context value as a string, and whether it was set.
 type Lookup func(key string) (string, bool)
 
