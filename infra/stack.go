@@ -28,7 +28,8 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 	fns := newFunctions(stack, cfg, Shared{Table: table, Queues: queues, Park: park, WebhookSecret: secret})
 	api := newAPI(stack, cfg, fns.API)
 	operator := newOperatorPolicy(stack, cfg, table, queues)
-	signals := newSignals(queues, fns, api)
+	monitored := Monitored{Queues: queues, Functions: fns, API: api}
+	signals := newSignals(monitored)
 	alarms := newAlarms(stack, cfg, signals)
 	newDashboard(stack, cfg, queues, fns, api, signals, alarms)
 
