@@ -31,7 +31,7 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 	monitored := Monitored{Queues: queues, Functions: fns, API: api}
 	signals := newSignals(monitored)
 	alarms := newAlarms(stack, cfg, signals)
-	newDashboard(stack, cfg, queues, fns, api, signals, alarms)
+	newDashboard(stack, cfg, monitored, signals, alarms)
 
 	output(stack, "ApiUrl", api.Stage.Url(), "HTTP API base URL (IAM-signed or JWT requests)")
 	output(stack, "TableName", table.TableName(), "jobs table")
