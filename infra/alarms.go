@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awskms"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssns"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awssnssubscriptions"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssqs"
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/aijobs/aijobs/pkg/emf"
@@ -143,13 +144,20 @@ type Signals struct {
 	NoticesHeldBack awscloudwatch.IMetric
 }
 
-func newSignals(q Queues, f Functions, api API) Signals {
-	opts := func(stat string) *awscloudwatch.MetricOptions {
-		return &awscloudwatch.MetricOptions{Statistic: jsii.String(stat), Period: seconds(period)}
-	}
-	hourly := func(stat string) *awscloudwatch.MetricOptions {
-		return &awscloudwatch.MetricOptions{Statistic: jsii.String(stat), Period: seconds(time.Hour)}
-	}
+// Monitored are the stack's pieces whose own metrics the alarms and the
+// dashboard read: newSignals makes the shared signals of them, and the
+// dashboard graphs more of their metrics next to those.
+type Monitored struct {
+	Queues    Queues
+	Functions Functions
+	API       API
+}
+
+// newSignals makes the signals of the monitored pieces and of the
+// functions' EMF metrics, once, so an alarm and its dashboard graph can
+// never show two different things under one name.
+func newSignals(m Monitored) Signals {
+	q, f := m.Queues, m.Functions
 	var retryable, refused []job.ErrorClass
 	for _, c := range job.Classes() {
 		switch {
@@ -163,32 +171,22 @@ func newSignals(q Queues, f Functions, api API) Signals {
 		}
 	}
 	return Signals{
-		DLQArrivals: awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
-			Expression: jsii.String(dlqArrivalExpression),
-			UsingMetrics: &map[string]awscloudwatch.IMetric{
-				"sent": q.DLQ.MetricNumberOfMessagesSent(&awscloudwatch.MetricOptions{Statistic: jsii.String("Sum"), Period: seconds(time.Minute)}),
-				"marked": awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-					Namespace: jsii.String(emf.Namespace), MetricName: jsii.String("DeadLetteredJobs"),
-					Statistic: jsii.String("Sum"), Period: seconds(time.Minute),
-				}),
-			},
-			Label:  jsii.String("messages arriving in the DLQ (sent by the worker + jobs the sweep marked)"),
-			Period: seconds(time.Minute),
-		}),
+		DLQArrivals: dlqArrivals(q.DLQ, dlqArrivalExpression, "marked", "DeadLetteredJobs",
+			"messages arriving in the DLQ (sent by the worker + jobs the sweep marked)"),
 		DLQWaiting: awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
 			Expression: jsii.String(dlqWaitingExpression),
 			UsingMetrics: &map[string]awscloudwatch.IMetric{
-				"visible":  q.DLQ.MetricApproximateNumberOfMessagesVisible(hourly("Sum")),
-				"inFlight": q.DLQ.MetricApproximateNumberOfMessagesNotVisible(hourly("Sum")),
-				"readings": q.DLQ.MetricApproximateNumberOfMessagesVisible(hourly("SampleCount")),
+				"visible":  q.DLQ.MetricApproximateNumberOfMessagesVisible(metricOptions("Sum", time.Hour)),
+				"inFlight": q.DLQ.MetricApproximateNumberOfMessagesNotVisible(metricOptions("Sum", time.Hour)),
+				"readings": q.DLQ.MetricApproximateNumberOfMessagesVisible(metricOptions("SampleCount", time.Hour)),
 			},
 			Label:  jsii.String("dead letters waiting (hourly average)"),
 			Period: seconds(time.Hour),
 		}),
-		OldestJob:       q.Jobs.MetricApproximateAgeOfOldestMessage(opts("Maximum")),
-		WorkerErrors:    f.Worker.MetricErrors(opts("Sum")),
-		WorkerThrottles: f.Worker.MetricThrottles(opts("Sum")),
-		API5xx:          api.HTTP.MetricServerError(opts("Sum")),
+		OldestJob:       q.Jobs.MetricApproximateAgeOfOldestMessage(metricOptions("Maximum", period)),
+		WorkerErrors:    f.Worker.MetricErrors(metricOptions("Sum", period)),
+		WorkerThrottles: f.Worker.MetricThrottles(metricOptions("Sum", period)),
+		API5xx:          m.API.HTTP.MetricServerError(metricOptions("Sum", period)),
 		RetryableFailed: sumByClass("jobs failed after retries", retryable),
 		ProviderRefused: sumByClass("jobs refused by the provider (auth, quota)", refused),
 		SpendPerHour: awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
@@ -196,7 +194,7 @@ func newSignals(q Queues, f Functions, api API) Signals {
 			Statistic: jsii.String("Sum"), Period: awscdk.Duration_Hours(jsii.Number(1)),
 			Label: jsii.String("spend, cents per hour"),
 		}),
-		ReconcilerErrors: f.Reconciler.MetricErrors(opts("Sum")),
+		ReconcilerErrors: f.Reconciler.MetricErrors(metricOptions("Sum", period)),
 		MessagesLost: awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
 			Expression: jsii.String(messagesLostExpression),
 			UsingMetrics: &map[string]awscloudwatch.IMetric{
@@ -206,21 +204,45 @@ func newSignals(q Queues, f Functions, api API) Signals {
 			Label:  jsii.String("jobs re-sent by the reconciler (lost messages)"),
 			Period: seconds(period),
 		}),
-		CallbackDLQArrivals: awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
-			Expression: jsii.String(callbackDLQArrivalExpression),
-			UsingMetrics: &map[string]awscloudwatch.IMetric{
-				"sent": q.CallbackDLQ.MetricNumberOfMessagesSent(&awscloudwatch.MetricOptions{Statistic: jsii.String("Sum"), Period: seconds(time.Minute)}),
-				"redriven": awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
-					Namespace: jsii.String(emf.Namespace), MetricName: jsii.String("CallbackNoticesRedriven"),
-					Statistic: jsii.String("Sum"), Period: seconds(time.Minute),
-				}),
-			},
-			Label:  jsii.String("notices arriving in the callback DLQ (given up, discarded by the stream mapping, or redriven and swept)"),
-			Period: seconds(time.Minute),
-		}),
-		NotifierErrors:  f.Notifier.MetricErrors(opts("Sum")),
-		NoticesHeldBack: f.Notifier.Metric(jsii.String("IteratorAge"), opts("Maximum")),
+		CallbackDLQArrivals: dlqArrivals(q.CallbackDLQ, callbackDLQArrivalExpression, "redriven", "CallbackNoticesRedriven",
+			"notices arriving in the callback DLQ (given up, discarded by the stream mapping, or redriven and swept)"),
+		NotifierErrors:  f.Notifier.MetricErrors(metricOptions("Sum", period)),
+		NoticesHeldBack: f.Notifier.Metric(jsii.String("IteratorAge"), metricOptions("Maximum", period)),
 	}
+}
+
+// dlqArrivals is the arrivals in a dead letter queue per minute: the
+// expression over its NumberOfMessagesSent ("sent") and the EMF count
+// swept (sweptID in the expression) its sweep publishes, which catches
+// what SQS's redrive moved there and SQS does not count as sent. The job
+// DLQ and the callback DLQ are watched the same way (dlqArrivalExpression
+// and callbackDLQArrivalExpression say why); only these names differ.
+func dlqArrivals(dlq awssqs.Queue, expression, sweptID, swept, label string) awscloudwatch.IMetric {
+	return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+		Expression: jsii.String(expression),
+		UsingMetrics: &map[string]awscloudwatch.IMetric{
+			"sent":  dlq.MetricNumberOfMessagesSent(metricOptions("Sum", time.Minute)),
+			sweptID: emfMetric(swept, "Sum", time.Minute),
+		},
+		Label:  jsii.String(label),
+		Period: seconds(time.Minute),
+	})
+}
+
+// metricOptions is a statistic over a period, for an AWS service's own
+// metric: the alarms and the dashboard ask for the same ones, so they read
+// alike.
+func metricOptions(stat string, over time.Duration) *awscloudwatch.MetricOptions {
+	return &awscloudwatch.MetricOptions{Statistic: jsii.String(stat), Period: seconds(over)}
+}
+
+// emfMetric is one of the functions' EMF metrics (no dimension), as a
+// statistic over a period.
+func emfMetric(name, stat string, over time.Duration) awscloudwatch.Metric {
+	return awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
+		Namespace: jsii.String(emf.Namespace), MetricName: jsii.String(name),
+		Statistic: jsii.String(stat), Period: seconds(over),
+	})
 }
 
 // sumByClass adds the worker's JobsFailed metric over the given classes.
@@ -285,12 +307,22 @@ func ownAlarmsCondition(stack awscdk.Stack, prefix string) *map[string]any {
 	}
 }
 
-// newAlarms is the alarm topic and one alarm per signal, each with an
-// action on alarm and on recovery. The topic is encrypted with a customer
-// managed key because CloudWatch cannot publish to a topic encrypted with
-// the AWS managed alias/aws/sns key (its key policy cannot be changed to
-// let CloudWatch use it).
+// newAlarms is the alarm topic and one alarm per signal (alarmSpecs),
+// each with an action on alarm and on recovery.
 func newAlarms(stack awscdk.Stack, cfg Config, sig Signals) Alarms {
+	a := Alarms{Topic: newAlarmTopic(stack, cfg)}
+	for _, spec := range alarmSpecs(cfg, sig) {
+		a.All = append(a.All, newAlarm(stack, cfg, a.Topic, spec))
+	}
+	return a
+}
+
+// newAlarmTopic is the topic every alarm notifies, and the alarm e-mail's
+// subscription to it. The topic is encrypted with a customer managed key
+// because CloudWatch cannot publish to a topic encrypted with the AWS
+// managed alias/aws/sns key (its key policy cannot be changed to let
+// CloudWatch use it).
+func newAlarmTopic(stack awscdk.Stack, cfg Config) awssns.Topic {
 	s := cfg.Settings
 	key := awskms.NewKey(stack, jsii.String("AlarmTopicKey"), &awskms.KeyProps{
 		Description:       jsii.String("aijobs alarm topic encryption"),
@@ -327,63 +359,85 @@ func newAlarms(stack awscdk.Stack, cfg Config, sig Signals) Alarms {
 	if cfg.AlarmEmail != "" {
 		topic.AddSubscription(awssnssubscriptions.NewEmailSubscription(jsii.String(cfg.AlarmEmail), nil))
 	}
-	a := Alarms{Topic: topic}
-	// addMOfN is an alarm in ALARM when toAlarm of the last evaluations
-	// periods breach.
-	addMOfN := func(id, what string, m awscloudwatch.IMetric, threshold float64, op awscloudwatch.ComparisonOperator, evaluations, toAlarm int) {
-		alarm := awscloudwatch.NewAlarm(stack, jsii.String(id), &awscloudwatch.AlarmProps{
-			AlarmName:          jsii.String(s.Prefix + "-" + id),
-			AlarmDescription:   jsii.String(what + " See docs/deploy.md, section Alarms."),
-			Metric:             m,
-			Threshold:          jsii.Number(threshold),
-			ComparisonOperator: op,
-			EvaluationPeriods:  jsii.Number(float64(evaluations)),
-			DatapointsToAlarm:  jsii.Number(float64(toAlarm)),
-			TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
-		})
-		alarm.AddAlarmAction(awscloudwatchactions.NewSnsAction(topic))
-		alarm.AddOkAction(awscloudwatchactions.NewSnsAction(topic))
-		a.All = append(a.All, alarm)
+	return topic
+}
+
+// alarmSpec is one alarm: its id (the alarm is named <prefix>-<ID>), what
+// it means for an operator, and when it fires. An alarm is in ALARM when
+// ToAlarm of the last Evaluations periods breach. Most alarms fire on one
+// breaching period at or above the threshold, so zero Evaluations and
+// ToAlarm mean 1, and no Op means greater than or equal.
+type alarmSpec struct {
+	ID, What             string
+	Metric               awscloudwatch.IMetric
+	Threshold            float64
+	Op                   awscloudwatch.ComparisonOperator
+	Evaluations, ToAlarm int
+}
+
+// newAlarm is the alarm spec describes, notifying topic on alarm and on
+// recovery.
+func newAlarm(stack awscdk.Stack, cfg Config, topic awssns.Topic, spec alarmSpec) awscloudwatch.Alarm {
+	op, evaluations, toAlarm := spec.Op, max(spec.Evaluations, 1), max(spec.ToAlarm, 1)
+	if op == "" {
+		op = awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD
 	}
-	add := func(id, what string, m awscloudwatch.IMetric, threshold float64, op awscloudwatch.ComparisonOperator, evaluations float64) {
-		addMOfN(id, what, m, threshold, op, int(evaluations), 1)
+	alarm := awscloudwatch.NewAlarm(stack, jsii.String(spec.ID), &awscloudwatch.AlarmProps{
+		AlarmName:          jsii.String(cfg.Settings.Prefix + "-" + spec.ID),
+		AlarmDescription:   jsii.String(spec.What + " See docs/deploy.md, section Alarms."),
+		Metric:             spec.Metric,
+		Threshold:          jsii.Number(spec.Threshold),
+		ComparisonOperator: op,
+		EvaluationPeriods:  jsii.Number(float64(evaluations)),
+		DatapointsToAlarm:  jsii.Number(float64(toAlarm)),
+		TreatMissingData:   awscloudwatch.TreatMissingData_NOT_BREACHING,
+	})
+	alarm.AddAlarmAction(awscloudwatchactions.NewSnsAction(topic))
+	alarm.AddOkAction(awscloudwatchactions.NewSnsAction(topic))
+	return alarm
+}
+
+// alarmSpecs are the stack's alarms, in the order the dashboard's alarm
+// status widget lists them.
+func alarmSpecs(cfg Config, sig Signals) []alarmSpec {
+	s := cfg.Settings
+	return []alarmSpec{
+		{ID: "DlqArrivals", What: fmt.Sprintf("A message reached the DLQ: the worker dead-lettered it (poison, or received %d times), or SQS moved it "+
+			"after every worker failed on it (the reconciler's sweep marked its job dead_lettered). Read the message's aijobs_reason and the "+
+			"worker's log, fix the cause, then aijobs replay --from dlq.", s.MaxReceiveCount-1),
+			Metric: sig.DLQArrivals, Threshold: 1, Evaluations: dlqArrivalPeriods},
+		{ID: "DeadLettersWaiting", What: fmt.Sprintf("Dead letters have been waiting in the DLQ for %d hours: nobody replayed or purged them "+
+			"(also catches an arrival DlqArrivals cannot see). Replay them (aijobs replay --from dlq) or purge the DLQ once their jobs "+
+			"need nothing more.", dlqWaitingHours),
+			Metric: sig.DLQWaiting, Threshold: 0.5, Evaluations: dlqWaitingHours, ToAlarm: dlqWaitingHours},
+		{ID: "OldestJobAge", What: fmt.Sprintf("A job id has waited in the queue longer than the default job deadline (%s).", s.Limits.DefaultDeadline),
+			Metric: sig.OldestJob, Threshold: s.Limits.DefaultDeadline.Seconds()},
+		{ID: "WorkerErrors", What: "The worker function failed an invocation (crash, timeout, out of memory).", Metric: sig.WorkerErrors, Threshold: 1},
+		{ID: "WorkerThrottles", What: "The worker function was throttled (account concurrency).", Metric: sig.WorkerThrottles, Threshold: 1},
+		{ID: "Api5xx", What: "The HTTP API answered 5xx.", Metric: sig.API5xx, Threshold: cfg.API5xxPer5Min},
+		{ID: "JobsFailedRetryable", What: "Jobs failed after using up their attempts on retryable errors.",
+			Metric: sig.RetryableFailed, Threshold: cfg.FailedJobsPer5Min},
+		{ID: "JobsRefusedByProvider", What: "Jobs failed on auth or quota_exhausted: the provider key or spend limit needs an operator.",
+			Metric: sig.ProviderRefused, Threshold: 1},
+		{ID: "SpendPerHour", What: fmt.Sprintf("Model spend exceeded %.0f cents in an hour.", cfg.SpendCentsPerHour),
+			Metric: sig.SpendPerHour, Threshold: cfg.SpendCentsPerHour, Op: awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD},
+		{ID: "ReconcilerErrors", What: fmt.Sprintf("The reconciler function (%s-reconciler) failed a run: crash, timeout, out of memory or an error it returned. "+
+			"While it fails, jobs whose queue message was lost stay stuck. Read its log group, fix the cause; the next run (every %s) "+
+			"picks up everything the failed one missed.", s.Prefix, s.ReconcileEvery), Metric: sig.ReconcilerErrors, Threshold: 1},
+		{ID: "MessagesLost", What: fmt.Sprintf("Messages are being lost: the reconciler re-sent jobs stuck for %s, queued with no progress (their queue "+
+			"message was never sent or was lost) or running with an expired lease (their worker died and the message is gone). The re-send "+
+			"goes through the claim path, so nothing runs twice, but find the cause: Api5xx / 503 enqueue_failed (SendMessage failed after "+
+			"the record was written), WorkerErrors (crashes, timeouts), a purged queue or messages past the queue's retention. The "+
+			"dashboard shows Reconciled by State.", s.ReconcileAfter), Metric: sig.MessagesLost, Threshold: 1},
+		{ID: "CallbackDlqArrivals", What: callbackArrivalsWhat(s), Metric: sig.CallbackDLQArrivals, Threshold: 1, Evaluations: dlqArrivalPeriods},
+		{ID: "NotifierErrors", What: fmt.Sprintf("The notifier function (%s-notifier) failed an invocation: crash, timeout, out of memory, or it could not "+
+			"start (its signing secret %s missing or not whsec_ + base64 of 24..64 bytes, or unreadable). Stream records and notices are "+
+			"retried; read its log group.", s.Prefix, s.WebhookSecretName()), Metric: sig.NotifierErrors, Threshold: 1},
+		{ID: "NoticesHeldBack", What: fmt.Sprintf("The notifier reads the table's stream more than %s behind: notices cannot be sent to the callback "+
+			"queue (SQS, permissions) or the notifier fails (NotifierErrors), and the shard waits, in order. DynamoDB Streams keeps a record "+
+			"24 hours and the mapping gives a record up after %s: fix it before then.", noticesHeldBack, streamMaxRecordAge),
+			Metric: sig.NoticesHeldBack, Threshold: float64(noticesHeldBack.Milliseconds())},
 	}
-	gte := awscloudwatch.ComparisonOperator_GREATER_THAN_OR_EQUAL_TO_THRESHOLD
-	addMOfN("DlqArrivals", fmt.Sprintf("A message reached the DLQ: the worker dead-lettered it (poison, or received %d times), or SQS moved it "+
-		"after every worker failed on it (the reconciler's sweep marked its job dead_lettered). Read the message's aijobs_reason and the "+
-		"worker's log, fix the cause, then aijobs replay --from dlq.", s.MaxReceiveCount-1),
-		sig.DLQArrivals, 1, gte, dlqArrivalPeriods, 1)
-	addMOfN("DeadLettersWaiting", fmt.Sprintf("Dead letters have been waiting in the DLQ for %d hours: nobody replayed or purged them "+
-		"(also catches an arrival DlqArrivals cannot see). Replay them (aijobs replay --from dlq) or purge the DLQ once their jobs "+
-		"need nothing more.", dlqWaitingHours),
-		sig.DLQWaiting, 0.5, gte, dlqWaitingHours, dlqWaitingHours)
-	add("OldestJobAge", fmt.Sprintf("A job id has waited in the queue longer than the default job deadline (%s).", s.Limits.DefaultDeadline),
-		sig.OldestJob, s.Limits.DefaultDeadline.Seconds(), gte, 1)
-	add("WorkerErrors", "The worker function failed an invocation (crash, timeout, out of memory).", sig.WorkerErrors, 1, gte, 1)
-	add("WorkerThrottles", "The worker function was throttled (account concurrency).", sig.WorkerThrottles, 1, gte, 1)
-	add("Api5xx", "The HTTP API answered 5xx.", sig.API5xx, cfg.API5xxPer5Min, gte, 1)
-	add("JobsFailedRetryable", "Jobs failed after using up their attempts on retryable errors.", sig.RetryableFailed, cfg.FailedJobsPer5Min, gte, 1)
-	add("JobsRefusedByProvider", "Jobs failed on auth or quota_exhausted: the provider key or spend limit needs an operator.", sig.ProviderRefused, 1, gte, 1)
-	add("SpendPerHour", fmt.Sprintf("Model spend exceeded %.0f cents in an hour.", cfg.SpendCentsPerHour),
-		sig.SpendPerHour, cfg.SpendCentsPerHour, awscloudwatch.ComparisonOperator_GREATER_THAN_THRESHOLD, 1)
-	add("ReconcilerErrors", fmt.Sprintf("The reconciler function (%s-reconciler) failed a run: crash, timeout, out of memory or an error it returned. "+
-		"While it fails, jobs whose queue message was lost stay stuck. Read its log group, fix the cause; the next run (every %s) "+
-		"picks up everything the failed one missed.", s.Prefix, s.ReconcileEvery), sig.ReconcilerErrors, 1, gte, 1)
-	add("MessagesLost", fmt.Sprintf("Messages are being lost: the reconciler re-sent jobs stuck for %s, queued with no progress (their queue "+
-		"message was never sent or was lost) or running with an expired lease (their worker died and the message is gone). The re-send "+
-		"goes through the claim path, so nothing runs twice, but find the cause: Api5xx / 503 enqueue_failed (SendMessage failed after "+
-		"the record was written), WorkerErrors (crashes, timeouts), a purged queue or messages past the queue's retention. The "+
-		"dashboard shows Reconciled by State.", s.ReconcileAfter), sig.MessagesLost, 1, gte, 1)
-	addMOfN("CallbackDlqArrivals", callbackArrivalsWhat(s),
-		sig.CallbackDLQArrivals, 1, gte, dlqArrivalPeriods, 1)
-	add("NotifierErrors", fmt.Sprintf("The notifier function (%s-notifier) failed an invocation: crash, timeout, out of memory, or it could not "+
-		"start (its signing secret %s missing or not whsec_ + base64 of 24..64 bytes, or unreadable). Stream records and notices are "+
-		"retried; read its log group.", s.Prefix, s.WebhookSecretName()), sig.NotifierErrors, 1, gte, 1)
-	add("NoticesHeldBack", fmt.Sprintf("The notifier reads the table's stream more than %s behind: notices cannot be sent to the callback "+
-		"queue (SQS, permissions) or the notifier fails (NotifierErrors), and the shard waits, in order. DynamoDB Streams keeps a record "+
-		"24 hours and the mapping gives a record up after %s: fix it before then.", noticesHeldBack, streamMaxRecordAge),
-		sig.NoticesHeldBack, float64(noticesHeldBack.Milliseconds()), gte, 1)
-	return a
 }
 
 // callbackArrivalsWhat is CallbackDlqArrivals' description: the three ways

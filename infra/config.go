@@ -21,7 +21,9 @@ import (
 
 // Config is everything the stack is built from: the settings the functions
 // also run with, plus the knobs that only exist in AWS (authorizer, alarm
-// thresholds, throttling, log retention).
+// thresholds, throttling, log retention). The builders read nothing else
+// (never the context itself), so everything they build from has been
+// through LoadConfig's checks.
 type Config struct {
 	Settings settings.Settings
 	// Env is the environment every function gets, apart from the resource
@@ -30,9 +32,12 @@ type Config struct {
 	// the synthesized numbers (a test feeds it back through config.Load).
 	Env map[string]string
 
-	// Routes is AIJOBS_ROUTES as the functions get it (compacted JSON), or
-	// empty for the single-provider shortcut. Providers and Routes are
-	// what config.Load made of it: the worker's model grants come from them.
+	// RoutesJSON is AIJOBS_ROUTES as the functions get it (compacted JSON),
+	// or empty for the single-provider shortcut. Env holds it too; it is
+	// kept on its own so checkEnvSize can say how much of Lambda's 4 KB the
+	// routes take.
+	// Providers and Routes are what config.Load made of it: the worker's
+	// model grants come from them.
 	RoutesJSON string
 	Providers  map[string]config.ProviderSpec
 	Routes     map[string]job.Route
@@ -65,23 +70,16 @@ type Config struct {
 	SkipIndexes []string
 }
 
-// skips reports whether the table leaves index out of this deploy.
-func (c Config) skips(index string) bool {
-	for _, s := range c.SkipIndexes {
-		if s == index {
-			return true
-		}
-	}
-	return false
-}
-
-// Lookup returns a context value as a string, and whether it was set.
+// Lookup returns a context value as a string, and whether it was set. It
+// is a function rather than the CDK node so the tests can run LoadConfig
+// over a plain map.
 type Lookup func(key string) (string, bool)
 
 // ContextLookup reads the CDK context: cdk.json, cdk.context.json and -c.
 // Values from -c are strings, values from cdk.json keep their JSON type;
-// an object or a list (AIJOBS_ROUTES written as JSON in cdk.json) comes
-// back as its JSON text.
+// every one comes back as a string (an object or a list, such as
+// AIJOBS_ROUTES written as JSON in cdk.json, as its JSON text), so
+// LoadConfig parses a value the same way wherever it was given.
 func ContextLookup(node constructs.Node) Lookup {
 	return func(key string) (string, bool) {
 		switch v := node.TryGetContext(&key).(type) {
@@ -122,12 +120,11 @@ var notFromContext = map[string]bool{
 // model routes can also come from a file (-c routesFile=routes.json). The
 // result is checked by the same config.Load and settings.Validate the
 // functions run at start, so a stack the functions would refuse never
-// synthesizes.
+// synthesizes. Every problem after config.Load is collected, not just the
+// first, so one synth reports them all.
 func LoadConfig(ctx Lookup) (Config, error) {
-	for name := range notFromContext {
-		if _, set := ctx(name); set {
-			return Config{}, fmt.Errorf("context %s: not settable here (the stack sets it, or it is a secret)", name)
-		}
+	if err := refuseStackSetVars(ctx); err != nil {
+		return Config{}, err
 	}
 	routes, err := loadRoutes(ctx)
 	if err != nil {
@@ -144,6 +141,53 @@ func LoadConfig(ctx Lookup) (Config, error) {
 	if err != nil {
 		return Config{}, err
 	}
+	c := Config{Settings: loaded.Settings, Env: contextEnv(ctx, routes), RoutesJSON: routes, Providers: loaded.Providers, Routes: loaded.Routes}
+	var errs []string
+	// The stack always deploys the notifier, which refuses to start
+	// without callbacks: a deployment without them is not one this stack
+	// makes (docs/deploy.md, Callbacks).
+	if !loaded.Callbacks {
+		errs = append(errs, "AIJOBS_CALLBACKS=false: the stack always deploys the notifier and its event sources; deploy with callbacks on")
+	}
+	c.StackName = str(ctx, "stackName", "AijobsStack")
+	c.Throwaway = boolean(ctx, "throwaway", false, &errs)
+	c.loadJWT(ctx, &errs)
+	c.loadAlarmsAndThrottling(ctx, &errs)
+	c.loadLogRetention(ctx, &errs)
+	loadFunctionSizing(ctx, &c.Settings, &errs)
+	errs = append(errs, checkAWSLimits(c.Settings)...)
+	// Validate again (the context may have changed the reconciler's timeout
+	// or the worker's reservation), with the rules only AWS needs.
+	if err := c.Settings.ValidateDeployment(); err != nil {
+		errs = append(errs, err.Error())
+	}
+	errs = append(errs, checkEnvSize(c)...)
+	errs = append(errs, checkModelAccess(c)...)
+	c.loadSkipIndexes(ctx, &errs)
+	c.loadAssetDirs(ctx, &errs)
+	if len(errs) > 0 {
+		return Config{}, fmt.Errorf("infra: %s", strings.Join(errs, "; "))
+	}
+	return c, nil
+}
+
+// refuseStackSetVars fails on any notFromContext variable in the context:
+// silently ignoring one would deploy something other than what was asked.
+func refuseStackSetVars(ctx Lookup) error {
+	for name := range notFromContext {
+		if _, set := ctx(name); set {
+			return fmt.Errorf("context %s: not settable here (the stack sets it, or it is a secret)", name)
+		}
+	}
+	return nil
+}
+
+// contextEnv is Config.Env: every pkg/config variable but notFromContext,
+// as the context gives it or at its default, and AIJOBS_ROUTES as
+// loadRoutes compacted it. Defaults are written out too: the functions then
+// run with exactly the numbers this synth checked, whatever defaults their
+// own build has.
+func contextEnv(ctx Lookup, routes string) map[string]string {
 	env := map[string]string{}
 	for _, v := range config.Vars() {
 		if notFromContext[v.Name] {
@@ -160,16 +204,14 @@ func LoadConfig(ctx Lookup) (Config, error) {
 			env[v.Name] = val
 		}
 	}
-	c := Config{Settings: loaded.Settings, Env: env, RoutesJSON: routes, Providers: loaded.Providers, Routes: loaded.Routes}
-	var errs []string
-	// The stack always deploys the notifier, which refuses to start
-	// without callbacks: a deployment without them is not one this stack
-	// makes (docs/deploy.md, Callbacks).
-	if !loaded.Callbacks {
-		errs = append(errs, "AIJOBS_CALLBACKS=false: the stack always deploys the notifier and its event sources; deploy with callbacks on")
-	}
-	c.StackName = str(ctx, "stackName", "AijobsStack")
-	c.Throwaway = boolean(ctx, "throwaway", false, &errs)
+	return env
+}
+
+// loadJWT reads the JWT authorizer's issuer and audiences, refusing one
+// without the other, so a half-given authorizer fails the synth instead of
+// deploying something else (an audience alone would leave the API on the
+// IAM authorizer).
+func (c *Config) loadJWT(ctx Lookup, errs *[]string) {
 	c.JWTIssuer = str(ctx, "jwtIssuer", "")
 	if aud := str(ctx, "jwtAudience", ""); aud != "" {
 		for _, a := range strings.Split(aud, ",") {
@@ -179,61 +221,85 @@ func LoadConfig(ctx Lookup) (Config, error) {
 		}
 	}
 	if (c.JWTIssuer == "") != (len(c.JWTAudience) == 0) {
-		errs = append(errs, "jwtIssuer and jwtAudience go together")
+		*errs = append(*errs, "jwtIssuer and jwtAudience go together")
 	}
 	if c.JWTIssuer != "" && !strings.HasPrefix(c.JWTIssuer, "https://") {
-		errs = append(errs, "jwtIssuer must be an https URL")
+		*errs = append(*errs, "jwtIssuer must be an https URL")
 	}
+}
+
+// loadAlarmsAndThrottling reads the alarm e-mail, the alarms' thresholds
+// and the API stage's throttling, all above 0: an alarm at 0 never
+// recovers, a stage at 0 refuses everything.
+func (c *Config) loadAlarmsAndThrottling(ctx Lookup, errs *[]string) {
 	c.AlarmEmail = str(ctx, "alarmEmail", "")
-	c.SpendCentsPerHour = number(ctx, "spendAlarmCentsPerHour", 500, &errs)
-	c.FailedJobsPer5Min = number(ctx, "failedJobsPer5Min", 5, &errs)
-	c.API5xxPer5Min = number(ctx, "api5xxPer5Min", 5, &errs)
-	c.ThrottleRate = number(ctx, "apiThrottleRate", 50, &errs)
-	c.ThrottleBurst = number(ctx, "apiThrottleBurst", 100, &errs)
+	c.SpendCentsPerHour = number(ctx, "spendAlarmCentsPerHour", 500, errs)
+	c.FailedJobsPer5Min = number(ctx, "failedJobsPer5Min", 5, errs)
+	c.API5xxPer5Min = number(ctx, "api5xxPer5Min", 5, errs)
+	c.ThrottleRate = number(ctx, "apiThrottleRate", 50, errs)
+	c.ThrottleBurst = number(ctx, "apiThrottleBurst", 100, errs)
 	for name, v := range map[string]float64{"spendAlarmCentsPerHour": c.SpendCentsPerHour, "failedJobsPer5Min": c.FailedJobsPer5Min,
 		"api5xxPer5Min": c.API5xxPer5Min, "apiThrottleRate": c.ThrottleRate, "apiThrottleBurst": c.ThrottleBurst} {
 		if v <= 0 {
-			errs = append(errs, fmt.Sprintf("%s must be above 0 (an alarm at 0 never recovers, a stage at 0 refuses everything)", name))
+			*errs = append(*errs, fmt.Sprintf("%s must be above 0 (an alarm at 0 never recovers, a stage at 0 refuses everything)", name))
 		}
 	}
-	c.LogDays = int(number(ctx, "logRetentionDays", 30, &errs))
+}
+
+// loadLogRetention reads the log groups' retention in days, one of the
+// values CloudWatch Logs accepts (retentionDays): another would fail only
+// mid-deploy.
+func (c *Config) loadLogRetention(ctx Lookup, errs *[]string) {
+	c.LogDays = int(number(ctx, "logRetentionDays", 30, errs))
 	var ok bool
 	if c.LogRetention, ok = retentionDays[c.LogDays]; !ok {
-		errs = append(errs, fmt.Sprintf("logRetentionDays %d: want one of 1, 3, 5, 7, 14, 30, 60, 90, 180, 365", c.LogDays))
+		*errs = append(*errs, fmt.Sprintf("logRetentionDays %d: want one of 1, 3, 5, 7, 14, 30, 60, 90, 180, 365", c.LogDays))
 	}
-	s := &c.Settings
-	s.APIMemoryMB = int(number(ctx, "apiMemoryMB", float64(s.APIMemoryMB), &errs))
-	s.WorkerMemoryMB = int(number(ctx, "workerMemoryMB", float64(s.WorkerMemoryMB), &errs))
-	s.ReconcilerMemoryMB = int(number(ctx, "reconcilerMemoryMB", float64(s.ReconcilerMemoryMB), &errs))
-	s.NotifierMemoryMB = int(number(ctx, "notifierMemoryMB", float64(s.NotifierMemoryMB), &errs))
-	s.WorkerReservedConcurrency = int(number(ctx, "workerReservedConcurrency", float64(s.WorkerReservedConcurrency), &errs))
+}
+
+// loadFunctionSizing applies the context's function sizes to s: memory,
+// the worker's reserved concurrency, and the API's and the reconciler's
+// timeouts. They are AWS-only knobs, so they live in the context rather
+// than in pkg/config, but they change the settings the timing rules are
+// checked on, so they go into s before the checks.
+func loadFunctionSizing(ctx Lookup, s *settings.Settings, errs *[]string) {
+	s.APIMemoryMB = int(number(ctx, "apiMemoryMB", float64(s.APIMemoryMB), errs))
+	s.WorkerMemoryMB = int(number(ctx, "workerMemoryMB", float64(s.WorkerMemoryMB), errs))
+	s.ReconcilerMemoryMB = int(number(ctx, "reconcilerMemoryMB", float64(s.ReconcilerMemoryMB), errs))
+	s.NotifierMemoryMB = int(number(ctx, "notifierMemoryMB", float64(s.NotifierMemoryMB), errs))
+	s.WorkerReservedConcurrency = int(number(ctx, "workerReservedConcurrency", float64(s.WorkerReservedConcurrency), errs))
 	for key, d := range map[string]*time.Duration{"apiTimeout": &s.APITimeout, "reconcilerTimeout": &s.ReconcilerTimeout} {
 		if v, set := ctx(key); set {
+			var err error
 			if *d, err = time.ParseDuration(v); err != nil {
-				errs = append(errs, fmt.Sprintf("%s %q: want a duration like 10s", key, v))
+				*errs = append(*errs, fmt.Sprintf("%s %q: want a duration like 10s", key, v))
 			}
 		}
 	}
-	errs = append(errs, checkAWSLimits(*s)...)
-	// Validate again (the context may have changed the reconciler's timeout
-	// or the worker's reservation), with the rules only AWS needs.
-	if err := s.ValidateDeployment(); err != nil {
-		errs = append(errs, err.Error())
-	}
-	errs = append(errs, checkEnvSize(c)...)
-	errs = append(errs, checkModelAccess(c)...)
+}
 
-	if v := str(ctx, "skipIndexes", ""); v != "" {
-		for _, name := range strings.Split(v, ",") {
-			name = strings.TrimSpace(name)
-			if !slices.Contains(skippableIndexes(c), name) {
-				errs = append(errs, fmt.Sprintf("skipIndexes %q: only %s can be left out of a deploy", name, strings.Join(skippableIndexes(c), " or ")))
-				continue
-			}
-			c.SkipIndexes = append(c.SkipIndexes, name)
+// loadSkipIndexes reads skipIndexes, refusing any name but
+// skippableIndexes: a misspelt one would otherwise be ignored, and the
+// deploy would try to add every index at once, which DynamoDB refuses.
+func (c *Config) loadSkipIndexes(ctx Lookup, errs *[]string) {
+	v := str(ctx, "skipIndexes", "")
+	if v == "" {
+		return
+	}
+	for _, name := range strings.Split(v, ",") {
+		name = strings.TrimSpace(name)
+		if !slices.Contains(skippableIndexes(*c), name) {
+			*errs = append(*errs, fmt.Sprintf("skipIndexes %q: only %s can be left out of a deploy", name, strings.Join(skippableIndexes(*c), " or ")))
+			continue
 		}
+		c.SkipIndexes = append(c.SkipIndexes, name)
 	}
+}
 
+// loadAssetDirs reads where the functions' bootstrap binaries are (dist/
+// by default, where `make lambdas` writes them) and checks they are
+// there, so a missing build fails the synth and not the deploy.
+func (c *Config) loadAssetDirs(ctx Lookup, errs *[]string) {
 	root := repoRoot()
 	c.APIAssetDir = str(ctx, "apiAssetDir", filepath.Join(root, "dist", "api"))
 	c.WorkerAssetDir = str(ctx, "workerAssetDir", filepath.Join(root, "dist", "worker"))
@@ -241,13 +307,9 @@ func LoadConfig(ctx Lookup) (Config, error) {
 	c.NotifierAssetDir = str(ctx, "notifierAssetDir", filepath.Join(root, "dist", "notifier"))
 	for _, dir := range []string{c.APIAssetDir, c.WorkerAssetDir, c.ReconcilerAssetDir, c.NotifierAssetDir} {
 		if _, err := os.Stat(filepath.Join(dir, "bootstrap")); err != nil {
-			errs = append(errs, fmt.Sprintf("%s/bootstrap is missing: run `make lambdas` first (or point -c apiAssetDir/workerAssetDir/reconcilerAssetDir/notifierAssetDir elsewhere)", dir))
+			*errs = append(*errs, fmt.Sprintf("%s/bootstrap is missing: run `make lambdas` first (or point -c apiAssetDir/workerAssetDir/reconcilerAssetDir/notifierAssetDir elsewhere)", dir))
 		}
 	}
-	if len(errs) > 0 {
-		return Config{}, fmt.Errorf("infra: %s", strings.Join(errs, "; "))
-	}
-	return c, nil
 }
 
 // checkAWSLimits refuses what settings.Validate cannot know: the units and
@@ -292,8 +354,14 @@ func checkAWSLimits(s settings.Settings) []string {
 	return errs
 }
 
+// validPrefix is the prefix's form: it starts the names of the table, the
+// queues, the functions and the alarms, and letters, digits, '-' and '_'
+// are the characters all of those names accept.
 var validPrefix = regexp.MustCompile(`^[A-Za-z0-9_-]{1,40}$`)
 
+// retentionDays are the retentions CloudWatch Logs accepts, by their number
+// of days: the CDK takes the enum, and any other number would fail only
+// mid-deploy.
 var retentionDays = map[int]awslogs.RetentionDays{
 	1: awslogs.RetentionDays_ONE_DAY, 3: awslogs.RetentionDays_THREE_DAYS, 5: awslogs.RetentionDays_FIVE_DAYS,
 	7: awslogs.RetentionDays_ONE_WEEK, 14: awslogs.RetentionDays_TWO_WEEKS, 30: awslogs.RetentionDays_ONE_MONTH,
@@ -318,6 +386,7 @@ func repoRoot() string {
 	}
 }
 
+// str is the context value of key, or def when it is not set.
 func str(ctx Lookup, key, def string) string {
 	if v, ok := ctx(key); ok {
 		return v
@@ -325,6 +394,9 @@ func str(ctx Lookup, key, def string) string {
 	return def
 }
 
+// boolean is the context value of key as a bool, or def when it is not set.
+// A bad value goes into errs rather than ending LoadConfig, so one synth
+// reports every bad value.
 func boolean(ctx Lookup, key string, def bool, errs *[]string) bool {
 	v, ok := ctx(key)
 	if !ok {
@@ -337,6 +409,9 @@ func boolean(ctx Lookup, key string, def bool, errs *[]string) bool {
 	return b
 }
 
+// number is the context value of key as a non-negative number, or def when
+// it is not set; a bad value goes into errs, as for boolean. No knob here
+// has a meaning below 0.
 func number(ctx Lookup, key string, def float64, errs *[]string) float64 {
 	v, ok := ctx(key)
 	if !ok {

@@ -6,15 +6,12 @@ import (
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
@@ -78,130 +75,160 @@ var (
 // environment, so all four load the same settings and routes and refuse
 // to start if they break a timing rule (the notifier also gets its queues
 // and its signing secret: newNotifier).
-func newFunctions(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, q Queues, park awss3.Bucket,
-	webhookSecret awssecretsmanager.Secret) Functions {
-	s := cfg.Settings
+func newFunctions(stack awscdk.Stack, cfg Config, sh Shared) Functions {
+	env := functionsEnv(cfg, sh)
+	f := Functions{APILogs: newLogGroup(stack, "ApiLogs", cfg), WorkerLogs: newLogGroup(stack, "WorkerLogs", cfg),
+		ReconcilerLogs: newLogGroup(stack, "ReconcilerLogs", cfg)}
+	f.API = newAPIFunction(stack, cfg, sh, env, f.APILogs)
+	f.Worker = newWorker(stack, cfg, sh, env, f.WorkerLogs)
+	f.Reconciler = newReconciler(stack, cfg, sh, env, f.ReconcilerLogs)
+	f.Schedule = newSchedule(stack, cfg, f.Reconciler, scheduleSpec{
+		ID: "ReconcileSchedule", Name: "reconcile", What: "run the reconciler",
+	})
+	newNotifier(stack, cfg, sh, env, &f)
+	return f
+}
+
+// functionsEnv is the environment all four functions get: cfg.Env and the
+// names of the resources they share, which only the stack knows.
+func functionsEnv(cfg Config, sh Shared) map[string]*string {
 	env := map[string]*string{
-		"AIJOBS_TABLE":       table.TableName(),
-		"AIJOBS_QUEUE_URL":   q.Jobs.QueueUrl(),
-		"AIJOBS_DLQ_URL":     q.DLQ.QueueUrl(),
-		"AIJOBS_PARK_BUCKET": park.BucketName(),
+		"AIJOBS_TABLE":       sh.Table.TableName(),
+		"AIJOBS_QUEUE_URL":   sh.Queues.Jobs.QueueUrl(),
+		"AIJOBS_DLQ_URL":     sh.Queues.DLQ.QueueUrl(),
+		"AIJOBS_PARK_BUCKET": sh.Park.BucketName(),
 	}
 	for k, v := range cfg.Env {
 		env[k] = jsii.String(v)
 	}
-	f := Functions{APILogs: newLogGroup(stack, "ApiLogs", cfg), WorkerLogs: newLogGroup(stack, "WorkerLogs", cfg),
-		ReconcilerLogs: newLogGroup(stack, "ReconcilerLogs", cfg)}
+	return env
+}
 
-	apiRole := newRole(stack, "ApiRole", "aijobs API function: create, read, list and cancel jobs", f.APILogs,
-		allow(apiTableActions, table.TableArn()),
-		allow(apiIndexActions, indexArn(table, s.TenantIndex)),
-		allow(apiQueueActions, q.Jobs.QueueArn()))
-	f.API = goFunction(stack, jsii.String("Api"), &awslambda.FunctionProps{
-		FunctionName: jsii.String(s.Prefix + "-api"),
-		Description:  jsii.String("aijobs HTTP API: POST /jobs, GET /jobs, GET /jobs/{id}, POST /jobs/{id}/cancel"),
-		Code:         awslambda.Code_FromAsset(jsii.String(cfg.APIAssetDir), nil),
-		MemorySize:   jsii.Number(float64(s.APIMemoryMB)),
-		Timeout:      seconds(s.APITimeout),
-		Role:         immutable(apiRole),
-		Environment:  &env,
-		LogGroup:     f.APILogs,
+// newAPIFunction is the function behind the HTTP API (newAPI), with a role
+// for exactly what the API calls.
+func newAPIFunction(stack awscdk.Stack, cfg Config, sh Shared, env map[string]*string, logs awslogs.LogGroup) awslambda.Function {
+	s := cfg.Settings
+	role := newRole(stack, "ApiRole", "aijobs API function: create, read, list and cancel jobs", logs,
+		allow(apiTableActions, sh.Table.TableArn()),
+		allow(apiIndexActions, indexArn(sh.Table, s.TenantIndex)),
+		allow(apiQueueActions, sh.Queues.Jobs.QueueArn()))
+	return goFunction(stack, cfg, functionSpec{
+		ID: "Api", Name: "api", Description: "aijobs HTTP API: POST /jobs, GET /jobs, GET /jobs/{id}, POST /jobs/{id}/cancel",
+		AssetDir: cfg.APIAssetDir, MemoryMB: s.APIMemoryMB, Timeout: s.APITimeout, Role: role, Env: env, Logs: logs,
 	})
+}
 
+// newWorker is the worker function and its job queue event source, with a
+// role for exactly what the worker calls, the routes' models included.
+func newWorker(stack awscdk.Stack, cfg Config, sh Shared, env map[string]*string, logs awslogs.LogGroup) awslambda.Function {
+	s := cfg.Settings
 	// The routes' models and keys: computed (and checked) by LoadConfig.
 	models, err := modelAccess(cfg)
 	if err != nil {
 		panic(err)
 	}
-	workerRole := newRole(stack, "WorkerRole", "aijobs worker function: claim, heartbeat and record jobs, call the routes' models", f.WorkerLogs,
+	role := newRole(stack, "WorkerRole", "aijobs worker function: claim, heartbeat and record jobs, call the routes' models", logs,
 		append([]awsiam.PolicyStatement{
-			allow(workerTableActions, table.TableArn()),
-			allow(workerQueueActions, q.Jobs.QueueArn()),
-			allow(workerDLQActions, q.DLQ.QueueArn()),
-			allow(workerParkActions, parkedObjects(park)),
-			allow(parkListActions, park.BucketArn()),
+			allow(workerTableActions, sh.Table.TableArn()),
+			allow(workerQueueActions, sh.Queues.Jobs.QueueArn()),
+			allow(workerDLQActions, sh.Queues.DLQ.QueueArn()),
+			allow(workerParkActions, parkedObjects(sh.Park)),
+			allow(parkListActions, sh.Park.BucketArn()),
 		}, models.statements()...)...)
-	suppressParkedWildcard(stack, workerRole, park)
-	if w := models.wildcards(); len(w) > 0 {
-		// Only the inference profiles' foundation models, each by name
-		// (TestNagSuppressionsArePinned lists them).
-		appliesTo := make([]any, len(w))
-		profiles := make([]string, len(models.Profiles))
-		for i, r := range w {
-			appliesTo[i] = nagResource(r)
-		}
-		for i, p := range models.Profiles {
-			profiles[i] = p.Profile[strings.LastIndex(p.Profile, "/")+1:]
-		}
-		cdknag.NagSuppressions_AddResourceSuppressions(workerRole.Node().DefaultChild(), &[]*cdknag.NagPackSuppression{{
-			Id:        jsii.String("AwsSolutions-IAM5"),
-			Reason:    jsii.String(fmt.Sprintf("Inference profiles %s. %s", strings.Join(profiles, ", "), inferenceProfileWildcard)),
-			AppliesTo: &appliesTo,
-		}}, jsii.Bool(false))
-	}
-	f.Worker = goFunction(stack, jsii.String("Worker"), &awslambda.FunctionProps{
-		FunctionName: jsii.String(s.Prefix + "-worker"),
-		Description:  jsii.String("aijobs worker: SQS batches of job ids, one claim per message"),
-		Code:         awslambda.Code_FromAsset(jsii.String(cfg.WorkerAssetDir), nil),
-		MemorySize:   jsii.Number(float64(s.WorkerMemoryMB)),
-		Timeout:      seconds(s.WorkerTimeout),
-		Role:         immutable(workerRole),
-		Environment:  &env,
-		LogGroup:     f.WorkerLogs,
+	suppressParkedWildcard(stack, role, sh.Park)
+	suppressInferenceProfileWildcards(role, models)
+	worker := goFunction(stack, cfg, functionSpec{
+		ID: "Worker", Name: "worker", Description: "aijobs worker: SQS batches of job ids, one claim per message",
+		AssetDir: cfg.WorkerAssetDir, MemoryMB: s.WorkerMemoryMB, Timeout: s.WorkerTimeout, Role: role, Env: env, Logs: logs,
 		// At least the mapping's MaxConcurrency (settings.Validate), so no
 		// other function can starve the worker into throttling: a throttled
 		// batch is retried by Lambda, but only while the visibility timeout
 		// keeps its messages hidden. AWS reserves this out of the account's
 		// concurrency quota and keeps 100 unreserved: docs/deploy.md,
 		// Prerequisites.
-		ReservedConcurrentExecutions: jsii.Number(float64(s.ReservedConcurrency())),
+		ReservedConcurrency: jsii.Number(float64(s.ReservedConcurrency())),
 	})
 	// Partial batch failures: a retryable job is released with its own
 	// backoff and reported, the others in the batch are deleted.
 	// MaxConcurrency caps what one queue can do to the model provider.
-	f.Worker.AddEventSource(awslambdaeventsources.NewSqsEventSource(q.Jobs, &awslambdaeventsources.SqsEventSourceProps{
+	worker.AddEventSource(awslambdaeventsources.NewSqsEventSource(sh.Queues.Jobs, &awslambdaeventsources.SqsEventSourceProps{
 		BatchSize:               jsii.Number(float64(s.BatchSize)),
 		MaxBatchingWindow:       seconds(s.BatchWindow),
 		ReportBatchItemFailures: jsii.Bool(true),
 		MaxConcurrency:          jsii.Number(float64(s.MaxConcurrency)),
 	}))
+	return worker
+}
 
-	reconcilerRole := newRole(stack, "ReconcilerRole", "aijobs reconciler function: re-send stuck jobs through the claim path", f.ReconcilerLogs,
-		allow(reconcilerIndexActions, indexArn(table, s.ActiveIndex)),
-		allow(reconcilerTableActions, table.TableArn()),
-		allow(reconcilerQueueActions, q.Jobs.QueueArn()),
-		allow(reconcilerDLQActions, q.DLQ.QueueArn()),
-		allow(reconcilerParkActions, parkedObjects(park)),
-		allow(parkListActions, park.BucketArn()))
-	suppressParkedWildcard(stack, reconcilerRole, park)
-	f.Reconciler = goFunction(stack, jsii.String("Reconciler"), &awslambda.FunctionProps{
-		FunctionName: jsii.String(s.Prefix + "-reconciler"),
-		Description:  jsii.String(fmt.Sprintf("aijobs reconciler: every %s, re-sends jobs stuck for %s (lost message, dead worker)", s.ReconcileEvery, s.ReconcileAfter)),
-		Code:         awslambda.Code_FromAsset(jsii.String(cfg.ReconcilerAssetDir), nil),
-		MemorySize:   jsii.Number(float64(s.ReconcilerMemoryMB)),
-		Timeout:      seconds(s.ReconcilerTimeout),
-		Role:         immutable(reconcilerRole),
-		Environment:  &env,
-		LogGroup:     f.ReconcilerLogs,
+// suppressInferenceProfileWildcards lets the worker's role grant the
+// inference profiles' foundation models in every Region past cdk-nag
+// (AwsSolutions-IAM5), each model by name (TestNagSuppressionsArePinned
+// lists them), and nothing else: see inferenceProfileWildcard for why.
+func suppressInferenceProfileWildcards(role awsiam.Role, models modelGrants) {
+	w := models.wildcards()
+	if len(w) == 0 {
+		return
+	}
+	appliesTo := make([]any, len(w))
+	profiles := make([]string, len(models.Profiles))
+	for i, r := range w {
+		appliesTo[i] = nagResource(r)
+	}
+	for i, p := range models.Profiles {
+		profiles[i] = p.Profile[strings.LastIndex(p.Profile, "/")+1:]
+	}
+	cdknag.NagSuppressions_AddResourceSuppressions(role.Node().DefaultChild(), &[]*cdknag.NagPackSuppression{{
+		Id:        jsii.String("AwsSolutions-IAM5"),
+		Reason:    jsii.String(fmt.Sprintf("Inference profiles %s. %s", strings.Join(profiles, ", "), inferenceProfileWildcard)),
+		AppliesTo: &appliesTo,
+	}}, jsii.Bool(false))
+}
+
+// newReconciler is the reconciler function, with a role for exactly what
+// it calls; newFunctions gives it its schedule.
+func newReconciler(stack awscdk.Stack, cfg Config, sh Shared, env map[string]*string, logs awslogs.LogGroup) awslambda.Function {
+	s := cfg.Settings
+	role := newRole(stack, "ReconcilerRole", "aijobs reconciler function: re-send stuck jobs through the claim path", logs,
+		allow(reconcilerIndexActions, indexArn(sh.Table, s.ActiveIndex)),
+		allow(reconcilerTableActions, sh.Table.TableArn()),
+		allow(reconcilerQueueActions, sh.Queues.Jobs.QueueArn()),
+		allow(reconcilerDLQActions, sh.Queues.DLQ.QueueArn()),
+		allow(reconcilerParkActions, parkedObjects(sh.Park)),
+		allow(parkListActions, sh.Park.BucketArn()))
+	suppressParkedWildcard(stack, role, sh.Park)
+	return goFunction(stack, cfg, functionSpec{
+		ID: "Reconciler", Name: "reconciler",
+		Description: fmt.Sprintf("aijobs reconciler: every %s, re-sends jobs stuck for %s (lost message, dead worker)", s.ReconcileEvery, s.ReconcileAfter),
+		AssetDir:    cfg.ReconcilerAssetDir, MemoryMB: s.ReconcilerMemoryMB, Timeout: s.ReconcilerTimeout, Role: role, Env: env, Logs: logs,
 		// The schedule is the retry: a failed run is followed by the next
 		// one ReconcileEvery later, and Lambda's own retries (up to two,
 		// minutes apart) would only run it twice in a row.
 		RetryAttempts: jsii.Number(0),
 	})
-	// EventBridge invokes it asynchronously: retry a failed delivery a few
-	// times, but never deliver a run older than the period (the next one
-	// is due by then).
-	f.Schedule = awsevents.NewRule(stack, jsii.String("ReconcileSchedule"), &awsevents.RuleProps{
-		RuleName:    jsii.String(s.Prefix + "-reconcile"),
-		Description: jsii.String(fmt.Sprintf("aijobs: run the reconciler every %s", s.ReconcileEvery)),
+}
+
+// scheduleSpec names one of the stack's schedules: its construct id, its
+// rule name (<prefix>-<Name>) and what it does, for the description.
+type scheduleSpec struct {
+	ID, Name, What string
+}
+
+// newSchedule is a rule that invokes fn every ReconcileEvery: the
+// reconciler's run and the notifier's callback DLQ sweep. Both are sweeps
+// whose missed run the next one makes up, so EventBridge (which invokes
+// asynchronously) retries a failed delivery a few times but never
+// delivers a run older than the period: the next one is due by then.
+func newSchedule(stack awscdk.Stack, cfg Config, fn awslambda.Function, spec scheduleSpec) awsevents.Rule {
+	s := cfg.Settings
+	return awsevents.NewRule(stack, jsii.String(spec.ID), &awsevents.RuleProps{
+		RuleName:    jsii.String(s.Prefix + "-" + spec.Name),
+		Description: jsii.String(fmt.Sprintf("aijobs: %s every %s", spec.What, s.ReconcileEvery)),
 		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(s.ReconcileEvery.Minutes()))),
-		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(f.Reconciler, &awseventstargets.LambdaFunctionProps{
+		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(fn, &awseventstargets.LambdaFunctionProps{
 			RetryAttempts: jsii.Number(2),
 			MaxEventAge:   seconds(min(s.ReconcileEvery, 24*time.Hour)), // EventBridge's limit
 		})},
 	})
-	newNotifier(stack, cfg, table, q, webhookSecret, env, &f)
-	return f
 }
 
 // newLogGroup is a function's log group, created by the stack so it has a
@@ -244,14 +271,44 @@ func allow(actions []string, resource *string) awsiam.PolicyStatement {
 	})
 }
 
+// functionSpec is what tells one of the stack's functions from another.
+// goFunction builds all four from one, so what they have in common is
+// written once.
+type functionSpec struct {
+	// ID is the construct id; the function is named <prefix>-<Name>.
+	ID, Name    string
+	Description string
+	// AssetDir holds the function's bootstrap binary.
+	AssetDir string
+	MemoryMB int
+	Timeout  time.Duration
+	Role     awsiam.Role
+	Env      map[string]*string
+	Logs     awslogs.LogGroup
+	// ReservedConcurrency and RetryAttempts are Lambda's defaults when nil.
+	ReservedConcurrency, RetryAttempts *float64
+}
+
 // goFunction is a function of this stack: every one is a Go binary named
 // bootstrap on the provided.al2023 runtime on arm64, its logs JSON so
 // CloudWatch Logs Insights can filter on the slog fields (the worker's EMF
-// lines stay plain JSON objects either way). p holds what differs.
-func goFunction(scope constructs.Construct, id *string, p *awslambda.FunctionProps) awslambda.Function {
-	p.Runtime = awslambda.Runtime_PROVIDED_AL2023()
-	p.Architecture = awslambda.Architecture_ARM_64()
-	p.Handler = jsii.String("bootstrap")
-	p.LoggingFormat = awslambda.LoggingFormat_JSON
-	return awslambda.NewFunction(scope, id, p)
+// lines stay plain JSON objects either way), its role immutable and its
+// log group its own. spec holds what differs.
+func goFunction(scope constructs.Construct, cfg Config, spec functionSpec) awslambda.Function {
+	return awslambda.NewFunction(scope, jsii.String(spec.ID), &awslambda.FunctionProps{
+		FunctionName:                 jsii.String(cfg.Settings.Prefix + "-" + spec.Name),
+		Description:                  jsii.String(spec.Description),
+		Runtime:                      awslambda.Runtime_PROVIDED_AL2023(),
+		Architecture:                 awslambda.Architecture_ARM_64(),
+		Handler:                      jsii.String("bootstrap"),
+		LoggingFormat:                awslambda.LoggingFormat_JSON,
+		Code:                         awslambda.Code_FromAsset(jsii.String(spec.AssetDir), nil),
+		MemorySize:                   jsii.Number(float64(spec.MemoryMB)),
+		Timeout:                      seconds(spec.Timeout),
+		Role:                         immutable(spec.Role),
+		Environment:                  &spec.Env,
+		LogGroup:                     spec.Logs,
+		ReservedConcurrentExecutions: spec.ReservedConcurrency,
+		RetryAttempts:                spec.RetryAttempts,
+	})
 }

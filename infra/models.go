@@ -83,7 +83,8 @@ type profileModels struct {
 }
 
 // wildcards are the granted resources with a "*": cdk-nag's IAM5 findings,
-// each suppressed by name on the worker role (see newFunctions).
+// each suppressed by name on the worker role
+// (suppressInferenceProfileWildcards).
 func (g modelGrants) wildcards() []string {
 	var out []string
 	for _, p := range g.Profiles {

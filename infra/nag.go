@@ -29,8 +29,9 @@ import (
 // inference profile, the worker's role grants that profile's foundation
 // model in every Region (IAM5 on
 // "arn:...:bedrock:*::foundation-model/<model>"). It is added by
-// newFunctions on the worker's CfnRole only, for exactly those resources
-// (appliesTo), with inferenceProfileWildcard as the reason;
+// suppressInferenceProfileWildcards on the worker's CfnRole only, for
+// exactly those resources (appliesTo), with inferenceProfileWildcard as
+// the reason;
 // TestNagSuppressionsArePinned checks that nothing else is suppressed.
 func ApplyNag(app awscdk.App) {
 	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)

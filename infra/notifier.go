@@ -1,16 +1,11 @@
 package main
 
 import (
-	"fmt"
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awsevents"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awseventstargets"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambda"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslambdaeventsources"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/jsii-runtime-go"
 )
 
@@ -58,73 +53,40 @@ var (
 	notifierSecretActions = []string{"secretsmanager:GetSecretValue"}
 )
 
-// newNotifier is the notifier function and its two event sources: the
-// jobs table's stream (only records whose new image has a callback URL
-// invoke it) and the callback queue. env is the other functions'
-// environment; the notifier also gets its queues and its secret.
-func newNotifier(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, q Queues, secret awssecretsmanager.Secret,
-	env map[string]*string, f *Functions) {
+// newNotifier is the notifier function, its two event sources (the jobs
+// table's stream, newNotifierStream, and the callback queue) and its
+// callback DLQ sweep's schedule. env is the other functions' environment;
+// the notifier also gets its queues and its secret.
+func newNotifier(stack awscdk.Stack, cfg Config, sh Shared, env map[string]*string, f *Functions) {
 	s := cfg.Settings
+	q := sh.Queues
 	own := map[string]*string{
 		"AIJOBS_CALLBACK_QUEUE_URL": q.Callbacks.QueueUrl(),
 		"AIJOBS_CALLBACK_DLQ_URL":   q.CallbackDLQ.QueueUrl(),
-		"AIJOBS_WEBHOOK_SECRET_ID":  secret.SecretArn(),
+		"AIJOBS_WEBHOOK_SECRET_ID":  sh.WebhookSecret.SecretArn(),
 	}
 	for k, v := range env {
 		own[k] = v
 	}
 	f.NotifierLogs = newLogGroup(stack, "NotifierLogs", cfg)
 	role := newRole(stack, "NotifierRole", "aijobs notifier function: turn the table's stream into callback notices and deliver them", f.NotifierLogs,
-		allow(notifierTableActions, table.TableArn()),
-		allow(notifierStreamActions, table.TableStreamArn()),
+		allow(notifierTableActions, sh.Table.TableArn()),
+		allow(notifierStreamActions, sh.Table.TableStreamArn()),
 		allow(notifierQueueActions, q.Callbacks.QueueArn()),
 		allow(notifierDLQActions, q.CallbackDLQ.QueueArn()),
-		allow(notifierSecretActions, secret.SecretArn()))
-	f.Notifier = goFunction(stack, jsii.String("Notifier"), &awslambda.FunctionProps{
-		FunctionName: jsii.String(s.Prefix + "-notifier"),
-		Description:  jsii.String("aijobs notifier: the table's stream into callback notices, the callback queue into signed deliveries"),
-		Code:         awslambda.Code_FromAsset(jsii.String(cfg.NotifierAssetDir), nil),
-		MemorySize:   jsii.Number(float64(s.NotifierMemoryMB)),
-		Timeout:      seconds(s.NotifierTimeout),
-		Role:         immutable(role),
-		Environment:  &own,
-		LogGroup:     f.NotifierLogs,
+		allow(notifierSecretActions, sh.WebhookSecret.SecretArn()))
+	f.Notifier = goFunction(stack, cfg, functionSpec{
+		ID: "Notifier", Name: "notifier",
+		Description: "aijobs notifier: the table's stream into callback notices, the callback queue into signed deliveries",
+		AssetDir:    cfg.NotifierAssetDir, MemoryMB: s.NotifierMemoryMB, Timeout: s.NotifierTimeout, Role: role, Env: own, Logs: f.NotifierLogs,
 	})
-
-	// The stream, in order per shard from the oldest record it still has.
-	// A notice that cannot be sent is reported with its sequence number
-	// and Lambda retries the shard from it, without end but for the record
-	// age; a batch whose invocation fails (a crash, a timeout) is halved
-	// until the failing record is alone. Lambda event filtering (Lambda
-	// developer guide, invocation-eventfiltering.html, "Filtering DynamoDB
-	// events") drops the records of jobs without a callback before any
-	// invocation: most jobs never cost the notifier anything.
-	f.NotifierStream = f.Notifier.AddEventSourceMapping(jsii.String("TableStream"), &awslambda.EventSourceMappingOptions{
-		EventSourceArn:          table.TableStreamArn(),
-		StartingPosition:        awslambda.StartingPosition_TRIM_HORIZON,
-		BatchSize:               jsii.Number(streamBatchSize),
-		ReportBatchItemFailures: jsii.Bool(true),
-		BisectBatchOnError:      jsii.Bool(true),
-		MaxRecordAge:            seconds(streamMaxRecordAge),
-		OnFailure:               awslambdaeventsources.NewSqsDlq(q.CallbackDLQ),
-		Filters:                 &[]*map[string]any{awslambda.FilterCriteria_Filter(&streamFilter)},
-	})
-	// -1: no limit on retries (CDK only takes 0..10000); the record age
-	// above is what ends them.
-	f.NotifierStream.Node().DefaultChild().(awslambda.CfnEventSourceMapping).AddPropertyOverride(jsii.String("MaximumRetryAttempts"), -1)
+	f.NotifierStream = newNotifierStream(f.Notifier, sh)
 
 	// The sweep of the callback DLQ (pkg/notifier.Sweep), as often as the
 	// reconciler sweeps the job DLQ: it makes the notices SQS's redrive
-	// moved count for CallbackDlqArrivals. A missed run is made up by the
-	// next, which finds everything the missed one would have.
-	f.CallbackSweep = awsevents.NewRule(stack, jsii.String("CallbackSweepSchedule"), &awsevents.RuleProps{
-		RuleName:    jsii.String(s.Prefix + "-callback-sweep"),
-		Description: jsii.String(fmt.Sprintf("aijobs: sweep the callback DLQ for redriven notices every %s", s.ReconcileEvery)),
-		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(s.ReconcileEvery.Minutes()))),
-		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(f.Notifier, &awseventstargets.LambdaFunctionProps{
-			RetryAttempts: jsii.Number(2),
-			MaxEventAge:   seconds(min(s.ReconcileEvery, 24*time.Hour)), // EventBridge's limit
-		})},
+	// moved count for CallbackDlqArrivals.
+	f.CallbackSweep = newSchedule(stack, cfg, f.Notifier, scheduleSpec{
+		ID: "CallbackSweepSchedule", Name: "callback-sweep", What: "sweep the callback DLQ for redriven notices",
 	})
 
 	// The callback queue: partial batch failures (a failed delivery is
@@ -134,6 +96,32 @@ func newNotifier(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, q Queu
 		ReportBatchItemFailures: jsii.Bool(true),
 		MaxConcurrency:          jsii.Number(callbackConcurrency),
 	}))
+}
+
+// newNotifierStream is the notifier's mapping of the table's stream, in
+// order per shard from the oldest record it still has. A notice that
+// cannot be sent is reported with its sequence number and Lambda retries
+// the shard from it, without end but for the record age; a batch whose
+// invocation fails (a crash, a timeout) is halved until the failing record
+// is alone. Lambda event filtering (Lambda developer guide,
+// invocation-eventfiltering.html, "Filtering DynamoDB events") drops the
+// records of jobs without a callback before any invocation: most jobs
+// never cost the notifier anything.
+func newNotifierStream(notifier awslambda.Function, sh Shared) awslambda.EventSourceMapping {
+	stream := notifier.AddEventSourceMapping(jsii.String("TableStream"), &awslambda.EventSourceMappingOptions{
+		EventSourceArn:          sh.Table.TableStreamArn(),
+		StartingPosition:        awslambda.StartingPosition_TRIM_HORIZON,
+		BatchSize:               jsii.Number(streamBatchSize),
+		ReportBatchItemFailures: jsii.Bool(true),
+		BisectBatchOnError:      jsii.Bool(true),
+		MaxRecordAge:            seconds(streamMaxRecordAge),
+		OnFailure:               awslambdaeventsources.NewSqsDlq(sh.Queues.CallbackDLQ),
+		Filters:                 &[]*map[string]any{awslambda.FilterCriteria_Filter(&streamFilter)},
+	})
+	// -1: no limit on retries (CDK only takes 0..10000); the record age
+	// above is what ends them.
+	stream.Node().DefaultChild().(awslambda.CfnEventSourceMapping).AddPropertyOverride(jsii.String("MaximumRetryAttempts"), -1)
+	return stream
 }
 
 // streamFilter admits a stream record whose new image has a callback URL:

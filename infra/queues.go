@@ -40,30 +40,47 @@ type Queues struct {
 // which ValidateDeployment checks is longer than the retry schedule.
 func newQueues(stack awscdk.Stack, cfg Config) Queues {
 	s := cfg.Settings
-	jobs, dlq := newQueuePair(stack, "JobQueue", "DeadLetters", s.QueueName(), s.DLQName(), s.VisibilityTimeout,
-		s.QueueRetention, s.DLQRetention, s.MaxReceiveCount)
-	callbacks, callbackDLQ := newQueuePair(stack, "CallbackQueue", "CallbackDeadLetters", s.CallbackQueueName(), s.CallbackDLQName(),
-		s.CallbackVisibility(), s.QueueRetention, s.DLQRetention, s.CallbackMaxReceives())
+	jobs, dlq := newQueuePair(stack, queuePairSpec{
+		ID: "JobQueue", DLQID: "DeadLetters", Name: s.QueueName(), DLQName: s.DLQName(),
+		Visibility: s.VisibilityTimeout, Retention: s.QueueRetention, DLQRetention: s.DLQRetention, MaxReceives: s.MaxReceiveCount,
+	})
+	callbacks, callbackDLQ := newQueuePair(stack, queuePairSpec{
+		ID: "CallbackQueue", DLQID: "CallbackDeadLetters", Name: s.CallbackQueueName(), DLQName: s.CallbackDLQName(),
+		Visibility: s.CallbackVisibility(), Retention: s.QueueRetention, DLQRetention: s.DLQRetention, MaxReceives: s.CallbackMaxReceives(),
+	})
 	return Queues{Jobs: jobs, DLQ: dlq, Callbacks: callbacks, CallbackDLQ: callbackDLQ}
+}
+
+// queuePairSpec is what tells the job queue pair from the callback pair:
+// their construct ids, names and timing numbers. Everything else about a
+// pair is the same for both, so it lives once, in newQueuePair.
+type queuePairSpec struct {
+	ID, DLQID     string
+	Name, DLQName string
+	Visibility    time.Duration
+	Retention     time.Duration
+	DLQRetention  time.Duration
+	// MaxReceives is the redrive's maxReceiveCount: the receives after
+	// which SQS moves a message to the DLQ.
+	MaxReceives int
 }
 
 // newQueuePair is a queue and its dead letter queue, both encrypted
 // (SSE-SQS) and TLS only.
-func newQueuePair(stack awscdk.Stack, id, dlqID, name, dlqName string, visibility, retention, dlqRetention time.Duration,
-	maxReceives int) (queue, dlq awssqs.Queue) {
-	dlq = awssqs.NewQueue(stack, jsii.String(dlqID), &awssqs.QueueProps{
-		QueueName:       jsii.String(dlqName),
-		RetentionPeriod: seconds(dlqRetention),
+func newQueuePair(stack awscdk.Stack, spec queuePairSpec) (queue, dlq awssqs.Queue) {
+	dlq = awssqs.NewQueue(stack, jsii.String(spec.DLQID), &awssqs.QueueProps{
+		QueueName:       jsii.String(spec.DLQName),
+		RetentionPeriod: seconds(spec.DLQRetention),
 		Encryption:      awssqs.QueueEncryption_SQS_MANAGED,
 		EnforceSSL:      jsii.Bool(true),
 	})
-	queue = awssqs.NewQueue(stack, jsii.String(id), &awssqs.QueueProps{
-		QueueName:         jsii.String(name),
-		VisibilityTimeout: seconds(visibility),
-		RetentionPeriod:   seconds(retention),
+	queue = awssqs.NewQueue(stack, jsii.String(spec.ID), &awssqs.QueueProps{
+		QueueName:         jsii.String(spec.Name),
+		VisibilityTimeout: seconds(spec.Visibility),
+		RetentionPeriod:   seconds(spec.Retention),
 		Encryption:        awssqs.QueueEncryption_SQS_MANAGED,
 		EnforceSSL:        jsii.Bool(true),
-		DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: dlq, MaxReceiveCount: jsii.Number(float64(maxReceives))},
+		DeadLetterQueue:   &awssqs.DeadLetterQueue{Queue: dlq, MaxReceiveCount: jsii.Number(float64(spec.MaxReceives))},
 	})
 	return queue, dlq
 }

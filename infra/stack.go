@@ -4,6 +4,9 @@ import (
 	"time"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awss3"
+	"github.com/aws/aws-cdk-go/awscdk/v2/awssecretsmanager"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
 )
@@ -22,12 +25,13 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 	queues := newQueues(stack, cfg)
 	park := newParkingBucket(stack, cfg)
 	secret := newWebhookSecret(stack, cfg)
-	fns := newFunctions(stack, cfg, table, queues, park, secret)
+	fns := newFunctions(stack, cfg, Shared{Table: table, Queues: queues, Park: park, WebhookSecret: secret})
 	api := newAPI(stack, cfg, fns.API)
 	operator := newOperatorPolicy(stack, cfg, table, queues)
-	signals := newSignals(queues, fns, api)
+	monitored := Monitored{Queues: queues, Functions: fns, API: api}
+	signals := newSignals(monitored)
 	alarms := newAlarms(stack, cfg, signals)
-	newDashboard(stack, cfg, queues, fns, api, signals, alarms)
+	newDashboard(stack, cfg, monitored, signals, alarms)
 
 	output(stack, "ApiUrl", api.Stage.Url(), "HTTP API base URL (IAM-signed or JWT requests)")
 	output(stack, "TableName", table.TableName(), "jobs table")
@@ -42,6 +46,18 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 	output(stack, "WebhookSecretArn", secret.SecretArn(), "the webhook signing secret (whsec_...): give it to the receivers")
 	output(stack, "ParkBucketName", park.BucketName(), "parked outcomes: docs/architecture.md, Parked outcomes")
 	return stack
+}
+
+// Shared are the resources the stack's functions run against: the jobs
+// table, the queues, the parking bucket and the webhook signing secret.
+// They are built before the functions and travel to the function builders
+// together, so each takes one value however many of them its function
+// uses.
+type Shared struct {
+	Table         awsdynamodb.Table
+	Queues        Queues
+	Park          awss3.Bucket
+	WebhookSecret awssecretsmanager.Secret
 }
 
 func output(stack awscdk.Stack, id string, value *string, description string) {

@@ -1,6 +1,8 @@
 package main
 
 import (
+	"slices"
+
 	"github.com/aws/aws-cdk-go/awscdk/v2"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/jsii-runtime-go"
@@ -62,37 +64,54 @@ func newTable(stack awscdk.Stack, cfg Config) awsdynamodb.Table {
 		RemovalPolicy:      removalPolicy(cfg),
 	})
 	str, num := awsdynamodb.AttributeType_STRING, awsdynamodb.AttributeType_NUMBER
-	// Sparse: only failed and abandoned items carry fail_pk, and the key is
-	// "<error_class>#<shard>" so one hot class spreads over FailureShards
-	// partitions.
-	table.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
-		IndexName:        jsii.String(s.FailureIndex),
-		PartitionKey:     &awsdynamodb.Attribute{Name: jsii.String(attrFailPK), Type: str},
-		SortKey:          &awsdynamodb.Attribute{Name: jsii.String(attrFailSK), Type: str},
-		ProjectionType:   awsdynamodb.ProjectionType_INCLUDE,
-		NonKeyAttributes: jsii.Strings(failureProjection...),
-	})
-	// One tenant's jobs, newest first (GET /jobs).
-	if !cfg.skips(s.TenantIndex) {
-		table.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
-			IndexName:        jsii.String(s.TenantIndex),
-			PartitionKey:     &awsdynamodb.Attribute{Name: jsii.String(attrTenant), Type: str},
-			SortKey:          &awsdynamodb.Attribute{Name: jsii.String(attrCreated), Type: num},
-			ProjectionType:   awsdynamodb.ProjectionType_INCLUDE,
-			NonKeyAttributes: jsii.Strings(tenantProjection...),
-		})
+	indexes := []indexSpec{
+		// Sparse: only failed and abandoned items carry fail_pk, and the key
+		// is "<error_class>#<shard>" so one hot class spreads over
+		// FailureShards partitions.
+		{Name: s.FailureIndex, Partition: attrFailPK, PartitionType: str, Sort: attrFailSK, SortType: str, Include: failureProjection},
+		// One tenant's jobs, newest first (GET /jobs).
+		{Name: s.TenantIndex, Partition: attrTenant, PartitionType: str, Sort: attrCreated, SortType: num, Include: tenantProjection},
+		// Sparse: only queued and running items carry act_pk
+		// ("active#<shard>"), the reconciler's worklist; it reads the ids
+		// and then the items.
+		{Name: s.ActiveIndex, Partition: attrActivePK, PartitionType: str, Sort: attrCreated, SortType: num},
 	}
-	// Sparse: only queued and running items carry act_pk ("active#<shard>"),
-	// the reconciler's worklist; it reads the ids and then the items.
-	if !cfg.skips(s.ActiveIndex) {
-		table.AddGlobalSecondaryIndex(&awsdynamodb.GlobalSecondaryIndexProps{
-			IndexName:      jsii.String(s.ActiveIndex),
-			PartitionKey:   &awsdynamodb.Attribute{Name: jsii.String(attrActivePK), Type: str},
-			SortKey:        &awsdynamodb.Attribute{Name: jsii.String(attrCreated), Type: num},
-			ProjectionType: awsdynamodb.ProjectionType_KEYS_ONLY,
-		})
+	for _, ix := range indexes {
+		// LoadConfig lets only skippableIndexes in: the failure index is
+		// always there.
+		if slices.Contains(cfg.SkipIndexes, ix.Name) {
+			continue
+		}
+		addIndex(table, ix)
 	}
 	return table
+}
+
+// indexSpec is one global secondary index of the jobs table: its name,
+// its keys, and the attributes it carries besides them. The three indexes
+// differ only in these, so addIndex builds all of them the same way.
+type indexSpec struct {
+	Name                    string
+	Partition, Sort         string
+	PartitionType, SortType awsdynamodb.AttributeType
+	// Include is what the index projects besides its keys; none makes it
+	// a keys-only index.
+	Include []string
+}
+
+// addIndex adds the index ix to table.
+func addIndex(table awsdynamodb.Table, ix indexSpec) {
+	props := &awsdynamodb.GlobalSecondaryIndexProps{
+		IndexName:      jsii.String(ix.Name),
+		PartitionKey:   &awsdynamodb.Attribute{Name: jsii.String(ix.Partition), Type: ix.PartitionType},
+		SortKey:        &awsdynamodb.Attribute{Name: jsii.String(ix.Sort), Type: ix.SortType},
+		ProjectionType: awsdynamodb.ProjectionType_KEYS_ONLY,
+	}
+	if len(ix.Include) > 0 {
+		props.ProjectionType = awsdynamodb.ProjectionType_INCLUDE
+		props.NonKeyAttributes = jsii.Strings(ix.Include...)
+	}
+	table.AddGlobalSecondaryIndex(props)
 }
 
 // indexArn is the ARN of one of the table's indexes: a grant on it allows
