@@ -292,7 +292,7 @@ func wantProblem(t *testing.T, resp events.APIGatewayV2HTTPResponse, status int,
 	return p
 }
 
-// doneResult is a stored result as the worker writes it (model.Response).
+// doneResult is a stored result as the worker writes it (a wire.Result).
 const doneResult = `{"output":"done","model":"fake-1","usage":{"input_tokens":3,"output_tokens":1}}`
 
 // succeed drives a job to succeeded through the store's own transitions.

@@ -16,7 +16,6 @@ import (
 
 	"github.com/aijobs/aijobs/internal/apispec"
 	"github.com/aijobs/aijobs/pkg/job"
-	"github.com/aijobs/aijobs/pkg/model"
 	"github.com/aijobs/aijobs/pkg/wire"
 )
 
@@ -76,8 +75,8 @@ func TestOpenAPIFieldsAreTheWireTypes(t *testing.T) {
 		"CreateRequest": reflect.TypeFor[wire.CreateBody](),
 		"Input":         reflect.TypeFor[job.Input](),
 		"Message":       reflect.TypeFor[job.Message](),
-		"Result":        reflect.TypeFor[model.Response](),
-		"Usage":         reflect.TypeFor[model.Usage](),
+		"Result":        reflect.TypeFor[wire.Result](),
+		"Usage":         reflect.TypeFor[wire.Usage](),
 		"CallbackView":  reflect.TypeFor[wire.CallbackView](),
 		"WebhookEvent":  reflect.TypeFor[wire.WebhookEvent](),
 	} {

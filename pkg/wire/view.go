@@ -35,7 +35,8 @@ type View struct {
 	ReservedCents job.Nanocents `json:"reserved_cents"`
 	// ErrorClass is null unless the job has one; always null once succeeded.
 	ErrorClass *job.ErrorClass `json:"error_class"`
-	// Result is the stored model output, or null (nil once read).
+	// Result is the stored model output (a Result's JSON as the worker
+	// wrote it, passed on byte for byte), or null (nil once read).
 	Result      json.RawMessage `json:"result"`
 	ResultModel string          `json:"result_model,omitempty"`
 	Metadata    json.RawMessage `json:"metadata,omitempty"`
