@@ -30,9 +30,13 @@ type View struct {
 	// the request was sent): the provider billed at most that much.
 	CostEstimated bool          `json:"cost_estimated"`
 	BudgetCents   job.Nanocents `json:"budget_cents"`
-	// ReservedCents is what attempts in flight hold of the budget until
-	// their cost is settled (a worker that died keeps its hold).
-	ReservedCents job.Nanocents `json:"reserved_cents"`
+	// Held is the hold (job.Job.Held): what attempts in flight hold of the
+	// budget until their cost is settled (a worker that died keeps its
+	// hold). It was named reserved_cents on the wire before the glossary
+	// settled "reserve" (an attempt's first rung's worst case) and "hold"
+	// as two things, and keeps that name for the clients that read it:
+	// this tag is the one place the wire name is mapped.
+	Held job.Nanocents `json:"reserved_cents"`
 	// ErrorClass is null unless the job has one; always null once succeeded.
 	ErrorClass *job.ErrorClass `json:"error_class"`
 	// Result is the stored model output (a Result's JSON as the worker
@@ -70,7 +74,7 @@ func NewView(j job.Job) View {
 	v := View{
 		ID: j.ID, State: j.State, RequestKey: j.RequestKey, InputHash: j.InputHash,
 		Model: j.Model, Attempts: j.Attempts, MaxAttempts: j.MaxAttempts,
-		Progress: job.ClampProgress(j.Progress), CostCents: j.Cost, CostEstimated: j.CostEstimated, BudgetCents: j.Budget, ReservedCents: max(j.Held, 0),
+		Progress: job.ClampProgress(j.Progress), CostCents: j.Cost, CostEstimated: j.CostEstimated, BudgetCents: j.Budget, Held: max(j.Held, 0),
 		ResultModel: j.ResultModel,
 		CreatedAt:   Time{j.CreatedAt}, UpdatedAt: Time{j.UpdatedAt},
 		Deadline: Time{j.Deadline}, Version: j.Version,
