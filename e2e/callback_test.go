@@ -14,9 +14,9 @@ import (
 	"time"
 
 	"github.com/aijobs/aijobs/internal/apispec"
-	"github.com/aijobs/aijobs/pkg/api"
 	"github.com/aijobs/aijobs/pkg/secretsmanager"
 	"github.com/aijobs/aijobs/pkg/webhook"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
 // callbackEnv turns the notifier on (the dev server's default).
@@ -92,7 +92,7 @@ func (r *receiver) serve(w http.ResponseWriter, req *http.Request) {
 	if v, err := apispec.Default(); err != nil || v.CheckWebhook(req.Header, body) != nil {
 		r.t.Errorf("a verified delivery that docs/openapi.yaml does not declare: %v %v", err, v.CheckWebhook(req.Header, body))
 	}
-	var ev api.WebhookEvent
+	var ev wire.WebhookEvent
 	if err := json.Unmarshal(body, &ev); err != nil {
 		r.t.Errorf("a verified delivery that is not a WebhookEvent: %s", body)
 		w.WriteHeader(http.StatusBadRequest)

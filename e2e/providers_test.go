@@ -22,8 +22,9 @@ import (
 // with fallback rungs, exact cost over rungs and retries, streaming
 // progress written by the heartbeat, and a cancel that closes the stream.
 
-// wire is one fake provider: scripted per prompt marker and per call.
-type wire struct {
+// fakeProvider is one provider speaking its wire format, scripted per
+// prompt marker and per call.
+type fakeProvider struct {
 	srv   *httptest.Server
 	mu    sync.Mutex
 	calls map[string]int
@@ -33,8 +34,8 @@ type wire struct {
 	script func(w http.ResponseWriter, r *http.Request, marker string, n int)
 }
 
-func newWire(t *testing.T, script func(w http.ResponseWriter, r *http.Request, marker string, n int)) *wire {
-	f := &wire{calls: map[string]int{}, gone: map[string]time.Time{}, script: script}
+func newFakeProvider(t *testing.T, script func(w http.ResponseWriter, r *http.Request, marker string, n int)) *fakeProvider {
+	f := &fakeProvider{calls: map[string]int{}, gone: map[string]time.Time{}, script: script}
 	f.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		marker := ""
@@ -59,13 +60,13 @@ func newWire(t *testing.T, script func(w http.ResponseWriter, r *http.Request, m
 	return f
 }
 
-func (f *wire) count(marker string) int {
+func (f *fakeProvider) count(marker string) int {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return f.calls[marker]
 }
 
-func (f *wire) goneAt(marker string) (time.Time, bool) {
+func (f *fakeProvider) goneAt(marker string) (time.Time, bool) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	t, ok := f.gone[marker]
@@ -143,7 +144,7 @@ func bedrockAnswer(w http.ResponseWriter, in, out int, pieces ...string) {
 func TestRoutesOverTheProvidersWireFormats(t *testing.T) {
 	t.Parallel()
 	slowStarted := make(chan struct{}, 1)
-	anthropic := newWire(t, func(w http.ResponseWriter, r *http.Request, marker string, n int) {
+	anthropic := newFakeProvider(t, func(w http.ResponseWriter, r *http.Request, marker string, n int) {
 		if r.Header.Get("x-api-key") != "sk-ant-e2e" || r.URL.Path != "/v1/messages" {
 			http.Error(w, `{"type":"error","error":{"type":"authentication_error","message":"no"}}`, http.StatusUnauthorized)
 			return
@@ -180,7 +181,7 @@ func TestRoutesOverTheProvidersWireFormats(t *testing.T) {
 			anthropicEnd(w, 200)
 		}
 	})
-	bedrock := newWire(t, func(w http.ResponseWriter, r *http.Request, marker string, n int) {
+	bedrock := newFakeProvider(t, func(w http.ResponseWriter, r *http.Request, marker string, n int) {
 		if !strings.HasPrefix(r.Header.Get("Authorization"), "AWS4-HMAC-SHA256 ") || !strings.HasSuffix(r.URL.Path, "/converse-stream") {
 			http.Error(w, "unsigned or not a stream", http.StatusForbidden)
 			return
@@ -192,7 +193,7 @@ func TestRoutesOverTheProvidersWireFormats(t *testing.T) {
 			bedrockAnswer(w, 30, 4, "Bedrock", " says", " hi", ".")
 		}
 	})
-	openai := newWire(t, func(w http.ResponseWriter, r *http.Request, marker string, n int) {
+	openai := newFakeProvider(t, func(w http.ResponseWriter, r *http.Request, marker string, n int) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		for _, p := range []string{"The", " end", " of", " it"} {
 			openaiDelta(w, p)

@@ -13,6 +13,7 @@ import (
 	"github.com/aijobs/aijobs/pkg/api"
 	"github.com/aijobs/aijobs/pkg/client"
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
 const submitAbout = `Create a job (POST /jobs) under an idempotency key. The body is a create
@@ -83,10 +84,10 @@ func runSubmit(ctx context.Context, c *cli, args []string) error {
 // createRequest builds the body from --prompt, --file or stdin, then
 // applies the option flags that were given. Every mistake is found here,
 // before anything is sent: a usage error (exit 2).
-func (c *cli) createRequest(f submitFlags, set map[string]bool) (client.CreateRequest, error) {
-	var req client.CreateRequest
-	if !api.ValidKey(f.key) {
-		return req, usageErrorf("submit: --key is required: 1 to %d printable ASCII characters", api.MaxKeyLength)
+func (c *cli) createRequest(f submitFlags, set map[string]bool) (client.CreateBody, error) {
+	var req client.CreateBody
+	if !wire.ValidKey(f.key) {
+		return req, usageErrorf("submit: --key is required: 1 to %d printable ASCII characters", wire.MaxKeyLength)
 	}
 	switch {
 	case set["prompt"] && set["file"]:
@@ -172,8 +173,8 @@ func (c *cli) readBody(path string) ([]byte, error) {
 
 // decodeBody reads a create body strictly: one JSON object, no unknown
 // members (the API would refuse them; this says so before sending).
-func decodeBody(b []byte) (client.CreateRequest, error) {
-	var req client.CreateRequest
+func decodeBody(b []byte) (client.CreateBody, error) {
+	var req client.CreateBody
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&req); err != nil {

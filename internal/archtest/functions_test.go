@@ -1,68 +1,113 @@
 package archtest
 
 import (
+	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 )
 
-// Each Lambda function links only what its role needs (docs/benchmarks.md,
-// "Cold start and size"): a package listed here may appear in the
-// dependencies of the named functions and of no other. Each function must
-// also link its own role's package, so the check cannot pass on an empty
-// list. The dependencies are those of the shipped build (linux/arm64,
-// make lambdas' tags).
-func TestEachFunctionLinksOnlyItsRole(t *testing.T) {
-	const sdk = "github.com/aws/aws-sdk-go-v2/service/"
-	onlyIn := map[string][]string{
-		module + "/pkg/model/openai":    {"worker"},
-		module + "/pkg/model/anthropic": {"worker"},
-		module + "/pkg/model/bedrock":   {"worker"},
-		module + "/pkg/model/fake":      {"worker"},
-		module + "/pkg/app/providers":   {"worker"},
-		sdk + "bedrockruntime":          {"worker"},
-		module + "/pkg/notifier":        {"notifier"},
-		module + "/pkg/app/callbacks":   {"notifier"},
-		sdk + "secretsmanager":          {"worker", "notifier"},
-		module + "/pkg/secretsmanager":  {"worker", "notifier"},
-		sdk + "s3":                      {"worker", "reconciler"}, // the parking lot (pkg/parking)
-		module + "/pkg/s3":              {"worker", "reconciler"},
-		module + "/pkg/dynamodbstreams": nil, // the dev server's stream reader
-		sdk + "dynamodbstreams":         nil,
-		module + "/pkg/app":             nil, // every role at once
-		module + "/pkg/devserver":       nil,
-		// The SDK's default credential chain and what it pulls in: a
-		// function's credentials are in its environment (awsclient.Env).
-		"github.com/aws/aws-sdk-go-v2/config": nil,
-		sdk + "sts":                           nil,
-		sdk + "sso":                           nil,
-		sdk + "ssooidc":                       nil,
-		"github.com/aws/aws-sdk-go-v2/feature/ec2/imds": nil,
-		module + "/pkg/awsclient/awsconfig":             nil,
-	}
-	own := map[string]string{"api": "/pkg/api", "worker": "/pkg/worker", "reconciler": "/pkg/reconciler", "notifier": "/pkg/notifier"}
-	for fn, pkg := range own {
-		out, err := lambdaDeps(fn)
-		if err != nil {
-			t.Fatalf("go list -deps functions/%s: %v", fn, err)
+const sdk = "github.com/aws/aws-sdk-go-v2/service/"
+
+// onlyIn says which functions may link a package (docs/benchmarks.md,
+// "Cold start and size"): one listed here may appear in the dependencies
+// of the named functions and of no other.
+var onlyIn = map[string][]string{
+	module + "/pkg/model/openai":    {"worker"},
+	module + "/pkg/model/anthropic": {"worker"},
+	module + "/pkg/model/bedrock":   {"worker"},
+	module + "/pkg/model/fake":      {"worker"},
+	module + "/pkg/app/providers":   {"worker"},
+	sdk + "bedrockruntime":          {"worker"},
+	module + "/pkg/notifier":        {"notifier"},
+	module + "/pkg/app/callbacks":   {"notifier"},
+	sdk + "secretsmanager":          {"worker", "notifier"},
+	module + "/pkg/secretsmanager":  {"worker", "notifier"},
+	sdk + "s3":                      {"worker", "reconciler"}, // the parking lot (pkg/parking)
+	module + "/pkg/s3":              {"worker", "reconciler"},
+	module + "/pkg/dynamodbstreams": nil, // the dev server's stream reader
+	sdk + "dynamodbstreams":         nil,
+	module + "/pkg/app":             nil, // every role at once
+	module + "/pkg/devserver":       nil,
+	// The SDK's default credential chain and what it pulls in: a
+	// function's credentials are in its environment (awsclient.Env).
+	"github.com/aws/aws-sdk-go-v2/config": nil,
+	sdk + "sts":                           nil,
+	sdk + "sso":                           nil,
+	sdk + "ssooidc":                       nil,
+	"github.com/aws/aws-sdk-go-v2/feature/ec2/imds": nil,
+	module + "/pkg/awsclient/awsconfig":             nil,
+}
+
+// own is each function's role package, which it must link, so that the
+// check cannot pass on an empty list.
+var own = map[string]string{"api": "/pkg/api", "worker": "/pkg/worker", "reconciler": "/pkg/reconciler", "notifier": "/pkg/notifier"}
+
+// roleViolations are the links deps (a function's name -> what it links)
+// holds against onlyIn and own.
+func roleViolations(deps map[string][]string) []violation {
+	var out []violation
+	for _, fn := range slices.Sorted(maps.Keys(own)) {
+		from := "functions/" + fn
+		if !slices.Contains(deps[fn], module+own[fn]) {
+			out = append(out, violation{from, module + own[fn], "a function links its own role's package"})
 		}
-		deps := strings.Fields(string(out))
-		if !slices.Contains(deps, module+pkg) {
-			t.Errorf("functions/%s does not link its own role's package %s", fn, pkg)
-		}
-		for p, allowed := range onlyIn {
+		for _, p := range slices.Sorted(maps.Keys(onlyIn)) {
+			allowed := onlyIn[p]
 			switch {
-			case !slices.Contains(deps, p) || slices.Contains(allowed, fn):
+			case !slices.Contains(deps[fn], p) || slices.Contains(allowed, fn):
 			case allowed == nil:
-				t.Errorf("functions/%s links %s, which no function needs", fn, p)
+				out = append(out, violation{from, p, "no function needs it"})
 			default:
-				t.Errorf("functions/%s links %s, which only %v need", fn, p, allowed)
+				out = append(out, violation{from, p, fmt.Sprintf("only %v need it", allowed)})
 			}
 		}
 	}
+	return out
 }
+
+// Each Lambda function links only what its role needs. The dependencies
+// are those of the shipped build (linux/arm64, make lambdas' tags).
+func TestEachFunctionLinksOnlyItsRole(t *testing.T) {
+	for _, v := range roleViolations(functionDeps(t)) {
+		t.Error(v)
+	}
+}
+
+func TestTheRoleRuleFailsOnAPlantedLink(t *testing.T) {
+	deps := functionDeps(t)
+	wantOnly(t, roleViolations(planted(deps, "api", module+"/pkg/model/openai")), "functions/api", module+"/pkg/model/openai")
+	wantOnly(t, roleViolations(planted(deps, "reconciler", sdk+"sts")), "functions/reconciler", sdk+"sts")
+	without := maps.Clone(deps)
+	without["notifier"] = slices.DeleteFunc(slices.Clone(deps["notifier"]), func(p string) bool { return p == module+"/pkg/notifier" })
+	wantOnly(t, roleViolations(without), "functions/notifier", module+"/pkg/notifier")
+}
+
+// functionDeps is what each function links, listed once per test binary.
+func functionDeps(t *testing.T) map[string][]string {
+	t.Helper()
+	deps, err := listFunctionDeps()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return deps
+}
+
+var listFunctionDeps = sync.OnceValues(func() (map[string][]string, error) {
+	deps := map[string][]string{}
+	for fn := range own {
+		out, err := lambdaDeps(fn)
+		if err != nil {
+			return nil, fmt.Errorf("go list -deps functions/%s: %w", fn, err)
+		}
+		deps[fn] = strings.Fields(string(out))
+	}
+	return deps, nil
+})
 
 // lambdaDeps lists the packages functions/fn links as make lambdas builds
 // it (infra.mk's LAMBDA_BUILD).

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aijobs/aijobs/pkg/api"
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
 // Invariant is one checked promise: how many cases were checked, how many
@@ -26,7 +26,7 @@ type Invariant struct {
 
 // estimated reports whether the job's view, as its client reads it, says
 // its cost includes an estimate of usage the provider never reported.
-func estimated(j job.Job) bool { return api.NewView(j).CostEstimated }
+func estimated(j job.Job) bool { return wire.NewView(j).CostEstimated }
 
 type jobFacts struct {
 	run    *jobRun

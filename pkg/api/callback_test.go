@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
 func TestCreateRecordsACallbackAndShowsIt(t *testing.T) {
@@ -16,7 +17,7 @@ func TestCreateRecordsACallbackAndShowsIt(t *testing.T) {
 	if resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("create: %d %s", resp.StatusCode, resp.Body)
 	}
-	var v View
+	var v wire.View
 	if err := json.Unmarshal([]byte(resp.Body), &v); err != nil {
 		t.Fatal(err)
 	}
@@ -62,7 +63,7 @@ func TestCreateRefusesACallbackItMayNotCall(t *testing.T) {
 			e := newEnv(t)
 			resp := e.do(t, createReq(t, "k", withInput(c.rest)))
 			p := decodeProblem(t, resp)
-			if resp.StatusCode != http.StatusBadRequest || p.Code != CodeInvalidRequest || p.Field != "callback_url" {
+			if resp.StatusCode != http.StatusBadRequest || p.Code != wire.CodeInvalidRequest || p.Field != "callback_url" {
 				t.Fatalf("%d %+v, want 400 invalid_request on callback_url", resp.StatusCode, p)
 			}
 			if strings.Contains(resp.Body, "internal.example") || strings.Contains(resp.Body, "10.0.0.5") {

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
 // cancelTries bounds the cancel loop: a refused cancel whose record is not
@@ -47,7 +48,7 @@ func (h *Handler) cancel(ctx context.Context, log *slog.Logger, tenant, id strin
 		case cur.State == job.Abandoned:
 			return h.viewOrProblem(ctx, log, cur)
 		case cur.State.Terminal():
-			return h.clientProblem(ctx, log, "cancel", refuse(CodeAlreadyFinished, "", "the job has already %s", cur.State))
+			return h.clientProblem(ctx, log, "cancel", refuse(wire.CodeAlreadyFinished, "", "the job has already %s", cur.State))
 		}
 	}
 	err := errors.New("the record kept changing")

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
 func TestCancelQueuedTwice(t *testing.T) {
@@ -60,7 +61,7 @@ func TestCancelFinishedIsConflict(t *testing.T) {
 		id := e.mustCreate(t, "k")
 		e.succeed(t, id)
 		resp := e.do(t, request(t, "POST", "/jobs/"+id+"/cancel", ""))
-		wantProblem(t, resp, http.StatusConflict, CodeAlreadyFinished, "")
+		wantProblem(t, resp, http.StatusConflict, wire.CodeAlreadyFinished, "")
 	})
 	t.Run("failed", func(t *testing.T) {
 		e := newEnv(t)
@@ -69,7 +70,7 @@ func TestCancelFinishedIsConflict(t *testing.T) {
 			t.Fatal(err)
 		}
 		resp := e.do(t, request(t, "POST", "/jobs/"+id+"/cancel", ""))
-		wantProblem(t, resp, http.StatusConflict, CodeAlreadyFinished, "")
+		wantProblem(t, resp, http.StatusConflict, wire.CodeAlreadyFinished, "")
 	})
 	t.Run("abandoned past its deadline", func(t *testing.T) {
 		e := newEnv(t)
@@ -88,9 +89,9 @@ func TestCancelHidesOtherTenantsJobs(t *testing.T) {
 	e := newEnv(t)
 	id := e.mustCreate(t, "k")
 	unknown := e.do(t, request(t, "POST", "/jobs/"+job.NewID("jwt:tenant-a", "never")+"/cancel", ""))
-	wantProblem(t, unknown, http.StatusNotFound, CodeNotFound, "")
+	wantProblem(t, unknown, http.StatusNotFound, wire.CodeNotFound, "")
 	other := e.do(t, asTenant(request(t, "POST", "/jobs/"+id+"/cancel", ""), "tenant-b"))
-	wantProblem(t, other, http.StatusNotFound, CodeNotFound, "")
+	wantProblem(t, other, http.StatusNotFound, wire.CodeNotFound, "")
 	if other.Body != unknown.Body {
 		t.Errorf("bodies differ:\n%s\n%s", other.Body, unknown.Body)
 	}
@@ -109,7 +110,7 @@ func TestCancelConflictOnOtherTenantsRecord(t *testing.T) {
 		return job.Job{}, &job.Error{Code: job.CodeConflict, Job: &rec}
 	}})
 	resp := e.do(t, request(t, "POST", "/jobs/"+id+"/cancel", ""))
-	wantProblem(t, resp, http.StatusNotFound, CodeNotFound, "")
+	wantProblem(t, resp, http.StatusNotFound, wire.CodeNotFound, "")
 }
 
 // A refused cancel whose record is not terminal means the record changed in
@@ -123,7 +124,7 @@ func TestCancelRetriesAChangingRecord(t *testing.T) {
 	}}
 	e.h = e.handler(store)
 	resp := e.do(t, request(t, "POST", "/jobs/"+id+"/cancel", ""))
-	wantProblem(t, resp, http.StatusInternalServerError, CodeInternal, "")
+	wantProblem(t, resp, http.StatusInternalServerError, wire.CodeInternal, "")
 	if n := store.calls.Load(); n != cancelTries {
 		t.Errorf("store called %d times, want %d", n, cancelTries)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/webhook"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
 // recordTooLarge explains a 413 for a body under the body limit whose
@@ -65,7 +66,7 @@ func (h *Handler) create(ctx context.Context, log *slog.Logger, ev events.APIGat
 	case job.CodeTooLarge:
 		// The caller's input, not a failure: the record is refused before
 		// any write, so nothing is left behind.
-		return h.clientProblem(ctx, log, "create", refuse(CodePayloadTooLarge, "", "%s", recordTooLarge))
+		return h.clientProblem(ctx, log, "create", refuse(wire.CodePayloadTooLarge, "", "%s", recordTooLarge))
 	default:
 		return h.serverProblem(ctx, log, "create", fmt.Errorf("create job %s: %w", j.ID, err))
 	}
@@ -86,7 +87,7 @@ func (h *Handler) repeat(ctx context.Context, log *slog.Logger, want, existing j
 		return h.serverProblem(ctx, log, "create", fmt.Errorf("id collision on %s: %w", want.ID, err))
 	}
 	if existing.InputHash != want.InputHash {
-		return h.clientProblem(ctx, log, "create", refuse(CodeKeyReused, "Idempotency-Key",
+		return h.clientProblem(ctx, log, "create", refuse(wire.CodeKeyReused, "Idempotency-Key",
 			"this Idempotency-Key was used with a different request body"))
 	}
 	if existing.State == job.Queued && existing.Attempts == 0 {

@@ -10,6 +10,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
 func withInput(rest string) string {
@@ -32,49 +33,49 @@ func TestCreateRefusesBadInputWithoutWriting(t *testing.T) {
 		body   string
 		mutate func(*events.APIGatewayV2HTTPRequest)
 		status int
-		code   Code
+		code   wire.Code
 		field  string
 	}{
-		{name: "missing key", body: simpleBody, status: 400, code: CodeInvalidRequest, field: "Idempotency-Key"},
-		{name: "oversized key", key: strings.Repeat("k", 256), body: simpleBody, status: 400, code: CodeInvalidRequest, field: "Idempotency-Key"},
-		{name: "control character in key", key: "a\x01b", body: simpleBody, status: 400, code: CodeInvalidRequest, field: "Idempotency-Key"},
-		{name: "non-ASCII key", key: "clé", body: simpleBody, status: 400, code: CodeInvalidRequest, field: "Idempotency-Key"},
-		{name: "empty body", body: "", status: 400, code: CodeInvalidRequest},
-		{name: "malformed JSON", body: `{"input":`, status: 400, code: CodeInvalidRequest},
-		{name: "JSON array", body: `[` + simpleBody + `]`, status: 400, code: CodeInvalidRequest},
-		{name: "null", body: `null`, status: 400, code: CodeInvalidRequest},
-		{name: "trailing data", body: simpleBody + ` {}`, status: 400, code: CodeInvalidRequest},
-		{name: "missing input", body: `{"model":"default"}`, status: 400, code: CodeInvalidRequest, field: "input"},
-		{name: "input null", body: `{"input":null}`, status: 400, code: CodeInvalidRequest, field: "input"},
-		{name: "input an array", body: `{"input":[1]}`, status: 400, code: CodeInvalidRequest, field: "input"},
-		{name: "input a string", body: `{"input":"hello"}`, status: 400, code: CodeInvalidRequest, field: "input"},
-		{name: "empty messages", body: `{"input":{"messages":[]}}`, status: 400, code: CodeInvalidRequest, field: "input.messages"},
-		{name: "bad role", body: `{"input":{"messages":[{"role":"tool","content":"x"}]}}`, status: 400, code: CodeInvalidRequest, field: "input.messages[0].role"},
-		{name: "unknown top-level field", body: withInput(`,"priority":1`), status: 400, code: CodeInvalidRequest, field: "priority"},
-		{name: "unknown input field", body: `{"input":{"messages":[{"role":"user","content":"x"}],"top_p":1}}`, status: 400, code: CodeInvalidRequest, field: "input.top_p"},
-		{name: "deadline 0", body: withInput(`,"deadline_seconds":0`), status: 400, code: CodeInvalidRequest, field: "deadline_seconds"},
-		{name: "deadline above limit", body: withInput(`,"deadline_seconds":86401`), status: 400, code: CodeInvalidRequest, field: "deadline_seconds"},
-		{name: "deadline 1.5", body: withInput(`,"deadline_seconds":1.5`), status: 400, code: CodeInvalidRequest, field: "deadline_seconds"},
-		{name: "deadline a string", body: withInput(`,"deadline_seconds":"10"`), status: 400, code: CodeInvalidRequest, field: "deadline_seconds"},
-		{name: "max_attempts above limit", body: withInput(`,"max_attempts":9`), status: 400, code: CodeInvalidRequest, field: "max_attempts"},
-		{name: "max_attempts a string", body: withInput(`,"max_attempts":"3"`), status: 400, code: CodeInvalidRequest, field: "max_attempts"},
-		{name: "budget negative", body: withInput(`,"budget_cents":-1`), status: 400, code: CodeInvalidRequest, field: "budget_cents"},
-		{name: "budget above limit", body: withInput(`,"budget_cents":10000.5`), status: 400, code: CodeInvalidRequest, field: "budget_cents"},
-		{name: "budget with 10 decimals", body: withInput(`,"budget_cents":0.0000000001`), status: 400, code: CodeInvalidRequest, field: "budget_cents"},
-		{name: "budget a string", body: withInput(`,"budget_cents":"10"`), status: 400, code: CodeInvalidRequest, field: "budget_cents"},
-		{name: "max_tokens above limit", body: `{"input":{"messages":[{"role":"user","content":"x"}],"max_tokens":32769}}`, status: 400, code: CodeInvalidRequest, field: "input.max_tokens"},
-		{name: "unknown model", body: withInput(`,"model":"gpt-17"`), status: 400, code: CodeInvalidRequest, field: "model"},
-		{name: "metadata not an object", body: withInput(`,"metadata":[1,2]`), status: 400, code: CodeInvalidRequest, field: "metadata"},
-		{name: "2 MiB body", body: big, status: 413, code: CodePayloadTooLarge},
-		{name: "2 MiB base64 body", mutate: b64(big), status: 413, code: CodePayloadTooLarge},
-		{name: "base64 not base64", body: "not base64!", mutate: func(ev *events.APIGatewayV2HTTPRequest) { ev.IsBase64Encoded = true }, status: 400, code: CodeInvalidRequest},
-		{name: "base64 of malformed JSON", mutate: b64(`{"input":`), status: 400, code: CodeInvalidRequest},
-		{name: "base64 of unknown field", mutate: b64(withInput(`,"x":1`)), status: 400, code: CodeInvalidRequest, field: "x"},
-		{name: "text/plain", body: simpleBody, mutate: header("content-type", "text/plain"), status: 415, code: CodeUnsupportedMediaType, field: "Content-Type"},
-		{name: "unparsable content type", body: simpleBody, mutate: header("content-type", "application/json; ;"), status: 415, code: CodeUnsupportedMediaType, field: "Content-Type"},
-		{name: "json suffix type", body: simpleBody, mutate: header("content-type", "application/problem+json"), status: 415, code: CodeUnsupportedMediaType, field: "Content-Type"},
-		{name: "no tenant", body: simpleBody, mutate: func(ev *events.APIGatewayV2HTTPRequest) { ev.RequestContext.Authorizer = nil }, status: 401, code: CodeUnauthorized},
-		{name: "empty sub claim", body: simpleBody, mutate: func(ev *events.APIGatewayV2HTTPRequest) { *ev = asTenant(*ev, "") }, status: 401, code: CodeUnauthorized},
+		{name: "missing key", body: simpleBody, status: 400, code: wire.CodeInvalidRequest, field: "Idempotency-Key"},
+		{name: "oversized key", key: strings.Repeat("k", 256), body: simpleBody, status: 400, code: wire.CodeInvalidRequest, field: "Idempotency-Key"},
+		{name: "control character in key", key: "a\x01b", body: simpleBody, status: 400, code: wire.CodeInvalidRequest, field: "Idempotency-Key"},
+		{name: "non-ASCII key", key: "clé", body: simpleBody, status: 400, code: wire.CodeInvalidRequest, field: "Idempotency-Key"},
+		{name: "empty body", body: "", status: 400, code: wire.CodeInvalidRequest},
+		{name: "malformed JSON", body: `{"input":`, status: 400, code: wire.CodeInvalidRequest},
+		{name: "JSON array", body: `[` + simpleBody + `]`, status: 400, code: wire.CodeInvalidRequest},
+		{name: "null", body: `null`, status: 400, code: wire.CodeInvalidRequest},
+		{name: "trailing data", body: simpleBody + ` {}`, status: 400, code: wire.CodeInvalidRequest},
+		{name: "missing input", body: `{"model":"default"}`, status: 400, code: wire.CodeInvalidRequest, field: "input"},
+		{name: "input null", body: `{"input":null}`, status: 400, code: wire.CodeInvalidRequest, field: "input"},
+		{name: "input an array", body: `{"input":[1]}`, status: 400, code: wire.CodeInvalidRequest, field: "input"},
+		{name: "input a string", body: `{"input":"hello"}`, status: 400, code: wire.CodeInvalidRequest, field: "input"},
+		{name: "empty messages", body: `{"input":{"messages":[]}}`, status: 400, code: wire.CodeInvalidRequest, field: "input.messages"},
+		{name: "bad role", body: `{"input":{"messages":[{"role":"tool","content":"x"}]}}`, status: 400, code: wire.CodeInvalidRequest, field: "input.messages[0].role"},
+		{name: "unknown top-level field", body: withInput(`,"priority":1`), status: 400, code: wire.CodeInvalidRequest, field: "priority"},
+		{name: "unknown input field", body: `{"input":{"messages":[{"role":"user","content":"x"}],"top_p":1}}`, status: 400, code: wire.CodeInvalidRequest, field: "input.top_p"},
+		{name: "deadline 0", body: withInput(`,"deadline_seconds":0`), status: 400, code: wire.CodeInvalidRequest, field: "deadline_seconds"},
+		{name: "deadline above limit", body: withInput(`,"deadline_seconds":86401`), status: 400, code: wire.CodeInvalidRequest, field: "deadline_seconds"},
+		{name: "deadline 1.5", body: withInput(`,"deadline_seconds":1.5`), status: 400, code: wire.CodeInvalidRequest, field: "deadline_seconds"},
+		{name: "deadline a string", body: withInput(`,"deadline_seconds":"10"`), status: 400, code: wire.CodeInvalidRequest, field: "deadline_seconds"},
+		{name: "max_attempts above limit", body: withInput(`,"max_attempts":9`), status: 400, code: wire.CodeInvalidRequest, field: "max_attempts"},
+		{name: "max_attempts a string", body: withInput(`,"max_attempts":"3"`), status: 400, code: wire.CodeInvalidRequest, field: "max_attempts"},
+		{name: "budget negative", body: withInput(`,"budget_cents":-1`), status: 400, code: wire.CodeInvalidRequest, field: "budget_cents"},
+		{name: "budget above limit", body: withInput(`,"budget_cents":10000.5`), status: 400, code: wire.CodeInvalidRequest, field: "budget_cents"},
+		{name: "budget with 10 decimals", body: withInput(`,"budget_cents":0.0000000001`), status: 400, code: wire.CodeInvalidRequest, field: "budget_cents"},
+		{name: "budget a string", body: withInput(`,"budget_cents":"10"`), status: 400, code: wire.CodeInvalidRequest, field: "budget_cents"},
+		{name: "max_tokens above limit", body: `{"input":{"messages":[{"role":"user","content":"x"}],"max_tokens":32769}}`, status: 400, code: wire.CodeInvalidRequest, field: "input.max_tokens"},
+		{name: "unknown model", body: withInput(`,"model":"gpt-17"`), status: 400, code: wire.CodeInvalidRequest, field: "model"},
+		{name: "metadata not an object", body: withInput(`,"metadata":[1,2]`), status: 400, code: wire.CodeInvalidRequest, field: "metadata"},
+		{name: "2 MiB body", body: big, status: 413, code: wire.CodePayloadTooLarge},
+		{name: "2 MiB base64 body", mutate: b64(big), status: 413, code: wire.CodePayloadTooLarge},
+		{name: "base64 not base64", body: "not base64!", mutate: func(ev *events.APIGatewayV2HTTPRequest) { ev.IsBase64Encoded = true }, status: 400, code: wire.CodeInvalidRequest},
+		{name: "base64 of malformed JSON", mutate: b64(`{"input":`), status: 400, code: wire.CodeInvalidRequest},
+		{name: "base64 of unknown field", mutate: b64(withInput(`,"x":1`)), status: 400, code: wire.CodeInvalidRequest, field: "x"},
+		{name: "text/plain", body: simpleBody, mutate: header("content-type", "text/plain"), status: 415, code: wire.CodeUnsupportedMediaType, field: "Content-Type"},
+		{name: "unparsable content type", body: simpleBody, mutate: header("content-type", "application/json; ;"), status: 415, code: wire.CodeUnsupportedMediaType, field: "Content-Type"},
+		{name: "json suffix type", body: simpleBody, mutate: header("content-type", "application/problem+json"), status: 415, code: wire.CodeUnsupportedMediaType, field: "Content-Type"},
+		{name: "no tenant", body: simpleBody, mutate: func(ev *events.APIGatewayV2HTTPRequest) { ev.RequestContext.Authorizer = nil }, status: 401, code: wire.CodeUnauthorized},
+		{name: "empty sub claim", body: simpleBody, mutate: func(ev *events.APIGatewayV2HTTPRequest) { *ev = asTenant(*ev, "") }, status: 401, code: wire.CodeUnauthorized},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -116,10 +117,10 @@ func TestCreateAccepted(t *testing.T) {
 		t.Errorf("headers = %v", resp.Headers)
 	}
 	v := decodeView(t, resp)
-	want := View{
+	want := wire.View{
 		ID: id, State: job.Queued, RequestKey: "order-42", InputHash: v.InputHash, Model: "default",
 		MaxAttempts: 4, BudgetCents: job.Cents(50), Result: v.Result, Metadata: v.Metadata,
-		CreatedAt: Time{t0}, UpdatedAt: Time{t0}, Deadline: Time{t0.Add(15 * time.Minute)}, Version: 1,
+		CreatedAt: wire.Time{Time: t0}, UpdatedAt: wire.Time{Time: t0}, Deadline: wire.Time{Time: t0.Add(15 * time.Minute)}, Version: 1,
 	}
 	if v.ErrorClass != nil || string(v.Result) != "null" || string(v.Metadata) != `{"any":"json"}` {
 		t.Errorf("error_class %v, result %s, metadata %s", v.ErrorClass, v.Result, v.Metadata)
@@ -249,7 +250,7 @@ func TestCreateRefusesReusedKey(t *testing.T) {
 			e := newEnv(t)
 			id := e.mustCreate(t, "k")
 			resp := e.do(t, createReq(t, "k", tc.body))
-			wantProblem(t, resp, http.StatusUnprocessableEntity, CodeKeyReused, "Idempotency-Key")
+			wantProblem(t, resp, http.StatusUnprocessableEntity, wire.CodeKeyReused, "Idempotency-Key")
 			if e.store.Len() != 1 || e.queue.countFor(id) != 1 {
 				t.Errorf("records %d, sends %d", e.store.Len(), e.queue.countFor(id))
 			}
@@ -273,7 +274,7 @@ func TestCreateQueueFailureHealsOnRetry(t *testing.T) {
 	e := newEnv(t)
 	e.queue.setFail(true)
 	resp := e.do(t, createReq(t, "k", simpleBody))
-	wantProblem(t, resp, http.StatusServiceUnavailable, CodeEnqueueFailed, "")
+	wantProblem(t, resp, http.StatusServiceUnavailable, wire.CodeEnqueueFailed, "")
 	if got := resp.Headers["Retry-After"]; got != "2" {
 		t.Errorf("Retry-After = %q, want 2", got)
 	}
@@ -287,7 +288,7 @@ func TestCreateQueueFailureHealsOnRetry(t *testing.T) {
 
 	// The retry also fails to send: still 503, still one record.
 	resp = e.do(t, createReq(t, "k", simpleBody))
-	wantProblem(t, resp, http.StatusServiceUnavailable, CodeEnqueueFailed, "")
+	wantProblem(t, resp, http.StatusServiceUnavailable, wire.CodeEnqueueFailed, "")
 	if resp.Headers["Retry-After"] != "2" || e.store.Len() != 1 {
 		t.Errorf("Retry-After %q, records %d", resp.Headers["Retry-After"], e.store.Len())
 	}

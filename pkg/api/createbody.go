@@ -13,64 +13,19 @@ import (
 
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/webhook"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
 // MaxBodyBytes is the largest create body accepted (docs/architecture.md, "The
 // API").
 const MaxBodyBytes = 256 << 10
 
-// MaxKeyLength bounds the Idempotency-Key header.
-const MaxKeyLength = 255
-
-// ValidKey reports whether k is an acceptable Idempotency-Key: 1..255
-// printable ASCII characters.
-func ValidKey(k string) bool {
-	if len(k) == 0 || len(k) > MaxKeyLength {
-		return false
-	}
-	for i := 0; i < len(k); i++ {
-		if k[i] < 0x20 || k[i] > 0x7e {
-			return false
-		}
-	}
-	return true
-}
-
-// CreateRequest is the body of POST /jobs, as pkg/client sends it. Only
-// Input is required; a zero option is left out, so the server's
-// configured default applies. The server reads a body member by member
-// (ParseCreate) rather than into this type, because a typed decode cannot
-// tell an empty model from none, takes a member named in another case,
-// and names no bounds when a number does not fit.
-type CreateRequest struct {
-	// Model names a route the server knows; "" means its default.
-	Model string `json:"model,omitempty"`
-	// Input is the model input: {"messages": [...], "max_tokens": N}
-	// (job.Input); client.UserPrompt builds the common case.
-	Input json.RawMessage `json:"input"`
-	// DeadlineSeconds is how long the job may take, from its creation.
-	DeadlineSeconds int `json:"deadline_seconds,omitempty"`
-	// BudgetCents bounds what all attempts together may cost.
-	BudgetCents job.Nanocents `json:"budget_cents,omitempty"`
-	// MaxAttempts bounds the claims the job may get.
-	MaxAttempts int `json:"max_attempts,omitempty"`
-	// Metadata is any JSON object, returned as given.
-	Metadata json.RawMessage `json:"metadata,omitempty"`
-	// CallbackURL is where aijobs POSTs the job's view when it reaches a
-	// state of CallbackEvents (docs/webhooks.md): https, on a public
-	// address.
-	CallbackURL string `json:"callback_url,omitempty"`
-	// CallbackEvents are the states delivered: any of running, succeeded,
-	// failed, abandoned; the terminal three when empty.
-	CallbackEvents []job.State `json:"callback_events,omitempty"`
-}
-
 // The member names each object of a create body may hold, matched exactly:
 // encoding/json matches names case-insensitively, so without this check
 // "Input" or "MAX_ATTEMPTS" would pass for a known field (and hash as a
 // different body than the same request spelled correctly).
 var (
-	bodyFields    = jsonNames(reflect.TypeFor[CreateRequest]())
+	bodyFields    = jsonNames(reflect.TypeFor[wire.CreateBody]())
 	inputFields   = jsonNames(reflect.TypeFor[job.Input]())
 	messageFields = jsonNames(reflect.TypeFor[job.Message]())
 )
@@ -91,10 +46,10 @@ func jsonNames(t reflect.Type) []string {
 // without a tenant.
 func ParseCreate(tenant, key string, body []byte, l job.Limits) (job.CreateRequest, error) {
 	if tenant == "" {
-		return job.CreateRequest{}, refuse(CodeUnauthorized, "", "no tenant in the request")
+		return job.CreateRequest{}, refuse(wire.CodeUnauthorized, "", "no tenant in the request")
 	}
-	if !ValidKey(key) {
-		return job.CreateRequest{}, invalid("Idempotency-Key", "the Idempotency-Key header is required: 1 to %d printable ASCII characters", MaxKeyLength)
+	if !wire.ValidKey(key) {
+		return job.CreateRequest{}, invalid("Idempotency-Key", "the Idempotency-Key header is required: 1 to %d printable ASCII characters", wire.MaxKeyLength)
 	}
 	if len(body) > MaxBodyBytes {
 		return job.CreateRequest{}, bodyTooLarge()
@@ -263,9 +218,9 @@ func inputKeys(b []byte) error {
 func given(raw json.RawMessage) bool { return raw != nil && string(raw) != "null" }
 
 func invalid(field, format string, args ...any) *Error {
-	return refuse(CodeInvalidRequest, field, format, args...)
+	return refuse(wire.CodeInvalidRequest, field, format, args...)
 }
 
 func bodyTooLarge() *Error {
-	return refuse(CodePayloadTooLarge, "", "the body is larger than %d bytes", MaxBodyBytes)
+	return refuse(wire.CodePayloadTooLarge, "", "the body is larger than %d bytes", MaxBodyBytes)
 }

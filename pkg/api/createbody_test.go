@@ -10,6 +10,7 @@ import (
 	"github.com/aijobs/aijobs/pkg/api"
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/settings"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
 // testLimits are the shipped limits with bounds a test can reach.
@@ -107,11 +108,11 @@ func TestParseCreateRefuses(t *testing.T) {
 	huge := body(`"metadata":{"k":"` + strings.Repeat("x", api.MaxBodyBytes) + `"}`)
 	tests := []struct {
 		name, tenant, key, body string
-		code                    api.Code
+		code                    wire.Code
 		field                   string
 	}{
-		{name: "no tenant", tenant: "", body: body(""), code: api.CodeUnauthorized},
-		{name: "no tenant beats a bad key", tenant: "", key: "", body: "x", code: api.CodeUnauthorized},
+		{name: "no tenant", tenant: "", body: body(""), code: wire.CodeUnauthorized},
+		{name: "no tenant beats a bad key", tenant: "", key: "", body: "x", code: wire.CodeUnauthorized},
 		{name: "empty key", key: "", body: body(""), field: "Idempotency-Key"},
 		{name: "256-character key", key: strings.Repeat("k", 256), body: body(""), field: "Idempotency-Key"},
 		{name: "key with a newline", key: "a\nb", body: body(""), field: "Idempotency-Key"},
@@ -119,7 +120,7 @@ func TestParseCreateRefuses(t *testing.T) {
 		{name: "key with DEL", key: "a\x7fb", body: body(""), field: "Idempotency-Key"},
 		{name: "key with NUL", key: "a\x00b", body: body(""), field: "Idempotency-Key"},
 		{name: "non-ASCII key", key: "clé", body: body(""), field: "Idempotency-Key"},
-		{name: "body too large", body: huge, code: api.CodePayloadTooLarge},
+		{name: "body too large", body: huge, code: wire.CodePayloadTooLarge},
 		{name: "empty body", body: ""},
 		{name: "array", body: `[` + body("") + `]`},
 		{name: "string", body: `"x"`},
@@ -192,14 +193,14 @@ func TestParseCreateRefuses(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			tenant, key, code := tt.tenant, tt.key, tt.code
-			if tenant == "" && code != api.CodeUnauthorized {
+			if tenant == "" && code != wire.CodeUnauthorized {
 				tenant = "t"
 			}
-			if key == "" && tt.field != "Idempotency-Key" && code != api.CodeUnauthorized {
+			if key == "" && tt.field != "Idempotency-Key" && code != wire.CodeUnauthorized {
 				key = "k"
 			}
 			if code == "" {
-				code = api.CodeInvalidRequest
+				code = wire.CodeInvalidRequest
 			}
 			_, err := api.ParseCreate(tenant, key, []byte(tt.body), l)
 			var e *api.Error
@@ -218,7 +219,7 @@ func TestParseCreateRefuses(t *testing.T) {
 
 func TestParseCreateKeyAndBodyBounds(t *testing.T) {
 	l := testLimits()
-	if _, err := api.ParseCreate("t", strings.Repeat("k", api.MaxKeyLength), []byte(body("")), l); err != nil {
+	if _, err := api.ParseCreate("t", strings.Repeat("k", wire.MaxKeyLength), []byte(body("")), l); err != nil {
 		t.Errorf("255-character key refused: %v", err)
 	}
 	if _, err := api.ParseCreate("t", " ~!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}", []byte(body("")), l); err != nil {
@@ -230,39 +231,16 @@ func TestParseCreateKeyAndBodyBounds(t *testing.T) {
 	if len(b) != api.MaxBodyBytes {
 		t.Fatalf("len %d", len(b))
 	}
-	if _, err := api.ParseCreate("t", "k", []byte(b), l); code(err) != api.CodeInvalidRequest {
+	if _, err := api.ParseCreate("t", "k", []byte(b), l); code(err) != wire.CodeInvalidRequest {
 		t.Errorf("body of MaxBodyBytes: %v, want invalid_request (metadata)", err)
 	}
-	if _, err := api.ParseCreate("t", "k", []byte(b+" "), l); code(err) != api.CodePayloadTooLarge {
+	if _, err := api.ParseCreate("t", "k", []byte(b+" "), l); code(err) != wire.CodePayloadTooLarge {
 		t.Errorf("body of MaxBodyBytes+1: %v, want payload_too_large", err)
 	}
 }
 
-func TestValidKey(t *testing.T) {
-	tests := []struct {
-		key  string
-		want bool
-	}{
-		{"", false},
-		{"a", true},
-		{" ", true},
-		{"~", true},
-		{strings.Repeat("a", 255), true},
-		{strings.Repeat("a", 256), false},
-		{"a\x1fb", false},
-		{"a\x7f", false},
-		{"\x80", false},
-		{"日本", false},
-	}
-	for _, tt := range tests {
-		if got := api.ValidKey(tt.key); got != tt.want {
-			t.Errorf("ValidKey(%q) = %v, want %v", tt.key, got, tt.want)
-		}
-	}
-}
-
 // code is the code of an *api.Error, "" for any other error.
-func code(err error) api.Code {
+func code(err error) wire.Code {
 	var e *api.Error
 	if errors.As(err, &e) {
 		return e.Code
@@ -286,11 +264,11 @@ func TestStoredInputIsNoLargerThanSent(t *testing.T) {
 }
 
 // TestEveryMemberOfTheBodyIsRead: the body's members are those of
-// CreateRequest, the type pkg/client sends; the decoder reads each by
+// wire.CreateBody, the type pkg/client sends; the decoder reads each by
 // name, so a member added there and not read here would be silently
 // dropped. A value of the wrong kind for each must be refused naming it.
 func TestEveryMemberOfTheBodyIsRead(t *testing.T) {
-	typ := reflect.TypeFor[api.CreateRequest]()
+	typ := reflect.TypeFor[wire.CreateBody]()
 	for i := range typ.NumField() {
 		name, _, _ := strings.Cut(typ.Field(i).Tag.Get("json"), ",")
 		b := body(`"` + name + `":"x"`)

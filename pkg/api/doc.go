@@ -5,15 +5,15 @@
 // an in-memory store and a fake queue, and so that the local dev server runs
 // exactly the code that runs in AWS.
 //
-// The handler owns only the HTTP contract (docs/architecture.md, "The API"):
-// routing, tenancy, body and header checks, the strict decoding of a create body
-// (ParseCreate), the problem codes and their statuses (one table, problem.go,
-// which also says which domain code each answers), and the wire types both sides
-// use: View, Summary, Page, Problem, CreateRequest and ListQuery are declared
-// here once, and pkg/client decodes and sends these same types. The rules a job
-// must obey (the input's, the limits, the input hash) live in package job;
-// persistence and delivery sit behind the small Store and Queue interfaces
-// declared here.
+// The handler owns only the HTTP contract's behaviour (docs/architecture.md,
+// "The API"): routing, tenancy, body and header checks, the strict decoding of a
+// create body (ParseCreate), and the statuses of the problem codes (one table,
+// problem.go, which also says which domain code each answers). The shapes it
+// answers with and reads (the view, summary, page, problem and its codes, the
+// create body, the list query) are package wire's, declared there once so that
+// pkg/client uses them without linking this package. The rules a job must obey
+// (the input's, the limits, the input hash) live in package job; persistence and
+// delivery sit behind the small Store and Queue interfaces declared here.
 //
 // Every error is an RFC 9457 problem (application/problem+json) with a
 // stable "code" member, documented at docs/errors.md#<code>:

@@ -5,12 +5,13 @@ import (
 	"fmt"
 
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
 // Error is a refusal the API answers as a problem of its Code, with a
 // caller-safe Message and, when one is to blame, the Field.
 type Error struct {
-	Code    Code
+	Code    wire.Code
 	Field   string
 	Message string
 }
@@ -23,7 +24,7 @@ func (e *Error) Error() string {
 }
 
 // refuse is an *Error with a formatted message.
-func refuse(code Code, field, format string, args ...any) *Error {
+func refuse(code wire.Code, field, format string, args ...any) *Error {
 	return &Error{Code: code, Field: field, Message: fmt.Sprintf(format, args...)}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
 // The fuzz targets drive the real handler over the in-memory store. Their
@@ -147,7 +148,7 @@ func FuzzList(f *testing.F) {
 			resp := e.do(t, ev)
 			if resp.StatusCode != http.StatusOK {
 				p := decodeProblem(t, resp)
-				if resp.StatusCode != http.StatusBadRequest || p.Code != CodeInvalidRequest {
+				if resp.StatusCode != http.StatusBadRequest || p.Code != wire.CodeInvalidRequest {
 					t.Fatalf("list %q: %d %s", ev.RawQueryString, resp.StatusCode, resp.Body)
 				}
 				if page > 0 {
@@ -155,7 +156,7 @@ func FuzzList(f *testing.F) {
 				}
 				return
 			}
-			var b Page
+			var b wire.Page
 			if err := json.Unmarshal([]byte(resp.Body), &b); err != nil {
 				t.Fatalf("list body %s: %v", resp.Body, err)
 			}

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
 // Poll interval bounds for Retry-After on a job that is not yet terminal.
@@ -53,7 +54,7 @@ func (h *Handler) hintPoll(resp events.APIGatewayV2HTTPResponse, j job.Job) {
 // notFound is the one answer for an unknown id and for another tenant's job,
 // so a caller can never tell the two apart.
 func notFound() events.APIGatewayV2HTTPResponse {
-	return problemFor(CodeNotFound, "", "no such job")
+	return problemFor(wire.CodeNotFound, "", "no such job")
 }
 
 // get answers GET /jobs/{id}: the view with ETag, Cache-Control and, while

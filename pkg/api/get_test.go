@@ -15,6 +15,7 @@ import (
 
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/settings"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
 func TestPollAfter(t *testing.T) {
@@ -295,7 +296,7 @@ func TestGetRefusesMalformedIDs(t *testing.T) {
 				method = "POST"
 			}
 			resp := e.do(t, request(t, method, path, ""))
-			wantProblem(t, resp, http.StatusBadRequest, CodeInvalidRequest, "id")
+			wantProblem(t, resp, http.StatusBadRequest, wire.CodeInvalidRequest, "id")
 		}
 	}
 	if n := store.calls.Load(); n != 0 {
@@ -307,9 +308,9 @@ func TestGetHidesOtherTenantsJobs(t *testing.T) {
 	e := newEnv(t)
 	id := e.mustCreate(t, "k")
 	unknown := e.do(t, request(t, "GET", "/jobs/"+job.NewID("jwt:tenant-a", "never"), ""))
-	wantProblem(t, unknown, http.StatusNotFound, CodeNotFound, "")
+	wantProblem(t, unknown, http.StatusNotFound, wire.CodeNotFound, "")
 	other := e.do(t, asTenant(request(t, "GET", "/jobs/"+id, ""), "tenant-b"))
-	wantProblem(t, other, http.StatusNotFound, CodeNotFound, "")
+	wantProblem(t, other, http.StatusNotFound, wire.CodeNotFound, "")
 	if other.Body != unknown.Body || len(other.Headers) != len(unknown.Headers) {
 		t.Errorf("another tenant's job answers differently from an unknown one:\n%v %s\n%v %s",
 			other.Headers, other.Body, unknown.Headers, unknown.Body)
@@ -326,5 +327,5 @@ func TestGetUnencodableRecordIsInternal(t *testing.T) {
 		return job.Job{ID: id, Tenant: "jwt:tenant-a", State: job.Succeeded, Result: json.RawMessage(`{broken`)}, nil
 	}})
 	resp := e.do(t, request(t, "GET", "/jobs/"+id, ""))
-	wantProblem(t, resp, http.StatusInternalServerError, CodeInternal, "")
+	wantProblem(t, resp, http.StatusInternalServerError, wire.CodeInternal, "")
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
 // Store is what the handler needs from the job store. Create answers an
@@ -118,7 +119,7 @@ func (h *Handler) Handle(ctx context.Context, ev events.APIGatewayV2HTTPRequest)
 			log.LogAttrs(ctx, slog.LevelError, "panic while handling a request",
 				slog.String("panic", Clip(fmt.Sprint(v), 500)),
 				slog.String("stack", string(debug.Stack())))
-			resp, err = problemFor(CodeInternal, "", ""), nil
+			resp, err = problemFor(wire.CodeInternal, "", ""), nil
 		}
 		log.LogAttrs(ctx, slog.LevelInfo, "request", slog.Int("status", resp.StatusCode))
 	}()

@@ -21,6 +21,7 @@ import (
 	"github.com/aijobs/aijobs/pkg/memstore"
 	"github.com/aijobs/aijobs/pkg/settings"
 	"github.com/aijobs/aijobs/pkg/webhook"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
 // t0 is the fake clock's start.
@@ -236,28 +237,28 @@ func (e *env) mustCreate(t *testing.T, key string) string {
 	return decodeView(t, resp).ID
 }
 
-func decodeView(t *testing.T, resp events.APIGatewayV2HTTPResponse) View {
+func decodeView(t *testing.T, resp events.APIGatewayV2HTTPResponse) wire.View {
 	t.Helper()
 	if ct := resp.Headers["Content-Type"]; ct != "application/json" {
 		t.Fatalf("Content-Type = %q, want application/json (body %s)", ct, resp.Body)
 	}
-	type plain View // View's own UnmarshalJSON would not refuse unknown members
+	type plain wire.View // View's own UnmarshalJSON would not refuse unknown members
 	var v plain
 	dec := json.NewDecoder(strings.NewReader(resp.Body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&v); err != nil {
 		t.Fatalf("decode view %s: %v", resp.Body, err)
 	}
-	return View(v)
+	return wire.View(v)
 }
 
 // decodeProblem checks the problem+json shape and returns it.
-func decodeProblem(t *testing.T, resp events.APIGatewayV2HTTPResponse) Problem {
+func decodeProblem(t *testing.T, resp events.APIGatewayV2HTTPResponse) wire.Problem {
 	t.Helper()
 	if ct := resp.Headers["Content-Type"]; ct != "application/problem+json" {
 		t.Fatalf("Content-Type = %q, want application/problem+json (status %d, body %q)", ct, resp.StatusCode, resp.Body)
 	}
-	var p Problem
+	var p wire.Problem
 	dec := json.NewDecoder(strings.NewReader(resp.Body))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&p); err != nil {
@@ -276,7 +277,7 @@ func decodeProblem(t *testing.T, resp events.APIGatewayV2HTTPResponse) Problem {
 }
 
 // wantProblem asserts status, code and field of a problem response.
-func wantProblem(t *testing.T, resp events.APIGatewayV2HTTPResponse, status int, code Code, field string) Problem {
+func wantProblem(t *testing.T, resp events.APIGatewayV2HTTPResponse, status int, code wire.Code, field string) wire.Problem {
 	t.Helper()
 	if resp.StatusCode != status {
 		t.Fatalf("status = %d, want %d (body %s)", resp.StatusCode, status, resp.Body)
@@ -291,7 +292,7 @@ func wantProblem(t *testing.T, resp events.APIGatewayV2HTTPResponse, status int,
 	return p
 }
 
-// doneResult is a stored result as the worker writes it (model.Response).
+// doneResult is a stored result as the worker writes it (a wire.Result).
 const doneResult = `{"output":"done","model":"fake-1","usage":{"input_tokens":3,"output_tokens":1}}`
 
 // succeed drives a job to succeeded through the store's own transitions.

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
 func listReq(t testing.TB, query string) events.APIGatewayV2HTTPRequest {
@@ -19,12 +20,12 @@ func listReq(t testing.TB, query string) events.APIGatewayV2HTTPRequest {
 	return ev
 }
 
-func decodeList(t *testing.T, resp events.APIGatewayV2HTTPResponse) Page {
+func decodeList(t *testing.T, resp events.APIGatewayV2HTTPResponse) wire.Page {
 	t.Helper()
 	if resp.StatusCode != http.StatusOK || resp.Headers["Content-Type"] != "application/json" || resp.Headers["Cache-Control"] != "no-store" {
 		t.Fatalf("status %d headers %v body %s", resp.StatusCode, resp.Headers, resp.Body)
 	}
-	var b Page
+	var b wire.Page
 	if err := json.Unmarshal([]byte(resp.Body), &b); err != nil {
 		t.Fatal(err)
 	}
@@ -81,7 +82,7 @@ func TestListPagesTheCallersJobsNewestFirst(t *testing.T) {
 	if first.NextCursor == "" {
 		t.Fatal("no second page")
 	}
-	wantProblem(t, e.do(t, listReq(t, "since=2026-01-01T12:00:03Z&cursor="+first.NextCursor)), http.StatusBadRequest, CodeInvalidRequest, "cursor")
+	wantProblem(t, e.do(t, listReq(t, "since=2026-01-01T12:00:03Z&cursor="+first.NextCursor)), http.StatusBadRequest, wire.CodeInvalidRequest, "cursor")
 
 	b := decodeList(t, e.do(t, listReq(t, "state=succeeded")))
 	if len(b.Jobs) != 1 || b.Jobs[0].ID != ids[1] || b.Jobs[0].CostCents != 420_000_000 || b.Jobs[0].ResultModel != "fake-1" ||
@@ -115,13 +116,13 @@ func TestListRefusesBadQueries(t *testing.T) {
 	} {
 		t.Run(c.query, func(t *testing.T) {
 			e := newEnv(t)
-			wantProblem(t, e.do(t, listReq(t, c.query)), http.StatusBadRequest, CodeInvalidRequest, c.field)
+			wantProblem(t, e.do(t, listReq(t, c.query)), http.StatusBadRequest, wire.CodeInvalidRequest, c.field)
 		})
 	}
 	e := newEnv(t)
 	ev := listReq(t, "")
 	ev.RequestContext.Authorizer = nil
-	wantProblem(t, e.do(t, ev), http.StatusUnauthorized, CodeUnauthorized, "")
+	wantProblem(t, e.do(t, ev), http.StatusUnauthorized, wire.CodeUnauthorized, "")
 }
 
 func TestListStoreFailureIsA503WithoutDetail(t *testing.T) {
@@ -130,7 +131,7 @@ func TestListStoreFailureIsA503WithoutDetail(t *testing.T) {
 	ev := listReq(t, "limit=5")
 	resp, _ := h.Handle(t.Context(), ev)
 	checkContract(t, ev, resp)
-	p := wantProblem(t, resp, http.StatusServiceUnavailable, CodeUnavailable, "")
+	p := wantProblem(t, resp, http.StatusServiceUnavailable, wire.CodeUnavailable, "")
 	if strings.Contains(p.Detail, "dynamodb") {
 		t.Fatalf("vendor text leaked: %q", p.Detail)
 	}

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
 // What a client's ListQuery writes is what the handler reads: the
@@ -12,7 +13,7 @@ import (
 func TestListQueryIsReadAsWritten(t *testing.T) {
 	cursor := job.Position{CreatedAt: t0, ID: job.NewID("t", "k")}.Cursor()
 	since := time.Date(2026, 12, 1, 9, 30, 15, 999_000_000, time.FixedZone("CET", 3600))
-	for _, q := range []ListQuery{
+	for _, q := range []wire.ListQuery{
 		{},
 		{State: job.Failed, ErrorClass: job.RateLimited, Since: since, Limit: 50, Cursor: cursor},
 		{State: job.Queued, Limit: job.MaxListLimit},

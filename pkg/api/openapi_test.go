@@ -16,7 +16,7 @@ import (
 
 	"github.com/aijobs/aijobs/internal/apispec"
 	"github.com/aijobs/aijobs/pkg/job"
-	"github.com/aijobs/aijobs/pkg/model"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
 // The drift tests: docs/openapi.yaml and the code name the same routes,
@@ -61,23 +61,24 @@ func diff(t *testing.T, what string, code, doc []string) {
 
 // TestOpenAPIFieldsAreTheWireTypes: each wire struct's JSON members are
 // its schema's properties, and a member is required exactly when it is
-// always written (no omitempty). pkg/client sends and decodes these same
-// types (aliases), so this holds the Go client's types to the document
-// too.
+// always written (no omitempty). The API answers with pkg/wire's types and
+// pkg/client sends and decodes these same types (aliases), so this holds
+// the Go client's types to the document too; the schema named CreateRequest
+// is wire.CreateBody.
 func TestOpenAPIFieldsAreTheWireTypes(t *testing.T) {
 	doc := loadSpec(t)
 	for name, typ := range map[string]reflect.Type{
-		"View":          reflect.TypeFor[View](),
-		"Summary":       reflect.TypeFor[Summary](),
-		"Page":          reflect.TypeFor[Page](),
-		"Problem":       reflect.TypeFor[Problem](),
-		"CreateRequest": reflect.TypeFor[CreateRequest](),
+		"View":          reflect.TypeFor[wire.View](),
+		"Summary":       reflect.TypeFor[wire.Summary](),
+		"Page":          reflect.TypeFor[wire.Page](),
+		"Problem":       reflect.TypeFor[wire.Problem](),
+		"CreateRequest": reflect.TypeFor[wire.CreateBody](),
 		"Input":         reflect.TypeFor[job.Input](),
 		"Message":       reflect.TypeFor[job.Message](),
-		"Result":        reflect.TypeFor[model.Response](),
-		"Usage":         reflect.TypeFor[model.Usage](),
-		"CallbackView":  reflect.TypeFor[CallbackView](),
-		"WebhookEvent":  reflect.TypeFor[WebhookEvent](),
+		"Result":        reflect.TypeFor[wire.Result](),
+		"Usage":         reflect.TypeFor[wire.Usage](),
+		"CallbackView":  reflect.TypeFor[wire.CallbackView](),
+		"WebhookEvent":  reflect.TypeFor[wire.WebhookEvent](),
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := schema(t, doc, name)
@@ -118,10 +119,10 @@ func TestOpenAPIQueryParametersAreTheAPIs(t *testing.T) {
 		}
 	}
 	diff(t, "GET /jobs query parameter", slices.Collect(maps.Keys(listParams)), declared)
-	full := ListQuery{State: job.Running, ErrorClass: job.Timeout, Since: time.Now(), Limit: 5, Cursor: "c"}
+	full := wire.ListQuery{State: job.Running, ErrorClass: job.Timeout, Since: time.Now(), Limit: 5, Cursor: "c"}
 	for name := range full.Values() {
 		if !slices.Contains(declared, name) {
-			t.Errorf("ListQuery sends %q, which docs/openapi.yaml does not declare", name)
+			t.Errorf("wire.ListQuery sends %q, which docs/openapi.yaml does not declare", name)
 		}
 	}
 }
@@ -164,7 +165,7 @@ func TestOpenAPIProblemCodesAreTheTable(t *testing.T) {
 	}
 	diff(t, "problem code answered by a response", tableCodes, slices.Collect(maps.Keys(statuses)))
 	for c, sts := range statuses {
-		info, ok := codes[Code(c)]
+		info, ok := codes[wire.Code(c)]
 		if !ok {
 			continue
 		}

@@ -11,30 +11,12 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
 // problemTypeBase is where each code is documented; a problem's type is
 // this plus the code.
 const problemTypeBase = "https://github.com/aijobs/aijobs/blob/main/docs/errors.md#"
-
-// Code is the stable code of a problem answer (docs/errors.md#<code>):
-// what clients branch on, never the title or detail. Some answer a
-// domain error (job.Code); the others are the HTTP contract's own.
-type Code string
-
-const (
-	CodeInvalidRequest       Code = "invalid_request"
-	CodeUnauthorized         Code = "unauthorized"
-	CodeNotFound             Code = "not_found"
-	CodeMethodNotAllowed     Code = "method_not_allowed"
-	CodeAlreadyFinished      Code = "already_finished"
-	CodePayloadTooLarge      Code = "payload_too_large"
-	CodeUnsupportedMediaType Code = "unsupported_media_type"
-	CodeKeyReused            Code = "idempotency_key_reused"
-	CodeEnqueueFailed        Code = "enqueue_failed"
-	CodeUnavailable          Code = "unavailable"
-	CodeInternal             Code = "internal"
-)
 
 // codeInfo is how one code is shown (its status and title) and which
 // domain code, if any, it answers.
@@ -47,46 +29,34 @@ type codeInfo struct {
 // codes is the one table from a code to HTTP. A code not in it (or a
 // domain code no row answers: job.CodeConflict, one added later) is
 // answered as internal.
-var codes = map[Code]codeInfo{
-	CodeInvalidRequest:       {http.StatusBadRequest, "Invalid request", job.CodeInvalidRequest},
-	CodeUnauthorized:         {http.StatusUnauthorized, "Unauthorized", ""},
-	CodeNotFound:             {http.StatusNotFound, "Not found", job.CodeNotFound},
-	CodeMethodNotAllowed:     {http.StatusMethodNotAllowed, "Method not allowed", ""},
-	CodeAlreadyFinished:      {http.StatusConflict, "Job already finished", ""},
-	CodePayloadTooLarge:      {http.StatusRequestEntityTooLarge, "Payload too large", job.CodeTooLarge},
-	CodeUnsupportedMediaType: {http.StatusUnsupportedMediaType, "Unsupported media type", ""},
-	CodeKeyReused:            {http.StatusUnprocessableEntity, "Idempotency key reused", ""},
-	CodeEnqueueFailed:        {http.StatusServiceUnavailable, "Job not enqueued", ""},
-	CodeUnavailable:          {http.StatusServiceUnavailable, "Service unavailable", job.CodeUnavailable},
-	CodeInternal:             {http.StatusInternalServerError, "Internal error", job.CodeInternal},
-}
-
-// Problem is an RFC 9457 problem details object with the stable code and,
-// when known, the offending field: the body of every error answer, and
-// what pkg/client decodes one into.
-type Problem struct {
-	Type   string `json:"type"`
-	Title  string `json:"title"`
-	Status int    `json:"status"`
-	Detail string `json:"detail,omitempty"`
-	Code   Code   `json:"code"`
-	Field  string `json:"field,omitempty"`
+var codes = map[wire.Code]codeInfo{
+	wire.CodeInvalidRequest:       {http.StatusBadRequest, "Invalid request", job.CodeInvalidRequest},
+	wire.CodeUnauthorized:         {http.StatusUnauthorized, "Unauthorized", ""},
+	wire.CodeNotFound:             {http.StatusNotFound, "Not found", job.CodeNotFound},
+	wire.CodeMethodNotAllowed:     {http.StatusMethodNotAllowed, "Method not allowed", ""},
+	wire.CodeAlreadyFinished:      {http.StatusConflict, "Job already finished", ""},
+	wire.CodePayloadTooLarge:      {http.StatusRequestEntityTooLarge, "Payload too large", job.CodeTooLarge},
+	wire.CodeUnsupportedMediaType: {http.StatusUnsupportedMediaType, "Unsupported media type", ""},
+	wire.CodeKeyReused:            {http.StatusUnprocessableEntity, "Idempotency key reused", ""},
+	wire.CodeEnqueueFailed:        {http.StatusServiceUnavailable, "Job not enqueued", ""},
+	wire.CodeUnavailable:          {http.StatusServiceUnavailable, "Service unavailable", job.CodeUnavailable},
+	wire.CodeInternal:             {http.StatusInternalServerError, "Internal error", job.CodeInternal},
 }
 
 // fixedDetail is shown for server-side codes instead of any message, so an
 // adapter's wording can never reach a caller.
-var fixedDetail = map[Code]string{
-	CodeEnqueueFailed: "the job is recorded but could not be enqueued; retry with the same Idempotency-Key",
-	CodeUnavailable:   "a dependency is unavailable; retry later",
-	CodeInternal:      "an internal error occurred; it has been logged",
+var fixedDetail = map[wire.Code]string{
+	wire.CodeEnqueueFailed: "the job is recorded but could not be enqueued; retry with the same Idempotency-Key",
+	wire.CodeUnavailable:   "a dependency is unavailable; retry later",
+	wire.CodeInternal:      "an internal error occurred; it has been logged",
 }
 
 // problemFor is the problem+json response for code. detail must be
 // caller-safe; server-side codes always get their fixed detail.
-func problemFor(code Code, field, detail string) events.APIGatewayV2HTTPResponse {
+func problemFor(code wire.Code, field, detail string) events.APIGatewayV2HTTPResponse {
 	info, ok := codes[code]
 	if !ok {
-		code, info = CodeInternal, codes[CodeInternal]
+		code, info = wire.CodeInternal, codes[wire.CodeInternal]
 	}
 	if d, fixed := fixedDetail[code]; fixed {
 		detail, field = d, ""
@@ -94,7 +64,7 @@ func problemFor(code Code, field, detail string) events.APIGatewayV2HTTPResponse
 	if detail == "" {
 		detail = info.title
 	}
-	body, err := json.Marshal(Problem{
+	body, err := json.Marshal(wire.Problem{
 		Type: problemTypeBase + string(code), Title: info.title, Status: info.status,
 		Detail: detail, Code: code, Field: field,
 	})
@@ -129,14 +99,14 @@ func (h *Handler) clientProblem(ctx context.Context, log *slog.Logger, op string
 // Retry-After for code Unavailable, 500 internal for anything else. The
 // error text goes to the log only.
 func (h *Handler) serverProblem(ctx context.Context, log *slog.Logger, op string, err error) events.APIGatewayV2HTTPResponse {
-	code := CodeInternal
+	code := wire.CodeInternal
 	if job.ErrorCode(err) == job.CodeUnavailable {
-		code = CodeUnavailable
+		code = wire.CodeUnavailable
 	}
 	log.LogAttrs(ctx, slog.LevelError, op+" failed",
 		slog.String("code", string(code)), slog.String("error", errorText(err)))
 	resp := problemFor(code, "", "")
-	if code == CodeUnavailable {
+	if code == wire.CodeUnavailable {
 		resp.Headers["Retry-After"] = seconds(h.retryAfter)
 	}
 	return resp
@@ -147,7 +117,7 @@ func (h *Handler) serverProblem(ctx context.Context, log *slog.Logger, op string
 func (h *Handler) enqueueProblem(ctx context.Context, log *slog.Logger, err error) events.APIGatewayV2HTTPResponse {
 	log.LogAttrs(ctx, slog.LevelError, "enqueue failed",
 		slog.String("code", string(job.ErrorCode(err))), slog.String("error", errorText(err)))
-	resp := problemFor(CodeEnqueueFailed, "", "")
+	resp := problemFor(wire.CodeEnqueueFailed, "", "")
 	resp.Headers["Retry-After"] = seconds(h.retryAfter)
 	return resp
 }

@@ -9,14 +9,15 @@ import (
 	"time"
 
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
 func TestEveryCodeHasOneStatus(t *testing.T) {
-	want := map[Code]int{
-		CodeInvalidRequest: 400, CodeUnauthorized: 401, CodeNotFound: 404,
-		CodeMethodNotAllowed: 405, CodeAlreadyFinished: 409, CodePayloadTooLarge: 413,
-		CodeUnsupportedMediaType: 415, CodeKeyReused: 422, CodeEnqueueFailed: 503,
-		CodeUnavailable: 503, CodeInternal: 500,
+	want := map[wire.Code]int{
+		wire.CodeInvalidRequest: 400, wire.CodeUnauthorized: 401, wire.CodeNotFound: 404,
+		wire.CodeMethodNotAllowed: 405, wire.CodeAlreadyFinished: 409, wire.CodePayloadTooLarge: 413,
+		wire.CodeUnsupportedMediaType: 415, wire.CodeKeyReused: 422, wire.CodeEnqueueFailed: 503,
+		wire.CodeUnavailable: 503, wire.CodeInternal: 500,
 		"conflict": 500, "something_new": 500,
 	}
 	for code, status := range want {
@@ -25,7 +26,7 @@ func TestEveryCodeHasOneStatus(t *testing.T) {
 			t.Errorf("%s: status %d, want %d", code, resp.StatusCode, status)
 		}
 		p := decodeProblem(t, resp)
-		if status == 500 && p.Code != CodeInternal {
+		if status == 500 && p.Code != wire.CodeInternal {
 			t.Errorf("%s answered as %s", code, p.Code)
 		}
 		if status >= 500 && (p.Field != "" || p.Detail == "detail") {
@@ -38,10 +39,10 @@ func TestEveryCodeHasOneStatus(t *testing.T) {
 // own problem code; a conflict the handler did not resolve, or a code
 // added later, is not a refusal but a server error.
 func TestDomainCodes(t *testing.T) {
-	want := map[job.Code]Code{
-		job.CodeInvalidRequest: CodeInvalidRequest, job.CodeNotFound: CodeNotFound,
-		job.CodeTooLarge: CodePayloadTooLarge, job.CodeUnavailable: CodeUnavailable,
-		job.CodeInternal: CodeInternal, job.CodeConflict: "", "something_new": "",
+	want := map[job.Code]wire.Code{
+		job.CodeInvalidRequest: wire.CodeInvalidRequest, job.CodeNotFound: wire.CodeNotFound,
+		job.CodeTooLarge: wire.CodePayloadTooLarge, job.CodeUnavailable: wire.CodeUnavailable,
+		job.CodeInternal: wire.CodeInternal, job.CodeConflict: "", "something_new": "",
 	}
 	for dc, code := range want {
 		e, ok := refusal(fmt.Errorf("store: %w", &job.Error{Code: dc, Field: "f", Message: "m"}))
@@ -64,12 +65,12 @@ func TestStoreErrorsNeverReachTheCaller(t *testing.T) {
 		name   string
 		err    error
 		status int
-		code   Code
+		code   wire.Code
 	}{
-		{"unavailable", unavailable, http.StatusServiceUnavailable, CodeUnavailable},
-		{"wrapped unavailable", errors.Join(errors.New("leak-me"), unavailable), http.StatusServiceUnavailable, CodeUnavailable},
-		{"plain error", plain, http.StatusInternalServerError, CodeInternal},
-		{"conflict without a record", conflictWithoutRecord, http.StatusInternalServerError, CodeInternal},
+		{"unavailable", unavailable, http.StatusServiceUnavailable, wire.CodeUnavailable},
+		{"wrapped unavailable", errors.Join(errors.New("leak-me"), unavailable), http.StatusServiceUnavailable, wire.CodeUnavailable},
+		{"plain error", plain, http.StatusInternalServerError, wire.CodeInternal},
+		{"conflict without a record", conflictWithoutRecord, http.StatusInternalServerError, wire.CodeInternal},
 	}
 	for _, tc := range tests {
 		for _, r := range []struct{ method, path string }{{"POST", "/jobs"}, {"GET", "/jobs/" + id}, {"POST", "/jobs/" + id + "/cancel"}} {
@@ -105,7 +106,7 @@ func TestPanicIsInternal(t *testing.T) {
 		ev := createReq(t, "k", simpleBody)
 		ev.RawPath, ev.RequestContext.HTTP.Method = r.path, r.method
 		resp := e.do(t, ev)
-		wantProblem(t, resp, http.StatusInternalServerError, CodeInternal, "")
+		wantProblem(t, resp, http.StatusInternalServerError, wire.CodeInternal, "")
 		if !strings.Contains(e.logs.String(), "panic") {
 			t.Errorf("the panic is not logged:\n%s", e.logs.String())
 		}

@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
 // header is the value of the named request header, matched without regard
@@ -54,7 +56,7 @@ func checkContentType(ev events.APIGatewayV2HTTPRequest) *Error {
 	}
 	mt, _, err := mime.ParseMediaType(ct)
 	if err != nil || mt != "application/json" {
-		return refuse(CodeUnsupportedMediaType, "Content-Type", "the body must be application/json")
+		return refuse(wire.CodeUnsupportedMediaType, "Content-Type", "the body must be application/json")
 	}
 	return nil
 }

@@ -11,6 +11,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
 // endpoint is one of the API's paths: which operation each method it takes
@@ -79,25 +80,25 @@ func matchEvent(ev events.APIGatewayV2HTTPRequest) (endpoint, bool) {
 func (h *Handler) route(ctx context.Context, log *slog.Logger, ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {
 	ep, ok := matchEvent(ev)
 	if !ok {
-		return problemFor(CodeNotFound, "", "no such route: the API serves POST /jobs, GET /jobs, GET /jobs/{id} and POST /jobs/{id}/cancel")
+		return problemFor(wire.CodeNotFound, "", "no such route: the API serves POST /jobs, GET /jobs, GET /jobs/{id} and POST /jobs/{id}/cancel")
 	}
 	op, ok := ep.ops[ev.RequestContext.HTTP.Method]
 	if !ok {
-		resp := problemFor(CodeMethodNotAllowed, "", "this path accepts only "+ep.allow())
+		resp := problemFor(wire.CodeMethodNotAllowed, "", "this path accepts only "+ep.allow())
 		resp.Headers["Allow"] = ep.allow()
 		return resp
 	}
 	tenant := tenantOf(ev.RequestContext)
 	switch {
 	case tenant == "":
-		return problemFor(CodeUnauthorized, "", "the request carries no caller identity")
+		return problemFor(wire.CodeUnauthorized, "", "the request carries no caller identity")
 	case len(tenant) > maxTenantBytes:
-		return problemFor(CodeUnauthorized, "", fmt.Sprintf("the caller identity is too long (over %d bytes)", maxTenantBytes))
+		return problemFor(wire.CodeUnauthorized, "", fmt.Sprintf("the caller identity is too long (over %d bytes)", maxTenantBytes))
 	}
 	log = log.With(slog.String("route", op))
 	if ep.id != "" {
 		if len(ep.id) > job.IDLength || !job.ValidID(ep.id) {
-			return problemFor(CodeInvalidRequest, "id", "the id in the path is not a job id")
+			return problemFor(wire.CodeInvalidRequest, "id", "the id in the path is not a job id")
 		}
 		log = log.With(slog.String("job_id", ep.id))
 	}

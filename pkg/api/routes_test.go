@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
 func TestWrongMethodIs405WithAllow(t *testing.T) {
@@ -27,7 +28,7 @@ func TestWrongMethodIs405WithAllow(t *testing.T) {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
 			e := newEnv(t)
 			resp := e.do(t, request(t, tc.method, tc.path, simpleBody))
-			wantProblem(t, resp, http.StatusMethodNotAllowed, CodeMethodNotAllowed, "")
+			wantProblem(t, resp, http.StatusMethodNotAllowed, wire.CodeMethodNotAllowed, "")
 			if got := resp.Headers["Allow"]; got != tc.allow {
 				t.Errorf("Allow = %q, want %q", got, tc.allow)
 			}
@@ -46,7 +47,7 @@ func TestUnknownPathIs404(t *testing.T) {
 			t.Run(method+" "+path, func(t *testing.T) {
 				e := newEnv(t)
 				resp := e.do(t, request(t, method, path, simpleBody))
-				wantProblem(t, resp, http.StatusNotFound, CodeNotFound, "")
+				wantProblem(t, resp, http.StatusNotFound, wire.CodeNotFound, "")
 				if e.store.Len() != 0 || e.queue.count() != 0 {
 					t.Errorf("records %d, sends %d", e.store.Len(), e.queue.count())
 				}
@@ -78,7 +79,7 @@ func TestNoTenantIs401OnEveryRoute(t *testing.T) {
 		ev := fixture(t, "request-no-authorizer.json")
 		ev.RawPath, ev.RequestContext.HTTP.Method = r.path, r.method
 		ev.Headers["idempotency-key"], ev.Body = "k", simpleBody
-		wantProblem(t, e.do(t, ev), http.StatusUnauthorized, CodeUnauthorized, "")
+		wantProblem(t, e.do(t, ev), http.StatusUnauthorized, wire.CodeUnauthorized, "")
 		if e.store.Len() != 0 || e.queue.count() != 0 {
 			t.Errorf("%s %s: records %d, sends %d", r.method, r.path, e.store.Len(), e.queue.count())
 		}

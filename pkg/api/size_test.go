@@ -8,6 +8,7 @@ import (
 
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/memstore"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
 // itemLimited is the in-memory store with the job store's item size rule:
@@ -39,7 +40,7 @@ func TestCreateRecordOverTheItemLimitIs413(t *testing.T) {
 				t.Fatalf("the body (%d bytes) must be under the body limit", len(body))
 			}
 			resp := e.do(t, createReq(t, "k", body))
-			p := wantProblem(t, resp, http.StatusRequestEntityTooLarge, CodePayloadTooLarge, "")
+			p := wantProblem(t, resp, http.StatusRequestEntityTooLarge, wire.CodePayloadTooLarge, "")
 			if !strings.Contains(p.Detail, "400 KB") {
 				t.Errorf("detail %q does not say which limit", p.Detail)
 			}

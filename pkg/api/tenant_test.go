@@ -8,6 +8,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
 // asRole is the assumed-role fixture as role roleID (named name) in
@@ -129,7 +130,7 @@ func TestIAMRetryAcrossSessionsIsOneJob(t *testing.T) {
 	} {
 		get := other
 		get.RawPath, get.RequestContext.HTTP.Method = "/jobs/"+id, "GET"
-		wantProblem(t, e.do(t, get), http.StatusNotFound, CodeNotFound, "")
+		wantProblem(t, e.do(t, get), http.StatusNotFound, wire.CodeNotFound, "")
 		list := other
 		list.RawPath, list.RequestContext.HTTP.Method = "/jobs", "GET"
 		if b := decodeList(t, e.do(t, list)); len(b.Jobs) != 0 {
@@ -137,7 +138,7 @@ func TestIAMRetryAcrossSessionsIsOneJob(t *testing.T) {
 		}
 		cancel := other
 		cancel.RawPath, cancel.RequestContext.HTTP.Method = "/jobs/"+id+"/cancel", "POST"
-		wantProblem(t, e.do(t, cancel), http.StatusNotFound, CodeNotFound, "")
+		wantProblem(t, e.do(t, cancel), http.StatusNotFound, wire.CodeNotFound, "")
 		if resp := create(other); resp.StatusCode != http.StatusAccepted || decodeView(t, resp).ID == id {
 			t.Errorf("%s: the same key is its own job: %d %s", name, resp.StatusCode, resp.Body)
 		}
@@ -170,7 +171,7 @@ func TestOverlongTenantIs401(t *testing.T) {
 		asTenant(listReq(t, ""), long),
 		asTenant(request(t, "GET", "/jobs/"+job.NewID("jwt:"+long, "k"), ""), long),
 	} {
-		p := wantProblem(t, e.do(t, ev), http.StatusUnauthorized, CodeUnauthorized, "")
+		p := wantProblem(t, e.do(t, ev), http.StatusUnauthorized, wire.CodeUnauthorized, "")
 		if !strings.Contains(p.Detail, "too long") {
 			t.Errorf("detail %q", p.Detail)
 		}

@@ -27,7 +27,7 @@ func TestSubmitCreatesThenReplays(t *testing.T) {
 	srv := clienttest.Start(t)
 	c, _ := newClient(t, srv.URL, "tenant-a")
 	ctx := context.Background()
-	req := client.CreateRequest{
+	req := client.CreateBody{
 		Model: "default", Input: client.UserPrompt("Summarise our Q3 incidents", 256),
 		DeadlineSeconds: 900, BudgetCents: job.Cents(50) / 4, MaxAttempts: 3,
 		Metadata: json.RawMessage(`{"ticket":"OPS-1"}`),
@@ -74,15 +74,15 @@ func TestSubmitRefusals(t *testing.T) {
 		name   string
 		token  string
 		key    string
-		req    client.CreateRequest
+		req    client.CreateBody
 		status int
 		code   string
 		field  string
 	}{
 		{"same key, other body", "tenant-a", "k", prompt("two"), 422, "idempotency_key_reused", "Idempotency-Key"},
-		{"out of range option", "tenant-a", "k2", client.CreateRequest{Input: client.UserPrompt("x", 0), MaxAttempts: 99}, 400, "invalid_request", "max_attempts"},
-		{"bad input", "tenant-a", "k3", client.CreateRequest{Input: json.RawMessage(`{"messages":[]}`)}, 400, "invalid_request", "input.messages"},
-		{"unknown model", "tenant-a", "k4", client.CreateRequest{Model: "gpt-9", Input: client.UserPrompt("x", 0)}, 400, "invalid_request", "model"},
+		{"out of range option", "tenant-a", "k2", client.CreateBody{Input: client.UserPrompt("x", 0), MaxAttempts: 99}, 400, "invalid_request", "max_attempts"},
+		{"bad input", "tenant-a", "k3", client.CreateBody{Input: json.RawMessage(`{"messages":[]}`)}, 400, "invalid_request", "input.messages"},
+		{"unknown model", "tenant-a", "k4", client.CreateBody{Model: "gpt-9", Input: client.UserPrompt("x", 0)}, 400, "invalid_request", "model"},
 		// API Gateway's authorizer answers itself: no problem, no code.
 		{"no tenant", "", "k5", prompt("x"), 401, "", ""},
 	}

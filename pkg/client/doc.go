@@ -12,7 +12,7 @@
 //		BaseURL: "http://127.0.0.1:8080",
 //		Auth:    client.BearerToken("tenant-a"),
 //	})
-//	v, repeated, err := c.Submit(ctx, "report-2026-12-02", client.CreateRequest{
+//	v, repeated, err := c.Submit(ctx, "report-2026-12-02", client.CreateBody{
 //		Input: client.UserPrompt("Summarise our Q3 incidents", 256),
 //	})
 //	v, err = c.Wait(ctx, v.ID, func(v client.View) { log.Println(v.State, v.Progress) })

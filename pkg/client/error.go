@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aijobs/aijobs/pkg/api"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
 // Error is an answer of the API that is not a success: a problem+json body
@@ -75,10 +75,10 @@ func (e *NetworkError) Unwrap() error { return e.Err }
 // HTML error page is not a detail.
 const maxDetail = 200
 
-// problemBody is the JSON of a problem (the server's api.Problem), and of
+// problemBody is the JSON of a problem (wire.Problem), and of
 // API Gateway's own errors ({"message": "Forbidden"}).
 type problemBody struct {
-	api.Problem
+	wire.Problem
 	Message string `json:"message"`
 }
 
@@ -102,7 +102,16 @@ func errorFrom(status int, h http.Header, body []byte, retryAfter time.Duration)
 		return e
 	}
 	if p.Message != "" {
-		e.Detail = api.Clip(p.Message, maxDetail)
+		e.Detail = clipped(p.Message)
 	}
 	return e
+}
+
+// clipped is s cut to maxDetail bytes, and on a rune boundary, so that a
+// gateway's message never makes a long or broken detail.
+func clipped(s string) string {
+	if len(s) <= maxDetail {
+		return s
+	}
+	return strings.ToValidUTF8(s[:maxDetail], "") + "..."
 }

@@ -65,6 +65,6 @@ func newClient(t *testing.T, url, token string, edit ...func(*client.Config)) (*
 	return c, sl
 }
 
-func prompt(text string) client.CreateRequest {
-	return client.CreateRequest{Input: client.UserPrompt(text, 64)}
+func prompt(text string) client.CreateBody {
+	return client.CreateBody{Input: client.UserPrompt(text, 64)}
 }

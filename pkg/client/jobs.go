@@ -9,7 +9,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/aijobs/aijobs/pkg/api"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
 // Submit creates a job (POST /jobs) under the idempotency key. It answers
@@ -24,9 +24,9 @@ import (
 // the job and got no usable answer (a 503 enqueue_failed, a lost answer),
 // the retry that finds it is answered as a repeat too. Neither side can
 // tell that from a job created by an earlier call with the same key.
-func (c *Client) Submit(ctx context.Context, key string, req CreateRequest) (View, bool, error) {
-	if !api.ValidKey(key) {
-		return View{}, false, fmt.Errorf("aijobs API: the idempotency key must be 1 to %d printable ASCII characters", api.MaxKeyLength)
+func (c *Client) Submit(ctx context.Context, key string, req CreateBody) (View, bool, error) {
+	if !wire.ValidKey(key) {
+		return View{}, false, fmt.Errorf("aijobs API: the idempotency key must be 1 to %d printable ASCII characters", wire.MaxKeyLength)
 	}
 	body, err := json.Marshal(req)
 	if err != nil {

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"net/http"
 
-	"github.com/aijobs/aijobs/pkg/api"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
-// ListQuery filters GET /jobs (the server's api.ListQuery). Zero fields
+// ListQuery filters GET /jobs (wire.ListQuery). Zero fields
 // are left out of the query.
-type ListQuery = api.ListQuery
+type ListQuery = wire.ListQuery
 
 // List reads one page of the caller's jobs (GET /jobs). Follow
 // Page.NextCursor (in ListQuery.Cursor) until it is "" for the rest.

@@ -4,27 +4,27 @@ import (
 	"encoding/json"
 	"fmt"
 
-	"github.com/aijobs/aijobs/pkg/api"
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
-// The wire types are the server's own (pkg/api declares each once and
-// answers with it); these names let a caller of the client use them
-// without importing the server's package.
+// The wire types are the server's own (pkg/wire declares each once, and
+// the API answers with it); these names let a caller of the client use
+// them without importing a second package.
 type (
 	// View is a job as GET /jobs/{id}, Submit and Cancel answer it.
-	View = api.View
+	View = wire.View
 	// Summary is a job as List answers it: no progress, result, version
 	// or updated_at (Get the job for those), and its replays.
-	Summary = api.Summary
+	Summary = wire.Summary
 	// Page is one answer of GET /jobs; NextCursor is "" on the last.
-	Page = api.Page
-	// CreateRequest is the body of POST /jobs.
-	CreateRequest = api.CreateRequest
+	Page = wire.Page
+	// CreateBody is the body of POST /jobs.
+	CreateBody = wire.CreateBody
 )
 
 // TimeFormat is how the API writes times (RFC 3339, UTC, milliseconds).
-const TimeFormat = api.TimeFormat
+const TimeFormat = wire.TimeFormat
 
 // UserPrompt is the input of one user message; maxTokens 0 leaves
 // max_tokens to the server's default.

@@ -7,13 +7,13 @@ import (
 	"net/http"
 	"time"
 
-	"github.com/aijobs/aijobs/pkg/api"
 	"github.com/aijobs/aijobs/pkg/webhook"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
 // WebhookEvent is the body of a callback delivery: the state a job
 // reached and its view at that version (docs/webhooks.md).
-type WebhookEvent = api.WebhookEvent
+type WebhookEvent = wire.WebhookEvent
 
 // maxWebhookBody bounds what VerifyWebhook reads: a view with the largest
 // stored result, and room.

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aijobs/aijobs/pkg/api"
 	"github.com/aijobs/aijobs/pkg/client"
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/webhook"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
 // The receiver of docs/webhooks.md, as a user writes it: a handler that
@@ -30,10 +30,10 @@ func receiver(secrets ...string) (http.Handler, *[]client.WebhookEvent) {
 	}), &got
 }
 
-func signedRequest(t *testing.T, secret webhook.Secret, at time.Time, ev api.WebhookEvent) *http.Request {
+func signedRequest(t *testing.T, secret webhook.Secret, at time.Time, ev wire.WebhookEvent) *http.Request {
 	t.Helper()
 	body, _ := json.Marshal(ev)
-	h, err := webhook.Sign([]webhook.Secret{secret}, api.WebhookID(ev.Data.ID, ev.Data.Version), at, body)
+	h, err := webhook.Sign([]webhook.Secret{secret}, wire.WebhookID(ev.Data.ID, ev.Data.Version), at, body)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,8 +48,8 @@ func TestVerifyWebhook(t *testing.T) {
 	cur, curText := webhook.NewSecret()
 	_, oldText := webhook.NewSecret()
 	stranger, _ := webhook.NewSecret()
-	ev := api.WebhookEvent{Type: "job.succeeded", Timestamp: api.Time{Time: time.Now().UTC()},
-		Data: api.View{ID: "job_abcdefghijklmnopqrstuvwxyz", State: job.Succeeded, Version: 4}}
+	ev := wire.WebhookEvent{Type: "job.succeeded", Timestamp: wire.Time{Time: time.Now().UTC()},
+		Data: wire.View{ID: "job_abcdefghijklmnopqrstuvwxyz", State: job.Succeeded, Version: 4}}
 
 	h, got := receiver(curText, oldText)
 	w := httptest.NewRecorder()

@@ -13,6 +13,7 @@ import (
 	"github.com/aijobs/aijobs/pkg/api"
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/settings"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
 // putCounter is a DynamoDB client that accepts every PutItem and counts
@@ -137,7 +138,7 @@ func TestTheLargestOrdinaryRecordFits(t *testing.T) {
 	if len(body) > api.MaxBodyBytes || len(body) < api.MaxBodyBytes-2*l.MaxMessages {
 		t.Fatalf("body is %d bytes, want just under %d", len(body), api.MaxBodyBytes)
 	}
-	req, err := api.ParseCreate("jwt:"+strings.Repeat("t", 1020), strings.Repeat("k", api.MaxKeyLength), []byte(body), l)
+	req, err := api.ParseCreate("jwt:"+strings.Repeat("t", 1020), strings.Repeat("k", wire.MaxKeyLength), []byte(body), l)
 	if err != nil {
 		t.Fatalf("ParseCreate: %v", err)
 	}

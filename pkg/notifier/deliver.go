@@ -14,9 +14,9 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/aijobs/aijobs/pkg/api"
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/webhook"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
 // Dead-letter reasons of the callback queue (docs/errors.md).
@@ -106,11 +106,11 @@ func (n *Notifier) deliverOne(ctx context.Context, m events.SQSMessage) bool {
 // status (0 when it never answered) and its Retry-After. The body of the
 // answer is read (a little, so the connection can be reused) and dropped.
 func (n *Notifier) post(ctx context.Context, j job.Job, notice Notice) (int, time.Duration, error) {
-	body, err := json.Marshal(api.NewWebhookEvent(j))
+	body, err := json.Marshal(wire.NewWebhookEvent(j))
 	if err != nil {
 		return 0, 0, err
 	}
-	h, err := webhook.Sign(n.cfg.Secrets, api.WebhookID(j.ID, notice.Version), n.cfg.Clock.Now(), body)
+	h, err := webhook.Sign(n.cfg.Secrets, wire.WebhookID(j.ID, notice.Version), n.cfg.Clock.Now(), body)
 	if err != nil {
 		return 0, 0, err
 	}

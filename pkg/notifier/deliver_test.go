@@ -11,11 +11,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
-	"github.com/aijobs/aijobs/pkg/api"
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/memstore"
 	"github.com/aijobs/aijobs/pkg/notifier"
 	"github.com/aijobs/aijobs/pkg/webhook"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
 func message(id string, version int64, state job.State, receives int) events.SQSMessage {
@@ -44,10 +44,10 @@ func TestADeliveryIsSignedCarriesTheViewAndIsRecorded(t *testing.T) {
 	if len(got) != 1 || got[0].verified != nil {
 		t.Fatalf("deliveries %d, verified %v", len(got), got)
 	}
-	if id := got[0].header.Get(webhook.HeaderID); id != api.WebhookID(j.ID, 5) {
+	if id := got[0].header.Get(webhook.HeaderID); id != wire.WebhookID(j.ID, 5) {
 		t.Errorf("webhook-id %q", id)
 	}
-	var ev api.WebhookEvent
+	var ev wire.WebhookEvent
 	if err := json.Unmarshal(got[0].body, &ev); err != nil || ev.Type != "job.succeeded" || ev.Data.ID != j.ID || ev.Data.Version != 5 ||
 		ev.Data.State != job.Succeeded || !ev.Timestamp.Equal(j.UpdatedAt) {
 		t.Fatalf("event %+v %v", ev, err)
@@ -89,7 +89,7 @@ func TestAFailedDeliveryIsRetriedWithBackoffThenDeadLettered(t *testing.T) {
 		t.Fatalf("record %+v", d)
 	}
 	for _, d := range r.deliveries() {
-		if d.verified != nil || d.header.Get(webhook.HeaderID) != api.WebhookID(j.ID, 5) {
+		if d.verified != nil || d.header.Get(webhook.HeaderID) != wire.WebhookID(j.ID, 5) {
 			t.Fatalf("a retry changed its id or signature: %v %v", d.header, d.verified)
 		}
 	}

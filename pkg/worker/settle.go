@@ -44,7 +44,7 @@ func (a *attempt) record(ctx context.Context, o parking.Outcome) error {
 // succeed records the answer and what the attempt cost.
 func (a *attempt) succeed(ctx context.Context, r climbed) outcome {
 	now := a.stamp()
-	result, _ := job.EncodeJSON(r.resp)
+	result, _ := job.EncodeJSON(resultOf(r.resp))
 	err := a.record(ctx, parking.Outcome{Succeed: &job.Succeed{ID: a.j.ID, Owner: a.owner, Now: now, Settlement: a.settlement(r.paid, now),
 		Result: result, Model: r.rung.Provider + "/" + r.resp.Model, ExpiresAt: a.retention.ExpiresAt(job.Succeeded, now)}})
 	if job.ErrorCode(err) == job.CodeTooLarge {

@@ -25,8 +25,8 @@ import (
 	"github.com/aijobs/aijobs/pkg/devserver"
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/memstore"
-	"github.com/aijobs/aijobs/pkg/model"
 	"github.com/aijobs/aijobs/pkg/settings"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
 // T0 is when the fake clock starts.
@@ -120,9 +120,9 @@ func (s *Server) Requests() []Request {
 }
 
 // Result is a stored result of output as the worker writes one (a
-// model.Response), for Succeed: the API's document requires its shape.
+// wire.Result), for Succeed: the API's document requires its shape.
 func Result(output string) string {
-	b, _ := json.Marshal(model.Response{Output: output, Model: "fake", Usage: model.Usage{InputTokens: 1, OutputTokens: 1}})
+	b, _ := json.Marshal(wire.Result{Output: output, Model: "fake", Usage: wire.Usage{InputTokens: 1, OutputTokens: 1}})
 	return string(b)
 }
 

@@ -1,0 +1,25 @@
+package wire
+
+// Result is a succeeded job's result as the API publishes it (the view's
+// result member) and as the worker stores it. It is declared here, apart
+// from pkg/model's Response, so that a provider seam's change cannot
+// reshape what clients read, and its members and their order are the ones
+// records were written with before it existed, so every stored result
+// reads the same.
+type Result struct {
+	Output string `json:"output"`
+	// Model is the provider's model id that produced it.
+	Model        string `json:"model"`
+	FinishReason string `json:"finish_reason,omitempty"`
+	Usage        Usage  `json:"usage"`
+}
+
+// Usage is the tokens the result was billed for, as the provider reported
+// them.
+type Usage struct {
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+	// Estimated marks counts the provider never reported: an upper
+	// estimate of what it may bill.
+	Estimated bool `json:"estimated,omitempty"`
+}
