@@ -8,11 +8,11 @@ import (
 	"os"
 
 	"github.com/aijobs/aijobs/pkg/app/callbacks"
-	"github.com/aijobs/aijobs/pkg/app/wire"
+	"github.com/aijobs/aijobs/pkg/app/roles"
 )
 
 func main() {
-	if err := wire.Lambda(callbacks.NotifierHandler); err != nil {
+	if err := roles.Lambda(callbacks.NotifierHandler); err != nil {
 		fmt.Fprintln(os.Stderr, "notifier:", err)
 		os.Exit(1)
 	}

@@ -8,11 +8,11 @@ import (
 	"os"
 
 	"github.com/aijobs/aijobs/pkg/app/providers"
-	"github.com/aijobs/aijobs/pkg/app/wire"
+	"github.com/aijobs/aijobs/pkg/app/roles"
 )
 
 func main() {
-	if err := wire.Lambda(providers.WorkerHandler); err != nil {
+	if err := roles.Lambda(providers.WorkerHandler); err != nil {
 		fmt.Fprintln(os.Stderr, "worker:", err)
 		os.Exit(1)
 	}

@@ -1,7 +1,7 @@
 // Package app wires adapters to handlers from a config.Config for the dev
 // server, the benchmark, the chaos harness and the end-to-end tests: every
 // role at once, or one. It composes the packages each Lambda function uses
-// alone (pkg/app/wire, and pkg/app/providers for the worker,
+// alone (pkg/app/roles, and pkg/app/providers for the worker,
 // pkg/app/callbacks for the notifier), so no binary is wired differently
 // from the others, and each function links only its own role's code.
 package app
@@ -20,7 +20,7 @@ import (
 	"github.com/aijobs/aijobs/pkg/app/callbacks"
 	"github.com/aijobs/aijobs/pkg/app/lot"
 	"github.com/aijobs/aijobs/pkg/app/providers"
-	"github.com/aijobs/aijobs/pkg/app/wire"
+	"github.com/aijobs/aijobs/pkg/app/roles"
 	"github.com/aijobs/aijobs/pkg/awsclient"
 	"github.com/aijobs/aijobs/pkg/awsclient/awsconfig"
 	"github.com/aijobs/aijobs/pkg/config"
@@ -71,7 +71,7 @@ type Options struct {
 	EveryProvider model.Provider
 	Logger        *slog.Logger
 	// MetricsOutput is where the EMF metric lines go; nil means standard
-	// output (wire.Options).
+	// output (roles.Options).
 	MetricsOutput io.Writer
 	Clock         job.Clock
 }
@@ -100,11 +100,11 @@ type App struct {
 	Logger *slog.Logger
 }
 
-// New wires the system described by cfg: the shared wiring (pkg/app/wire)
+// New wires the system described by cfg: the shared wiring (pkg/app/roles)
 // and, on it, the role's handlers, the providers (pkg/app/providers) and
 // the notifier (pkg/app/callbacks) included.
 func New(ctx context.Context, cfg config.Config, o Options) (*App, error) {
-	b, err := wire.New(ctx, cfg, wire.Options{CreateResources: o.CreateResources, Counter: o.Counter, APIOptions: o.APIOptions,
+	b, err := roles.New(ctx, cfg, roles.Options{CreateResources: o.CreateResources, Counter: o.Counter, APIOptions: o.APIOptions,
 		Logger: o.Logger, MetricsOutput: o.MetricsOutput, Clock: o.Clock, LoadAWS: awsconfig.Load})
 	if err != nil {
 		return nil, err
@@ -144,7 +144,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*App, error) {
 }
 
 // Logger is the JSON logger every binary uses (CloudWatch reads JSON lines).
-func Logger(level string) *slog.Logger { return wire.Logger(level) }
+func Logger(level string) *slog.Logger { return roles.Logger(level) }
 
 // LoggerTo is Logger writing to w.
-func LoggerTo(w io.Writer, level string) *slog.Logger { return wire.LoggerTo(w, level) }
+func LoggerTo(w io.Writer, level string) *slog.Logger { return roles.LoggerTo(w, level) }

@@ -9,7 +9,7 @@ import (
 	"context"
 	"fmt"
 
-	"github.com/aijobs/aijobs/pkg/app/wire"
+	"github.com/aijobs/aijobs/pkg/app/roles"
 	"github.com/aijobs/aijobs/pkg/dynamodb"
 	"github.com/aijobs/aijobs/pkg/notifier"
 	"github.com/aijobs/aijobs/pkg/secretsmanager"
@@ -26,7 +26,7 @@ type Notifier struct {
 }
 
 // NotifierHandler is the notifier function's role.
-func NotifierHandler(ctx context.Context, b *wire.Base) (any, error) {
+func NotifierHandler(ctx context.Context, b *roles.Base) (any, error) {
 	if !b.Config.Callbacks {
 		return nil, fmt.Errorf("app: the notifier needs AIJOBS_CALLBACKS=true")
 	}
@@ -40,7 +40,7 @@ func NotifierHandler(ctx context.Context, b *wire.Base) (any, error) {
 // New builds the notifier: its queue, its signing secrets (read once per
 // process; created when create is set and none exists, as the dev server
 // does) and its delivery client under the target policy.
-func New(ctx context.Context, b *wire.Base, create bool) (*Notifier, error) {
+func New(ctx context.Context, b *roles.Base, create bool) (*Notifier, error) {
 	cfg, s := b.Config, b.Config.Settings
 	if cfg.CallbackQueueURL == "" {
 		return nil, fmt.Errorf("app: no callback queue URL (set AIJOBS_CALLBACK_QUEUE_URL, or AIJOBS_CALLBACKS=false)")

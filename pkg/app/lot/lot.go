@@ -7,19 +7,19 @@ package lot
 import (
 	"context"
 
-	"github.com/aijobs/aijobs/pkg/app/wire"
+	"github.com/aijobs/aijobs/pkg/app/roles"
 	"github.com/aijobs/aijobs/pkg/s3"
 )
 
 // New is the lot on the configured bucket (AIJOBS_PARK_BUCKET).
-func New(b *wire.Base) *s3.Lot { return s3.New(s3.NewClient(b.AWS), b.Config.ParkBucket) }
+func New(b *roles.Base) *s3.Lot { return s3.New(s3.NewClient(b.AWS), b.Config.ParkBucket) }
 
 // Create makes the bucket on an emulator, as the dev server does.
-func Create(ctx context.Context, b *wire.Base) error {
+func Create(ctx context.Context, b *roles.Base) error {
 	return s3.CreateBucket(ctx, s3.NewClient(b.AWS), b.Config.ParkBucket)
 }
 
 // ReconcilerHandler is the reconciler function's role.
-func ReconcilerHandler(_ context.Context, b *wire.Base) (any, error) {
+func ReconcilerHandler(_ context.Context, b *roles.Base) (any, error) {
 	return b.Reconciler(New(b)).Handle, nil
 }

@@ -14,7 +14,7 @@ import (
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 
 	"github.com/aijobs/aijobs/pkg/app/lot"
-	"github.com/aijobs/aijobs/pkg/app/wire"
+	"github.com/aijobs/aijobs/pkg/app/roles"
 	"github.com/aijobs/aijobs/pkg/awsclient"
 	"github.com/aijobs/aijobs/pkg/config"
 	"github.com/aijobs/aijobs/pkg/model"
@@ -38,7 +38,7 @@ type Options struct {
 
 // WorkerHandler is the worker function's role: its providers as
 // configured, and the worker over them.
-func WorkerHandler(ctx context.Context, b *wire.Base) (any, error) {
+func WorkerHandler(ctx context.Context, b *roles.Base) (any, error) {
 	p, err := New(ctx, b, Options{})
 	if err != nil {
 		return nil, err
@@ -49,7 +49,7 @@ func WorkerHandler(ctx context.Context, b *wire.Base) (any, error) {
 // New builds the provider table's entries, once per process: keys named
 // by api_key_secret are read from Secrets Manager here (a cold start), and
 // entries the options replace are not built at all.
-func New(ctx context.Context, b *wire.Base, o Options) (map[string]model.Provider, error) {
+func New(ctx context.Context, b *roles.Base, o Options) (map[string]model.Provider, error) {
 	cfg := b.Config
 	out := map[string]model.Provider{}
 	var secrets *secretsmanager.Reader

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/aijobs/aijobs/pkg/app/providers"
-	"github.com/aijobs/aijobs/pkg/app/wire"
+	"github.com/aijobs/aijobs/pkg/app/roles"
 	"github.com/aijobs/aijobs/pkg/awsclient"
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/model"
@@ -48,7 +48,7 @@ func TestBedrockSignsWithTheFunctionsCredentials(t *testing.T) {
 			"usage":{"inputTokens":3,"outputTokens":1,"totalTokens":4},"metrics":{"latencyMs":1}}`))
 	}))
 	t.Cleanup(srv.Close)
-	b, err := wire.FromEnv(t.Context(), getenv(functionEnv(srv.URL)))
+	b, err := roles.FromEnv(t.Context(), getenv(functionEnv(srv.URL)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,11 +80,11 @@ func TestWorkerWithoutCredentialsFailsAtInit(t *testing.T) {
 	delete(env, "AWS_ACCESS_KEY_ID")
 	delete(env, "AWS_SECRET_ACCESS_KEY")
 	delete(env, "AWS_SESSION_TOKEN")
-	if _, err := wire.FromEnv(t.Context(), getenv(env)); !errors.Is(err, awsclient.ErrNoCredentials) {
+	if _, err := roles.FromEnv(t.Context(), getenv(env)); !errors.Is(err, awsclient.ErrNoCredentials) {
 		t.Fatalf("wiring without credentials: %v, want ErrNoCredentials", err)
 	}
 	env["AWS_ENDPOINT_URL"] = "http://127.0.0.1:1"
-	b, err := wire.FromEnv(t.Context(), getenv(env))
+	b, err := roles.FromEnv(t.Context(), getenv(env))
 	if err != nil {
 		t.Fatalf("wiring against an emulator needs no credentials: %v", err)
 	}

@@ -1,4 +1,4 @@
-// Package wire builds what every function shares (the AWS configuration,
+// Package roles builds what every function shares (the AWS configuration,
 // the store, the job queue, metrics, the logger) and, on it, the handlers
 // that need nothing more: the API, the reconciler, and the worker once it
 // is given its providers. It imports no model provider and nothing of the
@@ -6,7 +6,7 @@
 // role's code (docs/benchmarks.md, "Cold start and size"); pkg/app.New
 // composes this package with pkg/app/providers and pkg/app/callbacks for
 // the dev server and the tests.
-package wire
+package roles
 
 import (
 	"cmp"
