@@ -21,6 +21,11 @@ type (
 	Page = wire.Page
 	// CreateBody is the body of POST /jobs.
 	CreateBody = wire.CreateBody
+	// CreateRequest is CreateBody's name before the wire package.
+	//
+	// Deprecated: use CreateBody; the old name stays for callers that
+	// built against it.
+	CreateRequest = wire.CreateBody
 )
 
 // TimeFormat is how the API writes times (RFC 3339, UTC, milliseconds).
