@@ -100,32 +100,49 @@ func ParseCreate(tenant, key string, body []byte, l job.Limits) (job.CreateReque
 	if r.MaxAttempts, err = boundedInt("max_attempts", b["max_attempts"], l.DefaultMaxAttempts, 1, l.MaxMaxAttempts); err != nil {
 		return r, err
 	}
-	r.Budget = l.DefaultBudget
-	budget, ok, err := number("budget_cents", b["budget_cents"])
-	if err != nil {
+	if err := parseBudget(b["budget_cents"], l, &r); err != nil {
 		return r, err
 	}
-	if ok {
-		v, perr := job.ParseCents(budget)
-		if perr != nil || v <= 0 || v > l.MaxBudget {
-			return r, invalid("budget_cents", "budget_cents must be a decimal number of cents above 0 and at most %s", l.MaxBudget)
-		}
-		r.Budget = v
-	}
-	if md := b["metadata"]; given(md) {
-		m := bytes.TrimSpace(md)
-		if len(m) == 0 || m[0] != '{' {
-			return r, invalid("metadata", "metadata must be a JSON object")
-		}
-		if len(m) > l.MaxMetadataBytes {
-			return r, invalid("metadata", "metadata is larger than %d bytes", l.MaxMetadataBytes)
-		}
-		r.Metadata = json.RawMessage(m)
+	if err := parseMetadata(b["metadata"], l, &r); err != nil {
+		return r, err
 	}
 	if err := parseCallback(b, &r); err != nil {
 		return r, err
 	}
 	return r, nil
+}
+
+// parseBudget reads budget_cents, an exact decimal number of cents (the
+// default budget when absent), above 0 and at most the limit.
+func parseBudget(raw json.RawMessage, l job.Limits, r *job.CreateRequest) error {
+	r.Budget = l.DefaultBudget
+	budget, ok, err := number("budget_cents", raw)
+	if err != nil || !ok {
+		return err
+	}
+	v, err := job.ParseCents(budget)
+	if err != nil || v <= 0 || v > l.MaxBudget {
+		return invalid("budget_cents", "budget_cents must be a decimal number of cents above 0 and at most %s", l.MaxBudget)
+	}
+	r.Budget = v
+	return nil
+}
+
+// parseMetadata keeps metadata, a JSON object of at most the limit's
+// size, as it was sent.
+func parseMetadata(raw json.RawMessage, l job.Limits, r *job.CreateRequest) error {
+	if !given(raw) {
+		return nil
+	}
+	m := bytes.TrimSpace(raw)
+	if len(m) == 0 || m[0] != '{' {
+		return invalid("metadata", "metadata must be a JSON object")
+	}
+	if len(m) > l.MaxMetadataBytes {
+		return invalid("metadata", "metadata is larger than %d bytes", l.MaxMetadataBytes)
+	}
+	r.Metadata = json.RawMessage(m)
+	return nil
 }
 
 // parseCallback reads callback_url and callback_events. Whether the target
