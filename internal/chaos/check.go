@@ -114,18 +114,32 @@ func (h *harness) describe(f jobFacts) string {
 
 // check evaluates the six invariants over what the run left behind.
 func (h *harness) check(records map[string]job.Job, changed map[string]time.Time, emptied time.Time, dlq map[string]int) *Report {
-	now := time.Now()
-	bound := Bound(h.cfg)
-	prices := h.prices()
-	gens := map[string][]Generation{}
+	v := newInvariants(time.Now(), Bound(h.cfg), emptied, h.describe)
+	rep, gens := h.newReport(v.bound)
+	deadLettered(rep, records, dlq)
+	for _, f := range h.facts(records, changed, dlq, gens) {
+		v.checkJob(rep, f)
+	}
+	v.notes()
+	v.checkClients(h.clients)
+	h.timeToEnd(rep)
+	rep.Succeeded = rep.States[string(job.Succeeded)]
+	rep.Invariants = v.list()
+	return rep
+}
+
+// newReport starts the report with what the run was and each side's
+// billed generations. It reads the model server's ledger once and returns
+// it, so the per-job bills add up to the counts reported here even if a
+// late generation lands meanwhile.
+func (h *harness) newReport(bound time.Duration) (*Report, []Generation) {
 	h.sweepsMu.Lock()
 	sweeps := slices.Clone(h.sweeps)
 	h.sweepsMu.Unlock()
 	rep := &Report{Seed: h.opts.Seed, Jobs: h.opts.Jobs, Tenants: h.opts.Tenants, Load: h.opts.Load, LogDir: h.logDir, Bound: bound,
 		Faults: h.tally.Counts(), States: map[string]int{}, Sweeps: sweeps}
-	for _, g := range h.model.srv.Generations() {
-		key := fmt.Sprintf("%s/%d", g.NS, g.Index)
-		gens[key] = append(gens[key], g)
+	gens := h.model.srv.Generations()
+	for _, g := range gens {
 		if g.Billed() {
 			if g.NS == "aj" {
 				rep.AijobsBilled++
@@ -135,6 +149,13 @@ func (h *harness) check(records map[string]job.Job, changed map[string]time.Time
 		}
 	}
 	rep.BaselineSucceeded = h.baseline.Succeeded()
+	return rep, gens
+}
+
+// deadLettered lists the jobs SQS gave up on with the state each ended
+// in: a dead-lettered message is not a failure by itself, the job's state
+// says whether anything was lost with it.
+func deadLettered(rep *Report, records map[string]job.Job, dlq map[string]int) {
 	for id, n := range dlq {
 		rep.DeadLettered += n
 		state := "no such job"
@@ -147,132 +168,226 @@ func (h *harness) check(records map[string]job.Job, changed map[string]time.Time
 		rep.DeadLetteredJobs = append(rep.DeadLetteredJobs, fmt.Sprintf("%s (%d, job %s)", id, n, state))
 	}
 	slices.Sort(rep.DeadLetteredJobs)
+}
+
+// facts joins, for each job the clients drove, its record with what the
+// model server billed for it: the invariants compare the two.
+func (h *harness) facts(records map[string]job.Job, changed map[string]time.Time, dlq map[string]int, gens []Generation) []jobFacts {
+	prices := h.prices()
+	byJob := map[string][]Generation{}
+	for _, g := range gens {
+		key := fmt.Sprintf("%s/%d", g.NS, g.Index)
+		byJob[key] = append(byJob[key], g)
+	}
 	var facts []jobFacts
 	for _, r := range h.clients.runs {
-		f := jobFacts{run: r, gens: gens[fmt.Sprintf("aj/%d", r.plan.Index)], dlq: dlq[r.id], changed: changed[r.id]}
+		f := jobFacts{run: r, gens: byJob[fmt.Sprintf("aj/%d", r.plan.Index)], dlq: dlq[r.id], changed: changed[r.id]}
 		f.rec, f.has = records[r.id]
-		for _, g := range f.gens {
-			p := prices[g.Model]
-			f.billed += p.Cost(g.Prompt, g.Output)
-			rc, ok := h.tally.Receipt(g.ID())
-			if ok && rc.Complete {
-				f.received++
-			}
-			// A stream's tokens the client never read (none when it never
-			// saw the headers) were sent after it had left.
-			if g.Stream && !rc.Complete && g.Output > int64(rc.Chunks) {
-				f.inflight += p.Cost(0, g.Output-int64(rc.Chunks))
-			}
-		}
+		f.bill(prices, h.tally)
 		facts = append(facts, f)
 	}
+	return facts
+}
 
-	inv := []*Invariant{
-		{N: 1, Name: "every accepted job is terminal or recoverable within the bound"},
-		{N: 2, Name: "every succeeded job has exactly one successful generation"},
-		{N: 3, Name: "a finished job holds nothing, and its cost is the model's bill (or at least it, estimated)"},
-		{N: 4, Name: "no job's cost exceeds its budget (record and bill)"},
-		{N: 5, Name: "pollers saw version and updated_at only move forward"},
-		{N: 6, Name: "no tenant saw another tenant's job"},
-	}
-	fail := func(i *Invariant, s string) {
-		i.Failed++
-		i.Failures = append(i.Failures, s)
-	}
-	var pending, lostJobs, exact, race, over, marked, multi int
-	var recorded, billed job.Nanocents
-	for _, f := range facts {
-		r := f.run
-		r.mu.Lock()
-		accepted, lostAt, touchedAt := r.accepted, r.lostAt, r.touchedAt
-		r.mu.Unlock()
-		if !f.has {
-			if accepted {
-				inv[0].Checked++
-				fail(inv[0], "accepted but no record: "+h.describe(f))
-			} else {
-				rep.States["never accepted"]++
-			}
-			continue
+// bill adds up what the model billed for the job, and which of it its
+// clients read: only the client side can tell a generation received from
+// one the server sent to nobody.
+func (f *jobFacts) bill(prices map[string]job.Price, tally *Tally) {
+	for _, g := range f.gens {
+		p := prices[g.Model]
+		f.billed += p.Cost(g.Prompt, g.Output)
+		rc, ok := tally.Receipt(g.ID())
+		if ok && rc.Complete {
+			f.received++
 		}
-		j := f.rec
-		inv[0].Checked++
-		if j.State.Terminal() {
-			rep.States[string(j.State)]++
+		// A stream's tokens the client never read (none when it never
+		// saw the headers) were sent after it had left.
+		if g.Stream && !rc.Complete && g.Output > int64(rc.Chunks) {
+			f.inflight += p.Cost(0, g.Output-int64(rc.Chunks))
+		}
+	}
+}
+
+// invariants are the six invariants while the check fills them in, with
+// the counters the first three's notes report: the cases that passed by a
+// rule other than the plain one are counted, not hidden.
+type invariants struct {
+	recovery, success, cost, budget, order, isolation Invariant
+
+	now, emptied time.Time
+	bound        time.Duration
+	describe     func(jobFacts) string
+
+	pending, lost             int // invariant 1
+	multi                     int // invariant 2
+	exact, race, over, marked int // invariant 3
+	recorded, billed          job.Nanocents
+}
+
+func newInvariants(now time.Time, bound time.Duration, emptied time.Time, describe func(jobFacts) string) *invariants {
+	return &invariants{
+		recovery:  Invariant{N: 1, Name: "every accepted job is terminal or recoverable within the bound"},
+		success:   Invariant{N: 2, Name: "every succeeded job has exactly one successful generation"},
+		cost:      Invariant{N: 3, Name: "a finished job holds nothing, and its cost is the model's bill (or at least it, estimated)"},
+		budget:    Invariant{N: 4, Name: "no job's cost exceeds its budget (record and bill)"},
+		order:     Invariant{N: 5, Name: "pollers saw version and updated_at only move forward"},
+		isolation: Invariant{N: 6, Name: "no tenant saw another tenant's job"},
+		now:       now, bound: bound, emptied: emptied, describe: describe,
+	}
+}
+
+func (i *Invariant) fail(s string) {
+	i.Failed++
+	i.Failures = append(i.Failures, s)
+}
+
+// checkJob holds one job to the invariants the records and the bill can
+// settle (1 to 4); a job never accepted promised nothing, and is only
+// counted.
+func (v *invariants) checkJob(rep *Report, f jobFacts) {
+	r := f.run
+	r.mu.Lock()
+	accepted, lostAt, touchedAt := r.accepted, r.lostAt, r.touchedAt
+	r.mu.Unlock()
+	if !f.has {
+		if accepted {
+			v.recovery.Checked++
+			v.recovery.fail("accepted but no record: " + v.describe(f))
 		} else {
-			rep.States["unfinished"]++
-			switch age := now.Sub(later(f.changed, emptied)); {
-			case emptied.IsZero():
-				fail(inv[0], fmt.Sprintf("unfinished after the run's %s drain, the queue never empty: %s", drainCap, h.describe(f)))
-			case age > bound:
-				fail(inv[0], fmt.Sprintf("unfinished and untouched for %s > %s since the queue emptied: %s", age.Round(time.Second), bound, h.describe(f)))
-			default:
-				pending++
-			}
+			rep.States["never accepted"]++
 		}
-		if !lostAt.IsZero() {
-			lostJobs++
-			end := touchedAt
-			if end.IsZero() {
-				end = now
-			}
-			if d := end.Sub(lostAt); d > bound {
-				fail(inv[0], fmt.Sprintf("message lost at create, first touched after %s > %s: %s", d.Round(time.Second), bound, h.describe(f)))
-			}
-		}
+		return
+	}
+	if f.rec.State.Terminal() {
+		rep.States[string(f.rec.State)]++
+	} else {
+		rep.States["unfinished"]++
+	}
+	v.checkRecovery(f, lostAt, touchedAt)
+	v.checkSuccess(f)
+	v.checkCost(f)
+	v.checkBudget(f)
+}
 
-		if j.State == job.Succeeded {
-			inv[1].Checked++
-			if f.received != 1 {
-				fail(inv[1], fmt.Sprintf("%d successful generations: %s", f.received, h.describe(f)))
-			}
-		} else if f.received > 1 {
-			multi++
-		}
-
-		if j.State.Terminal() {
-			inv[2].Checked++
-			recorded, billed = recorded+j.Cost, billed+f.billed
-			if estimated(j) {
-				marked++
-			}
-			switch {
-			case j.Held > 0:
-				// A hold is not a cost: a finished job's dead attempt is
-				// written off (its hold charged), so none may remain.
-				fail(inv[2], fmt.Sprintf("finished with %s still held (cost %s, bill %s): %s", j.Held, j.Cost, f.billed, h.describe(f)))
-			case j.Cost == f.billed:
-				exact++
-			case j.Cost < f.billed && j.Cost >= f.billed-f.inflight:
-				race++
-			case j.Cost > f.billed && estimated(j):
-				over++
-			case j.Cost > f.billed:
-				fail(inv[2], fmt.Sprintf("cost %s above the bill %s and not marked cost_estimated: %s", j.Cost, f.billed, h.describe(f)))
-			default:
-				fail(inv[2], fmt.Sprintf("cost %s below the bill %s by %s: %s", j.Cost, f.billed, f.billed-j.Cost, h.describe(f)))
-			}
-		}
-
-		inv[3].Checked++
-		if j.Cost > j.Budget || f.billed > j.Budget {
-			fail(inv[3], fmt.Sprintf("budget %s: record cost %s, model bill %s: %s", j.Budget, j.Cost, f.billed, h.describe(f)))
+// checkRecovery is invariant 1: a job still unfinished is stuck only once
+// it has been untouched for longer than the bound since the queue emptied
+// (before that it may be waiting its turn), and a job whose message the
+// API never sent must be found by the reconciler within the bound.
+func (v *invariants) checkRecovery(f jobFacts, lostAt, touchedAt time.Time) {
+	v.recovery.Checked++
+	if !f.rec.State.Terminal() {
+		switch age := v.now.Sub(later(f.changed, v.emptied)); {
+		case v.emptied.IsZero():
+			v.recovery.fail(fmt.Sprintf("unfinished after the run's %s drain, the queue never empty: %s", drainCap, v.describe(f)))
+		case age > v.bound:
+			v.recovery.fail(fmt.Sprintf("unfinished and untouched for %s > %s since the queue emptied: %s", age.Round(time.Second), v.bound, v.describe(f)))
+		default:
+			v.pending++
 		}
 	}
-	inv[0].Note = fmt.Sprintf("%d unfinished within the bound %s; %d lost at create (API killed)", pending, bound, lostJobs)
-	inv[1].Note = fmt.Sprintf("a successful generation is one a client read whole; %d jobs not succeeded had more than one", multi)
-	inv[2].Note = fmt.Sprintf("%d exact, %d above the bill (marked cost_estimated), %d short only by stream tokens sent but never read because the client had left; finished jobs recorded %s of a bill of %s (%s), %d marked estimated",
-		exact, over, race, recorded, billed, costRatio(recorded, billed), marked)
-	c := h.clients
+	if !lostAt.IsZero() {
+		v.lost++
+		end := touchedAt
+		if end.IsZero() {
+			end = v.now
+		}
+		if d := end.Sub(lostAt); d > v.bound {
+			v.recovery.fail(fmt.Sprintf("message lost at create, first touched after %s > %s: %s", d.Round(time.Second), v.bound, v.describe(f)))
+		}
+	}
+}
+
+// checkSuccess is invariant 2, which promises nothing of a job that did
+// not succeed; one read whole more than once is counted for the note all
+// the same, so a run shows how often answers were read and not kept.
+func (v *invariants) checkSuccess(f jobFacts) {
+	if f.rec.State == job.Succeeded {
+		v.success.Checked++
+		if f.received != 1 {
+			v.success.fail(fmt.Sprintf("%d successful generations: %s", f.received, v.describe(f)))
+		}
+	} else if f.received > 1 {
+		v.multi++
+	}
+}
+
+// checkCost is invariant 3: a finished job's cost is the bill, above it
+// only when marked estimated, below it only by stream tokens the client
+// never read.
+func (v *invariants) checkCost(f jobFacts) {
+	j := f.rec
+	if !j.State.Terminal() {
+		return
+	}
+	v.cost.Checked++
+	v.recorded, v.billed = v.recorded+j.Cost, v.billed+f.billed
+	if estimated(j) {
+		v.marked++
+	}
+	switch {
+	case j.Held > 0:
+		// A hold is not a cost: a finished job's dead attempt is
+		// written off (its hold charged), so none may remain.
+		v.cost.fail(fmt.Sprintf("finished with %s still held (cost %s, bill %s): %s", j.Held, j.Cost, f.billed, v.describe(f)))
+	case j.Cost == f.billed:
+		v.exact++
+	case j.Cost < f.billed && j.Cost >= f.billed-f.inflight:
+		v.race++
+	case j.Cost > f.billed && estimated(j):
+		v.over++
+	case j.Cost > f.billed:
+		v.cost.fail(fmt.Sprintf("cost %s above the bill %s and not marked cost_estimated: %s", j.Cost, f.billed, v.describe(f)))
+	default:
+		v.cost.fail(fmt.Sprintf("cost %s below the bill %s by %s: %s", j.Cost, f.billed, f.billed-j.Cost, v.describe(f)))
+	}
+}
+
+// checkBudget is invariant 4, on the record and on the model's bill both:
+// a record within budget could still hide a bill over it.
+func (v *invariants) checkBudget(f jobFacts) {
+	j := f.rec
+	v.budget.Checked++
+	if j.Cost > j.Budget || f.billed > j.Budget {
+		v.budget.fail(fmt.Sprintf("budget %s: record cost %s, model bill %s: %s", j.Budget, j.Cost, f.billed, v.describe(f)))
+	}
+}
+
+// notes say how invariants 1 to 3 passed: by which rule, and how close
+// the records came to the bill.
+func (v *invariants) notes() {
+	v.recovery.Note = fmt.Sprintf("%d unfinished within the bound %s; %d lost at create (API killed)", v.pending, v.bound, v.lost)
+	v.success.Note = fmt.Sprintf("a successful generation is one a client read whole; %d jobs not succeeded had more than one", v.multi)
+	v.cost.Note = fmt.Sprintf("%d exact, %d above the bill (marked cost_estimated), %d short only by stream tokens sent but never read because the client had left; finished jobs recorded %s of a bill of %s (%s), %d marked estimated",
+		v.exact, v.over, v.race, v.recorded, v.billed, costRatio(v.recorded, v.billed), v.marked)
+}
+
+// checkClients takes invariants 5 and 6 from the clients: only they saw
+// each answer as it came, so they checked them while polling and listing.
+func (v *invariants) checkClients(c *clients) {
 	c.mu.Lock()
-	inv[4].Checked, inv[5].Checked = c.checks5, c.checks6
+	defer c.mu.Unlock()
+	v.order.Checked, v.isolation.Checked = c.checks5, c.checks6
 	for _, s := range c.backwards {
-		fail(inv[4], s)
+		v.order.fail(s)
 	}
 	for _, s := range c.leaks {
-		fail(inv[5], s)
+		v.isolation.fail(s)
 	}
-	c.mu.Unlock()
+}
+
+// list is the invariants in order, each one's failures sorted: the jobs
+// were checked in schedule order, the report reads the same either way.
+func (v *invariants) list() []Invariant {
+	all := []Invariant{v.recovery, v.success, v.cost, v.budget, v.order, v.isolation}
+	for i := range all {
+		sort.Strings(all[i].Failures)
+	}
+	return all
+}
+
+// timeToEnd is what a client waited: polls made, and from create to the
+// first answer that showed its job finished.
+func (h *harness) timeToEnd(rep *Report) {
 	var toEnd []time.Duration
 	for _, r := range h.clients.runs {
 		r.mu.Lock()
@@ -283,12 +398,6 @@ func (h *harness) check(records map[string]job.Job, changed map[string]time.Time
 		r.mu.Unlock()
 	}
 	rep.TimeToEnd, rep.Ended = percentiles(toEnd), len(toEnd)
-	rep.Succeeded = rep.States[string(job.Succeeded)]
-	for _, i := range inv {
-		sort.Strings(i.Failures)
-		rep.Invariants = append(rep.Invariants, *i)
-	}
-	return rep
 }
 
 // Report is a run's outcome.

@@ -112,6 +112,47 @@ func (h *harness) progress(format string, args ...any) {
 // Run runs one seeded chaos run against the endpoint and checks the
 // invariants; an error means the harness itself could not run.
 func Run(ctx context.Context, o Options) (*Report, error) {
+	h, err := newHarness(o)
+	if err != nil {
+		return nil, err
+	}
+	defer h.closeFiles()
+
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	defer cancel()
+
+	closeModel, err := h.startModelServer()
+	if err != nil {
+		return nil, err
+	}
+	defer closeModel()
+	if err := h.setUp(ctx); err != nil {
+		return nil, err
+	}
+	closeAPI, err := h.startAPI(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer closeAPI()
+	h.startReconciler(ctx, &wg)
+	if err := h.startWorkers(); err != nil {
+		return nil, err
+	}
+	defer h.stopWorkers()
+	if err := h.startBaseline(ctx); err != nil {
+		return nil, err
+	}
+	defer h.baseline.Crash()
+	return h.loadDrainCheck(ctx, &wg)
+}
+
+// newHarness gives the run its log directory (a new temporary one unless
+// told), the harness's own log in it, and a resource prefix no other run
+// shares. The caller closes the log files once the run ends.
+func newHarness(o Options) (*harness, error) {
 	h := &harness{opts: o, endpoint: o.Endpoint, tally: NewTally(), start: time.Now()}
 	if h.logDir = o.LogDir; h.logDir == "" {
 		d, err := os.MkdirTemp("", fmt.Sprintf("aijobs-chaos-%d-", o.Seed))
@@ -123,42 +164,57 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err := os.MkdirAll(h.logDir, 0o755); err != nil {
 		return nil, err
 	}
-	defer func() {
-		for _, f := range h.files {
-			_ = f.Close()
-		}
-	}()
 	h.log = slog.New(slog.DiscardHandler)
 	h.log = h.fileLogger("harness.log")
 	b := make([]byte, 3)
 	_, _ = rand.Read(b)
 	h.prefix = fmt.Sprintf("chaos-%d-%s", o.Seed, hex.EncodeToString(b))
+	return h, nil
+}
 
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	var wg sync.WaitGroup
-	defer wg.Wait()
-	defer cancel()
+func (h *harness) closeFiles() {
+	for _, f := range h.files {
+		_ = f.Close()
+	}
+}
 
-	// The model server.
-	mln, err := net.Listen("tcp", "127.0.0.1:0")
+// serve serves handler on a free local port until the returned closer is
+// called.
+func serve(handler http.Handler) (url string, closer func() error, err error) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &http.Server{Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	return "http://" + ln.Addr().String(), srv.Close, nil
+}
+
+// startModelServer starts the model server first: the configuration
+// names its URL as every rung's provider.
+func (h *harness) startModelServer() (func() error, error) {
+	srv := &ModelServer{Recorder: h.tally}
+	url, closer, err := serve(srv)
 	if err != nil {
 		return nil, err
 	}
-	h.model = modelHost{srv: &ModelServer{Recorder: h.tally}, url: "http://" + mln.Addr().String()}
-	msrv := &http.Server{Handler: h.model.srv, ReadHeaderTimeout: 10 * time.Second, ErrorLog: nil}
-	go func() { _ = msrv.Serve(mln) }()
-	defer msrv.Close()
+	h.model = modelHost{srv: srv, url: url}
+	return closer, nil
+}
 
-	// Resources and the harness's fault-free view of them.
+// setUp creates the run's resources, keeps the harness's fault-free view
+// of them, and draws the schedule every side of the run follows: the
+// jobs, the model server's plan for each request, the load's end.
+func (h *harness) setUp(ctx context.Context) error {
+	o := h.opts
+	var err error
 	if h.cfg, err = config.Load(lookup(env(h.endpoint, h.prefix, h.model.url, "api"))); err != nil {
-		return nil, err
+		return err
 	}
 	if h.setup, err = app.New(ctx, h.cfg, app.Options{Role: app.ReconcilerRole, CreateResources: true, Logger: h.log}); err != nil {
-		return nil, err
+		return err
 	}
 	h.cfg.QueueURL, h.cfg.DLQURL = h.setup.Config.QueueURL, h.setup.Config.DLQURL
-	s := h.cfg.Settings
 	h.sched = NewSchedule(ScheduleOptions{Seed: o.Seed, Jobs: o.Jobs, Tenants: o.Tenants, Load: o.Load, Model: o.Model, KillEvery: o.KillEvery,
 		Reserve: func(route, content string, maxTokens int) job.Nanocents {
 			return h.cfg.Routes[route].Reserve(job.Input{Messages: []job.Message{{Role: "user", Content: content}}, MaxTokens: maxTokens})
@@ -172,8 +228,14 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 		return fmt.Sprintf("%s-%d", ns, i)
 	}
 	h.loadEnd = h.start.Add(o.Load)
+	return nil
+}
 
-	// The API, with faults and the API killer.
+// startAPI serves the API behind the gateway the clients call, its AWS
+// calls faulted and the API killer in their path, as a deployment's would
+// meet them.
+func (h *harness) startAPI(ctx context.Context) (func() error, error) {
+	o, s := h.opts, h.cfg.Settings
 	h.killer = &apiKiller{rec: h.tally}
 	apiFaults := &AWSFaults{Seed: o.Seed, Where: "api", Rates: o.AWS, Until: h.loadEnd, Recorder: h.tally}
 	apiFaults.StallMin, apiFaults.StallMax, apiFaults.HangMax = faultTimes(s)
@@ -182,45 +244,58 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	if err != nil {
 		return nil, err
 	}
-	aln, err := net.Listen("tcp", "127.0.0.1:0")
+	url, closer, err := serve(&devserver.Gateway{Handler: api.API.Handle, Timeout: s.APITimeout, Logger: api.Logger})
 	if err != nil {
 		return nil, err
 	}
-	gw := &devserver.Gateway{Handler: api.API.Handle, Timeout: s.APITimeout, Logger: api.Logger}
-	asrv := &http.Server{Handler: gw, ReadHeaderTimeout: 10 * time.Second}
-	go func() { _ = asrv.Serve(aln) }()
-	defer asrv.Close()
-	h.clients.url = "http://" + aln.Addr().String()
+	h.clients.url = url
+	return closer, nil
+}
 
-	// The reconciler on its schedule, fault-free (its own bound is what
-	// invariant 1 measures).
+// startReconciler runs the reconciler on its schedule, fault-free: its
+// own bound is what invariant 1 measures.
+func (h *harness) startReconciler(ctx context.Context, wg *sync.WaitGroup) {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		h.reconcile(ctx, s.ReconcileEvery)
+		h.reconcile(ctx, h.cfg.Settings.ReconcileEvery)
 	}()
+}
 
-	// Two worker processes, clocks skewed apart.
+// startWorkers starts two worker processes with their clocks skewed
+// apart, so the lease guard is tested across clocks that disagree.
+func (h *harness) startWorkers() error {
 	h.workers = []*workerProc{{name: "worker-a", skew: -skew}, {name: "worker-b", skew: skew}}
 	for _, w := range h.workers {
 		if err := w.start(h); err != nil {
-			return nil, err
+			return err
 		}
 	}
-	defer func() {
-		for _, w := range h.workers {
-			w.stop(h.log)
-		}
-	}()
+	return nil
+}
 
-	// The baseline, facing the same schedule.
+func (h *harness) stopWorkers() {
+	for _, w := range h.workers {
+		w.stop(h.log)
+	}
+}
+
+// startBaseline starts the naive consumer the run compares aijobs with,
+// facing the same schedule.
+func (h *harness) startBaseline(ctx context.Context) error {
+	var err error
 	if h.baseline, err = h.newBaseline(ctx); err != nil {
-		return nil, err
+		return err
 	}
 	h.baseline.Start()
-	defer h.baseline.Crash()
+	return nil
+}
 
-	h.progress("seed %d: %d jobs over %s; kumo %s; logs in %s", o.Seed, o.Jobs, o.Load, h.endpoint, h.logDir)
+// loadDrainCheck drives the load and its worker kills, drains, and stops
+// the clients, the baseline and the workers before counting the dead
+// letters and checking, so the check reads a run that has stopped.
+func (h *harness) loadDrainCheck(ctx context.Context, wg *sync.WaitGroup) (*Report, error) {
+	h.progress("seed %d: %d jobs over %s; kumo %s; logs in %s", h.opts.Seed, h.opts.Jobs, h.opts.Load, h.endpoint, h.logDir)
 	drainCtx, stopClients := context.WithCancel(ctx)
 	defer stopClients()
 	var cw sync.WaitGroup
@@ -245,9 +320,7 @@ func Run(ctx context.Context, o Options) (*Report, error) {
 	cw.Wait()
 	<-watchDone
 	h.baseline.Crash()
-	for _, w := range h.workers {
-		w.stop(h.log)
-	}
+	h.stopWorkers()
 	dlq, err := h.deadLetters(context.Background())
 	if err != nil {
 		return nil, err

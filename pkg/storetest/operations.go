@@ -143,121 +143,154 @@ func nudge(t *testing.T, s *suite) {
 // skip, filtered by state and class, from Since on; never another
 // tenant's; a cursor that is not one is invalid_request.
 func list(t *testing.T, s *suite) {
-	ctx := t.Context()
-	tenantX := fmt.Sprint("tenant-list-", s.seq.Add(1))
-	var mine []job.Job
+	l := newListed(t, s)
+	l.filters(t)
+	t.Run("a page holds the summary", l.summary)
+	t.Run("another tenant sees none", func(t *testing.T) {
+		if ids := l.all(t, job.ListQuery{Tenant: l.tenant + "-nobody", Limit: 5}); len(ids) != 0 {
+			t.Fatalf("ids %v", ids)
+		}
+	})
+	t.Run("a bad cursor is invalid_request", l.badCursors)
+}
+
+// listed is what list's subtests read: a tenant of their own, so no other
+// case's jobs show in its pages, and its jobs as created.
+type listed struct {
+	s      *suite
+	tenant string
+	mine   []job.Job
+}
+
+// newListed creates seven jobs of a new tenant, every third failed
+// overloaded, a second apart, and one job of another tenant that must
+// never show.
+func newListed(t *testing.T, s *suite) listed {
+	l := listed{s: s, tenant: fmt.Sprint("tenant-list-", s.seq.Add(1))}
 	for i := range 7 {
 		at := base.Add(time.Duration(i) * time.Second)
-		mut := func(j *job.Job) { j.Tenant, j.CreatedAt, j.UpdatedAt = tenantX, at, at }
+		mut := func(j *job.Job) { j.Tenant, j.CreatedAt, j.UpdatedAt = l.tenant, at, at }
 		if i%3 == 0 {
-			mine = append(mine, s.create(t, mut, ended(job.Failed, job.Overloaded)))
+			l.mine = append(l.mine, s.create(t, mut, ended(job.Failed, job.Overloaded)))
 		} else {
-			mine = append(mine, s.create(t, mut))
+			l.mine = append(l.mine, s.create(t, mut))
 		}
 	}
 	// No two of them share a creation time: kumo orders index ties
 	// differently from one query to the next (real DynamoDB and the memory
 	// store order them by id), so a tie would make pages flaky on kumo.
-	s.create(t, func(j *job.Job) { j.Tenant = tenantX + "-other" })
+	s.create(t, func(j *job.Job) { j.Tenant = l.tenant + "-other" })
+	return l
+}
 
-	all := func(q job.ListQuery) []string {
-		t.Helper()
-		var ids []string
-		for pages := 0; ; pages++ {
-			if pages > 20 {
-				t.Fatal("pages never end")
+// all follows q's pages to the end, holding each page to its limit and to
+// q's tenant, and returns the ids in page order.
+func (l listed) all(t *testing.T, q job.ListQuery) []string {
+	t.Helper()
+	var ids []string
+	for pages := 0; ; pages++ {
+		if pages > 20 {
+			t.Fatal("pages never end")
+		}
+		p, err := l.s.store.List(t.Context(), q)
+		if err != nil {
+			t.Fatalf("list %+v: %v", q, err)
+		}
+		if len(p.Jobs) > job.ClampLimit(q.Limit) {
+			t.Fatalf("page of %d, limit %d", len(p.Jobs), q.Limit)
+		}
+		for _, j := range p.Jobs {
+			if j.Tenant != "" && j.Tenant != q.Tenant {
+				t.Fatalf("another tenant's job %s", j.ID)
 			}
-			p, err := s.store.List(ctx, q)
-			if err != nil {
-				t.Fatalf("list %+v: %v", q, err)
-			}
-			if len(p.Jobs) > job.ClampLimit(q.Limit) {
-				t.Fatalf("page of %d, limit %d", len(p.Jobs), q.Limit)
-			}
-			for _, j := range p.Jobs {
-				if j.Tenant != "" && j.Tenant != q.Tenant {
-					t.Fatalf("another tenant's job %s", j.ID)
-				}
-				ids = append(ids, j.ID)
-			}
-			if p.Next == "" {
-				return ids
-			}
-			q.Cursor = p.Next
+			ids = append(ids, j.ID)
+		}
+		if p.Next == "" {
+			return ids
+		}
+		q.Cursor = p.Next
+	}
+}
+
+// want is the ids of the jobs keep keeps, newest first (ties by id,
+// highest first), written out here rather than asked of the store.
+func (l listed) want(keep func(job.Job) bool) []string {
+	var ids []job.Job
+	for _, j := range l.mine {
+		if keep(j) {
+			ids = append(ids, j)
 		}
 	}
-	want := func(keep func(job.Job) bool) []string {
-		var ids []job.Job
-		for _, j := range mine {
-			if keep(j) {
-				ids = append(ids, j)
-			}
+	slices.SortFunc(ids, func(a, b job.Job) int {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+			return c
 		}
-		slices.SortFunc(ids, func(a, b job.Job) int {
-			if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
-				return c
-			}
-			if a.ID < b.ID {
-				return 1
-			}
-			return -1
-		})
-		out := make([]string, len(ids))
-		for i, j := range ids {
-			out[i] = j.ID
+		if a.ID < b.ID {
+			return 1
 		}
-		return out
+		return -1
+	})
+	out := make([]string, len(ids))
+	for i, j := range ids {
+		out[i] = j.ID
 	}
+	return out
+}
+
+// filters pages through each filter at a limit that splits the answer, so
+// a cursor that repeated or skipped a job would show.
+func (l listed) filters(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		q    job.ListQuery
 		keep func(job.Job) bool
 	}{
-		{"everything, one page", job.ListQuery{Tenant: tenantX, Limit: 100}, func(job.Job) bool { return true }},
-		{"everything, pages of 3", job.ListQuery{Tenant: tenantX, Limit: 3}, func(job.Job) bool { return true }},
-		{"everything, pages of 1", job.ListQuery{Tenant: tenantX, Limit: 1}, func(job.Job) bool { return true }},
-		{"failed only, pages of 2", job.ListQuery{Tenant: tenantX, State: job.Failed, Limit: 2}, func(j job.Job) bool { return j.State == job.Failed }},
-		{"by class", job.ListQuery{Tenant: tenantX, Class: job.Overloaded, Limit: 2}, func(j job.Job) bool { return j.ErrorClass == job.Overloaded }},
-		{"queued since 4s", job.ListQuery{Tenant: tenantX, State: job.Queued, Since: base.Add(4 * time.Second), Limit: 2}, func(j job.Job) bool {
+		{"everything, one page", job.ListQuery{Tenant: l.tenant, Limit: 100}, func(job.Job) bool { return true }},
+		{"everything, pages of 3", job.ListQuery{Tenant: l.tenant, Limit: 3}, func(job.Job) bool { return true }},
+		{"everything, pages of 1", job.ListQuery{Tenant: l.tenant, Limit: 1}, func(job.Job) bool { return true }},
+		{"failed only, pages of 2", job.ListQuery{Tenant: l.tenant, State: job.Failed, Limit: 2}, func(j job.Job) bool { return j.State == job.Failed }},
+		{"by class", job.ListQuery{Tenant: l.tenant, Class: job.Overloaded, Limit: 2}, func(j job.Job) bool { return j.ErrorClass == job.Overloaded }},
+		{"queued since 4s", job.ListQuery{Tenant: l.tenant, State: job.Queued, Since: base.Add(4 * time.Second), Limit: 2}, func(j job.Job) bool {
 			return j.State == job.Queued && !j.CreatedAt.Before(base.Add(4*time.Second))
 		}},
-		{"nothing matches", job.ListQuery{Tenant: tenantX, Class: job.Auth, Limit: 2}, func(job.Job) bool { return false }},
+		{"nothing matches", job.ListQuery{Tenant: l.tenant, Class: job.Auth, Limit: 2}, func(job.Job) bool { return false }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got, w := all(c.q), want(c.keep); !slices.Equal(got, w) {
+			if got, w := l.all(t, c.q), l.want(c.keep); !slices.Equal(got, w) {
 				t.Fatalf("ids\n got %v\nwant %v", got, w)
 			}
 		})
 	}
-	t.Run("a page holds the summary", func(t *testing.T) {
-		p, err := s.store.List(ctx, job.ListQuery{Tenant: tenantX, State: job.Failed, Limit: 1})
-		if err != nil || len(p.Jobs) != 1 {
-			t.Fatalf("%+v %v", p, err)
+}
+
+// summary: a page's jobs carry the fields a listing shows, not only ids.
+func (l listed) summary(t *testing.T) {
+	p, err := l.s.store.List(t.Context(), job.ListQuery{Tenant: l.tenant, State: job.Failed, Limit: 1})
+	if err != nil || len(p.Jobs) != 1 {
+		t.Fatalf("%+v %v", p, err)
+	}
+	got, w := p.Jobs[0], l.mine[6]
+	if got.ID != w.ID || got.State != job.Failed || got.ErrorClass != job.Overloaded || got.RequestKey != w.RequestKey ||
+		got.Model != w.Model || got.Cost != w.Cost || got.Budget != w.Budget || got.Attempts != w.Attempts ||
+		!got.CreatedAt.Equal(w.CreatedAt) || !got.Deadline.Equal(w.Deadline) || got.InputHash != w.InputHash {
+		t.Fatalf("summary %+v\nof %+v", got, w)
+	}
+}
+
+// badCursors: a cursor comes back from the client, so one the store did
+// not make for this query is refused, naming the field: garbage, base64
+// of no position, a position no job holds, one from before Since.
+func (l listed) badCursors(t *testing.T) {
+	for _, q := range []job.ListQuery{{Cursor: "!!"}, {Cursor: "bm90LWEtY3Vyc29y"}, {Cursor: job.Position{CreatedAt: base, ID: "nope"}.Cursor()},
+		{Cursor: job.Position{CreatedAt: base, ID: l.mine[0].ID}.Cursor(), Since: base.Add(time.Second)}} {
+		q.Tenant = l.tenant
+		c := q.Cursor
+		_, err := l.s.store.List(t.Context(), q)
+		var je *job.Error
+		if !errors.As(err, &je) || je.Code != job.CodeInvalidRequest || je.Field != "cursor" {
+			t.Fatalf("cursor %q: %v", c, err)
 		}
-		got, w := p.Jobs[0], mine[6]
-		if got.ID != w.ID || got.State != job.Failed || got.ErrorClass != job.Overloaded || got.RequestKey != w.RequestKey ||
-			got.Model != w.Model || got.Cost != w.Cost || got.Budget != w.Budget || got.Attempts != w.Attempts ||
-			!got.CreatedAt.Equal(w.CreatedAt) || !got.Deadline.Equal(w.Deadline) || got.InputHash != w.InputHash {
-			t.Fatalf("summary %+v\nof %+v", got, w)
-		}
-	})
-	t.Run("another tenant sees none", func(t *testing.T) {
-		if ids := all(job.ListQuery{Tenant: tenantX + "-nobody", Limit: 5}); len(ids) != 0 {
-			t.Fatalf("ids %v", ids)
-		}
-	})
-	t.Run("a bad cursor is invalid_request", func(t *testing.T) {
-		for _, q := range []job.ListQuery{{Cursor: "!!"}, {Cursor: "bm90LWEtY3Vyc29y"}, {Cursor: job.Position{CreatedAt: base, ID: "nope"}.Cursor()},
-			{Cursor: job.Position{CreatedAt: base, ID: mine[0].ID}.Cursor(), Since: base.Add(time.Second)}} {
-			q.Tenant = tenantX
-			c := q.Cursor
-			_, err := s.store.List(ctx, q)
-			var je *job.Error
-			if !errors.As(err, &je) || je.Code != job.CodeInvalidRequest || je.Field != "cursor" {
-				t.Fatalf("cursor %q: %v", c, err)
-			}
-		}
-	})
+	}
 }
 
 // failures: every failed and abandoned job that ended in the window, with

@@ -13,6 +13,14 @@ import (
 // charged as an estimate; only on the record it was decided from.
 func writeOff(t *testing.T, s *suite) {
 	now := base.Add(time.Minute)
+	writeOffApplied(t, s, now)
+	writeOffRefused(t, s, now)
+	writeOffRetried(t, s, now)
+}
+
+// writeOffApplied: a write-off lands on any record whose lease ran out,
+// whatever it holds and however it got there, and on no other.
+func writeOffApplied(t *testing.T, s *suite, now time.Time) {
 	for _, c := range []struct {
 		name string
 		mut  func(*job.Job)
@@ -61,7 +69,10 @@ func writeOff(t *testing.T, s *suite) {
 			}
 		})
 	}
-	// The write-off holds to the record it was decided from.
+}
+
+// writeOffRefused: the write-off holds to the record it was decided from.
+func writeOffRefused(t *testing.T, s *suite, now time.Time) {
 	for _, c := range []struct {
 		name string
 		mut  func(*job.Job)
@@ -79,8 +90,11 @@ func writeOff(t *testing.T, s *suite) {
 			s.refused(t, "write-off", err, j)
 		})
 	}
-	// A write-off whose answer was lost is recognised when retried: the
-	// second one is not applied again.
+}
+
+// writeOffRetried: a write-off whose answer was lost is recognised when
+// retried: the second one is not applied again.
+func writeOffRetried(t *testing.T, s *suite, now time.Time) {
 	t.Run("retried after it landed", func(t *testing.T) {
 		t.Parallel()
 		j := s.create(t, running("old", now))
