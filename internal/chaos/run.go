@@ -268,6 +268,7 @@ func (h *harness) startWorkers() error {
 	h.workers = []*workerProc{{name: "worker-a", skew: -skew}, {name: "worker-b", skew: skew}}
 	for _, w := range h.workers {
 		if err := w.start(h); err != nil {
+			h.stopWorkers() // the one already started (stop skips one never started)
 			return err
 		}
 	}
