@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-// The layering rules. The package graph in docs/architecture.md is
+// The layering rules. The package graph in docs/packages.md is
 // redrawn by -update-graph, so a picture alone would accept a new upward
 // import once refreshed; these rules fail on their own. Each is a function
 // over data (the import graph, or a package's linked dependencies)
