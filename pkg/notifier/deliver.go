@@ -75,7 +75,12 @@ func (n *Notifier) deliverOne(ctx context.Context, m events.SQSMessage) bool {
 		n.count("CallbacksSuperseded")
 		return true
 	}
-	status, retryAfter, err := n.post(ctx, j, notice)
+	keys, err := n.signingKeys(ctx, j.Tenant)
+	if err != nil {
+		log.Warn("reading the tenant's signing key versions failed; the notice returns later", "err", err)
+		return false
+	}
+	status, retryAfter, err := n.post(ctx, j, notice, keys)
 	delivered := status >= 200 && status < 300
 	n.record(ctx, job.Delivery{ID: j.ID, Now: n.cfg.Clock.Now(), Version: notice.Version, Status: status, Delivered: delivered}, log)
 	switch {
@@ -102,15 +107,29 @@ func (n *Notifier) deliverOne(ctx context.Context, m events.SQSMessage) bool {
 	return false
 }
 
-// post sends the job's current view, signed, and answers the receiver's
+// signingKeys are the keys a delivery for tenant is signed with now: its
+// own, derived from the deployment's secrets, so that a receiver of one
+// tenant never verifies a delivery made for another tenant's job.
+func (n *Notifier) signingKeys(ctx context.Context, tenant string) ([]webhook.Secret, error) {
+	keys := job.FirstWebhookKeys(tenant)
+	if n.cfg.Keys != nil {
+		var err error
+		if keys, err = n.cfg.Keys.WebhookKeys(ctx, tenant); err != nil {
+			return nil, err
+		}
+	}
+	return webhook.TenantSecrets(n.cfg.Secrets, tenant, keys.InUse(n.cfg.Clock.Now())), nil
+}
+
+// post sends the job's current view, signed with keys, and answers the receiver's
 // status (0 when it never answered) and its Retry-After. The body of the
 // answer is read (a little, so the connection can be reused) and dropped.
-func (n *Notifier) post(ctx context.Context, j job.Job, notice Notice) (int, time.Duration, error) {
+func (n *Notifier) post(ctx context.Context, j job.Job, notice Notice, keys []webhook.Secret) (int, time.Duration, error) {
 	body, err := json.Marshal(wire.NewWebhookEvent(j))
 	if err != nil {
 		return 0, 0, err
 	}
-	h, err := webhook.Sign(n.cfg.Secrets, wire.WebhookID(j.ID, notice.Version), n.cfg.Clock.Now(), body)
+	h, err := webhook.Sign(keys, wire.WebhookID(j.ID, notice.Version), n.cfg.Clock.Now(), body)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -35,7 +36,7 @@ func deliver(t *testing.T, f *fixture, ms ...events.SQSMessage) events.SQSEventR
 
 func TestADeliveryIsSignedCarriesTheViewAndIsRecorded(t *testing.T) {
 	f := newFixture(t)
-	r := newReceiver(t, f.secret)
+	r := newReceiver(t, f.key())
 	j := f.job(t, "a", job.Succeeded, r.srv.URL+"/hook")
 	if resp := deliver(t, f, message(j.ID, 5, job.Succeeded, 1)); len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("failures %v", resp.BatchItemFailures)
@@ -65,7 +66,7 @@ func TestADeliveryIsSignedCarriesTheViewAndIsRecorded(t *testing.T) {
 
 func TestAFailedDeliveryIsRetriedWithBackoffThenDeadLettered(t *testing.T) {
 	f := newFixture(t)
-	r := newReceiver(t, f.secret)
+	r := newReceiver(t, f.key())
 	r.answer = func(int) (int, http.Header, time.Duration) { return http.StatusInternalServerError, nil, 0 }
 	j := f.job(t, "b", job.Failed, r.srv.URL)
 	for attempt := 1; attempt <= 3; attempt++ {
@@ -97,7 +98,7 @@ func TestAFailedDeliveryIsRetriedWithBackoffThenDeadLettered(t *testing.T) {
 
 func TestTheReceiversRetryAfterAndGoneAreHonoured(t *testing.T) {
 	f := newFixture(t)
-	r := newReceiver(t, f.secret)
+	r := newReceiver(t, f.key())
 	r.answer = func(int) (int, http.Header, time.Duration) {
 		return http.StatusTooManyRequests, http.Header{"Retry-After": {"120"}}, 0
 	}
@@ -115,7 +116,7 @@ func TestTheReceiversRetryAfterAndGoneAreHonoured(t *testing.T) {
 
 func TestASlowReceiverTimesOutAndIsRetried(t *testing.T) {
 	f := newFixture(t)
-	r := newReceiver(t, f.secret)
+	r := newReceiver(t, f.key())
 	r.answer = func(int) (int, http.Header, time.Duration) { return http.StatusOK, nil, 3 * time.Second }
 	j := f.job(t, "d", job.Succeeded, r.srv.URL)
 	start := time.Now()
@@ -131,7 +132,7 @@ func TestASlowReceiverTimesOutAndIsRetried(t *testing.T) {
 
 func TestNoticesThatNeedNoDeliveryAreDropped(t *testing.T) {
 	f := newFixture(t)
-	r := newReceiver(t, f.secret)
+	r := newReceiver(t, f.key())
 	superseded := f.job(t, "e", job.Queued, r.srv.URL) // a retry took it back to queued
 	delivered := f.job(t, "f", job.Succeeded, r.srv.URL)
 	if _, err := f.store.RecordDelivery(t.Context(), job.Delivery{ID: delivered.ID, Now: t0, Version: 7, Status: 200, Delivered: true}); err != nil {
@@ -150,7 +151,7 @@ func TestNoticesThatNeedNoDeliveryAreDropped(t *testing.T) {
 
 func TestATargetThatNowResolvesPrivatelyIsGivenUpAtOnce(t *testing.T) {
 	f := newFixture(t, func(c *notifier.Config) { c.HTTP = webhook.Policy{}.Client(time.Second) })
-	r := newReceiver(t, f.secret)
+	r := newReceiver(t, f.key())
 	j := f.job(t, "g", job.Succeeded, r.srv.URL) // checked at create, loopback now
 	m := message(j.ID, 5, job.Succeeded, 1)
 	if resp := deliver(t, f, m); len(resp.BatchItemFailures) != 0 || f.queue.dead[m.Body] != "callback_gave_up" || len(r.deliveries()) != 0 {
@@ -164,7 +165,7 @@ func TestDuringARotationBothSecretsSign(t *testing.T) {
 	prev := f.secret
 	f = newFixture(t, func(c *notifier.Config) { c.Secrets = []webhook.Secret{next, prev} })
 	for i, secrets := range [][]webhook.Secret{{prev}, {next}} {
-		r := newReceiver(t, secrets...)
+		r := newReceiver(t, secrets[0].ForTenant("tenant", 1))
 		j := f.job(t, "rot-"+strconv.Itoa(i), job.Succeeded, r.srv.URL)
 		deliver(t, f, message(j.ID, 5, job.Succeeded, 1))
 		if got := r.deliveries(); len(got) != 1 || got[0].verified != nil {
@@ -205,7 +206,7 @@ func TestAStoreThatFailsNeverLosesADeliveryNorSendsItTwice(t *testing.T) {
 	f := newFixture(t)
 	fs := &faultyStore{Store: f.store, readFails: 1}
 	f = newFixtureWith(t, f, func(c *notifier.Config) { c.Store = fs })
-	r := newReceiver(t, f.secret)
+	r := newReceiver(t, f.key())
 	j := f.job(t, "h", job.Succeeded, r.srv.URL)
 
 	// The read fails: no POST, the notice comes back later.
@@ -225,5 +226,84 @@ func TestAStoreThatFailsNeverLosesADeliveryNorSendsItTwice(t *testing.T) {
 	deliver(t, f, message(j.ID, 5, job.Succeeded, 3))
 	if len(r.deliveries()) != 1 {
 		t.Fatal("a recorded delivery was sent again")
+	}
+}
+
+// TestADeliveryVerifiesOnlyWithItsTenantsKey: a job's owner may point its
+// callback_url at another tenant's receiver; that receiver, holding its own
+// key (or even the deployment secret), must not verify the delivery, and
+// the owner's own key must.
+func TestADeliveryVerifiesOnlyWithItsTenantsKey(t *testing.T) {
+	f := newFixture(t)
+	for name, tt := range map[string]struct {
+		key  webhook.Secret
+		want error
+	}{
+		"the job's tenant's key": {f.key(), nil},
+		"another tenant's key":   {f.secret.ForTenant("tenant-b", 1), webhook.ErrNoMatch},
+		"the deployment secret":  {f.secret, webhook.ErrNoMatch},
+		"the tenant's next key":  {f.secret.ForTenant("tenant", 2), webhook.ErrNoMatch},
+	} {
+		r := newReceiver(t, tt.key)
+		j := f.job(t, "k-"+strings.ReplaceAll(name, " ", "-"), job.Succeeded, r.srv.URL)
+		deliver(t, f, message(j.ID, 5, job.Succeeded, 1))
+		if got := r.deliveries(); len(got) != 1 || got[0].verified != tt.want {
+			t.Errorf("%s: %d deliveries, verified = %v, want %v", name, len(got), got, tt.want)
+		}
+	}
+}
+
+// keys is a tenant key table with one answer for every tenant.
+type keys struct {
+	k   job.WebhookKeys
+	err error
+}
+
+func (k keys) WebhookKeys(_ context.Context, tenant string) (job.WebhookKeys, error) {
+	out := k.k
+	out.Tenant = tenant
+	return out, k.err
+}
+
+// TestARotatedKeySignsBesideTheNewOneForADay: after a tenant rotates, its
+// deliveries carry the new key's signature and, for job.KeyOverlap, the
+// old one's; after that, the new one's only.
+func TestARotatedKeySignsBesideTheNewOneForADay(t *testing.T) {
+	rotated := job.FirstWebhookKeys("tenant").Rotate(t0.Add(-time.Hour))
+	f := newFixture(t, func(c *notifier.Config) { c.Keys = keys{k: rotated} })
+	for i, v := range []int{1, 2} {
+		r := newReceiver(t, f.secret.ForTenant("tenant", v))
+		j := f.job(t, "rot-v"+strconv.Itoa(i), job.Succeeded, r.srv.URL)
+		deliver(t, f, message(j.ID, 5, job.Succeeded, 1))
+		if got := r.deliveries(); len(got) != 1 || got[0].verified != nil {
+			t.Fatalf("during the overlap, a receiver with version %d: %v", v, got)
+		}
+	}
+	old := job.FirstWebhookKeys("tenant").Rotate(t0.Add(-job.KeyOverlap))
+	f = newFixtureWith(t, f, func(c *notifier.Config) { c.Keys = keys{k: old} })
+	r := newReceiver(t, f.secret.ForTenant("tenant", 1))
+	j := f.job(t, "rot-after", job.Succeeded, r.srv.URL)
+	deliver(t, f, message(j.ID, 5, job.Succeeded, 1))
+	if got := r.deliveries(); len(got) != 1 || got[0].verified != webhook.ErrNoMatch {
+		t.Fatalf("after the overlap, the old key still verifies: %v", got)
+	}
+}
+
+// TestUnreadableKeyVersionsDeliverNothingAndCountNoAttempt: a delivery
+// whose tenant's key versions cannot be read is not sent (with the wrong
+// key it would not verify) and is not an attempt: the notice returns.
+func TestUnreadableKeyVersionsDeliverNothingAndCountNoAttempt(t *testing.T) {
+	f := newFixture(t, func(c *notifier.Config) {
+		c.Keys = keys{err: &job.Error{Code: job.CodeUnavailable, Message: "tenants table down"}}
+	})
+	r := newReceiver(t, f.key())
+	j := f.job(t, "down", job.Succeeded, r.srv.URL)
+	m := message(j.ID, 5, job.Succeeded, 1)
+	if resp := deliver(t, f, m); len(resp.BatchItemFailures) != 1 {
+		t.Fatalf("the notice is done: %v", resp.BatchItemFailures)
+	}
+	rec, _ := f.store.Get(t.Context(), j.ID)
+	if len(r.deliveries()) != 0 || rec.Deliveries.Attempts != 0 {
+		t.Fatalf("%d deliveries, %d attempts recorded", len(r.deliveries()), rec.Deliveries.Attempts)
 	}
 }

@@ -121,6 +121,10 @@ type fixture struct {
 	n      *notifier.Notifier
 }
 
+// key is the signing key of the fixture's tenant at version 1, what its
+// receivers verify with.
+func (f *fixture) key() webhook.Secret { return f.secret.ForTenant("tenant", 1) }
+
 func newFixture(t *testing.T, mut ...func(*notifier.Config)) *fixture {
 	secret, _ := webhook.NewSecret()
 	return newFixtureWith(t, &fixture{store: memstore.New(), queue: &queue{}, secret: secret}, mut...)

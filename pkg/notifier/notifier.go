@@ -37,6 +37,12 @@ type Queue interface {
 	DeadLetter(ctx context.Context, body, reason string) error
 }
 
+// Keys reads which versions of a tenant's signing key are in use (the
+// tenants table).
+type Keys interface {
+	WebhookKeys(ctx context.Context, tenant string) (job.WebhookKeys, error)
+}
+
 // Doer sends a delivery: the policy's client (webhook.Policy.Client), which
 // never follows a redirect and never dials a refused address.
 type Doer interface {
@@ -69,10 +75,15 @@ type Config struct {
 	DeadLetters DeadLetters
 	Changes     Changes
 	HTTP        Doer
-	// Secrets sign every delivery: the current one first, the previous one
-	// too during a rotation.
+	// Secrets are the deployment's signing secrets (the current one first,
+	// the previous one too during a rotation); a delivery is signed with
+	// its tenant's keys derived from them (webhook.TenantSecrets), never
+	// with them.
 	Secrets []webhook.Secret
-	Retry   Retry
+	// Keys says which versions of each tenant's key are in use; nil: every
+	// tenant at version 1.
+	Keys  Keys
+	Retry Retry
 	// Timeout bounds one delivery, connection to last byte.
 	Timeout time.Duration
 	Clock   job.Clock

@@ -155,3 +155,39 @@ func TestSignRefusesAnIDThatWouldBlurTheSignedContent(t *testing.T) {
 		t.Error("Sign with no secret")
 	}
 }
+
+// TestTenantKeysSeparateTenantsAndVersions: a delivery signed with one
+// tenant's key verifies with that key only: not with another tenant's,
+// another version's, or the deployment secret itself; and the derivation
+// is stable (a receiver's key stays valid across cold starts).
+func TestTenantKeysSeparateTenantsAndVersions(t *testing.T) {
+	base, err := webhook.ParseSecret("whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a1, a2, b1 := base.ForTenant("tenant-a", 1), base.ForTenant("tenant-a", 2), base.ForTenant("tenant-b", 1)
+	if a1.Reveal() != base.ForTenant("tenant-a", 1).Reveal() {
+		t.Fatal("the derivation is not stable")
+	}
+	now := time.Unix(1_700_000_000, 0)
+	body := []byte(`{"type":"job.succeeded"}`)
+	h, err := webhook.Sign([]webhook.Secret{a1}, "msg_1", now, body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := webhook.Verify([]webhook.Secret{a1}, h, body, now, 0); err != nil {
+		t.Fatalf("the tenant's own key: %v", err)
+	}
+	for name, other := range map[string]webhook.Secret{"another tenant": b1, "another version": a2, "the deployment secret": base} {
+		if err := webhook.Verify([]webhook.Secret{other}, h, body, now, 0); err != webhook.ErrNoMatch {
+			t.Errorf("%s verifies a delivery for tenant-a: err = %v", name, err)
+		}
+	}
+	// A tenant name cannot be chosen to collide with another's version.
+	if base.ForTenant("t1", 1).Reveal() == base.ForTenant("t", 11).Reveal() {
+		t.Error("tenant and version run together")
+	}
+	if back, err := webhook.ParseSecret(a1.Reveal()); err != nil || back.Reveal() != a1.Reveal() {
+		t.Errorf("a revealed key does not parse back: %v", err)
+	}
+}
