@@ -55,7 +55,11 @@ type Config struct {
 	// Callbacks checks a create's callback_url; nil means the deployment
 	// delivers no callbacks, and a create that asks for one is refused.
 	Callbacks CallbackChecker
-	Logger    *slog.Logger
+	// Signing serves each tenant its webhook signing key (GET
+	// /webhook-key, POST /webhook-key/rotate); nil answers them 404, as a
+	// deployment with no callbacks does.
+	Signing *Signing
+	Logger  *slog.Logger
 }
 
 // CallbackChecker refuses a callback target the deployment may not call
@@ -75,6 +79,7 @@ type Handler struct {
 	clock      job.Clock
 	retryAfter time.Duration
 	callbacks  CallbackChecker
+	signing    *Signing
 	latency    *routeLatency
 	log        *slog.Logger
 }
@@ -90,6 +95,7 @@ func New(cfg Config) *Handler {
 		clock:      cfg.Clock,
 		retryAfter: cfg.EnqueueRetryAfter,
 		callbacks:  cfg.Callbacks,
+		signing:    cfg.Signing,
 		latency:    newRouteLatency(cfg.Routes),
 		log:        cfg.Logger,
 	}

@@ -17,7 +17,7 @@ import (
 // endpoint is one of the API's paths: which operation each method it takes
 // is, and the job id its path names, if any. HEAD is not supported.
 type endpoint struct {
-	ops map[string]string // method -> "create", "list", "get" or "cancel"
+	ops map[string]string // method -> "create", "list", "get", "cancel", "webhook_key" or "rotate_webhook_key"
 	id  string
 }
 
@@ -37,6 +37,12 @@ func (e endpoint) allow() string {
 // /jobs/ID%2Fcancel arrives as /jobs/ID/cancel, pkg/devserver emulates
 // it), so what is matched here is the decoded path.
 func match(path string) (endpoint, bool) {
+	switch path {
+	case "/webhook-key":
+		return endpoint{ops: map[string]string{http.MethodGet: "webhook_key"}}, true
+	case "/webhook-key/rotate":
+		return endpoint{ops: map[string]string{http.MethodPost: "rotate_webhook_key"}}, true
+	}
 	rest, ok := strings.CutPrefix(path, "/jobs")
 	switch {
 	case !ok:
@@ -80,7 +86,7 @@ func matchEvent(ev events.APIGatewayV2HTTPRequest) (endpoint, bool) {
 func (h *Handler) route(ctx context.Context, log *slog.Logger, ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {
 	ep, ok := matchEvent(ev)
 	if !ok {
-		return problemFor(wire.CodeNotFound, "", "no such route: the API serves POST /jobs, GET /jobs, GET /jobs/{id} and POST /jobs/{id}/cancel")
+		return problemFor(wire.CodeNotFound, "", "no such route: the API serves POST /jobs, GET /jobs, GET /jobs/{id}, POST /jobs/{id}/cancel, GET /webhook-key and POST /webhook-key/rotate")
 	}
 	op, ok := ep.ops[ev.RequestContext.HTTP.Method]
 	if !ok {
@@ -109,6 +115,10 @@ func (h *Handler) route(ctx context.Context, log *slog.Logger, ev events.APIGate
 		return h.list(ctx, log, ev, tenant)
 	case "get":
 		return h.get(ctx, log, ev, tenant, ep.id)
+	case "webhook_key":
+		return h.webhookKey(ctx, log, tenant)
+	case "rotate_webhook_key":
+		return h.rotateWebhookKey(ctx, log, ev, tenant)
 	default:
 		return h.cancel(ctx, log, tenant, ep.id)
 	}
