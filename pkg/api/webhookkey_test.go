@@ -31,7 +31,9 @@ func withSigning(t *testing.T, e *env, secretErr error) (webhook.Secret, *int) {
 
 // tenantA is the tenant the request fixture's caller is (tenantOf
 // namespaces it by its source).
-func tenantA(t *testing.T) string { return tenantOf(request(t, "GET", "/webhook-key", "").RequestContext) }
+func tenantA(t *testing.T) string {
+	return tenantOf(request(t, "GET", "/webhook-key", "").RequestContext)
+}
 
 func decodeKey(t *testing.T, body string) wire.WebhookKey {
 	t.Helper()
