@@ -45,6 +45,9 @@ type Config struct {
 	DLQURL   string
 	// ParkBucket is the parking lot's S3 bucket (pkg/parking).
 	ParkBucket string
+	// TenantsTable is the tenants table: which versions of each tenant's
+	// webhook signing key are in use (docs/webhooks.md).
+	TenantsTable string
 	// CallbackQueueURL and CallbackDLQURL are the notifier's queues;
 	// WebhookSecretID names its signing secrets; Callbacks says whether a
 	// create may ask for a callback at all.
@@ -144,6 +147,9 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if c.ParkBucket == "" {
 		c.ParkBucket = c.Settings.ParkBucketName()
+	}
+	if c.TenantsTable == "" {
+		c.TenantsTable = c.Settings.TenantsTableName()
 	}
 	if c.WebhookSecretID == "" {
 		c.WebhookSecretID = c.Settings.WebhookSecretName()

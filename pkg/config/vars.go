@@ -22,6 +22,7 @@ var vars = []Var{
 	{"AIJOBS_TABLE", "", "Jobs table name (the CDK stack sets it; default `<prefix>-jobs`).", into(text, func(c *Config) *string { return &c.Table })},
 	{"AIJOBS_QUEUE_URL", "", "Job queue URL (the CDK stack sets it; the dev server creates the queue and finds it).", into(text, func(c *Config) *string { return &c.QueueURL })},
 	{"AIJOBS_DLQ_URL", "", "Dead letter queue URL, where the worker sends poison messages itself.", into(text, func(c *Config) *string { return &c.DLQURL })},
+	{"AIJOBS_TENANTS_TABLE", "", "Tenants table: which versions of each tenant's webhook signing key are in use (docs/webhooks.md; the CDK stack sets it). Default `<prefix>-tenants`, which the dev server creates.", into(text, func(c *Config) *string { return &c.TenantsTable })},
 	{"AIJOBS_PARK_BUCKET", "", "S3 bucket where a worker parks a paid outcome the table keeps refusing, for the next worker to record (docs/architecture.md, \"Parked outcomes\"; the CDK stack sets it). Default `<prefix>-parked`, which the dev server creates.", into(text, func(c *Config) *string { return &c.ParkBucket })},
 	{"AIJOBS_CALLBACK_QUEUE_URL", "", "Callback queue URL: the notifier's notices (the CDK stack sets it; the dev server creates the queue).", into(text, func(c *Config) *string { return &c.CallbackQueueURL })},
 	{"AIJOBS_CALLBACK_DLQ_URL", "", "The callback queue's dead letter queue, where the notifier sends a notice after its last attempt.", into(text, func(c *Config) *string { return &c.CallbackDLQURL })},

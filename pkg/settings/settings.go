@@ -181,6 +181,10 @@ func (s Settings) QueueName() string { return s.Prefix + "-jobs" }
 // a deployment names its own, since S3 bucket names are global.
 func (s Settings) ParkBucketName() string { return s.Prefix + "-parked" }
 
+// TenantsTableName is the tenants table (each tenant's webhook key
+// versions).
+func (s Settings) TenantsTableName() string { return s.Prefix + "-tenants" }
+
 // DLQName is the job queue's dead letter queue.
 func (s Settings) DLQName() string { return s.Prefix + "-jobs-dlq" }
 
