@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/aijobs/aijobs/internal/apispec"
-	"github.com/aijobs/aijobs/pkg/secretsmanager"
+	"github.com/aijobs/aijobs/pkg/client"
 	"github.com/aijobs/aijobs/pkg/webhook"
 	"github.com/aijobs/aijobs/pkg/wire"
 )
@@ -23,7 +23,7 @@ import (
 var callbackEnv = map[string]string{"AIJOBS_CALLBACKS": "true"}
 
 // receiver is a callback target as a user would write one: it verifies
-// every request with the deployment's signing secret, acknowledges a
+// every request with its tenant's signing key, acknowledges a
 // webhook-id once, and keeps the highest version per job. fault, when
 // set, decides what the n-th request meets instead of an answer.
 type receiver struct {
@@ -43,14 +43,27 @@ type receiver struct {
 
 func newReceiver(t *testing.T, s *stack) *receiver {
 	t.Helper()
-	text, err := secretsmanager.New(secretsmanager.NewClient(s.app.AWS)).String(t.Context(), s.app.Config.WebhookSecretID)
+	return newReceiverFor(t, s, "tenant-a")
+}
+
+// newReceiverFor is a receiver configured as tenant's would be: with the
+// signing key the API gives tenant (GET /webhook-key).
+func newReceiverFor(t *testing.T, s *stack, tenant string) *receiver {
+	t.Helper()
+	r := s.do("GET", "/webhook-key", tenant, nil, "")
+	key, _ := r.body["secret"].(string)
+	if r.status != http.StatusOK || key == "" {
+		t.Fatalf("GET /webhook-key as %s: %d %s", tenant, r.status, r.raw)
+	}
+	secret, err := webhook.ParseSecret(key)
 	if err != nil {
 		t.Fatal(err)
 	}
-	secrets, err := webhook.ParseSecrets(text)
-	if err != nil {
-		t.Fatal(err)
-	}
+	return newReceiverWith(t, secret)
+}
+
+func newReceiverWith(t *testing.T, secrets ...webhook.Secret) *receiver {
+	t.Helper()
 	r := &receiver{t: t, secrets: secrets, acked: map[string]time.Time{}, byJob: map[string][]string{}, types: map[string]string{}}
 	r.srv = httptest.NewServer(http.HandlerFunc(r.serve))
 	t.Cleanup(r.srv.Close)
@@ -127,7 +140,7 @@ func (r *receiver) snapshot() (acked map[string][]string, types map[string]strin
 // Every terminal job with a callback is acknowledged exactly once by a
 // receiver that is down for a while, then answers 500 or too slowly to
 // every other request: each request it gets is signed with the
-// deployment's secret, each job's delivery keeps one webhook-id through
+// tenant's key, each job's delivery keeps one webhook-id through
 // its retries, and the record shows the delivery.
 func TestEveryTerminalJobIsDeliveredOnceThroughAFaultyReceiver(t *testing.T) {
 	s := startStack(t, callbackEnv)
@@ -263,5 +276,66 @@ func TestACallbackToAPrivateAddressIsRefusedAtCreate(t *testing.T) {
 	}
 	if r := s.do("GET", "/jobs", "tenant-a", nil, ""); len(r.body["jobs"].([]any)) != 0 {
 		t.Fatalf("a refused create left a job: %s", r.raw)
+	}
+}
+
+// TestAReceiverVerifiesOnlyItsOwnTenantsDeliveries: tenant A points its
+// own job's callback_url at tenant B's receiver. The delivery arrives (the
+// owner chose the URL) but does not verify with B's key, so B cannot be
+// fed events it did not ask for; B's own job verifies. Then A rotates its
+// key through the client: during the overlap a receiver holding only the
+// new key and one holding only the old one both verify A's next delivery.
+func TestAReceiverVerifiesOnlyItsOwnTenantsDeliveries(t *testing.T) {
+	s := startStack(t, callbackEnv)
+	b := newReceiverFor(t, s, "tenant-b")
+	cb := fmt.Sprintf(`"callback_url":%q`, b.srv.URL)
+	fromA := s.submit("tenant-a", "to-b", jobBody("a's job, b's receiver", cb))
+	fromB := s.submit("tenant-b", "own", jobBody("b's own job", cb))
+	s.wait("tenant-a", fromA, 20*time.Second, "succeeded")
+	s.wait("tenant-b", fromB, 20*time.Second, "succeeded")
+	waitFor(t, 30*time.Second, func() bool {
+		acked, _, forged, _, _ := b.snapshot()
+		return len(acked[fromB]) == 1 && forged >= 1
+	})
+	if acked, _, forged, _, _ := b.snapshot(); len(acked[fromA]) != 0 || forged < 1 {
+		t.Fatalf("tenant B's receiver accepted tenant A's delivery: acked %v, %d refused", acked, forged)
+	}
+
+	c, err := client.New(client.Config{BaseURL: s.url, Auth: client.BearerToken("tenant-a")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, err := c.WebhookKey(t.Context())
+	if err != nil || old.Version != 1 {
+		t.Fatalf("tenant A's key: %+v %v", old, err)
+	}
+	rotated, err := c.RotateWebhookKey(t.Context(), old.Version)
+	if err != nil || rotated.Version != 2 || rotated.Secret == old.Secret || len(rotated.Signing) != 2 {
+		t.Fatalf("rotate: %+v %v", rotated, err)
+	}
+	if again, err := c.RotateWebhookKey(t.Context(), old.Version); err != nil || again.Version != 2 {
+		t.Fatalf("a retried rotation rotated again: %+v %v", again, err)
+	}
+	for i, key := range []string{rotated.Secret, old.Secret} {
+		secret, err := webhook.ParseSecret(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := newReceiverWith(t, secret)
+		id := s.submit("tenant-a", fmt.Sprintf("after-rotation-%d", i), jobBody("after the rotation", fmt.Sprintf(`"callback_url":%q`, r.srv.URL)))
+		s.wait("tenant-a", id, 20*time.Second, "succeeded")
+		waitFor(t, 30*time.Second, func() bool { acked, _, _, _, _ := r.snapshot(); return len(acked[id]) == 1 })
+		if _, _, forged, _, _ := r.snapshot(); forged != 0 {
+			t.Fatalf("key %d of the rotation refused %d deliveries", i, forged)
+		}
+	}
+}
+
+// waitFor polls cond until it holds or timeout passes (then the caller's
+// assertions say what is missing).
+func waitFor(t *testing.T, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(timeout); !cond() && time.Now().Before(deadline); {
+		time.Sleep(100 * time.Millisecond)
 	}
 }

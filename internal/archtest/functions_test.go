@@ -25,8 +25,9 @@ var onlyIn = map[string][]string{
 	sdk + "bedrockruntime":          {"worker"},
 	module + "/pkg/notifier":        {"notifier"},
 	module + "/pkg/app/callbacks":   {"notifier"},
-	sdk + "secretsmanager":          {"worker", "notifier"},
-	module + "/pkg/secretsmanager":  {"worker", "notifier"},
+	module + "/pkg/app/signing":     {"api"}, // the webhook key routes
+	sdk + "secretsmanager":          {"worker", "notifier", "api"},
+	module + "/pkg/secretsmanager":  {"worker", "notifier", "api"},
 	sdk + "s3":                      {"worker", "reconciler"}, // the parking lot (pkg/parking)
 	module + "/pkg/s3":              {"worker", "reconciler"},
 	module + "/pkg/dynamodbstreams": nil, // the dev server's stream reader

@@ -21,6 +21,7 @@ import (
 	"github.com/aijobs/aijobs/pkg/app/lot"
 	"github.com/aijobs/aijobs/pkg/app/providers"
 	"github.com/aijobs/aijobs/pkg/app/roles"
+	"github.com/aijobs/aijobs/pkg/app/signing"
 	"github.com/aijobs/aijobs/pkg/awsclient"
 	"github.com/aijobs/aijobs/pkg/awsclient/awsconfig"
 	"github.com/aijobs/aijobs/pkg/config"
@@ -117,7 +118,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*App, error) {
 	}
 	a := &App{Config: cfg, AWS: b.AWS, Logger: b.Logger, Store: b.Store, Queue: b.Queue}
 	if o.Role == All || o.Role == APIRole {
-		a.API = b.API()
+		a.API = b.API(signing.New(b))
 	}
 	if cfg.Callbacks && (o.Role == All || o.Role == NotifierRole) {
 		n, err := callbacks.New(ctx, b, o.CreateResources)

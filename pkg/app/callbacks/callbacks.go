@@ -72,7 +72,7 @@ func New(ctx context.Context, b *roles.Base, create bool) (*Notifier, error) {
 	n.Notifier = notifier.New(notifier.Config{
 		Store: b.Store, Queue: n.Queue, DeadLetters: n.Queue.DeadLetters(), Changes: dynamodb.StreamChange,
 		HTTP:    webhook.Policy{AllowLoopback: s.CallbackLoopback}.Client(s.CallbackTimeout),
-		Secrets: secrets, Timeout: s.CallbackTimeout,
+		Secrets: secrets, Keys: b.Tenants, Timeout: s.CallbackTimeout,
 		Retry: notifier.Retry{Base: s.CallbackRetryBase, Max: s.CallbackRetryMax, Attempts: s.CallbackAttempts},
 		Clock: b.Clock, Metrics: metrics, Logger: b.Logger,
 	})

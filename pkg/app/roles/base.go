@@ -70,8 +70,11 @@ type Base struct {
 	SQS      *awssqs.Client
 	Store    *dynamodb.Store
 	Queue    *sqs.Queue
-	Logger   *slog.Logger
-	Clock    job.Clock
+	// Tenants is the tenants table (each tenant's webhook key versions),
+	// which the API's key routes and the notifier read.
+	Tenants *dynamodb.Tenants
+	Logger  *slog.Logger
+	Clock   job.Clock
 	// Metrics writes CloudWatch EMF lines; nil when metrics are off.
 	Metrics *emf.Writer
 	// LoadAWS is Options.LoadAWS, for the configurations a role adds (the
@@ -104,6 +107,9 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Base, error) {
 			return nil, fmt.Errorf("app: create queues: %w", err)
 		}
 		if cfg.Callbacks {
+			if err := dynamodb.CreateTenantsTable(ctx, ddb, cfg.TenantsTable); err != nil {
+				return nil, fmt.Errorf("app: create tenants table: %w", err)
+			}
 			if cfg.CallbackQueueURL, cfg.CallbackDLQURL, err = sqs.CreateCallbackQueues(ctx, sq, cfg.Settings); err != nil {
 				return nil, fmt.Errorf("app: create callback queues: %w", err)
 			}
@@ -113,22 +119,24 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Base, error) {
 		return nil, fmt.Errorf("app: no queue URL (set AIJOBS_QUEUE_URL)")
 	}
 	b := &Base{Config: cfg, AWS: awsCfg, DynamoDB: ddb, SQS: sq, Logger: o.Logger, Clock: o.Clock, LoadAWS: o.LoadAWS,
-		Store: dynamodb.New(ddb, cfg.Table, cfg.Settings), Queue: sqs.New(sq, cfg.QueueURL, cfg.DLQURL)}
+		Store: dynamodb.New(ddb, cfg.Table, cfg.Settings), Queue: sqs.New(sq, cfg.QueueURL, cfg.DLQURL),
+		Tenants: dynamodb.NewTenants(ddb, cfg.TenantsTable)}
 	if cfg.Metrics == "emf" {
 		b.Metrics = emf.New(cmp.Or[io.Writer](o.MetricsOutput, os.Stdout), o.Clock)
 	}
 	return b, nil
 }
 
-// API is the API function's handler.
-func (b *Base) API() *api.Handler {
+// API is the API function's handler; signing (pkg/app/signing) serves the
+// webhook key routes, nil answers them 404.
+func (b *Base) API(signing *api.Signing) *api.Handler {
 	s := b.Config.Settings
 	var callbacks api.CallbackChecker
 	if b.Config.Callbacks {
 		callbacks = webhook.Checker{Policy: webhook.Policy{AllowLoopback: s.CallbackLoopback}}
 	}
 	return api.New(api.Config{Store: b.Store, Queue: b.Queue, Limits: s.Limits, Retention: s.Retention, Routes: b.Config.Routes,
-		Clock: b.Clock, EnqueueRetryAfter: s.EnqueueRetryAfter, Callbacks: callbacks, Logger: b.Logger})
+		Clock: b.Clock, EnqueueRetryAfter: s.EnqueueRetryAfter, Callbacks: callbacks, Signing: signing, Logger: b.Logger})
 }
 
 // Worker is the worker function's handler over providers (built by

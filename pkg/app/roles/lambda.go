@@ -41,6 +41,3 @@ func FromEnv(ctx context.Context, getenv func(string) string) (*Base, error) {
 	}
 	return New(ctx, cfg, Options{LoadAWS: awsclient.Env(getenv)})
 }
-
-// APIHandler is the API function's role.
-func APIHandler(_ context.Context, b *Base) (any, error) { return b.API().Handle, nil }
