@@ -32,6 +32,7 @@ import (
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/reconciler"
 	"github.com/aijobs/aijobs/pkg/sqs"
+	"github.com/aijobs/aijobs/pkg/webhook"
 )
 
 // The functions the stack deploys, each a main under functions/ that
@@ -111,6 +112,7 @@ func rieResources(t *testing.T) (*app.App, map[string]string) {
 	env["AIJOBS_TABLE"], env["AIJOBS_QUEUE_URL"], env["AIJOBS_DLQ_URL"] = c.Table, c.QueueURL, c.DLQURL
 	env["AIJOBS_CALLBACK_QUEUE_URL"], env["AIJOBS_CALLBACK_DLQ_URL"] = c.CallbackQueueURL, c.CallbackDLQURL
 	env["AIJOBS_PARK_BUCKET"], env["AIJOBS_WEBHOOK_SECRET_ID"] = c.ParkBucket, c.WebhookSecretID
+	env["AIJOBS_TENANTS_TABLE"] = c.TenantsTable
 	// Lambda gives a function its role's credentials in these three; the
 	// functions read them (awsclient.Env), not the SDK's default chain.
 	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"} {
@@ -243,14 +245,13 @@ func TestEveryFunctionUnderAWSLambdaRuntimeEmulator(t *testing.T) {
 	bins := buildBootstraps(t)
 	t.Logf("built the four bootstraps for %s/%s in %s", runtime.GOOS, runtime.GOARCH, time.Since(start).Round(time.Millisecond))
 	a, env := rieResources(t)
-	rcv := newReceiver(t, &stack{t: t, app: a})
 	timeouts := map[string]time.Duration{"api": 10 * time.Second, "worker": a.Config.Settings.WorkerTimeout,
 		"notifier": a.Config.Settings.NotifierTimeout, "reconciler": 60 * time.Second}
 	fns := map[string]*rieFunction{}
 	for _, f := range rieFunctions {
 		fns[f] = startRIE(t, rie, f, bins[f], env, timeouts[f])
 	}
-	r := &rieRun{a: a, sqs: awsclient.SQS(a.AWS), ddb: awsclient.DynamoDB(a.AWS), fns: fns, rcv: rcv}
+	r := &rieRun{a: a, sqs: awsclient.SQS(a.AWS), ddb: awsclient.DynamoDB(a.AWS), fns: fns, rcv: rieReceiver(t, fns["api"], "tenant-rie")}
 	for _, step := range []struct {
 		name string
 		run  func(t *testing.T)
@@ -268,6 +269,28 @@ func TestEveryFunctionUnderAWSLambdaRuntimeEmulator(t *testing.T) {
 		inits = append(inits, f+" "+m[1]+" ms")
 	}
 	t.Logf("Init as aws-lambda-rie reports it (exec to the first GET /next): %s", strings.Join(inits, ", "))
+}
+
+// rieReceiver is tenant's receiver, configured with the signing key the
+// API function under the emulator answers GET /webhook-key with (its first
+// invocation, init included). It lives as long as the whole test, since
+// the notifier step delivers to it.
+func rieReceiver(t *testing.T, api *rieFunction, tenant string) *receiver {
+	t.Helper()
+	var got events.APIGatewayV2HTTPResponse
+	took := api.invoke(t, httpEvent("GET", "/webhook-key", tenant, nil, ""), &got)
+	var key struct {
+		Secret string `json:"secret"`
+	}
+	if err := json.Unmarshal([]byte(got.Body), &key); got.StatusCode != http.StatusOK || err != nil || key.Secret == "" {
+		t.Fatalf("GET /webhook-key: %d %s", got.StatusCode, got.Body)
+	}
+	secret, err := webhook.ParseSecret(key.Secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("GET /webhook-key 200 in %s (the first invocation: init included)", took.Round(time.Millisecond))
+	return newReceiverWith(t, secret)
 }
 
 // rieInitReport is rapid's line for a function's Init phase.
@@ -321,7 +344,7 @@ func (r *rieRun) api(t *testing.T) {
 	if r.id == "" || view["state"] != "queued" || !strings.Contains(created.Headers["Location"]+created.Headers["location"], r.id) {
 		t.Fatalf("POST /jobs: %v %s", created.Headers, created.Body)
 	}
-	t.Logf("POST /jobs 202 in %s (the first invocation: init included)", took.Round(time.Millisecond))
+	t.Logf("POST /jobs 202 in %s (the first invocation after GET /webhook-key)", took.Round(time.Millisecond))
 	var got events.APIGatewayV2HTTPResponse
 	took = fn.invoke(t, httpEvent("GET", "/jobs/"+r.id, "tenant-rie", nil, ""), &got)
 	if err := json.Unmarshal([]byte(got.Body), &view); got.StatusCode != http.StatusOK || err != nil || view["id"] != r.id || view["state"] != "queued" {
@@ -520,8 +543,9 @@ func (r *rieRun) streamRecord(t *testing.T, seq int, old, cur map[string]types.A
 // notifier: a stream batch of the job's move to succeeded and of a write
 // that left its state as it was (a delivery record's) sends one notice to
 // the callback queue; that notice, as the callback queue's batch, is
-// delivered to the receiver, signed with the secret the notifier read
-// from Secrets Manager at init.
+// delivered to the receiver, signed with the tenant's key: derived from
+// the secret the notifier read from Secrets Manager at init, at the key
+// version the tenants table holds, the same key GET /webhook-key gave.
 func (r *rieRun) notifier(t *testing.T) {
 	out, err := r.ddb.GetItem(t.Context(), &awsddb.GetItemInput{TableName: aws.String(r.a.Config.Table),
 		Key: map[string]types.AttributeValue{"id": &types.AttributeValueMemberS{Value: r.id}}, ConsistentRead: aws.Bool(true)})
