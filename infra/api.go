@@ -80,6 +80,8 @@ func newAPI(stack awscdk.Stack, cfg Config, fn awslambda.Function) API {
 		{"/jobs", awsapigatewayv2.HttpMethod_GET}, // the caller's own jobs (the tenant index)
 		{"/jobs/{id}", awsapigatewayv2.HttpMethod_GET},
 		{"/jobs/{id}/cancel", awsapigatewayv2.HttpMethod_POST},
+		{"/webhook-key", awsapigatewayv2.HttpMethod_GET},         // the caller's signing key
+		{"/webhook-key/rotate", awsapigatewayv2.HttpMethod_POST}, // a new key, the old one verifying for the overlap
 	}
 	for _, r := range routes {
 		api.AddRoutes(&awsapigatewayv2.AddRoutesOptions{

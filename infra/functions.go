@@ -34,9 +34,15 @@ type Functions struct {
 // jobs through the claim path). The event source mapping runs with the worker's
 // role, so the worker also gets what it polls with.
 var (
-	apiTableActions    = []string{"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem"}
-	apiIndexActions    = []string{"dynamodb:Query"}
-	apiQueueActions    = []string{"sqs:SendMessage"}
+	apiTableActions = []string{"dynamodb:PutItem", "dynamodb:GetItem", "dynamodb:UpdateItem"}
+	apiIndexActions = []string{"dynamodb:Query"}
+	apiQueueActions = []string{"sqs:SendMessage"}
+	// The webhook key routes (docs/webhooks.md, "Your signing key"): GET
+	// /webhook-key reads the tenant's key versions and derives its key from
+	// the signing secret; POST /webhook-key/rotate moves the versions with
+	// one conditional update.
+	apiTenantsActions  = []string{"dynamodb:GetItem", "dynamodb:UpdateItem"}
+	apiSecretActions   = []string{"secretsmanager:GetSecretValue"}
 	workerTableActions = []string{"dynamodb:UpdateItem", "dynamodb:GetItem"}
 	// SendMessage: at its receive limit a message whose job is alive is
 	// replaced by a fresh, delayed one (docs/architecture.md, step 6).
@@ -105,17 +111,40 @@ func functionsEnv(cfg Config, sh Shared) map[string]*string {
 }
 
 // newAPIFunction is the function behind the HTTP API (newAPI), with a role
-// for exactly what the API calls.
+// for exactly what the API calls. Besides the shared environment it gets
+// the tenants table and the signing secret, which only its webhook key
+// routes use.
 func newAPIFunction(stack awscdk.Stack, cfg Config, sh Shared, env map[string]*string, logs awslogs.LogGroup) awslambda.Function {
 	s := cfg.Settings
-	role := newRole(stack, "ApiRole", "aijobs API function: create, read, list and cancel jobs", logs,
+	role := newRole(stack, "ApiRole", "aijobs API function: create, read, list and cancel jobs; give each tenant its webhook key", logs,
 		allow(apiTableActions, sh.Table.TableArn()),
 		allow(apiIndexActions, indexArn(sh.Table, s.TenantIndex)),
-		allow(apiQueueActions, sh.Queues.Jobs.QueueArn()))
-	return goFunction(stack, cfg, functionSpec{
-		ID: "Api", Name: "api", Description: "aijobs HTTP API: POST /jobs, GET /jobs, GET /jobs/{id}, POST /jobs/{id}/cancel",
-		AssetDir: cfg.APIAssetDir, MemoryMB: s.APIMemoryMB, Timeout: s.APITimeout, Role: role, Env: env, Logs: logs,
+		allow(apiQueueActions, sh.Queues.Jobs.QueueArn()),
+		allow(apiTenantsActions, sh.Tenants.TableArn()),
+		allow(apiSecretActions, sh.WebhookSecret.SecretArn()))
+	own := withEnv(env, map[string]*string{
+		"AIJOBS_TENANTS_TABLE":     sh.Tenants.TableName(),
+		"AIJOBS_WEBHOOK_SECRET_ID": sh.WebhookSecret.SecretArn(),
 	})
+	return goFunction(stack, cfg, functionSpec{
+		ID: "Api", Name: "api",
+		Description: "aijobs HTTP API: POST /jobs, GET /jobs, GET /jobs/{id}, POST /jobs/{id}/cancel, GET /webhook-key, POST /webhook-key/rotate",
+		AssetDir:    cfg.APIAssetDir, MemoryMB: s.APIMemoryMB, Timeout: s.APITimeout, Role: role, Env: own, Logs: logs,
+	})
+}
+
+// withEnv is env with own's variables added: a function's environment
+// when it needs more than the shared one. env is left as it is, since the
+// other functions are built from it too.
+func withEnv(env, own map[string]*string) map[string]*string {
+	out := make(map[string]*string, len(env)+len(own))
+	for k, v := range env {
+		out[k] = v
+	}
+	for k, v := range own {
+		out[k] = v
+	}
+	return out
 }
 
 // newWorker is the worker function and its job queue event source, with a

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -47,7 +48,7 @@ func TestFunctions(t *testing.T) {
 			t.Errorf("%s: log group %s %v, want 30 days retention", fn.name, group, lg)
 		}
 		env := props["Environment"].(map[string]any)["Variables"].(map[string]any)
-		tableID, _ := s.one(t, "AWS::DynamoDB::Table", nil)
+		tableID := jobsTable(t, s)
 		queueID, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.QueueName()))
 		dlqID, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.DLQName()))
 		bucketID, _ := s.one(t, "AWS::S3::Bucket", nil)
@@ -61,16 +62,20 @@ func TestFunctions(t *testing.T) {
 			t.Errorf("%s: AIJOBS_PREFIX = %v", fn.name, env["AIJOBS_PREFIX"])
 		}
 		// The API checks a callback_url at create (callbacks on, the
-		// default); only the notifier is told where its queues and its
-		// secret are.
+		// default); only the notifier is told where its queues are, and
+		// only it and the API (its webhook key routes) where the signing
+		// secret and the tenants table are.
 		if env["AIJOBS_CALLBACKS"] != "true" {
 			t.Errorf("%s: AIJOBS_CALLBACKS = %v, want true", fn.name, env["AIJOBS_CALLBACKS"])
 		}
 		callbacks, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.CallbackQueueName()))
 		callbackDLQ, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.CallbackDLQName()))
 		secret, _ := s.one(t, "AWS::SecretsManager::Secret", named("Name", st.WebhookSecretName()))
-		for k, want := range map[string]string{"AIJOBS_CALLBACK_QUEUE_URL": callbacks, "AIJOBS_CALLBACK_DLQ_URL": callbackDLQ, "AIJOBS_WEBHOOK_SECRET_ID": secret} {
-			if fn.name != "notifier" {
+		tenants, _ := s.one(t, "AWS::DynamoDB::Table", named("TableName", st.TenantsTableName()))
+		signs := fn.name == "notifier" || fn.name == "api"
+		for k, want := range map[string]string{"AIJOBS_CALLBACK_QUEUE_URL": callbacks, "AIJOBS_CALLBACK_DLQ_URL": callbackDLQ,
+			"AIJOBS_WEBHOOK_SECRET_ID": secret, "AIJOBS_TENANTS_TABLE": tenants} {
+			if fn.name != "notifier" && !(signs && (k == "AIJOBS_WEBHOOK_SECRET_ID" || k == "AIJOBS_TENANTS_TABLE")) {
 				want = ""
 			}
 			if ref(env[k]) != want || (want == "" && env[k] != nil) {
@@ -378,13 +383,14 @@ func TestReconcilerSchedule(t *testing.T) {
 }
 
 // The size check counts every variable a function gets: the stack adds
-// at most the seven its estimate covers (the notifier gets all seven, the
-// others the first four).
+// at most the eight its estimate covers (the notifier gets all eight, the
+// API the first four and the signing secret and tenants table, the others
+// the first four).
 func TestEnvironmentSizeEstimate(t *testing.T) {
 	s := defaults(t)
 	st := s.cfg.Settings
 	covered := []string{"AIJOBS_TABLE", "AIJOBS_QUEUE_URL", "AIJOBS_DLQ_URL", "AIJOBS_PARK_BUCKET",
-		"AIJOBS_CALLBACK_QUEUE_URL", "AIJOBS_CALLBACK_DLQ_URL", "AIJOBS_WEBHOOK_SECRET_ID"}
+		"AIJOBS_CALLBACK_QUEUE_URL", "AIJOBS_CALLBACK_DLQ_URL", "AIJOBS_WEBHOOK_SECRET_ID", "AIJOBS_TENANTS_TABLE"}
 	for _, fn := range functionNames {
 		var added []string
 		for k := range functionEnv(t, s, fn) {
@@ -393,8 +399,11 @@ func TestEnvironmentSizeEstimate(t *testing.T) {
 			}
 		}
 		want := covered[:4]
-		if fn == "notifier" {
+		switch fn {
+		case "notifier":
 			want = covered
+		case "api":
+			want = append(slices.Clone(covered[:4]), covered[6:]...)
 		}
 		if !equalSets(added, want) {
 			t.Errorf("the stack adds %v to %s's environment, want %v (stackEnvSize covers %v)", added, fn, want, covered)
@@ -406,7 +415,7 @@ func TestEnvironmentSizeEstimate(t *testing.T) {
 	// fit; 63 characters is as long as any bucket name can be.
 	bucket := 63
 	real := url(st.QueueName()) + url(st.DLQName()) + url(st.CallbackQueueName()) + url(st.CallbackDLQName()) + arn + len(st.TableName()) +
-		bucket + len(strings.Join(covered, ""))
+		bucket + len(st.TenantsTableName()) + len(strings.Join(covered, ""))
 	if n := stackEnvSize(st); n < real {
 		t.Errorf("stackEnvSize %d is below a real environment's %d", n, real)
 	}

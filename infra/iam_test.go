@@ -101,12 +101,13 @@ func roleOf(t *testing.T, s *synthesized, fn string) (role, logs string) {
 func basePermissions(t *testing.T, s *synthesized) map[string][]string {
 	t.Helper()
 	st := s.cfg.Settings
-	table, _ := s.one(t, "AWS::DynamoDB::Table", nil)
+	table := jobsTable(t, s)
 	queue, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.QueueName()))
 	dlq, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.DLQName()))
 	callbacks, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.CallbackQueueName()))
 	callbackDLQ, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.CallbackDLQName()))
 	secret, _ := s.one(t, "AWS::SecretsManager::Secret", named("Name", st.WebhookSecretName()))
+	tenants, _ := s.one(t, "AWS::DynamoDB::Table", named("TableName", st.TenantsTableName()))
 	bucket, _ := s.one(t, "AWS::S3::Bucket", nil)
 	index := func(name string) string { return "${" + table + ".Arn}/index/" + name }
 	stream := "${" + table + ".StreamArn}"
@@ -116,6 +117,10 @@ func basePermissions(t *testing.T, s *synthesized) map[string][]string {
 			"dynamodb:GetItem on " + table, "dynamodb:PutItem on " + table, "dynamodb:UpdateItem on " + table,
 			"dynamodb:Query on " + index(st.TenantIndex),
 			"sqs:SendMessage on " + queue,
+			// the webhook key routes: a tenant's key versions, read and
+			// rotated, its key derived from the signing secret (not the seed)
+			"dynamodb:GetItem on " + tenants, "dynamodb:UpdateItem on " + tenants,
+			"secretsmanager:GetSecretValue on " + secret,
 		},
 		"worker": {
 			"dynamodb:GetItem on " + table, "dynamodb:UpdateItem on " + table,
@@ -148,6 +153,7 @@ func basePermissions(t *testing.T, s *synthesized) map[string][]string {
 			// its sweep: a redriven notice is replaced by a marked copy
 			"sqs:ReceiveMessage on " + callbackDLQ, "sqs:DeleteMessage on " + callbackDLQ,
 			"secretsmanager:GetSecretValue on " + secret, // its signing secret, not the seed
+			"dynamodb:GetItem on " + tenants,             // a tenant's key versions, never written
 		},
 	}
 }
@@ -342,7 +348,7 @@ func TestSecretResource(t *testing.T) {
 func TestOperatorPolicy(t *testing.T) {
 	s := defaults(t)
 	st := s.cfg.Settings
-	table, _ := s.one(t, "AWS::DynamoDB::Table", nil)
+	table := jobsTable(t, s)
 	queue, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.QueueName()))
 	dlq, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.DLQName()))
 	policyID, p := s.one(t, "AWS::IAM::ManagedPolicy", nil)

@@ -43,38 +43,39 @@ const attrCallbackURL = "cb_url"
 // mapping's on-failure destination, with the function's role); its sweep
 // receives the callback DLQ's messages and replaces each notice SQS's
 // redrive moved there by a marked copy (pkg/notifier.Sweep); it reads its
-// signing secret, and no other.
+// signing secret, and no other, and each tenant's key versions from the
+// tenants table, which it never writes.
 var (
 	notifierTableActions  = []string{"dynamodb:GetItem", "dynamodb:UpdateItem"}
 	notifierStreamActions = []string{"dynamodb:DescribeStream", "dynamodb:GetRecords", "dynamodb:GetShardIterator", "dynamodb:ListStreams"}
 	notifierQueueActions  = []string{"sqs:SendMessage", "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility",
 		"sqs:GetQueueAttributes"}
-	notifierDLQActions    = []string{"sqs:SendMessage", "sqs:ReceiveMessage", "sqs:DeleteMessage"}
-	notifierSecretActions = []string{"secretsmanager:GetSecretValue"}
+	notifierDLQActions     = []string{"sqs:SendMessage", "sqs:ReceiveMessage", "sqs:DeleteMessage"}
+	notifierSecretActions  = []string{"secretsmanager:GetSecretValue"}
+	notifierTenantsActions = []string{"dynamodb:GetItem"}
 )
 
 // newNotifier is the notifier function, its two event sources (the jobs
 // table's stream, newNotifierStream, and the callback queue) and its
 // callback DLQ sweep's schedule. env is the other functions' environment;
-// the notifier also gets its queues and its secret.
+// the notifier also gets its queues, its secret and the tenants table.
 func newNotifier(stack awscdk.Stack, cfg Config, sh Shared, env map[string]*string, f *Functions) {
 	s := cfg.Settings
 	q := sh.Queues
-	own := map[string]*string{
+	own := withEnv(env, map[string]*string{
 		"AIJOBS_CALLBACK_QUEUE_URL": q.Callbacks.QueueUrl(),
 		"AIJOBS_CALLBACK_DLQ_URL":   q.CallbackDLQ.QueueUrl(),
 		"AIJOBS_WEBHOOK_SECRET_ID":  sh.WebhookSecret.SecretArn(),
-	}
-	for k, v := range env {
-		own[k] = v
-	}
+		"AIJOBS_TENANTS_TABLE":      sh.Tenants.TableName(),
+	})
 	f.NotifierLogs = newLogGroup(stack, "NotifierLogs", cfg)
 	role := newRole(stack, "NotifierRole", "aijobs notifier function: turn the table's stream into callback notices and deliver them", f.NotifierLogs,
 		allow(notifierTableActions, sh.Table.TableArn()),
 		allow(notifierStreamActions, sh.Table.TableStreamArn()),
 		allow(notifierQueueActions, q.Callbacks.QueueArn()),
 		allow(notifierDLQActions, q.CallbackDLQ.QueueArn()),
-		allow(notifierSecretActions, sh.WebhookSecret.SecretArn()))
+		allow(notifierSecretActions, sh.WebhookSecret.SecretArn()),
+		allow(notifierTenantsActions, sh.Tenants.TableArn()))
 	f.Notifier = goFunction(stack, cfg, functionSpec{
 		ID: "Notifier", Name: "notifier",
 		Description: "aijobs notifier: the table's stream into callback notices, the callback queue into signed deliveries",

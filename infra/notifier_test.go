@@ -37,7 +37,7 @@ func mapping(t *testing.T, s *synthesized, fn, source string) map[string]any {
 func TestNotifierEventSources(t *testing.T) {
 	s := defaults(t)
 	st := s.cfg.Settings
-	tableID, _ := s.one(t, "AWS::DynamoDB::Table", nil)
+	tableID := jobsTable(t, s)
 	callbacks, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.CallbackQueueName()))
 	callbackDLQ, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.CallbackDLQName()))
 	if n := len(s.resources("AWS::Lambda::EventSourceMapping")); n != 3 {
@@ -182,7 +182,7 @@ func filterMatches(pattern, event map[string]any) bool {
 func TestStreamFilterPassesCallbackJobs(t *testing.T) {
 	s := defaults(t)
 	var pattern map[string]any
-	if err := json.Unmarshal([]byte(mapping(t, s, "notifier", mustID(t, s, "AWS::DynamoDB::Table"))["FilterCriteria"].(map[string]any)["Filters"].([]any)[0].(map[string]any)["Pattern"].(string)), &pattern); err != nil {
+	if err := json.Unmarshal([]byte(mapping(t, s, "notifier", jobsTable(t, s))["FilterCriteria"].(map[string]any)["Filters"].([]any)[0].(map[string]any)["Pattern"].(string)), &pattern); err != nil {
 		t.Fatal(err)
 	}
 	now := time.Date(2026, 12, 3, 0, 0, 0, 0, time.UTC)
@@ -223,10 +223,11 @@ func TestStreamFilterPassesCallbackJobs(t *testing.T) {
 	}
 }
 
-// mustID is the logical id of the only resource of a type.
-func mustID(t *testing.T, s *synthesized, typ string) string {
+// jobsTable is the logical id of the jobs table (the other is the
+// tenants table).
+func jobsTable(t *testing.T, s *synthesized) string {
 	t.Helper()
-	id, _ := s.one(t, typ, nil)
+	id, _ := s.one(t, "AWS::DynamoDB::Table", named("TableName", s.cfg.Settings.TableName()))
 	return id
 }
 
@@ -289,10 +290,11 @@ func TestWebhookSecret(t *testing.T) {
 			t.Errorf("throwaway secret %s: DeletionPolicy %v", id, r["DeletionPolicy"])
 		}
 	}
-	// The notifier reads it by ARN; no other function is told of it.
+	// The notifier and the API (its webhook key routes) read it by ARN;
+	// no other function is told of it.
 	for _, fn := range functionNames {
 		env := functionEnv(t, s, fn)
-		if got := ref(env["AIJOBS_WEBHOOK_SECRET_ID"]); (fn == "notifier") != (got == secretID) {
+		if got := ref(env["AIJOBS_WEBHOOK_SECRET_ID"]); (fn == "notifier" || fn == "api") != (got == secretID) {
 			t.Errorf("%s: AIJOBS_WEBHOOK_SECRET_ID = %v", fn, env["AIJOBS_WEBHOOK_SECRET_ID"])
 		}
 	}

@@ -85,8 +85,9 @@ func refuseKeyEnv(routes string) error {
 
 // stackEnvSize bounds from above what the stack adds to cfg.Env for the
 // function that gets the most, the notifier: the table name, the two job
-// queue URLs, the parking bucket's name, the two callback queue URLs and
-// the signing secret's ARN, which are only known at deploy
+// queue URLs, the parking bucket's name, the two callback queue URLs, the
+// signing secret's ARN and the tenants table's name, which are only known
+// at deploy
 // (https://sqs.<region>.amazonaws.com[.cn]/<12-digit account>/<name>; the
 // longest region name is 14 characters, 16 leaves room; a secret's ARN ends
 // in "-" and six random characters; CloudFormation names the bucket, and
@@ -102,7 +103,8 @@ func stackEnvSize(s settings.Settings) int {
 		len("AIJOBS_PARK_BUCKET") + maxBucketName +
 		len("AIJOBS_CALLBACK_QUEUE_URL") + url(s.CallbackQueueName()) +
 		len("AIJOBS_CALLBACK_DLQ_URL") + url(s.CallbackDLQName()) +
-		len("AIJOBS_WEBHOOK_SECRET_ID") + secretArn
+		len("AIJOBS_WEBHOOK_SECRET_ID") + secretArn +
+		len("AIJOBS_TENANTS_TABLE") + len(s.TenantsTableName())
 }
 
 // maxBucketName is the longest an S3 bucket name can be (S3 User Guide,

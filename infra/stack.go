@@ -12,7 +12,7 @@ import (
 )
 
 // NewStack builds the whole deployment in one stack: the jobs table, the
-// job queue and its DLQ, the parking bucket, the four functions (API,
+// tenants table, the job queue and its DLQ, the parking bucket, the four functions (API,
 // worker, scheduled reconciler, notifier), the callback queue and its
 // DLQ, the webhook signing secret, the HTTP API, the operators' policy,
 // the alarms and the dashboard. Every number comes from cfg.Settings,
@@ -22,10 +22,11 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 		Description: jsii.String("aijobs: slow AI model calls as background jobs (API, queue, worker, job records)"),
 	})
 	table := newTable(stack, cfg)
+	tenants := newTenantsTable(stack, cfg)
 	queues := newQueues(stack, cfg)
 	park := newParkingBucket(stack, cfg)
 	secret := newWebhookSecret(stack, cfg)
-	fns := newFunctions(stack, cfg, Shared{Table: table, Queues: queues, Park: park, WebhookSecret: secret})
+	fns := newFunctions(stack, cfg, Shared{Table: table, Tenants: tenants, Queues: queues, Park: park, WebhookSecret: secret})
 	api := newAPI(stack, cfg, fns.API)
 	operator := newOperatorPolicy(stack, cfg, table, queues)
 	monitored := Monitored{Queues: queues, Functions: fns, API: api}
@@ -35,6 +36,7 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 
 	output(stack, "ApiUrl", api.Stage.Url(), "HTTP API base URL (IAM-signed or JWT requests)")
 	output(stack, "TableName", table.TableName(), "jobs table")
+	output(stack, "TenantsTableName", tenants.TableName(), "tenants table: each tenant's webhook key versions")
 	output(stack, "QueueUrl", queues.Jobs.QueueUrl(), "job queue")
 	output(stack, "DlqUrl", queues.DLQ.QueueUrl(), "dead letter queue (replay from here)")
 	output(stack, "AlarmTopicArn", alarms.Topic.TopicArn(), "SNS topic every alarm notifies")
@@ -43,18 +45,20 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 	output(stack, "CallbackQueueUrl", queues.Callbacks.QueueUrl(), "callback notices (the notifier's queue)")
 	output(stack, "CallbackDlqUrl", queues.CallbackDLQ.QueueUrl(), "callback notices given up")
 	output(stack, "NotifierFunctionName", fns.Notifier.FunctionName(), "the notifier (delivers callbacks): its log group and metrics")
-	output(stack, "WebhookSecretArn", secret.SecretArn(), "the webhook signing secret (whsec_...): give it to the receivers")
+	output(stack, "WebhookSecretArn", secret.SecretArn(), "the deployment's webhook signing secret (whsec_...): every tenant's key is derived from it; never give it to a receiver")
 	output(stack, "ParkBucketName", park.BucketName(), "parked outcomes: docs/architecture.md, Parked outcomes")
 	return stack
 }
 
 // Shared are the resources the stack's functions run against: the jobs
-// table, the queues, the parking bucket and the webhook signing secret.
+// table, the tenants table, the queues, the parking bucket and the webhook
+// signing secret.
 // They are built before the functions and travel to the function builders
 // together, so each takes one value however many of them its function
 // uses.
 type Shared struct {
 	Table         awsdynamodb.Table
+	Tenants       awsdynamodb.Table
 	Queues        Queues
 	Park          awss3.Bucket
 	WebhookSecret awssecretsmanager.Secret

@@ -127,3 +127,25 @@ func removalPolicy(cfg Config) awscdk.RemovalPolicy {
 	}
 	return awscdk.RemovalPolicy_RETAIN
 }
+
+// newTenantsTable is the tenants table: one item per tenant that rotated
+// its webhook signing key, holding which key versions sign and verify
+// (docs/webhooks.md, "Your signing key"). The keys themselves are derived
+// from the signing secret and never stored. A lost item would put a
+// tenant back on key version 1, which its receivers no longer trust after
+// a rotation, so the table is kept like the jobs table: deletion
+// protection, RETAIN and point-in-time recovery unless the stack is a
+// throwaway. Its key must match pkg/dynamodb.CreateTenantsTable's
+// (TestTenantsTableMatchesStore).
+func newTenantsTable(stack awscdk.Stack, cfg Config) awsdynamodb.Table {
+	return awsdynamodb.NewTable(stack, jsii.String("Tenants"), &awsdynamodb.TableProps{
+		TableName:    jsii.String(cfg.Settings.TenantsTableName()),
+		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String(attrTenant), Type: awsdynamodb.AttributeType_STRING},
+		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
+			PointInTimeRecoveryEnabled: jsii.Bool(true),
+		},
+		DeletionProtection: jsii.Bool(!cfg.Throwaway),
+		RemovalPolicy:      removalPolicy(cfg),
+	})
+}

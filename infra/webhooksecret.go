@@ -48,7 +48,10 @@ func newWebhookSecret(stack awscdk.Stack, cfg Config) awssecretsmanager.Secret {
 		RemovalPolicy: removalPolicy(cfg),
 	})
 	secret := awssecretsmanager.NewSecret(stack, jsii.String("WebhookSecret"), &awssecretsmanager.SecretProps{
-		SecretName:        jsii.String(name),
+		SecretName: jsii.String(name),
+		// Stale on purpose: the API reads it too now (the tenants' keys are
+		// derived from it), but a new description would make CloudFormation
+		// update the secret and set its value back to the seed's.
 		Description:       jsii.String("aijobs: the webhook signing secret(s), \"whsec_...\" (a second one after a space during a rotation); only the notifier reads it"),
 		SecretStringValue: awscdk.SecretValue_UnsafePlainText(jsii.String(webhookSecretPrefix + *seed.SecretValue().UnsafeUnwrap())),
 		RemovalPolicy:     removalPolicy(cfg),
@@ -64,6 +67,6 @@ func newWebhookSecret(stack awscdk.Stack, cfg Config) awssecretsmanager.Secret {
 
 // webhookRotationReason is why the signing secret has no automatic
 // rotation (cdk-nag AwsSolutions-SMG4).
-const webhookRotationReason = "A webhook signing secret is shared with every receiver, which must be given the new secret before the old one " +
-	"stops signing: rotation is the operators' two-step change (docs/webhooks.md, section The signing secret), which an automatic rotation would " +
-	"break (receivers would reject every delivery). The seed is read once, by CloudFormation, to make the first value."
+const webhookRotationReason = "Every tenant's webhook key is derived from this secret, and each tenant's receivers must be given their new key " +
+	"before the old one stops signing: rotation is the operators' two-step change (docs/webhooks.md, section The deployment's signing secret), " +
+	"which an automatic rotation would break (receivers would reject every delivery). The seed is read once, by CloudFormation, to make the first value."
