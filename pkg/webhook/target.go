@@ -40,23 +40,58 @@ type Policy struct {
 // nonPublic are the IPv4 and IPv6 ranges a callback may never reach besides
 // what netip classifies (private, loopback, link-local, multicast,
 // unspecified): shared address space, "this network", IETF protocol
-// assignments, benchmarking, reserved, broadcast, and the NAT64 prefixes,
-// which can embed any of them.
+// assignments, benchmarking, documentation, reserved, broadcast, and the
+// NAT64 prefixes, which can embed any of them.
 var nonPublic = []netip.Prefix{
 	netip.MustParsePrefix("0.0.0.0/8"),
 	netip.MustParsePrefix("100.64.0.0/10"),
 	netip.MustParsePrefix("192.0.0.0/24"),
+	netip.MustParsePrefix("192.0.2.0/24"),
 	netip.MustParsePrefix("198.18.0.0/15"),
+	netip.MustParsePrefix("198.51.100.0/24"),
+	netip.MustParsePrefix("203.0.113.0/24"),
 	netip.MustParsePrefix("240.0.0.0/4"),
+	netip.MustParsePrefix("2001:db8::/32"),
+	netip.MustParsePrefix("3fff::/20"),
 	netip.MustParsePrefix("64:ff9b::/96"),
 	netip.MustParsePrefix("64:ff9b:1::/48"),
 }
 
+// deprecatedIPv6 are IPv6 forms no callback receiver uses and that carry
+// an IPv4 address, or a scope, netip does not classify: site-local
+// (fec0::/10, deprecated by RFC 3879), IPv4-compatible (::/96, deprecated
+// by RFC 4291: ::7f00:1 is 127.0.0.1), SIIT's IPv4-translated
+// (::ffff:0:0:0/96, RFC 2765) and Teredo (2001::/32, RFC 4380: a NAT
+// traversal client's address, its server and client IPv4 inside, never a
+// server's). They are refused whole; a relay or a host that still routes
+// them would reach the embedded address.
+var deprecatedIPv6 = []netip.Prefix{
+	netip.MustParsePrefix("fec0::/10"),
+	netip.MustParsePrefix("::/96"),
+	netip.MustParsePrefix("::ffff:0:0:0/96"),
+	netip.MustParsePrefix("2001::/32"),
+}
+
+// sixToFour is 6to4 (RFC 3056): 2002:AABB:CCDD::/48 is the IPv4 address
+// AA.BB.CC.DD's network, reached through a relay that unwraps it.
+var sixToFour = netip.MustParsePrefix("2002::/16")
+
 // Allows reports whether a callback may connect to addr. Instance metadata
 // (169.254.169.254, fd00:ec2::254) is link-local or private, so it is
-// always refused.
+// always refused. A 6to4 address is judged by the IPv4 address it embeds,
+// which must be public (loopback too is refused there: no relay delivers
+// to the dev machine's own loopback).
 func (p Policy) Allows(addr netip.Addr) bool {
 	addr = addr.Unmap()
+	if sixToFour.Contains(addr) {
+		b := addr.As16()
+		return Policy{}.Allows(netip.AddrFrom4([4]byte{b[2], b[3], b[4], b[5]}))
+	}
+	for _, n := range deprecatedIPv6 {
+		if n.Contains(addr) && !addr.IsLoopback() {
+			return false
+		}
+	}
 	switch {
 	case !addr.IsValid():
 		return false

@@ -45,6 +45,24 @@ func TestPolicyAllowsOnlyPublicAddresses(t *testing.T) {
 		{"240.0.0.1", false, false},
 		{"198.18.0.1", false, false},
 		{"64:ff9b::a00:1", false, false}, // NAT64 of 10.0.0.1
+		// IPv6 forms that embed an IPv4 address netip does not look into.
+		{"2002:7f00:1::1", false, false},                       // 6to4 of 127.0.0.1
+		{"2002:a9fe:a9fe::1", false, false},                    // 6to4 of 169.254.169.254
+		{"2002:a00:1::1", false, false},                        // 6to4 of 10.0.0.1
+		{"2002:c0a8:101:1::1", false, false},                   // 6to4 of 192.168.1.1
+		{"2002:5db8:d70e::1", true, true},                      // 6to4 of 93.184.215.14: public
+		{"2001:0:4136:e378:8000:63bf:3fff:fdd2", false, false}, // Teredo
+		{"2001:0:a00:1::1", false, false},                      // Teredo, server 10.0.0.1
+		{"fec0::1", false, false},                              // site-local
+		{"feff::1", false, false},                              // site-local, its last address
+		{"::7f00:1", false, false},                             // IPv4-compatible 127.0.0.1
+		{"::a9fe:a9fe", false, false},                          // IPv4-compatible 169.254.169.254
+		{"::5db8:d70e", false, false},                          // IPv4-compatible, even of a public address
+		{"::ffff:0:7f00:1", false, false},                      // SIIT of 127.0.0.1
+		{"::ffff:0:5db8:d70e", false, false},                   // SIIT of a public address
+		{"2001:db8::1", false, false},                          // documentation (inside 2001::/23, not Teredo)
+		{"203.0.113.7", false, false},                          // documentation
+		{"2002:cb00:7107::1", false, false},                    // 6to4 of 203.0.113.7
 	} {
 		a := netip.MustParseAddr(c.addr)
 		if got := prod.Allows(a); got != c.prod {
@@ -78,6 +96,7 @@ func TestCheckRefusesUnsafeCallbackURLs(t *testing.T) {
 		"metadata.example":   {"169.254.169.254"},
 		"localhost":          {"127.0.0.1", "::1"},
 		"rebind.example.com": {"93.184.215.14"},
+		"embedded.example":   {"2606:2800:21f:cb07:6820:80da:af6b:8b2c", "::ffff:0:a9fe:a9fe"}, // SIIT of the metadata address
 	}
 	ctx := context.Background()
 	prod, dev := webhook.Policy{}, webhook.Policy{AllowLoopback: true}
@@ -93,6 +112,9 @@ func TestCheckRefusesUnsafeCallbackURLs(t *testing.T) {
 		{"https://metadata.example/latest/meta-data/", false, false},
 		{"http://169.254.169.254/latest/meta-data/", false, false},
 		{"https://[fd00:ec2::254]/", false, false},
+		{"https://[2002:a9fe:a9fe::1]/latest/meta-data/", false, false}, // 6to4 of the metadata address
+		{"http://[::7f00:1]:9999/hook", false, false},                   // IPv4-compatible loopback is not loopback
+		{"https://embedded.example/x", false, false},
 		{"http://localhost:9999/hook", false, true},
 		{"http://127.0.0.1:9999/hook", false, true},
 		{"http://[::1]:9999/hook", false, true},
