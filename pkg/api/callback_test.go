@@ -1,13 +1,17 @@
 package api
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"net/http"
+	"net/netip"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/webhook"
 	"github.com/aijobs/aijobs/pkg/wire"
 )
 
@@ -98,5 +102,60 @@ func TestADeploymentWithoutCallbacksRefusesThem(t *testing.T) {
 	resp := e.do(t, createReq(t, "k", withInput(`,"callback_url":"https://hooks.example.com/x"`)))
 	if p := decodeProblem(t, resp); resp.StatusCode != http.StatusBadRequest || p.Field != "callback_url" || !strings.Contains(p.Detail, "no callbacks") {
 		t.Fatalf("%d %+v", resp.StatusCode, p)
+	}
+}
+
+// flippingResolver answers hooks.example.com until gone is set, then
+// nothing, like a receiver's DNS record removed between two tries.
+type flippingResolver struct{ gone *bool }
+
+func (r flippingResolver) LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error) {
+	if *r.gone {
+		return nil, errors.New("no such host")
+	}
+	return testCallbacks.Resolver.LookupNetIP(ctx, network, host)
+}
+
+// TestARepeatIsARepeatWhenItsCallbackNoLongerResolves: the create's
+// first try was recorded (its answer lost), then the callback host
+// stopped resolving. The retry finds its job and is answered as a repeat;
+// a new key with that host is still refused, and the key with another
+// body is still the 422 it always was (issue V item 5).
+func TestARepeatIsARepeatWhenItsCallbackNoLongerResolves(t *testing.T) {
+	e := newEnv(t)
+	gone := false
+	e.h.callbacks = webhook.Checker{Resolver: flippingResolver{&gone}}
+	body := withInput(`,"callback_url":"https://hooks.example.com/x"`)
+	first := e.do(t, createReq(t, "dns-1", body))
+	if first.StatusCode != http.StatusAccepted {
+		t.Fatalf("first create: %d %s", first.StatusCode, first.Body)
+	}
+	id := decodeView(t, first).ID
+	gone = true
+
+	resp := e.do(t, createReq(t, "dns-1", body))
+	if resp.StatusCode != http.StatusOK || resp.Headers["Idempotent-Replayed"] != "true" || decodeView(t, resp).ID != id {
+		t.Fatalf("retry: %d %v %s, want 200 replayed of %s", resp.StatusCode, resp.Headers, resp.Body, id)
+	}
+	other := `{"input":{"messages":[{"role":"user","content":"bye"}]},"callback_url":"https://hooks.example.com/x"}`
+	resp = e.do(t, createReq(t, "dns-1", other))
+	if p := decodeProblem(t, resp); resp.StatusCode != http.StatusUnprocessableEntity || p.Code != wire.CodeKeyReused {
+		t.Fatalf("another body: %d %+v, want 422 %s", resp.StatusCode, p, wire.CodeKeyReused)
+	}
+	resp = e.do(t, createReq(t, "dns-2", body))
+	if p := decodeProblem(t, resp); resp.StatusCode != http.StatusBadRequest || p.Field != "callback_url" {
+		t.Fatalf("a new key: %d %+v, want 400 on callback_url", resp.StatusCode, p)
+	}
+	if e.store.Len() != 1 {
+		t.Fatalf("%d records, want 1", e.store.Len())
+	}
+
+	// A store that cannot say whether the key was used answers 503, not a
+	// refusal the caller would give up on.
+	e.h = e.handler(failingStore(&job.Error{Code: job.CodeUnavailable, Message: "throttled"}))
+	e.h.callbacks = webhook.Checker{Resolver: flippingResolver{&gone}}
+	resp = e.do(t, createReq(t, "dns-1", body))
+	if p := decodeProblem(t, resp); resp.StatusCode != http.StatusServiceUnavailable || p.Code != wire.CodeUnavailable {
+		t.Fatalf("store down: %d %+v, want 503 unavailable", resp.StatusCode, p)
 	}
 }

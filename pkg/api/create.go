@@ -38,12 +38,12 @@ func (h *Handler) create(ctx context.Context, log *slog.Logger, ev events.APIGat
 	if err != nil {
 		return h.clientProblem(ctx, log, "parse create", err)
 	}
+	j := req.NewJob(h.clock.Now(), h.retention.Failed)
 	if req.Callback.URL != "" {
 		if bad := h.checkCallback(ctx, req.Callback.URL); bad != nil {
-			return h.clientProblem(ctx, log, "check callback", bad)
+			return h.refusedCallback(ctx, log, j, bad)
 		}
 	}
-	j := req.NewJob(h.clock.Now(), h.retention.Failed)
 	j.Reserve = h.routes[j.Model].Reserve(req.Input)
 	if !job.Covers(j.Budget, j.Reserve) {
 		// Not one attempt could start: refuse now rather than record a job
@@ -100,6 +100,26 @@ func (h *Handler) repeat(ctx context.Context, log *slog.Logger, want, existing j
 		resp.Headers["Idempotent-Replayed"] = "true"
 	}
 	return resp
+}
+
+// refusedCallback answers a create whose callback the check refused (or
+// could not check). A retry of a create whose first try was recorded is
+// still a repeat when its host has stopped resolving since, or DNS is
+// down: the job exists and runs, so it is answered as one
+// (docs/architecture.md, "Idempotency"). Only a key never used gets the
+// refusal; a store that cannot say which it is gets 503, so the caller
+// retries rather than gives up on a job that may exist. The lookup costs
+// one read, on this path only; the check still precedes every write.
+func (h *Handler) refusedCallback(ctx context.Context, log *slog.Logger, want job.Job, bad error) events.APIGatewayV2HTTPResponse {
+	existing, err := h.store.Get(ctx, want.ID)
+	switch {
+	case err == nil:
+		return h.repeat(ctx, log, want, existing)
+	case job.ErrorCode(err) == job.CodeNotFound:
+		return h.clientProblem(ctx, log, "check callback", bad)
+	default:
+		return h.serverProblem(ctx, log, "create", fmt.Errorf("look for a repeat of %s: %w", want.ID, err))
+	}
 }
 
 // created answers status with the view and the job's Location.
