@@ -14,7 +14,6 @@ import (
 	"github.com/aijobs/aijobs/pkg/awsclient"
 	"github.com/aijobs/aijobs/pkg/console"
 	"github.com/aijobs/aijobs/pkg/replay"
-	"github.com/aijobs/aijobs/pkg/sqs"
 )
 
 const consoleAbout = `Serve the operator console: web pages for a bad hour (overview, failures,
@@ -49,11 +48,7 @@ func runConsole(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
-	if op.cfg.QueueURL == "" || op.cfg.DLQURL == "" {
-		q, dlq := sqs.FindQueues(ctx, awsclient.SQS(op.aws), op.cfg.Settings)
-		op.cfg.QueueURL, op.cfg.DLQURL = orElse(op.cfg.QueueURL, q), orElse(op.cfg.DLQURL, dlq)
-		op.queue = sqs.New(awsclient.SQS(op.aws), op.cfg.QueueURL, op.cfg.DLQURL)
-	}
+	op.findQueues(ctx)
 	who, err := callerARN(ctx, op.aws)
 	if err != nil {
 		return usageErrorf("console: who are you? STS GetCallerIdentity failed: %v", err)
@@ -83,14 +78,6 @@ func runConsole(ctx context.Context, c *cli, args []string) error {
 		return fmt.Errorf("console: serve: %w", err)
 	}
 	return nil
-}
-
-// orElse is a unless it is empty, else b.
-func orElse(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }
 
 // callerARN is the AWS identity the credentials act as.

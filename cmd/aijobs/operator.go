@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"flag"
 
@@ -58,7 +59,7 @@ func (c *cli) operator(ctx context.Context, f awsFlags, counter *awsclient.Count
 	// No credentials is a configuration error (exit 2), not a failure of
 	// the first call.
 	if _, err := awsCfg.Credentials.Retrieve(ctx); err != nil {
-		return nil, usageErrorf("no AWS credentials for the operator commands (profile, SSO or environment): %v", err)
+		return nil, usageErrorf("no AWS credentials for the operator commands (profile, SSO or environment)%s: %v", devHint(cfg), err)
 	}
 	return &operator{cfg: cfg, aws: awsCfg,
 		store: dynamodb.New(awsclient.DynamoDB(awsCfg), cfg.Table, cfg.Settings),
@@ -72,4 +73,27 @@ func (f *awsFlags) register(fs *flag.FlagSet, queues bool) {
 		fs.StringVar(&f.queueURL, "queue-url", "", "job queue URL (default: AIJOBS_QUEUE_URL; the stack's QueueUrl output)")
 		fs.StringVar(&f.dlqURL, "dlq-url", "", "dead letter queue URL (default: AIJOBS_DLQ_URL; the stack's DlqUrl output)")
 	}
+}
+
+// devHint is what a missing credential most often means on a developer's
+// machine: the command was meant for the dev server's emulator and went
+// to AWS's chain instead, which ends at the instance metadata service.
+func devHint(cfg config.Config) string {
+	if cfg.Endpoint != "" {
+		return ""
+	}
+	return "; for the table of `make dev`, set AWS_ENDPOINT_URL to its emulator (the dev server's banner prints the whole line: export AWS_ENDPOINT_URL=http://127.0.0.1:4566 ...)"
+}
+
+// findQueues fills in queue URLs the flags and environment left out from
+// the queues named by the deployment's prefix (AIJOBS_PREFIX), as the dev
+// server and the stack name them, so the commands need only the table's
+// prefix; a queue not found stays unset for the command to say so.
+func (op *operator) findQueues(ctx context.Context) {
+	if op.cfg.QueueURL != "" && op.cfg.DLQURL != "" {
+		return
+	}
+	q, dlq := sqs.FindQueues(ctx, awsclient.SQS(op.aws), op.cfg.Settings)
+	op.cfg.QueueURL, op.cfg.DLQURL = cmp.Or(op.cfg.QueueURL, q), cmp.Or(op.cfg.DLQURL, dlq)
+	op.queue = sqs.New(awsclient.SQS(op.aws), op.cfg.QueueURL, op.cfg.DLQURL)
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/aijobs/aijobs/internal/awstest"
 	"github.com/aijobs/aijobs/pkg/awsclient"
 	"github.com/aijobs/aijobs/pkg/client/clienttest"
+	"github.com/aijobs/aijobs/pkg/config"
 	"github.com/aijobs/aijobs/pkg/dynamodb"
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/settings"
@@ -111,10 +112,55 @@ func TestFailuresTotalsAndReplayDryRunOnTheEmulator(t *testing.T) {
 	if j, _ := st.Get(context.Background(), job.NewID("t", "a1")); j.State != job.Queued || j.Replays != 1 {
 		t.Fatalf("replayed job: %+v", j)
 	}
-	// Without queue URLs, replay is a configuration error.
+	// Without queue URLs, replay finds the queues by the prefix; with a
+	// prefix that names none, it is a configuration error.
 	delete(env, "AIJOBS_QUEUE_URL")
-	if res := (invocation{args: args("replay", "--from", "dlq"), env: env}).run(t); res.code != exitUsage {
+	delete(env, "AIJOBS_DLQ_URL")
+	if res := (invocation{args: args("replay", "--from", "dlq", "--output", "json"), env: env}).run(t); res.code != 0 {
+		t.Fatalf("queues by prefix: exit %d %s", res.code, res.stderr)
+	}
+	env["AIJOBS_TABLE"], env["AIJOBS_PREFIX"] = env["AIJOBS_PREFIX"]+"-jobs", "nosuch"
+	if res := (invocation{args: args("replay", "--from", "dlq"), env: env}).run(t); res.code != exitUsage || !strings.Contains(res.stderr, "AIJOBS_PREFIX") {
 		t.Fatalf("no queue: exit %d %s", res.code, res.stderr)
+	}
+}
+
+// TestTheDevBannerLinePointsTheCommandsAtItsTable: the line the dev
+// server prints (config.OperatorExports), and nothing else, is enough for
+// failures and replay to reach its table and queues.
+func TestTheDevBannerLinePointsTheCommandsAtItsTable(t *testing.T) {
+	env, st := operatorEnv(t)
+	endJob(t, st, "a1", "sha256:aaa", job.Overloaded, 100, clienttest.T0.Add(-time.Minute))
+	line := config.OperatorExports(config.Config{Endpoint: env["AWS_ENDPOINT_URL"], Region: env["AWS_REGION"],
+		Table: env["AIJOBS_PREFIX"] + "-jobs", QueueURL: env["AIJOBS_QUEUE_URL"], DLQURL: env["AIJOBS_DLQ_URL"]})
+	exported := map[string]string{}
+	for _, kv := range strings.Fields(strings.TrimPrefix(line, "export ")) {
+		k, v, _ := strings.Cut(kv, "=")
+		exported[k] = v
+	}
+	res := invocation{args: args("failures", "--since", "1h", "--output", "json"), env: exported}.run(t)
+	if res.code != 0 || !strings.Contains(res.stdout, `"overloaded"`) {
+		t.Fatalf("failures with the banner's line %q: exit %d %s %s", line, res.code, res.stdout, res.stderr)
+	}
+	if res := (invocation{args: args("replay", "--from", "failures", "--since", "1h", "--dry-run"), env: exported}).run(t); res.code != 0 {
+		t.Fatalf("replay with the banner's line: exit %d %s", res.code, res.stderr)
+	}
+}
+
+// TestWithoutAnEndpointTheErrorSaysWhatToSet: next to make dev, a shell
+// without AWS_ENDPOINT_URL sends the commands down AWS's credential chain;
+// on a machine with no credentials the chain ends at instance metadata
+// (disabled here so the test does not wait for it), and the error names
+// the variable to set.
+func TestWithoutAnEndpointTheErrorSaysWhatToSet(t *testing.T) {
+	for k, v := range map[string]string{"AWS_EC2_METADATA_DISABLED": "true", "AWS_ACCESS_KEY_ID": "", "AWS_SECRET_ACCESS_KEY": "",
+		"AWS_SESSION_TOKEN": "", "AWS_PROFILE": "", "AWS_CONFIG_FILE": "/nonexistent", "AWS_SHARED_CREDENTIALS_FILE": "/nonexistent",
+		"AWS_WEB_IDENTITY_TOKEN_FILE": "", "AWS_CONTAINER_CREDENTIALS_FULL_URI": "", "AWS_CONTAINER_CREDENTIALS_RELATIVE_URI": "", "AWS_ENDPOINT_URL": ""} {
+		t.Setenv(k, v)
+	}
+	res := invocation{args: args("failures", "--since", "1h"), env: map[string]string{"AWS_REGION": "us-east-1"}}.run(t)
+	if res.code != exitUsage || !strings.Contains(res.stderr, "set AWS_ENDPOINT_URL") {
+		t.Fatalf("exit %d, stderr %s", res.code, res.stderr)
 	}
 }
 

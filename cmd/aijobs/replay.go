@@ -60,8 +60,9 @@ func runReplay(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
+	op.findQueues(ctx)
 	if op.cfg.QueueURL == "" || (*from == "dlq" && op.cfg.DLQURL == "") {
-		return usageErrorf("replay: needs the queue URLs: --queue-url and --dlq-url, or AIJOBS_QUEUE_URL and AIJOBS_DLQ_URL")
+		return usageErrorf("replay: needs the queue URLs: --queue-url and --dlq-url, AIJOBS_QUEUE_URL and AIJOBS_DLQ_URL, or the AIJOBS_PREFIX that names them")
 	}
 	r := replay.New(replay.Config{Store: op.store, Queue: op.queue, DeadLetters: op.queue.DeadLetters(), Retention: op.cfg.Settings.Retention, Limits: op.cfg.Settings.Limits})
 	bar := &replayBar{w: c.env.stdout, on: c.env.stdoutTTY, counts: map[replay.Outcome]int{}}

@@ -5,6 +5,8 @@ import (
 	"maps"
 	"slices"
 	"strings"
+
+	"github.com/aijobs/aijobs/pkg/config"
 )
 
 // Banner is what the dev server prints on start: where it listens, what it
@@ -37,8 +39,8 @@ func Banner(a *App, addr string) string {
 		if a.WebhookSecretCreated {
 			made = "created now in"
 		}
-		callbacks = fmt.Sprintf("on; signing secret %s Secrets Manager %q (aws secretsmanager get-secret-value --secret-id %s)",
-			made, a.Config.WebhookSecretID, a.Config.WebhookSecretID)
+		callbacks = fmt.Sprintf("on; each tenant's events are signed with its own key (GET /webhook-key), derived from the deployment secret %s Secrets Manager %q",
+			made, a.Config.WebhookSecretID)
 		if a.Config.Settings.CallbackLoopback {
 			callbacks += "; http to loopback allowed"
 		}
@@ -55,6 +57,10 @@ Try it:
     -H 'Content-Type: application/json' -d '{"input":{"messages":[{"role":"user","content":"Say hello"}]}}'
   curl -s http://%[1]s/jobs/<id> -H 'Authorization: Bearer tenant-a'
   curl -s http://%[1]s/jobs -H 'Authorization: Bearer tenant-a'
+  curl -s http://%[1]s/webhook-key -H 'Authorization: Bearer tenant-a'
+Operator commands (bin/aijobs failures, replay, advise, console) reach this deployment in a shell with:
+  %[8]s
 Ctrl-C stops it.
-`, addr, endpoint, a.Config.Table, a.Config.QueueURL, routes.String(), a.Config.Settings.ReconcileEvery, callbacks)
+`, addr, endpoint, a.Config.Table, a.Config.QueueURL, routes.String(), a.Config.Settings.ReconcileEvery, callbacks,
+		config.OperatorExports(a.Config))
 }
