@@ -56,6 +56,8 @@ type stack struct {
 	store   *dynamodb.Store
 	api     string
 	console string
+	// access is the URL the console opened, with its access token.
+	access  string
 	log     *syncBuffer
 	browser context.Context
 }
@@ -86,23 +88,29 @@ func startStack(t *testing.T) *stack {
 
 	s := &stack{store: a.Store, api: "http://" + ln.Addr().String(), log: &syncBuffer{}}
 	out := &syncBuffer{}
-	e := &env{stdin: strings.NewReader(""), stdout: out, stderr: s.log, getenv: getenv, loadAWS: loadAWS}
+	opened := make(chan string, 1)
+	e := &env{stdin: strings.NewReader(""), stdout: out, stderr: s.log, getenv: getenv, loadAWS: loadAWS,
+		openURL: func(u string) error { opened <- u; return nil }}
 	done := make(chan error, 1)
-	go func() { done <- run(ctx, []string{"console", "--listen", "127.0.0.1:0", "--refresh", "1s"}, e) }()
+	go func() {
+		done <- run(ctx, []string{"console", "--listen", "127.0.0.1:0", "--refresh", "1s", "--open"}, e)
+	}()
 	t.Cleanup(func() { cancel(); <-done })
-	addr := regexp.MustCompile(`http://127\.0\.0\.1:\d+`)
-	for start := time.Now(); s.console == ""; {
-		select {
-		case err := <-done:
-			t.Fatalf("aijobs console ended: %v\n%s", err, s.log)
-		case <-time.After(20 * time.Millisecond):
-		}
-		s.console = addr.FindString(out.String())
-		if time.Since(start) > 20*time.Second {
-			t.Fatalf("aijobs console printed no URL: %q %s", out, s.log)
-		}
+	select {
+	case err := <-done:
+		t.Fatalf("aijobs console ended: %v\n%s", err, s.log)
+	case s.access = <-opened:
+	case <-time.After(20 * time.Second):
+		t.Fatalf("aijobs console opened no URL: %q %s", out, s.log)
 	}
+	if !strings.Contains(out.String(), s.access) {
+		t.Fatalf("the console opened %s but printed %q", s.access, out)
+	}
+	s.console = regexp.MustCompile(`^http://127\.0\.0\.1:\d+`).FindString(s.access)
 	s.browser = browser(t)
+	// The URL --open gave the browser: its visit sets the cookie every
+	// page after it needs.
+	s.open(t, strings.TrimPrefix(s.access, s.console), "main")
 	return s
 }
 
@@ -117,7 +125,9 @@ func browser(t *testing.T) context.Context {
 			t.Fatal("no chromium on PATH: run `make chromium` (make test does), or set CHROMIUM_BIN")
 		}
 	}
-	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.WindowSize(1280, 900))
+	// evil.example is TestConsoleAsksWhoYouAre's other site, served here.
+	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox, chromedp.WindowSize(1280, 900),
+		chromedp.Flag("host-resolver-rules", "MAP evil.example 127.0.0.1"))
 	actx, cancelA := chromedp.NewExecAllocator(context.Background(), opts...)
 	bctx, cancelB := chromedp.NewContext(actx)
 	t.Cleanup(func() { cancelB(); cancelA() })
@@ -287,6 +297,65 @@ func TestConsoleInABrowser(t *testing.T) {
 			t.Errorf("the action log lacks %q:\n%s", want, log)
 		}
 	}
+}
+
+// TestConsoleAsksWhoYouAre: a browser without the access token gets 401
+// on every page; with it (the cookie the opened URL set), a page on
+// another site, or on another port of this host, that makes the browser
+// send the console an expensive GET gets nothing, and the console reads
+// nothing for it.
+func TestConsoleAsksWhoYouAre(t *testing.T) {
+	s := startStack(t)
+	stranger := browser(t)
+	for _, path := range []string{"/", "/failures?since=100000h", "/static/console.css"} {
+		ctx, cancel := context.WithTimeout(stranger, 30*time.Second)
+		err := chromedp.Do(ctx, chromedp.Navigate(s.console+path))
+		var body string
+		if err == nil {
+			body, err = chromedp.Run(ctx, chromedp.Evaluate[string](`document.body.innerText`))
+		}
+		cancel()
+		if err != nil || !strings.Contains(body, `"status":401`) || !strings.Contains(body, "token_required") {
+			t.Fatalf("%s without the token: %v %q", path, err, body)
+		}
+	}
+	attack := fmt.Sprintf(`<html><body><img src="%[1]s/failures?since=100000h">
+<script>fetch("%[1]s/failures?since=100000h&by=fetch", {mode: "no-cors", credentials: "include"}).finally(() => { document.title = "sent" })</script>
+</body></html>`, s.console)
+	page := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		fmt.Fprint(w, attack)
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: page, ReadHeaderTimeout: 5 * time.Second}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+	port := ln.Addr().(*net.TCPAddr).Port
+	for site, origin := range map[string]string{
+		"cross-site": fmt.Sprintf("http://evil.example:%d/", port), // the browser resolves it to 127.0.0.1
+		"same-site":  fmt.Sprintf("http://127.0.0.1:%d/", port),    // SameSite would send the cookie from here
+	} {
+		ctx, cancel := context.WithTimeout(s.browser, 30*time.Second)
+		err := chromedp.Do(ctx, chromedp.Navigate(origin))
+		if err == nil {
+			_, err = chromedp.Run(ctx, chromedp.Poll[bool](`document.title == "sent"`))
+		}
+		cancel()
+		if err != nil {
+			t.Fatalf("the %s page: %v", site, err)
+		}
+		want := "code=cross_site_refused method=GET path=/failures fetch_site=" + site
+		for deadline := time.Now().Add(10 * time.Second); strings.Count(s.log.String(), want) < 2; time.Sleep(50 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("the %s page's image and fetch were not both refused: %s", site, s.log)
+			}
+		}
+	}
+	// The operator's own session still works.
+	s.open(t, "/failures", "main")
 }
 
 // TestConsoleLoadTimes seeds -console.scale jobs straight into the table

@@ -4,6 +4,8 @@ import (
 	"context"
 	"io"
 	"os"
+	"os/exec"
+	"runtime"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -26,6 +28,8 @@ type env struct {
 	// loadAWS loads the shared AWS configuration (profile, SSO, env)
 	// for --sigv4.
 	loadAWS func(ctx context.Context, region string) (aws.Config, error)
+	// openURL opens a URL in the person's browser (console --open).
+	openURL func(string) error
 	// http, now and sleep go to client.Config; nil means its defaults.
 	http  client.Doer
 	now   func() time.Time
@@ -37,8 +41,21 @@ func systemEnv() *env {
 	return &env{
 		stdin: os.Stdin, stdout: os.Stdout, stderr: os.Stderr,
 		stdinTTY: isTerminal(os.Stdin), stdoutTTY: isTerminal(os.Stdout),
-		getenv: os.Getenv, loadAWS: loadAWS,
+		getenv: os.Getenv, loadAWS: loadAWS, openURL: openBrowser,
 	}
+}
+
+// openBrowser hands u to the desktop's opener, as Jupyter does; it does
+// not wait for the browser.
+func openBrowser(u string) error {
+	name := "xdg-open"
+	switch runtime.GOOS {
+	case "darwin":
+		name = "open"
+	case "windows":
+		return exec.Command("rundll32", "url.dll,FileProtocolHandler", u).Start()
+	}
+	return exec.Command(name, u).Start()
 }
 
 // isTerminal reports whether f is a character device (a terminal), the

@@ -47,7 +47,8 @@ func (in invocation) run(t *testing.T) result {
 		loadAWS: func(context.Context, string) (aws.Config, error) {
 			return aws.Config{}, errors.New("no AWS in tests")
 		},
-		now: func() time.Time { return clienttest.T0 },
+		openURL: func(string) error { return errors.New("no browser in tests") },
+		now:     func() time.Time { return clienttest.T0 },
 		sleep: func(ctx context.Context, _ time.Duration) error {
 			if in.block {
 				<-ctx.Done()

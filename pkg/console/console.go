@@ -61,6 +61,13 @@ type Config struct {
 	// Token is the CSRF token state-changing forms carry; empty draws a
 	// fresh one (per process).
 	Token string
+	// Access is the access token every request carries (docs/cli.md,
+	// "console"); empty draws a fresh one (per process), which AccessURL
+	// shows once.
+	Access string
+	// Secure marks the access cookie Secure: the browser reaches the
+	// console over TLS (its own, or a reverse proxy's).
+	Secure bool
 	// AllowRemote lets requests addressed to a host other than loopback
 	// in (behind a tunnel the operator set up); off by default.
 	AllowRemote bool
@@ -89,12 +96,14 @@ func New(cfg Config) (*Console, error) {
 	if cfg.Window <= 0 {
 		cfg.Window = 48 * time.Hour
 	}
-	if cfg.Token == "" {
-		b := make([]byte, 32)
-		if _, err := rand.Read(b); err != nil {
-			return nil, err
+	for _, t := range []*string{&cfg.Token, &cfg.Access} {
+		if *t == "" {
+			b := make([]byte, 32)
+			if _, err := rand.Read(b); err != nil {
+				return nil, err
+			}
+			*t = hex.EncodeToString(b)
 		}
-		cfg.Token = hex.EncodeToString(b)
 	}
 	log := cfg.Log
 	if log == nil {
@@ -109,15 +118,19 @@ func New(cfg Config) (*Console, error) {
 	return c, nil
 }
 
-// ServeHTTP answers one request, after the host check.
+// ServeHTTP answers one request, after the host check and the access
+// check (access.go).
 func (c *Console) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !c.cfg.AllowRemote && !loopbackHost(r.Host) {
-		problem(w, http.StatusForbidden, "host_refused", "the console answers requests addressed to 127.0.0.1 or localhost only")
+		c.refused(w, r, http.StatusForbidden, "host_refused", "the console answers requests addressed to 127.0.0.1 or localhost only")
 		return
 	}
 	w.Header().Set("X-Frame-Options", "DENY")
 	w.Header().Set("Content-Security-Policy", "default-src 'self'; img-src 'self' data:; style-src 'self'; frame-ancestors 'none'")
 	w.Header().Set("Referrer-Policy", "same-origin") // no-referrer would make the browser send "Origin: null" on our own forms
+	if !c.admitted(w, r) {
+		return
+	}
 	c.mux.ServeHTTP(w, r)
 }
 

@@ -27,10 +27,16 @@ type clock struct{ at *atomic.Int64 }
 
 func (c clock) Now() time.Time { return time.UnixMilli(c.at.Load()).UTC() }
 
-// counting is the memory store, counting the overview's reads.
+// counting is the memory store, counting the overview's reads and the
+// failure index's.
 type counting struct {
 	*memstore.Store
-	recent atomic.Int64
+	recent, failures atomic.Int64
+}
+
+func (c *counting) Failures(ctx context.Context, q job.FailureQuery, each func(job.Failure) error) error {
+	c.failures.Add(1)
+	return c.Store.Failures(ctx, q, each)
 }
 
 func (c *counting) Recent(ctx context.Context, q job.RecentQuery, each func(job.Job) error) error {
@@ -64,7 +70,10 @@ type fixture struct {
 	clock clock
 }
 
-const token = "test-token"
+const (
+	token  = "test-token"
+	access = "test-access"
+)
 
 // setup seeds one job per state: queued, running, succeeded, and failed
 // and abandoned through the store's own transitions (so the failure index
@@ -114,7 +123,7 @@ func setup(t *testing.T) *fixture {
 	}
 	rep := replay.New(replay.Config{Store: f.store, Queue: f.queue, Clock: f.clock, Retention: job.Retention{Succeeded: time.Hour, Failed: time.Hour}})
 	c, err := console.New(console.Config{Store: f.store, Queue: depth(3), DeadLetters: depth(2), Replayer: rep, Who: "arn:aws:iam::123456789012:user/ops",
-		Log: slog.New(slog.NewTextHandler(f.log, nil)), Clock: f.clock, Token: token,
+		Log: slog.New(slog.NewTextHandler(f.log, nil)), Clock: f.clock, Token: token, Access: access,
 		Retention: job.Retention{Succeeded: time.Hour, Failed: time.Hour}})
 	if err != nil {
 		t.Fatal(err)
@@ -124,9 +133,12 @@ func setup(t *testing.T) *fixture {
 	return f
 }
 
+// get and post carry the access token as a bearer token unless header
+// sets Authorization itself.
 func (f *fixture) get(t *testing.T, path string, header ...string) (int, string) {
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodGet, f.srv.URL+path, nil)
+	req.Header.Set("Authorization", "Bearer "+access)
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}
@@ -137,6 +149,7 @@ func (f *fixture) post(t *testing.T, path string, form url.Values, header ...str
 	t.Helper()
 	req, _ := http.NewRequest(http.MethodPost, f.srv.URL+path, strings.NewReader(form.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Authorization", "Bearer "+access)
 	for i := 0; i+1 < len(header); i += 2 {
 		req.Header.Set(header[i], header[i+1])
 	}

@@ -3,9 +3,10 @@
 // operator's machine with the operator's AWS credentials, reading the jobs
 // table and queues directly as `aijobs failures` and `aijobs replay` do.
 // Nothing is exposed in AWS; the server binds to loopback, answers only
-// requests addressed to a loopback host, refuses a state-changing request
-// without the process's CSRF token, and logs every action with the AWS
-// identity that made it.
+// requests addressed to a loopback host that carry the process's access
+// token (access.go) and do not come from another site, refuses a
+// state-changing request without the process's CSRF token, and logs every
+// action with the AWS identity that made it.
 //
 // The pages are rendered on the server (html/template, charts as inline
 // SVG) from templates and assets embedded in the binary, so the console
