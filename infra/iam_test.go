@@ -363,7 +363,9 @@ func TestOperatorPolicy(t *testing.T) {
 	want := []string{
 		"dynamodb:Query on ${" + table + ".Arn}/index/" + st.FailureIndex,
 		"dynamodb:Query on ${" + table + ".Arn}/index/" + st.TenantIndex,
-		"dynamodb:GetItem on " + table, "dynamodb:UpdateItem on " + table, "dynamodb:Scan on " + table,
+		"dynamodb:Query on ${" + table + ".Arn}/index/" + st.CreatedIndex,
+		"dynamodb:Query on ${" + table + ".Arn}/index/" + st.ActiveIndex,
+		"dynamodb:GetItem on " + table, "dynamodb:UpdateItem on " + table,
 		"sqs:ReceiveMessage on " + dlq, "sqs:DeleteMessage on " + dlq, "sqs:ChangeMessageVisibility on " + dlq, "sqs:GetQueueAttributes on " + dlq,
 		"sqs:GetQueueUrl on " + dlq,
 		"sqs:SendMessage on " + queue, "sqs:GetQueueAttributes on " + queue, "sqs:GetQueueUrl on " + queue,

@@ -11,13 +11,15 @@ import (
 // `console` commands call (docs/architecture.md, "What each function may
 // call"): query the failure index and (the console's jobs page) the tenant
 // index; read a job and make replay's recorded transition back to queued or
-// the console's cancel; scan a sample of finished jobs' run times, or (the
-// console's overview) the recent jobs; take job ids off the DLQ; send them
-// through the claim path on the job queue; read both queues' depths, and
-// find them by name (the console, given only the prefix).
+// the console's cancel; query the created index for a sample of finished
+// jobs' run times, or (the console's overview) the recent jobs, and the
+// active index for the unfinished ones older than those; take job ids off
+// the DLQ; send them through the claim path on the job queue; read both
+// queues' depths, and find them by name (the console, given only the
+// prefix). Nothing scans the table.
 var (
 	operatorIndexActions = []string{"dynamodb:Query"}
-	operatorTableActions = []string{"dynamodb:GetItem", "dynamodb:UpdateItem", "dynamodb:Scan"}
+	operatorTableActions = []string{"dynamodb:GetItem", "dynamodb:UpdateItem"}
 	operatorDLQActions   = []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}
 	operatorQueueActions = []string{"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}
 )
@@ -36,6 +38,8 @@ func newOperatorPolicy(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, 
 		Statements: &[]awsiam.PolicyStatement{
 			allow(operatorIndexActions, indexArn(table, s.FailureIndex)),
 			allow(operatorIndexActions, indexArn(table, s.TenantIndex)),
+			allow(operatorIndexActions, indexArn(table, s.CreatedIndex)),
+			allow(operatorIndexActions, indexArn(table, s.ActiveIndex)),
 			allow(operatorTableActions, table.TableArn()),
 			allow(operatorDLQActions, q.DLQ.QueueArn()),
 			allow(operatorQueueActions, q.Jobs.QueueArn()),

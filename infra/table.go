@@ -14,13 +14,14 @@ import (
 // (TestIndexesMatchStore) creates the table through pkg/dynamodb's own
 // CreateTable against a recorder and compares every index with this one.
 const (
-	attrID       = "id"
-	attrTenant   = "tenant"
-	attrCreated  = "created_ms"
-	attrFailPK   = "fail_pk"
-	attrFailSK   = "fail_sk"
-	attrActivePK = "act_pk"
-	attrExpires  = "expires_at"
+	attrID        = "id"
+	attrTenant    = "tenant"
+	attrCreated   = "created_ms"
+	attrFailPK    = "fail_pk"
+	attrFailSK    = "fail_sk"
+	attrActivePK  = "act_pk"
+	attrCreatedPK = "crt_pk"
+	attrExpires   = "expires_at"
 )
 
 // failureProjection is what the failure index carries besides its keys:
@@ -34,12 +35,18 @@ var failureProjection = []string{"tenant", "state", "error_class", "input_hash",
 var tenantProjection = []string{"state", "request_key", "input_hash", "model", "attempts", "max_attempts", "cost_nc", "budget_nc",
 	"error_class", "result_model", "deadline_ms", "replays"}
 
+// createdProjection is what the created index carries besides its keys:
+// the tenant index's summary, the tenant and the run time, none of which
+// a heartbeat writes (pkg/dynamodb.CreatedProjection, held equal by a
+// test).
+var createdProjection = append(slices.Clone(tenantProjection), "tenant", "run_ms")
+
 // skippableIndexes are the indexes a deployment may leave out for one
 // deploy (context skipIndexes): DynamoDB creates one global secondary
 // index per table update, so a table deployed before them gets them one
 // deploy at a time (docs/deploy.md).
 func skippableIndexes(cfg Config) []string {
-	return []string{cfg.Settings.TenantIndex, cfg.Settings.ActiveIndex}
+	return []string{cfg.Settings.TenantIndex, cfg.Settings.ActiveIndex, cfg.Settings.CreatedIndex}
 }
 
 // newTable is the jobs table: one item per job. The record is the product
@@ -75,6 +82,10 @@ func newTable(stack awscdk.Stack, cfg Config) awsdynamodb.Table {
 		// ("active#<shard>"), the reconciler's worklist; it reads the ids
 		// and then the items.
 		{Name: s.ActiveIndex, Partition: attrActivePK, PartitionType: str, Sort: attrCreated, SortType: num},
+		// Every job by the UTC day it was created ("<yyyy-mm-dd>#<shard>"):
+		// the console's overview and advise --from-table read the days
+		// they show, not the table.
+		{Name: s.CreatedIndex, Partition: attrCreatedPK, PartitionType: str, Sort: attrCreated, SortType: num, Include: createdProjection},
 	}
 	for _, ix := range indexes {
 		// LoadConfig lets only skippableIndexes in: the failure index is
@@ -88,7 +99,7 @@ func newTable(stack awscdk.Stack, cfg Config) awsdynamodb.Table {
 }
 
 // indexSpec is one global secondary index of the jobs table: its name,
-// its keys, and the attributes it carries besides them. The three indexes
+// its keys, and the attributes it carries besides them. The four indexes
 // differ only in these, so addIndex builds all of them the same way.
 type indexSpec struct {
 	Name                    string

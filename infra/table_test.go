@@ -32,6 +32,7 @@ func TestTableLayout(t *testing.T) {
 				map[string]any{"AttributeName": "tenant", "AttributeType": "S"},
 				map[string]any{"AttributeName": "created_ms", "AttributeType": "N"},
 				map[string]any{"AttributeName": "act_pk", "AttributeType": "S"},
+				map[string]any{"AttributeName": "crt_pk", "AttributeType": "S"},
 			}),
 			"GlobalSecondaryIndexes": []any{
 				map[string]any{
@@ -49,6 +50,11 @@ func TestTableLayout(t *testing.T) {
 					"KeySchema":  []any{key("act_pk", "HASH"), key("created_ms", "RANGE")},
 					"Projection": map[string]any{"ProjectionType": "KEYS_ONLY"},
 				},
+				map[string]any{
+					"IndexName":  st.CreatedIndex,
+					"KeySchema":  []any{key("crt_pk", "HASH"), key("created_ms", "RANGE")},
+					"Projection": map[string]any{"ProjectionType": "INCLUDE", "NonKeyAttributes": createdProjection},
+				},
 			},
 		})
 	})
@@ -57,8 +63,8 @@ func TestTableLayout(t *testing.T) {
 			"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain",
 		})
 	})
-	if st.FailureIndex != "failures" || st.TenantIndex != "by_tenant" || st.ActiveIndex != "active" {
-		t.Errorf("indexes %q %q %q, the item layout documents failures, by_tenant, active", st.FailureIndex, st.TenantIndex, st.ActiveIndex)
+	if st.FailureIndex != "failures" || st.TenantIndex != "by_tenant" || st.ActiveIndex != "active" || st.CreatedIndex != "by_created" {
+		t.Errorf("indexes %q %q %q %q, the item layout documents failures, by_tenant, active, by_created", st.FailureIndex, st.TenantIndex, st.ActiveIndex, st.CreatedIndex)
 	}
 }
 
@@ -70,6 +76,9 @@ func TestProjectionsMatchStore(t *testing.T) {
 	}
 	if !equalSets(tenantProjection, dynamodb.TenantProjection) {
 		t.Errorf("infra's tenant index projects %v, pkg/dynamodb reads %v", tenantProjection, dynamodb.TenantProjection)
+	}
+	if !equalSets(createdProjection, dynamodb.CreatedProjection) {
+		t.Errorf("infra's created index projects %v, pkg/dynamodb reads %v", createdProjection, dynamodb.CreatedProjection)
 	}
 }
 
@@ -205,12 +214,14 @@ func TestTenantsTableMatchesStore(t *testing.T) {
 }
 
 // DynamoDB adds one global secondary index per table update: a table
-// deployed before by_tenant and active gets them one deploy at a time.
+// deployed before by_tenant, active and by_created gets them one deploy
+// at a time.
 func TestSkipIndexes(t *testing.T) {
 	for skip, want := range map[string][]string{
-		"active":           {"failures", "by_tenant"},
-		"by_tenant":        {"failures", "active"},
-		"by_tenant,active": {"failures"},
+		"by_created":                  {"failures", "by_tenant", "active"},
+		"active,by_created":           {"failures", "by_tenant"},
+		"by_tenant,by_created":        {"failures", "active"},
+		"by_tenant,active,by_created": {"failures"},
 	} {
 		s := build(t, map[string]any{"skipIndexes": skip}, false)
 		_, props := s.one(t, "AWS::DynamoDB::Table", named("TableName", s.cfg.Settings.TableName()))

@@ -99,7 +99,14 @@ func (c *cli) measuredP99(ctx context.Context, af awsFlags, model string, sample
 	}
 	s := op.cfg.Settings
 	var took []time.Duration
-	err = op.store.Finished(ctx, model, sample, func(j job.Job) error {
+	now := time.Now()
+	if c.env.now != nil {
+		now = c.env.now()
+	}
+	// Back as far as any record is kept: the sample is the newest jobs.
+	keep := max(s.Retention.Succeeded, s.Retention.Failed)
+	q := job.FinishedQuery{Model: model, Limit: sample, Since: now.Add(-keep), Now: now}
+	err = op.store.Finished(ctx, q, func(j job.Job) error {
 		d := j.RunTime
 		for k := 1; k < j.Attempts; k++ {
 			d += job.Backoff(k, s.BackoffBase, s.BackoffMax, 1)

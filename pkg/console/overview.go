@@ -45,8 +45,8 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 	now := snap.At
 	p := overviewPage{page: c.page(r, "overview", "Overview"), Backlog: snap.Backlog, DeadLetters: snap.DeadLetters,
 		DLQRate: snap.DLQRate, Total: len(snap.Jobs)}
-	p.Hour = lastHour.of(snap.Jobs, now)
-	p.Day = lastDay.of(snap.Jobs, now)
+	p.Hour = lastHour.of(snap, now)
+	p.Day = lastDay.of(snap, now)
 	for i := range snap.Jobs {
 		j := &snap.Jobs[i]
 		if !j.State.Terminal() {
@@ -55,7 +55,9 @@ func (c *Console) overview(w http.ResponseWriter, r *http.Request) {
 		if j.State == job.Queued && (p.Oldest == nil || j.CreatedAt.Before(p.Oldest.CreatedAt)) {
 			p.Oldest = j
 		}
-		if j.ErrorClass == job.DeadLettered && j.State.Terminal() && !j.UpdatedAt.Before(now.Add(-time.Hour)) {
+	}
+	for _, f := range snap.Failures {
+		if f.Class == job.DeadLettered && !f.EndedAt.Before(now.Add(-time.Hour)) {
 			p.DeadHour++
 		}
 	}
@@ -78,18 +80,23 @@ var (
 	lastDay  = span{"last day", "24h", time.Hour, 24}
 )
 
+// length is how far back the span reaches.
+func (sp span) length() time.Duration { return time.Duration(sp.n) * sp.step }
+
 // of is the overview of jobs created, and failures ended, in the span.
-func (sp span) of(jobs []job.Job, now time.Time) window {
-	s := bucket(jobs, now, sp.step, sp.n)
+func (sp span) of(snap *snapshot, now time.Time) window {
+	s := bucket(snap.Jobs, now, sp.step, sp.n)
 	win := window{Name: sp.name, Since: sp.since, Chart: s.svg("jobs by state, "+sp.name, "created")}
 	counts := map[job.State]int{}
-	var failed []job.Failure
-	for _, j := range jobs {
+	for _, j := range snap.Jobs {
 		if !j.CreatedAt.Before(s.Start) {
 			counts[j.State]++
 		}
-		if (j.State == job.Failed || j.State == job.Abandoned) && !j.UpdatedAt.Before(s.Start) {
-			failed = append(failed, job.FailureOf(j))
+	}
+	var failed []job.Failure
+	for _, f := range snap.Failures {
+		if !f.EndedAt.Before(s.Start) {
+			failed = append(failed, f)
 		}
 	}
 	for _, st := range chartStates {

@@ -14,6 +14,10 @@ import (
 type snapshot struct {
 	At   time.Time
 	Jobs []job.Job
+	// Failures are the jobs that failed or were abandoned in the last
+	// day, from the failure index: when a job ended is the index's, not
+	// a summary's.
+	Failures []job.Failure
 	// Backlog and DeadLetters are the queues' depths; -1 when unknown.
 	Backlog, DeadLetters int
 	// DLQRate is dead letters arriving a minute, from the depths the
@@ -49,8 +53,15 @@ func (s *snapshots) get(ctx context.Context) (*snapshot, error) {
 		return s.last, nil
 	}
 	snap := &snapshot{At: now, Backlog: -1, DeadLetters: -1, DLQRate: -1}
-	err := s.cfg.Store.Recent(ctx, job.RecentQuery{Since: now.Add(-s.cfg.Window)}, func(j job.Job) error {
+	err := s.cfg.Store.Recent(ctx, job.RecentQuery{Since: now.Add(-s.cfg.Window), Now: now}, func(j job.Job) error {
 		snap.Jobs = append(snap.Jobs, j)
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = s.cfg.Store.Failures(ctx, job.FailureQuery{Since: now.Add(-lastDay.length()), Until: now}, func(f job.Failure) error {
+		snap.Failures = append(snap.Failures, f)
 		return nil
 	})
 	if err != nil {

@@ -160,14 +160,15 @@ func TestEveryPlaceholderIsUsed(t *testing.T) {
 			_, _ = st.List(ctx, job.ListQuery{Tenant: "t", State: job.Failed, Class: job.Auth, Since: now, Cursor: job.Position{CreatedAt: now, ID: job.NewID("t", "k")}.Cursor()})
 			_ = st.Failures(ctx, job.FailureQuery{Since: now, Until: now.Add(time.Hour), Classes: []job.ErrorClass{job.Auth}}, func(job.Failure) error { return nil })
 			_ = st.Unfinished(ctx, now, func(string) error { return nil })
-			_ = st.Finished(ctx, "default", 10, func(job.Job) error { return nil })
-			_ = st.Recent(ctx, job.RecentQuery{Since: now}, func(job.Job) error { return nil })
-			if len(r.queries) != 2+4+4+2 {
-				t.Errorf("%d reads recorded, want 2 lists, 4 failure shards, 4 active shards and two scans", len(r.queries))
+			_ = st.Finished(ctx, job.FinishedQuery{Model: "default", Limit: 10, Since: now, Now: now}, func(job.Job) error { return nil })
+			_ = st.Recent(ctx, job.RecentQuery{Since: now, Now: now}, func(job.Job) error { return nil })
+			// Finished and Recent each read Now's day and the next, every shard.
+			if len(r.queries) != 2+4+4+2*4+2*4+4 {
+				t.Errorf("%d reads recorded, want 2 lists, 4 failure shards, 4 active shards, finished's 2 days of 4 created shards, and recent's 2 days of 4 created shards and 4 active shards", len(r.queries))
 			}
 		}
 		for _, in := range r.queries {
-			exprs := aws.ToString(in.KeyConditionExpression) + " " + aws.ToString(in.FilterExpression)
+			exprs := aws.ToString(in.KeyConditionExpression) + " " + aws.ToString(in.FilterExpression) + " " + aws.ToString(in.ProjectionExpression)
 			for k := range in.ExpressionAttributeValues {
 				if !used(exprs, k) {
 					t.Errorf("value %s unused in %q", k, exprs)

@@ -107,7 +107,7 @@ func FuzzDecodeItem(f *testing.F) {
 		if j.ID == "" || !j.State.Valid() {
 			t.Fatalf("decoded a record without an id or a valid state: %+v", j)
 		}
-		again, err := fromItem(toItem(j, 4))
+		again, err := fromItem(toItem(j, indexes{activeShards: 4, createdShards: 4}))
 		if err != nil {
 			t.Fatalf("a decoded record does not decode once written back: %v\n%+v", err, j)
 		}

@@ -41,6 +41,10 @@ import (
 //	act_pk                                       S, only while queued or running: the active
 //	                                             index ("active#<shard>", sort key created_ms),
 //	                                             the reconciler's worklist
+//	crt_pk                                       S, set at create, never changed: the created
+//	                                             index ("<UTC yyyy-mm-dd of created_ms>#<shard>",
+//	                                             sort key created_ms), what the console's
+//	                                             overview and advise --from-table read
 //	replays, replayed_ms                         N, operator replays of a failed job, and the last
 //	nudges                                       N, the reconciler's re-sends of a stuck job
 //	cb_url, cb_events                            S, SS, only with a callback: its target, and the
@@ -69,7 +73,7 @@ const (
 	aCreated, aUpdated, aProgress, aExpires       = "created_ms", "updated_ms", "progress", "expires_at"
 	aRunMS, aCostEstimated                        = "run_ms", "cost_est"
 	aFailPK, aFailSK                              = "fail_pk", "fail_sk"
-	aActivePK                                     = "act_pk"
+	aActivePK, aCreatedPK                         = "act_pk", "crt_pk"
 	aReplays, aReplayed, aNudges                  = "replays", "replayed_ms", "nudges"
 	aSettled                                      = "settled"
 	aCallbackURL, aCallbackEvents                 = "cb_url", "cb_events"
@@ -88,6 +92,12 @@ var FailureProjection = []string{aTenant, aState, aErrorClass, aInputHash, aCost
 var TenantProjection = []string{aState, aRequestKey, aInputHash, aModel, aAttempts, aMaxAttempts, aCost, aBudget,
 	aErrorClass, aResultModel, aDeadline, aReplays}
 
+// CreatedProjection lists what the created index carries besides its
+// keys: job.Summary, which is the tenant index's summary, the tenant and
+// the run time. Like the tenant index's, none of it changes with a
+// heartbeat: the run time grows only when an attempt settles.
+var CreatedProjection = append(slices.Clone(TenantProjection), aTenant, aRunMS)
+
 func avS(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 func avN(v int64) types.AttributeValue {
 	return &types.AttributeValueMemberN{Value: strconv.FormatInt(v, 10)}
@@ -102,7 +112,7 @@ func ms(t time.Time) int64 {
 	return t.UnixMilli()
 }
 
-func toItem(j job.Job, activeShards int) map[string]types.AttributeValue {
+func toItem(j job.Job, idx indexes) map[string]types.AttributeValue {
 	it := map[string]types.AttributeValue{
 		aID: avS(j.ID), aTenant: avS(j.Tenant), aRequestKey: avS(j.RequestKey), aInputHash: avS(j.InputHash), aModel: avS(j.Model),
 		aInput: avS(string(j.Input)), aState: avS(string(j.State)),
@@ -133,7 +143,10 @@ func toItem(j job.Job, activeShards int) map[string]types.AttributeValue {
 		it[aExpires] = avN(j.ExpiresAt.Unix())
 	}
 	if !j.State.Terminal() {
-		it[aActivePK] = avS(activeKey(j.ID, activeShards))
+		it[aActivePK] = avS(activeKey(j.ID, idx.activeShards))
+	}
+	if !j.CreatedAt.IsZero() {
+		it[aCreatedPK] = avS(createdKey(j.ID, j.CreatedAt, idx.createdShards))
 	}
 	if j.Replays != 0 {
 		it[aReplays] = avN(int64(j.Replays))
@@ -296,6 +309,16 @@ func failureKeys(id string, class job.ErrorClass, t time.Time, shards int) (pk, 
 func activeKey(id string, shards int) string {
 	return fmt.Sprintf("active#%d", shard(id, shards))
 }
+
+// createdKey is the created index's partition: the UTC day the job was
+// created and its shard. A day per partition key keeps each key's items
+// to one day's jobs, so a read of the last two days touches two days'
+// partitions whatever the table holds.
+func createdKey(id string, created time.Time, shards int) string {
+	return createdDay(created) + "#" + strconv.Itoa(shard(id, shards))
+}
+
+func createdDay(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 
 // shard spreads ids over n partitions, the same way every time.
 func shard(id string, n int) int {

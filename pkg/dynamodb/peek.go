@@ -21,17 +21,20 @@ var peekAttributes = []string{
 	aCallbackURL, aCallbackEvents, aCallbackAttempts, aCallbackStatus, aCallbackDelivered, aCallbackVersion,
 }
 
-// peekProjection is the ProjectionExpression of a peek and its names
-// (every attribute through a placeholder: several are reserved words).
-var peekProjection, peekNames = func() (string, map[string]string) {
-	names := make(map[string]string, len(peekAttributes))
-	refs := make([]string, len(peekAttributes))
-	for i, a := range peekAttributes {
+// peekProjection is the ProjectionExpression of a peek and its names.
+var peekProjection, peekNames = projectionOf(peekAttributes)
+
+// projectionOf is the ProjectionExpression of attrs and its names (every
+// attribute through a placeholder: several are reserved words).
+func projectionOf(attrs []string) (string, map[string]string) {
+	names := make(map[string]string, len(attrs))
+	refs := make([]string, len(attrs))
+	for i, a := range attrs {
 		ref := fmt.Sprintf("#p%d", i)
 		names[ref], refs[i] = a, ref
 	}
 	return strings.Join(refs, ", "), names
-}()
+}
 
 // Peek reads what a poll shows of a job with an eventually consistent
 // read, half the read units of Get's strongly consistent one (AWS, "DynamoDB

@@ -3,6 +3,7 @@ package dynamodb
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 
@@ -15,6 +16,36 @@ import (
 // has every field set (checked), so a field added to job.Job that the
 // projection drops, or keeps against Peeked, fails here.
 func TestPeekAttributesAreJobPeeked(t *testing.T) {
+	j := everyFieldSet(t)
+	got, want := projected(t, j, peekAttributes), job.Peeked(decodedJob(t, j))
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("the projection is not job.Peeked:\n got  %+v\n want %+v", got, want)
+	}
+}
+
+// TestTheCreatedIndexHoldsJobSummary: what the created index projects
+// (and Recent reads of a job outside it) is exactly job.Summary, so Recent
+// answers the same from DynamoDB as from memory, and no attribute a
+// heartbeat writes is in it (a heartbeat would then write the index too).
+func TestTheCreatedIndexHoldsJobSummary(t *testing.T) {
+	j := everyFieldSet(t)
+	attrs := append([]string{aID, aCreated}, CreatedProjection...)
+	got, want := projected(t, j, attrs), job.Summary(decodedJob(t, j))
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("the created index is not job.Summary:\n got  %+v\n want %+v", got, want)
+	}
+	for _, a := range attrs {
+		if slices.Contains([]string{aLeaseUntil, aProgress, aUpdated, aVersion}, a) {
+			t.Errorf("the created index holds %s, which every heartbeat writes", a)
+		}
+	}
+}
+
+// everyFieldSet is a record with every field set (checked), so a field
+// added to job.Job that a projection drops, or keeps against the domain,
+// fails the tests above.
+func everyFieldSet(t *testing.T) job.Job {
+	t.Helper()
 	at := time.Date(2026, 12, 4, 5, 6, 7, 8_000_000, time.UTC)
 	j := job.Job{
 		ID: job.NewID("t", "k"), Tenant: "t", RequestKey: "k", InputHash: "sha256:ab", Model: "default",
@@ -31,17 +62,25 @@ func TestPeekAttributesAreJobPeeked(t *testing.T) {
 	if z := zeroFields(reflect.ValueOf(j), "Job"); len(z) > 0 {
 		t.Fatalf("the record leaves fields unset, so the test would not see them: %v", z)
 	}
-	full, err := fromItem(toItem(j, 1))
+	return j
+}
+
+// decodedJob is j as the table holds it, decoded whole.
+func decodedJob(t *testing.T, j job.Job) job.Job {
+	t.Helper()
+	full, err := fromItem(toItem(j, indexes{activeShards: 1, createdShards: 1}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	item := toItem(j, 1)
+	return full
+}
+
+// projected is j's item with only attrs kept, decoded.
+func projected(t *testing.T, j job.Job, attrs []string) job.Job {
+	t.Helper()
+	item := toItem(j, indexes{activeShards: 1, createdShards: 1})
 	for name := range item {
-		keep := false
-		for _, a := range peekAttributes {
-			keep = keep || a == name
-		}
-		if !keep {
+		if !slices.Contains(attrs, name) {
 			delete(item, name)
 		}
 	}
@@ -49,9 +88,7 @@ func TestPeekAttributesAreJobPeeked(t *testing.T) {
 	if err != nil {
 		t.Fatalf("the projected item does not decode: %v", err)
 	}
-	if want := job.Peeked(full); !reflect.DeepEqual(got, want) {
-		t.Fatalf("the projection is not job.Peeked:\n got  %+v\n want %+v", got, want)
-	}
+	return got
 }
 
 // zeroFields names the zero-valued fields of v (a struct), nested ones

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -210,97 +211,114 @@ func (s *Store) Unfinished(ctx context.Context, before time.Time, each func(id s
 	return nil
 }
 
-// Finished calls each with up to limit finished (succeeded or failed) jobs
-// of the route model, reading only what latency needs (model, state,
-// attempts, run time): a sample for `aijobs advise --from-table`. It scans
-// the table page by page until it has limit jobs, so it reads at least
-// that many items; it is an operator's occasional question, not a hot path.
-func (s *Store) Finished(ctx context.Context, model string, limit int, each func(job.Job) error) error {
-	in := &ddb.ScanInput{
-		TableName:                aws.String(s.table),
-		FilterExpression:         aws.String("#model = :model AND (#state = :succeeded OR #state = :failed)"),
-		ProjectionExpression:     aws.String("#id, #model, #state, #attempts, #run_ms"),
-		ExpressionAttributeNames: map[string]string{"#id": aID, "#model": aModel, "#state": aState, "#attempts": aAttempts, "#run_ms": aRunMS},
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":model": avS(model), ":succeeded": st(job.Succeeded), ":failed": st(job.Failed),
-		},
-	}
+// Finished calls each with up to q.Limit of q's jobs, newest first: a
+// sample for `aijobs advise --from-table`. It reads the created index a
+// day at a time back from the day after q.Now's (every shard of a day,
+// newest first within it), filtered to the route and the finished states,
+// and stops once it has the sample, so it reads the route's latest jobs
+// and as many others as were created among them, not the table.
+func (s *Store) Finished(ctx context.Context, q job.FinishedQuery, each func(job.Job) error) error {
 	n := 0
-	for n < limit {
-		out, err := s.c.Scan(ctx, in)
-		if err != nil {
-			return unavailable("scan finished jobs", err)
-		}
-		for _, it := range out.Items {
-			if n == limit {
+	for day := q.Now.UTC().AddDate(0, 0, 1); n < q.Limit && createdDay(day) >= createdDay(q.Since); day = day.AddDate(0, 0, -1) {
+		var found []job.Job
+		for sh := range s.idx.createdShards {
+			in := s.finishedInput(q, createdDay(day)+"#"+strconv.Itoa(sh))
+			if err := s.pages(ctx, in, "query finished jobs", decoded(func(j job.Job) error {
+				found = append(found, j)
 				return nil
+			})); err != nil {
+				return err
 			}
-			j, err := fromItem(it)
-			if err != nil {
-				return unreadable(err)
-			}
+		}
+		slices.SortFunc(found, func(a, b job.Job) int { return b.CreatedAt.Compare(a.CreatedAt) })
+		for _, j := range found[:min(len(found), q.Limit-n)] {
 			n++
 			if err := each(j); err != nil {
 				return err
 			}
 		}
-		if len(out.LastEvaluatedKey) == 0 {
-			return nil
-		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
 	}
 	return nil
 }
 
-// recentAttributes is what Recent reads of each item: the record without
-// its input, metadata and result (the large attributes), and without the
-// bookkeeping no summary shows (settled tokens, index keys).
-var recentAttributes = []string{aID, aTenant, aRequestKey, aInputHash, aModel, aState, aLeaseOwner, aErrorClass, aErrorDetail,
-	aResultModel, aAttempts, aMaxAttempts, aVersion, aBudget, aCost, aRemaining, aReserve, aRunMS, aDeadline, aLeaseUntil,
-	aNotBefore, aCreated, aUpdated, aProgress, aExpires, aReplays, aReplayed, aNudges, aCostEstimated}
+// finishedInput is Finished's query of one shard of one day.
+func (s *Store) finishedInput(q job.FinishedQuery, pk string) *ddb.QueryInput {
+	return &ddb.QueryInput{
+		TableName: aws.String(s.table), IndexName: aws.String(s.idx.created),
+		KeyConditionExpression: aws.String("#pk = :pk AND #created_ms >= :since"),
+		FilterExpression:       aws.String("#model = :model AND (#state = :succeeded OR #state = :failed)"),
+		ProjectionExpression:   aws.String("#id, #model, #state, #attempts, #run_ms, #created_ms"),
+		ExpressionAttributeNames: map[string]string{"#pk": aCreatedPK, "#created_ms": aCreated, "#id": aID, "#model": aModel,
+			"#state": aState, "#attempts": aAttempts, "#run_ms": aRunMS},
+		ExpressionAttributeValues: map[string]types.AttributeValue{
+			":pk": avS(pk), ":since": avN(q.Since.UnixMilli()), ":model": avS(q.Model), ":succeeded": st(job.Succeeded), ":failed": st(job.Failed),
+		},
+		ScanIndexForward: aws.Bool(false),
+	}
+}
+
+// summaryAttributes is what Recent reads of an item the created index
+// does not hold (an unfinished job created before the query's window):
+// the index's own projection, so both paths answer job.Summary.
+var summaryProjection, summaryNames = projectionOf(append([]string{aID, aCreated}, CreatedProjection...))
 
 // Recent calls each with the summary of every job created at or after
-// q.Since and every unfinished one: the operator console's overview. No
-// index holds every tenant's jobs by time, so it is a Scan of the whole
-// table, filtered and projected: one call per 1 MB of table read (a Scan
-// reads up to 1 MB, then filters: the filter lowers neither what it reads
-// nor what it costs, about 0.5 RCU per 4 KB eventually consistent; see
-// https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_Scan.html).
-// kumo answers every item in one page. Callers cache it.
+// q.Since and every unfinished one: the operator console's overview. It
+// reads in proportion to what it shows, not to the table: the created
+// index for each day from Since's to the day after Now's (one Query per
+// day and shard, paged; a Query reads only the items its key condition
+// selects, https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_Query.html),
+// then the active index for the jobs still unfinished that were created
+// before Since, and one eventually consistent GetItem for each of those
+// (normally none: a job outlives its deadline by a sweep at most).
+// Callers cache it.
 func (s *Store) Recent(ctx context.Context, q job.RecentQuery, each func(job.Job) error) error {
-	names := map[string]string{}
-	proj := make([]string, len(recentAttributes))
-	for i, a := range recentAttributes {
-		names["#"+a] = a
-		proj[i] = "#" + a
+	now := q.Now
+	if now.IsZero() {
+		now = q.Since
 	}
-	in := &ddb.ScanInput{
-		TableName:                aws.String(s.table),
-		FilterExpression:         aws.String("#created_ms >= :since OR #state = :queued OR #state = :running"),
-		ProjectionExpression:     aws.String(strings.Join(proj, ", ")),
-		ExpressionAttributeNames: names,
-		ExpressionAttributeValues: map[string]types.AttributeValue{
-			":since": avN(q.Since.UnixMilli()), ":queued": st(job.Queued), ":running": st(job.Running),
-		},
-	}
-	for {
-		out, err := s.c.Scan(ctx, in)
-		if err != nil {
-			return unavailable("scan recent jobs", err)
-		}
-		for _, it := range out.Items {
-			j, err := fromItem(it)
-			if err != nil {
-				return unreadable(err)
+	last := now.UTC().AddDate(0, 0, 1)
+	for day := q.Since.UTC(); createdDay(day) <= createdDay(last); day = day.AddDate(0, 0, 1) {
+		for n := range s.idx.createdShards {
+			in := &ddb.QueryInput{
+				TableName: aws.String(s.table), IndexName: aws.String(s.idx.created),
+				KeyConditionExpression: aws.String("#pk = :pk AND #created_ms >= :since"),
+				// What the index holds, asked for by name: DynamoDB answers
+				// no more, but kumo answers a query of any index with the
+				// whole item.
+				ProjectionExpression:     aws.String(summaryProjection),
+				ExpressionAttributeNames: maps.Clone(summaryNames),
+				ExpressionAttributeValues: map[string]types.AttributeValue{
+					":pk": avS(createdDay(day) + "#" + strconv.Itoa(n)), ":since": avN(q.Since.UnixMilli()),
+				},
 			}
-			if err := each(j); err != nil {
+			in.ExpressionAttributeNames["#pk"], in.ExpressionAttributeNames["#created_ms"] = aCreatedPK, aCreated
+			if err := s.pages(ctx, in, "query jobs by creation day", decoded(each)); err != nil {
 				return err
 			}
 		}
-		if len(out.LastEvaluatedKey) == 0 {
+	}
+	return s.Unfinished(ctx, q.Since, func(id string) error {
+		out, err := s.c.GetItem(ctx, &ddb.GetItemInput{TableName: aws.String(s.table), Key: key(id),
+			ProjectionExpression: aws.String(summaryProjection), ExpressionAttributeNames: summaryNames})
+		if err != nil {
+			return unavailable("get an unfinished job", err)
+		}
+		if len(out.Item) == 0 { // ended, or expired, since the index was read
 			return nil
 		}
-		in.ExclusiveStartKey = out.LastEvaluatedKey
+		return decoded(each)(out.Item)
+	})
+}
+
+// decoded turns each, a caller's function of jobs, into one of items.
+func decoded(each func(job.Job) error) func(map[string]types.AttributeValue) error {
+	return func(it map[string]types.AttributeValue) error {
+		j, err := fromItem(it)
+		if err != nil {
+			return unreadable(err)
+		}
+		return each(j)
 	}
 }
 

@@ -144,7 +144,7 @@ func TestTheLargestOrdinaryRecordFits(t *testing.T) {
 	}
 	j := req.NewJob(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), time.Hour)
 	j.Reserve = 1 << 40
-	if n := itemSize(toItem(j, 16)); n > maxItemBytes-growth {
+	if n := itemSize(toItem(j, indexes{activeShards: 16, createdShards: 16})); n > maxItemBytes-growth {
 		t.Fatalf("the largest ordinary record is %d bytes, over %d (the limit less its attempts' room)", n, maxItemBytes-growth)
 	}
 	c := &putCounter{}
@@ -162,7 +162,7 @@ func TestANewRecordKeepsRoomForItsAttempts(t *testing.T) {
 	st := New(c, "jobs", settings.Defaults())
 	for n := 60_000; ; n += 100 {
 		j := newJob(t, "jwt:a", `{"input":{"messages":[{"role":"user","content":"`+strings.Repeat("\u2028", n)+`"}]}}`)
-		size := itemSize(toItem(j, 16))
+		size := itemSize(toItem(j, indexes{activeShards: 16, createdShards: 16}))
 		if size <= maxItemBytes-growth {
 			continue
 		}

@@ -27,7 +27,6 @@ type Client interface {
 	GetItem(context.Context, *ddb.GetItemInput, ...func(*ddb.Options)) (*ddb.GetItemOutput, error)
 	UpdateItem(context.Context, *ddb.UpdateItemInput, ...func(*ddb.Options)) (*ddb.UpdateItemOutput, error)
 	Query(context.Context, *ddb.QueryInput, ...func(*ddb.Options)) (*ddb.QueryOutput, error)
-	Scan(context.Context, *ddb.ScanInput, ...func(*ddb.Options)) (*ddb.ScanOutput, error)
 }
 
 // Store keeps jobs in one table.
@@ -40,14 +39,15 @@ type Store struct {
 
 // indexes are the secondary indexes' names and shard counts.
 type indexes struct {
-	failure, tenant, active string
-	activeShards            int
+	failure, tenant, active, created string
+	activeShards, createdShards      int
 }
 
 // New returns the store over table, with the indexes and shard counts of s.
 func New(c Client, table string, s settings.Settings) *Store {
 	return &Store{c: c, table: table, shards: max(s.FailureShards, 1),
-		idx: indexes{failure: s.FailureIndex, tenant: s.TenantIndex, active: s.ActiveIndex, activeShards: max(s.ActiveShards, 1)}}
+		idx: indexes{failure: s.FailureIndex, tenant: s.TenantIndex, active: s.ActiveIndex, activeShards: max(s.ActiveShards, 1),
+			created: s.CreatedIndex, createdShards: max(s.CreatedShards, 1)}}
 }
 
 // skewRetries bounds how often a write re-stamps updated_at after finding a
@@ -59,7 +59,7 @@ const skewRetries = 3
 // record DynamoDB would refuse for its size is job.CodeTooLarge, refused
 // before any write.
 func (s *Store) Create(ctx context.Context, j job.Job) (job.Job, error) {
-	item := toItem(j, s.idx.activeShards)
+	item := toItem(j, s.idx)
 	if err := checkSize(item); err != nil {
 		return job.Job{}, err
 	}

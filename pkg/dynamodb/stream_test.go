@@ -64,7 +64,7 @@ func TestAStreamRecordReadsAsTheJobBeforeAndAfter(t *testing.T) {
 	after.Deliveries = job.Deliveries{Attempts: 2, LastStatus: 500}
 
 	rec := events.DynamoDBEventRecord{EventID: "e1", EventName: "MODIFY", Change: events.DynamoDBStreamRecord{
-		OldImage: streamImage(t, toItem(before, 4)), NewImage: streamImage(t, toItem(after, 4))}}
+		OldImage: streamImage(t, toItem(before, indexes{activeShards: 4, createdShards: 4})), NewImage: streamImage(t, toItem(after, indexes{activeShards: 4, createdShards: 4}))}}
 	old, cur, hadOld, hasNew, err := StreamChange(rec)
 	if err != nil || !hadOld || !hasNew {
 		t.Fatalf("StreamChange: %v %v %v", err, hadOld, hasNew)
@@ -80,11 +80,11 @@ func TestAStreamRecordReadsAsTheJobBeforeAndAfter(t *testing.T) {
 		}
 	}
 
-	insert := events.DynamoDBEventRecord{EventID: "e0", EventName: "INSERT", Change: events.DynamoDBStreamRecord{NewImage: streamImage(t, toItem(before, 4))}}
+	insert := events.DynamoDBEventRecord{EventID: "e0", EventName: "INSERT", Change: events.DynamoDBStreamRecord{NewImage: streamImage(t, toItem(before, indexes{activeShards: 4, createdShards: 4}))}}
 	if _, _, hadOld, hasNew, err := StreamChange(insert); err != nil || hadOld || !hasNew {
 		t.Fatalf("insert: %v %v %v", err, hadOld, hasNew)
 	}
-	broken := streamImage(t, toItem(before, 4))
+	broken := streamImage(t, toItem(before, indexes{activeShards: 4, createdShards: 4}))
 	broken[aVersion] = events.NewNumberAttribute("not a number")
 	if _, _, _, _, err := StreamChange(events.DynamoDBEventRecord{Change: events.DynamoDBStreamRecord{NewImage: broken}}); err == nil {
 		t.Fatal("an unreadable image was read")

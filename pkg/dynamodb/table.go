@@ -29,7 +29,7 @@ const (
 )
 
 // CreateTable makes the jobs table as the CDK stack does (on demand, the
-// sparse failure index, the tenant and active indexes, TTL on expires_at,
+// sparse failure index, the tenant, active and created indexes, TTL on expires_at,
 // a stream of new and old images for the notifier), for local stacks. It
 // is idempotent and returns once the table is ACTIVE. A table that already
 // exists keeps its shape: one created before the stream was added has
@@ -45,6 +45,7 @@ func CreateTable(ctx context.Context, c TableAPI, table string, st settings.Sett
 			{AttributeName: aws.String(aTenant), AttributeType: types.ScalarAttributeTypeS},
 			{AttributeName: aws.String(aCreated), AttributeType: types.ScalarAttributeTypeN},
 			{AttributeName: aws.String(aActivePK), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(aCreatedPK), AttributeType: types.ScalarAttributeTypeS},
 		},
 		KeySchema: []types.KeySchemaElement{{AttributeName: aws.String(aID), KeyType: types.KeyTypeHash}},
 		StreamSpecification: &types.StreamSpecification{
@@ -74,6 +75,14 @@ func CreateTable(ctx context.Context, c TableAPI, table string, st settings.Sett
 					{AttributeName: aws.String(aCreated), KeyType: types.KeyTypeRange},
 				},
 				Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
+			},
+			{
+				IndexName: aws.String(st.CreatedIndex),
+				KeySchema: []types.KeySchemaElement{
+					{AttributeName: aws.String(aCreatedPK), KeyType: types.KeyTypeHash},
+					{AttributeName: aws.String(aCreated), KeyType: types.KeyTypeRange},
+				},
+				Projection: &types.Projection{ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: CreatedProjection},
 			},
 		},
 	})

@@ -54,6 +54,9 @@ func TestCreateTable(t *testing.T) {
 			[]string{"attempts", "budget_nc", "cost_nc", "deadline_ms", "error_class", "input_hash", "max_attempts", "model",
 				"replays", "request_key", "result_model", "state"}},
 		st.ActiveIndex: {[]string{"act_pk", "created_ms"}, types.ProjectionTypeKeysOnly, nil},
+		st.CreatedIndex: {[]string{"crt_pk", "created_ms"}, types.ProjectionTypeInclude,
+			[]string{"attempts", "budget_nc", "cost_nc", "deadline_ms", "error_class", "input_hash", "max_attempts", "model",
+				"replays", "request_key", "result_model", "run_ms", "state", "tenant"}},
 	}
 	if len(d.GlobalSecondaryIndexes) != len(want) {
 		t.Fatalf("%d indexes, want %d", len(d.GlobalSecondaryIndexes), len(want))

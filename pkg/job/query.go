@@ -114,6 +114,10 @@ func ParseCursor(c string) (Position, error) {
 // age (so the oldest queued job is always among them).
 type RecentQuery struct {
 	Since time.Time
+	// Now is the time of the query: a store that reads by creation day
+	// reads Since's day to Now's (and the day after, for writers whose
+	// clock is ahead).
+	Now time.Time
 }
 
 // Includes reports whether j answers q.
@@ -136,9 +140,31 @@ func Peeked(j Job) Job {
 	return j
 }
 
-// Summary is j without what a summary never carries (its input, metadata
-// and result): what Recent answers, so both stores answer the same.
+// Summary is what Recent answers of j, so every store answers the same:
+// who and what it is, its state, attempts, money and deadline, and when
+// it was created. These change only with the state, never with a
+// heartbeat, which is what lets DynamoDB keep them in an index by
+// creation day that a heartbeat never writes to (docs/architecture.md,
+// "The job record"); the time a job ended is the failure index's, not
+// the summary's.
 func Summary(j Job) Job {
-	j.Input, j.Metadata, j.Result = nil, nil, nil
-	return j
+	return Job{ID: j.ID, Tenant: j.Tenant, RequestKey: j.RequestKey, InputHash: j.InputHash, Model: j.Model,
+		State: j.State, ErrorClass: j.ErrorClass, ResultModel: j.ResultModel, Attempts: j.Attempts, MaxAttempts: j.MaxAttempts,
+		Budget: j.Budget, Cost: j.Cost, RunTime: j.RunTime, Deadline: j.Deadline, Replays: j.Replays, CreatedAt: j.CreatedAt}
+}
+
+// FinishedQuery selects a sample of one route's finished jobs for
+// `aijobs advise --from-table`: up to Limit succeeded or failed jobs of
+// Model created at or after Since, newest first, so the sample is the
+// route's latest behaviour and a store reads back only as far as it must
+// (from Now's day, and the day after for writers whose clock is ahead).
+type FinishedQuery struct {
+	Model      string
+	Limit      int
+	Since, Now time.Time
+}
+
+// Includes reports whether j answers q, the limit aside.
+func (q FinishedQuery) Includes(j Job) bool {
+	return j.Model == q.Model && (j.State == Succeeded || j.State == Failed) && !j.CreatedAt.Before(q.Since)
 }

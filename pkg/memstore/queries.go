@@ -119,17 +119,18 @@ func (s *Store) Unfinished(_ context.Context, before time.Time, each func(id str
 	return nil
 }
 
-// Finished calls each with up to limit succeeded or failed jobs of model.
-func (s *Store) Finished(_ context.Context, model string, limit int, each func(job.Job) error) error {
+// Finished calls each with up to q.Limit of q's jobs, newest first.
+func (s *Store) Finished(_ context.Context, q job.FinishedQuery, each func(job.Job) error) error {
 	s.mu.Lock()
 	var found []job.Job
 	for _, j := range s.jobs {
-		if len(found) < limit && j.Model == model && (j.State == job.Succeeded || j.State == job.Failed) {
+		if q.Includes(j) {
 			found = append(found, clone(j))
 		}
 	}
 	s.mu.Unlock()
-	for _, j := range found {
+	slices.SortFunc(found, func(a, b job.Job) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	for _, j := range found[:min(len(found), q.Limit)] {
 		if err := each(j); err != nil {
 			return err
 		}

@@ -32,6 +32,14 @@ type Settings struct {
 	// ActiveShards spreads it over that many partitions.
 	ActiveIndex  string
 	ActiveShards int
+	// CreatedIndex holds every job's summary by the UTC day it was
+	// created, keyed by "<yyyy-mm-dd>#<shard>" and created_ms: what the
+	// operator console's overview and advise --from-table read, in
+	// proportion to the days they show rather than the table. Like the
+	// tenant index it projects only what changes with a state change.
+	// CreatedShards spreads one day over that many partitions.
+	CreatedIndex  string
+	CreatedShards int
 
 	// Reconciler (docs/architecture.md, "The reconciler"): every ReconcileEvery
 	// it re-sends, through the claim path, jobs queued and untouched for
@@ -121,6 +129,8 @@ func Defaults() Settings {
 		TenantIndex:        "by_tenant",
 		ActiveIndex:        "active",
 		ActiveShards:       4,
+		CreatedIndex:       "by_created",
+		CreatedShards:      4,
 		ReconcileEvery:     5 * time.Minute,
 		ReconcileAfter:     10 * time.Minute,
 		ReconcileResendMax: 100,
@@ -288,6 +298,7 @@ func (s Settings) Validate() error {
 	check(s.MaxConcurrency >= 2, "maximum concurrency %d below 2 (the Lambda minimum)", s.MaxConcurrency)
 	check(s.FailureShards >= 1, "failure shards below 1")
 	check(s.ActiveShards >= 1, "active shards below 1")
+	check(s.CreatedShards >= 1, "created shards below 1")
 	check(s.ReconcileEvery >= time.Minute, "reconcile every %s: a schedule runs at most once a minute", s.ReconcileEvery)
 	check(s.ReconcileAfter >= 2*s.LeaseTTL && s.ReconcileAfter >= s.ReconcileEvery,
 		"reconcile after %s must be at least two lease TTLs (%s) and one reconcile period (%s): a live job is never re-sent", s.ReconcileAfter, s.LeaseTTL, s.ReconcileEvery)

@@ -388,21 +388,36 @@ func finished(t *testing.T, s *suite) {
 	model := fmt.Sprint("route-", s.seq.Add(1))
 	on := func(j *job.Job) { j.Model = model }
 	ok := s.create(t, on, ended(job.Succeeded, ""), func(j *job.Job) { j.Attempts, j.RunTime = 2, 1500*time.Millisecond })
-	bad := s.create(t, on, ended(job.Failed, job.Overloaded), func(j *job.Job) { j.Attempts, j.RunTime = 3, 4200*time.Millisecond })
+	bad := s.create(t, on, ended(job.Failed, job.Overloaded), func(j *job.Job) {
+		j.Attempts, j.RunTime = 3, 4200*time.Millisecond
+		j.CreatedAt, j.UpdatedAt = j.CreatedAt.Add(time.Minute), j.UpdatedAt.Add(time.Minute) // the newest
+	})
 	s.create(t, on, ended(job.Abandoned, job.Cancelled))
 	s.create(t, on)
 	s.create(t, ended(job.Succeeded, ""))
 	got := map[string]job.Job{}
-	if err := s.store.Finished(ctx, model, 10, func(j job.Job) error { got[j.ID] = j; return nil }); err != nil {
+	q := job.FinishedQuery{Model: model, Limit: 10, Since: ok.CreatedAt.Add(-time.Hour), Now: ok.CreatedAt}
+	if err := s.store.Finished(ctx, q, func(j job.Job) error { got[j.ID] = j; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	if len(got) != 2 || got[ok.ID].RunTime != ok.RunTime || got[ok.ID].Attempts != 2 || got[bad.ID].RunTime != bad.RunTime ||
 		got[bad.ID].State != job.Failed || got[ok.ID].Model != model {
 		t.Fatalf("sample %+v", got)
 	}
-	n := 0
-	if err := s.store.Finished(ctx, model, 1, func(job.Job) error { n++; return nil }); err != nil || n != 1 {
-		t.Fatalf("limit 1: %d jobs, %v", n, err)
+	q.Limit = 1
+	var one []job.Job
+	if err := s.store.Finished(ctx, q, func(j job.Job) error { one = append(one, j); return nil }); err != nil || len(one) != 1 {
+		t.Fatalf("limit 1: %d jobs, %v", len(one), err)
+	}
+	// Newest first: the sample is the route's latest behaviour.
+	newest := bad
+	if one[0].ID != newest.ID {
+		t.Fatalf("limit 1 gave %s (created %s), want the newest, %s (created %s)", one[0].ID, one[0].CreatedAt, newest.ID, newest.CreatedAt)
+	}
+	// Nothing created before Since.
+	q.Since, q.Limit = newest.CreatedAt.Add(time.Millisecond), 10
+	if err := s.store.Finished(ctx, q, func(j job.Job) error { return fmt.Errorf("%s is from before since", j.ID) }); err != nil {
+		t.Fatal(err)
 	}
 }
 

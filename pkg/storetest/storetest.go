@@ -40,7 +40,7 @@ type Store interface {
 	List(context.Context, job.ListQuery) (job.Page, error)
 	Failures(context.Context, job.FailureQuery, func(job.Failure) error) error
 	Unfinished(context.Context, time.Time, func(id string) error) error
-	Finished(ctx context.Context, model string, limit int, each func(job.Job) error) error
+	Finished(ctx context.Context, q job.FinishedQuery, each func(job.Job) error) error
 	Recent(context.Context, job.RecentQuery, func(job.Job) error) error
 }
 
