@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strconv"
 	"strings"
@@ -86,6 +87,43 @@ func TestPermanentErrorFailsAtOnce(t *testing.T) {
 	v := s.wait("t", id, 10*time.Second, "failed")
 	if v["error_class"] != "content_filtered" || num(v, "attempts") != "1" || s.fake.Calls(id) != 1 {
 		t.Fatalf("view: %v, calls %d", v, s.fake.Calls(id))
+	}
+}
+
+// TestAnInputThatFailedDeterministicallyIsQuarantined: a job whose input
+// the provider refuses (content_filtered) ends failed after one call; the
+// same input from the same tenant under a new key is then refused at
+// create with 422 input_quarantined naming that job, with no job recorded
+// and no call made, while the first key's repeat is still its job and
+// another tenant's same input is accepted.
+func TestAnInputThatFailedDeterministicallyIsQuarantined(t *testing.T) {
+	t.Parallel()
+	s := startStack(t, nil)
+	body := jobBody("[[fake:fail=content_filtered]] the same bad input", "")
+	first := s.submit("t", "q-1", body)
+	s.wait("t", first, 10*time.Second, "failed")
+	var r response
+	for i, deadline := 0, time.Now().Add(5*time.Second); ; i++ {
+		// The worker writes the quarantine just after the job's end, which
+		// a poll may see first: a create in between is accepted (and
+		// fails as the first did), so try again under a fresh key.
+		key := "q-2-" + strconv.Itoa(i)
+		if r = s.do("POST", "/jobs", "t", map[string]string{"Idempotency-Key": key}, body); r.status != http.StatusAccepted || time.Now().After(deadline) {
+			break
+		}
+		s.wait("t", r.body["id"].(string), 10*time.Second, "failed")
+	}
+	if r.status != http.StatusUnprocessableEntity || r.body["code"] != "input_quarantined" || !strings.Contains(fmt.Sprint(r.body["detail"]), first) {
+		t.Fatalf("the same input again: %d %s", r.status, r.raw)
+	}
+	if again := s.do("POST", "/jobs", "t", map[string]string{"Idempotency-Key": "q-1"}, body); again.status != http.StatusOK || again.body["id"] != first {
+		t.Fatalf("the first key's repeat: %d %s", again.status, again.raw)
+	}
+	if other := s.submit("t-other", "q-1", body); other == first {
+		t.Fatalf("another tenant's job has the first one's id")
+	}
+	if n := s.fake.Calls(first); n != 1 {
+		t.Fatalf("the first job was called %d times", n)
 	}
 }
 

@@ -112,7 +112,7 @@ func rieResources(t *testing.T) (*app.App, map[string]string) {
 	env["AIJOBS_TABLE"], env["AIJOBS_QUEUE_URL"], env["AIJOBS_DLQ_URL"] = c.Table, c.QueueURL, c.DLQURL
 	env["AIJOBS_CALLBACK_QUEUE_URL"], env["AIJOBS_CALLBACK_DLQ_URL"] = c.CallbackQueueURL, c.CallbackDLQURL
 	env["AIJOBS_PARK_BUCKET"], env["AIJOBS_WEBHOOK_SECRET_ID"] = c.ParkBucket, c.WebhookSecretID
-	env["AIJOBS_TENANTS_TABLE"] = c.TenantsTable
+	env["AIJOBS_TENANTS_TABLE"], env["AIJOBS_QUARANTINE_TABLE"] = c.TenantsTable, c.QuarantineTable
 	// Lambda gives a function its role's credentials in these three; the
 	// functions read them (awsclient.Env), not the SDK's default chain.
 	for _, k := range []string{"AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN"} {

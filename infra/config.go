@@ -112,6 +112,7 @@ var notFromContext = map[string]bool{
 	"AWS_REGION": true, "AWS_ENDPOINT_URL": true, "AIJOBS_LISTEN": true,
 	"AIJOBS_TABLE": true, "AIJOBS_QUEUE_URL": true, "AIJOBS_DLQ_URL": true, "AIJOBS_PARK_BUCKET": true,
 	"AIJOBS_CALLBACK_QUEUE_URL": true, "AIJOBS_CALLBACK_DLQ_URL": true, "AIJOBS_WEBHOOK_SECRET_ID": true,
+	"AIJOBS_TENANTS_TABLE": true, "AIJOBS_QUARANTINE_TABLE": true,
 	"OPENAI_API_KEY": true,
 }
 

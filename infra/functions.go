@@ -41,9 +41,14 @@ var (
 	// /webhook-key reads the tenant's key versions and derives its key from
 	// the signing secret; POST /webhook-key/rotate moves the versions with
 	// one conditional update.
-	apiTenantsActions  = []string{"dynamodb:GetItem", "dynamodb:UpdateItem"}
-	apiSecretActions   = []string{"secretsmanager:GetSecretValue"}
-	workerTableActions = []string{"dynamodb:UpdateItem", "dynamodb:GetItem"}
+	apiTenantsActions = []string{"dynamodb:GetItem", "dynamodb:UpdateItem"}
+	apiSecretActions  = []string{"secretsmanager:GetSecretValue"}
+	// Quarantine (docs/architecture.md, "Quarantine"): a create reads
+	// whether its input is quarantined; a job that ends deterministically
+	// puts its input there.
+	apiQuarantineActions    = []string{"dynamodb:GetItem"}
+	workerQuarantineActions = []string{"dynamodb:PutItem"}
+	workerTableActions      = []string{"dynamodb:UpdateItem", "dynamodb:GetItem"}
 	// SendMessage: at its receive limit a message whose job is alive is
 	// replaced by a fresh, delayed one (docs/architecture.md, step 6).
 	workerQueueActions     = []string{"sqs:ChangeMessageVisibility", "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:SendMessage"}
@@ -103,6 +108,9 @@ func functionsEnv(cfg Config, sh Shared) map[string]*string {
 		"AIJOBS_QUEUE_URL":   sh.Queues.Jobs.QueueUrl(),
 		"AIJOBS_DLQ_URL":     sh.Queues.DLQ.QueueUrl(),
 		"AIJOBS_PARK_BUCKET": sh.Park.BucketName(),
+		// The API checks it, the worker writes it (each with its own
+		// grant); the others only share the environment.
+		"AIJOBS_QUARANTINE_TABLE": sh.Quarantine.TableName(),
 	}
 	for k, v := range cfg.Env {
 		env[k] = jsii.String(v)
@@ -113,7 +121,7 @@ func functionsEnv(cfg Config, sh Shared) map[string]*string {
 // newAPIFunction is the function behind the HTTP API (newAPI), with a role
 // for exactly what the API calls. Besides the shared environment it gets
 // the tenants table and the signing secret, which only its webhook key
-// routes use.
+// routes use, and the quarantine table its creates check.
 func newAPIFunction(stack awscdk.Stack, cfg Config, sh Shared, env map[string]*string, logs awslogs.LogGroup) awslambda.Function {
 	s := cfg.Settings
 	role := newRole(stack, "ApiRole", "aijobs API function: create, read, list and cancel jobs; give each tenant its webhook key", logs,
@@ -121,7 +129,8 @@ func newAPIFunction(stack awscdk.Stack, cfg Config, sh Shared, env map[string]*s
 		allow(apiIndexActions, indexArn(sh.Table, s.TenantIndex)),
 		allow(apiQueueActions, sh.Queues.Jobs.QueueArn()),
 		allow(apiTenantsActions, sh.Tenants.TableArn()),
-		allow(apiSecretActions, sh.WebhookSecret.SecretArn()))
+		allow(apiSecretActions, sh.WebhookSecret.SecretArn()),
+		allow(apiQuarantineActions, sh.Quarantine.TableArn()))
 	own := withEnv(env, map[string]*string{
 		"AIJOBS_TENANTS_TABLE":     sh.Tenants.TableName(),
 		"AIJOBS_WEBHOOK_SECRET_ID": sh.WebhookSecret.SecretArn(),
@@ -163,6 +172,7 @@ func newWorker(stack awscdk.Stack, cfg Config, sh Shared, env map[string]*string
 			allow(workerDLQActions, sh.Queues.DLQ.QueueArn()),
 			allow(workerParkActions, parkedObjects(sh.Park)),
 			allow(parkListActions, sh.Park.BucketArn()),
+			allow(workerQuarantineActions, sh.Quarantine.TableArn()),
 		}, models.statements()...)...)
 	suppressParkedWildcard(stack, role, sh.Park)
 	suppressInferenceProfileWildcards(role, models)

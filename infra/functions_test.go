@@ -383,13 +383,13 @@ func TestReconcilerSchedule(t *testing.T) {
 }
 
 // The size check counts every variable a function gets: the stack adds
-// at most the eight its estimate covers (the notifier gets all eight, the
-// API the first four and the signing secret and tenants table, the others
-// the first four).
+// at most the nine its estimate covers (the notifier gets all nine, the
+// API the first five and the signing secret and tenants table, the others
+// the first five).
 func TestEnvironmentSizeEstimate(t *testing.T) {
 	s := defaults(t)
 	st := s.cfg.Settings
-	covered := []string{"AIJOBS_TABLE", "AIJOBS_QUEUE_URL", "AIJOBS_DLQ_URL", "AIJOBS_PARK_BUCKET",
+	covered := []string{"AIJOBS_TABLE", "AIJOBS_QUEUE_URL", "AIJOBS_DLQ_URL", "AIJOBS_PARK_BUCKET", "AIJOBS_QUARANTINE_TABLE",
 		"AIJOBS_CALLBACK_QUEUE_URL", "AIJOBS_CALLBACK_DLQ_URL", "AIJOBS_WEBHOOK_SECRET_ID", "AIJOBS_TENANTS_TABLE"}
 	for _, fn := range functionNames {
 		var added []string
@@ -398,12 +398,12 @@ func TestEnvironmentSizeEstimate(t *testing.T) {
 				added = append(added, k)
 			}
 		}
-		want := covered[:4]
+		want := covered[:5]
 		switch fn {
 		case "notifier":
 			want = covered
 		case "api":
-			want = append(slices.Clone(covered[:4]), covered[6:]...)
+			want = append(slices.Clone(covered[:5]), covered[7:]...)
 		}
 		if !equalSets(added, want) {
 			t.Errorf("the stack adds %v to %s's environment, want %v (stackEnvSize covers %v)", added, fn, want, covered)
@@ -415,7 +415,7 @@ func TestEnvironmentSizeEstimate(t *testing.T) {
 	// fit; 63 characters is as long as any bucket name can be.
 	bucket := 63
 	real := url(st.QueueName()) + url(st.DLQName()) + url(st.CallbackQueueName()) + url(st.CallbackDLQName()) + arn + len(st.TableName()) +
-		bucket + len(st.TenantsTableName()) + len(strings.Join(covered, ""))
+		bucket + len(st.TenantsTableName()) + len(st.QuarantineTableName()) + len(strings.Join(covered, ""))
 	if n := stackEnvSize(st); n < real {
 		t.Errorf("stackEnvSize %d is below a real environment's %d", n, real)
 	}

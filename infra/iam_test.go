@@ -108,6 +108,7 @@ func basePermissions(t *testing.T, s *synthesized) map[string][]string {
 	callbackDLQ, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.CallbackDLQName()))
 	secret, _ := s.one(t, "AWS::SecretsManager::Secret", named("Name", st.WebhookSecretName()))
 	tenants, _ := s.one(t, "AWS::DynamoDB::Table", named("TableName", st.TenantsTableName()))
+	quarantine, _ := s.one(t, "AWS::DynamoDB::Table", named("TableName", st.QuarantineTableName()))
 	bucket, _ := s.one(t, "AWS::S3::Bucket", nil)
 	index := func(name string) string { return "${" + table + ".Arn}/index/" + name }
 	stream := "${" + table + ".StreamArn}"
@@ -121,6 +122,7 @@ func basePermissions(t *testing.T, s *synthesized) map[string][]string {
 			// rotated, its key derived from the signing secret (not the seed)
 			"dynamodb:GetItem on " + tenants, "dynamodb:UpdateItem on " + tenants,
 			"secretsmanager:GetSecretValue on " + secret,
+			"dynamodb:GetItem on " + quarantine, // is this input quarantined?
 		},
 		"worker": {
 			"dynamodb:GetItem on " + table, "dynamodb:UpdateItem on " + table,
@@ -130,7 +132,8 @@ func basePermissions(t *testing.T, s *synthesized) map[string][]string {
 			"sqs:SendMessage on " + dlq,
 			// parks an outcome, deletes it once recorded, settles another's
 			"s3:PutObject on " + parked, "s3:GetObject on " + parked, "s3:DeleteObject on " + parked,
-			"s3:ListBucket on " + bucket, // a missing key is 404, not 403
+			"s3:ListBucket on " + bucket,        // a missing key is 404, not 403
+			"dynamodb:PutItem on " + quarantine, // a deterministic failure's input
 		},
 		"reconciler": {
 			"dynamodb:Query on " + index(st.ActiveIndex),
@@ -351,6 +354,7 @@ func TestOperatorPolicy(t *testing.T) {
 	table := jobsTable(t, s)
 	queue, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.QueueName()))
 	dlq, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.DLQName()))
+	quarantine, _ := s.one(t, "AWS::DynamoDB::Table", named("TableName", st.QuarantineTableName()))
 	policyID, p := s.one(t, "AWS::IAM::ManagedPolicy", nil)
 	if name := resolve(t, p["ManagedPolicyName"], nil); name != st.Prefix+"-operator-us-east-1" {
 		t.Errorf("policy name %v", p["ManagedPolicyName"])
@@ -366,6 +370,8 @@ func TestOperatorPolicy(t *testing.T) {
 		"dynamodb:Query on ${" + table + ".Arn}/index/" + st.CreatedIndex,
 		"dynamodb:Query on ${" + table + ".Arn}/index/" + st.ActiveIndex,
 		"dynamodb:GetItem on " + table, "dynamodb:UpdateItem on " + table,
+		// aijobs quarantine list (one tenant's, or every tenant's) and lift
+		"dynamodb:Query on " + quarantine, "dynamodb:Scan on " + quarantine, "dynamodb:DeleteItem on " + quarantine,
 		"sqs:ReceiveMessage on " + dlq, "sqs:DeleteMessage on " + dlq, "sqs:ChangeMessageVisibility on " + dlq, "sqs:GetQueueAttributes on " + dlq,
 		"sqs:GetQueueUrl on " + dlq,
 		"sqs:SendMessage on " + queue, "sqs:GetQueueAttributes on " + queue, "sqs:GetQueueUrl on " + queue,

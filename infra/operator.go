@@ -2,7 +2,6 @@ package main
 
 import (
 	"github.com/aws/aws-cdk-go/awscdk/v2"
-	"github.com/aws/aws-cdk-go/awscdk/v2/awsdynamodb"
 	"github.com/aws/aws-cdk-go/awscdk/v2/awsiam"
 	"github.com/aws/jsii-runtime-go"
 )
@@ -20,16 +19,20 @@ import (
 var (
 	operatorIndexActions = []string{"dynamodb:Query"}
 	operatorTableActions = []string{"dynamodb:GetItem", "dynamodb:UpdateItem"}
-	operatorDLQActions   = []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}
-	operatorQueueActions = []string{"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}
+	// `aijobs quarantine list` and the console's quarantine page read one
+	// tenant's (Query) or every tenant's (Scan of the quarantine table,
+	// which holds only quarantines); lift deletes one.
+	operatorQuarantineActions = []string{"dynamodb:Query", "dynamodb:Scan", "dynamodb:DeleteItem"}
+	operatorDLQActions        = []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}
+	operatorQueueActions      = []string{"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}
 )
 
 // newOperatorPolicy is a customer managed policy with exactly what
 // `aijobs failures` and `aijobs replay` need. The stack attaches it to
 // nobody: an account administrator attaches it to the operators' role,
 // group or user (docs/deploy.md, "Operators: failures and replay").
-func newOperatorPolicy(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, q Queues) awsiam.ManagedPolicy {
-	s := cfg.Settings
+func newOperatorPolicy(stack awscdk.Stack, cfg Config, sh Shared) awsiam.ManagedPolicy {
+	s, table, q := cfg.Settings, sh.Table, sh.Queues
 	return awsiam.NewManagedPolicy(stack, jsii.String("OperatorPolicy"), &awsiam.ManagedPolicyProps{
 		// IAM names are account-wide: with the Region in it, the stack can
 		// deploy to a second Region of the same account.
@@ -41,6 +44,7 @@ func newOperatorPolicy(stack awscdk.Stack, cfg Config, table awsdynamodb.Table, 
 			allow(operatorIndexActions, indexArn(table, s.CreatedIndex)),
 			allow(operatorIndexActions, indexArn(table, s.ActiveIndex)),
 			allow(operatorTableActions, table.TableArn()),
+			allow(operatorQuarantineActions, sh.Quarantine.TableArn()),
 			allow(operatorDLQActions, q.DLQ.QueueArn()),
 			allow(operatorQueueActions, q.Jobs.QueueArn()),
 		},

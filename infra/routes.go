@@ -104,7 +104,8 @@ func stackEnvSize(s settings.Settings) int {
 		len("AIJOBS_CALLBACK_QUEUE_URL") + url(s.CallbackQueueName()) +
 		len("AIJOBS_CALLBACK_DLQ_URL") + url(s.CallbackDLQName()) +
 		len("AIJOBS_WEBHOOK_SECRET_ID") + secretArn +
-		len("AIJOBS_TENANTS_TABLE") + len(s.TenantsTableName())
+		len("AIJOBS_TENANTS_TABLE") + len(s.TenantsTableName()) +
+		len("AIJOBS_QUARANTINE_TABLE") + len(s.QuarantineTableName())
 }
 
 // maxBucketName is the longest an S3 bucket name can be (S3 User Guide,

@@ -23,12 +23,13 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 	})
 	table := newTable(stack, cfg)
 	tenants := newTenantsTable(stack, cfg)
+	quarantine := newQuarantineTable(stack, cfg)
 	queues := newQueues(stack, cfg)
 	park := newParkingBucket(stack, cfg)
 	secret := newWebhookSecret(stack, cfg)
-	fns := newFunctions(stack, cfg, Shared{Table: table, Tenants: tenants, Queues: queues, Park: park, WebhookSecret: secret})
+	fns := newFunctions(stack, cfg, Shared{Table: table, Tenants: tenants, Quarantine: quarantine, Queues: queues, Park: park, WebhookSecret: secret})
 	api := newAPI(stack, cfg, fns.API)
-	operator := newOperatorPolicy(stack, cfg, table, queues)
+	operator := newOperatorPolicy(stack, cfg, Shared{Table: table, Quarantine: quarantine, Queues: queues})
 	monitored := Monitored{Queues: queues, Functions: fns, API: api}
 	signals := newSignals(monitored)
 	alarms := newAlarms(stack, cfg, signals)
@@ -37,6 +38,7 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 	output(stack, "ApiUrl", api.Stage.Url(), "HTTP API base URL (IAM-signed or JWT requests)")
 	output(stack, "TableName", table.TableName(), "jobs table")
 	output(stack, "TenantsTableName", tenants.TableName(), "tenants table: each tenant's webhook key versions")
+	output(stack, "QuarantineTableName", quarantine.TableName(), "quarantine table: the inputs known to fail, refused at create")
 	output(stack, "QueueUrl", queues.Jobs.QueueUrl(), "job queue")
 	output(stack, "DlqUrl", queues.DLQ.QueueUrl(), "dead letter queue (replay from here)")
 	output(stack, "AlarmTopicArn", alarms.Topic.TopicArn(), "SNS topic every alarm notifies")
@@ -51,7 +53,7 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 }
 
 // Shared are the resources the stack's functions run against: the jobs
-// table, the tenants table, the queues, the parking bucket and the webhook
+// table, the tenants table, the quarantine table, the queues, the parking bucket and the webhook
 // signing secret.
 // They are built before the functions and travel to the function builders
 // together, so each takes one value however many of them its function
@@ -59,6 +61,7 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 type Shared struct {
 	Table         awsdynamodb.Table
 	Tenants       awsdynamodb.Table
+	Quarantine    awsdynamodb.Table
 	Queues        Queues
 	Park          awss3.Bucket
 	WebhookSecret awssecretsmanager.Secret

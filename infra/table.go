@@ -160,3 +160,23 @@ func newTenantsTable(stack awscdk.Stack, cfg Config) awsdynamodb.Table {
 		RemovalPolicy:      removalPolicy(cfg),
 	})
 }
+
+// newQuarantineTable is the quarantine table (pkg/dynamodb's quarantine
+// layout): the inputs known to fail, by tenant and "<route>#<input hash>",
+// expired by TTL. Kept like the other tables, though losing it costs no
+// record: a quarantined input would fail once more and be quarantined
+// again.
+func newQuarantineTable(stack awscdk.Stack, cfg Config) awsdynamodb.Table {
+	return awsdynamodb.NewTable(stack, jsii.String("Quarantine"), &awsdynamodb.TableProps{
+		TableName:    jsii.String(cfg.Settings.QuarantineTableName()),
+		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String(attrTenant), Type: awsdynamodb.AttributeType_STRING},
+		SortKey:      &awsdynamodb.Attribute{Name: jsii.String("key"), Type: awsdynamodb.AttributeType_STRING},
+		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
+			PointInTimeRecoveryEnabled: jsii.Bool(true),
+		},
+		TimeToLiveAttribute: jsii.String(attrExpires),
+		DeletionProtection:  jsii.Bool(!cfg.Throwaway),
+		RemovalPolicy:       removalPolicy(cfg),
+	})
+}

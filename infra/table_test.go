@@ -299,3 +299,29 @@ func TestAccountGlobalNamesDifferByRegion(t *testing.T) {
 		t.Error("no account-global name found: the test checks nothing (the operator policy and the dashboard are named)")
 	}
 }
+
+// The quarantine table has the key and TTL pkg/dynamodb creates it with
+// locally.
+func TestQuarantineTableMatchesStore(t *testing.T) {
+	s := defaults(t)
+	rec := &tableRecorder{}
+	if err := dynamodb.CreateQuarantineTable(t.Context(), rec, "q"); err != nil || rec.in == nil {
+		t.Fatalf("CreateQuarantineTable: %v", err)
+	}
+	var keys, attrs []any
+	for _, k := range rec.in.KeySchema {
+		keys = append(keys, map[string]any{"AttributeName": *k.AttributeName, "KeyType": string(k.KeyType)})
+	}
+	for _, a := range rec.in.AttributeDefinitions {
+		attrs = append(attrs, map[string]any{"AttributeName": *a.AttributeName, "AttributeType": string(a.AttributeType)})
+	}
+	must(t, "quarantine table", func() {
+		s.tmpl.HasResourceProperties(jsii.String("AWS::DynamoDB::Table"), map[string]any{
+			"TableName":               s.cfg.Settings.QuarantineTableName(),
+			"BillingMode":             string(rec.in.BillingMode),
+			"KeySchema":               keys,
+			"AttributeDefinitions":    attrs,
+			"TimeToLiveSpecification": map[string]any{"AttributeName": "expires_at", "Enabled": true},
+		})
+	})
+}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"time"
 
 	"github.com/aws/aws-lambda-go/events"
 
@@ -41,8 +42,11 @@ func (h *Handler) create(ctx context.Context, log *slog.Logger, ev events.APIGat
 	j := req.NewJob(h.clock.Now(), h.retention.Failed)
 	if req.Callback.URL != "" {
 		if bad := h.checkCallback(ctx, req.Callback.URL); bad != nil {
-			return h.refusedCallback(ctx, log, j, bad)
+			return h.refusedUnlessRepeat(ctx, log, j, "check callback", bad)
 		}
+	}
+	if bad := h.checkQuarantine(ctx, log, j); bad != nil {
+		return h.refusedUnlessRepeat(ctx, log, j, "check quarantine", bad)
 	}
 	j.Reserve = h.routes[j.Model].Reserve(req.Input)
 	if !job.Covers(j.Budget, j.Reserve) {
@@ -102,24 +106,47 @@ func (h *Handler) repeat(ctx context.Context, log *slog.Logger, want, existing j
 	return resp
 }
 
-// refusedCallback answers a create whose callback the check refused (or
-// could not check). A retry of a create whose first try was recorded is
-// still a repeat when its host has stopped resolving since, or DNS is
-// down: the job exists and runs, so it is answered as one
+// refusedUnlessRepeat answers a create that a check refused (its callback
+// target, its quarantined input) or could not check. A retry of a create
+// whose first try was recorded is still a repeat whatever changed since:
+// its callback host stopped resolving, or its input was quarantined by
+// another job's failure. The job exists and runs, so it is answered as one
 // (docs/architecture.md, "Idempotency"). Only a key never used gets the
 // refusal; a store that cannot say which it is gets 503, so the caller
 // retries rather than gives up on a job that may exist. The lookup costs
-// one read, on this path only; the check still precedes every write.
-func (h *Handler) refusedCallback(ctx context.Context, log *slog.Logger, want job.Job, bad error) events.APIGatewayV2HTTPResponse {
+// one read, on this path only; the checks still precede every write.
+func (h *Handler) refusedUnlessRepeat(ctx context.Context, log *slog.Logger, want job.Job, op string, bad error) events.APIGatewayV2HTTPResponse {
 	existing, err := h.store.Get(ctx, want.ID)
 	switch {
 	case err == nil:
 		return h.repeat(ctx, log, want, existing)
 	case job.ErrorCode(err) == job.CodeNotFound:
-		return h.clientProblem(ctx, log, "check callback", bad)
+		return h.clientProblem(ctx, log, op, bad)
 	default:
 		return h.serverProblem(ctx, log, "create", fmt.Errorf("look for a repeat of %s: %w", want.ID, err))
 	}
+}
+
+// checkQuarantine refuses j when its tenant's same input on its route is
+// quarantined (docs/architecture.md, "Quarantine"). A quarantine store
+// that does not answer lets the create through: the check saves money, it
+// guards nothing, and a job whose input really is bad fails as the first
+// did, one attempt later.
+func (h *Handler) checkQuarantine(ctx context.Context, log *slog.Logger, j job.Job) error {
+	if h.quarantine == nil {
+		return nil
+	}
+	q, ok, err := h.quarantine.Quarantined(ctx, job.QuarantineKey{Tenant: j.Tenant, Model: j.Model, InputHash: j.InputHash}, j.CreatedAt)
+	if err != nil {
+		log.WarnContext(ctx, "create: the quarantine check failed; the create goes on", slog.String("error", errorText(err)))
+		return nil
+	}
+	if !ok {
+		return nil
+	}
+	return refuse(wire.CodeInputQuarantined, "input",
+		"this input failed on route %q with %s in job %s (%s); the same input on that route is refused until %s: change it, or ask an operator to lift the quarantine",
+		q.Model, q.Class, q.JobID, q.At.Format(time.RFC3339), q.Until.Format(time.RFC3339))
 }
 
 // created answers status with the view and the job's Location.

@@ -59,7 +59,15 @@ type Config struct {
 	// /webhook-key, POST /webhook-key/rotate); nil answers them 404, as a
 	// deployment with no callbacks does.
 	Signing *Signing
-	Logger  *slog.Logger
+	// Quarantines refuses a create whose input is quarantined for its
+	// tenant and route (job.Quarantine); nil checks nothing.
+	Quarantines Quarantines
+	Logger      *slog.Logger
+}
+
+// Quarantines answers whether an input is quarantined at now.
+type Quarantines interface {
+	Quarantined(ctx context.Context, k job.QuarantineKey, now time.Time) (job.Quarantine, bool, error)
 }
 
 // CallbackChecker refuses a callback target the deployment may not call
@@ -80,6 +88,7 @@ type Handler struct {
 	retryAfter time.Duration
 	callbacks  CallbackChecker
 	signing    *Signing
+	quarantine Quarantines
 	latency    *routeLatency
 	log        *slog.Logger
 }
@@ -96,6 +105,7 @@ func New(cfg Config) *Handler {
 		retryAfter: cfg.EnqueueRetryAfter,
 		callbacks:  cfg.Callbacks,
 		signing:    cfg.Signing,
+		quarantine: cfg.Quarantines,
 		latency:    newRouteLatency(cfg.Routes),
 		log:        cfg.Logger,
 	}

@@ -38,6 +38,7 @@ var codes = map[wire.Code]codeInfo{
 	wire.CodePayloadTooLarge:      {http.StatusRequestEntityTooLarge, "Payload too large", job.CodeTooLarge},
 	wire.CodeUnsupportedMediaType: {http.StatusUnsupportedMediaType, "Unsupported media type", ""},
 	wire.CodeKeyReused:            {http.StatusUnprocessableEntity, "Idempotency key reused", ""},
+	wire.CodeInputQuarantined:     {http.StatusUnprocessableEntity, "Input quarantined", ""},
 	wire.CodeKeyVersionMoved:      {http.StatusConflict, "Key version moved", ""},
 	wire.CodeEnqueueFailed:        {http.StatusServiceUnavailable, "Job not enqueued", ""},
 	wire.CodeUnavailable:          {http.StatusServiceUnavailable, "Service unavailable", job.CodeUnavailable},

@@ -45,6 +45,8 @@ type Config struct {
 	DLQURL   string
 	// ParkBucket is the parking lot's S3 bucket (pkg/parking).
 	ParkBucket string
+	// QuarantineTable is the quarantine table (job.Quarantine).
+	QuarantineTable string
 	// TenantsTable is the tenants table: which versions of each tenant's
 	// webhook signing key are in use (docs/webhooks.md).
 	TenantsTable string
@@ -150,6 +152,9 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if c.TenantsTable == "" {
 		c.TenantsTable = c.Settings.TenantsTableName()
+	}
+	if c.QuarantineTable == "" {
+		c.QuarantineTable = c.Settings.QuarantineTableName()
 	}
 	if c.WebhookSecretID == "" {
 		c.WebhookSecretID = c.Settings.WebhookSecretName()

@@ -40,3 +40,17 @@ func TestConformance(t *testing.T) {
 		return dynamodb.New(c, table, settings.Defaults())
 	})
 }
+
+// TestQuarantineConformance runs the quarantine suite against the
+// quarantine table on DynamoDB (kumo, or AWS_ENDPOINT_URL).
+func TestQuarantineConformance(t *testing.T) {
+	c := awsclient.DynamoDB(awstest.Config(t, nil))
+	table := awstest.Prefix(t) + "-quarantine"
+	if err := dynamodb.CreateQuarantineTable(t.Context(), c, table); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = c.DeleteTable(context.Background(), &ddb.DeleteTableInput{TableName: aws.String(table)})
+	})
+	storetest.RunQuarantines(t, dynamodb.NewQuarantines(c, table))
+}

@@ -63,6 +63,14 @@ func (c ErrorClass) Valid() bool { _, ok := classes[c]; return ok }
 // treated as Internal (retryable), never trusted blindly.
 func (c ErrorClass) Retryable() bool { return c.rule().retryable }
 
+// Deterministic reports whether the same input on the same route would
+// fail the same way again: the provider refused the input itself (too
+// long, filtered, malformed), not the moment. Such an input is
+// quarantined (Quarantine).
+func (c ErrorClass) Deterministic() bool {
+	return c == ContextLengthExceeded || c == ContentFiltered || c == InvalidRequest
+}
+
 // FinalState is the state a job ends in when this class stops it.
 func (c ErrorClass) FinalState() State { return c.rule().final }
 

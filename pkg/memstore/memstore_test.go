@@ -10,3 +10,7 @@ import (
 func TestConformance(t *testing.T) {
 	storetest.Run(t, func(*testing.T) storetest.Store { return memstore.New() })
 }
+
+func TestQuarantineConformance(t *testing.T) {
+	storetest.RunQuarantines(t, memstore.NewQuarantines())
+}

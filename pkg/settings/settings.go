@@ -118,6 +118,10 @@ type Settings struct {
 
 	Retention job.Retention
 	Limits    job.Limits
+	// QuarantineFor is how long an input that failed deterministically is
+	// refused at create for its tenant and route (job.Quarantine); 0
+	// turns quarantine off.
+	QuarantineFor time.Duration
 }
 
 // Defaults are the settings that ship.
@@ -129,6 +133,7 @@ func Defaults() Settings {
 		TenantIndex:        "by_tenant",
 		ActiveIndex:        "active",
 		ActiveShards:       4,
+		QuarantineFor:      24 * time.Hour,
 		CreatedIndex:       "by_created",
 		CreatedShards:      4,
 		ReconcileEvery:     5 * time.Minute,
@@ -190,6 +195,10 @@ func (s Settings) QueueName() string { return s.Prefix + "-jobs" }
 // ParkBucketName is the parking lot's bucket on an emulator (pkg/parking);
 // a deployment names its own, since S3 bucket names are global.
 func (s Settings) ParkBucketName() string { return s.Prefix + "-parked" }
+
+// QuarantineTableName is the quarantine table (the inputs known to
+// fail, job.Quarantine).
+func (s Settings) QuarantineTableName() string { return s.Prefix + "-quarantine" }
 
 // TenantsTableName is the tenants table (each tenant's webhook key
 // versions).
@@ -299,6 +308,7 @@ func (s Settings) Validate() error {
 	check(s.FailureShards >= 1, "failure shards below 1")
 	check(s.ActiveShards >= 1, "active shards below 1")
 	check(s.CreatedShards >= 1, "created shards below 1")
+	check(s.QuarantineFor >= 0, "quarantine for %s: want 0 (off) or more", s.QuarantineFor)
 	check(s.ReconcileEvery >= time.Minute, "reconcile every %s: a schedule runs at most once a minute", s.ReconcileEvery)
 	check(s.ReconcileAfter >= 2*s.LeaseTTL && s.ReconcileAfter >= s.ReconcileEvery,
 		"reconcile after %s must be at least two lease TTLs (%s) and one reconcile period (%s): a live job is never re-sent", s.ReconcileAfter, s.LeaseTTL, s.ReconcileEvery)

@@ -15,6 +15,7 @@ const (
 	CodePayloadTooLarge      Code = "payload_too_large"
 	CodeUnsupportedMediaType Code = "unsupported_media_type"
 	CodeKeyReused            Code = "idempotency_key_reused"
+	CodeInputQuarantined     Code = "input_quarantined"
 	CodeKeyVersionMoved      Code = "key_version_moved"
 	CodeEnqueueFailed        Code = "enqueue_failed"
 	CodeUnavailable          Code = "unavailable"

@@ -17,16 +17,20 @@ import (
 // Like River's job executor, it is handed what it uses when the claim wins
 // it (Worker.newAttempt) and reaches for nothing else.
 type attempt struct {
-	store     Store
-	queue     Queue
-	lot       parking.Lot // nil parks nothing
-	providers map[string]model.Provider
-	routes    map[string]job.Route
-	clock     job.Clock
-	timing    Timing
-	retention job.Retention
-	rand      func() float64
-	meter     meter
+	store Store
+	queue Queue
+	lot   parking.Lot // nil parks nothing
+	// quarantine keeps an input that ended the job deterministically,
+	// for quarantineFor (nil: nothing is kept).
+	quarantine    Quarantiner
+	quarantineFor time.Duration
+	providers     map[string]model.Provider
+	routes        map[string]job.Route
+	clock         job.Clock
+	timing        Timing
+	retention     job.Retention
+	rand          func() float64
+	meter         meter
 
 	// The attempt itself: its message, the record as the claim left it
 	// (Attempts counts this attempt, Held holds its reserve), the lease

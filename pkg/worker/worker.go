@@ -28,6 +28,11 @@ import (
 	"github.com/aijobs/aijobs/pkg/parking"
 )
 
+// Quarantiner keeps the inputs known to fail.
+type Quarantiner interface {
+	Quarantine(ctx context.Context, q job.Quarantine) error
+}
+
 // Store is the part of the job store the worker drives.
 type Store interface {
 	Get(context.Context, string) (job.Job, error)
@@ -127,7 +132,12 @@ type Config struct {
 	// where a dead attempt's outcome is looked for before it is written
 	// off (pkg/parking); nil parks nothing.
 	Parking parking.Lot
-	Timing  Timing
+	// Quarantine is where a job that ended with a deterministic class
+	// puts its input (job.Quarantine), for QuarantineFor; nil, or a zero
+	// QuarantineFor, quarantines nothing.
+	Quarantine    Quarantiner
+	QuarantineFor time.Duration
+	Timing        Timing
 	// ReceiveLimit is the queue's maxReceiveCount (0: none). A message the
 	// worker would return to the queue on its ReceiveLimit-1th receive is
 	// handed off instead (see handOff), so SQS's own redrive only catches

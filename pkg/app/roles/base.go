@@ -73,8 +73,12 @@ type Base struct {
 	// Tenants is the tenants table (each tenant's webhook key versions),
 	// which the API's key routes and the notifier read.
 	Tenants *dynamodb.Tenants
-	Logger  *slog.Logger
-	Clock   job.Clock
+	// Quarantines is the quarantine table (the inputs known to fail),
+	// which the API checks and the worker writes; nil when
+	// AIJOBS_QUARANTINE_FOR is 0.
+	Quarantines *dynamodb.Quarantines
+	Logger      *slog.Logger
+	Clock       job.Clock
 	// Metrics writes CloudWatch EMF lines; nil when metrics are off.
 	Metrics *emf.Writer
 	// LoadAWS is Options.LoadAWS, for the configurations a role adds (the
@@ -106,6 +110,11 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Base, error) {
 		if cfg.QueueURL, cfg.DLQURL, err = sqs.CreateQueues(ctx, sq, cfg.Settings); err != nil {
 			return nil, fmt.Errorf("app: create queues: %w", err)
 		}
+		if cfg.Settings.QuarantineFor > 0 {
+			if err := dynamodb.CreateQuarantineTable(ctx, ddb, cfg.QuarantineTable); err != nil {
+				return nil, fmt.Errorf("app: create quarantine table: %w", err)
+			}
+		}
 		if cfg.Callbacks {
 			if err := dynamodb.CreateTenantsTable(ctx, ddb, cfg.TenantsTable); err != nil {
 				return nil, fmt.Errorf("app: create tenants table: %w", err)
@@ -121,6 +130,9 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Base, error) {
 	b := &Base{Config: cfg, AWS: awsCfg, DynamoDB: ddb, SQS: sq, Logger: o.Logger, Clock: o.Clock, LoadAWS: o.LoadAWS,
 		Store: dynamodb.New(ddb, cfg.Table, cfg.Settings), Queue: sqs.New(sq, cfg.QueueURL, cfg.DLQURL),
 		Tenants: dynamodb.NewTenants(ddb, cfg.TenantsTable)}
+	if cfg.Settings.QuarantineFor > 0 {
+		b.Quarantines = dynamodb.NewQuarantines(ddb, cfg.QuarantineTable)
+	}
 	if cfg.Metrics == "emf" {
 		b.Metrics = emf.New(cmp.Or[io.Writer](o.MetricsOutput, os.Stdout), o.Clock)
 	}
@@ -135,8 +147,12 @@ func (b *Base) API(signing *api.Signing) *api.Handler {
 	if b.Config.Callbacks {
 		callbacks = webhook.Checker{Policy: webhook.Policy{AllowLoopback: s.CallbackLoopback}}
 	}
-	return api.New(api.Config{Store: b.Store, Queue: b.Queue, Limits: s.Limits, Retention: s.Retention, Routes: b.Config.Routes,
-		Clock: b.Clock, EnqueueRetryAfter: s.EnqueueRetryAfter, Callbacks: callbacks, Signing: signing, Logger: b.Logger})
+	cfg := api.Config{Store: b.Store, Queue: b.Queue, Limits: s.Limits, Retention: s.Retention, Routes: b.Config.Routes,
+		Clock: b.Clock, EnqueueRetryAfter: s.EnqueueRetryAfter, Callbacks: callbacks, Signing: signing, Logger: b.Logger}
+	if b.Quarantines != nil { // a nil *Quarantines in the interface would not be nil
+		cfg.Quarantines = b.Quarantines
+	}
+	return api.New(cfg)
 }
 
 // Worker is the worker function's handler over providers (built by
@@ -148,12 +164,16 @@ func (b *Base) Worker(providers map[string]model.Provider, lot parking.Lot) *wor
 	if b.Metrics != nil {
 		metrics = b.Metrics
 	}
-	return worker.New(worker.Config{
+	cfg := worker.Config{
 		Store: b.Store, Queue: b.Queue, Clock: b.Clock, Logger: b.Logger, Retention: s.Retention, Metrics: metrics,
 		Routes: b.Config.Routes, Providers: providers, ReceiveLimit: s.MaxReceiveCount, Parking: lot,
 		Timing: worker.Timing{Heartbeat: s.Heartbeat, LeaseTTL: s.LeaseTTL, LeaseMargin: s.GuardMargin(), AttemptMargin: s.AttemptMargin,
 			LambdaMargin: s.LambdaMargin, BackoffBase: s.BackoffBase, BackoffMax: s.BackoffMax},
-	})
+	}
+	if b.Quarantines != nil {
+		cfg.Quarantine, cfg.QuarantineFor = b.Quarantines, s.QuarantineFor
+	}
+	return worker.New(cfg)
 }
 
 // Reconciler is the reconciler function's handler over the parking lot
