@@ -218,6 +218,9 @@ func (s *Store) Unfinished(ctx context.Context, before time.Time, each func(id s
 // and stops once it has the sample, so it reads the route's latest jobs
 // and as many others as were created among them, not the table.
 func (s *Store) Finished(ctx context.Context, q job.FinishedQuery, each func(job.Job) error) error {
+	if err := daysBetween(q.Since, q.Now); err != nil {
+		return err
+	}
 	n := 0
 	for day := q.Now.UTC().AddDate(0, 0, 1); n < q.Limit && createdDay(day) >= createdDay(q.Since); day = day.AddDate(0, 0, -1) {
 		var found []job.Job
@@ -257,7 +260,7 @@ func (s *Store) finishedInput(q job.FinishedQuery, pk string) *ddb.QueryInput {
 	}
 }
 
-// summaryAttributes is what Recent reads of an item the created index
+// summaryProjection is what Recent reads of an item the created index
 // does not hold (an unfinished job created before the query's window):
 // the index's own projection, so both paths answer job.Summary.
 var summaryProjection, summaryNames = projectionOf(append([]string{aID, aCreated}, CreatedProjection...))
@@ -276,6 +279,9 @@ func (s *Store) Recent(ctx context.Context, q job.RecentQuery, each func(job.Job
 	now := q.Now
 	if now.IsZero() {
 		now = q.Since
+	}
+	if err := daysBetween(q.Since, now); err != nil {
+		return err
 	}
 	last := now.UTC().AddDate(0, 0, 1)
 	for day := q.Since.UTC(); createdDay(day) <= createdDay(last); day = day.AddDate(0, 0, 1) {
@@ -309,6 +315,21 @@ func (s *Store) Recent(ctx context.Context, q job.RecentQuery, each func(job.Job
 		}
 		return decoded(each)(out.Item)
 	})
+}
+
+// maxDays bounds the days a read by creation day walks: a query one
+// Query per day and shard would otherwise take a zero Since for a walk
+// back to year 1. No record is kept this long (job.Retention).
+const maxDays = 400
+
+// daysBetween refuses a window by creation day with no start, or longer
+// than maxDays.
+func daysBetween(since, now time.Time) error {
+	if since.IsZero() || now.Sub(since) > maxDays*24*time.Hour {
+		return &job.Error{Code: job.CodeInvalidRequest, Field: "since",
+			Message: fmt.Sprintf("a read by creation day needs a start within %d days", maxDays)}
+	}
+	return nil
 }
 
 // decoded turns each, a caller's function of jobs, into one of items.

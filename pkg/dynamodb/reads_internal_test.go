@@ -275,3 +275,20 @@ func batchWrite(t *testing.T, c *ddb.Client, table string, items []map[string]ty
 	default:
 	}
 }
+
+// TestAReadByCreationDayNeedsABoundedStart: one Query per day and shard,
+// so a zero Since (a walk back to year 1) or a year-long window is refused
+// before any call (the store has no client here: a call would panic).
+func TestAReadByCreationDayNeedsABoundedStart(t *testing.T) {
+	s := New(nil, "t", settings.Defaults())
+	now := time.Now()
+	for name, err := range map[string]error{
+		"recent from zero":       s.Recent(t.Context(), job.RecentQuery{Now: now}, func(job.Job) error { return nil }),
+		"finished from zero":     s.Finished(t.Context(), job.FinishedQuery{Model: "m", Limit: 1, Now: now}, func(job.Job) error { return nil }),
+		"finished over 500 days": s.Finished(t.Context(), job.FinishedQuery{Model: "m", Limit: 1, Since: now.AddDate(0, 0, -500), Now: now}, func(job.Job) error { return nil }),
+	} {
+		if job.ErrorCode(err) != job.CodeInvalidRequest {
+			t.Errorf("%s: %v, want invalid_request", name, err)
+		}
+	}
+}
