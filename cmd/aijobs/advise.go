@@ -103,8 +103,9 @@ func (c *cli) measuredP99(ctx context.Context, af awsFlags, model string, sample
 	if c.env.now != nil {
 		now = c.env.now()
 	}
-	// Back as far as any record is kept: the sample is the newest jobs.
-	keep := max(s.Retention.Succeeded, s.Retention.Failed)
+	// Back as far as any record is kept (a year at most: the store walks
+	// the days): the sample is the newest jobs.
+	keep := min(max(s.Retention.Succeeded, s.Retention.Failed), 365*24*time.Hour)
 	q := job.FinishedQuery{Model: model, Limit: sample, Since: now.Add(-keep), Now: now}
 	err = op.store.Finished(ctx, q, func(j job.Job) error {
 		d := j.RunTime
