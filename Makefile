@@ -127,6 +127,16 @@ SCALE_ARGS ?= -scale -scale-svg docs/bench-scale.svg
 bench-scale: bin/kumo
 	KUMO_BIN=$(CURDIR)/bin/kumo go run ./cmd/aijobs-bench $(SCALE_ARGS)
 
+# One reconciler sweep's AWS calls by operation over 5,000, 20,000 and
+# 50,000 queued jobs older than its horizon, on kumo (about 20 s;
+# docs/benchmarks.md, "Reconciler under a backlog"). RECONCILER_BENCH=
+# '-backlog=5000,20000,50000 -examine=1000000' examines every candidate,
+# as sweeps did before their budget (about a minute).
+RECONCILER_BENCH ?= -backlog=5000,20000,50000
+.PHONY: bench-reconciler
+bench-reconciler: bin/kumo
+	KUMO_BIN=$(CURDIR)/bin/kumo go test -count=1 -timeout 20m -v -run '^TestSweepCostUnderABacklog$$' ./pkg/reconciler -args $(RECONCILER_BENCH)
+
 # The chaos run (docs/chaos.md): SEED=0 draws a new seed (printed); the same
 # SEED, JOBS and DURATION replay a run's schedule.
 SEED ?= 0

@@ -14,6 +14,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -69,19 +72,43 @@ type Config struct {
 	// it. 0 means 30 s.
 	DeadLetterHide time.Duration
 	// ResendMax bounds the queued jobs one sweep re-sends while the queue
-	// has a backlog (oldest first, each at most once while it lasts), so a
-	// lost message is re-sent within ceil(older lost-or-waiting jobs /
-	// ResendMax) sweeps without a backlog ever growing by more than
+	// has a backlog (oldest first among the sweep's head, each at most once
+	// while it lasts), so a lost message is re-sent within
+	// floor(older lost-or-waiting jobs / ResendMax) + 1 sweeps (see
+	// ExamineMax for when) without a backlog ever growing by more than
 	// ResendMax a sweep; 0 means 100. With no backlog every stale queued
-	// job is re-sent.
+	// job a sweep examines is re-sent.
 	ResendMax int
+	// ExamineMax bounds the candidates one sweep examines, one conditional
+	// write (and at most one send) each, whatever the backlog: when there
+	// are more, the ExamineMax/2 oldest (where the queued quota goes), and
+	// the rest of the budget to a rotation whose passes examine every
+	// other candidate, a pass lasting at most ceil((candidates -
+	// ExamineMax/2) / (ExamineMax - ExamineMax/2)) sweeps (docs/decisions.md,
+	// "Reconciler under a backlog"). 0 means 2,000, or 4 x ResendMax if
+	// that is more, so the oldest half always has room for the quota and
+	// as many again.
+	ExamineMax int
 	// Parking is where a dead attempt's outcome is looked for before the
 	// attempt is written off (pkg/parking); nil parks nothing.
 	Parking parking.Lot
 }
 
 // Reconciler runs one sweep per call of Run.
-type Reconciler struct{ cfg Config }
+type Reconciler struct {
+	cfg Config
+	// origin is where, in id order, the rotation's passes begin (rotate):
+	// random, so that cold starts in a row, each a new reconciler, still
+	// examine different candidates rather than the same ones each time.
+	origin string
+	// mu guards the state sweeps keep for the next (plan): pass, the
+	// candidates the rotation's pass has yet to examine (rotate), and
+	// nudged, the candidates known to be queued and nudged before
+	// (learn). A new reconciler (a cold Lambda) starts with neither.
+	mu     sync.Mutex
+	pass   map[string]bool
+	nudged map[string]bool
+}
 
 // New returns a reconciler; nil Clock, Logger and Metrics get defaults.
 func New(cfg Config) *Reconciler {
@@ -100,13 +127,17 @@ func New(cfg Config) *Reconciler {
 	if cfg.ResendMax <= 0 {
 		cfg.ResendMax = 100
 	}
+	if cfg.ExamineMax <= 0 {
+		cfg.ExamineMax = max(2000, 4*cfg.ResendMax)
+	}
+	cfg.ExamineMax = max(cfg.ExamineMax, 2) // a head and a rotation
 	if cfg.DeadLetterMax <= 0 {
 		cfg.DeadLetterMax = 500
 	}
 	if cfg.DeadLetterHide <= 0 {
 		cfg.DeadLetterHide = 30 * time.Second
 	}
-	return &Reconciler{cfg: cfg}
+	return &Reconciler{cfg: cfg, origin: job.NewID("reconciler", strconv.FormatUint(rand.Uint64(), 36)), nudged: map[string]bool{}}
 }
 
 type noMetrics struct{}
@@ -117,12 +148,16 @@ func (noMetrics) Emit(string, float64, string, map[string]string) {}
 type Report struct {
 	// Candidates are unfinished jobs created before the staleness horizon.
 	Candidates int `json:"candidates"`
+	// Examined are the candidates nudged (one conditional write each):
+	// all of them, or ExamineMax when there are more.
+	Examined int `json:"examined"`
 	// Queued and Running count the jobs re-sent, by the state they were
 	// found in.
 	Queued  int `json:"queued"`
 	Running int `json:"running"`
-	// Healthy are candidates that turned out to be fine (touched recently,
-	// held by a live worker, or finished meanwhile).
+	// Healthy are examined candidates that turned out to be fine (touched
+	// recently, held by a live worker, finished meanwhile, or queued and
+	// left to the backlog).
 	Healthy int `json:"healthy"`
 	Errors  int `json:"errors"`
 	// DeadLettered are jobs found in the dead letter queue and marked
@@ -145,7 +180,7 @@ func (r *Reconciler) Handle(ctx context.Context, _ events.CloudWatchEvent) (Repo
 // next sweep.
 func (r *Reconciler) Run(ctx context.Context) (Report, error) {
 	now := r.cfg.Clock.Now()
-	stale := now.Add(-r.cfg.After)
+	s := &sweep{r: r, ctx: ctx, now: now, stale: now.Add(-r.cfg.After), sem: make(chan struct{}, r.cfg.Parallel)}
 	backlog, err := r.cfg.Queue.Backlog(ctx)
 	if err != nil {
 		// Unknown: assume one rather than risk doubling it.
@@ -153,59 +188,192 @@ func (r *Reconciler) Run(ctx context.Context) (Report, error) {
 		backlog = -1
 	}
 	dead := r.markDeadLettered(ctx, now)
-	quota := newQuota(r.cfg.ResendMax)
-	if backlog == 0 {
-		quota = nil // every stale queued job lost its message
+	if backlog != 0 {
+		s.quota = newQuota(r.cfg.ResendMax) // with none, every stale queued job lost its message
 	}
-	var rep struct{ candidates, queued, running, healthy, errors atomic.Int64 }
-	sem := make(chan struct{}, r.cfg.Parallel)
-	var wg sync.WaitGroup
-	err = r.cfg.Store.Unfinished(ctx, stale, func(id string) error {
-		if err := ctx.Err(); err != nil {
-			return err
+	ids, err := r.candidates(ctx, s.stale)
+	head, rotation := r.plan(ids, s.quota != nil)
+	for _, id := range head {
+		if ctx.Err() != nil {
+			break
 		}
-		rep.candidates.Add(1)
-		sem <- struct{}{}
-		// Taken in the store's order, oldest first, so the oldest stale
-		// queued jobs get the sweep's quota.
-		mode, took := job.NudgeAny, false
-		if quota != nil {
-			mode, took = job.NudgeNone, quota.take()
-			if took {
-				mode = job.NudgeFirst
-			}
+		s.examine(id, true)
+	}
+	for _, id := range rotation {
+		if ctx.Err() != nil {
+			break
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			defer func() { <-sem }()
-			did := r.one(ctx, job.Nudge{ID: id, Now: now, Stale: stale, Queued: mode})
-			if took {
-				quota.settle(did == resentQueued)
-			}
-			switch did {
-			case resentQueued:
-				rep.queued.Add(1)
-			case resentRunning:
-				rep.running.Add(1)
-			case untouched:
-				rep.healthy.Add(1)
-			case resendFailed:
-				rep.errors.Add(1)
-			}
-		}()
-		return nil
-	})
-	wg.Wait()
-	out := Report{Candidates: int(rep.candidates.Load()), Queued: int(rep.queued.Load()), Running: int(rep.running.Load()),
-		Healthy: int(rep.healthy.Load()), Errors: int(rep.errors.Load()) + dead.errors, Backlog: max(backlog, 0), DeadLettered: dead.marked}
+		s.examine(id, false)
+	}
+	s.wg.Wait()
+	out := Report{Candidates: len(ids), Examined: int(s.examined.Load()), Queued: int(s.queued.Load()), Running: int(s.running.Load()),
+		Healthy: int(s.healthy.Load()), Errors: int(s.errors.Load()) + dead.errors, Backlog: max(backlog, 0), DeadLettered: dead.marked}
 	r.emit(out)
-	r.cfg.Logger.Info("reconciled", "candidates", out.Candidates, "resent_queued", out.Queued, "resent_running", out.Running,
-		"healthy", out.Healthy, "errors", out.Errors, "backlog", backlog, "dead_lettered", out.DeadLettered)
+	r.cfg.Logger.Info("reconciled", "candidates", out.Candidates, "examined", out.Examined, "resent_queued", out.Queued,
+		"resent_running", out.Running, "healthy", out.Healthy, "errors", out.Errors, "backlog", backlog, "dead_lettered", out.DeadLettered)
 	if err != nil && !errors.Is(err, context.Canceled) && !errors.Is(err, context.DeadlineExceeded) {
 		return out, fmt.Errorf("reconciler: list unfinished jobs: %w", err)
 	}
 	return out, nil
+}
+
+// candidates lists the unfinished jobs created before stale, oldest first
+// (the store's order). It reads the whole keys-only index: the store's
+// Unfinished has no limit, and an index entry is an id, a shard and a
+// time, about 64 bytes, so DynamoDB answers some 16,000 of them a Query
+// page (a page stops at 1 MB,
+// https://docs.aws.amazon.com/amazondynamodb/latest/APIReference/API_Query.html):
+// what grows with the backlog here is one Query per 1 MB of ids, not a
+// write per job (docs/decisions.md, "Reconciler under a backlog").
+func (r *Reconciler) candidates(ctx context.Context, stale time.Time) ([]string, error) {
+	var ids []string
+	err := r.cfg.Store.Unfinished(ctx, stale, func(id string) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		ids = append(ids, id)
+		return nil
+	})
+	return ids, err
+}
+
+// plan picks the candidates a sweep examines, at most ExamineMax of them
+// (docs/decisions.md, "Reconciler under a backlog"): the head, examined
+// first and oldest first, where the queued quota goes, then the
+// rotation's share of the rest (rotate). When they all fit, the head is
+// every candidate; when
+// not, it is the ExamineMax/2 oldest. Under a backlog the head passes over
+// the jobs this reconciler knows were nudged while queued (learn): the
+// quota could not take them, and they are left to the rotation like any
+// job that is not among the oldest.
+func (r *Reconciler) plan(ids []string, underBacklog bool) (head, rotation []string) {
+	limit := r.cfg.ExamineMax
+	if len(ids) > limit {
+		limit /= 2
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	known := make(map[string]bool, len(r.nudged)) // forget jobs no longer candidates
+	var rest []string
+	for _, id := range ids {
+		nudged := r.nudged[id]
+		if nudged {
+			known[id] = true
+		}
+		if len(head) < limit && !(underBacklog && nudged) {
+			head = append(head, id)
+		} else {
+			rest = append(rest, id)
+		}
+	}
+	r.nudged = known
+	return head, r.rotate(rest, r.cfg.ExamineMax-len(head))
+}
+
+// rotate picks up to want of rest (the candidates outside the head) for
+// the rotation's share of a sweep. A pass of the rotation examines, want
+// a sweep, every candidate that was outside the head when the pass began,
+// in id order from this reconciler's origin (ids are hashes, so the order
+// is unrelated to age); a member examined in the head meanwhile, or no
+// longer a candidate, is done with. The next pass begins once none is
+// left. So a pass lasts at most ceil(P / want) sweeps, P the candidates
+// it began with, and a candidate that joins meanwhile waits for the next.
+// The caller holds r.mu.
+func (r *Reconciler) rotate(rest []string, want int) []string {
+	if len(rest) <= want {
+		r.pass = nil // every one of them, this sweep
+		return rest
+	}
+	slices.Sort(rest)
+	for range 2 { // a pass that ended with nothing left for this sweep, then a new one
+		if len(r.pass) == 0 {
+			r.pass = make(map[string]bool, len(rest))
+			for _, id := range rest {
+				r.pass[id] = true
+			}
+		}
+		at, _ := slices.BinarySearch(rest, r.origin)
+		out := make([]string, 0, want)
+		left := make(map[string]bool, len(r.pass))
+		for i := range rest {
+			id := rest[(at+i)%len(rest)]
+			switch {
+			case !r.pass[id]:
+			case len(out) < want:
+				out = append(out, id)
+			default:
+				left[id] = true
+			}
+		}
+		r.pass = left
+		if len(out) > 0 {
+			return out
+		}
+	}
+	return nil
+}
+
+// learn remembers j if it is queued and was nudged before: while the
+// queue has a backlog, the quota never takes it (job.NudgeFirst), so the
+// head need not spend an examination on it. Nudges only grow, so the fact
+// stays true until the job leaves the candidates.
+func (r *Reconciler) learn(j job.Job) {
+	if j.State != job.Queued || j.Nudges == 0 {
+		return
+	}
+	r.mu.Lock()
+	r.nudged[j.ID] = true
+	r.mu.Unlock()
+}
+
+// sweep is one run's examinations in flight and their counts.
+type sweep struct {
+	r          *Reconciler
+	ctx        context.Context
+	now, stale time.Time
+	// quota is nil with no backlog: every stale queued job may be re-sent.
+	quota                                      *quota
+	sem                                        chan struct{}
+	wg                                         sync.WaitGroup
+	examined, queued, running, healthy, errors atomic.Int64
+}
+
+// examine nudges and re-sends id in the background, once a slot of
+// Parallel is free. Under a backlog, a candidate of the head takes a share
+// of the quota in the order examine is called (oldest first) and may be
+// re-sent if queued and never nudged; any candidate may be re-sent if its
+// worker died.
+func (s *sweep) examine(id string, head bool) {
+	s.sem <- struct{}{}
+	mode, took := job.NudgeAny, false
+	if s.quota != nil {
+		mode = job.NudgeNone
+		if head {
+			if took = s.quota.take(); took {
+				mode = job.NudgeFirst
+			}
+		}
+	}
+	s.examined.Add(1)
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		defer func() { <-s.sem }()
+		did := s.r.one(s.ctx, job.Nudge{ID: id, Now: s.now, Stale: s.stale, Queued: mode})
+		if took {
+			s.quota.settle(did == resentQueued)
+		}
+		switch did {
+		case resentQueued:
+			s.queued.Add(1)
+		case resentRunning:
+			s.running.Add(1)
+		case untouched:
+			s.healthy.Add(1)
+		case resendFailed:
+			s.errors.Add(1)
+		}
+	}()
 }
 
 // quota is how many queued jobs a sweep under a backlog may still re-send.
@@ -275,7 +443,11 @@ func (r *Reconciler) one(ctx context.Context, n job.Nudge) resend {
 	j, err := r.cfg.Store.Nudge(ctx, n)
 	switch job.ErrorCode(err) {
 	case "":
+		r.learn(j)
 	case job.CodeConflict, job.CodeNotFound:
+		if cur, ok := job.ConflictJob(err); ok {
+			r.learn(cur)
+		}
 		return untouched
 	default:
 		log.Warn("nudging a stale job failed", "err", err)

@@ -93,7 +93,7 @@ func TestSweep(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := reconciler.Report{Candidates: 6, Queued: 1, Running: 1, Healthy: 3, Errors: 1} // young and done are no candidates
+	want := reconciler.Report{Candidates: 6, Examined: 6, Queued: 1, Running: 1, Healthy: 3, Errors: 1} // young and done are no candidates
 	if rep != want {
 		t.Fatalf("report %+v, want %+v", rep, want)
 	}
