@@ -34,6 +34,13 @@ var finished = map[string]types.AttributeValue{
 	"state": &types.AttributeValueMemberS{Value: "succeeded"}, "version": &types.AttributeValueMemberN{Value: "3"},
 }
 
+// failedRecord is a failed job with budget left: what a replay writes on.
+var failedRecord = map[string]types.AttributeValue{
+	"id": &types.AttributeValueMemberS{Value: "job_x"}, "tenant": &types.AttributeValueMemberS{Value: "t"},
+	"state": &types.AttributeValueMemberS{Value: "failed"}, "version": &types.AttributeValueMemberN{Value: "3"},
+	"budget_nc": &types.AttributeValueMemberN{Value: "100"}, "remaining_nc": &types.AttributeValueMemberN{Value: "100"},
+}
+
 func (r *recorder) PutItem(context.Context, *ddb.PutItemInput, ...func(*ddb.Options)) (*ddb.PutItemOutput, error) {
 	return &ddb.PutItemOutput{}, nil
 }
@@ -150,8 +157,10 @@ func TestEveryPlaceholderIsUsed(t *testing.T) {
 		_, _ = st.Cancel(ctx, job.Cancel{ID: id, Tenant: "t", Now: now})
 		_, _ = st.WriteOff(ctx, job.WriteOff{ID: id, Owner: "w", Now: now, Version: 3, Held: 5, State: job.Running})
 		_, _ = st.WriteOff(ctx, job.WriteOff{ID: id, Owner: "w", Now: now, Version: 3, State: job.Abandoned})
+		r.item = failedRecord // a replay measures the record first, and writes only a failed one's
 		_, _ = st.Replay(ctx, job.Replay{ID: id, Now: now, Attempts: 2, Deadline: now.Add(time.Hour), ExpiresAt: keep})
 		_, _ = st.Replay(ctx, job.Replay{ID: id, Now: now, Attempts: 2, Deadline: now.Add(time.Hour)})
+		r.item = nil
 		_, _ = st.Nudge(ctx, job.Nudge{ID: id, Now: now, Stale: now.Add(-time.Hour)})
 		_, _ = st.Nudge(ctx, job.Nudge{ID: id, Now: now, Stale: now.Add(-time.Hour), Queued: job.NudgeNone})
 		_, _ = st.Nudge(ctx, job.Nudge{ID: id, Now: now, Stale: now.Add(-time.Hour), Queued: job.NudgeFirst})
@@ -180,11 +189,14 @@ func TestEveryPlaceholderIsUsed(t *testing.T) {
 				}
 			}
 		}
-		costOnly := 0
+		costOnly, replays := 0, 0
 		for _, in := range r.inputs {
 			exprs := aws.ToString(in.ConditionExpression) + " " + aws.ToString(in.UpdateExpression)
 			if strings.HasPrefix(aws.ToString(in.ConditionExpression), "(attribute_exists(") {
 				costOnly++
+			}
+			if strings.Contains(aws.ToString(in.UpdateExpression), "#replays") {
+				replays++
 			}
 			for k := range in.ExpressionAttributeValues {
 				if !used(exprs, k) {
@@ -196,6 +208,9 @@ func TestEveryPlaceholderIsUsed(t *testing.T) {
 					t.Errorf("name %s unused in %q", k, exprs)
 				}
 			}
+		}
+		if replays != 2 {
+			t.Errorf("%d replay writes recorded, want 2", replays)
 		}
 		if refuse && costOnly != 6 {
 			t.Errorf("%d cost-only adds recorded, want 6 (the refused finishes with a cost)", costOnly)

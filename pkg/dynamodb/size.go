@@ -2,6 +2,7 @@ package dynamodb
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
@@ -22,9 +23,33 @@ const (
 	// keys of its end, the result model): without it a record created just
 	// under the limit could not record what its attempts cost. The
 	// result itself is checked when it is written (an attempt whose
-	// result does not fit ends the job, keeping its cost).
+	// result does not fit ends the job, keeping its cost). It is at least
+	// lifeRoom of the most attempts a create may ask (8 by default:
+	// 3 KiB); a record allowed more keeps lifeRoom of its own.
 	growth = 4 << 10
+	// attemptRoom is the most one attempt leaves on the record for good:
+	// its settled tokens, which stay because they are what makes a
+	// retried finish, raise or write-off count once however late it lands
+	// (item.go). They are a finish, or a refused finish's cost add
+	// ("<owner>#release+cost", 35 bytes with the worker's 22-byte lease
+	// owner), a write-off (31) and a raise per fallback rung
+	// ("<owner>#hold<total>", at most 46): 256 bytes cover four raises.
+	// Measured (TestARecordAtTheLimitSurvivesItsReplays): 26 to 35 bytes
+	// for a plain attempt, 184 for one that raised twice, was written off
+	// and then settled late.
+	attemptRoom = 256
+	// endRoom is what a life adds once, whatever its attempts: the lease,
+	// the backoff, the error class and a detail of up to 200 bytes (the
+	// worker's cut), the failure index keys, the expiry, the result model,
+	// the callback's delivery counts. Each replaces the one before it, so
+	// lives do not add them up.
+	endRoom = 1 << 10
 )
+
+// lifeRoom is the room a life of n attempts (a create's max_attempts, a
+// replay's fresh attempts) may need on its record: every finishing write of
+// the life must fit, or the cost it settles is lost with it.
+func lifeRoom(attempts int) int { return endRoom + max(attempts, 0)*attemptRoom }
 
 // overLimit is a record DynamoDB would refuse for its size.
 func overLimit(what string, size, limit int) error {
@@ -32,14 +57,29 @@ func overLimit(what string, size, limit int) error {
 }
 
 // checkSize refuses a new item over the item limit less the room its
-// attempts need, or whose tenant (the tenant index's partition key) is over
-// the key limit.
-func checkSize(it map[string]types.AttributeValue) error {
+// attempts need (attempts of them), or whose tenant (the tenant index's
+// partition key) is over the key limit.
+func checkSize(it map[string]types.AttributeValue, attempts int) error {
 	if v, ok := it[aTenant].(*types.AttributeValueMemberS); ok && len(v.Value) > maxPartitionKeyBytes {
 		return overLimit("the tenant", len(v.Value), maxPartitionKeyBytes)
 	}
-	if n := itemSize(it); n > maxItemBytes-growth {
-		return overLimit("the item with room for its attempts", n, maxItemBytes-growth)
+	room := max(growth, lifeRoom(attempts))
+	if n := itemSize(it); n > maxItemBytes-room {
+		return overLimit("the item with room for its attempts", n, maxItemBytes-room)
+	}
+	return nil
+}
+
+// roomForLife refuses a replay of n fresh attempts on a record (it, as
+// stored) that has no room left for what they may add. Attempts within a
+// life are bounded by max_attempts, so a life's growth is; replays are
+// not bounded, and each leaves its attempts' tokens behind, so this is
+// where a record's growth stops: with a refusal an operator can read
+// (job.CodeTooLarge), before any write, rather than a finishing write
+// DynamoDB refuses later for the item's size, which would lose its cost.
+func roomForLife(it map[string]types.AttributeValue, n int) error {
+	if size, room := itemSize(it), lifeRoom(n); size > maxItemBytes-room {
+		return overLimit("the record with room for another life of "+strconv.Itoa(n)+" attempts", size, maxItemBytes-room)
 	}
 	return nil
 }

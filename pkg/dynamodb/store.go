@@ -60,7 +60,7 @@ const skewRetries = 3
 // before any write.
 func (s *Store) Create(ctx context.Context, j job.Job) (job.Job, error) {
 	item := toItem(j, s.idx)
-	if err := checkSize(item); err != nil {
+	if err := checkSize(item, j.MaxAttempts); err != nil {
 		return job.Job{}, err
 	}
 	_, err := s.c.PutItem(ctx, &ddb.PutItemInput{

@@ -2,6 +2,7 @@ package dynamodb
 
 import (
 	"context"
+	"fmt"
 	"maps"
 	"strconv"
 	"strings"
@@ -167,28 +168,50 @@ func (s *Store) WriteOff(ctx context.Context, w job.WriteOff) (job.Job, error) {
 const writeOffSuffix = "#writeoff"
 
 // Replay applies job.Replay: the job leaves the failure index and joins
-// the active one again.
+// the active one again. A replay starts a life whose attempts add to the
+// record, and replays are not bounded, so the record is read and measured
+// first: one with no room for the life's attempts is refused as
+// job.CodeTooLarge before any write (roomForLife). The write is
+// conditioned on the version measured, so what is replayed is what was
+// measured; a record written meanwhile (a delivery, a late settlement) is
+// measured again.
 func (s *Store) Replay(ctx context.Context, r job.Replay) (job.Job, error) {
-	if !r.Deadline.After(r.Now) || r.Attempts <= 0 {
-		// The half of the precondition about the replay itself: no write.
-		cur, _, err := s.current(ctx, r.ID, nil)
+	for range skewRetries {
+		cur, raw, err := s.current(ctx, r.ID, nil)
 		if err != nil {
 			return job.Job{}, err
 		}
-		return job.Job{}, job.Conflict(cur)
+		if !r.Allows(cur) {
+			return job.Job{}, job.Conflict(cur)
+		}
+		if err := roomForLife(raw, r.Attempts); err != nil {
+			return job.Job{}, err
+		}
+		measured := func(j job.Job) bool { return r.Allows(j) && j.Version == cur.Version }
+		got, err := s.apply(ctx, r.ID, r.Now, measured, s.replay(r, cur.Version))
+		if now, ok := job.ConflictJob(err); ok && r.Allows(now) && now.Version != cur.Version {
+			continue
+		}
+		return got, err
 	}
-	v := map[string]types.AttributeValue{
+	return job.Job{}, unavailable("replay job", fmt.Errorf("job %s: kept changing while measured", r.ID))
+}
+
+// replay is Replay's write on the record at version v.
+func (s *Store) replay(r job.Replay, v int64) update {
+	values := map[string]types.AttributeValue{
 		":failed": st(job.Failed), ":queued": st(job.Queued), ":n": avN(int64(r.Attempts)), ":deadline": avN(r.Deadline.UnixMilli()),
 		":replayed": avN(r.Now.UnixMilli()), ":act": avS(activeKey(r.ID, s.idx.activeShards)), ":one": avN(1), ":zero": avN(0),
+		":v": avN(v),
 	}
-	e := effect{v: v, set: "SET #state = :queued, #max_attempts = #attempts + :n, #deadline_ms = :deadline, #replayed_ms = :replayed, #act_pk = :act, #updated_ms = :upd",
+	e := effect{v: values, set: "SET #state = :queued, #max_attempts = #attempts + :n, #deadline_ms = :deadline, #replayed_ms = :replayed, #act_pk = :act, #updated_ms = :upd",
 		remove: " REMOVE #fail_pk, #fail_sk, #not_before_ms"}
 	e.expiry(r.ExpiresAt)
-	return s.apply(ctx, r.ID, r.Now, r.Allows, update{
-		cond:   "#state = :failed AND " + fitsReserve + " AND #remaining_nc > :zero",
+	return update{
+		cond:   "#state = :failed AND " + fitsReserve + " AND #remaining_nc > :zero AND #version = :v",
 		expr:   e.expr() + " ADD #replays :one, #version :one",
-		values: v,
-	})
+		values: values,
+	}
 }
 
 // Nudge applies job.Nudge.

@@ -57,6 +57,11 @@ const (
 	SkippedAbandoned Outcome = "skipped_abandoned"
 	// RefusedBudget: failed, but not one more attempt fits its budget.
 	RefusedBudget Outcome = "refused_budget"
+	// RefusedTooLarge: failed, but its record has no room left for what
+	// another run of attempts adds (job.CodeTooLarge: every attempt leaves
+	// a few bytes on it for good, and it is near the store's item limit).
+	// No later run can change that, so it is no error to run again.
+	RefusedTooLarge Outcome = "refused_too_large"
 	// Unreadable: a dead-lettered message that names no job (the worker's
 	// own poison messages); left in the queue for a person to read.
 	Unreadable Outcome = "unreadable"
@@ -69,7 +74,7 @@ const (
 
 // Outcomes lists every outcome in summary order.
 func Outcomes() []Outcome {
-	return []Outcome{Replayed, Resent, SkippedSucceeded, SkippedRunning, SkippedAbandoned, RefusedBudget, Unreadable, NotFound, Errored}
+	return []Outcome{Replayed, Resent, SkippedSucceeded, SkippedRunning, SkippedAbandoned, RefusedBudget, RefusedTooLarge, Unreadable, NotFound, Errored}
 }
 
 // Summary counts outcomes.
@@ -181,6 +186,8 @@ func (r *Replayer) decide(ctx context.Context, id string, o Options) (job.Job, O
 		case job.CodeConflict:
 			j, _ = job.ConflictJob(err) // it changed meanwhile: decide again
 			continue
+		case job.CodeTooLarge:
+			return j, RefusedTooLarge
 		}
 		return j, Errored
 	}
