@@ -30,6 +30,7 @@ var commands = []command{
 	// with AWS credentials (the stack's operator policy), not the API.
 	{"failures", "[--class C] [--since T] [--until T]", "failed and abandoned jobs by class and input, with their cost", runFailures},
 	{"replay", "--from dlq|failures", "send jobs back through the claim path (succeeded ones are skipped)", runReplay},
+	{"quarantine", "list|lift [flags]", "list the inputs refused as known to fail, and lift a quarantine", runQuarantine},
 	{"console", "[--listen 127.0.0.1:9090]", "serve the operator console: web pages over the table and queues", runConsole},
 }
 
@@ -86,7 +87,7 @@ Usage:
 Commands:
 `)
 	for _, cmd := range commands {
-		fmt.Fprintf(w, "  %-8s %s\n", cmd.name, cmd.summary)
+		fmt.Fprintf(w, "  %-10s %s\n", cmd.name, cmd.summary)
 	}
 	fmt.Fprint(w, "\nGlobal flags (also accepted after the command):\n")
 	fs := flag.NewFlagSet("aijobs", flag.ContinueOnError)

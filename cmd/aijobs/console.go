@@ -20,9 +20,10 @@ import (
 )
 
 const consoleAbout = `Serve the operator console: web pages for a bad hour (overview, failures,
-jobs, a job; cancel and replay with a dry run first), read from the jobs
-table and queues with your AWS credentials, as failures and replay do.
-Nothing is exposed in AWS. It listens on 127.0.0.1:9090 unless told
+jobs, a job, quarantines; cancel, replay with a dry run first, lift a
+quarantine), read from the jobs and quarantine tables and the queues with
+your AWS credentials, as failures, replay and quarantine do. Nothing is
+exposed in AWS. It listens on 127.0.0.1:9090 unless told
 otherwise, and refuses a non-loopback address unless --allow-remote (with
 TLS, here or at a proxy). Open the URL it prints: it carries the access
 token every request needs. Every action is logged to stderr with your AWS
@@ -75,6 +76,7 @@ func runConsole(ctx context.Context, c *cli, args []string) error {
 	fs := c.flagSet("console", "", consoleAbout)
 	var af awsFlags
 	af.register(fs, true)
+	af.registerQuarantine(fs)
 	var f consoleFlags
 	f.register(fs)
 	if _, err := c.parse(fs, args, 0); err != nil {
@@ -107,6 +109,11 @@ func runConsole(ctx context.Context, c *cli, args []string) error {
 	}
 	if op.cfg.DLQURL != "" {
 		cfg.DeadLetters = op.queue.DeadLetters()
+	}
+	// Quarantine off (AIJOBS_QUARANTINE_FOR=0) may mean no table to read:
+	// the page says it is off instead of failing.
+	if op.cfg.Settings.QuarantineFor > 0 {
+		cfg.Quarantines = op.quarantines
 	}
 	con, err := console.New(cfg)
 	if err != nil {

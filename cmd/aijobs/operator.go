@@ -14,9 +14,10 @@ import (
 	"github.com/aijobs/aijobs/pkg/sqs"
 )
 
-// operator is the AWS side of the operator commands (failures, replay):
-// the jobs table and queues themselves, not the HTTP API, named by the
-// variables the functions run with (AIJOBS_TABLE or AIJOBS_PREFIX,
+// operator is the AWS side of the operator commands (failures, replay,
+// quarantine): the jobs table, the quarantine table and the queues
+// themselves, not the HTTP API, named by the variables the functions run
+// with (AIJOBS_TABLE or AIJOBS_PREFIX, AIJOBS_QUARANTINE_TABLE,
 // AIJOBS_QUEUE_URL, AIJOBS_DLQ_URL, AWS_REGION, AWS_ENDPOINT_URL) or by
 // flags. Credentials come from the usual AWS chain; the permissions they
 // need are the stack's operator policy (docs/deploy.md).
@@ -25,10 +26,13 @@ type operator struct {
 	aws   aws.Config
 	store *dynamodb.Store
 	queue *sqs.Queue
+	// quarantines is the quarantine table (job.Quarantine); a deployment
+	// with quarantine off may not have one, and its calls then fail.
+	quarantines *dynamodb.Quarantines
 }
 
-// awsFlags are the flags that name the table and queues.
-type awsFlags struct{ table, queueURL, dlqURL string }
+// awsFlags are the flags that name the tables and queues.
+type awsFlags struct{ table, quarantineTable, queueURL, dlqURL string }
 
 // connectOperator is connect for the operator commands: the output
 // format, then the table and queues.
@@ -47,7 +51,8 @@ func (c *cli) operator(ctx context.Context, f awsFlags, counter *awsclient.Count
 	if err != nil {
 		return nil, usageErrorf("%v", err)
 	}
-	for dst, v := range map[*string]string{&cfg.Table: f.table, &cfg.QueueURL: f.queueURL, &cfg.DLQURL: f.dlqURL, &cfg.Region: c.g.region} {
+	for dst, v := range map[*string]string{&cfg.Table: f.table, &cfg.QuarantineTable: f.quarantineTable, &cfg.QueueURL: f.queueURL,
+		&cfg.DLQURL: f.dlqURL, &cfg.Region: c.g.region} {
 		if v != "" {
 			*dst = v
 		}
@@ -62,8 +67,9 @@ func (c *cli) operator(ctx context.Context, f awsFlags, counter *awsclient.Count
 		return nil, usageErrorf("no AWS credentials for the operator commands (profile, SSO or environment)%s: %v", devHint(cfg), err)
 	}
 	return &operator{cfg: cfg, aws: awsCfg,
-		store: dynamodb.New(awsclient.DynamoDB(awsCfg), cfg.Table, cfg.Settings),
-		queue: sqs.New(awsclient.SQS(awsCfg), cfg.QueueURL, cfg.DLQURL)}, nil
+		store:       dynamodb.New(awsclient.DynamoDB(awsCfg), cfg.Table, cfg.Settings),
+		quarantines: dynamodb.NewQuarantines(awsclient.DynamoDB(awsCfg), cfg.QuarantineTable),
+		queue:       sqs.New(awsclient.SQS(awsCfg), cfg.QueueURL, cfg.DLQURL)}, nil
 }
 
 // register adds the table and, with queues, the queue flags to fs.
@@ -73,6 +79,11 @@ func (f *awsFlags) register(fs *flag.FlagSet, queues bool) {
 		fs.StringVar(&f.queueURL, "queue-url", "", "job queue URL (default: AIJOBS_QUEUE_URL; the stack's QueueUrl output)")
 		fs.StringVar(&f.dlqURL, "dlq-url", "", "dead letter queue URL (default: AIJOBS_DLQ_URL; the stack's DlqUrl output)")
 	}
+}
+
+// registerQuarantine adds the quarantine table's flag to fs.
+func (f *awsFlags) registerQuarantine(fs *flag.FlagSet) {
+	fs.StringVar(&f.quarantineTable, "quarantine-table", "", "quarantine table (default: AIJOBS_QUARANTINE_TABLE, else <AIJOBS_PREFIX>-quarantine; the stack's QuarantineTableName output)")
 }
 
 // devHint is what a missing credential most often means on a developer's

@@ -66,6 +66,17 @@ func TestUsageAndExitCodes(t *testing.T) {
 		{"advise with a bad hop", invocation{args: args("advise", "--awaited", "--p99", "5s", "--hop", "nlb")}, 2, "--hop"},
 		{"advise with a bad plan", invocation{args: args("advise", "--awaited", "--attempt-p99", "5s", "--attempts", "3", "--backoffs", "1s")}, 2, "need 2 backoffs"},
 		{"advise with a bad backoff", invocation{args: args("advise", "--awaited", "--attempt-p99", "5s", "--attempts", "2", "--backoffs", "soon")}, 2, "not a duration"},
+		{"quarantine without a subcommand", invocation{args: args("quarantine")}, 2, "want a subcommand, list or lift"},
+		{"quarantine with an unknown subcommand", invocation{args: args("quarantine", "drop")}, 2, `unknown subcommand "drop"`},
+		{"quarantine with an unknown flag", invocation{args: args("quarantine", "--tenant", "t", "list")}, 2, "flag provided but not defined"},
+		{"quarantine list with an argument", invocation{args: args("quarantine", "list", "jwt:a")}, 2, "want 0 argument(s)"},
+		{"quarantine list with a bad output format", invocation{args: args("quarantine", "list", "--output", "xml")}, 2, `--output "xml"`},
+		{"quarantine lift without flags", invocation{args: args("quarantine", "lift")}, 2, "missing --tenant, --route, --input-hash"},
+		{"quarantine lift without a tenant", invocation{args: args("quarantine", "lift", "--route", "default", "--input-hash", "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa")}, 2, "missing --tenant:"},
+		{"quarantine lift without a route", invocation{args: args("quarantine", "lift", "--tenant", "jwt:a", "--input-hash", "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa")}, 2, "missing --route:"},
+		{"quarantine lift without an input hash", invocation{args: args("quarantine", "lift", "--tenant", "jwt:a", "--route", "default")}, 2, "missing --input-hash:"},
+		{"quarantine lift with a bad input hash", invocation{args: args("quarantine", "lift", "--tenant", "jwt:a", "--route", "default", "--input-hash", "abc")}, 2, `--input-hash "abc": want sha256:`},
+		{"quarantine lift with an argument", invocation{args: args("quarantine", "lift", "--tenant", "jwt:a", "--route", "default", "--input-hash", "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa", "extra")}, 2, "want 0 argument(s)"},
 		{"network error", invocation{args: args("get", ep, "job_aaaaaaaaaaaaaaaaaaaaaaaaaa")}, 5, "network error: GET /jobs/job_aaaaaaaaaaaaaaaaaaaaaaaaaa: no answer after 4 tries"},
 	}
 	for _, tt := range tests {

@@ -43,6 +43,9 @@ type Config struct {
 	Queue, DeadLetters Depth
 	// Replayer replays; nil turns replay off (the page says why).
 	Replayer Replayer
+	// Quarantines lists and lifts quarantined inputs; nil (quarantine
+	// off) shows the page saying so.
+	Quarantines Quarantines
 	// Who is the AWS identity every action is logged with (STS
 	// GetCallerIdentity's ARN).
 	Who string
@@ -145,6 +148,8 @@ func (c *Console) routes() {
 	m.HandleFunc("POST /jobs/{id}/cancel", c.guarded(c.cancel))
 	m.HandleFunc("POST /replay/preview", c.guarded(c.replayPreview))
 	m.HandleFunc("POST /replay", c.guarded(c.replayRun))
+	m.HandleFunc("GET /quarantines", c.quarantines)
+	m.HandleFunc("POST /quarantines/lift", c.guarded(c.liftQuarantine))
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusNotFound, "not_found", "no such page")
 	})

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strings"
 )
 
 // Canonical re-encodes a JSON document with object keys sorted and
@@ -40,6 +41,22 @@ func InputHash(body []byte) (string, error) {
 	}
 	sum := sha256.Sum256(c)
 	return "sha256:" + hex.EncodeToString(sum[:]), nil
+}
+
+// IsInputHash reports whether s has InputHash's form: an operator's
+// input hash that does not names no quarantine or failure group (and a '#'
+// in it would not even name one key), so it is refused before any read.
+func IsInputHash(s string) bool {
+	h, ok := strings.CutPrefix(s, "sha256:")
+	if !ok || len(h) != 2*sha256.Size {
+		return false
+	}
+	for _, c := range h {
+		if !('0' <= c && c <= '9' || 'a' <= c && c <= 'f') {
+			return false
+		}
+	}
+	return true
 }
 
 // EncodeJSON marshals v without HTML escaping: "<" stays one byte instead

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/aijobs/aijobs/pkg/job"
@@ -115,5 +116,18 @@ func TestInputHashDiffers(t *testing.T) {
 	}
 	if len(h0) != len("sha256:")+64 || h0[:7] != "sha256:" {
 		t.Errorf("InputHash = %q, want sha256:<64 hex>", h0)
+	}
+}
+
+func TestIsInputHash(t *testing.T) {
+	h, err := job.InputHash([]byte(`{"messages":[]}`))
+	if err != nil || !job.IsInputHash(h) {
+		t.Fatalf("InputHash's own %q (%v) is not an input hash", h, err)
+	}
+	for _, s := range []string{"", "sha256:", h[:len(h)-1], h + "0", strings.ToUpper(h), "md5:" + h[len("sha256:"):],
+		h[:len(h)-1] + "g", h[:len(h)-1] + "#"} {
+		if job.IsInputHash(s) {
+			t.Errorf("IsInputHash(%q) = true", s)
+		}
 	}
 }
