@@ -36,14 +36,16 @@ func TestReplayOf2000JobsNeverRunsASucceededOneAgain(t *testing.T) {
 	)
 	// Leases of seconds, not one: this test is about replay, and with 2,000
 	// single-attempt jobs on a loaded machine a kumo call slower than a
-	// 1 s lease's margin made the lease guard end a job as a timeout
-	// before its only call (the guard doing its job, the test's count off).
+	// lease's margin makes the lease guard end a job as a timeout before
+	// its only call (the guard doing its job, the test's count off). 4 s
+	// was not enough inside make test on 2 cores (8 of 2,000 jobs, once):
+	// 15 s, renewed every second.
 	// Quarantine off: the bad hour fails 1,590 creates of one input with
 	// content_filtered, which would quarantine that input after the first
 	// failure and refuse the rest at create (its own test is
 	// TestAnInputThatFailedDeterministicallyIsQuarantined).
 	s := startStack(t, map[string]string{"AIJOBS_FAKE_LATENCY": "0s", "AIJOBS_MAX_CONCURRENCY": "8", "AIJOBS_BATCH_SIZE": "10",
-		"AIJOBS_LEASE_TTL": "4s", "AIJOBS_HEARTBEAT": "500ms", "AIJOBS_QUARANTINE_FOR": "0s"})
+		"AIJOBS_LEASE_TTL": "15s", "AIJOBS_HEARTBEAT": "1s", "AIJOBS_QUARANTINE_FOR": "0s"})
 	ctx := context.Background()
 
 	const tenant = "ops"
