@@ -156,6 +156,21 @@ func (l *lifeRun) claim(w string, now time.Time, lease time.Duration) {
 	l.ok("claim", err)
 }
 
+// replay replays the failed job with n fresh attempts, as the operator's
+// replay does (pkg/replay): a conflict that shows the job queued by one
+// more replay than it had is this replay, applied and its answer lost
+// (the SDK retried it and the retry was refused).
+func (l *lifeRun) replay(n, replays int) error {
+	l.t.Helper()
+	now := l.tick()
+	_, err := l.st.Replay(l.t.Context(), job.Replay{ID: l.id, Now: now, Attempts: n, Deadline: now.Add(time.Hour), ExpiresAt: now.AddDate(0, 0, 30)})
+	if cur, ok := job.ConflictJob(err); ok && cur.State == job.Queued && cur.Replays == replays+1 {
+		l.t.Logf("replay %d: applied, its answer lost and the retry refused", replays+1)
+		return nil
+	}
+	return err
+}
+
 var longDetail = strings.Repeat("d", 200) // the worker cuts a provider's detail to 200 bytes
 
 // released is an attempt that ends retryable: claimed, released with a
@@ -298,8 +313,7 @@ func replayUntilRefused(t *testing.T, life []func(*lifeRun)) {
 		if got := l.settled(fmt.Sprintf("life %d", n)); got.State != job.Failed {
 			t.Fatalf("life %d: %s after its last attempt, want failed", n, got.State)
 		}
-		now := l.tick()
-		_, refusal = st.Replay(ctx, job.Replay{ID: j.ID, Now: now, Attempts: attempts, Deadline: now.Add(time.Hour), ExpiresAt: now.AddDate(0, 0, 30)})
+		refusal = l.replay(attempts, replays)
 		if refusal == nil {
 			replays++
 		}
