@@ -38,6 +38,10 @@ EXCLUDE=(
   # the job is delivered twice under two webhook-ids (the atomicity gap).
   TestCallbackLatencyAndCallsPerJob
   TestEveryTerminalJobIsDeliveredOnceThroughAFaultyReceiver
+  # moto refuses an item over 405,000 bytes, under DynamoDB's 409,600: the
+  # test's record, created as large as aijobs allows, is refused at create
+  # (TestAnItemUnderDynamoDBsLimitIsRefused).
+  TestARecordAtTheLimitSurvivesItsReplays
 )
 
 skip=
