@@ -196,8 +196,10 @@ func TestWait(t *testing.T) {
 
 	t.Run("timeout: exit 6 with the last view", func(t *testing.T) {
 		v := submit("slow")
-		r := invocation{env: env, block: true, args: args("wait", "--timeout", "50ms", v.ID)}.run(t)
-		if r.code != 6 || r.stderr != "aijobs: wait timed out after 50ms: job "+v.ID+" is still queued\n" {
+		// Long enough for the first poll to answer on a loaded machine (at
+		// 50 ms it once did not: "job ... is not seen", no view to print).
+		r := invocation{env: env, block: true, args: args("wait", "--timeout", "1s", v.ID)}.run(t)
+		if r.code != 6 || r.stderr != "aijobs: wait timed out after 1s: job "+v.ID+" is still queued\n" {
 			t.Errorf("exit %d, stderr %q", r.code, r.stderr)
 		}
 		if last := view(t, result{stdout: r.stdout}); last.ID != v.ID {
