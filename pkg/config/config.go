@@ -47,6 +47,9 @@ type Config struct {
 	ParkBucket string
 	// QuarantineTable is the quarantine table (job.Quarantine).
 	QuarantineTable string
+	// BucketsTable is the providers' rate-limit buckets (job.Bucket),
+	// used when a provider entry declares limits.
+	BucketsTable string
 	// TenantsTable is the tenants table: which versions of each tenant's
 	// webhook signing key are in use (docs/webhooks.md).
 	TenantsTable string
@@ -156,6 +159,9 @@ func Load(getenv func(string) string) (Config, error) {
 	if c.QuarantineTable == "" {
 		c.QuarantineTable = c.Settings.QuarantineTableName()
 	}
+	if c.BucketsTable == "" {
+		c.BucketsTable = c.Settings.BucketsTableName()
+	}
 	if c.WebhookSecretID == "" {
 		c.WebhookSecretID = c.Settings.WebhookSecretName()
 	}
@@ -215,4 +221,17 @@ func price(out bool) func(*Config, string) error {
 		}
 		return nil
 	}
+}
+
+// RateLimited reports whether any rung's provider declares limits: only
+// then do workers take from the buckets table.
+func (c Config) RateLimited() bool {
+	for _, r := range c.Routes {
+		for _, g := range r.Rungs {
+			if !g.Limit.IsZero() {
+				return true
+			}
+		}
+	}
+	return false
 }

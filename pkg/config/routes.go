@@ -71,6 +71,22 @@ type providerDoc struct {
 	Endpoint     string `json:"endpoint"`
 	Stream       *bool  `json:"stream"`
 	Latency      string `json:"latency"`
+	// Limits are the key's rate limits, shared by every worker through
+	// one bucket per provider entry (docs/architecture.md, "Provider rate
+	// limits"); absent, the key is called without a take.
+	Limits *limitsDoc `json:"limits"`
+}
+
+type limitsDoc struct {
+	RequestsPerMinute int64 `json:"requests_per_minute"`
+	TokensPerMinute   int64 `json:"tokens_per_minute"`
+}
+
+func (l *limitsDoc) limit() job.RateLimit {
+	if l == nil {
+		return job.RateLimit{}
+	}
+	return job.RateLimit{RequestsPerMinute: l.RequestsPerMinute, TokensPerMinute: l.TokensPerMinute}
 }
 
 type routeDoc struct {
@@ -183,6 +199,9 @@ func providerFrom(d providerDoc, getenv func(string) string) (ProviderSpec, erro
 	if d.Kind != KindBedrock && (d.Region != "" || d.Endpoint != "") {
 		return p, fmt.Errorf("region and endpoint are for bedrock")
 	}
+	if l := d.Limits; l != nil && (l.RequestsPerMinute < 0 || l.TokensPerMinute < 0 || l.limit().IsZero()) {
+		return p, fmt.Errorf("limits: want requests_per_minute and/or tokens_per_minute above 0")
+	}
 	if d.Kind != KindFake && d.Latency != "" {
 		return p, fmt.Errorf("latency is for the fake provider")
 	}
@@ -223,6 +242,7 @@ func rungFrom(g rungDoc, providers map[string]providerDoc, defaultTimeout time.D
 	if !ok {
 		return r, fmt.Errorf("provider %q is not in the provider table", g.Provider)
 	}
+	r.Limit = p.Limits.limit()
 	if g.Model == "" && p.Kind != KindFake {
 		return r, fmt.Errorf("no model")
 	}

@@ -110,6 +110,9 @@ func TestRoutesRefused(t *testing.T) {
 		{"key from an empty variable", `{"providers":{"f":{"kind":"anthropic","api_key_env":"EMPTY"}},"routes":{"default":{"rungs":[{"provider":"f","model":"m","price":{"input":1,"output":2}}]}}}`, "EMPTY, which is empty"},
 		{"two kinds of key", `{"providers":{"f":{"kind":"anthropic","api_key_env":"K","api_key_secret":"s"}},"routes":{"default":{"rungs":[{"provider":"f","model":"m","price":{"input":1,"output":2}}]}}}`, "exclusive"},
 		{"region off bedrock", `{"providers":{"f":{"kind":"anthropic","region":"us-east-1"}},"routes":{"default":{"rungs":[{"provider":"f","model":"m","price":{"input":1,"output":2}}]}}}`, "region and endpoint are for bedrock"},
+		{"limits that limit nothing", `{"providers":{"f":{"kind":"fake","limits":{}}},"routes":{"default":{"rungs":[` + rung + `]}}}`, "limits"},
+		{"negative limits", `{"providers":{"f":{"kind":"fake","limits":{"requests_per_minute":-1,"tokens_per_minute":5}}},"routes":{"default":{"rungs":[` + rung + `]}}}`, "limits"},
+		{"limits misspelt", `{"providers":{"f":{"kind":"fake","limits":{"rpm":5}}},"routes":{"default":{"rungs":[` + rung + `]}}}`, "rpm"},
 		{"route too long for the worker", `{` + fakeP + `,"routes":{"default":{"rungs":[{"provider":"f","price":{"input":1,"output":2},"timeout":"100s"},{"provider":"f","price":{"input":1,"output":2},"timeout":"100s"}],"fallback_on":["timeout"]}}}`, "worker timeout"},
 	}
 	for _, tt := range tests {
@@ -137,5 +140,22 @@ func TestRoutePriceAsStringOrNumber(t *testing.T) {
 		if c.Providers["f"].Latency != 5*time.Millisecond {
 			t.Errorf("fake latency %s", c.Providers["f"].Latency)
 		}
+	}
+}
+
+// TestProviderLimitsReachEveryRung: a provider entry's limits are the
+// limit of every rung that names it (one bucket per key), and a provider
+// without limits leaves its rungs unlimited.
+func TestProviderLimitsReachEveryRung(t *testing.T) {
+	doc := `{"providers":{"k":{"kind":"fake","limits":{"requests_per_minute":500,"tokens_per_minute":90000}},"free":{"kind":"fake"}},
+	  "routes":{"default":{"rungs":[{"provider":"k","price":{"input":1,"output":2},"timeout":"10s"},{"provider":"free","price":{"input":1,"output":2},"timeout":"10s"}],"fallback_on":["rate_limited"]},
+	            "b":{"rungs":[{"provider":"k","price":{"input":1,"output":2}}]}}}`
+	c, err := config.Load(env(map[string]string{"AIJOBS_ROUTES": doc}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := job.RateLimit{RequestsPerMinute: 500, TokensPerMinute: 90000}
+	if a, b := c.Routes["default"].Rungs, c.Routes["b"].Rungs; a[0].Limit != want || b[0].Limit != want || !a[1].Limit.IsZero() {
+		t.Fatalf("limits %+v %+v %+v", a[0].Limit, b[0].Limit, a[1].Limit)
 	}
 }

@@ -54,3 +54,17 @@ func TestQuarantineConformance(t *testing.T) {
 	})
 	storetest.RunQuarantines(t, dynamodb.NewQuarantines(c, table))
 }
+
+// TestBucketConformance runs the bucket suite against the buckets table
+// on DynamoDB (kumo, or AWS_ENDPOINT_URL).
+func TestBucketConformance(t *testing.T) {
+	c := awsclient.DynamoDB(awstest.Config(t, nil))
+	table := awstest.Prefix(t) + "-buckets"
+	if err := dynamodb.CreateBucketsTable(t.Context(), c, table); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = c.DeleteTable(context.Background(), &ddb.DeleteTableInput{TableName: aws.String(table)})
+	})
+	storetest.RunBuckets(t, dynamodb.NewBuckets(c, table))
+}

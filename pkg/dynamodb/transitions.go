@@ -92,6 +92,22 @@ func (s *Store) Release(ctx context.Context, t job.Release) (job.Job, error) {
 	return s.apply(ctx, t.ID, t.Now, t.Allows, u.settling(t.Owner, "release", t.Settlement))
 }
 
+// Defer applies job.Defer: the hold goes back to remaining_nc and the
+// attempt is uncounted in the same write. It carries no token: a retried
+// defer whose first try landed is refused by the lease it removed, and a
+// refused defer settles nothing (it paid nothing), so the hold is
+// returned once.
+func (s *Store) Defer(ctx context.Context, d job.Defer) (job.Job, error) {
+	v := map[string]types.AttributeValue{":queued": st(job.Queued), ":class": avS(string(job.RateLimited)),
+		":held": avN(int64(d.Held)), ":one": avN(1)}
+	held(v, d.Owner)
+	e := effect{v: v, set: "SET #state = :queued, #error_class = :class, #updated_ms = :upd, #remaining_nc = #remaining_nc + :held, #attempts = #attempts - :one",
+		remove: unlease}
+	e.detail(d.Detail)
+	e.opt(aNotBefore, avN(d.NotBefore.UnixMilli()), !d.NotBefore.IsZero())
+	return s.apply(ctx, d.ID, d.Now, d.Allows, update{cond: heldCond, expr: e.expr() + " ADD #version :one", values: v})
+}
+
 // End applies job.End; a refused end still settles its attempt.
 func (s *Store) End(ctx context.Context, t job.End) (job.Job, error) {
 	v := map[string]types.AttributeValue{}

@@ -28,6 +28,9 @@ type Rung struct {
 	// job's own max_tokens alone.
 	MaxTokens int
 	Timeout   time.Duration
+	// Limit is the provider key's rate limit (its entry's limits), taken
+	// from the key's shared bucket before each call; zero takes nothing.
+	Limit RateLimit
 }
 
 // Timeout is the longest an attempt on the route may run: every rung's
@@ -61,6 +64,13 @@ func (g Rung) OutputCap(in Input) int {
 		return g.MaxTokens
 	}
 	return in.MaxTokens
+}
+
+// WorstTokens is the most tokens a call on this rung can use: the prompt's
+// ceiling and every output token it may produce, what a take from the
+// provider's bucket takes before the call.
+func (g Rung) WorstTokens(in Input) int64 {
+	return PromptCeiling(in.Messages) + int64(g.OutputCap(in))
 }
 
 // WorstCase is the most a call on this rung can cost: every output token it

@@ -90,6 +90,26 @@ type Release struct {
 	NotBefore time.Time
 }
 
+// Defer hands a claimed job back to the queue before its attempt called a
+// model that billed anything: the provider's rate limit is spent
+// (docs/architecture.md, "Provider rate limits"). The attempt is not
+// counted, its hold is returned, and the job waits until NotBefore, the
+// bucket's refill time. A wait, not a failure: however long the limit
+// lasts, no attempt is spent on it.
+// Precondition: state = running AND lease_owner = Owner.
+// Effect: state = queued, attempts - 1, held - Held, not_before =
+// NotBefore, error_class = rate_limited with Detail, the lease removed.
+// A retried defer whose first try landed is refused (the lease is gone),
+// and the hold is returned once.
+type Defer struct {
+	ID        string
+	Owner     string
+	Now       time.Time
+	Held      Nanocents
+	Detail    string
+	NotBefore time.Time
+}
+
 // End stops a job for good with Class; the state is Class.FinalState()
 // (failed or abandoned).
 // Precondition: with Owner set, state = running AND lease_owner = Owner;
@@ -251,6 +271,9 @@ func (s Succeed) Allows(j Job) bool { return heldBy(j, s.Owner) }
 // Allows reports whether the release's precondition holds for j.
 func (r Release) Allows(j Job) bool { return heldBy(j, r.Owner) }
 
+// Allows reports whether the defer's precondition holds for j.
+func (d Defer) Allows(j Job) bool { return heldBy(j, d.Owner) }
+
 // Allows reports whether the end's precondition holds for j.
 func (e End) Allows(j Job) bool {
 	if e.Owner != "" {
@@ -364,6 +387,15 @@ func (r Release) Apply(j Job) Job {
 	}
 	j = r.Settlement.Apply(j)
 	return unlease(touch(j, r.Now))
+}
+
+// Apply returns j after the defer.
+func (d Defer) Apply(j Job) Job {
+	j.State, j.ErrorClass, j.ErrorDetail = Queued, RateLimited, d.Detail
+	j.NotBefore = Millis(d.NotBefore)
+	j.Attempts--
+	j.Held -= d.Held
+	return unlease(touch(j, d.Now))
 }
 
 // Apply returns j after the end.

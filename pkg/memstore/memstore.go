@@ -98,6 +98,11 @@ func (s *Store) End(_ context.Context, t job.End) (job.Job, error) {
 	return s.apply(t.ID, t.Allows, t.Apply, write{t.Owner, "end", t.Settlement}, t.Now)
 }
 
+// Defer applies job.Defer.
+func (s *Store) Defer(_ context.Context, d job.Defer) (job.Job, error) {
+	return s.apply(d.ID, d.Allows, d.Apply, write{}, d.Now)
+}
+
 // WriteOff applies job.WriteOff.
 func (s *Store) WriteOff(_ context.Context, w job.WriteOff) (job.Job, error) {
 	return s.apply(w.ID, w.Allows, w.Apply, write{}, w.Now)

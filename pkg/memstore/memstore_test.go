@@ -14,3 +14,7 @@ func TestConformance(t *testing.T) {
 func TestQuarantineConformance(t *testing.T) {
 	storetest.RunQuarantines(t, memstore.NewQuarantines())
 }
+
+func TestBucketConformance(t *testing.T) {
+	storetest.RunBuckets(t, memstore.NewBuckets())
+}

@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/aijobs/aijobs/pkg/job"
 )
@@ -50,6 +51,9 @@ type Response struct {
 	Model        string `json:"model"`
 	FinishReason string `json:"finish_reason,omitempty"`
 	Usage        Usage  `json:"usage"`
+	// Left is what the provider's rate-limit headers said is left of the
+	// key's limits (zero when it said nothing): the worker lowers the key's shared bucket to it.
+	Left Left `json:"-"`
 }
 
 // Provider generates. Implementations are safe for concurrent use. Every
@@ -69,7 +73,11 @@ type Error struct {
 	Class  job.ErrorClass
 	Detail string
 	Usage  Usage
-	Err    error
+	// Pause is how long the provider asked callers of this key to wait: a
+	// 429's retry-after, or the reset of a limit its headers say is spent;
+	// zero when it said nothing.
+	Pause time.Duration
+	Err   error
 }
 
 func (e *Error) Error() string {

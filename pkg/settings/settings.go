@@ -200,6 +200,9 @@ func (s Settings) ParkBucketName() string { return s.Prefix + "-parked" }
 // fail, job.Quarantine).
 func (s Settings) QuarantineTableName() string { return s.Prefix + "-quarantine" }
 
+// BucketsTableName is the providers' rate-limit buckets (job.Bucket).
+func (s Settings) BucketsTableName() string { return s.Prefix + "-buckets" }
+
 // TenantsTableName is the tenants table (each tenant's webhook key
 // versions).
 func (s Settings) TenantsTableName() string { return s.Prefix + "-tenants" }

@@ -163,6 +163,31 @@ func release(t *testing.T, s *suite) {
 	}
 }
 
+// deferred: a claimed job handed back before its attempt paid anything
+// (job.Defer) is queued again with its attempt uncounted, its hold
+// returned, its cost, run time and progress as they were, and a backoff;
+// a second defer, like a stranger's, is refused and changes nothing.
+func deferred(t *testing.T, s *suite) {
+	now := base.Add(time.Minute)
+	j := s.create(t, attempt(now))
+	d := job.Defer{ID: j.ID, Owner: "me", Now: now, Held: reserve, Detail: "provider bucket empty", NotBefore: now.Add(3 * time.Second)}
+	got, err := s.store.Defer(t.Context(), d)
+	want := j
+	want.State, want.ErrorClass, want.ErrorDetail, want.NotBefore = job.Queued, job.RateLimited, "provider bucket empty", now.Add(3*time.Second)
+	want.LeaseOwner, want.LeaseUntil = "", time.Time{}
+	want.Attempts, want.Held, want.Version, want.UpdatedAt = 1, 0, j.Version+1, now
+	s.applied(t, "defer", got, err, want)
+	d.Now = now.Add(time.Millisecond)
+	_, err = s.store.Defer(t.Context(), d)
+	s.refused(t, "a second defer", err, want)
+	stranger := s.create(t, attempt(now))
+	_, err = s.store.Defer(t.Context(), job.Defer{ID: stranger.ID, Owner: "not-me", Now: now, Held: reserve})
+	s.refused(t, "a stranger's defer", err, stranger)
+	if _, err := s.store.Claim(t.Context(), job.Claim{ID: j.ID, Owner: "next", Now: now.Add(time.Second), LeaseUntil: now.Add(time.Minute)}); job.ErrorCode(err) != job.CodeConflict {
+		t.Errorf("a claim during the defer's backoff: %v, want a conflict", err)
+	}
+}
+
 func endOwned(t *testing.T, s *suite) {
 	now := base.Add(time.Minute)
 	for _, c := range []struct {

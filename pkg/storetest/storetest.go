@@ -31,6 +31,7 @@ type Store interface {
 	HoldMore(context.Context, job.HoldMore) (job.Job, error)
 	Succeed(context.Context, job.Succeed) (job.Job, error)
 	Release(context.Context, job.Release) (job.Job, error)
+	Defer(context.Context, job.Defer) (job.Job, error)
 	End(context.Context, job.End) (job.Job, error)
 	WriteOff(context.Context, job.WriteOff) (job.Job, error)
 	Cancel(context.Context, job.Cancel) (job.Job, error)
@@ -85,6 +86,7 @@ func cases() []testCase {
 		{"hold more", holdMore},
 		{"succeed", succeed},
 		{"release", release},
+		{"defer", deferred},
 		{"end with an owner", endOwned},
 		{"end with no owner", endUnowned},
 		{"write-off", writeOff},

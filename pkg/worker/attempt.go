@@ -25,6 +25,7 @@ type attempt struct {
 	quarantine    Quarantiner
 	quarantineFor time.Duration
 	providers     map[string]model.Provider
+	buckets       Buckets // nil: no rate limits
 	routes        map[string]job.Route
 	clock         job.Clock
 	timing        Timing
@@ -81,6 +82,10 @@ func (a *attempt) run(ctx context.Context) outcome {
 		return a.end(ctx, job.BudgetExhausted, "remaining budget below the first rung's worst case "+first.String()+" cents", job.Settlement{})
 	}
 
+	if wait := a.take(ctx, route.Rungs[0], in, a.timing.maxInlineWait()); wait > 0 {
+		return a.deferFor(ctx, wait, "the provider's rate limit is spent")
+	}
+
 	limit, cause := a.limit(ctx, route)
 	callCtx, stopCall := context.WithCancelCause(ctx)
 	defer stopCall(nil)
@@ -122,6 +127,9 @@ func (a *attempt) finish(ctx context.Context, r climbed, why error, next job.Nan
 			"cost_estimated", r.paid.Estimated, "duration_ms", r.took.Milliseconds(),
 			"input_tokens", r.resp.Usage.InputTokens, "output_tokens", r.resp.Usage.OutputTokens)
 		return a.succeed(ctx, r)
+	}
+	if a.deferrable(r, why) {
+		return a.deferFor(ctx, max(pauseOf(r.err), job.Burst), "the provider answered 429: its rate limit is spent")
 	}
 	if errors.Is(why, errLeaseLost) {
 		a.log.Info("attempt stopped: lease lost or job cancelled", "cost_cents", r.paid.Cost.String(), "duration_ms", r.took.Milliseconds())

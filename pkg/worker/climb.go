@@ -51,6 +51,10 @@ func (a *attempt) climb(ctx context.Context, route job.Route, in job.Input, avai
 			if !a.holdFor(ctx, r.paid.Cost+wc) {
 				return r
 			}
+			if wait := a.take(ctx, rung, in, a.timing.maxInlineWait()); wait > 0 {
+				a.log.Info("no fallback: the next rung's provider is rate limited", "error_class", r.class, "rung", i, "wait_ms", wait.Milliseconds())
+				return r
+			}
 			a.log.Info("falling back to the next rung", "error_class", r.class, "rung", i, "provider", rung.Provider, "model", rung.Model)
 			a.meter.count("Fallbacks", map[string]string{"ErrorClass": string(r.class)})
 		}
@@ -62,6 +66,7 @@ func (a *attempt) climb(ctx context.Context, route job.Route, in job.Input, avai
 			usage = resp.Usage
 		}
 		r.pay(usage, rung.Price)
+		a.untake(context.WithoutCancel(ctx), rung, in, resp, err)
 		r.resp, r.err, r.class = resp, err, class
 		if err == nil || ctx.Err() != nil {
 			return r // answered, or the attempt itself is over

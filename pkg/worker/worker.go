@@ -41,6 +41,7 @@ type Store interface {
 	HoldMore(context.Context, job.HoldMore) (job.Job, error)
 	Succeed(context.Context, job.Succeed) (job.Job, error)
 	Release(context.Context, job.Release) (job.Job, error)
+	Defer(context.Context, job.Defer) (job.Job, error)
 	End(context.Context, job.End) (job.Job, error)
 	WriteOff(context.Context, job.WriteOff) (job.Job, error)
 }
@@ -128,6 +129,10 @@ type Config struct {
 	// rung names a provider of Providers.
 	Routes    map[string]job.Route
 	Providers map[string]model.Provider
+	// Buckets are the providers' shared rate-limit buckets, taken from
+	// before a call on a rung whose provider declares limits; nil takes
+	// nothing (every call goes, as before limits).
+	Buckets Buckets
 	// Parking is where an outcome the store keeps refusing is parked, and
 	// where a dead attempt's outcome is looked for before it is written
 	// off (pkg/parking); nil parks nothing.

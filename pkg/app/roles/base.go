@@ -115,6 +115,11 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Base, error) {
 				return nil, fmt.Errorf("app: create quarantine table: %w", err)
 			}
 		}
+		if cfg.RateLimited() {
+			if err := dynamodb.CreateBucketsTable(ctx, ddb, cfg.BucketsTable); err != nil {
+				return nil, fmt.Errorf("app: create buckets table: %w", err)
+			}
+		}
 		if cfg.Callbacks {
 			if err := dynamodb.CreateTenantsTable(ctx, ddb, cfg.TenantsTable); err != nil {
 				return nil, fmt.Errorf("app: create tenants table: %w", err)
@@ -172,6 +177,9 @@ func (b *Base) Worker(providers map[string]model.Provider, lot parking.Lot) *wor
 	}
 	if b.Quarantines != nil {
 		cfg.Quarantine, cfg.QuarantineFor = b.Quarantines, s.QuarantineFor
+	}
+	if b.Config.RateLimited() {
+		cfg.Buckets = dynamodb.NewBuckets(b.DynamoDB, b.Config.BucketsTable)
 	}
 	return worker.New(cfg)
 }

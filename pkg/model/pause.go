@@ -1,0 +1,112 @@
+package model
+
+import (
+	"errors"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// maxPause bounds any pause a provider asks for: the headers come from
+// the wire, and a hostile or buggy one must not stop a key for days. A
+// limit still spent after an hour says so again on the next call.
+const maxPause = time.Hour
+
+// PauseOf is how long the provider's rate-limit headers in h ask every
+// caller of the key to wait, as of now (when the headers arrived). It is
+// the longest of what they say, because calling before the latest of the
+// key's limits is refilled only earns another refusal: a retry-after
+// (seconds, an HTTP date, or milliseconds), and the reset of each limit
+// whose remaining count is spent. Headers it cannot read say nothing
+// (zero), never a guess, and a pause is capped at maxPause.
+func PauseOf(h http.Header, now time.Time) time.Duration {
+	p := max(retryAfter(h.Get("Retry-After"), now), scaled(h.Get("Retry-After-Ms"), time.Millisecond))
+	for _, kind := range []string{"requests", "tokens"} {
+		if spent(h.Get("X-Ratelimit-Remaining-" + kind)) {
+			if d, err := time.ParseDuration(strings.TrimSpace(h.Get("X-Ratelimit-Reset-" + kind))); err == nil {
+				p = max(p, d)
+			}
+		}
+	}
+	for _, kind := range []string{"requests", "tokens", "input-tokens", "output-tokens"} {
+		if spent(h.Get("Anthropic-Ratelimit-" + kind + "-Remaining")) {
+			if t, err := time.Parse(time.RFC3339, strings.TrimSpace(h.Get("Anthropic-Ratelimit-"+kind+"-Reset"))); err == nil {
+				p = max(p, t.Sub(now))
+			}
+		}
+	}
+	return min(max(p, 0), maxPause)
+}
+
+// retryAfter reads both forms a retry-after may take; a date in the past
+// asks for no wait.
+func retryAfter(v string, now time.Time) time.Duration {
+	v = strings.TrimSpace(v)
+	if v == "" {
+		return 0
+	}
+	// A count too large for 64 bits reads as the largest: it is capped.
+	if n, err := strconv.ParseUint(v, 10, 64); err == nil || errors.Is(err, strconv.ErrRange) {
+		return time.Duration(min(n, uint64(maxPause/time.Second))) * time.Second
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return t.Sub(now)
+	}
+	return 0
+}
+
+// scaled is v units. It is computed in floating point and capped before
+// it becomes a Duration, so a huge count cannot overflow into a negative
+// (no) pause; a fraction is accepted, as a millisecond count may have one.
+func scaled(v string, unit time.Duration) time.Duration {
+	n, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+	if err != nil || !(n >= 0) { // NaN fails the comparison too
+		return 0
+	}
+	d := n * float64(unit)
+	if d >= float64(maxPause) {
+		return maxPause
+	}
+	return time.Duration(d)
+}
+
+// spent reports whether a remaining count says nothing is left; a count
+// that cannot be read says nothing, so no reset is believed on its word.
+func spent(v string) bool {
+	n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+	return err == nil && n <= 0
+}
+
+// Left is what a provider's rate-limit headers said is left of its key's
+// limits when it answered. The worker lowers the key's shared bucket to
+// it (job.Lower): a bucket that believes more is left than the provider
+// says would earn refusals. A zero Left says nothing.
+type Left struct {
+	Requests, Tokens       int64
+	HasRequests, HasTokens bool // which counts the headers gave
+}
+
+// LeftOf reads what h says is left: OpenAI's x-ratelimit-remaining-*
+// and Anthropic's anthropic-ratelimit-*-remaining (the least of its token
+// limits, since a bucket counts input and output tokens together).
+func LeftOf(h http.Header) Left {
+	var l Left
+	least := func(cur int64, has bool, v string) (int64, bool) {
+		n, err := strconv.ParseInt(strings.TrimSpace(v), 10, 64)
+		switch {
+		case err != nil:
+			return cur, has
+		case has:
+			return min(cur, max(n, 0)), true
+		}
+		return max(n, 0), true
+	}
+	l.Requests, l.HasRequests = least(l.Requests, l.HasRequests, h.Get("X-Ratelimit-Remaining-Requests"))
+	l.Requests, l.HasRequests = least(l.Requests, l.HasRequests, h.Get("Anthropic-Ratelimit-Requests-Remaining"))
+	l.Tokens, l.HasTokens = least(l.Tokens, l.HasTokens, h.Get("X-Ratelimit-Remaining-Tokens"))
+	for _, kind := range []string{"tokens", "input-tokens", "output-tokens"} {
+		l.Tokens, l.HasTokens = least(l.Tokens, l.HasTokens, h.Get("Anthropic-Ratelimit-"+kind+"-Remaining"))
+	}
+	return l
+}

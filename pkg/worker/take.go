@@ -1,0 +1,145 @@
+package worker
+
+import (
+	"context"
+	"errors"
+	"time"
+
+	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/model"
+)
+
+// Buckets are the providers' rate-limit buckets every worker shares
+// (docs/architecture.md, "Provider rate limits").
+type Buckets interface {
+	Take(context.Context, job.Take) (job.Taken, error)
+	Give(context.Context, job.Give) error
+	Raise(context.Context, job.Raise) error
+}
+
+// maxInlineWait is the longest a take waits in place for its bucket
+// before the job is deferred instead: a wait this short costs less held
+// in place than a defer and a redelivery, and never outlasts the lease,
+// which before the heartbeat runs is the claim's alone.
+func (t Timing) maxInlineWait() time.Duration { return min(2*time.Second, t.LeaseTTL/2) }
+
+// take takes rung's worst case from its provider's bucket before a call,
+// waiting in place up to inline. It answers 0 when the call may go, else
+// the wait the bucket asks for. A bucket that cannot answer lets the call
+// go: an outage of the buckets table must not stop every model call, and
+// the provider's own limit still answers for itself.
+func (a *attempt) take(ctx context.Context, rung job.Rung, in job.Input, inline time.Duration) time.Duration {
+	if rung.Limit.IsZero() || a.buckets == nil {
+		return 0
+	}
+	for {
+		got, err := a.buckets.Take(ctx, job.Take{Provider: rung.Provider, Limit: rung.Limit, Now: a.clock.Now(), Tokens: rung.WorstTokens(in)})
+		switch {
+		case err != nil:
+			a.log.Warn("the provider's bucket did not answer; calling without a take", "provider", rung.Provider, "err", err)
+			return 0
+		case got.OK:
+			return 0
+		case got.Wait > inline || ctx.Err() != nil:
+			return got.Wait
+		}
+		inline -= got.Wait
+		select {
+		case <-ctx.Done():
+		case <-time.After(got.Wait):
+		}
+	}
+}
+
+// untake tells the bucket how a call on rung went: the tokens its take
+// over-took come back (its worst case less what it used), a pause the
+// provider asked for stops every worker's takes (a 429 with no word of
+// how long pauses for a burst's length), and an answer's word of what
+// is left lowers the bucket to it. All of it is best effort: a bucket
+// that misses it is only as wrong as a provider's own counting.
+func (a *attempt) untake(ctx context.Context, rung job.Rung, in job.Input, resp model.Response, err error) {
+	if rung.Limit.IsZero() || a.buckets == nil {
+		return
+	}
+	class, used := model.Classify(err)
+	if err == nil {
+		used = resp.Usage
+	}
+	if back := rung.WorstTokens(in) - max(used.InputTokens, 0) - max(used.OutputTokens, 0); back > 0 {
+		if err := a.buckets.Give(ctx, job.Give{Provider: rung.Provider, Limit: rung.Limit, Tokens: back}); err != nil {
+			a.log.Warn("giving over-taken tokens back to the provider's bucket failed", "provider", rung.Provider, "err", err)
+		}
+	}
+	now := a.clock.Now()
+	var raise job.Raise
+	switch pause := pauseOf(err); {
+	case pause > 0 || class == job.RateLimited:
+		pause = max(pause, job.Burst)
+		a.log.Info("the provider asked to pause its key", "provider", rung.Provider, "pause_ms", pause.Milliseconds())
+		a.meter.count("ProviderPauses", nil)
+		raise = job.Pause(rung.Provider, now.Add(pause))
+	case err == nil && (resp.Left.HasRequests || resp.Left.HasTokens):
+		raise = rung.Limit.Lower(rung.Provider, now, known(resp.Left.Requests, resp.Left.HasRequests), known(resp.Left.Tokens, resp.Left.HasTokens))
+	default:
+		return
+	}
+	if err := a.buckets.Raise(ctx, raise); err != nil {
+		a.log.Warn("raising the provider's bucket failed", "provider", rung.Provider, "err", err)
+	}
+}
+
+// known is n when has, else -1 (said nothing).
+func known(n int64, has bool) int64 {
+	if has {
+		return n
+	}
+	return -1
+}
+
+// pauseOf is the pause a failed call's answer asked for.
+func pauseOf(err error) time.Duration {
+	var me *model.Error
+	if errors.As(err, &me) {
+		return me.Pause
+	}
+	return 0
+}
+
+// deferrable reports whether a climb that ended as r, stopped by why,
+// hands its job back uncounted: its one call was refused by the rate
+// limit of a key with a shared bucket, and it paid nothing. A 429 is
+// the limit speaking, not the job failing.
+func (a *attempt) deferrable(r climbed, why error) bool {
+	return why == nil && r.err != nil && r.class == job.RateLimited && r.tried == 1 && !r.rung.Limit.IsZero() &&
+		a.buckets != nil && r.paid.IsZero() && !a.holdUnsure
+}
+
+// deferFor hands the claimed job back to the queue for wait (job.Defer):
+// its attempt uncounted, its hold returned, its message hidden until then.
+// A defer refused means the lease was lost (or this defer landed and its
+// answer was lost): the job is not this attempt's either way.
+func (a *attempt) deferFor(ctx context.Context, wait time.Duration, detail string) outcome {
+	ctx, cancel := a.finishContext(ctx)
+	defer cancel()
+	now := a.stamp()
+	d := job.Defer{ID: a.j.ID, Owner: a.owner, Now: now, Held: a.held, Detail: detail, NotBefore: now.Add(wait)}
+	err := retryWrite(ctx, a.rand, func() error {
+		_, err := a.store.Defer(ctx, d)
+		return err
+	})
+	switch job.ErrorCode(err) {
+	case "":
+	case job.CodeConflict:
+		a.log.Info("deferring the job was refused: the lease is no longer this attempt's", "err", err)
+		return outcomeKeep
+	default:
+		a.log.Error("deferring the job failed; its lease runs out and its hold is written off", "err", err)
+		return outcomeTrouble
+	}
+	if err := a.queue.ChangeVisibility(ctx, a.m.ReceiptHandle, wait); err != nil {
+		a.log.Warn("hiding a deferred job's message failed; it returns at its current visibility", "err", err)
+	}
+	a.log.Info("job deferred: the provider's rate limit is spent", "wait_ms", wait.Milliseconds(), "detail", detail)
+	a.meter.count("JobsDeferred", nil)
+	return outcomeKeep
+}
