@@ -106,13 +106,14 @@ func ContextLookup(node constructs.Node) Lookup {
 // notFromContext are the variables the stack never copies from the context
 // into the functions' environment: Lambda sets the region, the endpoint is
 // real AWS, the stack sets the resource names (the callback queues, the
-// signing secret and the parking bucket it creates included), the listen
-// address is the dev server's, and a secret never goes into a template.
+// signing secret, the parking bucket and the tables it creates included,
+// the worker's rate-limit buckets table among them), the listen address
+// is the dev server's, and a secret never goes into a template.
 var notFromContext = map[string]bool{
 	"AWS_REGION": true, "AWS_ENDPOINT_URL": true, "AIJOBS_LISTEN": true,
 	"AIJOBS_TABLE": true, "AIJOBS_QUEUE_URL": true, "AIJOBS_DLQ_URL": true, "AIJOBS_PARK_BUCKET": true,
 	"AIJOBS_CALLBACK_QUEUE_URL": true, "AIJOBS_CALLBACK_DLQ_URL": true, "AIJOBS_WEBHOOK_SECRET_ID": true,
-	"AIJOBS_TENANTS_TABLE": true, "AIJOBS_QUARANTINE_TABLE": true,
+	"AIJOBS_TENANTS_TABLE": true, "AIJOBS_QUARANTINE_TABLE": true, "AIJOBS_BUCKETS_TABLE": true,
 	"OPENAI_API_KEY": true,
 }
 

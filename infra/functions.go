@@ -49,6 +49,14 @@ var (
 	apiQuarantineActions    = []string{"dynamodb:GetItem"}
 	workerQuarantineActions = []string{"dynamodb:PutItem"}
 	workerTableActions      = []string{"dynamodb:UpdateItem", "dynamodb:GetItem"}
+	// Provider rate limits (docs/architecture.md, "Provider rate limits"):
+	// before a model call the worker takes from its provider key's bucket,
+	// gives back what the call did not use and holds the bucket back when
+	// the provider says its limit is spent, each one UpdateItem (which also
+	// creates a provider's first item: no PutItem), and reads a bucket
+	// (GetItem; pkg/dynamodb.Buckets calls nothing else).
+	// Only the worker calls models, so only it has the table.
+	workerBucketsActions = []string{"dynamodb:GetItem", "dynamodb:UpdateItem"}
 	// SendMessage: at its receive limit a message whose job is alive is
 	// replaced by a fresh, delayed one (docs/architecture.md, step 6).
 	workerQueueActions     = []string{"sqs:ChangeMessageVisibility", "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:SendMessage"}
@@ -157,7 +165,9 @@ func withEnv(env, own map[string]*string) map[string]*string {
 }
 
 // newWorker is the worker function and its job queue event source, with a
-// role for exactly what the worker calls, the routes' models included.
+// role for exactly what the worker calls, the routes' models and their
+// rate-limit buckets included. Besides the shared environment it gets the
+// buckets table, which no other function uses.
 func newWorker(stack awscdk.Stack, cfg Config, sh Shared, env map[string]*string, logs awslogs.LogGroup) awslambda.Function {
 	s := cfg.Settings
 	// The routes' models and keys: computed (and checked) by LoadConfig.
@@ -173,12 +183,15 @@ func newWorker(stack awscdk.Stack, cfg Config, sh Shared, env map[string]*string
 			allow(workerParkActions, parkedObjects(sh.Park)),
 			allow(parkListActions, sh.Park.BucketArn()),
 			allow(workerQuarantineActions, sh.Quarantine.TableArn()),
+			allow(workerBucketsActions, sh.Buckets.TableArn()),
 		}, models.statements()...)...)
 	suppressParkedWildcard(stack, role, sh.Park)
 	suppressInferenceProfileWildcards(role, models)
 	worker := goFunction(stack, cfg, functionSpec{
 		ID: "Worker", Name: "worker", Description: "aijobs worker: SQS batches of job ids, one claim per message",
-		AssetDir: cfg.WorkerAssetDir, MemoryMB: s.WorkerMemoryMB, Timeout: s.WorkerTimeout, Role: role, Env: env, Logs: logs,
+		AssetDir: cfg.WorkerAssetDir, MemoryMB: s.WorkerMemoryMB, Timeout: s.WorkerTimeout, Role: role, Logs: logs,
+		// The rate-limit buckets table: the worker's alone, as its grant.
+		Env: withEnv(env, map[string]*string{"AIJOBS_BUCKETS_TABLE": sh.Buckets.TableName()}),
 		// At least the mapping's MaxConcurrency (settings.Validate), so no
 		// other function can starve the worker into throttling: a throttled
 		// batch is retried by Lambda, but only while the visibility timeout

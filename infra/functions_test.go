@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -81,6 +82,14 @@ func TestFunctions(t *testing.T) {
 			if ref(env[k]) != want || (want == "" && env[k] != nil) {
 				t.Errorf("%s: %s = %v, want %q", fn.name, k, env[k], want)
 			}
+		}
+		// Only the worker takes from the providers' rate-limit buckets.
+		buckets, _ := s.one(t, "AWS::DynamoDB::Table", named("TableName", st.BucketsTableName()))
+		if fn.name == "worker" && ref(env["AIJOBS_BUCKETS_TABLE"]) != buckets {
+			t.Errorf("worker: AIJOBS_BUCKETS_TABLE = %v, want a reference to %s", env["AIJOBS_BUCKETS_TABLE"], buckets)
+		}
+		if v, ok := env["AIJOBS_BUCKETS_TABLE"]; fn.name != "worker" && ok {
+			t.Errorf("%s: AIJOBS_BUCKETS_TABLE = %v, want none (the worker's alone)", fn.name, v)
 		}
 	}
 }
@@ -369,9 +378,12 @@ func TestReconcilerSchedule(t *testing.T) {
 			if ref(invokeConfig["FunctionName"]) != fnID || invokeConfig["MaximumRetryAttempts"] != 0.0 {
 				t.Errorf("invoke config %v, want no async retries (the schedule is the retry)", invokeConfig)
 			}
-			_, worker := s.one(t, "AWS::Lambda::Function", named("FunctionName", st.Prefix+"-worker"))
-			if !reflect.DeepEqual(fn["Environment"], worker["Environment"]) {
-				t.Errorf("reconciler environment %v, want the worker's %v", fn["Environment"], worker["Environment"])
+			// The worker's environment, but for the buckets table only the
+			// worker uses.
+			workerEnv := maps.Clone(functionEnv(t, s, "worker"))
+			delete(workerEnv, "AIJOBS_BUCKETS_TABLE")
+			if env := fn["Environment"].(map[string]any)["Variables"]; !reflect.DeepEqual(env, workerEnv) {
+				t.Errorf("reconciler environment %v, want the worker's but its buckets table %v", env, workerEnv)
 			}
 		})
 	}
@@ -383,14 +395,15 @@ func TestReconcilerSchedule(t *testing.T) {
 }
 
 // The size check counts every variable a function gets: the stack adds
-// at most the nine its estimate covers (the notifier gets all nine, the
-// API the first five and the signing secret and tenants table, the others
+// at most the ten its estimate covers (the notifier gets the first nine,
+// the API the first five and the signing secret and tenants table, the
+// worker the first five and the rate-limit buckets table, the reconciler
 // the first five).
 func TestEnvironmentSizeEstimate(t *testing.T) {
 	s := defaults(t)
 	st := s.cfg.Settings
 	covered := []string{"AIJOBS_TABLE", "AIJOBS_QUEUE_URL", "AIJOBS_DLQ_URL", "AIJOBS_PARK_BUCKET", "AIJOBS_QUARANTINE_TABLE",
-		"AIJOBS_CALLBACK_QUEUE_URL", "AIJOBS_CALLBACK_DLQ_URL", "AIJOBS_WEBHOOK_SECRET_ID", "AIJOBS_TENANTS_TABLE"}
+		"AIJOBS_CALLBACK_QUEUE_URL", "AIJOBS_CALLBACK_DLQ_URL", "AIJOBS_WEBHOOK_SECRET_ID", "AIJOBS_TENANTS_TABLE", "AIJOBS_BUCKETS_TABLE"}
 	for _, fn := range functionNames {
 		var added []string
 		for k := range functionEnv(t, s, fn) {
@@ -401,9 +414,11 @@ func TestEnvironmentSizeEstimate(t *testing.T) {
 		want := covered[:5]
 		switch fn {
 		case "notifier":
-			want = covered
+			want = covered[:9]
 		case "api":
-			want = append(slices.Clone(covered[:5]), covered[7:]...)
+			want = append(slices.Clone(covered[:5]), covered[7:9]...)
+		case "worker":
+			want = append(slices.Clone(covered[:5]), covered[9])
 		}
 		if !equalSets(added, want) {
 			t.Errorf("the stack adds %v to %s's environment, want %v (stackEnvSize covers %v)", added, fn, want, covered)
@@ -415,7 +430,7 @@ func TestEnvironmentSizeEstimate(t *testing.T) {
 	// fit; 63 characters is as long as any bucket name can be.
 	bucket := 63
 	real := url(st.QueueName()) + url(st.DLQName()) + url(st.CallbackQueueName()) + url(st.CallbackDLQName()) + arn + len(st.TableName()) +
-		bucket + len(st.TenantsTableName()) + len(st.QuarantineTableName()) + len(strings.Join(covered, ""))
+		bucket + len(st.TenantsTableName()) + len(st.QuarantineTableName()) + len(st.BucketsTableName()) + len(strings.Join(covered, ""))
 	if n := stackEnvSize(st); n < real {
 		t.Errorf("stackEnvSize %d is below a real environment's %d", n, real)
 	}

@@ -109,6 +109,7 @@ func basePermissions(t *testing.T, s *synthesized) map[string][]string {
 	secret, _ := s.one(t, "AWS::SecretsManager::Secret", named("Name", st.WebhookSecretName()))
 	tenants, _ := s.one(t, "AWS::DynamoDB::Table", named("TableName", st.TenantsTableName()))
 	quarantine, _ := s.one(t, "AWS::DynamoDB::Table", named("TableName", st.QuarantineTableName()))
+	buckets, _ := s.one(t, "AWS::DynamoDB::Table", named("TableName", st.BucketsTableName()))
 	bucket, _ := s.one(t, "AWS::S3::Bucket", nil)
 	index := func(name string) string { return "${" + table + ".Arn}/index/" + name }
 	stream := "${" + table + ".StreamArn}"
@@ -134,6 +135,9 @@ func basePermissions(t *testing.T, s *synthesized) map[string][]string {
 			"s3:PutObject on " + parked, "s3:GetObject on " + parked, "s3:DeleteObject on " + parked,
 			"s3:ListBucket on " + bucket,        // a missing key is 404, not 403
 			"dynamodb:PutItem on " + quarantine, // a deterministic failure's input
+			// a provider key's rate-limit bucket: taken from, given back
+			// to and paused (UpdateItem), read (GetItem); nothing else
+			"dynamodb:GetItem on " + buckets, "dynamodb:UpdateItem on " + buckets,
 		},
 		"reconciler": {
 			"dynamodb:Query on " + index(st.ActiveIndex),
@@ -189,6 +193,39 @@ func TestFunctionPermissionsAreExact(t *testing.T) {
 	}
 	if p := s.resources("AWS::IAM::Policy"); len(p) != 0 {
 		t.Errorf("unexpected IAM policies %v: every statement belongs in a function role", sortedKeys(p))
+	}
+}
+
+// Only the worker has anything on the provider rate-limit buckets table,
+// and exactly GetItem and UpdateItem on the table itself (no PutItem, no
+// Query or Scan, no index): no other function's role, and not the
+// operators' policy, has any statement on it, with or without routes.
+func TestBucketsTableGrants(t *testing.T) {
+	for name, s := range map[string]*synthesized{"defaults": defaults(t), "routed": routed(t)} {
+		id, _ := s.one(t, "AWS::DynamoDB::Table", named("TableName", s.cfg.Settings.BucketsTableName()))
+		on := func(gs []string) []string {
+			var out []string
+			for _, g := range gs {
+				if strings.Contains(g, " on "+id) || strings.Contains(g, "${"+id+".") {
+					out = append(out, g)
+				}
+			}
+			return out
+		}
+		for _, fn := range functionNames {
+			role, _ := roleOf(t, s, fn)
+			var want []string
+			if fn == "worker" {
+				want = []string{"dynamodb:GetItem on " + id, "dynamodb:UpdateItem on " + id}
+			}
+			if got := on(grants(t, s, role)); !equalSets(got, want) {
+				t.Errorf("%s: %s may %v on the buckets table, want exactly %v", name, fn, got, want)
+			}
+		}
+		_, p := s.one(t, "AWS::IAM::ManagedPolicy", nil)
+		if got := on(allowed(p["PolicyDocument"])); len(got) != 0 {
+			t.Errorf("%s: operators may %v on the buckets table, want nothing", name, got)
+		}
 	}
 }
 

@@ -83,11 +83,12 @@ func refuseKeyEnv(routes string) error {
 		strings.Join(bad, ", "))
 }
 
-// stackEnvSize bounds from above what the stack adds to cfg.Env for the
-// function that gets the most, the notifier: the table name, the two job
-// queue URLs, the parking bucket's name, the two callback queue URLs, the
-// signing secret's ARN and the tenants table's name, which are only known
-// at deploy
+// stackEnvSize bounds from above what the stack adds to cfg.Env for any
+// function: every variable it sets for one of them (the notifier, which
+// gets the most, has all but the worker's buckets table): the table name,
+// the two job queue URLs, the parking bucket's name, the two callback
+// queue URLs, the signing secret's ARN, the tenants, quarantine and
+// rate-limit buckets tables' names, which are only known at deploy
 // (https://sqs.<region>.amazonaws.com[.cn]/<12-digit account>/<name>; the
 // longest region name is 14 characters, 16 leaves room; a secret's ARN ends
 // in "-" and six random characters; CloudFormation names the bucket, and
@@ -105,7 +106,8 @@ func stackEnvSize(s settings.Settings) int {
 		len("AIJOBS_CALLBACK_DLQ_URL") + url(s.CallbackDLQName()) +
 		len("AIJOBS_WEBHOOK_SECRET_ID") + secretArn +
 		len("AIJOBS_TENANTS_TABLE") + len(s.TenantsTableName()) +
-		len("AIJOBS_QUARANTINE_TABLE") + len(s.QuarantineTableName())
+		len("AIJOBS_QUARANTINE_TABLE") + len(s.QuarantineTableName()) +
+		len("AIJOBS_BUCKETS_TABLE") + len(s.BucketsTableName())
 }
 
 // maxBucketName is the longest an S3 bucket name can be (S3 User Guide,

@@ -12,10 +12,11 @@ import (
 )
 
 // NewStack builds the whole deployment in one stack: the jobs table, the
-// tenants table, the job queue and its DLQ, the parking bucket, the four functions (API,
-// worker, scheduled reconciler, notifier), the callback queue and its
-// DLQ, the webhook signing secret, the HTTP API, the operators' policy,
-// the alarms and the dashboard. Every number comes from cfg.Settings,
+// tenants table, the quarantine table, the provider rate-limit buckets
+// table, the job queue and its DLQ, the parking bucket, the four functions
+// (API, worker, scheduled reconciler, notifier), the callback queue and
+// its DLQ, the webhook signing secret, the HTTP API, the operators'
+// policy, the alarms and the dashboard. Every number comes from cfg.Settings,
 // the same settings the functions load at start.
 func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 	stack := awscdk.NewStack(scope, jsii.String(cfg.StackName), &awscdk.StackProps{
@@ -24,10 +25,12 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 	table := newTable(stack, cfg)
 	tenants := newTenantsTable(stack, cfg)
 	quarantine := newQuarantineTable(stack, cfg)
+	buckets := newBucketsTable(stack, cfg)
 	queues := newQueues(stack, cfg)
 	park := newParkingBucket(stack, cfg)
 	secret := newWebhookSecret(stack, cfg)
-	fns := newFunctions(stack, cfg, Shared{Table: table, Tenants: tenants, Quarantine: quarantine, Queues: queues, Park: park, WebhookSecret: secret})
+	fns := newFunctions(stack, cfg, Shared{Table: table, Tenants: tenants, Quarantine: quarantine, Buckets: buckets, Queues: queues, Park: park,
+		WebhookSecret: secret})
 	api := newAPI(stack, cfg, fns.API)
 	operator := newOperatorPolicy(stack, cfg, Shared{Table: table, Quarantine: quarantine, Queues: queues})
 	monitored := Monitored{Queues: queues, Functions: fns, API: api}
@@ -39,6 +42,7 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 	output(stack, "TableName", table.TableName(), "jobs table")
 	output(stack, "TenantsTableName", tenants.TableName(), "tenants table: each tenant's webhook key versions")
 	output(stack, "QuarantineTableName", quarantine.TableName(), "quarantine table: the inputs known to fail, refused at create")
+	output(stack, "BucketsTableName", buckets.TableName(), "provider rate-limit buckets table: each provider key's shared rate-limit state")
 	output(stack, "QueueUrl", queues.Jobs.QueueUrl(), "job queue")
 	output(stack, "DlqUrl", queues.DLQ.QueueUrl(), "dead letter queue (replay from here)")
 	output(stack, "AlarmTopicArn", alarms.Topic.TopicArn(), "SNS topic every alarm notifies")
@@ -53,8 +57,8 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 }
 
 // Shared are the resources the stack's functions run against: the jobs
-// table, the tenants table, the quarantine table, the queues, the parking bucket and the webhook
-// signing secret.
+// table, the tenants table, the quarantine table, the rate-limit buckets
+// table, the queues, the parking bucket and the webhook signing secret.
 // They are built before the functions and travel to the function builders
 // together, so each takes one value however many of them its function
 // uses.
@@ -62,6 +66,7 @@ type Shared struct {
 	Table         awsdynamodb.Table
 	Tenants       awsdynamodb.Table
 	Quarantine    awsdynamodb.Table
+	Buckets       awsdynamodb.Table
 	Queues        Queues
 	Park          awss3.Bucket
 	WebhookSecret awssecretsmanager.Secret

@@ -22,6 +22,9 @@ const (
 	attrActivePK  = "act_pk"
 	attrCreatedPK = "crt_pk"
 	attrExpires   = "expires_at"
+	// attrProvider is the rate-limit buckets table's key: the provider key
+	// a bucket limits.
+	attrProvider = "provider"
 )
 
 // failureProjection is what the failure index carries besides its keys:
@@ -178,5 +181,27 @@ func newQuarantineTable(stack awscdk.Stack, cfg Config) awsdynamodb.Table {
 		TimeToLiveAttribute: jsii.String(attrExpires),
 		DeletionProtection:  jsii.Bool(!cfg.Throwaway),
 		RemovalPolicy:       removalPolicy(cfg),
+	})
+}
+
+// newBucketsTable is the provider rate-limit buckets table
+// (<prefix>-buckets, pkg/config's AIJOBS_BUCKETS_TABLE default): one item per
+// provider key, the shared rate-limit state every worker takes from
+// before a model call (docs/architecture.md, "Provider rate limits"; the
+// GCRA times req_tat_us and tok_tat_us, numbers, which need no
+// declaration). Keyed by provider alone: no sort key, no index, no TTL
+// (an item is a provider's, for as long as the provider is routed to).
+// Kept like the quarantine table, though losing it costs no record: a
+// lost item reads as a full bucket: at worst one burst over the limit.
+func newBucketsTable(stack awscdk.Stack, cfg Config) awsdynamodb.Table {
+	return awsdynamodb.NewTable(stack, jsii.String("Buckets"), &awsdynamodb.TableProps{
+		TableName:    jsii.String(cfg.Settings.BucketsTableName()),
+		PartitionKey: &awsdynamodb.Attribute{Name: jsii.String(attrProvider), Type: awsdynamodb.AttributeType_STRING},
+		BillingMode:  awsdynamodb.BillingMode_PAY_PER_REQUEST,
+		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
+			PointInTimeRecoveryEnabled: jsii.Bool(true),
+		},
+		DeletionProtection: jsii.Bool(!cfg.Throwaway),
+		RemovalPolicy:      removalPolicy(cfg),
 	})
 }

@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/aws/aws-cdk-go/awscdk/v2/assertions"
@@ -322,6 +324,80 @@ func TestQuarantineTableMatchesStore(t *testing.T) {
 			"KeySchema":               keys,
 			"AttributeDefinitions":    attrs,
 			"TimeToLiveSpecification": map[string]any{"AttributeName": "expires_at", "Enabled": true},
+		})
+	})
+}
+
+// The provider rate-limit buckets table: one item per provider key,
+// keyed by provider alone (no sort key), on demand, no TTL, no index, no
+// stream, and kept like the quarantine table (point-in-time recovery,
+// deletion protection, RETAIN). The GCRA times (req_tat_us, tok_tat_us)
+// are plain attributes, so no attribute but the key is declared.
+func TestBucketsTable(t *testing.T) {
+	s := defaults(t)
+	name := s.cfg.Settings.BucketsTableName()
+	if name != s.cfg.Settings.Prefix+"-buckets" {
+		t.Errorf("buckets table %q, want %s-buckets", name, s.cfg.Settings.Prefix)
+	}
+	must(t, "buckets table", func() {
+		s.tmpl.HasResource(jsii.String("AWS::DynamoDB::Table"), map[string]any{
+			"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain",
+			"Properties": map[string]any{
+				"TableName":                        name,
+				"BillingMode":                      "PAY_PER_REQUEST",
+				"KeySchema":                        []any{map[string]any{"AttributeName": "provider", "KeyType": "HASH"}},
+				"AttributeDefinitions":             []any{map[string]any{"AttributeName": "provider", "AttributeType": "S"}},
+				"PointInTimeRecoverySpecification": map[string]any{"PointInTimeRecoveryEnabled": true},
+				"DeletionProtectionEnabled":        true,
+			},
+		})
+	})
+	id, props := s.one(t, "AWS::DynamoDB::Table", named("TableName", name))
+	if !strings.HasPrefix(id, "Buckets") {
+		t.Errorf("buckets table logical id %s, want Buckets…", id)
+	}
+	for _, k := range []string{"TimeToLiveSpecification", "GlobalSecondaryIndexes", "LocalSecondaryIndexes", "StreamSpecification",
+		"ProvisionedThroughput"} {
+		if v, ok := props[k]; ok {
+			t.Errorf("buckets table has %s %v: want none", k, v)
+		}
+	}
+	// Encrypted as the quarantine table is: DynamoDB's default, no key of
+	// the stack's.
+	_, quarantine := s.one(t, "AWS::DynamoDB::Table", named("TableName", s.cfg.Settings.QuarantineTableName()))
+	if b, q := props["SSESpecification"], quarantine["SSESpecification"]; !reflect.DeepEqual(b, q) {
+		t.Errorf("buckets table encryption %v, the quarantine table's %v", b, q)
+	}
+	out, _ := s.json["Outputs"].(map[string]any)["BucketsTableName"].(map[string]any)
+	if ref(out["Value"]) != id {
+		t.Errorf("BucketsTableName output %v, want a reference to %s", out, id)
+	}
+}
+
+// The buckets table has the key pkg/dynamodb creates it with locally, and
+// neither TTL nor an index nor a stream there either.
+func TestBucketsTableMatchesStore(t *testing.T) {
+	s := defaults(t)
+	rec := &tableRecorder{}
+	if err := dynamodb.CreateBucketsTable(t.Context(), rec, "b"); err != nil || rec.in == nil {
+		t.Fatalf("CreateBucketsTable: %v", err)
+	}
+	var keys, attrs []any
+	for _, k := range rec.in.KeySchema {
+		keys = append(keys, map[string]any{"AttributeName": *k.AttributeName, "KeyType": string(k.KeyType)})
+	}
+	for _, a := range rec.in.AttributeDefinitions {
+		attrs = append(attrs, map[string]any{"AttributeName": *a.AttributeName, "AttributeType": string(a.AttributeType)})
+	}
+	if len(rec.in.GlobalSecondaryIndexes) != 0 || len(rec.in.LocalSecondaryIndexes) != 0 || rec.in.StreamSpecification != nil {
+		t.Errorf("pkg/dynamodb creates the buckets table with indexes or a stream: the stack has neither")
+	}
+	must(t, "buckets table", func() {
+		s.tmpl.HasResourceProperties(jsii.String("AWS::DynamoDB::Table"), map[string]any{
+			"TableName":            s.cfg.Settings.BucketsTableName(),
+			"BillingMode":          string(rec.in.BillingMode),
+			"KeySchema":            keys,
+			"AttributeDefinitions": attrs,
 		})
 	})
 }
