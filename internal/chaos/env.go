@@ -57,7 +57,11 @@ func routesJSON(modelURL, who string) string {
 	doc := map[string]any{
 		"providers": map[string]any{
 			"stream": map[string]any{"kind": "openai", "base_url": base, "stream": true},
-			"plain":  map[string]any{"kind": "openai", "base_url": base, "stream": false},
+			// The plain key declares limits well above the run's rate: its
+			// calls take from a shared bucket under the AWS faults, and the
+			// model's injected 429s pause it and defer their jobs.
+			"plain": map[string]any{"kind": "openai", "base_url": base, "stream": false,
+				"limits": map[string]int{"requests_per_minute": 6000, "tokens_per_minute": 6_000_000}},
 		},
 		"routes": map[string]any{
 			"default": map[string]any{"rungs": []any{

@@ -43,7 +43,8 @@ func TestRoutesExample(t *testing.T) {
 	retryable := []job.ErrorClass{job.RateLimited, job.Overloaded, job.ProviderError, job.Timeout, job.Network}
 	wantRoutes := map[string]job.Route{
 		"default": {Rungs: []job.Rung{
-			{Provider: "anthropic", Model: "claude-sonnet-4-5", Price: price(t, "300", "1500"), MaxTokens: 4096, Timeout: 60 * time.Second},
+			{Provider: "anthropic", Model: "claude-sonnet-4-5", Price: price(t, "300", "1500"), MaxTokens: 4096, Timeout: 60 * time.Second,
+				Limit: job.RateLimit{RequestsPerMinute: 4000, TokensPerMinute: 2_000_000}},
 			{Provider: "bedrock", Model: "us.anthropic.claude-sonnet-4-5-20250929-v1:0", Price: price(t, "300", "1500"), MaxTokens: 4096, Timeout: 60 * time.Second},
 			{Provider: "openai", Model: "gpt-4o", Price: price(t, "250", "1000"), Timeout: 40 * time.Second},
 		}, FallbackOn: retryable},
