@@ -60,7 +60,7 @@ func (h *Handler) create(ctx context.Context, log *slog.Logger, ev events.APIGat
 
 	created, err := h.store.Create(ctx, j)
 	if err == nil {
-		if err := h.queue.Send(ctx, created.ID); err != nil {
+		if err := h.queue.Send(ctx, created.ID, created.Tenant); err != nil {
 			return h.enqueueProblem(ctx, log, fmt.Errorf("send new job %s: %w", created.ID, err))
 		}
 		return h.created(ctx, log, http.StatusAccepted, created)
@@ -95,7 +95,7 @@ func (h *Handler) repeat(ctx context.Context, log *slog.Logger, want, existing j
 			"this Idempotency-Key was used with a different request body"))
 	}
 	if existing.State == job.Queued && existing.Attempts == 0 {
-		if err := h.queue.Send(ctx, existing.ID); err != nil {
+		if err := h.queue.Send(ctx, existing.ID, existing.Tenant); err != nil {
 			return h.enqueueProblem(ctx, log, fmt.Errorf("re-send job %s: %w", existing.ID, err))
 		}
 	}

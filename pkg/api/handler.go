@@ -33,7 +33,7 @@ type Store interface {
 // Queue delivers a job id to the workers. Duplicates are harmless: the
 // worker's claim dedupes them.
 type Queue interface {
-	Send(ctx context.Context, jobID string) error
+	Send(ctx context.Context, jobID, tenant string) error
 }
 
 // Config is what New needs. Store, Queue, Limits and Retention are required;

@@ -52,7 +52,7 @@ type fakeQueue struct {
 	fail  bool
 }
 
-func (q *fakeQueue) Send(_ context.Context, id string) error {
+func (q *fakeQueue) Send(_ context.Context, id, _ string) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.fail {

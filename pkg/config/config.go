@@ -66,6 +66,10 @@ type Config struct {
 	Metrics string
 	// RoutesJSON is AIJOBS_ROUTES as given (empty when unset).
 	RoutesJSON string
+	// InFlightText is AIJOBS_TENANT_IN_FLIGHT as given, and InFlight what
+	// it says.
+	InFlightText string
+	InFlight     InFlight
 	// Shortcut is the single-provider shortcut the variables describe.
 	Shortcut Shortcut
 
@@ -131,13 +135,14 @@ func Load(getenv func(string) string) (Config, error) {
 	if p, ok := c.Shortcut.Prices[c.Shortcut.Model]; ok && c.Shortcut.Kind == "openai" {
 		c.Shortcut.Price = p
 	}
+	var err error
 	if c.RoutesJSON == "" {
 		c.Providers, c.Routes = c.Shortcut.table()
-	} else {
-		var err error
-		if c.Providers, c.Routes, err = parseRoutes(c.RoutesJSON, getenv, c.Shortcut.Timeout); err != nil {
-			return Config{}, fmt.Errorf("config: AIJOBS_ROUTES: %w", err)
-		}
+	} else if c.Providers, c.Routes, err = parseRoutes(c.RoutesJSON, getenv, c.Shortcut.Timeout); err != nil {
+		return Config{}, fmt.Errorf("config: AIJOBS_ROUTES: %w", err)
+	}
+	if c.InFlight, err = parseInFlight(c.InFlightText); err != nil {
+		return Config{}, fmt.Errorf("config: AIJOBS_TENANT_IN_FLIGHT: %w", err)
 	}
 	if _, ok := c.Routes[c.Settings.Limits.DefaultModel]; !ok {
 		return Config{}, fmt.Errorf("config: AIJOBS_ROUTES: no %q route (the model of a job that names none)", c.Settings.Limits.DefaultModel)
@@ -235,3 +240,8 @@ func (c Config) RateLimited() bool {
 	}
 	return false
 }
+
+// SharedLimits reports whether workers share limits through the buckets
+// table: a provider declares rate limits, or tenants have a limit in
+// flight.
+func (c Config) SharedLimits() bool { return c.RateLimited() || c.InFlight.Any() }

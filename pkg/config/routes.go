@@ -128,6 +128,10 @@ func parseRoutes(text string, getenv func(string) string, defaultTimeout time.Du
 
 	providers := map[string]ProviderSpec{}
 	for _, name := range sortedKeys(doc.Providers) {
+		if strings.Contains(name, "#") {
+			bad("provider %q: a name may not hold '#' (the buckets table keys tenants by it)", name)
+			continue
+		}
 		p, err := providerFrom(doc.Providers[name], getenv)
 		if err != nil {
 			bad("provider %q: %v", name, err)

@@ -111,6 +111,7 @@ func TestRoutesRefused(t *testing.T) {
 		{"key from an empty variable", `{"providers":{"f":{"kind":"anthropic","api_key_env":"EMPTY"}},"routes":{"default":{"rungs":[{"provider":"f","model":"m","price":{"input":1,"output":2}}]}}}`, "EMPTY, which is empty"},
 		{"two kinds of key", `{"providers":{"f":{"kind":"anthropic","api_key_env":"K","api_key_secret":"s"}},"routes":{"default":{"rungs":[{"provider":"f","model":"m","price":{"input":1,"output":2}}]}}}`, "exclusive"},
 		{"region off bedrock", `{"providers":{"f":{"kind":"anthropic","region":"us-east-1"}},"routes":{"default":{"rungs":[{"provider":"f","model":"m","price":{"input":1,"output":2}}]}}}`, "region and endpoint are for bedrock"},
+		{"a provider name with a hash", `{"providers":{"f#1":{"kind":"fake"}},"routes":{"default":{"rungs":[{"provider":"f#1","price":{"input":1,"output":2}}]}}}`, "may not hold"},
 		{"limits that limit nothing", `{"providers":{"f":{"kind":"fake","limits":{}}},"routes":{"default":{"rungs":[` + rung + `]}}}`, "limits"},
 		{"negative limits", `{"providers":{"f":{"kind":"fake","limits":{"requests_per_minute":-1,"tokens_per_minute":5}}},"routes":{"default":{"rungs":[` + rung + `]}}}`, "limits"},
 		{"limits misspelt", `{"providers":{"f":{"kind":"fake","limits":{"rpm":5}}},"routes":{"default":{"rungs":[` + rung + `]}}}`, "rpm"},
@@ -158,5 +159,25 @@ func TestProviderLimitsReachEveryRung(t *testing.T) {
 	want := job.RateLimit{RequestsPerMinute: 500, TokensPerMinute: 90000}
 	if a, b := c.Routes["default"].Rungs, c.Routes["b"].Rungs; a[0].Limit != want || b[0].Limit != want || !a[1].Limit.IsZero() {
 		t.Fatalf("limits %+v %+v %+v", a[0].Limit, b[0].Limit, a[1].Limit)
+	}
+}
+
+// TestTenantInFlight: a default and per-tenant overrides, 0 lifting the
+// limit for one tenant; malformed entries are refused at start.
+func TestTenantInFlight(t *testing.T) {
+	c, err := config.Load(env(map[string]string{"AIJOBS_TENANT_IN_FLIGHT": "8, tenant-a=2 ,tenant-b=0"}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.InFlight.For("tenant-a") != 2 || c.InFlight.For("tenant-b") != 0 || c.InFlight.For("anyone") != 8 || !c.SharedLimits() {
+		t.Fatalf("in flight %+v", c.InFlight)
+	}
+	if c, _ := config.Load(env(nil)); c.InFlight.Any() || c.SharedLimits() {
+		t.Fatalf("no limit configured, yet %+v", c.InFlight)
+	}
+	for _, bad := range []string{"-1", "8,9", "x", "=3", "tenant-a=many"} {
+		if _, err := config.Load(env(map[string]string{"AIJOBS_TENANT_IN_FLIGHT": bad})); err == nil || !strings.Contains(err.Error(), "AIJOBS_TENANT_IN_FLIGHT") {
+			t.Errorf("%q: err %v", bad, err)
+		}
 	}
 }

@@ -49,7 +49,7 @@ type queue struct {
 	sent []string
 }
 
-func (q *queue) Send(_ context.Context, id string) error {
+func (q *queue) Send(_ context.Context, id, _ string) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.sent = append(q.sent, id)

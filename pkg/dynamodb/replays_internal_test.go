@@ -250,7 +250,7 @@ func atTheLimit(t *testing.T, st *Store, now time.Time, maxAttempts int) job.Job
 
 type sink struct{}
 
-func (sink) Send(context.Context, string) error { return nil }
+func (sink) Send(context.Context, string, string) error { return nil }
 
 // TestARecordAtTheLimitSurvivesItsReplays: a record created as large as a
 // create may be (the item limit less its life's room) is run through

@@ -68,3 +68,17 @@ func TestBucketConformance(t *testing.T) {
 	})
 	storetest.RunBuckets(t, dynamodb.NewBuckets(c, table))
 }
+
+// TestSlotConformance runs the slot suite against the buckets table on
+// DynamoDB (kumo, or AWS_ENDPOINT_URL).
+func TestSlotConformance(t *testing.T) {
+	c := awsclient.DynamoDB(awstest.Config(t, nil))
+	table := awstest.Prefix(t) + "-buckets"
+	if err := dynamodb.CreateBucketsTable(t.Context(), c, table); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_, _ = c.DeleteTable(context.Background(), &ddb.DeleteTableInput{TableName: aws.String(table)})
+	})
+	storetest.RunSlots(t, dynamodb.NewSlots(c, table))
+}

@@ -18,3 +18,7 @@ func TestQuarantineConformance(t *testing.T) {
 func TestBucketConformance(t *testing.T) {
 	storetest.RunBuckets(t, memstore.NewBuckets())
 }
+
+func TestSlotConformance(t *testing.T) {
+	storetest.RunSlots(t, memstore.NewSlots())
+}

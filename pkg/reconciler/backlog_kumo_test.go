@@ -80,7 +80,7 @@ func newStack(t *testing.T) stack {
 	st.queue, st.url = sqs.New(awsclient.SQS(counted), url, dlq), url
 	// Messages wait in the queue: the sweep runs as under a backlog.
 	for i := range 10 {
-		if err := sqs.New(plainSQS, url, dlq).Send(ctx, job.NewID("t", "waiting-"+strconv.Itoa(i))); err != nil {
+		if err := sqs.New(plainSQS, url, dlq).Send(ctx, job.NewID("t", "waiting-"+strconv.Itoa(i)), "t"); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -259,11 +259,11 @@ type recordingQueue struct {
 	sent []string
 }
 
-func (q *recordingQueue) Send(ctx context.Context, id string) error {
+func (q *recordingQueue) Send(ctx context.Context, id, tenant string) error {
 	q.mu.Lock()
 	q.sent = append(q.sent, id)
 	q.mu.Unlock()
-	return q.Queue.Send(ctx, id)
+	return q.Queue.Send(ctx, id, tenant)
 }
 
 // TestResentWithinTheBoundOnTheEmulator: among 2,000 queued jobs older

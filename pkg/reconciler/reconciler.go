@@ -41,7 +41,7 @@ type Store interface {
 // Queue re-sends a job's id to the workers, says how many messages wait in
 // it, and lists the job ids in its dead letter queue without removing them.
 type Queue interface {
-	Send(ctx context.Context, jobID string) error
+	Send(ctx context.Context, jobID, tenant string) error
 	Backlog(ctx context.Context) (int, error)
 	DeadLetterIDs(ctx context.Context, max int, hide time.Duration) ([]job.DeadLetter, error)
 }
@@ -453,7 +453,7 @@ func (r *Reconciler) one(ctx context.Context, n job.Nudge) resend {
 		log.Warn("nudging a stale job failed", "err", err)
 		return resendFailed
 	}
-	if err := r.cfg.Queue.Send(ctx, id); err != nil {
+	if err := r.cfg.Queue.Send(ctx, id, j.Tenant); err != nil {
 		// Nudged but not sent: it looks fresh until After passes again,
 		// then the next sweep finds it.
 		log.Warn("re-sending a stale job failed", "err", err)

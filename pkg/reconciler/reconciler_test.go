@@ -30,7 +30,7 @@ func (q *queue) DeadLetterIDs(_ context.Context, max int, _ time.Duration) ([]jo
 	return q.dead[:min(max, len(q.dead))], nil
 }
 
-func (q *queue) Send(_ context.Context, id string) error {
+func (q *queue) Send(_ context.Context, id, _ string) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.fail[id] {

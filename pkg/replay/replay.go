@@ -27,7 +27,7 @@ type Store interface {
 
 // Queue sends job ids to the workers.
 type Queue interface {
-	Send(ctx context.Context, jobID string) error
+	Send(ctx context.Context, jobID, tenant string) error
 }
 
 // DeadLetters is the dead letter queue, read and emptied by a replay.
@@ -164,7 +164,7 @@ func (r *Replayer) decide(ctx context.Context, id string, o Options) (job.Job, O
 		case j.LeaseLive(now):
 			return j, SkippedRunning
 		case j.State == job.Queued || j.State == job.Running:
-			return j, r.send(ctx, id, Resent, o)
+			return j, r.send(ctx, j, Resent, o)
 		}
 		// Failed: one explicit, recorded transition back to queued.
 		n := job.ReplayAttempts(j, o.Attempts)
@@ -182,7 +182,7 @@ func (r *Replayer) decide(ctx context.Context, id string, o Options) (job.Job, O
 			ExpiresAt: r.cfg.Retention.ExpiresAt(job.Failed, deadline)})
 		switch job.ErrorCode(err) {
 		case "":
-			return j, r.send(ctx, id, Replayed, o)
+			return j, r.send(ctx, j, Replayed, o)
 		case job.CodeConflict:
 			j, _ = job.ConflictJob(err) // it changed meanwhile: decide again
 			continue
@@ -209,11 +209,11 @@ func (r *Replayer) window(j job.Job) time.Duration {
 	return max(d, time.Minute)
 }
 
-func (r *Replayer) send(ctx context.Context, id string, o Outcome, opts Options) Outcome {
+func (r *Replayer) send(ctx context.Context, j job.Job, o Outcome, opts Options) Outcome {
 	if opts.DryRun {
 		return o
 	}
-	if err := r.cfg.Queue.Send(ctx, id); err != nil {
+	if err := r.cfg.Queue.Send(ctx, j.ID, j.Tenant); err != nil {
 		return Errored
 	}
 	return o

@@ -50,8 +50,27 @@ const MaxVisibility = 12 * time.Hour
 const ReasonAttribute = "aijobs_reason"
 
 // Send enqueues the job id.
-func (q *Queue) Send(ctx context.Context, jobID string) error {
-	return q.SendBody(ctx, job.QueueMessage{JobID: jobID}.Body())
+func (q *Queue) Send(ctx context.Context, jobID, tenant string) error {
+	_, err := q.client.SendMessage(ctx, &awssqs.SendMessageInput{
+		QueueUrl:       aws.String(q.url),
+		MessageBody:    aws.String(job.QueueMessage{JobID: jobID}.Body()),
+		MessageGroupId: group(tenant),
+	})
+	if err != nil {
+		return unavailable("send job message", err)
+	}
+	return nil
+}
+
+// group is a job message's MessageGroupId: its tenant, which makes the
+// standard job queue an SQS fair queue (docs/architecture.md, "Tenant
+// fairness"): a tenant with a backlog is deprioritised so that the
+// others' messages keep their dwell time. None for an unknown tenant.
+func group(tenant string) *string {
+	if tenant == "" {
+		return nil
+	}
+	return aws.String(tenant)
 }
 
 // SendBody enqueues a message whose body its reader declares: the callback
@@ -74,14 +93,15 @@ const MaxDelay = 15 * time.Minute
 // whole seconds, at most MaxDelay): a fresh message that stands in for one
 // whose receive count ran out while its job was alive, so a long-held or
 // long-backing-off job never reaches the DLQ by redrive.
-func (q *Queue) SendAfter(ctx context.Context, jobID string, delay time.Duration) error {
+func (q *Queue) SendAfter(ctx context.Context, jobID, tenant string, delay time.Duration) error {
 	if delay > MaxDelay {
 		delay = MaxDelay
 	}
 	_, err := q.client.SendMessage(ctx, &awssqs.SendMessageInput{
-		QueueUrl:     aws.String(q.url),
-		MessageBody:  aws.String(job.QueueMessage{JobID: jobID}.Body()),
-		DelaySeconds: visibilitySeconds(delay),
+		QueueUrl:       aws.String(q.url),
+		MessageBody:    aws.String(job.QueueMessage{JobID: jobID}.Body()),
+		DelaySeconds:   visibilitySeconds(delay),
+		MessageGroupId: group(tenant),
 	})
 	if err != nil {
 		return unavailable("send job message", err)

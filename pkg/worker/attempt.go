@@ -26,12 +26,17 @@ type attempt struct {
 	quarantineFor time.Duration
 	providers     map[string]model.Provider
 	buckets       Buckets // nil: no rate limits
-	routes        map[string]job.Route
-	clock         job.Clock
-	timing        Timing
-	retention     job.Retention
-	rand          func() float64
-	meter         meter
+	// slots and inFlight keep each tenant to its limit of jobs in flight
+	// (nil: no limit); slot is this attempt's, once entered.
+	slots     Slots
+	inFlight  func(tenant string) int
+	slot      job.Slot
+	routes    map[string]job.Route
+	clock     job.Clock
+	timing    Timing
+	retention job.Retention
+	rand      func() float64
+	meter     meter
 
 	// The attempt itself: its message, the record as the claim left it
 	// (Attempts counts this attempt, Held holds its reserve), the lease
@@ -82,9 +87,17 @@ func (a *attempt) run(ctx context.Context) outcome {
 		return a.end(ctx, job.BudgetExhausted, "remaining budget below the first rung's worst case "+first.String()+" cents", job.Settlement{})
 	}
 
+	if !a.enter(ctx, route) {
+		return a.deferFor(ctx, a.timing.tenantWait(a.rand), "the tenant has its limit of jobs in flight")
+	}
+	defer a.leave(ctx)
 	if wait := a.take(ctx, route.Rungs[0], in, a.timing.maxInlineWait()); wait > 0 {
 		return a.deferFor(ctx, wait, "the provider's rate limit is spent")
 	}
+	// The attempt starts when its call may go: a wait for the bucket is
+	// neither run time nor part of the route's timeout, and the lease's
+	// cap counts from here (the claim's lease still covers the wait).
+	a.start = laterOf(a.start, a.clock.Now())
 
 	limit, cause := a.limit(ctx, route)
 	callCtx, stopCall := context.WithCancelCause(ctx)

@@ -51,7 +51,9 @@ func (a *attempt) climb(ctx context.Context, route job.Route, in job.Input, avai
 			if !a.holdFor(ctx, r.paid.Cost+wc) {
 				return r
 			}
-			if wait := a.take(ctx, rung, in, a.timing.maxInlineWait()); wait > 0 {
+			// No wait in place here: the route's timeout and the lease's
+			// cap are already running.
+			if wait := a.take(ctx, rung, in, 0); wait > 0 {
 				a.log.Info("no fallback: the next rung's provider is rate limited", "error_class", r.class, "rung", i, "wait_ms", wait.Milliseconds())
 				return r
 			}

@@ -34,8 +34,8 @@ func (w *Worker) handOff(ctx context.Context, m message, o outcome) outcome {
 	ctx, cancel := detached(ctx, w.cfg.Timing.handOffMargin())
 	defer cancel()
 	if o == outcomeKeep && m.jobID != "" {
-		delay := w.unneeded(ctx, m.jobID)
-		if err := w.cfg.Queue.SendAfter(ctx, m.jobID, delay); err != nil {
+		delay, tenant := w.unneeded(ctx, m)
+		if err := w.cfg.Queue.SendAfter(ctx, m.jobID, tenant, delay); err != nil {
 			m.log.Warn("renewing a message at its receive limit failed; it goes back", "err", err)
 			return o
 		}
@@ -85,14 +85,17 @@ func (w *Worker) markDeadLettered(ctx context.Context, id string, log *slog.Logg
 // a refused claim follows (job.WhyRefused): while it waits out a backoff
 // or another worker's live lease. A job that needs its message now (its
 // backoff outlasts its deadline, which the claim path then ends it for)
-// gets one at once; a record that cannot be read gets one lease TTL.
-func (w *Worker) unneeded(ctx context.Context, id string) time.Duration {
-	j, err := w.cfg.Store.Get(ctx, id)
+// gets one at once; a record that cannot be read gets one lease TTL. It
+// answers the job's tenant too, the fresh message's group.
+func (w *Worker) unneeded(ctx context.Context, m message) (time.Duration, string) {
+	j, err := w.cfg.Store.Get(ctx, m.jobID)
 	if err != nil {
-		return w.cfg.Timing.LeaseTTL
+		// The group SQS delivered the message in, where it says (AWS,
+		// moto; kumo does not).
+		return w.cfg.Timing.LeaseTTL, m.Attributes["MessageGroupId"]
 	}
 	if d := job.WhyRefused(j, w.cfg.Clock.Now()); d.Action == job.Wait {
-		return d.Delay
+		return d.Delay, j.Tenant
 	}
-	return 0
+	return 0, j.Tenant
 }

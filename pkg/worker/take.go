@@ -17,10 +17,10 @@ type Buckets interface {
 	Raise(context.Context, job.Raise) error
 }
 
-// maxInlineWait is the longest a take waits in place for its bucket
-// before the job is deferred instead: a wait this short costs less held
-// in place than a defer and a redelivery, and never outlasts the lease,
-// which before the heartbeat runs is the claim's alone.
+// maxInlineWait is the longest a first rung's take waits in place for
+// its bucket before the job is deferred instead: a wait this short costs
+// less held in place than a defer and a redelivery, and leaves half the
+// claim's lease, which nothing renews before the heartbeat starts.
 func (t Timing) maxInlineWait() time.Duration { return min(2*time.Second, t.LeaseTTL/2) }
 
 // take takes rung's worst case from its provider's bucket before a call,
@@ -142,4 +142,11 @@ func (a *attempt) deferFor(ctx context.Context, wait time.Duration, detail strin
 	a.log.Info("job deferred: the provider's rate limit is spent", "wait_ms", wait.Milliseconds(), "detail", detail)
 	a.meter.count("JobsDeferred", nil)
 	return outcomeKeep
+}
+
+func laterOf(a, b time.Time) time.Time {
+	if a.After(b) {
+		return a
+	}
+	return b
 }

@@ -54,7 +54,7 @@ type Queue interface {
 	// that failed: the heartbeat's extensions for a whole invocation.
 	ChangeVisibilities(ctx context.Context, changes map[string]time.Duration) map[string]error
 	DeadLetter(ctx context.Context, body, reason string) error
-	SendAfter(ctx context.Context, jobID string, delay time.Duration) error
+	SendAfter(ctx context.Context, jobID, tenant string, delay time.Duration) error
 }
 
 // Metrics receives the worker's counters (CloudWatch EMF in Lambda).
@@ -133,6 +133,11 @@ type Config struct {
 	// before a call on a rung whose provider declares limits; nil takes
 	// nothing (every call goes, as before limits).
 	Buckets Buckets
+	// Slots and InFlight keep each tenant to its limit of jobs in flight
+	// (InFlight's answer; 0 is none): a job over it is deferred, not run.
+	// Either nil: no limit.
+	Slots    Slots
+	InFlight func(tenant string) int
 	// Parking is where an outcome the store keeps refusing is parked, and
 	// where a dead attempt's outcome is looked for before it is written
 	// off (pkg/parking); nil parks nothing.

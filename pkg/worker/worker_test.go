@@ -109,7 +109,7 @@ func (q *queue) batched() [][]visibility {
 	return append([][]visibility(nil), q.batches...)
 }
 
-func (q *queue) SendAfter(_ context.Context, id string, d time.Duration) error {
+func (q *queue) SendAfter(_ context.Context, id, _ string, d time.Duration) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.failSends {

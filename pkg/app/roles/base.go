@@ -115,7 +115,7 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Base, error) {
 				return nil, fmt.Errorf("app: create quarantine table: %w", err)
 			}
 		}
-		if cfg.RateLimited() {
+		if cfg.SharedLimits() {
 			if err := dynamodb.CreateBucketsTable(ctx, ddb, cfg.BucketsTable); err != nil {
 				return nil, fmt.Errorf("app: create buckets table: %w", err)
 			}
@@ -180,6 +180,9 @@ func (b *Base) Worker(providers map[string]model.Provider, lot parking.Lot) *wor
 	}
 	if b.Config.RateLimited() {
 		cfg.Buckets = dynamodb.NewBuckets(b.DynamoDB, b.Config.BucketsTable)
+	}
+	if b.Config.InFlight.Any() {
+		cfg.Slots, cfg.InFlight = dynamodb.NewSlots(b.DynamoDB, b.Config.BucketsTable), b.Config.InFlight.For
 	}
 	return worker.New(cfg)
 }

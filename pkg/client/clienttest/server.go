@@ -206,7 +206,7 @@ type Queue struct {
 }
 
 // Send records a send, or fails it while failures remain.
-func (q *Queue) Send(_ context.Context, id string) error {
+func (q *Queue) Send(_ context.Context, id, _ string) error {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	if q.fail > 0 {

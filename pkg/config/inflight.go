@@ -1,0 +1,68 @@
+package config
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// InFlight is how many jobs each tenant may have in flight at once
+// (docs/architecture.md, "Tenant fairness"): Default for every tenant,
+// Tenants for those with their own; 0 is no limit.
+type InFlight struct {
+	Default int
+	Tenants map[string]int
+}
+
+// For is tenant's limit.
+func (l InFlight) For(tenant string) int {
+	if n, ok := l.Tenants[tenant]; ok {
+		return n
+	}
+	return l.Default
+}
+
+// Any reports whether any tenant has a limit.
+func (l InFlight) Any() bool {
+	for _, n := range l.Tenants {
+		if n > 0 {
+			return true
+		}
+	}
+	return l.Default > 0
+}
+
+// parseInFlight reads AIJOBS_TENANT_IN_FLIGHT: a default and overrides,
+// comma-separated ("8,tenant-a=2,tenant-b=0"; 0 lifts the limit for a
+// tenant). A tenant's name is as the API knows it (docs/architecture.md,
+// "Tenant identity"); it may not hold '=' or ','.
+func parseInFlight(text string) (InFlight, error) {
+	var l InFlight
+	if strings.TrimSpace(text) == "" {
+		return l, nil
+	}
+	for i, part := range strings.Split(text, ",") {
+		part = strings.TrimSpace(part)
+		name, count, named := strings.Cut(part, "=")
+		if !named {
+			count = name
+		}
+		n, err := strconv.Atoi(strings.TrimSpace(count))
+		switch {
+		case err != nil || n < 0:
+			return InFlight{}, fmt.Errorf("%q: want a count of 0 or more", part)
+		case !named && i > 0:
+			return InFlight{}, fmt.Errorf("%q: only the first entry may be the default; the others are tenant=count", part)
+		case !named:
+			l.Default = n
+		case strings.TrimSpace(name) == "":
+			return InFlight{}, fmt.Errorf("%q: no tenant", part)
+		default:
+			if l.Tenants == nil {
+				l.Tenants = map[string]int{}
+			}
+			l.Tenants[strings.TrimSpace(name)] = n
+		}
+	}
+	return l, nil
+}

@@ -1,0 +1,71 @@
+package worker
+
+import (
+	"context"
+	"time"
+
+	"github.com/aijobs/aijobs/pkg/job"
+)
+
+// Slots are the tenants' in-flight slots every worker shares
+// (docs/architecture.md, "Tenant fairness").
+type Slots interface {
+	Enter(context.Context, job.Slot) (bool, error)
+	Leave(context.Context, job.Slot) error
+}
+
+// tenantWait is how long a job whose tenant has its limit in flight is
+// deferred: a heartbeat or a backoff base, whichever is longer, up to
+// twice that at random, so a tenant's backlog comes back spread out and
+// the slots it waits for (attempts of seconds) have freed.
+func (t Timing) tenantWait(rnd func() float64) time.Duration {
+	d := max(t.BackoffBase, t.Heartbeat)
+	return d + time.Duration(rnd()*float64(d))
+}
+
+// enter takes the attempt's place among its tenant's jobs in flight, and
+// reports whether it may run; the place lasts at most until the
+// invocation's deadline, so a worker that dies frees it by then. A store
+// that does not answer lets the attempt run: fairness must not stop
+// every job when one table is out.
+func (a *attempt) enter(ctx context.Context, route job.Route) bool {
+	if a.slots == nil || a.inFlight == nil {
+		return true
+	}
+	limit := a.inFlight(a.j.Tenant)
+	if limit <= 0 {
+		return true
+	}
+	until := a.start.Add(route.Timeout() + a.timing.AttemptMargin + finishTimeout)
+	if dl, ok := ctx.Deadline(); ok {
+		until = dl
+	}
+	a.slot = job.Slot{Tenant: a.j.Tenant, JobID: a.j.ID, Now: a.clock.Now(), Until: until, Limit: limit}
+	ok, err := a.slots.Enter(ctx, a.slot)
+	if err != nil {
+		a.log.Warn("the tenant's slots did not answer; running without one", "err", err)
+		a.slot = job.Slot{}
+		return true
+	}
+	if !ok {
+		a.slot = job.Slot{}
+	}
+	return ok
+}
+
+// leaveTimeout bounds the slot's return, which runs after the outcome is
+// recorded, perhaps past the invocation's deadline margin.
+const leaveTimeout = 2 * time.Second
+
+// leave gives the attempt's slot back, whatever became of the attempt
+// (its end is the slot's own bound if this fails).
+func (a *attempt) leave(ctx context.Context) {
+	if a.slot.Tenant == "" {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaveTimeout)
+	defer cancel()
+	if err := a.slots.Leave(ctx, a.slot); err != nil {
+		a.log.Warn("leaving the tenant's slot failed; it frees itself at its end", "err", err)
+	}
+}
