@@ -106,6 +106,29 @@ const callbackDLQArrivalExpression = "FILL(sent, 0) + FILL(redriven, 0)"
 // Streams keeps a record 24 hours.
 const noticesHeldBack = 5 * time.Minute
 
+// The job queue is a fair queue: the API sends each job's message with
+// MessageGroupId = its tenant (pkg/sqs), which turns on SQS fair queues for
+// a standard queue. SQS then deprioritises a tenant it counts as noisy (a
+// large share of the messages in flight or of the consumers' time) so the
+// other, quiet tenants keep a low dwell time, and publishes, next to the
+// queue's usual metrics (AWS/SQS, dimension QueueName):
+//
+//   - ApproximateNumberOfNoisyGroups: the message groups, here tenants, it
+//     counts as noisy right now;
+//   - the ...InQuietGroups metrics: each the queue-level metric of the same
+//     name without the messages of noisy groups, so
+//     ApproximateAgeOfOldestMessageInQuietGroups is the age of the oldest
+//     job id of a tenant that is not noisy.
+//
+// SQS emits them only for a queue used as a fair queue and, like its other
+// metrics, only while the queue is active (SQS developer guide, "Fair
+// queues" and "Available CloudWatch metrics"): no datapoint is not a
+// breach. docs/deploy.md, "Alarms", says what an operator does.
+const (
+	oldestQuietMetric = "ApproximateAgeOfOldestMessageInQuietGroups"
+	noisyGroupsMetric = "ApproximateNumberOfNoisyGroups"
+)
+
 // reconcileStates are the values of the reconciler's State dimension.
 var reconcileStates = []string{"queued", "running"}
 
@@ -119,8 +142,11 @@ type Alarms struct {
 type Signals struct {
 	DLQArrivals awscloudwatch.IMetric
 	// DLQWaiting is the DLQ's messages, visible and in flight, hourly.
-	DLQWaiting      awscloudwatch.IMetric
-	OldestJob       awscloudwatch.IMetric
+	DLQWaiting awscloudwatch.IMetric
+	OldestJob  awscloudwatch.IMetric
+	// OldestQuietJob is the age of the oldest job id of a tenant SQS does
+	// not count as noisy (oldestQuietMetric).
+	OldestQuietJob  awscloudwatch.IMetric
 	WorkerErrors    awscloudwatch.IMetric
 	WorkerThrottles awscloudwatch.IMetric
 	API5xx          awscloudwatch.IMetric
@@ -184,6 +210,7 @@ func newSignals(m Monitored) Signals {
 			Period: seconds(time.Hour),
 		}),
 		OldestJob:       q.Jobs.MetricApproximateAgeOfOldestMessage(metricOptions("Maximum", period)),
+		OldestQuietJob:  q.Jobs.Metric(jsii.String(oldestQuietMetric), metricOptions("Maximum", period)),
 		WorkerErrors:    f.Worker.MetricErrors(metricOptions("Sum", period)),
 		WorkerThrottles: f.Worker.MetricThrottles(metricOptions("Sum", period)),
 		API5xx:          m.API.HTTP.MetricServerError(metricOptions("Sum", period)),
@@ -412,6 +439,16 @@ func alarmSpecs(cfg Config, sig Signals) []alarmSpec {
 			Metric: sig.DLQWaiting, Threshold: 0.5, Evaluations: dlqWaitingHours, ToAlarm: dlqWaitingHours},
 		{ID: "OldestJobAge", What: fmt.Sprintf("A job id has waited in the queue longer than the default job deadline (%s).", s.Limits.DefaultDeadline),
 			Metric: sig.OldestJob, Threshold: s.Limits.DefaultDeadline.Seconds()},
+		// The same rule as OldestJobAge (the default deadline, Maximum, one
+		// 5-minute period of one): a job that waited that long is abandoned
+		// on its next claim, whichever tenant it belongs to. Quiet groups are
+		// a subset of the queue, so when this one fires OldestJobAge does
+		// too: OldestJobAge alone is a noisy tenant waiting on its own
+		// backlog (fair queues at work), both mean the quiet tenants starve.
+		{ID: "OldestQuietJobAge", What: fmt.Sprintf("A job id of a tenant SQS does not count as noisy has waited in the job queue longer than the "+
+			"default job deadline (%s), although fair queues deprioritise the noisy tenants: a tenant's backlog is starving the others beyond "+
+			"what fair queues fix. Check the per-tenant in-flight limit (docs/architecture.md, Tenant fairness), then OldestJobAge's causes.",
+			s.Limits.DefaultDeadline), Metric: sig.OldestQuietJob, Threshold: s.Limits.DefaultDeadline.Seconds()},
 		{ID: "WorkerErrors", What: "The worker function failed an invocation (crash, timeout, out of memory).", Metric: sig.WorkerErrors, Threshold: 1},
 		{ID: "WorkerThrottles", What: "The worker function was throttled (account concurrency).", Metric: sig.WorkerThrottles, Threshold: 1},
 		{ID: "Api5xx", What: "The HTTP API answered 5xx.", Metric: sig.API5xx, Threshold: cfg.API5xxPer5Min},

@@ -126,6 +126,49 @@ func TestOldestJobAlarm(t *testing.T) {
 	}
 }
 
+// The fair queue's alarm: the oldest job id of a tenant SQS does not count
+// as noisy, on the job queue, against the default deadline like
+// OldestJobAge, notifying the alarm topic, and quiet while SQS publishes
+// nothing (an idle queue, no message groups yet).
+func TestOldestQuietJobAlarm(t *testing.T) {
+	s := defaults(t)
+	a := alarm(t, s, "OldestQuietJobAge")
+	queueID, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", s.cfg.Settings.QueueName()))
+	topicID, _ := s.one(t, "AWS::SNS::Topic", nil)
+	dims := a["Dimensions"].([]any)
+	dim := dims[0].(map[string]any)
+	if a["MetricName"] != "ApproximateAgeOfOldestMessageInQuietGroups" || a["Namespace"] != "AWS/SQS" || len(dims) != 1 ||
+		dim["Name"] != "QueueName" || ref(dim["Value"]) != queueID || a["Statistic"] != "Maximum" || a["Period"] != 300.0 {
+		t.Errorf("OldestQuietJobAge %v, want the job queue's ApproximateAgeOfOldestMessageInQuietGroups, Maximum over 5 minutes", a)
+	}
+	old := alarm(t, s, "OldestJobAge")
+	for k, want := range map[string]any{
+		"Threshold":          s.cfg.Settings.Limits.DefaultDeadline.Seconds(),
+		"ComparisonOperator": "GreaterThanOrEqualToThreshold",
+		"EvaluationPeriods":  1.0,
+		"DatapointsToAlarm":  1.0,
+		"TreatMissingData":   "notBreaching",
+	} {
+		if a[k] != want || old[k] != want {
+			t.Errorf("%s: OldestQuietJobAge %v, OldestJobAge %v, want both %v", k, a[k], old[k], want)
+		}
+	}
+	for _, k := range []string{"AlarmActions", "OKActions"} {
+		if acts, _ := a[k].([]any); len(acts) != 1 || ref(acts[0]) != topicID {
+			t.Errorf("OldestQuietJobAge %s = %v, want the alarm topic", k, a[k])
+		}
+	}
+	d, _ := a["AlarmDescription"].(string)
+	for _, w := range []string{"noisy", "per-tenant in-flight limit", "Tenant fairness", s.cfg.Settings.Limits.DefaultDeadline.String()} {
+		if !strings.Contains(d, w) {
+			t.Errorf("OldestQuietJobAge description %q does not say %q", d, w)
+		}
+	}
+	if len(d) > 1024 {
+		t.Errorf("OldestQuietJobAge: description of %d characters, CloudWatch allows 1024", len(d))
+	}
+}
+
 func TestFunctionAndAPIAlarms(t *testing.T) {
 	s := defaults(t)
 	worker, _ := s.one(t, "AWS::Lambda::Function", named("FunctionName", s.cfg.Settings.Prefix+"-worker"))
@@ -204,8 +247,8 @@ func TestAlarmsNotifyEncryptedTopic(t *testing.T) {
 		t.Errorf("key policy does not let CloudWatch publish: %s", policy)
 	}
 	alarms := s.resources("AWS::CloudWatch::Alarm")
-	if len(alarms) != 14 {
-		t.Errorf("%d alarms, want 14: %v", len(alarms), sortedKeys(alarms))
+	if len(alarms) != 15 {
+		t.Errorf("%d alarms, want 15: %v", len(alarms), sortedKeys(alarms))
 	}
 	for id, r := range alarms {
 		p := r["Properties"].(map[string]any)
@@ -232,11 +275,51 @@ func TestDashboard(t *testing.T) {
 	body, _ := json.Marshal(d["DashboardBody"])
 	for _, want := range []string{"SEARCH(", "JobsFailed", "JobsAbandoned", "CostCents", "ApproximateAgeOfOldestMessage",
 		dlqArrivalExpression, "ApproximateNumberOfMessagesNotVisible", "LeasesLost", "DuplicatesAbsorbed", "PoisonMessages", "AttemptDuration", "JobsSucceeded", "5xx",
-		"ReconcileCandidates", "Reconciled", "ReconcileErrors", `\"State\",\"queued\"`, `\"State\",\"running\"`, messagesLostExpression} {
+		"ReconcileCandidates", "Reconciled", "ReconcileErrors", `\"State\",\"queued\"`, `\"State\",\"running\"`, messagesLostExpression,
+		oldestQuietMetric, noisyGroupsMetric} {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("dashboard does not show %s", want)
 		}
 	}
+}
+
+// The fair queue's graph: the quiet tenants' oldest job id beside the
+// number of noisy tenants, both the job queue's, in one widget.
+func TestDashboardShowsFairness(t *testing.T) {
+	s := defaults(t)
+	_, d := s.one(t, "AWS::CloudWatch::Dashboard", nil)
+	var body struct {
+		Widgets []struct {
+			Properties struct {
+				Title   string  `json:"title"`
+				Metrics [][]any `json:"metrics"`
+			} `json:"properties"`
+		} `json:"widgets"`
+	}
+	if err := json.Unmarshal([]byte(render(d["DashboardBody"])), &body); err != nil {
+		t.Fatalf("dashboard body: %v", err)
+	}
+	queueID, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", s.cfg.Settings.QueueName()))
+	for _, w := range body.Widgets {
+		got := map[string]string{} // metric name -> its statistic, for the job queue's AWS/SQS metrics
+		for _, row := range w.Properties.Metrics {
+			if len(row) < 4 || row[0] != "AWS/SQS" || row[2] != "QueueName" {
+				continue
+			}
+			if row[3] != "${"+queueID+".QueueName}" {
+				continue
+			}
+			stat := ""
+			if opts, ok := row[len(row)-1].(map[string]any); ok {
+				stat, _ = opts["stat"].(string)
+			}
+			got[row[1].(string)] = stat
+		}
+		if got[oldestQuietMetric] == "Maximum" && got[noisyGroupsMetric] == "Maximum" {
+			return
+		}
+	}
+	t.Errorf("no widget graphs the job queue's %s and %s (Maximum) together", oldestQuietMetric, noisyGroupsMetric)
 }
 
 // The reconciler's two alarms: its function failing, and any job it had to

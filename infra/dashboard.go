@@ -64,6 +64,13 @@ func trafficRows(m Monitored, sig Signals) [][]awscloudwatch.IWidget {
 				q.DLQ.MetricApproximateNumberOfMessagesVisible(metricOptions("Maximum", period)),
 				q.DLQ.MetricApproximateNumberOfMessagesNotVisible(metricOptions("Maximum", period))),
 		},
+		{
+			// The job queue as a fair queue (alarms.go, oldestQuietMetric):
+			// the wait of the tenants SQS does not deprioritise, beside how
+			// many it does.
+			graph("Job queue fairness: oldest quiet-tenant job id (s), noisy tenants (right)", metrics(sig.OldestQuietJob),
+				q.Jobs.Metric(jsii.String(noisyGroupsMetric), metricOptions("Maximum", period))),
+		},
 	}
 }
 
