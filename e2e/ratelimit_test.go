@@ -9,7 +9,6 @@ import (
 	"math"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"slices"
 	"strconv"
 	"sync"
@@ -29,7 +28,7 @@ import (
 // behaviour before limits).
 var (
 	rlJobs = flag.Int("ratelimit.jobs", 300, "jobs per run of the rate-limit measurement (docs/benchmarks.md quotes 1,000)")
-	rlRPM  = flag.Int("ratelimit.rpm", 0, "the fake key's requests per minute (0: 600 on kumo, 240 on moto, which serves fewer calls a second)")
+	rlRPM  = flag.Int("ratelimit.rpm", 600, "the fake key's requests per minute")
 	rlTPM  = flag.Int("ratelimit.tpm", 0, "the fake key's tokens per minute (0: 100 per request)")
 	// rlOver declares limits this many times the key's real ones: the
 	// bucket then learns the real limit from the provider's own word
@@ -145,17 +144,9 @@ type rateRun struct {
 }
 
 // keyLimits are the fake key's requests and tokens a minute: the flags,
-// or what the emulator under the stack can carry with room to spare, so
-// that the key, not the machine, is what limits the run.
+// tokens 100 a request unless given.
 func keyLimits() (rpm, tpm int) {
-	rpm = *rlRPM
-	if rpm == 0 {
-		rpm = 600
-		if os.Getenv("AIJOBS_EMULATOR") == "moto" {
-			rpm = 240
-		}
-	}
-	tpm = *rlTPM
+	rpm, tpm = *rlRPM, *rlTPM
 	if tpm == 0 {
 		tpm = 100 * rpm
 	}

@@ -42,6 +42,12 @@ EXCLUDE=(
   # test's record, created as large as aijobs allows, is refused at create
   # (TestAnItemUnderDynamoDBsLimitIsRefused).
   TestARecordAtTheLimitSurvivesItsReplays
+  # Load, not semantics: under this measurement's load (about 8 writes a
+  # job, 10 jobs a second, -race) moto answers an UpdateItem in seconds;
+  # finishing writes time out and the dev server's worker overruns its 6 s
+  # function timeout, so a paid answer is now and then generated again.
+  # The bucket and slot conformance suites run on moto, and pass.
+  TestEveryWorkerObeysTheProviderKeysRateLimit
 )
 
 skip=

@@ -34,7 +34,7 @@ func (l InFlight) Any() bool {
 
 // parseInFlight reads AIJOBS_TENANT_IN_FLIGHT: a default and overrides,
 // comma-separated ("8,tenant-a=2,tenant-b=0"; 0 lifts the limit for a
-// tenant). A tenant's name is as the API knows it (docs/architecture.md,
+// tenant). A tenant's name is as the API knows it (docs/decisions.md,
 // "Tenant identity"); it may not hold '=' or ','.
 func parseInFlight(text string) (InFlight, error) {
 	var l InFlight

@@ -177,9 +177,15 @@ func (s *Buckets) Give(ctx context.Context, g job.Give) error {
 
 // Raise moves each of the bucket's times to at least r's (job.Raise),
 // one conditional write each: a time already later stays.
+// A time the last item seen already had at or after r's is not written:
+// times only move forward but for gives, so the write would change
+// nothing (or undo a give's few tokens).
 func (s *Buckets) Raise(ctx context.Context, r job.Raise) error {
+	s.mu.Lock()
+	seen := s.seen[r.Provider]
+	s.mu.Unlock()
 	for attr, at := range map[string]time.Time{bRequests: r.Requests, bTokens: r.Tokens} {
-		if at.IsZero() {
+		if at.IsZero() || !at.After(map[string]time.Time{bRequests: seen.Requests, bTokens: seen.Tokens}[attr]) {
 			continue
 		}
 		_, err := s.c.UpdateItem(ctx, &ddb.UpdateItemInput{TableName: aws.String(s.table), Key: bucketKey(r.Provider),

@@ -145,16 +145,27 @@ func Pause(provider string, until time.Time) Raise {
 // Lower is the raise that leaves a bucket under l no more than the
 // provider said is left at now (requests and tokens; a negative count
 // said nothing): each time moves to where exactly that many more takes
-// fit.
+// fit. A count of a burst or more says nothing a bucket does not already
+// allow, and raises nothing.
 func (l RateLimit) Lower(provider string, now time.Time, requests, tokens int64) Raise {
 	r := Raise{Provider: provider}
 	if rc := l.requestCost(); rc > 0 && requests >= 0 {
-		r.Requests = now.Add(Burst - time.Duration(requests)*rc)
+		r.Requests = ahead(now, Burst-time.Duration(requests)*rc)
 	}
 	if tokens >= 0 && l.TokensPerMinute > 0 {
-		r.Tokens = now.Add(Burst - l.tokenCost(tokens))
+		r.Tokens = ahead(now, Burst-l.tokenCost(tokens))
 	}
 	return r
+}
+
+// ahead is now+d when that is after now, else zero: a time at or before
+// now already allows every take, so raising to it would be a write that
+// changes nothing.
+func ahead(now time.Time, d time.Duration) time.Time {
+	if d <= 0 {
+		return time.Time{}
+	}
+	return now.Add(d)
 }
 
 func laterOf(a, b time.Time) time.Time {

@@ -87,17 +87,10 @@ func (a *attempt) run(ctx context.Context) outcome {
 		return a.end(ctx, job.BudgetExhausted, "remaining budget below the first rung's worst case "+first.String()+" cents", job.Settlement{})
 	}
 
-	if !a.enter(ctx, route) {
-		return a.deferFor(ctx, a.timing.tenantWait(a.rand), "the tenant has its limit of jobs in flight")
+	if o, ok := a.admit(ctx, route, in); !ok {
+		return o
 	}
 	defer a.leave(ctx)
-	if wait := a.take(ctx, route.Rungs[0], in, a.timing.maxInlineWait()); wait > 0 {
-		return a.deferFor(ctx, wait, "the provider's rate limit is spent")
-	}
-	// The attempt starts when its call may go: a wait for the bucket is
-	// neither run time nor part of the route's timeout, and the lease's
-	// cap counts from here (the claim's lease still covers the wait).
-	a.start = laterOf(a.start, a.clock.Now())
 
 	limit, cause := a.limit(ctx, route)
 	callCtx, stopCall := context.WithCancelCause(ctx)
@@ -130,6 +123,35 @@ func (a *attempt) run(ctx context.Context) outcome {
 	a.confirmHold(ctx)
 	a.meter.spent(r.paid.Cost)
 	return a.finish(ctx, r, why, max(first, a.j.Reserve))
+}
+
+// admit lets the attempt's first call go, or hands the job back
+// uncounted (job.Defer) and answers what becomes of the message: its
+// tenant must have a free slot among its jobs in flight, and the first
+// rung's key room in its bucket. A short wait for the bucket is waited in
+// place and the lease renewed after it. An admitted attempt holds its
+// tenant's slot until it leaves.
+func (a *attempt) admit(ctx context.Context, route job.Route, in job.Input) (outcome, bool) {
+	if !a.enter(ctx, route) {
+		return a.deferFor(ctx, a.timing.tenantWait(a.m.receives(), a.rand), "the tenant has its limit of jobs in flight"), false
+	}
+	wait, waited := a.take(ctx, route.Rungs[0], in, a.inlineWait(ctx, route))
+	o, ok := outcomeKeep, true
+	switch {
+	case wait > 0:
+		o, ok = a.deferFor(ctx, wait, "the provider's rate limit is spent"), false
+	case waited:
+		o, ok = a.renew(ctx)
+	}
+	if !ok {
+		a.leave(ctx)
+		return o, false
+	}
+	// The attempt starts when its call may go: a wait for the bucket is
+	// neither run time nor part of the route's timeout, and the lease's
+	// cap counts from here.
+	a.start = laterOf(a.start, a.clock.Now())
+	return o, true
 }
 
 // finish records how the climb r ended, why being the cause its calls were

@@ -53,7 +53,7 @@ func (a *attempt) climb(ctx context.Context, route job.Route, in job.Input, avai
 			}
 			// No wait in place here: the route's timeout and the lease's
 			// cap are already running.
-			if wait := a.take(ctx, rung, in, 0); wait > 0 {
+			if wait, _ := a.take(ctx, rung, in, 0); wait > 0 {
 				a.log.Info("no fallback: the next rung's provider is rate limited", "error_class", r.class, "rung", i, "wait_ms", wait.Milliseconds())
 				return r
 			}

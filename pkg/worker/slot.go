@@ -15,12 +15,14 @@ type Slots interface {
 }
 
 // tenantWait is how long a job whose tenant has its limit in flight is
-// deferred: a heartbeat or a backoff base, whichever is longer, up to
-// twice that at random, so a tenant's backlog comes back spread out and
-// the slots it waits for (attempts of seconds) have freed.
-func (t Timing) tenantWait(rnd func() float64) time.Duration {
-	d := max(t.BackoffBase, t.Heartbeat)
-	return d + time.Duration(rnd()*float64(d))
+// deferred, by the receives of its message: a heartbeat or a backoff
+// base, whichever is longer, doubling with each receive up to the backoff
+// ceiling, jittered. A tenant's backlog then steps out of the queue's way
+// as it grows, where a fixed wait would bring all of it back in front of
+// the other tenants' messages again and again (a standard queue without
+// fair ordering, as locally, serves what is visible first).
+func (t Timing) tenantWait(receives int, rnd func() float64) time.Duration {
+	return job.Backoff(receives, max(t.BackoffBase, t.Heartbeat), max(t.BackoffMax, t.BackoffBase, t.Heartbeat), rnd())
 }
 
 // enter takes the attempt's place among its tenant's jobs in flight, and

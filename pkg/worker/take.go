@@ -17,38 +17,71 @@ type Buckets interface {
 	Raise(context.Context, job.Raise) error
 }
 
-// maxInlineWait is the longest a first rung's take waits in place for
+// inlineWait is the longest a first rung's take may wait in place for
 // its bucket before the job is deferred instead: a wait this short costs
-// less held in place than a defer and a redelivery, and leaves half the
-// claim's lease, which nothing renews before the heartbeat starts.
-func (t Timing) maxInlineWait() time.Duration { return min(2*time.Second, t.LeaseTTL/2) }
+// less held in place than a defer and a redelivery. It leaves half the
+// claim's lease (at most 2 s in all), and never eats into the time the
+// invocation needs for the whole route and its margins after it: a wait
+// that would leave the call to be cut by the function's deadline is a
+// defer, not a gamble on a generation the provider bills.
+func (a *attempt) inlineWait(ctx context.Context, route job.Route) time.Duration {
+	w := min(2*time.Second, a.timing.LeaseTTL/2)
+	if dl, ok := ctx.Deadline(); ok {
+		w = min(w, time.Until(dl)-a.timing.LambdaMargin-route.Timeout()-a.timing.AttemptMargin)
+	}
+	return max(w, 0)
+}
 
 // take takes rung's worst case from its provider's bucket before a call,
 // waiting in place up to inline. It answers 0 when the call may go, else
-// the wait the bucket asks for. A bucket that cannot answer lets the call
-// go: an outage of the buckets table must not stop every model call, and
-// the provider's own limit still answers for itself.
-func (a *attempt) take(ctx context.Context, rung job.Rung, in job.Input, inline time.Duration) time.Duration {
+// the wait the bucket asks for, and whether it waited in place. A bucket
+// that cannot answer lets the call go: an outage of the buckets table
+// must not stop every model call, and the provider's own limit still
+// answers for itself.
+func (a *attempt) take(ctx context.Context, rung job.Rung, in job.Input, inline time.Duration) (time.Duration, bool) {
 	if rung.Limit.IsZero() || a.buckets == nil {
-		return 0
+		return 0, false
 	}
+	waited := false
 	for {
 		got, err := a.buckets.Take(ctx, job.Take{Provider: rung.Provider, Limit: rung.Limit, Now: a.clock.Now(), Tokens: rung.WorstTokens(in)})
 		switch {
 		case err != nil:
 			a.log.Warn("the provider's bucket did not answer; calling without a take", "provider", rung.Provider, "err", err)
-			return 0
+			return 0, waited
 		case got.OK:
-			return 0
+			return 0, waited
 		case got.Wait > inline || ctx.Err() != nil:
-			return got.Wait
+			return got.Wait, waited
 		}
 		inline -= got.Wait
+		waited = true
 		select {
 		case <-ctx.Done():
 		case <-time.After(got.Wait):
 		}
 	}
+}
+
+// renew extends the claim's lease after a wait in place for the bucket,
+// before the heartbeat starts: the call begins with a whole lease ahead
+// of it, as if claimed now, or a slow store's first renewal could come
+// after the lease guard had stopped a call the provider bills. A lease
+// lost meanwhile (a cancel) settles the attempt as lost; a store that
+// does not answer defers the job, since the call would run on a short
+// lease.
+func (a *attempt) renew(ctx context.Context) (outcome, bool) {
+	now := a.clock.Now()
+	j, err := a.store.Heartbeat(ctx, job.Heartbeat{ID: a.j.ID, Owner: a.owner, Now: now, LeaseUntil: now.Add(a.timing.LeaseTTL)})
+	switch job.ErrorCode(err) {
+	case "":
+		a.j.LeaseUntil, a.j.UpdatedAt = j.LeaseUntil, j.UpdatedAt
+		return outcomeKeep, true
+	case job.CodeConflict:
+		return a.settleLost(ctx, job.Cancelled, job.Settlement{}), false
+	}
+	a.log.Warn("renewing the lease after waiting for the bucket failed; deferring", "err", err)
+	return a.deferFor(ctx, a.timing.LeaseTTL, "the lease could not be renewed after waiting for the provider's rate limit"), false
 }
 
 // untake tells the bucket how a call on rung went: the tokens its take

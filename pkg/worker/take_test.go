@@ -151,3 +151,23 @@ func TestAnAnswerSayingNothingIsLeftLowersTheBucket(t *testing.T) {
 		t.Fatalf("plenty left moved the bucket to %s after the start", bk.Requests.Sub(before))
 	}
 }
+
+// TestAShortWaitForTheBucketIsWaitedInPlace: with a key allowed one call
+// every 100 ms and a lease of 300 ms (so waits up to 150 ms are waited in
+// place), two jobs delivered together both run in this invocation, the
+// second after its wait and a renewal of its lease, and none is
+// deferred.
+func TestAShortWaitForTheBucketIsWaitedInPlace(t *testing.T) {
+	f := setup(t, ok(100))
+	f.rateLimited(job.RateLimit{RequestsPerMinute: 600}, memstore.NewBuckets())
+	a, b := f.create("k1", nil), f.create("k2", nil)
+	f.deliver(body(a.ID), body(b.ID))
+	for _, id := range []string{a.ID, b.ID} {
+		if got := f.get(id); got.State != job.Succeeded || got.Attempts != 1 {
+			t.Fatalf("job %+v", got)
+		}
+	}
+	if n := f.metrics.get("JobsDeferred"); n != 0 {
+		t.Fatalf("%v jobs deferred", n)
+	}
+}

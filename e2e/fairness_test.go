@@ -1,0 +1,103 @@
+package e2e
+
+import (
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aijobs/aijobs/pkg/job"
+)
+
+// inFlightKey is an OpenAI-shaped provider that answers after a pause
+// and keeps, per tenant (named in the prompt), how many calls it is
+// answering at once and the most it ever was.
+type inFlightKey struct {
+	srv *httptest.Server
+	mu  sync.Mutex
+	now map[string]int
+	top map[string]int
+}
+
+var tenantMarker = regexp.MustCompile(`\[\[tenant:([a-z-]+)\]\]`)
+
+func newInFlightKey(t *testing.T, pause time.Duration) *inFlightKey {
+	k := &inFlightKey{now: map[string]int{}, top: map[string]int{}}
+	k.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		buf := make([]byte, 4096)
+		n, _ := r.Body.Read(buf)
+		tenant := ""
+		if m := tenantMarker.FindSubmatch(buf[:n]); m != nil {
+			tenant = string(m[1])
+		}
+		k.mu.Lock()
+		k.now[tenant]++
+		k.top[tenant] = max(k.top[tenant], k.now[tenant])
+		k.mu.Unlock()
+		defer func() {
+			k.mu.Lock()
+			k.now[tenant]--
+			k.mu.Unlock()
+		}()
+		time.Sleep(pause)
+		w.Header().Set("Content-Type", "text/event-stream")
+		openaiDelta(w, "done")
+		openaiEnd(w, 10, 2)
+	}))
+	t.Cleanup(k.srv.Close)
+	return k
+}
+
+func (k *inFlightKey) most(tenant string) int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.top[tenant]
+}
+
+// TestATenantNeverHasMoreThanItsLimitInFlight: with every tenant allowed
+// 2 jobs in flight and one tenant 0 (no limit), 20 worker places and a
+// provider that takes 300 ms a call, a tenant's 30 jobs never have more
+// than 2 calls at the provider at once, and each succeeds with one
+// attempt (a job over the limit waits uncounted); the unlimited tenant's
+// 12 jobs run more than 2 at once. What the provider saw is the measure:
+// slots shared through the buckets table, across the dev server's
+// concurrent batches.
+func TestATenantNeverHasMoreThanItsLimitInFlight(t *testing.T) {
+	t.Parallel()
+	k := newInFlightKey(t, time.Second)
+	routes := fmt.Sprintf(`{"providers": {"key": {"kind": "openai", "base_url": %q}},
+	  "routes": {"default": {"rungs": [{"provider": "key", "model": "gpt-e2e", "price": {"input": "15", "output": "60"}, "timeout": "3s"}]}}}`, k.srv.URL+"/v1")
+	s := startStackWith(t, map[string]string{"AIJOBS_ROUTES": routes, "AIJOBS_TENANT_IN_FLIGHT": "2,jwt:free=0", "AIJOBS_MAX_CONCURRENCY": "4",
+		"AIJOBS_LEASE_TTL": "4s", "AIJOBS_HEARTBEAT": "500ms"}, false)
+	// Each tenant's jobs are sent all at once (one submitter each), the
+	// unlimited tenant's first, so the queue can hand them out together.
+	var ids []string
+	for _, tenant := range []string{"free", "busy"} {
+		n := map[string]int{"free": 12, "busy": 30}[tenant]
+		got := make([]string, n)
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				got[i] = s.submit(tenant, fmt.Sprintf("%s-%d", tenant, i), jobBody(fmt.Sprintf("[[tenant:%s]] job %d", tenant, i), ""))
+			}()
+		}
+		wg.Wait()
+		ids = append(ids, got...)
+	}
+	for _, j := range awaitAll(t, s, ids, 3*time.Minute) {
+		if j.State != job.Succeeded || j.Attempts != 1 {
+			t.Errorf("job %s of %s: %s after %d attempts (%s)", j.ID, j.Tenant, j.State, j.Attempts, j.ErrorDetail)
+		}
+	}
+	if got := k.most("busy"); got != 2 {
+		t.Errorf("the limited tenant had at most %d calls at the provider at once, want its limit, 2", got)
+	}
+	if got := k.most("free"); got <= 2 {
+		t.Errorf("the unlimited tenant had at most %d calls at once: it was held to another's limit (%v)", got, k.top)
+	}
+}
