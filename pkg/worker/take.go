@@ -160,6 +160,10 @@ func (a *attempt) deferFor(ctx context.Context, wait time.Duration, detail strin
 		_, err := a.store.Defer(ctx, d)
 		return err
 	})
+	if a.beatsDone != nil {
+		// A renewal landing after the hiding below would undo it.
+		a.beatsDone()
+	}
 	switch job.ErrorCode(err) {
 	case "":
 	case job.CodeConflict:
