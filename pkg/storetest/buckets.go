@@ -97,7 +97,7 @@ func RunBuckets(t *testing.T, s Buckets) {
 	if b, _ := s.Bucket(ctx, "low"); !b.Tokens.IsZero() {
 		t.Fatalf("a lower that said nothing of tokens moved them: %+v", b)
 	}
-	racingTakes(t, s, now)
+	t.Run("racing takers never pass the limit", func(t *testing.T) { racingTakes(t, s, now) })
 }
 
 // racingTakes: 40 takers at once on a bucket of 10 a second get exactly

@@ -59,15 +59,19 @@ func RunSlots(t *testing.T, s Slots) {
 	if !enter(later) {
 		t.Fatal("a slot that ended was still held")
 	}
+	t.Run("racing entrants never pass the limit", func(t *testing.T) { racingEntrants(t, s, now) })
+}
+
+// racingEntrants: 12 entrants at once on a tenant allowed 5 get exactly 5.
+func racingEntrants(t *testing.T, s Slots, now time.Time) {
 	var in atomic.Int64
 	var wg sync.WaitGroup
 	for i := range 12 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			sl := slot("tenant-race", i, time.Minute)
-			sl.Limit = 5
-			if ok, err := s.Enter(ctx, sl); err != nil {
+			sl := job.Slot{Tenant: "tenant-race", JobID: "job_" + strconv.Itoa(i), Now: now, Until: now.Add(time.Minute), Limit: 5}
+			if ok, err := s.Enter(t.Context(), sl); err != nil {
 				t.Error(err)
 			} else if ok {
 				in.Add(1)
