@@ -42,7 +42,11 @@ func newInFlightKey(t *testing.T, pause time.Duration) *inFlightKey {
 			k.now[tenant]--
 			k.mu.Unlock()
 		}()
-		time.Sleep(pause)
+		select {
+		case <-r.Context().Done(): // the worker stopped the call: it is no longer in flight
+			return
+		case <-time.After(pause):
+		}
 		w.Header().Set("Content-Type", "text/event-stream")
 		openaiDelta(w, "done")
 		openaiEnd(w, 10, 2)

@@ -35,6 +35,9 @@ EXCLUDE=(
   # where 10 fit).
   TestBucketConformance/racing_takers_never_pass_the_limit
   TestSlotConformance/racing_entrants_never_pass_the_limit
+  # ... and, end to end, a tenant held to 2 had 3 calls at the provider at
+  # once.
+  TestATenantNeverHasMoreThanItsLimitInFlight
   # Stream records of concurrent writes share a sequence number, and the dev
   # server's stream poller drops the second as already read: a terminal
   # job's notice is never sent (TestConcurrentWritesShareAStreamSequenceNumber).
