@@ -44,41 +44,35 @@ func TestConformance(t *testing.T) {
 // TestQuarantineConformance runs the quarantine suite against the
 // quarantine table on DynamoDB (kumo, or AWS_ENDPOINT_URL).
 func TestQuarantineConformance(t *testing.T) {
-	c := awsclient.DynamoDB(awstest.Config(t, nil))
-	table := awstest.Prefix(t) + "-quarantine"
-	if err := dynamodb.CreateQuarantineTable(t.Context(), c, table); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = c.DeleteTable(context.Background(), &ddb.DeleteTableInput{TableName: aws.String(table)})
-	})
+	c, table := sideTable(t, "quarantine", dynamodb.CreateQuarantineTable)
 	storetest.RunQuarantines(t, dynamodb.NewQuarantines(c, table))
 }
 
 // TestBucketConformance runs the bucket suite against the buckets table
 // on DynamoDB (kumo, or AWS_ENDPOINT_URL).
 func TestBucketConformance(t *testing.T) {
-	c := awsclient.DynamoDB(awstest.Config(t, nil))
-	table := awstest.Prefix(t) + "-buckets"
-	if err := dynamodb.CreateBucketsTable(t.Context(), c, table); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		_, _ = c.DeleteTable(context.Background(), &ddb.DeleteTableInput{TableName: aws.String(table)})
-	})
+	c, table := sideTable(t, "buckets", dynamodb.CreateBucketsTable)
 	storetest.RunBuckets(t, dynamodb.NewBuckets(c, table))
 }
 
 // TestSlotConformance runs the slot suite against the buckets table on
 // DynamoDB (kumo, or AWS_ENDPOINT_URL).
 func TestSlotConformance(t *testing.T) {
+	c, table := sideTable(t, "buckets", dynamodb.CreateBucketsTable)
+	storetest.RunSlots(t, dynamodb.NewSlots(c, table))
+}
+
+// sideTable is a fresh table beside the jobs table, made by create as the
+// dev server makes it and deleted after the test.
+func sideTable(t *testing.T, suffix string, create func(context.Context, dynamodb.TableAPI, string) error) (*ddb.Client, string) {
+	t.Helper()
 	c := awsclient.DynamoDB(awstest.Config(t, nil))
-	table := awstest.Prefix(t) + "-buckets"
-	if err := dynamodb.CreateBucketsTable(t.Context(), c, table); err != nil {
+	table := awstest.Prefix(t) + "-" + suffix
+	if err := create(t.Context(), c, table); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
 		_, _ = c.DeleteTable(context.Background(), &ddb.DeleteTableInput{TableName: aws.String(table)})
 	})
-	storetest.RunSlots(t, dynamodb.NewSlots(c, table))
+	return c, table
 }

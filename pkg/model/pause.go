@@ -110,3 +110,18 @@ func LeftOf(h http.Header) Left {
 	}
 	return l
 }
+
+// Heard puts on a call's result what its headers h, arriving at at, said
+// of the key's limits: on an error, the pause they asked for less the
+// time since (a stream may outlast a short reset, and the worker counts
+// the pause from the return); on an answer, what is left of each limit.
+// Every HTTP provider passes its result through it.
+func Heard(resp Response, err error, h http.Header, at time.Time) (Response, error) {
+	var me *Error
+	if errors.As(err, &me) {
+		me.Pause = max(PauseOf(h, at)-time.Since(at), 0)
+	} else if err == nil {
+		resp.Left = LeftOf(h)
+	}
+	return resp, err
+}

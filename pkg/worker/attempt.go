@@ -150,7 +150,9 @@ func (a *attempt) admit(ctx context.Context, route job.Route, in job.Input) (out
 	// The attempt starts when its call may go: a wait for the bucket is
 	// neither run time nor part of the route's timeout, and the lease's
 	// cap counts from here.
-	a.start = laterOf(a.start, a.clock.Now())
+	if now := a.clock.Now(); now.After(a.start) {
+		a.start = now
+	}
 	return o, true
 }
 

@@ -180,10 +180,3 @@ func (a *attempt) deferFor(ctx context.Context, wait time.Duration, detail strin
 	a.meter.count("JobsDeferred", nil)
 	return outcomeKeep
 }
-
-func laterOf(a, b time.Time) time.Time {
-	if a.After(b) {
-		return a
-	}
-	return b
-}

@@ -159,7 +159,7 @@ func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response,
 	defer resp.Body.Close()
 	at := time.Now()
 	out, err := c.answer(ctx, resp, r)
-	return paused(out, err, resp.Header, at)
+	return model.Heard(out, err, resp.Header, at)
 }
 
 // answer reads what the server answered, whatever its status.
@@ -244,18 +244,4 @@ func finish(output, modelName, reason, reqID string, u model.Usage) (model.Respo
 	}
 	detail := appendToken("stop_reason "+reason, reqID)
 	return model.Response{}, &model.Error{Class: class, Detail: detail, Usage: u, Err: fmt.Errorf("anthropic: %s", detail)}
-}
-
-// paused puts on the call's result what its headers, arriving at at,
-// said of the key's limits: on an error, the pause they asked for less the
-// time since (a stream may outlast a short reset, and the worker counts
-// the pause from the return); on an answer, what is left of each limit.
-func paused(resp model.Response, err error, h http.Header, at time.Time) (model.Response, error) {
-	var me *model.Error
-	if errors.As(err, &me) {
-		me.Pause = max(model.PauseOf(h, at)-time.Since(at), 0)
-	} else if err == nil {
-		resp.Left = model.LeftOf(h)
-	}
-	return resp, err
 }

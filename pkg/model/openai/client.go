@@ -135,7 +135,7 @@ func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response,
 	defer resp.Body.Close()
 	at := time.Now()
 	out, err := c.answer(ctx, resp, r)
-	return paused(out, err, resp.Header, at)
+	return model.Heard(out, err, resp.Header, at)
 }
 
 // answer reads what the server answered, whatever its status.
@@ -187,18 +187,4 @@ func finish(output, modelName, reason string, u model.Usage) (model.Response, er
 		return model.Response{}, &model.Error{Class: job.ContentFiltered, Detail: "openai: finish_reason content_filter", Usage: u}
 	}
 	return model.Response{Output: output, Model: modelName, FinishReason: reason, Usage: u}, nil
-}
-
-// paused puts on the call's result what its headers, arriving at at,
-// said of the key's limits: on an error, the pause they asked for less the
-// time since (a stream may outlast a short reset, and the worker counts
-// the pause from the return); on an answer, what is left of each limit.
-func paused(resp model.Response, err error, h http.Header, at time.Time) (model.Response, error) {
-	var me *model.Error
-	if errors.As(err, &me) {
-		me.Pause = max(model.PauseOf(h, at)-time.Since(at), 0)
-	} else if err == nil {
-		resp.Left = model.LeftOf(h)
-	}
-	return resp, err
 }
