@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/aijobs/aijobs/internal/apispec"
+	"github.com/aijobs/aijobs/internal/awstest"
 	"github.com/aijobs/aijobs/pkg/client"
 	"github.com/aijobs/aijobs/pkg/webhook"
 	"github.com/aijobs/aijobs/pkg/wire"
@@ -256,7 +257,7 @@ func TestCallbackLatencyAndCallsPerJob(t *testing.T) {
 	b, bops := count(with)
 	slices.Sort(latency)
 	p := func(q float64) time.Duration { return latency[min(len(latency)-1, int(q*float64(len(latency))))] }
-	t.Logf("callback latency, terminal write to receipt (%d jobs, kumo): p50 %s, p99 %s", n, p(0.50).Round(time.Millisecond), p(0.99).Round(time.Millisecond))
+	t.Logf("callback latency, terminal write to receipt (%d jobs, %s): p50 %s, p99 %s", n, awstest.Emulator(), p(0.50).Round(time.Millisecond), p(0.99).Round(time.Millisecond))
 	t.Logf("AWS calls per job (polls included, streams reads free): %.2f without a callback, %.2f with one (+%.2f)",
 		float64(a)/n, float64(b)/n, float64(b-a)/n)
 	t.Logf("without: %s", strings.Join(aops, " "))

@@ -57,7 +57,14 @@ func start() (string, func(), error) {
 		if err != nil {
 			return "", nil, err
 		}
-		return p.Endpoint, p.Stop, nil
+		// Through a front that hands moto its DynamoDB requests one at a
+		// time: DynamoDB's writes are atomic, moto's are not (moto.Front).
+		f, err := p.Atomic()
+		if err != nil {
+			p.Stop()
+			return "", nil, err
+		}
+		return f.Endpoint, func() { f.Stop(); p.Stop() }, nil
 	default:
 		return "", nil, fmt.Errorf("AIJOBS_EMULATOR=%q: want kumo or moto", e)
 	}

@@ -27,7 +27,8 @@ import (
 	streamtypes "github.com/aws/aws-sdk-go-v2/service/dynamodbstreams/types"
 )
 
-var endpoint string
+// endpoint is moto itself, front the Front before it (atomic_test.go).
+var endpoint, front string
 
 func TestMain(m *testing.M) {
 	p, err := Start()
@@ -35,18 +36,28 @@ func TestMain(m *testing.M) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
-	endpoint = p.Endpoint
+	f, err := p.Atomic()
+	if err != nil {
+		p.Stop()
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	endpoint, front = p.Endpoint, f.Endpoint
 	code := m.Run()
+	f.Stop()
 	p.Stop()
 	os.Exit(code)
 }
 
 // awsConfig is a plain SDK configuration for the server.
-func awsConfig() aws.Config {
+func awsConfig() aws.Config { return configFor(endpoint) }
+
+// configFor is a plain SDK configuration for the server at ep.
+func configFor(ep string) aws.Config {
 	return aws.Config{
 		Region:       "us-east-1",
 		Credentials:  credentials.NewStaticCredentialsProvider("moto", "moto", ""),
-		BaseEndpoint: aws.String(endpoint),
+		BaseEndpoint: aws.String(ep),
 	}
 }
 
