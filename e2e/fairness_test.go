@@ -105,3 +105,71 @@ func TestATenantNeverHasMoreThanItsLimitInFlight(t *testing.T) {
 		t.Errorf("the unlimited tenant had at most %d calls at once: it was held to another's limit (%v)", got, k.top)
 	}
 }
+
+// inFlight is how many calls tenant has at the provider now.
+func (k *inFlightKey) inFlight(tenant string) int {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.now[tenant]
+}
+
+// TestATenantsCreatesOverItsQueuedLimitAreRefused: a tenant allowed 3
+// jobs queued and 1 in flight, whose first job is at the provider, has 3
+// more accepted (they wait, deferred, still queued) and the next refused
+// 429 too_many_queued with Retry-After, its id never recorded; an
+// idempotent repeat of an accepted job is still a repeat, a tenant with
+// no limit is not refused, and a cancel of a queued job frees its place.
+// Every accepted job ends as it should, and once they have all started
+// the tenant can queue again. The places are shared through the buckets
+// table by the API and the worker.
+func TestATenantsCreatesOverItsQueuedLimitAreRefused(t *testing.T) {
+	t.Parallel()
+	k := newInFlightKey(t, 3*time.Second)
+	routes := fmt.Sprintf(`{"providers": {"key": {"kind": "openai", "base_url": %q}},
+	  "routes": {"default": {"rungs": [{"provider": "key", "model": "gpt-e2e", "price": {"input": "15", "output": "60"}, "timeout": "4s"}]}}}`, k.srv.URL+"/v1")
+	s := startStackWith(t, map[string]string{"AIJOBS_ROUTES": routes, "AIJOBS_TENANT_IN_FLIGHT": "1,jwt:free=0",
+		"AIJOBS_TENANT_QUEUED": "3,jwt:free=0", "AIJOBS_LEASE_TTL": "4s", "AIJOBS_HEARTBEAT": "1s"}, false)
+	body := func(i int) string { return jobBody(fmt.Sprintf("[[tenant:busy]] job %d", i), "") }
+	create := func(tenant string, i int) response {
+		return s.do("POST", "/jobs", tenant, map[string]string{"Idempotency-Key": fmt.Sprint("q-", i)}, body(i))
+	}
+	first := s.submit("busy", "q-0", body(0))
+	for deadline := time.Now().Add(30 * time.Second); k.inFlight("busy") == 0; time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the first job never reached the provider")
+		}
+	}
+	ids := []string{first}
+	for i := 1; i <= 3; i++ {
+		ids = append(ids, s.submit("busy", fmt.Sprint("q-", i), body(i)))
+	}
+	r := create("busy", 4)
+	if r.status != http.StatusTooManyRequests || r.body["code"] != "too_many_queued" || r.header.Get("Retry-After") == "" {
+		t.Fatalf("the fourth queued job: %d %v %s", r.status, r.header, r.raw)
+	}
+	if got := s.get("busy", job.NewID("jwt:busy", "q-4")); got.status != http.StatusNotFound {
+		t.Fatalf("the refused job was recorded: %d %s", got.status, got.raw)
+	}
+	if r := create("busy", 2); r.status != http.StatusOK || r.header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("the repeat of an accepted job at the limit: %d %s", r.status, r.raw)
+	}
+	if r := create("free", 4); r.status != http.StatusAccepted {
+		t.Fatalf("a tenant with no queued limit: %d %s", r.status, r.raw)
+	}
+	if r := s.do("POST", "/jobs/"+ids[3]+"/cancel", "busy", nil, ""); r.status != http.StatusOK {
+		t.Fatalf("cancel a queued job: %d %s", r.status, r.raw)
+	}
+	ids = append(ids, s.submit("busy", "q-4", body(4)))
+	for _, j := range awaitAll(t, s, ids, 2*time.Minute) {
+		want := job.Succeeded
+		if j.ID == ids[3] {
+			want = job.Abandoned
+		}
+		if j.State != want {
+			t.Errorf("job %s: %s, want %s (%s)", j.ID, j.State, want, j.ErrorDetail)
+		}
+	}
+	for i := 5; i < 8; i++ {
+		s.submit("busy", fmt.Sprint("q-", i), body(i))
+	}
+}

@@ -46,7 +46,13 @@ var (
 	// Quarantine (docs/architecture.md, "Quarantine"): a create reads
 	// whether its input is quarantined; a job that ends deterministically
 	// puts its input there.
-	apiQuarantineActions    = []string{"dynamodb:GetItem"}
+	apiQuarantineActions = []string{"dynamodb:GetItem"}
+	// A tenant's queued limit (docs/architecture.md, "Tenant fairness"): a
+	// create adds its job to the tenant's queued set with one conditional
+	// UpdateItem (or clears ended entries and adds again), a create not
+	// recorded and a cancel take it out: UpdateItem only, a refused add
+	// returning the item it saw.
+	apiBucketsActions       = []string{"dynamodb:UpdateItem"}
 	workerQuarantineActions = []string{"dynamodb:PutItem"}
 	workerTableActions      = []string{"dynamodb:UpdateItem", "dynamodb:GetItem"}
 	// Provider rate limits (docs/architecture.md, "Provider rate limits"):
@@ -55,7 +61,8 @@ var (
 	// the provider says its limit is spent, each one UpdateItem (which also
 	// creates a provider's first item: no PutItem), and reads a bucket
 	// (GetItem; pkg/dynamodb.Buckets calls nothing else).
-	// Only the worker calls models, so only it has the table.
+	// Only the worker calls models, so only it reads the table; the API
+	// writes its tenants' queued sets there.
 	workerBucketsActions = []string{"dynamodb:GetItem", "dynamodb:UpdateItem"}
 	// SendMessage: at its receive limit a message whose job is alive is
 	// replaced by a fresh, delayed one (docs/architecture.md, step 6).
@@ -129,7 +136,8 @@ func functionsEnv(cfg Config, sh Shared) map[string]*string {
 // newAPIFunction is the function behind the HTTP API (newAPI), with a role
 // for exactly what the API calls. Besides the shared environment it gets
 // the tenants table and the signing secret, which only its webhook key
-// routes use, and the quarantine table its creates check.
+// routes use, the quarantine table its creates check, and the buckets
+// table, where its creates keep each tenant's queued jobs.
 func newAPIFunction(stack awscdk.Stack, cfg Config, sh Shared, env map[string]*string, logs awslogs.LogGroup) awslambda.Function {
 	s := cfg.Settings
 	role := newRole(stack, "ApiRole", "aijobs API function: create, read, list and cancel jobs; give each tenant its webhook key", logs,
@@ -138,10 +146,12 @@ func newAPIFunction(stack awscdk.Stack, cfg Config, sh Shared, env map[string]*s
 		allow(apiQueueActions, sh.Queues.Jobs.QueueArn()),
 		allow(apiTenantsActions, sh.Tenants.TableArn()),
 		allow(apiSecretActions, sh.WebhookSecret.SecretArn()),
-		allow(apiQuarantineActions, sh.Quarantine.TableArn()))
+		allow(apiQuarantineActions, sh.Quarantine.TableArn()),
+		allow(apiBucketsActions, sh.Buckets.TableArn()))
 	own := withEnv(env, map[string]*string{
 		"AIJOBS_TENANTS_TABLE":     sh.Tenants.TableName(),
 		"AIJOBS_WEBHOOK_SECRET_ID": sh.WebhookSecret.SecretArn(),
+		"AIJOBS_BUCKETS_TABLE":     sh.Buckets.TableName(),
 	})
 	return goFunction(stack, cfg, functionSpec{
 		ID: "Api", Name: "api",
@@ -167,7 +177,7 @@ func withEnv(env, own map[string]*string) map[string]*string {
 // newWorker is the worker function and its job queue event source, with a
 // role for exactly what the worker calls, the routes' models and their
 // rate-limit buckets included. Besides the shared environment it gets the
-// buckets table, which no other function uses.
+// buckets table, which only it and the API use.
 func newWorker(stack awscdk.Stack, cfg Config, sh Shared, env map[string]*string, logs awslogs.LogGroup) awslambda.Function {
 	s := cfg.Settings
 	// The routes' models and keys: computed (and checked) by LoadConfig.
@@ -190,7 +200,7 @@ func newWorker(stack awscdk.Stack, cfg Config, sh Shared, env map[string]*string
 	worker := goFunction(stack, cfg, functionSpec{
 		ID: "Worker", Name: "worker", Description: "aijobs worker: SQS batches of job ids, one claim per message",
 		AssetDir: cfg.WorkerAssetDir, MemoryMB: s.WorkerMemoryMB, Timeout: s.WorkerTimeout, Role: role, Logs: logs,
-		// The rate-limit buckets table: the worker's alone, as its grant.
+		// The rate-limit buckets table, as its grant.
 		Env: withEnv(env, map[string]*string{"AIJOBS_BUCKETS_TABLE": sh.Buckets.TableName()}),
 		// At least the mapping's MaxConcurrency (settings.Validate), so no
 		// other function can starve the worker into throttling: a throttled

@@ -124,6 +124,7 @@ func basePermissions(t *testing.T, s *synthesized) map[string][]string {
 			"dynamodb:GetItem on " + tenants, "dynamodb:UpdateItem on " + tenants,
 			"secretsmanager:GetSecretValue on " + secret,
 			"dynamodb:GetItem on " + quarantine, // is this input quarantined?
+			"dynamodb:UpdateItem on " + buckets, // a tenant's queued set: add, clear, remove
 		},
 		"worker": {
 			"dynamodb:GetItem on " + table, "dynamodb:UpdateItem on " + table,
@@ -196,10 +197,11 @@ func TestFunctionPermissionsAreExact(t *testing.T) {
 	}
 }
 
-// Only the worker has anything on the provider rate-limit buckets table,
-// and exactly GetItem and UpdateItem on the table itself (no PutItem, no
-// Query or Scan, no index): no other function's role, and not the
-// operators' policy, has any statement on it, with or without routes.
+// Only the worker and the API have anything on the buckets table: the
+// worker exactly GetItem and UpdateItem on the table itself (no PutItem, no
+// Query or Scan, no index), the API UpdateItem alone (a tenant's queued
+// set); no other function's role, and not the operators' policy, has any
+// statement on it, with or without routes.
 func TestBucketsTableGrants(t *testing.T) {
 	for name, s := range map[string]*synthesized{"defaults": defaults(t), "routed": routed(t)} {
 		id, _ := s.one(t, "AWS::DynamoDB::Table", named("TableName", s.cfg.Settings.BucketsTableName()))
@@ -215,8 +217,11 @@ func TestBucketsTableGrants(t *testing.T) {
 		for _, fn := range functionNames {
 			role, _ := roleOf(t, s, fn)
 			var want []string
-			if fn == "worker" {
+			switch fn {
+			case "worker":
 				want = []string{"dynamodb:GetItem on " + id, "dynamodb:UpdateItem on " + id}
+			case "api":
+				want = []string{"dynamodb:UpdateItem on " + id}
 			}
 			if got := on(grants(t, s, role)); !equalSets(got, want) {
 				t.Errorf("%s: %s may %v on the buckets table, want exactly %v", name, fn, got, want)

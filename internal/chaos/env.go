@@ -36,8 +36,12 @@ var timings = map[string]string{
 	"AIJOBS_MAX_RECEIVE_COUNT":    "7",
 	"AIJOBS_DEFAULT_MAX_TOKENS":   "32",
 	"AIJOBS_MAX_TOKENS":           "64",
-	"AIJOBS_LOG_LEVEL":            "warn",
-	"AIJOBS_METRICS":              "off",
+	// Every create enters its tenant's queued set and every first call
+	// leaves it, under the AWS faults; the limit is far above a run's
+	// jobs, so a set that only grows (leaves lost) still refuses nothing.
+	"AIJOBS_TENANT_QUEUED": "1000",
+	"AIJOBS_LOG_LEVEL":     "warn",
+	"AIJOBS_METRICS":       "off",
 }
 
 // skew is how far each worker process's clock is off (one behind, one

@@ -30,6 +30,9 @@ func (h *Handler) cancel(ctx context.Context, log *slog.Logger, tenant, id strin
 			ExpiresAt: h.retention.ExpiresAt(job.Abandoned, now),
 		})
 		if err == nil {
+			if j.Attempts == 0 { // never started: it held a queued place
+				h.leaveQueue(ctx, log, j)
+			}
 			return h.viewOrProblem(ctx, log, j)
 		}
 		switch job.ErrorCode(err) {

@@ -57,8 +57,14 @@ func (h *Handler) create(ctx context.Context, log *slog.Logger, ev events.APIGat
 			j.Budget, j.Model, j.Reserve))
 	}
 	log = log.With(slog.String("job_id", j.ID))
+	if bad := h.enterQueue(ctx, log, j); bad != nil {
+		return tooManyQueued(h.refusedUnlessRepeat(ctx, log, j, "check queued", bad))
+	}
 
 	created, err := h.store.Create(ctx, j)
+	if err != nil {
+		h.leaveQueue(ctx, log, j)
+	}
 	if err == nil {
 		if err := h.queue.Send(ctx, created.ID, created.Tenant); err != nil {
 			return h.enqueueProblem(ctx, log, fmt.Errorf("send new job %s: %w", created.ID, err))

@@ -62,7 +62,19 @@ type Config struct {
 	// Quarantines refuses a create whose input is quarantined for its
 	// tenant and route (job.Quarantine); nil checks nothing.
 	Quarantines Quarantines
+	// Queued holds each tenant's queued jobs, QueuedLimit says how many a
+	// tenant may have (AIJOBS_TENANT_QUEUED; 0: no limit): a create over
+	// it is refused 429 too_many_queued. Either nil limits nothing.
+	Queued      Slots
+	QueuedLimit func(tenant string) int
 	Logger      *slog.Logger
+}
+
+// Slots are the tenants' queued slots every API instance shares
+// (docs/architecture.md, "Tenant fairness").
+type Slots interface {
+	Enter(context.Context, job.Slot) (bool, error)
+	Leave(context.Context, job.Slot) error
 }
 
 // Quarantines answers whether an input is quarantined at now.
@@ -89,6 +101,8 @@ type Handler struct {
 	callbacks  CallbackChecker
 	signing    *Signing
 	quarantine Quarantines
+	queued     Slots
+	queuedMax  func(tenant string) int
 	latency    *routeLatency
 	log        *slog.Logger
 }
@@ -106,6 +120,8 @@ func New(cfg Config) *Handler {
 		callbacks:  cfg.Callbacks,
 		signing:    cfg.Signing,
 		quarantine: cfg.Quarantines,
+		queued:     cfg.Queued,
+		queuedMax:  cfg.QueuedLimit,
 		latency:    newRouteLatency(cfg.Routes),
 		log:        cfg.Logger,
 	}

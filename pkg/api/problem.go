@@ -40,6 +40,7 @@ var codes = map[wire.Code]codeInfo{
 	wire.CodeKeyReused:            {http.StatusUnprocessableEntity, "Idempotency key reused", ""},
 	wire.CodeInputQuarantined:     {http.StatusUnprocessableEntity, "Input quarantined", ""},
 	wire.CodeKeyVersionMoved:      {http.StatusConflict, "Key version moved", ""},
+	wire.CodeTooManyQueued:        {http.StatusTooManyRequests, "Too many jobs queued", ""},
 	wire.CodeEnqueueFailed:        {http.StatusServiceUnavailable, "Job not enqueued", ""},
 	wire.CodeUnavailable:          {http.StatusServiceUnavailable, "Service unavailable", job.CodeUnavailable},
 	wire.CodeInternal:             {http.StatusInternalServerError, "Internal error", job.CodeInternal},

@@ -69,7 +69,11 @@ type Config struct {
 	// InFlightText is AIJOBS_TENANT_IN_FLIGHT as given, and InFlight what
 	// it says.
 	InFlightText string
-	InFlight     InFlight
+	InFlight     TenantLimits
+	// QueuedText is AIJOBS_TENANT_QUEUED as given, and Queued what it
+	// says.
+	QueuedText string
+	Queued     TenantLimits
 	// Shortcut is the single-provider shortcut the variables describe.
 	Shortcut Shortcut
 
@@ -141,8 +145,11 @@ func Load(getenv func(string) string) (Config, error) {
 	} else if c.Providers, c.Routes, err = parseRoutes(c.RoutesJSON, getenv, c.Shortcut.Timeout); err != nil {
 		return Config{}, fmt.Errorf("config: AIJOBS_ROUTES: %w", err)
 	}
-	if c.InFlight, err = parseInFlight(c.InFlightText); err != nil {
+	if c.InFlight, err = parseTenantLimits(c.InFlightText); err != nil {
 		return Config{}, fmt.Errorf("config: AIJOBS_TENANT_IN_FLIGHT: %w", err)
+	}
+	if c.Queued, err = parseTenantLimits(c.QueuedText); err != nil {
+		return Config{}, fmt.Errorf("config: AIJOBS_TENANT_QUEUED: %w", err)
 	}
 	if _, ok := c.Routes[c.Settings.Limits.DefaultModel]; !ok {
 		return Config{}, fmt.Errorf("config: AIJOBS_ROUTES: no %q route (the model of a job that names none)", c.Settings.Limits.DefaultModel)
@@ -152,28 +159,28 @@ func Load(getenv func(string) string) (Config, error) {
 	for _, r := range c.Routes {
 		c.Settings.RouteTimeout = max(c.Settings.RouteTimeout, r.Timeout())
 	}
-	if c.Table == "" {
-		c.Table = c.Settings.TableName()
-	}
-	if c.ParkBucket == "" {
-		c.ParkBucket = c.Settings.ParkBucketName()
-	}
-	if c.TenantsTable == "" {
-		c.TenantsTable = c.Settings.TenantsTableName()
-	}
-	if c.QuarantineTable == "" {
-		c.QuarantineTable = c.Settings.QuarantineTableName()
-	}
-	if c.BucketsTable == "" {
-		c.BucketsTable = c.Settings.BucketsTableName()
-	}
-	if c.WebhookSecretID == "" {
-		c.WebhookSecretID = c.Settings.WebhookSecretName()
-	}
+	c.nameDefaults()
 	if err := c.Settings.Validate(); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
 	return c, nil
+}
+
+// nameDefaults names each resource left unnamed after the deployment's
+// prefix, as the dev server creates it.
+func (c *Config) nameDefaults() {
+	for _, d := range []struct {
+		v    *string
+		name string
+	}{
+		{&c.Table, c.Settings.TableName()}, {&c.ParkBucket, c.Settings.ParkBucketName()},
+		{&c.TenantsTable, c.Settings.TenantsTableName()}, {&c.QuarantineTable, c.Settings.QuarantineTableName()},
+		{&c.BucketsTable, c.Settings.BucketsTableName()}, {&c.WebhookSecretID, c.Settings.WebhookSecretName()},
+	} {
+		if *d.v == "" {
+			*d.v = d.name
+		}
+	}
 }
 
 // table is the shortcut's one `default` route, on a provider named
@@ -243,5 +250,5 @@ func (c Config) RateLimited() bool {
 
 // SharedLimits reports whether workers share limits through the buckets
 // table: a provider declares rate limits, or tenants have a limit in
-// flight.
-func (c Config) SharedLimits() bool { return c.RateLimited() || c.InFlight.Any() }
+// flight or queued.
+func (c Config) SharedLimits() bool { return c.RateLimited() || c.InFlight.Any() || c.Queued.Any() }

@@ -17,17 +17,30 @@ import (
 // map: ADD creates it with its first entry, and DELETE of an entry that is
 // gone is no error, so entering and leaving need no first write and no
 // read. An entry says when it ends; a full set is cleared of ended entries
-// and tried once more.
-const bSlots = "slots"
+// and tried once more. The same item holds a second set, of its queued
+// jobs (AIJOBS_TENANT_QUEUED), kept the same way.
+const (
+	bSlots  = "slots"
+	bQueued = "queued"
+)
 
-// Slots are the tenants' in-flight slots in the buckets table.
+// Slots are one kind of the tenants' slots in the buckets table: in
+// flight or queued.
 type Slots struct {
 	c     BucketClient
 	table string
+	set   string
 }
 
-// NewSlots returns the slots store over the buckets table.
-func NewSlots(c BucketClient, table string) *Slots { return &Slots{c: c, table: table} }
+// NewSlots returns the in-flight slots store over the buckets table.
+func NewSlots(c BucketClient, table string) *Slots { return &Slots{c: c, table: table, set: bSlots} }
+
+// NewQueueSlots returns the queued slots store over the buckets table: a
+// job's place among its tenant's queued jobs, from its create until its
+// first call starts.
+func NewQueueSlots(c BucketClient, table string) *Slots {
+	return &Slots{c: c, table: table, set: bQueued}
+}
 
 func slotKey(tenant string) map[string]types.AttributeValue { return bucketKey("tenant#" + tenant) }
 
@@ -38,7 +51,7 @@ func (s *Slots) Enter(ctx context.Context, sl job.Slot) (bool, error) {
 	for try := range 2 {
 		_, err := s.c.UpdateItem(ctx, &ddb.UpdateItemInput{TableName: aws.String(s.table), Key: slotKey(sl.Tenant),
 			ConditionExpression: aws.String("attribute_not_exists(#s) OR size(#s) < :limit"), UpdateExpression: aws.String("ADD #s :e"),
-			ExpressionAttributeNames: map[string]string{"#s": bSlots},
+			ExpressionAttributeNames: map[string]string{"#s": s.set},
 			ExpressionAttributeValues: map[string]types.AttributeValue{":e": &types.AttributeValueMemberSS{Value: []string{sl.Entry()}},
 				":limit": avN(int64(sl.Limit))},
 			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
@@ -69,7 +82,7 @@ func (s *Slots) clear(ctx context.Context, sl job.Slot, it map[string]types.Attr
 		}
 		it = out.Item
 	}
-	set, _ := it[bSlots].(*types.AttributeValueMemberSS)
+	set, _ := it[s.set].(*types.AttributeValueMemberSS)
 	var ended []string
 	if set != nil {
 		for _, e := range set.Value {
@@ -91,7 +104,7 @@ func (s *Slots) Leave(ctx context.Context, sl job.Slot) error {
 
 func (s *Slots) remove(ctx context.Context, tenant string, entries []string) error {
 	_, err := s.c.UpdateItem(ctx, &ddb.UpdateItemInput{TableName: aws.String(s.table), Key: slotKey(tenant),
-		UpdateExpression: aws.String("DELETE #s :e"), ExpressionAttributeNames: map[string]string{"#s": bSlots},
+		UpdateExpression: aws.String("DELETE #s :e"), ExpressionAttributeNames: map[string]string{"#s": s.set},
 		ExpressionAttributeValues: map[string]types.AttributeValue{":e": &types.AttributeValueMemberSS{Value: entries}}})
 	if err != nil {
 		return unavailable("leave a tenant slot", err)

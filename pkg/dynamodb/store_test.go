@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -11,6 +12,7 @@ import (
 	"github.com/aijobs/aijobs/internal/awstest"
 	"github.com/aijobs/aijobs/pkg/awsclient"
 	"github.com/aijobs/aijobs/pkg/dynamodb"
+	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/settings"
 	"github.com/aijobs/aijobs/pkg/storetest"
 )
@@ -60,6 +62,24 @@ func TestBucketConformance(t *testing.T) {
 func TestSlotConformance(t *testing.T) {
 	c, table := sideTable(t, "buckets", dynamodb.CreateBucketsTable)
 	storetest.RunSlots(t, dynamodb.NewSlots(c, table))
+}
+
+// TestQueueSlotConformance runs the slot suite against the queued slots,
+// and shows a tenant's two kinds of slots, on one item, counted apart.
+func TestQueueSlotConformance(t *testing.T) {
+	c, table := sideTable(t, "buckets", dynamodb.CreateBucketsTable)
+	storetest.RunSlots(t, dynamodb.NewQueueSlots(c, table))
+
+	now := time.Now()
+	sl := job.Slot{Tenant: "tenant-apart", JobID: "job_1", Now: now, Until: now.Add(time.Minute), Limit: 1}
+	for _, s := range []*dynamodb.Slots{dynamodb.NewSlots(c, table), dynamodb.NewQueueSlots(c, table)} {
+		if ok, err := s.Enter(t.Context(), sl); err != nil || !ok {
+			t.Fatalf("a job's slot in flight and its queued slot are counted together: %v, %v", ok, err)
+		}
+	}
+	if ok, _ := dynamodb.NewQueueSlots(c, table).Enter(t.Context(), job.Slot{Tenant: sl.Tenant, JobID: "job_2", Now: now, Until: sl.Until, Limit: 1}); ok {
+		t.Fatal("a second queued job entered past a limit of 1")
+	}
 }
 
 // sideTable is a fresh table beside the jobs table, made by create as the

@@ -45,3 +45,10 @@ func (m *Slots) Leave(_ context.Context, s job.Slot) error {
 	delete(m.by[s.Tenant], s.Entry())
 	return nil
 }
+
+// Len is how many entries tenant's set holds, ended or not, for tests.
+func (m *Slots) Len(tenant string) int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.by[tenant])
+}

@@ -28,9 +28,12 @@ type attempt struct {
 	buckets       Buckets // nil: no rate limits
 	// slots and inFlight keep each tenant to its limit of jobs in flight
 	// (nil: no limit); slot is this attempt's, once entered.
-	slots     Slots
-	inFlight  func(tenant string) int
-	slot      job.Slot
+	slots    Slots
+	inFlight func(tenant string) int
+	slot     job.Slot
+	// queued and queuedMax are the tenants' queued slots (nil: no limit).
+	queued    Slots
+	queuedMax func(tenant string) int
 	routes    map[string]job.Route
 	clock     job.Clock
 	timing    Timing
@@ -147,6 +150,7 @@ func (a *attempt) admit(ctx context.Context, route job.Route, in job.Input) (out
 		a.leave(ctx)
 		return o, false
 	}
+	a.started(ctx)
 	// The attempt starts when its call may go: a wait for the bucket is
 	// neither run time nor part of the route's timeout, and the lease's
 	// cap counts from here.

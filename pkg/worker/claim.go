@@ -96,7 +96,7 @@ func (w *Worker) refused(ctx context.Context, m message, cur job.Job, now time.T
 // timing and retention it follows, and the meter it counts in.
 func (w *Worker) newAttempt(m message, j job.Job, owner string, start time.Time) *attempt {
 	return &attempt{
-		store: w.cfg.Store, queue: w.cfg.Queue, lot: w.cfg.Parking, providers: w.cfg.Providers, buckets: w.cfg.Buckets, slots: w.cfg.Slots, inFlight: w.cfg.InFlight, routes: w.cfg.Routes,
+		store: w.cfg.Store, queue: w.cfg.Queue, lot: w.cfg.Parking, providers: w.cfg.Providers, buckets: w.cfg.Buckets, slots: w.cfg.Slots, inFlight: w.cfg.InFlight, queued: w.cfg.Queued, queuedMax: w.cfg.QueuedLimit, routes: w.cfg.Routes,
 		quarantine: w.cfg.Quarantine, quarantineFor: w.cfg.QuarantineFor,
 		clock: w.cfg.Clock, timing: w.cfg.Timing, retention: w.cfg.Retention, rand: w.cfg.Rand, meter: w.meter,
 		m: m, j: j, owner: owner, start: start, log: m.log.With("attempt", j.Attempts), held: j.Reserve,

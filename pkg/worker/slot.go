@@ -71,3 +71,20 @@ func (a *attempt) leave(ctx context.Context) {
 		a.log.Warn("leaving the tenant's slot failed; it frees itself at its end", "err", err)
 	}
 }
+
+// started gives back the job's place among its tenant's queued jobs, which
+// the API took at create, once its first attempt's call may start: a job
+// is queued until then, however often it was deferred. Only the first
+// attempt does: a retried job is no longer queued. A lost leave frees the
+// place at the job's deadline.
+func (a *attempt) started(ctx context.Context) {
+	if a.queued == nil || a.queuedMax == nil || a.j.Attempts != 1 || a.queuedMax(a.j.Tenant) <= 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, leaveTimeout)
+	defer cancel()
+	sl := job.Slot{Tenant: a.j.Tenant, JobID: a.j.ID, Until: a.j.Deadline}
+	if err := a.queued.Leave(ctx, sl); err != nil {
+		a.log.Warn("giving back the job's queued place failed; it frees itself at the deadline", "err", err)
+	}
+}

@@ -50,3 +50,39 @@ func TestATenantAtItsLimitInFlightWaitsAndOthersRun(t *testing.T) {
 		t.Fatalf("the deferred job once t1's slot was free: %+v", got)
 	}
 }
+
+// TestAJobIsQueuedUntilItsFirstCallMayStart: the queued place the API took
+// at create (AIJOBS_TENANT_QUEUED) is given back when the job's first
+// call may go, not when it is claimed: a job deferred for its tenant's
+// limit in flight is still queued, and leaves once it runs.
+func TestAJobIsQueuedUntilItsFirstCallMayStart(t *testing.T) {
+	f := setup(t, func(ctx context.Context, r model.Request, call int) (model.Response, error) {
+		time.Sleep(100 * time.Millisecond)
+		return model.Response{Output: "hi", Usage: model.Usage{InputTokens: 3}}, nil
+	})
+	inFlight, queued := memstore.NewSlots(), memstore.NewSlots()
+	one := func(string) int { return 1 }
+	f.w = f.newWorker(f.store, func(c *worker.Config) {
+		c.Slots, c.InFlight = inFlight, one
+		c.Queued, c.QueuedLimit = queued, func(string) int { return 10 }
+	})
+	a, b := f.create("k1", nil), f.create("k2", nil)
+	for _, j := range []job.Job{a, b} {
+		if ok, err := queued.Enter(t.Context(), job.Slot{Tenant: j.Tenant, JobID: j.ID, Now: time.Now(), Until: j.Deadline, Limit: 10}); !ok || err != nil {
+			t.Fatalf("enter %s: %v %v", j.ID, ok, err)
+		}
+	}
+	f.deliver(body(a.ID), body(b.ID))
+	waited := f.get(b.ID)
+	if waited.State != job.Queued {
+		waited = f.get(a.ID)
+	}
+	if waited.State != job.Queued || queued.Len(waited.Tenant) != 1 {
+		t.Fatalf("after one ran and one was deferred: deferred %s, %d queued entries, want 1", waited.State, queued.Len(waited.Tenant))
+	}
+	time.Sleep(time.Until(waited.NotBefore))
+	f.deliver(body(waited.ID))
+	if got := f.get(waited.ID); got.State != job.Succeeded || queued.Len(got.Tenant) != 0 {
+		t.Fatalf("the deferred job ran: %s, %d queued entries left, want 0", got.State, queued.Len(got.Tenant))
+	}
+}

@@ -138,6 +138,11 @@ type Config struct {
 	// Either nil: no limit.
 	Slots    Slots
 	InFlight func(tenant string) int
+	// Queued and QueuedLimit are the tenants' queued slots the API enters
+	// at create (AIJOBS_TENANT_QUEUED): a job's first attempt gives its
+	// place back when its call may start. Either nil: no limit.
+	Queued      Slots
+	QueuedLimit func(tenant string) int
 	// Parking is where an outcome the store keeps refusing is parked, and
 	// where a dead attempt's outcome is looked for before it is written
 	// off (pkg/parking); nil parks nothing.

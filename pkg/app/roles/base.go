@@ -157,6 +157,9 @@ func (b *Base) API(signing *api.Signing) *api.Handler {
 	if b.Quarantines != nil { // a nil *Quarantines in the interface would not be nil
 		cfg.Quarantines = b.Quarantines
 	}
+	if b.Config.Queued.Any() {
+		cfg.Queued, cfg.QueuedLimit = dynamodb.NewQueueSlots(b.DynamoDB, b.Config.BucketsTable), b.Config.Queued.For
+	}
 	return api.New(cfg)
 }
 
@@ -183,6 +186,9 @@ func (b *Base) Worker(providers map[string]model.Provider, lot parking.Lot) *wor
 	}
 	if b.Config.InFlight.Any() {
 		cfg.Slots, cfg.InFlight = dynamodb.NewSlots(b.DynamoDB, b.Config.BucketsTable), b.Config.InFlight.For
+	}
+	if b.Config.Queued.Any() {
+		cfg.Queued, cfg.QueuedLimit = dynamodb.NewQueueSlots(b.DynamoDB, b.Config.BucketsTable), b.Config.Queued.For
 	}
 	return worker.New(cfg)
 }

@@ -6,16 +6,16 @@ import (
 	"strings"
 )
 
-// InFlight is how many jobs each tenant may have in flight at once
-// (docs/architecture.md, "Tenant fairness"): Default for every tenant,
-// Tenants for those with their own; 0 is no limit.
-type InFlight struct {
+// TenantLimits is a count each tenant may have (docs/architecture.md,
+// "Tenant fairness"): jobs in flight at once, or jobs queued. Default for
+// every tenant, Tenants for those with their own; 0 is no limit.
+type TenantLimits struct {
 	Default int
 	Tenants map[string]int
 }
 
 // For is tenant's limit.
-func (l InFlight) For(tenant string) int {
+func (l TenantLimits) For(tenant string) int {
 	if n, ok := l.Tenants[tenant]; ok {
 		return n
 	}
@@ -23,7 +23,7 @@ func (l InFlight) For(tenant string) int {
 }
 
 // Any reports whether any tenant has a limit.
-func (l InFlight) Any() bool {
+func (l TenantLimits) Any() bool {
 	for _, n := range l.Tenants {
 		if n > 0 {
 			return true
@@ -32,12 +32,13 @@ func (l InFlight) Any() bool {
 	return l.Default > 0
 }
 
-// parseInFlight reads AIJOBS_TENANT_IN_FLIGHT: a default and overrides,
+// parseTenantLimits reads AIJOBS_TENANT_IN_FLIGHT or AIJOBS_TENANT_QUEUED:
+// a default and overrides,
 // comma-separated ("8,tenant-a=2,tenant-b=0"; 0 lifts the limit for a
 // tenant). A tenant's name is as the API knows it (docs/decisions.md,
 // "Tenant identity"); it may not hold '=' or ','.
-func parseInFlight(text string) (InFlight, error) {
-	var l InFlight
+func parseTenantLimits(text string) (TenantLimits, error) {
+	var l TenantLimits
 	if strings.TrimSpace(text) == "" {
 		return l, nil
 	}
@@ -50,13 +51,13 @@ func parseInFlight(text string) (InFlight, error) {
 		n, err := strconv.Atoi(strings.TrimSpace(count))
 		switch {
 		case err != nil || n < 0:
-			return InFlight{}, fmt.Errorf("%q: want a count of 0 or more", part)
+			return TenantLimits{}, fmt.Errorf("%q: want a count of 0 or more", part)
 		case !named && i > 0:
-			return InFlight{}, fmt.Errorf("%q: only the first entry may be the default; the others are tenant=count", part)
+			return TenantLimits{}, fmt.Errorf("%q: only the first entry may be the default; the others are tenant=count", part)
 		case !named:
 			l.Default = n
 		case strings.TrimSpace(name) == "":
-			return InFlight{}, fmt.Errorf("%q: no tenant", part)
+			return TenantLimits{}, fmt.Errorf("%q: no tenant", part)
 		default:
 			if l.Tenants == nil {
 				l.Tenants = map[string]int{}

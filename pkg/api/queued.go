@@ -1,0 +1,78 @@
+package api
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/aws/aws-lambda-go/events"
+
+	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/wire"
+)
+
+// queuedRetryAfter is the Retry-After of a create refused for its
+// tenant's queued jobs: a place frees when a worker starts one of them,
+// which nobody can foretell, so the hint is a fixed few seconds that keeps
+// a client from hammering the API in the meantime.
+const queuedRetryAfter = 10 * time.Second
+
+// queueSlot is j's place among its tenant's queued jobs, or false when
+// the tenant has no limit. It lasts until j's deadline at the latest: a
+// job not started by then is abandoned, and a place whose leave was lost
+// frees itself then.
+func (h *Handler) queueSlot(j job.Job) (job.Slot, bool) {
+	if h.queued == nil || h.queuedMax == nil {
+		return job.Slot{}, false
+	}
+	limit := h.queuedMax(j.Tenant)
+	if limit <= 0 {
+		return job.Slot{}, false
+	}
+	return job.Slot{Tenant: j.Tenant, JobID: j.ID, Now: j.CreatedAt, Until: j.Deadline, Limit: limit}, true
+}
+
+// enterQueue takes j's place among its tenant's queued jobs before its
+// record is written, and answers the refusal when the tenant has its
+// limit queued. A slots store that does not answer lets the create
+// through: the limit bounds a backlog, it guards no money.
+func (h *Handler) enterQueue(ctx context.Context, log *slog.Logger, j job.Job) error {
+	sl, ok := h.queueSlot(j)
+	if !ok {
+		return nil
+	}
+	entered, err := h.queued.Enter(ctx, sl)
+	if err != nil {
+		log.WarnContext(ctx, "create: the queued limit did not answer; the create goes on", slog.String("error", errorText(err)))
+		return nil
+	}
+	if entered {
+		return nil
+	}
+	return refuse(wire.CodeTooManyQueued, "",
+		"this tenant has %d jobs queued, its limit: retry after some have started", sl.Limit)
+}
+
+// leaveQueue gives back j's queued place: one a create took for a record
+// it did not write (a repeat's, or a failed write's), or a cancelled
+// job's that never started. A lost leave frees itself at the job's
+// deadline.
+func (h *Handler) leaveQueue(ctx context.Context, log *slog.Logger, j job.Job) {
+	sl, ok := h.queueSlot(j)
+	if !ok {
+		return
+	}
+	if err := h.queued.Leave(ctx, sl); err != nil {
+		log.WarnContext(ctx, "giving back a queued place failed; it frees itself at the deadline", slog.String("error", errorText(err)))
+	}
+}
+
+// tooManyQueued adds the Retry-After of a create refused for its queued
+// limit; any other answer is left as it is.
+func tooManyQueued(resp events.APIGatewayV2HTTPResponse) events.APIGatewayV2HTTPResponse {
+	if resp.StatusCode == http.StatusTooManyRequests {
+		resp.Headers["Retry-After"] = seconds(queuedRetryAfter)
+	}
+	return resp
+}
