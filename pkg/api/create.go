@@ -58,7 +58,7 @@ func (h *Handler) create(ctx context.Context, log *slog.Logger, ev events.APIGat
 	}
 	log = log.With(slog.String("job_id", j.ID))
 	if bad := h.enterQueue(ctx, log, j); bad != nil {
-		return tooManyQueued(h.refusedUnlessRepeat(ctx, log, j, "check queued", bad))
+		return h.tooManyQueued(h.refusedUnlessRepeat(ctx, log, j, "check queued", bad))
 	}
 
 	created, err := h.store.Create(ctx, j)

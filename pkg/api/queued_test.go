@@ -32,7 +32,7 @@ func TestACreateOverTheTenantsQueuedLimitIsRefused(t *testing.T) {
 	records, sends := e.store.Len(), e.queue.count()
 	resp := e.do(t, createReq(t, "three", simpleBody))
 	p := decodeProblem(t, resp)
-	if resp.StatusCode != http.StatusTooManyRequests || p.Code != wire.CodeTooManyQueued || resp.Headers["Retry-After"] != "10" {
+	if resp.StatusCode != http.StatusTooManyRequests || p.Code != wire.CodeTooManyQueued || resp.Headers["Retry-After"] != seconds(e.h.retryAfter) {
 		t.Fatalf("over the limit: %d %+v %v", resp.StatusCode, p, resp.Headers)
 	}
 	if e.store.Len() != records || e.queue.count() != sends {

@@ -163,7 +163,9 @@ func TestProviderLimitsReachEveryRung(t *testing.T) {
 }
 
 // TestTenantInFlight: a default and per-tenant overrides, 0 lifting the
-// limit for one tenant; malformed entries are refused at start.
+// limit for one tenant; malformed entries, and limits past what one item
+// of the buckets table holds, are refused at start; AIJOBS_TENANT_QUEUED
+// reads the same way.
 func TestTenantInFlight(t *testing.T) {
 	c, err := config.Load(env(map[string]string{"AIJOBS_TENANT_IN_FLIGHT": "8, tenant-a=2 ,tenant-b=0"}))
 	if err != nil {
@@ -175,9 +177,15 @@ func TestTenantInFlight(t *testing.T) {
 	if c, _ := config.Load(env(nil)); c.InFlight.Any() || c.SharedLimits() {
 		t.Fatalf("no limit configured, yet %+v", c.InFlight)
 	}
-	for _, bad := range []string{"-1", "8,9", "x", "=3", "tenant-a=many"} {
-		if _, err := config.Load(env(map[string]string{"AIJOBS_TENANT_IN_FLIGHT": bad})); err == nil || !strings.Contains(err.Error(), "AIJOBS_TENANT_IN_FLIGHT") {
-			t.Errorf("%q: err %v", bad, err)
+	for _, bad := range []string{"-1", "8,9", "x", "=3", "tenant-a=many", "5001", "1,tenant-a=9999"} {
+		for _, name := range []string{"AIJOBS_TENANT_IN_FLIGHT", "AIJOBS_TENANT_QUEUED"} {
+			if _, err := config.Load(env(map[string]string{name: bad})); err == nil || !strings.Contains(err.Error(), name) {
+				t.Errorf("%s=%q: err %v", name, bad, err)
+			}
 		}
+	}
+	c, err = config.Load(env(map[string]string{"AIJOBS_TENANT_QUEUED": "1000,jwt:tenant-a=50"}))
+	if err != nil || c.Queued.For("jwt:tenant-a") != 50 || c.Queued.For("anyone") != 1000 || c.InFlight.Any() || !c.SharedLimits() {
+		t.Fatalf("queued %+v, in flight %+v, %v", c.Queued, c.InFlight, err)
 	}
 }

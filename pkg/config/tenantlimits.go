@@ -32,6 +32,13 @@ func (l TenantLimits) Any() bool {
 	return l.Default > 0
 }
 
+// MaxTenantLimit is the largest limit a tenant may have: its slots in
+// flight and queued are entries of about 45 bytes in string sets on one
+// item of the buckets table, and DynamoDB's item limit is 400 KB, so two
+// sets of 5,000 fit with room to spare (a full set's ended entries are
+// cleared when it refuses).
+const MaxTenantLimit = 5000
+
 // parseTenantLimits reads AIJOBS_TENANT_IN_FLIGHT or AIJOBS_TENANT_QUEUED:
 // a default and overrides,
 // comma-separated ("8,tenant-a=2,tenant-b=0"; 0 lifts the limit for a
@@ -52,6 +59,8 @@ func parseTenantLimits(text string) (TenantLimits, error) {
 		switch {
 		case err != nil || n < 0:
 			return TenantLimits{}, fmt.Errorf("%q: want a count of 0 or more", part)
+		case n > MaxTenantLimit:
+			return TenantLimits{}, fmt.Errorf("%q: at most %d (a tenant's entries share one DynamoDB item)", part, MaxTenantLimit)
 		case !named && i > 0:
 			return TenantLimits{}, fmt.Errorf("%q: only the first entry may be the default; the others are tenant=count", part)
 		case !named:
