@@ -3,9 +3,7 @@
 package moto
 
 import (
-	"errors"
 	"fmt"
-	"sync"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -49,34 +47,14 @@ func TestTheFrontKeepsOneItemsWritesApart(t *testing.T) {
 // racePuts has n writers put an item only if it is absent at once, all
 // the same item or each its own, and answers how many succeeded.
 func racePuts(t *testing.T, db *dynamodb.Client, table, pk string, n int, apart bool) int {
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		won   int
-		start = make(chan struct{})
-	)
-	for i := range n {
+	return racers(t, n, func(i int) error {
 		key := pk
 		if apart {
 			key = fmt.Sprint(pk, i)
 		}
-		wg.Go(func() {
-			<-start
-			_, err := db.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(table),
-				Item:                map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: key}, "by": &types.AttributeValueMemberN{Value: fmt.Sprint(i)}},
-				ConditionExpression: aws.String("attribute_not_exists(pk)")})
-			var ccf *types.ConditionalCheckFailedException
-			switch {
-			case err == nil:
-				mu.Lock()
-				won++
-				mu.Unlock()
-			case !errors.As(err, &ccf):
-				t.Errorf("writer %d: %v, want success or ConditionalCheckFailedException", i, err)
-			}
-		})
-	}
-	close(start)
-	wg.Wait()
-	return won
+		_, err := db.PutItem(t.Context(), &dynamodb.PutItemInput{TableName: aws.String(table),
+			Item:                map[string]types.AttributeValue{"pk": &types.AttributeValueMemberS{Value: key}, "by": &types.AttributeValueMemberN{Value: fmt.Sprint(i)}},
+			ConditionExpression: aws.String("attribute_not_exists(pk)")})
+		return err
+	})
 }

@@ -114,6 +114,25 @@ func race(ctx context.Context, t *testing.T, db *dynamodb.Client, table, pk stri
 	if _, err := db.PutItem(ctx, &dynamodb.PutItemInput{TableName: aws.String(table), Item: key}); err != nil {
 		t.Fatal(err)
 	}
+	return racers(t, n, func(i int) error {
+		values := maps.Clone(padValues)
+		values[":me"], values[":one"] = &types.AttributeValueMemberS{Value: fmt.Sprint("w", i)}, &types.AttributeValueMemberN{Value: "1"}
+		_, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
+			TableName:                 aws.String(table),
+			Key:                       key,
+			ConditionExpression:       aws.String("attribute_not_exists(#owner)"),
+			UpdateExpression:          aws.String("SET #owner = :me" + padSet + " ADD #claims :one"),
+			ExpressionAttributeNames:  map[string]string{"#owner": "owner", "#claims": "claims"},
+			ExpressionAttributeValues: values,
+		})
+		return err
+	})
+}
+
+// racers runs n conditional writes at once, write(i) being the i-th, and
+// answers how many succeeded; any answer but success or
+// ConditionalCheckFailedException fails t.
+func racers(t *testing.T, n int, write func(i int) error) int {
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
@@ -123,16 +142,7 @@ func race(ctx context.Context, t *testing.T, db *dynamodb.Client, table, pk stri
 	for i := range n {
 		wg.Go(func() {
 			<-start
-			values := maps.Clone(padValues)
-			values[":me"], values[":one"] = &types.AttributeValueMemberS{Value: fmt.Sprint("w", i)}, &types.AttributeValueMemberN{Value: "1"}
-			_, err := db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-				TableName:                 aws.String(table),
-				Key:                       key,
-				ConditionExpression:       aws.String("attribute_not_exists(#owner)"),
-				UpdateExpression:          aws.String("SET #owner = :me" + padSet + " ADD #claims :one"),
-				ExpressionAttributeNames:  map[string]string{"#owner": "owner", "#claims": "claims"},
-				ExpressionAttributeValues: values,
-			})
+			err := write(i)
 			var ccf *types.ConditionalCheckFailedException
 			switch {
 			case err == nil:
@@ -140,7 +150,7 @@ func race(ctx context.Context, t *testing.T, db *dynamodb.Client, table, pk stri
 				won++
 				mu.Unlock()
 			case !errors.As(err, &ccf):
-				t.Errorf("writer w%d: %v, want success or ConditionalCheckFailedException", i, err)
+				t.Errorf("writer %d: %v, want success or ConditionalCheckFailedException", i, err)
 			}
 		})
 	}
