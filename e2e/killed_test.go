@@ -55,6 +55,17 @@ func (o *openAIServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	o.mu.Unlock()
 }
 
+// buildDevServer builds the dev server binary for tests that kill and
+// restart it, and returns its path.
+func buildDevServer(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "aijobs-dev")
+	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/aijobs-dev").CombinedOutput(); err != nil {
+		t.Fatalf("build dev server: %v\n%s", err, out)
+	}
+	return bin
+}
+
 var apiLine = regexp.MustCompile(`API:\s+(http://\S+)`)
 
 // startDevProcess runs the dev server binary and returns its API URL.
@@ -93,10 +104,7 @@ func startDevProcess(t *testing.T, bin string, env map[string]string) (*exec.Cmd
 
 func TestWorkerKilledMidCallIsFinishedByAnother(t *testing.T) {
 	t.Parallel()
-	bin := filepath.Join(t.TempDir(), "aijobs-dev")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/aijobs-dev").CombinedOutput(); err != nil {
-		t.Fatalf("build dev server: %v\n%s", err, out)
-	}
+	bin := buildDevServer(t)
 	model := &openAIServer{first: make(chan struct{}), stop: make(chan struct{})}
 	srv := httptest.NewServer(model)
 	defer srv.Close()

@@ -9,8 +9,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -77,10 +75,7 @@ func refusingSuccesses(t *testing.T, endpoint string) string {
 // bucket empty again.
 func TestAWorkerKilledAfterParkingIsSettledByAnother(t *testing.T) {
 	t.Parallel()
-	bin := filepath.Join(t.TempDir(), "aijobs-dev")
-	if out, err := exec.Command("go", "build", "-o", bin, "../cmd/aijobs-dev").CombinedOutput(); err != nil {
-		t.Fatalf("build dev server: %v\n%s", err, out)
-	}
+	bin := buildDevServer(t)
 	model := &answeringModel{}
 	srv := httptest.NewServer(model)
 	defer srv.Close()

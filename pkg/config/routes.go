@@ -41,6 +41,15 @@ type ProviderSpec struct {
 	Endpoint string
 	// Stream asks for a streamed answer (progress while tokens arrive).
 	Stream bool
+	// Background makes an openai entry speak the Responses API in
+	// background mode: the provider keeps each generation by id, which
+	// the worker records on the job, so a worker that takes the job over
+	// fetches the answer instead of paying again (docs/architecture.md,
+	// "Resuming a paid generation").
+	Background bool
+	// PollEvery is how often a background generation is polled (zero:
+	// the provider's default, a second).
+	PollEvery time.Duration
 	// Latency is the fake provider's delay per call.
 	Latency time.Duration
 }
@@ -70,6 +79,8 @@ type providerDoc struct {
 	Region       string `json:"region"`
 	Endpoint     string `json:"endpoint"`
 	Stream       *bool  `json:"stream"`
+	Background   bool   `json:"background"`
+	PollEvery    string `json:"poll_every"`
 	Latency      string `json:"latency"`
 	// Limits are the key's rate limits, shared by every worker through
 	// one bucket per provider entry (docs/architecture.md, "Provider rate
@@ -208,6 +219,22 @@ func providerFrom(d providerDoc, getenv func(string) string) (ProviderSpec, erro
 	}
 	if d.Kind != KindFake && d.Latency != "" {
 		return p, fmt.Errorf("latency is for the fake provider")
+	}
+	if d.Background && d.Kind != KindOpenAI {
+		return p, fmt.Errorf("background is for openai (the Responses API)")
+	}
+	if d.Background && d.Stream != nil && *d.Stream {
+		return p, fmt.Errorf("background and stream are exclusive: a background response is polled, not streamed")
+	}
+	if d.Background {
+		p.Background, p.Stream = true, false
+	}
+	if d.PollEvery != "" {
+		e, err := time.ParseDuration(d.PollEvery)
+		if !d.Background || err != nil || e <= 0 {
+			return p, fmt.Errorf("poll_every %q: want a duration like 1s, on a background entry", d.PollEvery)
+		}
+		p.PollEvery = e
 	}
 	return p, nil
 }

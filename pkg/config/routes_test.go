@@ -66,6 +66,19 @@ func TestRoutesExample(t *testing.T) {
 	}
 }
 
+// An openai entry in background mode keeps its generations by id, and is
+// polled, not streamed.
+func TestABackgroundProviderIsNotStreamed(t *testing.T) {
+	doc := `{"providers":{"oa":{"kind":"openai","base_url":"https://api.openai.com/v1","background":true,"poll_every":"250ms"}},"routes":{"default":{"rungs":[{"provider":"oa","model":"gpt","price":{"input":1,"output":2}}]}}}`
+	c, err := config.Load(env(map[string]string{"AIJOBS_ROUTES": doc}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p := c.Providers["oa"]; !p.Background || p.Stream || p.PollEvery != 250*time.Millisecond {
+		t.Fatalf("provider %+v, want background and not streamed", p)
+	}
+}
+
 func TestShortcutIsOneDefaultRoute(t *testing.T) {
 	c, err := config.Load(env(map[string]string{"OPENAI_BASE_URL": "http://x/v1", "OPENAI_API_KEY": "sk-1", "AIJOBS_OPENAI_MODEL": "m", "AIJOBS_MODEL_TIMEOUT": "30s"}))
 	if err != nil {
@@ -115,6 +128,9 @@ func TestRoutesRefused(t *testing.T) {
 		{"limits that limit nothing", `{"providers":{"f":{"kind":"fake","limits":{}}},"routes":{"default":{"rungs":[` + rung + `]}}}`, "limits"},
 		{"negative limits", `{"providers":{"f":{"kind":"fake","limits":{"requests_per_minute":-1,"tokens_per_minute":5}}},"routes":{"default":{"rungs":[` + rung + `]}}}`, "limits"},
 		{"limits misspelt", `{"providers":{"f":{"kind":"fake","limits":{"rpm":5}}},"routes":{"default":{"rungs":[` + rung + `]}}}`, "rpm"},
+		{"background off openai", `{"providers":{"f":{"kind":"anthropic","background":true}},"routes":{"default":{"rungs":[{"provider":"f","model":"m","price":{"input":1,"output":2}}]}}}`, "background is for openai"},
+		{"poll_every without background", `{"providers":{"f":{"kind":"openai","base_url":"http://x","poll_every":"1s"}},"routes":{"default":{"rungs":[{"provider":"f","model":"m","price":{"input":1,"output":2}}]}}}`, "poll_every"},
+		{"background streamed", `{"providers":{"f":{"kind":"openai","base_url":"http://x","background":true,"stream":true}},"routes":{"default":{"rungs":[{"provider":"f","model":"m","price":{"input":1,"output":2}}]}}}`, "exclusive"},
 		{"route too long for the worker", `{` + fakeP + `,"routes":{"default":{"rungs":[{"provider":"f","price":{"input":1,"output":2},"timeout":"100s"},{"provider":"f","price":{"input":1,"output":2},"timeout":"100s"}],"fallback_on":["timeout"]}}}`, "worker timeout"},
 	}
 	for _, tt := range tests {

@@ -53,10 +53,15 @@ import (
 //	                                             the last one's HTTP status (0: no answer)
 //	cb_delivered_ms, cb_version                  N, the newest acknowledged delivery: when, and
 //	                                             which version of the job it carried
+//	pending                                      S, JSON of job.Pending, only once an attempt
+//	                                             started a generation its provider keeps by id
+//	                                             (job.Await); replaced by the next one
 //	settled                                      SS, the tokens of every finishing write applied
 //	                                             ("<lease owner>#succeed|release|end", "+cost"
 //	                                             for a refused one's cost add, "<lease owner>
-//	                                             #writeoff" for an attempt written off): a write whose
+//	                                             #writeoff" for an attempt written off, "<lease
+//	                                             owner>#replaced" once its estimate was replaced
+//	                                             by its late settlement or a resume): a write whose
 //	                                             token is there is never applied again, and a
 //	                                             retried write that was already applied is
 //	                                             recognised by it, however many other writes
@@ -75,7 +80,7 @@ const (
 	aFailPK, aFailSK                              = "fail_pk", "fail_sk"
 	aActivePK, aCreatedPK                         = "act_pk", "crt_pk"
 	aReplays, aReplayed, aNudges                  = "replays", "replayed_ms", "nudges"
-	aSettled                                      = "settled"
+	aSettled, aPending                            = "settled", "pending"
 	aCallbackURL, aCallbackEvents                 = "cb_url", "cb_events"
 	aCallbackAttempts, aCallbackStatus            = "cb_attempts", "cb_status"
 	aCallbackDelivered, aCallbackVersion          = "cb_delivered_ms", "cb_version"
@@ -167,6 +172,10 @@ func toItem(j job.Job, idx indexes) map[string]types.AttributeValue {
 		}
 		it[aSettled] = &types.AttributeValueMemberSS{Value: toks}
 	}
+	if j.Pending != nil {
+		b, _ := json.Marshal(j.Pending) // plain strings and numbers: cannot fail
+		it[aPending] = avS(string(b))
+	}
 	callbackAttributes(it, j)
 	return it
 }
@@ -216,6 +225,12 @@ func fromItem(it map[string]types.AttributeValue) (job.Job, error) {
 			}
 		}
 		slices.Sort(j.WrittenOff) // a set has no order
+	}
+	if p := d.str(aPending); p != "" {
+		j.Pending = new(job.Pending)
+		if err := json.Unmarshal([]byte(p), j.Pending); err != nil && d.err == nil {
+			d.err = fmt.Errorf("%s: %w", aPending, err)
+		}
 	}
 	if r, ok := it[aRemaining]; ok && r != nil {
 		// The table keeps what is left, not what is held (a condition

@@ -32,7 +32,7 @@ const (
 	// retried finish, raise or write-off count once however late it lands
 	// (item.go). They are a finish, or a refused finish's cost add
 	// ("<owner>#release+cost", 35 bytes with the worker's 22-byte lease
-	// owner), a write-off (31) and a raise per fallback rung
+	// owner, or "<owner>#replaced" for a written-off one's), a write-off (31) and a raise per fallback rung
 	// ("<owner>#hold<total>", at most 46): 256 bytes cover four raises.
 	// Measured (TestARecordAtTheLimitSurvivesItsReplays): 26 to 35 bytes
 	// for a plain attempt, 184 for one that raised twice, was written off
@@ -41,9 +41,10 @@ const (
 	// endRoom is what a life adds once, whatever its attempts: the lease,
 	// the backoff, the error class and a detail of up to 200 bytes (the
 	// worker's cut), the failure index keys, the expiry, the result model,
-	// the callback's delivery counts. Each replaces the one before it, so
-	// lives do not add them up.
-	endRoom = 1 << 10
+	// the callback's delivery counts, and a pending generation (about 200
+	// bytes, its id at most job.MaxPendingID). Each replaces the one
+	// before it, so lives do not add them up.
+	endRoom = 1536
 )
 
 // lifeRoom is the room a life of n attempts (a create's max_attempts, a

@@ -2,6 +2,7 @@ package dynamodb
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"maps"
 	"strconv"
@@ -66,6 +67,30 @@ func (s *Store) HoldMore(ctx context.Context, h job.HoldMore) (job.Job, error) {
 		},
 		token: finishToken(h.Owner, "hold"+strconv.FormatInt(int64(h.Total), 10)),
 	})
+}
+
+// Await applies job.Await.
+func (s *Store) Await(ctx context.Context, a job.Await) (job.Job, error) {
+	b, err := json.Marshal(a.Pending)
+	if err != nil {
+		return job.Job{}, fmt.Errorf("dynamodb: encode pending generation: %w", err)
+	}
+	v := map[string]types.AttributeValue{":pending": avS(string(b)), ":one": avN(1)}
+	held(v, a.Owner)
+	return s.apply(ctx, a.ID, a.Now, a.Allows, update{cond: heldCond, expr: "SET #pending = :pending, #updated_ms = :upd ADD #version :one", values: v})
+}
+
+// Resume applies job.Resume: the written-off attempt's one replacement
+// of its estimate (see refused), ADDed as any settlement is. A resume
+// whose replacement was already made, by an earlier try or by the
+// attempt's own late settlement, answers the record unchanged.
+func (s *Store) Resume(ctx context.Context, r job.Resume) (job.Job, error) {
+	set := r.Settlement()
+	set.Cost, set.Held = set.Cost-set.Held, 0
+	u := update{cond: "contains(#settled, :wo)", expr: "SET #updated_ms = :upd",
+		values: map[string]types.AttributeValue{":wo": avS(r.Of.Owner + writeOffSuffix)}}.settling(r.Of.Owner, "", set)
+	u.token, u.settles = replacedToken(r.Of.Owner), job.Settlement{} // refused, it settles nothing
+	return s.apply(ctx, r.ID, r.Now, r.Allows, u)
 }
 
 // Succeed applies job.Succeed; a refused success still settles its attempt.
@@ -182,6 +207,12 @@ func (s *Store) WriteOff(ctx context.Context, w job.WriteOff) (job.Job, error) {
 // writeOffSuffix marks, in the settled set, a lease owner whose attempt
 // was written off (job.Job.WrittenOff).
 const writeOffSuffix = "#writeoff"
+
+// replacedToken marks the one replacement of a written-off attempt's
+// estimate: by its own late settlement (refused) or by a resume of its
+// generation (Resume), whichever lands first; the other is then known as
+// applied, so the attempt's cost is on the record once.
+func replacedToken(owner string) string { return owner + "#replaced" }
 
 // Replay applies job.Replay: the job leaves the failure index and joins
 // the active one again. A replay starts a life whose attempts add to the
@@ -313,7 +344,10 @@ func (u update) refused(cur job.Job, writtenOff bool) update {
 		cond += " AND (attribute_not_exists(#lease_owner) OR #lease_owner <> :owner)"
 	}
 	r := update{cond: cond, expr: "SET #updated_ms = :upd" + remove, values: v}.settling(u.owner, "", set)
-	if u.token != "" {
+	switch {
+	case writtenOff:
+		r.token = replacedToken(u.owner)
+	case u.token != "":
 		r.token = u.token + "+cost"
 	}
 	return r

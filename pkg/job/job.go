@@ -47,7 +47,10 @@ type Job struct {
 	// that such an attempt's own late settlement replaces its estimate
 	// instead of adding to it.
 	WrittenOff []string
-	Deadline   time.Time
+	// Pending is the generation the last attempt that started one left
+	// with the provider, kept by id (Await); nil when none did.
+	Pending  *Pending
+	Deadline time.Time
 	// RunTime is how long attempts ran, summed over every attempt (at
 	// millisecond precision): fallback rungs and retries included, backoffs
 	// and queueing not.

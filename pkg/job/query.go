@@ -129,14 +129,14 @@ func (q RecentQuery) Includes(j Job) bool {
 // the view carries, and the tenant it is checked against. Left out are
 // the input (up to the create limit, the largest attribute), the error
 // detail, the lease, the backoff, and the bookkeeping of the reconciler,
-// replay and write-offs, which the view never shows. It is the one
+// replay, write-offs and pending generations, which the view never shows. It is the one
 // statement of a peek: the memory store answers it, DynamoDB's
 // projection is held to it by a test, and the conformance suite expects
 // it of every store.
 func Peeked(j Job) Job {
 	j.Input, j.ErrorDetail, j.LeaseOwner = nil, "", ""
 	j.LeaseUntil, j.NotBefore, j.ReplayedAt, j.ExpiresAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
-	j.RunTime, j.Nudges, j.WrittenOff = 0, 0, nil
+	j.RunTime, j.Nudges, j.WrittenOff, j.Pending = 0, 0, nil, nil
 	return j
 }
 

@@ -43,6 +43,12 @@ func (r Route) Timeout() time.Duration {
 	return d
 }
 
+// RungOf is the index of the rung that calls provider's model, -1 when
+// none does (the route changed since a generation was started on it).
+func (r Route) RungOf(provider, model string) int {
+	return slices.IndexFunc(r.Rungs, func(g Rung) bool { return g.Provider == provider && g.Model == model })
+}
+
 // FallsBackOn reports whether an attempt moves past a rung that ended with c.
 func (r Route) FallsBackOn(c ErrorClass) bool { return slices.Contains(r.FallbackOn, c) }
 

@@ -60,6 +60,41 @@ type HoldMore struct {
 	Total  Nanocents
 }
 
+// Await records the generation the attempt started with a provider that
+// keeps it by id, before the attempt waits for its answer (Pending).
+// Precondition: state = running AND lease_owner = Owner.
+// Effect: pending = Pending (replacing any earlier one).
+type Await struct {
+	ID      string
+	Owner   string
+	Now     time.Time
+	Pending Pending
+}
+
+// Resume settles a written-off attempt's generation, fetched by a later
+// attempt that resumed it instead of generating again: the generation's cost (priced from the usage the provider
+// reported) plus what the attempt had paid before it (Pending.Paid)
+// replaces the estimate its write-off charged (Pending.Held), as the
+// attempt's own late settlement would have (AddCost). Only one of the two
+// ever lands: both are the written-off attempt's one replacement.
+// Precondition: Of.Owner is written off AND its estimate was not replaced.
+// Effect: cost + (Of.Paid + Cost - Of.Held).
+type Resume struct {
+	ID  string
+	Now time.Time
+	Of  Pending
+	// Cost is what the resumed generation cost.
+	Cost Nanocents
+	// Estimated says the provider did not report the generation's usage.
+	Estimated bool
+}
+
+// Settlement is what Resume settles for the written-off attempt, as its
+// refused late settlement would (AddCost).
+func (r Resume) Settlement() Settlement {
+	return Settlement{Cost: r.Of.Paid + r.Cost, Held: r.Of.Held, Estimated: r.Estimated || r.Of.Estimated}
+}
+
 // Succeed stores the result and settles the attempt (Settlement).
 // Precondition: state = running AND lease_owner = Owner.
 // When the precondition fails, the store still settles the attempt
@@ -265,6 +300,15 @@ func (h HoldMore) Allows(j Job) bool {
 	return heldBy(j, h.Owner) && h.Amount >= 0 && j.Budget-j.Cost-j.Held >= h.Amount
 }
 
+// Allows reports whether the await's precondition holds for j.
+func (a Await) Allows(j Job) bool { return heldBy(j, a.Owner) }
+
+// Allows reports whether the resume's precondition holds for j (that
+// the estimate was not replaced is the store's to know: its tokens).
+func (r Resume) Allows(j Job) bool {
+	return r.Of.Owner != "" && slices.Contains(j.WrittenOff, r.Of.Owner)
+}
+
 // Allows reports whether the success's precondition holds for j.
 func (s Succeed) Allows(j Job) bool { return heldBy(j, s.Owner) }
 
@@ -366,6 +410,18 @@ func ClampProgress(p float64) float64 {
 		return p
 	}
 	return 0 // negative or NaN
+}
+
+// Apply returns j after the await.
+func (a Await) Apply(j Job) Job {
+	p := a.Pending
+	j.Pending = &p
+	return touch(j, a.Now)
+}
+
+// Apply returns j after the resume.
+func (r Resume) Apply(j Job) Job {
+	return AddCost(j, r.Of.Owner, r.Settlement(), r.Now)
 }
 
 // Apply returns j after the success.

@@ -83,6 +83,36 @@ func (s *Store) HoldMore(_ context.Context, h job.HoldMore) (job.Job, error) {
 	return s.apply(h.ID, h.Allows, h.Apply, write{owner: h.Owner, kind: "hold" + strconv.FormatInt(int64(h.Total), 10)}, h.Now)
 }
 
+// Await applies job.Await.
+func (s *Store) Await(_ context.Context, a job.Await) (job.Job, error) {
+	return s.apply(a.ID, a.Allows, a.Apply, write{}, a.Now)
+}
+
+// Resume applies job.Resume: once per written-off attempt, the same one
+// replacement its own late settlement would make (see apply).
+func (s *Store) Resume(_ context.Context, r job.Resume) (job.Job, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cur, ok := s.jobs[r.ID]
+	if !ok {
+		return job.Job{}, job.NotFound()
+	}
+	if !r.Allows(cur) {
+		return job.Job{}, job.Conflict(clone(cur))
+	}
+	mark := replaced(r.Of.Owner)
+	if s.settled[r.ID][mark] {
+		return clone(cur), nil
+	}
+	cur = r.Apply(cur)
+	s.jobs[r.ID] = cur
+	s.settle(r.ID, mark, "")
+	return clone(cur), nil
+}
+
+// replaced marks the one replacement of a written-off attempt's estimate.
+func replaced(owner string) string { return owner + "#replaced" }
+
 // Succeed applies job.Succeed, settling the attempt even when it is refused.
 func (s *Store) Succeed(_ context.Context, t job.Succeed) (job.Job, error) {
 	return s.apply(t.ID, t.Allows, t.Apply, write{t.Owner, "succeed", t.Settlement}, t.Now)
@@ -161,12 +191,21 @@ func (s *Store) apply(id string, allows func(job.Job) bool, effect func(job.Job)
 		return clone(cur), nil // our own earlier try was applied
 	}
 	if !allows(cur) {
+		// A written-off attempt's estimate is replaced once, by its own
+		// late settlement or by a resume of its generation (Resume).
+		mark := ""
 		switch {
-		case s.settled[id][token+"+cost"]: // its cost was added by our earlier try
+		case set.owner != "" && slices.Contains(cur.WrittenOff, set.owner):
+			mark = replaced(set.owner)
+		case token != "":
+			mark = token + "+cost"
+		}
+		switch {
+		case mark != "" && s.settled[id][mark]: // its cost was added by our earlier try
 		case !set.settles.IsZero():
 			cur = job.AddCost(cur, set.owner, set.settles, now)
 			s.jobs[id] = cur
-			s.settle(id, token, "+cost")
+			s.settle(id, mark, "")
 		}
 		return job.Job{}, job.Conflict(clone(cur))
 	}
@@ -211,6 +250,10 @@ func clone(j job.Job) job.Job {
 	j.Result = cloneRaw(j.Result)
 	j.Callback.Events = slices.Clone(j.Callback.Events)
 	j.WrittenOff = slices.Clone(j.WrittenOff)
+	if j.Pending != nil {
+		p := *j.Pending
+		j.Pending = &p
+	}
 	return j
 }
 

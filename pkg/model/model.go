@@ -23,7 +23,25 @@ type Request struct {
 	// Progress, when set, is told the number of output tokens received so
 	// far; streaming providers call it as tokens arrive. It must not block.
 	Progress func(outputTokens int)
+	// Started, when set, is told the id under which a provider that keeps
+	// generations by id (OpenAI's background responses; such a provider
+	// has a method Resumes() bool that answers true) keeps this one, once,
+	// as soon as it is known and before the call waits for the answer:
+	// the worker records it on the job, so that a worker taking the job
+	// over fetches the answer instead of paying for it again. The call
+	// waits for it to return.
+	Started func(id string)
+	// Resume, when set, is the id of a generation an earlier call started
+	// (Started): the call fetches it, waiting while it runs, and never
+	// generates. Its usage is that generation's, billed once, when it was
+	// made; fetching is free. A generation the provider no longer has
+	// (expired, never made, another key's) is ErrGone.
+	Resume string
 }
+
+// ErrGone is what a resumed call (Request.Resume) answers when the
+// provider no longer has the generation: the caller generates again.
+var ErrGone = errors.New("model: the generation is no longer kept")
 
 // Usage is what the provider reported, the only basis of cost: the worker
 // prices it at the configured rung's price, so a provider never needs to

@@ -44,6 +44,9 @@ func equalField(name string, got, want any) bool {
 		return g.URL == w.URL && slices.Equal(g.Events, w.Events)
 	case []string:
 		return slices.Equal(g, want.([]string))
+	case *job.Pending:
+		w := want.(*job.Pending)
+		return (g == nil) == (w == nil) && (g == nil || *g == *w)
 	case job.Deliveries:
 		w := want.(job.Deliveries)
 		return g.Attempts == w.Attempts && g.LastStatus == w.LastStatus && g.DeliveredVersion == w.DeliveredVersion && g.DeliveredAt.Equal(w.DeliveredAt)
@@ -65,6 +68,11 @@ func show(v any) string {
 		return fmt.Sprintf("%q", v)
 	case string, job.State, job.ErrorClass:
 		return fmt.Sprintf("%q", v)
+	case *job.Pending:
+		if v == nil {
+			return "nil"
+		}
+		return fmt.Sprintf("%+v", *v)
 	}
 	return fmt.Sprint(v)
 }

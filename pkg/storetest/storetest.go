@@ -34,6 +34,8 @@ type Store interface {
 	Defer(context.Context, job.Defer) (job.Job, error)
 	End(context.Context, job.End) (job.Job, error)
 	WriteOff(context.Context, job.WriteOff) (job.Job, error)
+	Await(context.Context, job.Await) (job.Job, error)
+	Resume(context.Context, job.Resume) (job.Job, error)
 	Cancel(context.Context, job.Cancel) (job.Job, error)
 	Replay(context.Context, job.Replay) (job.Job, error)
 	Nudge(context.Context, job.Nudge) (job.Job, error)
@@ -92,6 +94,8 @@ func cases() []testCase {
 		{"write-off", writeOff},
 		{"a written-off attempt settles late", lateSettle},
 		{"a cancelled attempt settles or is written off", cancelledAttempt},
+		{"await", await},
+		{"a resume replaces a written-off attempt's estimate once", resume},
 		{"cancel", cancel},
 		{"replay", replay},
 		{"nudge", nudge},

@@ -114,7 +114,10 @@ func (a *attempt) run(ctx context.Context) outcome {
 	defer a.beatsDone()
 
 	began := time.Now()
-	r := a.climb(timed, route, in, avail)
+	r, resumed := a.resume(timed, route, in)
+	if !resumed {
+		r = a.climb(timed, route, in, avail)
+	}
 	why := context.Cause(timed)
 	stopCall(nil)
 	a.guard.disarm() // nothing runs that a lapsing lease must stop

@@ -21,8 +21,9 @@ var (
 )
 
 // call runs one rung under its own timeout and reports whether that
-// timeout (not the attempt's) ended it.
-func (a *attempt) call(ctx context.Context, rung job.Rung, in job.Input) (model.Response, error, bool) {
+// timeout (not the attempt's) ended it; started is told the id of a
+// generation the provider keeps (awaiter).
+func (a *attempt) call(ctx context.Context, rung job.Rung, in job.Input, started func(id string)) (model.Response, error, bool) {
 	p, ok := a.providers[rung.Provider]
 	if !ok {
 		return model.Response{}, model.Errorf(job.Internal, "no provider %q", rung.Provider), false
@@ -36,6 +37,7 @@ func (a *attempt) call(ctx context.Context, rung job.Rung, in job.Input) (model.
 			v := math.Min(float64(tokens)/float64(max(out, 1)), 1)
 			a.progress.Store(math.Float64bits(v))
 		},
+		Started: started,
 	})
 	if resp.Model == "" {
 		resp.Model = rung.Model

@@ -62,7 +62,7 @@ func (a *attempt) climb(ctx context.Context, route job.Route, in job.Input, avai
 		}
 		r.rung, r.tried = rung, i+1
 		a.progress.Store(0)
-		resp, err, timedOut := a.call(ctx, rung, in)
+		resp, err, timedOut := a.call(ctx, rung, in, a.awaiter(ctx, rung, r.paid))
 		class, usage := model.Classify(err)
 		if err == nil {
 			usage = resp.Usage

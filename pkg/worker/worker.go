@@ -44,6 +44,8 @@ type Store interface {
 	Defer(context.Context, job.Defer) (job.Job, error)
 	End(context.Context, job.End) (job.Job, error)
 	WriteOff(context.Context, job.WriteOff) (job.Job, error)
+	Await(context.Context, job.Await) (job.Job, error)
+	Resume(context.Context, job.Resume) (job.Job, error)
 }
 
 // Queue is the part of the job queue the worker drives.

@@ -36,6 +36,13 @@ type Config struct {
 	// Model is used when a request names none.
 	Model  string
 	Stream bool
+	// Background speaks the Responses API in background mode instead of
+	// chat completions (responses.go): the server keeps each generation
+	// by id, so a call can resume one. Stream is then ignored.
+	Background bool
+	// PollEvery is how often a background generation is polled; zero
+	// means DefaultPollEvery.
+	PollEvery time.Duration
 	// HTTPClient sends the requests; nil means model.NoRedirects(nil), and
 	// a client given here should be made by it too. The request's context
 	// bounds each call: the client has no timeout. It must run on
@@ -47,8 +54,9 @@ type Config struct {
 
 // Client is the provider.
 type Client struct {
-	cfg Config
-	url string
+	cfg       Config
+	url       string
+	responses string // the Responses API's root, for Background
 }
 
 // New checks cfg and returns a client.
@@ -59,7 +67,8 @@ func New(cfg Config) (*Client, error) {
 	if cfg.HTTPClient == nil {
 		cfg.HTTPClient = model.NoRedirects(nil)
 	}
-	return &Client{cfg: cfg, url: strings.TrimRight(cfg.BaseURL, "/") + "/chat/completions"}, nil
+	base := strings.TrimRight(cfg.BaseURL, "/")
+	return &Client{cfg: cfg, url: base + "/chat/completions", responses: base + "/responses"}, nil
 }
 
 type chatMessage struct {
@@ -99,8 +108,12 @@ type chatResponse struct {
 	Usage *usage `json:"usage"`
 }
 
-// Generate makes one chat-completions call.
+// Generate makes one chat-completions call, or one background generation
+// (Config.Background).
 func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response, error) {
+	if c.cfg.Background {
+		return c.background(ctx, r)
+	}
 	req := chatRequest{Model: r.Model, MaxTokens: r.MaxTokens, Temperature: r.Temperature, Stream: c.cfg.Stream}
 	if req.Model == "" {
 		req.Model = c.cfg.Model

@@ -1,0 +1,469 @@
+package openai
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/model"
+)
+
+// Background mode (Config.Background) speaks OpenAI's Responses API: the
+// create starts a generation the server keeps by id, and the call polls it
+// until it ends. The id is handed to the worker (Request.Started) before
+// the call waits, so a generation already paid for is fetched by whoever
+// takes the job over (Request.Resume) instead of being made again.
+
+// DefaultPollEvery is how often a background generation is polled when
+// Config.PollEvery is zero: a generation takes seconds to minutes, and a
+// poll is a free read, so a second wastes little of either.
+const DefaultPollEvery = time.Second
+
+const (
+	// maxFailedPolls is how many polls in a row may fail before the call
+	// gives up: a poll is an idempotent read, so a passing outage is
+	// waited out, but a server gone for good must not hold the job until
+	// its deadline.
+	maxFailedPolls = 5
+	// maxResponseBody caps a response object read into memory: it holds
+	// the whole output, and a hostile server must not exhaust the worker.
+	maxResponseBody = 16 << 20
+	// cancelWithin bounds the cancel sent for a call that stops: it runs
+	// after the call's own context ended, so nothing else bounds it.
+	cancelWithin = 2 * time.Second
+)
+
+// Resumes reports whether the client keeps its generations by id, so the
+// worker may record them (Request.Started) and resume them
+// (Request.Resume).
+func (c *Client) Resumes() bool { return c.cfg.Background }
+
+type responsesRequest struct {
+	Model           string        `json:"model"`
+	Input           []chatMessage `json:"input"`
+	MaxOutputTokens int           `json:"max_output_tokens,omitempty"`
+	Temperature     *float64      `json:"temperature,omitempty"`
+	Background      bool          `json:"background"`
+	// Store keeps the response past background mode's polling window
+	// (about ten minutes), so a worker taking over a long job can still
+	// fetch it.
+	Store bool `json:"store"`
+}
+
+type responsesUsage struct {
+	InputTokens  int64 `json:"input_tokens"`
+	OutputTokens int64 `json:"output_tokens"`
+}
+
+// responseObject is what the create, a poll and a cancel answer. Only
+// the error's code is kept: its message may quote the prompt.
+type responseObject struct {
+	ID     string `json:"id"`
+	Status string `json:"status"`
+	Model  string `json:"model"`
+	Output []struct {
+		Type    string `json:"type"`
+		Content []struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		} `json:"content"`
+	} `json:"output"`
+	Usage             *responsesUsage `json:"usage"`
+	IncompleteDetails *struct {
+		Reason string `json:"reason"`
+	} `json:"incomplete_details"`
+	Error *errorBody `json:"error"`
+}
+
+// text is the answer: the output text of every message, in order;
+// reasoning and other items are not the answer.
+func (o responseObject) text() string {
+	var b strings.Builder
+	for _, item := range o.Output {
+		if item.Type != "message" {
+			continue
+		}
+		for _, part := range item.Content {
+			if part.Type == "output_text" {
+				b.WriteString(part.Text)
+			}
+		}
+	}
+	return b.String()
+}
+
+// pending reports whether a status is one the generation leaves: any
+// other is final, and polling it again would only read it again.
+func pending(status string) bool { return status == "queued" || status == "in_progress" }
+
+// errNotFound is a poll's 404: the server no longer has the response.
+var errNotFound = errors.New("openai: response not found")
+
+// call is one background Generate.
+type call struct {
+	c *Client
+	r model.Request
+	// id is the response's; resumed says an earlier call made it, so this
+	// one is billed nothing and must leave it running when it stops.
+	id      string
+	resumed bool
+	// h and at are the create's headers and when they came: the
+	// rate-limit word on the key, which polls (free reads) do not carry.
+	h  http.Header
+	at time.Time
+}
+
+// background makes or resumes one background generation and waits for it.
+func (c *Client) background(ctx context.Context, r model.Request) (model.Response, error) {
+	if r.Model == "" {
+		r.Model = c.cfg.Model
+	}
+	b := &call{c: c, r: r, id: r.Resume, resumed: r.Resume != ""}
+	out, err := b.run(ctx)
+	return model.Heard(out, err, b.h, b.at)
+}
+
+// run hands the worker the id before it waits: a worker that dies while
+// it waits leaves a generation already paid for, to be fetched, not made
+// again.
+func (b *call) run(ctx context.Context) (model.Response, error) {
+	if b.resumed {
+		return b.poll(ctx, false)
+	}
+	o, err := b.create(ctx)
+	if err != nil {
+		return model.Response{}, err
+	}
+	b.id = o.ID
+	if b.id != "" && b.r.Started != nil {
+		b.r.Started(b.id)
+	}
+	switch {
+	case !pending(o.Status):
+		return b.settle(ctx, o)
+	case b.id == "":
+		return model.Response{}, &model.Error{Class: job.ProviderError, Detail: "openai: response has no id",
+			Usage: b.lost(), Err: errors.New("openai: background response has no id")}
+	}
+	return b.poll(ctx, true)
+}
+
+// create starts the generation: one POST, never retried, since each is a
+// billed generation.
+func (b *call) create(ctx context.Context) (responseObject, error) {
+	req := responsesRequest{Model: b.r.Model, MaxOutputTokens: b.r.MaxTokens, Temperature: b.r.Temperature,
+		Background: true, Store: true}
+	for _, m := range b.r.Messages {
+		req.Input = append(req.Input, chatMessage{Role: m.Role, Content: m.Content})
+	}
+	body, err := json.Marshal(req)
+	if err != nil {
+		return responseObject{}, &model.Error{Class: job.Internal, Detail: "openai: encode request", Err: fmt.Errorf("openai: encode request: %w", err)}
+	}
+	ctx, sent := model.TraceSent(ctx)
+	hr, err := b.request(ctx, http.MethodPost, b.c.responses, bytes.NewReader(body))
+	if err != nil {
+		return responseObject{}, err
+	}
+	resp, err := b.c.cfg.HTTPClient.Do(hr)
+	if err != nil {
+		return responseObject{}, transportError(ctx, err, sent.Unanswered(b.r, false))
+	}
+	defer resp.Body.Close()
+	b.h, b.at = resp.Header, time.Now()
+	if resp.StatusCode/100 != 2 {
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		return responseObject{}, statusError(resp.StatusCode, msg)
+	}
+	// From here the server took the generation: whatever became of the
+	// answer, it may be generating, and is billed the worst case.
+	o, derr := decodeResponse(ctx, resp.Body)
+	if derr != nil {
+		derr.Usage = model.Unanswered(b.r, false)
+		return responseObject{}, derr
+	}
+	return o, nil
+}
+
+// poll reads the response every PollEvery until it is final; tick says
+// the create just told its status, so the first read waits a tick.
+func (b *call) poll(ctx context.Context, tick bool) (model.Response, error) {
+	every := b.c.cfg.PollEvery
+	if every <= 0 {
+		every = DefaultPollEvery
+	}
+	failed := 0
+	for {
+		if tick {
+			if err := sleep(ctx, every); err != nil {
+				return b.stop(ctx)
+			}
+		}
+		tick = true
+		o, retry, err := b.fetch(ctx)
+		switch {
+		case err == nil && pending(o.Status):
+			failed = 0
+			continue
+		case err == nil:
+			return b.settle(ctx, o)
+		case ctx.Err() != nil:
+			return b.stop(ctx)
+		case errors.Is(err, errNotFound):
+			return model.Response{}, b.gone()
+		case retry && failed < maxFailedPolls-1:
+			failed++
+			continue
+		}
+		return b.giveUp(ctx, err)
+	}
+}
+
+// fetch reads the response once. retry says the failure may pass (a
+// poll is a free, idempotent read); every error but errNotFound is a
+// *model.Error, billed nothing.
+func (b *call) fetch(ctx context.Context) (responseObject, bool, error) {
+	hr, err := b.request(ctx, http.MethodGet, b.url(""), nil)
+	if err != nil {
+		return responseObject{}, false, err
+	}
+	resp, err := b.c.cfg.HTTPClient.Do(hr)
+	if err != nil {
+		return responseObject{}, true, transportError(ctx, err, model.Usage{})
+	}
+	defer resp.Body.Close()
+	switch {
+	case resp.StatusCode == http.StatusNotFound:
+		return responseObject{}, false, errNotFound
+	case resp.StatusCode/100 != 2:
+		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		retry := resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests
+		return responseObject{}, retry, statusError(resp.StatusCode, msg)
+	}
+	o, derr := decodeResponse(ctx, resp.Body)
+	if derr != nil {
+		return responseObject{}, true, derr
+	}
+	return o, false, nil
+}
+
+// decodeResponse reads a response object, capped at maxResponseBody.
+func decodeResponse(ctx context.Context, body io.Reader) (responseObject, *model.Error) {
+	data, err := io.ReadAll(io.LimitReader(body, maxResponseBody+1))
+	if err != nil {
+		return responseObject{}, transportError(ctx, err, model.Usage{})
+	}
+	var o responseObject
+	switch {
+	case len(data) > maxResponseBody:
+		err = errors.New("openai: response object too large")
+	default:
+		err = json.Unmarshal(data, &o)
+	}
+	if err != nil {
+		return responseObject{}, &model.Error{Class: job.ProviderError, Detail: "openai: unparseable response",
+			Err: fmt.Errorf("openai: decode response: %w", err)}
+	}
+	return o, nil
+}
+
+// settle turns a final response into the call's answer or error.
+func (b *call) settle(ctx context.Context, o responseObject) (model.Response, error) {
+	out := o.text()
+	switch o.Status {
+	case "completed":
+		return b.finish(o, out, "stop"), nil
+	case "incomplete":
+		reason := ""
+		if o.IncompleteDetails != nil {
+			reason = o.IncompleteDetails.Reason
+		}
+		switch reason {
+		case "max_output_tokens": // the token cap, as chat completions' "length"
+			return b.finish(o, out, "length"), nil
+		case "content_filter":
+			return model.Response{}, &model.Error{Class: job.ContentFiltered, Detail: "openai: incomplete content_filter",
+				Usage: b.used(o, out)}
+		}
+		return model.Response{}, &model.Error{Class: job.ProviderError, Detail: "openai: incomplete response",
+			Usage: b.used(o, out), Err: errors.New("openai: background response incomplete")}
+	case "failed":
+		return model.Response{}, failedError(o)
+	case "cancelled":
+		u := b.lost()
+		if o.Usage != nil {
+			u = o.Usage.billed()
+		}
+		return model.Response{}, &model.Error{Class: job.Cancelled, Detail: "openai: background response cancelled", Usage: u}
+	}
+	if !b.resumed { // a status we cannot wait out: stop what we pay for
+		b.cancel(ctx)
+	}
+	return model.Response{}, &model.Error{Class: job.ProviderError, Detail: "openai: unknown response status",
+		Usage: b.lost(), Err: errors.New("openai: background response has an unknown status")}
+}
+
+// finish is a response that ended with its answer.
+func (b *call) finish(o responseObject, out, reason string) model.Response {
+	u := b.used(o, out)
+	if b.r.Progress != nil {
+		b.r.Progress(int(u.OutputTokens))
+	}
+	name := o.Model
+	if name == "" {
+		name = b.r.Model
+	}
+	return model.Response{Output: out, Model: name, FinishReason: reason, Usage: u}
+}
+
+// used is what a response that generated out was billed: its counts, or
+// where a compatible server drops them, the chat path's estimate.
+func (b *call) used(o responseObject, out string) model.Usage {
+	if o.Usage != nil {
+		return o.Usage.billed()
+	}
+	return model.Unreported(b.r, out)
+}
+
+// billed is the server's count as billed usage.
+func (u responsesUsage) billed() model.Usage {
+	return model.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens}
+}
+
+// failedError classifies a failed response by its error code, as an
+// error body's; a code bodyError does not know is the request's when it
+// names its input (a prompt, an image), a refusal when it names a policy,
+// else the server's.
+func failedError(o responseObject) *model.Error {
+	var eb errorBody
+	if o.Error != nil {
+		eb = *o.Error
+	}
+	e := bodyError(http.StatusOK, eb)
+	code := eb.code()
+	switch {
+	case e.Class != job.Internal:
+	case strings.Contains(code, "policy"):
+		e.Class = job.ContentFiltered
+	case strings.HasPrefix(code, "invalid_") || strings.Contains(code, "image"):
+		e.Class = job.InvalidRequest
+	default:
+		e.Class = job.ProviderError
+	}
+	e.Detail = "openai: background response failed"
+	if code != "" && len(code) <= 64 {
+		e.Detail += " " + code
+	}
+	e.Err = errors.New(e.Detail)
+	if o.Usage != nil {
+		e.Usage = o.Usage.billed()
+	}
+	return e
+}
+
+// lost is what a call that cannot tell what its generation cost is billed:
+// the worst case for the call that made it (the server may finish it, and
+// bills a cancelled one for what it made); nothing for a resume, whose
+// generation is billed to the call that made it.
+func (b *call) lost() model.Usage {
+	if b.resumed {
+		return model.Usage{}
+	}
+	return model.Unanswered(b.r, false)
+}
+
+// stop ends a call whose context ended. A generation it made is
+// cancelled, best-effort, since nobody will wait for it; a resumed one is
+// left running: this attempt may be the one cut off, and a later one may
+// still fetch it.
+func (b *call) stop(ctx context.Context) (model.Response, error) {
+	if !b.resumed {
+		b.cancel(ctx)
+	}
+	return model.Response{}, transportError(ctx, ctx.Err(), b.lost())
+}
+
+// giveUp ends a call whose polls failed for good; err is the last
+// failure's *model.Error. Like stop, it cancels a generation it made.
+func (b *call) giveUp(ctx context.Context, err error) (model.Response, error) {
+	if !b.resumed {
+		b.cancel(ctx)
+	}
+	var me *model.Error
+	if !errors.As(err, &me) {
+		me = &model.Error{Class: job.Internal, Detail: "openai: poll failed", Err: err}
+	}
+	me.Usage = b.lost()
+	return model.Response{}, me
+}
+
+// gone is a 404 while polling. For a resume the generation is lost to
+// this key (expired, never made, another key's), and the caller makes it
+// again (model.ErrGone); a generation this call made and the server then
+// dropped was still made, and is billed the worst case.
+func (b *call) gone() *model.Error {
+	if b.resumed {
+		return &model.Error{Class: job.Internal, Detail: "openai: the background response is gone", Err: model.ErrGone}
+	}
+	return &model.Error{Class: job.ProviderError, Detail: "openai: the background response vanished",
+		Usage: b.lost(), Err: errors.New("openai: background response not found")}
+}
+
+// cancel asks the server to stop the generation, on a context of its own:
+// the call's has usually ended. What it answers changes nothing: the
+// call is billed the worst case whether or not the cancel lands.
+func (b *call) cancel(ctx context.Context) {
+	ctx, done := context.WithTimeout(context.WithoutCancel(ctx), cancelWithin)
+	defer done()
+	hr, err := b.request(ctx, http.MethodPost, b.url("/cancel"), nil)
+	if err != nil {
+		return
+	}
+	resp, err := b.c.cfg.HTTPClient.Do(hr)
+	if err != nil {
+		return
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 64<<10))
+	_ = resp.Body.Close()
+}
+
+// url is the response's address; the id is escaped, as it comes from the
+// wire or from the job's record.
+func (b *call) url(suffix string) string {
+	return b.c.responses + "/" + url.PathEscape(b.id) + suffix
+}
+
+// request builds a request carrying the key, which every endpoint needs.
+func (b *call) request(ctx context.Context, method, u string, body io.Reader) (*http.Request, error) {
+	hr, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return nil, &model.Error{Class: job.InvalidRequest, Detail: "openai: bad base URL", Err: fmt.Errorf("openai: build request: %w", err)}
+	}
+	if body != nil {
+		hr.Header.Set("Content-Type", "application/json")
+	}
+	if b.c.cfg.APIKey != "" {
+		hr.Header.Set("Authorization", "Bearer "+b.c.cfg.APIKey)
+	}
+	return hr, nil
+}
+
+// sleep waits d, or until ctx ends.
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
