@@ -111,6 +111,18 @@ func (b *Baseline) Succeeded() int {
 	return len(b.succeeded)
 }
 
+// SucceededJobs are the indexes of the jobs the baseline finished, for
+// the report's split by route.
+func (b *Baseline) SucceededJobs() []int {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	var out []int
+	for i := range b.succeeded {
+		out = append(out, i)
+	}
+	return out
+}
+
 func (b *Baseline) consume(ctx context.Context) {
 	for ctx.Err() == nil {
 		out, err := b.SQS.ReceiveMessage(ctx, &awssqs.ReceiveMessageInput{QueueUrl: aws.String(b.QueueURL), MaxNumberOfMessages: 1, WaitTimeSeconds: 1})
@@ -131,7 +143,9 @@ func (b *Baseline) handle(ctx context.Context, m sqstypes.Message) {
 	}
 	p := b.Plans[msg.Index]
 	prov := b.Stream
-	if p.Route == "plain" {
+	if p.Route == "plain" || p.Route == "background" {
+		// Today's naive consumer calls chat completions: it has no id to
+		// come back to, so the background route's jobs are plain calls.
 		prov = b.Plain
 	}
 	cctx, cancel := context.WithTimeout(ctx, b.Timeout)
@@ -151,8 +165,8 @@ func (b *Baseline) handle(ctx context.Context, m sqstypes.Message) {
 // rung's, priced the same as aijobs' first rung.
 func baselineModel(route string) string {
 	switch route {
-	case "plain":
-		return "plain"
+	case "plain", "background":
+		return route
 	case "ladder":
 		return "ladder-1"
 	}

@@ -48,6 +48,9 @@ func shortRun(t *testing.T, o Options) {
 	if r.Succeeded == 0 || r.AijobsBilled == 0 || r.BaselineSucceeded == 0 {
 		t.Fatalf("nothing ran: %d succeeded, %d billed generations, baseline %d", r.Succeeded, r.AijobsBilled, r.BaselineSucceeded)
 	}
+	if c := r.Routes["background"]; c == nil || c.Succeeded == 0 || c.AijobsBilled == 0 || r.BackgroundRead == 0 {
+		t.Errorf("the background route did not run: %+v, %d of its generations read whole", c, r.BackgroundRead)
+	}
 	for _, kind := range []string{AWSThrottle, AWSServerError, AWSStall, AWSHang, AWSLostAnswer, ModelStallHeaders, ModelCut,
 		ModelTrickle, ModelRateLimited, ModelOverloaded, ModelLate, APIKilled, "worker_sigkill", "duplicate_message"} {
 		if r.Faults[kind] == 0 {

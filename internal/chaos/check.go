@@ -82,16 +82,24 @@ func (h *harness) describe(f jobFacts) string {
 	fmt.Fprintf(&b, "; model billed %s over %d requests:", f.billed, len(f.gens))
 	for _, g := range f.gens {
 		kind := "plain"
-		if g.Stream {
+		switch {
+		case g.Stream:
 			kind = "stream"
+		case g.Background:
+			kind = "background"
 		}
 		fault := g.Fault
 		if fault == "" {
 			fault = "ok"
 		}
 		recv := "client saw no answer"
+		if g.Background {
+			recv = "no client read it completed"
+		}
 		if rc, ok := h.tally.Receipt(g.ID()); ok {
 			switch {
+			case rc.Complete && g.Background:
+				recv = "read whole by " + strings.Join(h.tally.Readers(g.ID()), " and ")
 			case rc.Complete:
 				recv = "client read it all"
 			case g.Stream:
@@ -119,6 +127,7 @@ func (h *harness) check(records map[string]job.Job, changed map[string]time.Time
 	deadLettered(rep, records, dlq)
 	for _, f := range h.facts(records, changed, dlq, gens) {
 		v.checkJob(rep, f)
+		h.byRoute(rep, f)
 	}
 	v.notes()
 	v.checkClients(h.clients)
@@ -138,18 +147,66 @@ func (h *harness) newReport(bound time.Duration) (*Report, []Generation) {
 	h.sweepsMu.Unlock()
 	rep := &Report{Seed: h.opts.Seed, Jobs: h.opts.Jobs, Tenants: h.opts.Tenants, Load: h.opts.Load, LogDir: h.logDir, Bound: bound,
 		Faults: h.tally.Counts(), States: map[string]int{}, Sweeps: sweeps}
+	rep.Routes = map[string]*RouteCount{}
+	for _, r := range routes {
+		rep.Routes[r] = &RouteCount{}
+	}
 	gens := h.model.srv.Generations()
 	for _, g := range gens {
-		if g.Billed() {
-			if g.NS == "aj" {
-				rep.AijobsBilled++
-			} else {
-				rep.BaselineBilled++
-			}
+		if !g.Billed() {
+			continue
+		}
+		rc := rep.route(h.sched, g.Index)
+		if g.NS == "aj" {
+			rep.AijobsBilled++
+			rc.AijobsBilled++
+		} else {
+			rep.BaselineBilled++
+			rc.BaselineBilled++
 		}
 	}
 	rep.BaselineSucceeded = h.baseline.Succeeded()
+	for _, i := range h.baseline.SucceededJobs() {
+		rep.route(h.sched, i).BaselineSucceeded++
+	}
 	return rep, gens
+}
+
+// route is the counts of job index's route (a scratch one for an index
+// the schedule does not have, which no line reports).
+func (r *Report) route(s *Schedule, index int) *RouteCount {
+	if index < 0 || index >= len(s.Jobs) || r.Routes[s.Jobs[index].Route] == nil {
+		return &RouteCount{}
+	}
+	return r.Routes[s.Jobs[index].Route]
+}
+
+// byRoute counts a job's success by its route, and its resumed
+// generations: background generations read whole by a worker incarnation
+// other than the one that made it. Only the one that made it could have
+// read it by its own call; another read it by resuming it (a killed
+// worker's, or one cut off from its lease). The ledger and the receipts
+// say so, whatever the worker's logs say.
+func (h *harness) byRoute(rep *Report, f jobFacts) {
+	succeeded := f.has && f.rec.State == job.Succeeded
+	if succeeded {
+		rep.route(h.sched, f.run.plan.Index).Succeeded++
+	}
+	for _, g := range f.gens {
+		if !g.Background || !g.Billed() {
+			continue
+		}
+		readers := h.tally.Readers(g.ID())
+		if len(readers) > 0 {
+			rep.BackgroundRead++
+		}
+		if slices.ContainsFunc(readers, func(w string) bool { return w != g.Who }) {
+			rep.Resumed++
+			if succeeded && f.received == 1 {
+				rep.ResumedJobs++
+			}
+		}
+	}
 }
 
 // deadLettered lists the jobs SQS gave up on with the state each ended
@@ -415,6 +472,14 @@ type Report struct {
 	// side; Succeeded and BaselineSucceeded their finished jobs.
 	AijobsBilled, BaselineBilled, Succeeded, BaselineSucceeded int
 	DeadLettered                                               int
+	// Routes are the same counts by the job's route, for the report's
+	// split: the background route (resumable) against the others.
+	Routes map[string]*RouteCount
+	// Resumed counts the background generations read whole by a worker
+	// incarnation other than the one that made them (byRoute); ResumedJobs
+	// the succeeded jobs whose one successful generation is one of them;
+	// BackgroundRead the background generations anyone read whole.
+	Resumed, ResumedJobs, BackgroundRead int
 	// DeadLetteredJobs are the jobs whose messages SQS moved to the dead
 	// letter queue, with their final state.
 	DeadLetteredJobs []string
@@ -425,6 +490,58 @@ type Report struct {
 	// (polls every 500 ms): p50 and p99.
 	TimeToEnd [2]time.Duration
 	Ended     int
+}
+
+// RouteCount is one route's billed generations and succeeded jobs, on
+// each side.
+type RouteCount struct {
+	AijobsBilled, Succeeded, BaselineBilled, BaselineSucceeded int
+}
+
+// add is the sum of two routes' counts.
+func (c RouteCount) add(o RouteCount) RouteCount {
+	return RouteCount{c.AijobsBilled + o.AijobsBilled, c.Succeeded + o.Succeeded, c.BaselineBilled + o.BaselineBilled,
+		c.BaselineSucceeded + o.BaselineSucceeded}
+}
+
+// perJob is the report's figure for c: billed generations per succeeded
+// job on each side.
+func (c RouteCount) perJob() string {
+	return fmt.Sprintf("aijobs %s (%d / %d), baseline %s (%d / %d)", ratio(c.AijobsBilled, c.Succeeded), c.AijobsBilled, c.Succeeded,
+		ratio(c.BaselineBilled, c.BaselineSucceeded), c.BaselineBilled, c.BaselineSucceeded)
+}
+
+// renderRoutes are the lines that answer "what does resuming save": the
+// background route against the rest, each route's figures, and the
+// generations resumed.
+func (r *Report) renderRoutes(b *strings.Builder) {
+	if len(r.Routes) == 0 {
+		return
+	}
+	var rest RouteCount
+	names := make([]string, 0, len(r.Routes))
+	for name, c := range r.Routes {
+		names = append(names, name)
+		if name != "background" {
+			rest = rest.add(*c)
+		}
+	}
+	slices.Sort(names)
+	if c := r.Routes["background"]; c != nil {
+		fmt.Fprintf(b, "  with resuming (background route): %s\n", c.perJob())
+	}
+	fmt.Fprintf(b, "  without it (the other routes):    %s\n", rest.perJob())
+	for _, name := range names {
+		fmt.Fprintf(b, "  route %-12s %s\n", name+":", r.Routes[name].perJob())
+	}
+	fmt.Fprintf(b, "generations resumed: %d (background generations read whole by a worker incarnation other than the one that created them, of %d read whole); %d jobs succeeded on one\n",
+		r.Resumed, r.BackgroundRead, r.ResumedJobs)
+	// Each resumed generation would otherwise have been made again: the
+	// same jobs' figure without resuming, at the least.
+	if c := r.Routes["background"]; c != nil {
+		fmt.Fprintf(b, "  without resuming (each of them generated again), background route: aijobs at least %s (%d / %d)\n",
+			ratio(c.AijobsBilled+r.Resumed, c.Succeeded), c.AijobsBilled+r.Resumed, c.Succeeded)
+	}
 }
 
 // percentiles are ds's p50 and p99 (nearest rank).
@@ -504,6 +621,7 @@ func (r *Report) render(maxShown int) string {
 	}
 	fmt.Fprintf(&b, "billed generations per succeeded job: aijobs %s (%d / %d), baseline %s (%d / %d)\n",
 		ratio(r.AijobsBilled, r.Succeeded), r.AijobsBilled, r.Succeeded, ratio(r.BaselineBilled, r.BaselineSucceeded), r.BaselineBilled, r.BaselineSucceeded)
+	r.renderRoutes(&b)
 	for _, i := range r.Invariants {
 		for n, f := range i.Failures {
 			if maxShown > 0 && n == maxShown {

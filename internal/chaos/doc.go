@@ -9,7 +9,10 @@
 // under the dev server's poller) with clocks a second behind and a
 // second ahead; the real reconciler; an OpenAI-compatible model server
 // (ModelServer), called through the real provider, which bills each job
-// as a provider's invoice would; and one client per job (create with an
+// as a provider's invoice would, on chat completions and on the Responses
+// API's background shape (responses.go: the "background" route, whose
+// generations a worker taking a killed worker's job over resumes instead
+// of paying again); and one client per job (create with an
 // Idempotency-Key, poll with If-None-Match, cancel some, list, probe other
 // tenants' jobs). The engine's timings are production's scaled down about
 // ten times; the reconciler keeps its minimum period, so a lost message
@@ -46,9 +49,12 @@
 // For comparison, the same schedule (jobs, model faults, AWS faults on
 // its SQS client, duplicates, crashes, lost sends) is run against a
 // Baseline: a plain SQS consumer with no claim, lease or heartbeat, which
-// deletes a message after a successful call. The Report gives billed
-// generations per succeeded job for both, with each failing job's plan,
-// record, billed requests and faults.
+// deletes a message after a successful call (and calls chat completions
+// on the background route too: it has no id to come back to). The Report
+// gives billed generations per succeeded job for both, overall, for the
+// background route against the others, and by route, the generations
+// resumed, and each failing job's plan, record, billed requests and
+// faults.
 //
 // To run it:
 //

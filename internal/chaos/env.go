@@ -54,8 +54,11 @@ const skew = time.Second
 const baselineVisibility = 3 * time.Second
 
 // The routes: one streaming, one not, one that falls back from a stream to
-// a plain rung. Model names are unique per rung, so the model server's
-// ledger prices each generation by the model it was asked for.
+// a plain rung, and one on the Responses API's background shape, whose
+// generations a worker taking over a killed one's job resumes instead of
+// paying again (docs/architecture.md, "Resuming a paid generation"). Model
+// names are unique per rung, so the model server's ledger prices each
+// generation by the model it was asked for.
 func routesJSON(modelURL, who string) string {
 	base := modelURL + "/w/" + who + "/v1"
 	doc := map[string]any{
@@ -66,6 +69,9 @@ func routesJSON(modelURL, who string) string {
 			// model's injected 429s pause it and defer their jobs.
 			"plain": map[string]any{"kind": "openai", "base_url": base, "stream": false,
 				"limits": map[string]int{"requests_per_minute": 6000, "tokens_per_minute": 6_000_000}},
+			// Polled every 100 ms: production's default second on the
+			// run's ten-times scale.
+			"background": map[string]any{"kind": "openai", "base_url": base, "background": true, "poll_every": "100ms"},
 		},
 		"routes": map[string]any{
 			"default": map[string]any{"rungs": []any{
@@ -81,6 +87,9 @@ func routesJSON(modelURL, who string) string {
 				},
 				"fallback_on": []string{"rate_limited", "overloaded", "provider_error", "timeout", "network"},
 			},
+			"background": map[string]any{"rungs": []any{
+				map[string]any{"provider": "background", "model": "chaos-background", "price": map[string]string{"input": "140", "output": "560"}, "max_tokens": 64, "timeout": "6s"},
+			}},
 		},
 	}
 	b, _ := json.Marshal(doc)

@@ -35,8 +35,9 @@ type Tally struct {
 	byJob    map[string][]string
 	receipts map[string]Receipt
 	// read are the answers each reader read whole, and when the harness
-	// heard of it.
-	read map[string][]read
+	// heard of it; readers are, by generation, who read it whole.
+	read    map[string][]read
+	readers map[string][]string
 }
 
 type read struct {
@@ -46,17 +47,34 @@ type read struct {
 
 // NewTally returns an empty tally.
 func NewTally() *Tally {
-	return &Tally{byKind: map[string]int{}, byJob: map[string][]string{}, receipts: map[string]Receipt{}, read: map[string][]read{}}
+	return &Tally{byKind: map[string]int{}, byJob: map[string][]string{}, receipts: map[string]Receipt{}, read: map[string][]read{},
+		readers: map[string][]string{}}
 }
 
-// Received records what a client read of a generation.
+// Received records what a client read of a generation. A background
+// generation is read by every poll that finds it completed, possibly by
+// two workers (the one that made it, one resuming it), some reads cut:
+// once one read it whole it stays read whole, so the check counts
+// generations, not reads.
 func (t *Tally) Received(r Receipt) {
 	t.mu.Lock()
-	t.receipts[r.Gen] = r
+	if old, ok := t.receipts[r.Gen]; !ok || !old.Complete || r.Complete {
+		t.receipts[r.Gen] = r
+	}
 	if r.Complete {
 		t.read[r.Where] = append(t.read[r.Where], read{gen: r.Gen, at: time.Now()})
+		if !slices.Contains(t.readers[r.Gen], r.Where) {
+			t.readers[r.Gen] = append(t.readers[r.Gen], r.Where)
+		}
 	}
 	t.mu.Unlock()
+}
+
+// Readers are who read generation gen whole, in the order they said so.
+func (t *Tally) Readers(gen string) []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return slices.Clone(t.readers[gen])
 }
 
 // ReadSince lists the generations where read whole since t.

@@ -45,6 +45,11 @@ type ModelFault struct {
 	Status int
 	// Total is how long a late generation takes, whatever its tokens.
 	Total time.Duration
+	// OnPoll moves a stall or a cut of the background shape (responses.go)
+	// from the create to a poll: a poll is free, a create is a generation,
+	// and both must be faulted. Chat completions, which have no polls,
+	// ignore it.
+	OnPoll bool
 }
 
 // GenPlan is one generation's shape: its tokens and pacing, and its fault.
@@ -63,15 +68,19 @@ type Generation struct {
 	Seq    int // the request's rank among this job's requests
 	Who    string
 	Stream bool
-	Model  string
-	Fault  string
-	Start  time.Time
-	End    time.Time
+	// Background is a create of the Responses API's background shape
+	// (responses.go): it runs on the server whatever its clients do.
+	Background bool
+	Model      string
+	Fault      string
+	Start      time.Time
+	End        time.Time
 	// Prompt and Output are the billed tokens.
 	Prompt, Output int64
 	// Outcome is written, client_gone, cut@<tokens>, rate_limited or
-	// overloaded: what the server saw. Whether the client read it all is
-	// the client's Receipt.
+	// overloaded: what the server saw; a background generation's is
+	// completed, generating or cancelled@<tokens> (responses.go). Whether
+	// the client read it all is the client's Receipt.
 	Outcome string
 }
 
@@ -90,7 +99,9 @@ func (g Generation) ID() string { return fmt.Sprintf("%s/%d/%d", g.NS, g.Index, 
 // up), so a difference with the record is never a tokenizer's.
 //
 // Paths are /w/<who>/v1/chat/completions: each worker process (and the
-// baseline) gets its own base URL, so the ledger knows who called.
+// baseline) gets its own base URL, so the ledger knows who called. The
+// Responses API's background shape is served beside it, at
+// /w/<who>/v1/responses (responses.go).
 type ModelServer struct {
 	// Plan is the generation plan of the seq-th request of a job.
 	Plan     func(ns string, index, seq int) GenPlan
@@ -102,6 +113,11 @@ type ModelServer struct {
 	seq      map[string]int
 	gens     []Generation
 	inflight map[string]int
+	// bg are the background generations by id, kept for the whole run
+	// (OpenAI keeps one about ten minutes): any worker may poll any id,
+	// since the one resuming a generation is not the one that made it.
+	bg    map[string]*bgGen
+	bgAll []*bgGen
 }
 
 var (
@@ -118,73 +134,138 @@ type chatRequest struct {
 	Stream    bool `json:"stream"`
 }
 
+// ServeHTTP counts the request open for its caller while it runs (the
+// harness kills a worker only mid-call) and hands it to its shape.
 func (s *ModelServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	m := pathRe.FindStringSubmatch(r.URL.Path)
+	who := ""
+	m, bg := pathRe.FindStringSubmatch(r.URL.Path), responsesRe.FindStringSubmatch(r.URL.Path)
+	switch {
+	case m != nil:
+		who = m[1]
+	case bg != nil:
+		who = bg[1]
+	default:
+		badRequest(w, "no_such_path")
+		return
+	}
+	s.mu.Lock()
+	if s.seq == nil {
+		s.seq, s.inflight, s.bg = map[string]int{}, map[string]int{}, map[string]*bgGen{}
+	}
+	s.inflight[who]++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		s.inflight[who]--
+		s.mu.Unlock()
+	}()
+	if bg != nil {
+		s.responses(w, r, bg)
+		return
+	}
+	s.chat(w, r, who)
+}
+
+func badRequest(w http.ResponseWriter, code string) {
+	http.Error(w, `{"error":{"type":"invalid_request_error","code":"`+code+`"}}`, http.StatusBadRequest)
+}
+
+// taggedJob is the job a prompt's tag names, and its namespace.
+func taggedJob(prompt string) (ns string, index int, ok bool) {
+	tag := tagRe.FindStringSubmatch(prompt)
+	if tag == nil {
+		return "", 0, false
+	}
+	return tag[1], atoi(tag[2]), true
+}
+
+// admit gives a request of job (ns, index) its rank among the job's
+// requests, and its plan capped at the request's maximum: the plan of the
+// seq-th request is the same whatever shape the request takes.
+func (s *ModelServer) admit(ns string, index, maxTokens int) (int, GenPlan) {
+	key := fmt.Sprintf("%s/%d", ns, index)
+	s.mu.Lock()
+	seq := s.seq[key]
+	s.seq[key]++
+	s.mu.Unlock()
+	p := s.Plan(ns, index, seq)
+	p.Tokens = max(1, min(p.Tokens, maxTokens))
+	if p.Fault.Total > 0 {
+		p.PerToken = p.Fault.Total / time.Duration(p.Tokens)
+	}
+	return seq, p
+}
+
+// faulted reports an injected fault the moment it is decided.
+func (s *ModelServer) faulted(f ModelFault, who, op, ns string, index int) {
+	if f.Kind != "" && s.Recorder != nil {
+		s.Recorder.Fault(Event{Kind: f.Kind, Where: who, Op: op, Job: s.JobName(ns, index)})
+	}
+}
+
+// refuse answers a 429 or an overloaded error for f, and says which (""
+// when f refuses nothing): the provider bills neither.
+func refuse(w http.ResponseWriter, f ModelFault) string {
+	switch f.Kind {
+	case ModelRateLimited:
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Retry-After", strconv.Itoa(f.RetryAfter))
+		w.WriteHeader(http.StatusTooManyRequests)
+		_, _ = io.WriteString(w, `{"error":{"message":"Rate limit reached for requests","type":"requests","param":null,"code":"rate_limit_exceeded"}}`)
+		return "rate_limited"
+	case ModelOverloaded:
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(f.Status)
+		_, _ = io.WriteString(w, `{"error":{"message":"The server is overloaded","type":"overloaded_error","param":null,"code":null}}`)
+		return "overloaded"
+	}
+	return ""
+}
+
+// promptTokens is the prompt as the provider counts it, and as the
+// worker's ceiling bounds it: content bytes / 4, rounded up.
+func promptTokens(prompt string) int64 { return (int64(len(prompt)) + 3) / 4 }
+
+// record adds g to the ledger, and returns its place there.
+func (s *ModelServer) record(g Generation) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gens = append(s.gens, g)
+	return len(s.gens) - 1
+}
+
+// chat is one chat-completions request: one generation.
+func (s *ModelServer) chat(w http.ResponseWriter, r *http.Request, who string) {
 	body, err := io.ReadAll(r.Body)
 	var req chatRequest
-	if m == nil || err != nil || json.Unmarshal(body, &req) != nil {
-		http.Error(w, `{"error":{"type":"invalid_request_error","code":"bad_request"}}`, http.StatusBadRequest)
+	if err != nil || json.Unmarshal(body, &req) != nil {
+		badRequest(w, "bad_request")
 		return
 	}
 	var prompt string
 	for _, msg := range req.Messages {
 		prompt += msg.Content
 	}
-	tag := tagRe.FindStringSubmatch(prompt)
-	if tag == nil {
-		http.Error(w, `{"error":{"type":"invalid_request_error","code":"no_chaos_tag"}}`, http.StatusBadRequest)
+	ns, index, ok := taggedJob(prompt)
+	if !ok {
+		badRequest(w, "no_chaos_tag")
 		return
 	}
-	ns, index := tag[1], atoi(tag[2])
-	s.mu.Lock()
-	if s.seq == nil {
-		s.seq, s.inflight = map[string]int{}, map[string]int{}
+	seq, p := s.admit(ns, index, req.MaxTokens)
+	g := Generation{NS: ns, Index: index, Seq: seq, Who: who, Stream: req.Stream, Model: req.Model, Fault: p.Fault.Kind,
+		Start: time.Now(), Prompt: promptTokens(prompt)}
+	route := "plain"
+	if req.Stream {
+		route = "stream"
 	}
-	key := ns + "/" + tag[2]
-	seq := s.seq[key]
-	s.seq[key]++
-	s.inflight[m[1]]++
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		s.inflight[m[1]]--
-		s.mu.Unlock()
-	}()
-
-	p := s.Plan(ns, index, seq)
-	p.Tokens = max(1, min(p.Tokens, req.MaxTokens))
-	if p.Fault.Total > 0 {
-		p.PerToken = p.Fault.Total / time.Duration(p.Tokens)
-	}
-	g := Generation{NS: ns, Index: index, Seq: seq, Who: m[1], Stream: req.Stream, Model: req.Model, Fault: p.Fault.Kind,
-		Start: time.Now(), Prompt: (int64(len(prompt)) + 3) / 4}
-	if p.Fault.Kind != "" && s.Recorder != nil {
-		route := "plain"
-		if req.Stream {
-			route = "stream"
-		}
-		s.Recorder.Fault(Event{Kind: p.Fault.Kind, Where: m[1], Op: route, Job: s.JobName(ns, index)})
-	}
+	s.faulted(p.Fault, who, route, ns, index)
 	w.Header().Set(genHeader, g.ID())
 	defer func() {
 		g.End = time.Now()
-		s.mu.Lock()
-		s.gens = append(s.gens, g)
-		s.mu.Unlock()
+		s.record(g)
 	}()
-	switch p.Fault.Kind {
-	case ModelRateLimited:
-		g.Prompt, g.Outcome = 0, "rate_limited"
-		w.Header().Set("Content-Type", "application/json")
-		w.Header().Set("Retry-After", strconv.Itoa(p.Fault.RetryAfter))
-		w.WriteHeader(http.StatusTooManyRequests)
-		_, _ = io.WriteString(w, `{"error":{"message":"Rate limit reached for requests","type":"requests","param":null,"code":"rate_limit_exceeded"}}`)
-		return
-	case ModelOverloaded:
-		g.Prompt, g.Outcome = 0, "overloaded"
-		w.Header().Set("Content-Type", "application/json")
-		w.WriteHeader(p.Fault.Status)
-		_, _ = io.WriteString(w, `{"error":{"message":"The server is overloaded","type":"overloaded_error","param":null,"code":null}}`)
+	if out := refuse(w, p.Fault); out != "" {
+		g.Prompt, g.Outcome = 0, out
 		return
 	}
 	if req.Stream {
@@ -306,18 +387,32 @@ func (s *ModelServer) stream(w http.ResponseWriter, r *http.Request, p GenPlan, 
 	g.Outcome = "written"
 }
 
-// Generations are every request accepted so far.
+// Generations are every request accepted so far, each background
+// generation as its invoice will show it: billed whole unless it was
+// cancelled first (nobody else stops it).
 func (s *ModelServer) Generations() []Generation {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]Generation(nil), s.gens...)
+	out := append([]Generation(nil), s.gens...)
+	now := time.Now()
+	for _, b := range s.bgAll {
+		b.settle(&out[b.at], now)
+	}
+	return out
 }
 
-// InFlight is how many calls from who are open now.
+// InFlight is how many calls from who are open now: its requests, and the
+// background generations it is waiting for (polled within a second).
 func (s *ModelServer) InFlight(who string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.inflight[who]
+	n, now := s.inflight[who], time.Now()
+	for _, b := range s.bgAll {
+		if b.lastWho == who && now.Sub(b.lastAt) < time.Second && pendingStatus(b.status(now)) {
+			n++
+		}
+	}
+	return n
 }
 
 func atoi(s string) int {

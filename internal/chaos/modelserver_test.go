@@ -2,12 +2,16 @@ package chaos
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/aijobs/aijobs/pkg/config"
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/model"
 	"github.com/aijobs/aijobs/pkg/model/openai"
@@ -154,5 +158,285 @@ func TestScheduleIsAFunctionOfTheSeed(t *testing.T) {
 	}
 	if c := NewSchedule(ScheduleOptions{Seed: 6, Jobs: 400, Tenants: 4, Load: time.Minute, Model: o.Model, Reserve: o.Reserve}); c.Jobs[7].Tenant == a.Jobs[7].Tenant && c.Jobs[8].Tenant == a.Jobs[8].Tenant && c.Jobs[9].Tenant == a.Jobs[9].Tenant && c.Gen("aj", 7, 0) == a.Gen("aj", 7, 0) {
 		t.Fatal("another seed, the same schedule")
+	}
+}
+
+// bgServer is a model server whose every request follows p, and a
+// background (Responses API) client of it calling as who.
+type bgServer struct {
+	s     *ModelServer
+	url   string
+	tally *Tally
+}
+
+func newBGServer(t *testing.T, p GenPlan) *bgServer {
+	t.Helper()
+	s := &ModelServer{Plan: func(string, int, int) GenPlan { return p }, JobName: func(string, int) string { return "j" }}
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	return &bgServer{s: s, url: srv.URL, tally: NewTally()}
+}
+
+func (b *bgServer) client(t *testing.T, who string) *openai.Client {
+	t.Helper()
+	c, err := openai.New(openai.Config{BaseURL: b.url + "/w/" + who + "/v1", Background: true, PollEvery: 10 * time.Millisecond,
+		HTTPClient: &http.Client{Transport: observe(http.DefaultTransport, b.tally, who)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+var bgContent = JobPlan{Index: 3, Tenant: "t1"}.Content("aj")
+
+// generate is one background call of job 3 as who, resuming id when set;
+// it returns what the provider answered and the id it was told.
+func (b *bgServer) generate(t *testing.T, who, resume string, timeout time.Duration) (model.Response, string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	var started string
+	resp, err := b.client(t, who).Generate(ctx, model.Request{Model: "m", MaxTokens: 64, Resume: resume,
+		Messages: []job.Message{{Role: "user", Content: bgContent}}, Started: func(id string) { started = id }})
+	return resp, started, err
+}
+
+// only is the one generation the server has, once it is done (the server
+// runs it on its own time).
+func (b *bgServer) only(t *testing.T) Generation {
+	t.Helper()
+	gens := b.s.Generations()
+	if len(gens) != 1 {
+		t.Fatalf("%d generations in the ledger, want 1: %+v", len(gens), gens)
+	}
+	g := gens[0]
+	if g.NS != "aj" || g.Index != 3 || !g.Background || g.Stream {
+		t.Fatalf("generation attributed to %+v", g)
+	}
+	if g.Billed() && g.Prompt != promptTokens(bgContent) {
+		t.Fatalf("prompt billed %d, want %d", g.Prompt, promptTokens(bgContent))
+	}
+	return g
+}
+
+// waitDone waits for the only generation to end on the server.
+func (b *bgServer) waitDone(t *testing.T) Generation {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+		if g := b.only(t); !strings.HasPrefix(g.Outcome, "generating") {
+			return g
+		}
+	}
+	t.Fatal("the generation never ended")
+	return Generation{}
+}
+
+func TestBackgroundCreatePollComplete(t *testing.T) {
+	t.Parallel()
+	b := newBGServer(t, GenPlan{Tokens: 12, Prefill: 20 * time.Millisecond, PerToken: 5 * time.Millisecond})
+	resp, id, err := b.generate(t, "a", "", 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := b.only(t)
+	rc, _ := b.tally.Receipt(g.ID())
+	if id == "" || g.Output != 12 || g.Outcome != "completed" || resp.Usage != (model.Usage{InputTokens: g.Prompt, OutputTokens: 12}) {
+		t.Fatalf("id %q, provider usage %+v, server billed %+v", id, resp.Usage, g)
+	}
+	if !rc.Complete || !slices.Equal(b.tally.Readers(g.ID()), []string{"a"}) || resp.Output != strings.Repeat("tok ", 12) {
+		t.Fatalf("receipt %+v readers %v output %q", rc, b.tally.Readers(g.ID()), resp.Output)
+	}
+}
+
+func TestBackgroundCancelBillsWhatWasMade(t *testing.T) {
+	t.Parallel()
+	b := newBGServer(t, GenPlan{Tokens: 40, Prefill: 20 * time.Millisecond, PerToken: 50 * time.Millisecond})
+	start := time.Now()
+	_, id, err := b.generate(t, "a", "", 500*time.Millisecond)
+	elapsed := time.Since(start)
+	g := b.only(t)
+	u := usageOf(err)
+	// About (500 - 20) / 50 tokens by the cancel; the provider bills the
+	// worst case, which must cover the bill.
+	made := int64((elapsed - 20*time.Millisecond) / (50 * time.Millisecond))
+	if err == nil || id == "" || !strings.HasPrefix(g.Outcome, "cancelled@") || g.Output < 5 || g.Output > made || g.Output >= 40 {
+		t.Fatalf("err %v id %q: billed %+v, want cancelled with 5..%d tokens", err, id, g, made)
+	}
+	if !u.Estimated || u.InputTokens < g.Prompt || u.OutputTokens < g.Output {
+		t.Fatalf("the call's usage %+v does not cover the bill %+v", u, g)
+	}
+	if rc, ok := b.tally.Receipt(g.ID()); ok && rc.Complete {
+		t.Fatalf("a cancelled generation was read whole: %+v", rc)
+	}
+	time.Sleep(100 * time.Millisecond)
+	if later := b.only(t); later.Output != g.Output {
+		t.Fatalf("billed %d tokens after the cancel, %d at it", later.Output, g.Output)
+	}
+}
+
+func TestBackgroundUnknownIDIsGone(t *testing.T) {
+	t.Parallel()
+	b := newBGServer(t, GenPlan{Tokens: 5})
+	_, _, err := b.generate(t, "a", "resp_nobody", 2*time.Second)
+	if !errors.Is(err, model.ErrGone) || len(b.s.Generations()) != 0 {
+		t.Fatalf("err %v, ledger %+v", err, b.s.Generations())
+	}
+	for _, r := range []struct{ method, path string }{{"GET", "/w/a/v1/responses/resp_nobody"}, {"POST", "/w/a/v1/responses/resp_nobody/cancel"}} {
+		req, _ := http.NewRequest(r.method, b.url+r.path, nil)
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusNotFound {
+			t.Fatalf("%s %s: %d, want 404", r.method, r.path, resp.StatusCode)
+		}
+	}
+}
+
+func TestBackgroundCutCreateIsBilledWhole(t *testing.T) {
+	t.Parallel()
+	for _, cut := range []int{-1, 3} {
+		b := newBGServer(t, GenPlan{Tokens: 10, Prefill: 10 * time.Millisecond, PerToken: 5 * time.Millisecond,
+			Fault: ModelFault{Kind: ModelCut, CutAfter: cut}})
+		_, id, err := b.generate(t, "a", "", 2*time.Second)
+		g := b.waitDone(t)
+		u := usageOf(err)
+		if err == nil || id != "" || g.Output != 10 || g.Outcome != "completed, id never answered" {
+			t.Fatalf("cut %d: err %v, id %q, billed %+v", cut, err, id, g)
+		}
+		if !u.Estimated || u.InputTokens < g.Prompt || u.OutputTokens < g.Output {
+			t.Fatalf("cut %d: the call's usage %+v does not cover the bill %+v", cut, u, g)
+		}
+	}
+}
+
+func TestBackgroundAnyWorkerPollsAnID(t *testing.T) {
+	t.Parallel()
+	b := newBGServer(t, GenPlan{Tokens: 8, Prefill: 10 * time.Millisecond, PerToken: 20 * time.Millisecond})
+	// Worker a makes the generation and dies before it waits: a raw
+	// create, nobody polls or cancels it.
+	resp, err := http.Post(b.url+"/w/a/v1/responses", "application/json",
+		strings.NewReader(`{"model":"m","background":true,"store":true,"max_output_tokens":64,"input":[{"role":"user","content":"`+bgContent+`"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o struct{ ID, Status string }
+	_ = json.NewDecoder(resp.Body).Decode(&o)
+	resp.Body.Close()
+	if o.ID == "" || !pendingStatus(o.Status) || resp.Header.Get(genHeader) != "" {
+		t.Fatalf("create answered %+v (gen header %q)", o, resp.Header.Get(genHeader))
+	}
+	if b.s.InFlight("a") != 1 || b.s.InFlight("b") != 0 {
+		t.Fatalf("in flight: a %d, b %d; want a's generation counted as its open call", b.s.InFlight("a"), b.s.InFlight("b"))
+	}
+	// Worker b resumes it through its own base URL.
+	out, _, err := b.generate(t, "b", o.ID, 5*time.Second)
+	g := b.only(t)
+	if err != nil || g.Who != "a" || out.Usage != (model.Usage{InputTokens: g.Prompt, OutputTokens: 8}) {
+		t.Fatalf("resume: err %v usage %+v, ledger %+v", err, out.Usage, g)
+	}
+	if r := b.tally.Readers(g.ID()); !slices.Equal(r, []string{"b"}) {
+		t.Fatalf("readers %v, want b alone", r)
+	}
+}
+
+func TestBackgroundResumeLeavesItRunning(t *testing.T) {
+	t.Parallel()
+	b := newBGServer(t, GenPlan{Tokens: 20, Prefill: 10 * time.Millisecond, PerToken: 25 * time.Millisecond})
+	resp, err := http.Post(b.url+"/w/a/v1/responses", "application/json",
+		strings.NewReader(`{"model":"m","background":true,"max_output_tokens":64,"input":[{"role":"user","content":"`+bgContent+`"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var o struct{ ID string }
+	_ = json.NewDecoder(resp.Body).Decode(&o)
+	resp.Body.Close()
+	// A resume cut off by its timeout cancels nothing: a later one may
+	// still fetch it, and it is billed whole.
+	if _, _, err := b.generate(t, "b", o.ID, 100*time.Millisecond); err == nil {
+		t.Fatal("a resume that timed out succeeded")
+	}
+	if g := b.waitDone(t); g.Outcome != "completed" || g.Output != 20 {
+		t.Fatalf("billed %+v, want completed whole", g)
+	}
+}
+
+func TestBackgroundFaults(t *testing.T) {
+	t.Parallel()
+	base := GenPlan{Tokens: 10, Prefill: 10 * time.Millisecond, PerToken: 10 * time.Millisecond}
+	with := func(f ModelFault) GenPlan { p := base; p.Fault = f; return p }
+	t.Run("429 on the create starts nothing", func(t *testing.T) {
+		b := newBGServer(t, with(ModelFault{Kind: ModelRateLimited, RetryAfter: 1}))
+		_, id, err := b.generate(t, "a", "", 2*time.Second)
+		if c, _ := model.Classify(err); c != job.RateLimited || id != "" || b.only(t).Billed() {
+			t.Fatalf("class %s id %q ledger %+v", c, id, b.only(t))
+		}
+	})
+	t.Run("a create stalled past the timeout is billed whole, covered", func(t *testing.T) {
+		b := newBGServer(t, with(ModelFault{Kind: ModelStallHeaders, Delay: time.Second}))
+		_, id, err := b.generate(t, "a", "", 300*time.Millisecond)
+		g, u := b.waitDone(t), usageOf(err)
+		if err == nil || id != "" || g.Output != 10 || u.OutputTokens < g.Output || u.InputTokens < g.Prompt {
+			t.Fatalf("err %v id %q usage %+v, billed %+v", err, id, u, g)
+		}
+	})
+	t.Run("a cut poll is free and read again", func(t *testing.T) {
+		b := newBGServer(t, with(ModelFault{Kind: ModelCut, CutAfter: 2, OnPoll: true}))
+		resp, _, err := b.generate(t, "a", "", 3*time.Second)
+		g := b.only(t)
+		rc, _ := b.tally.Receipt(g.ID())
+		if err != nil || resp.Usage.OutputTokens != 10 || g.Output != 10 || !rc.Complete {
+			t.Fatalf("err %v usage %+v, billed %+v, receipt %+v", err, resp.Usage, g, rc)
+		}
+	})
+	t.Run("a poll stalled past the timeout cancels", func(t *testing.T) {
+		p := with(ModelFault{Kind: ModelStallHeaders, Delay: 2 * time.Second, OnPoll: true})
+		p.PerToken = 100 * time.Millisecond
+		b := newBGServer(t, p)
+		_, _, err := b.generate(t, "a", "", 400*time.Millisecond)
+		g := b.only(t)
+		if err == nil || !strings.HasPrefix(g.Outcome, "cancelled@") || g.Output >= 10 {
+			t.Fatalf("err %v, billed %+v", err, g)
+		}
+	})
+}
+
+// TestTallyCountsGenerationsNotReads: a generation read whole by one
+// worker and then read cut by another (a resume's poll) stays read whole.
+func TestTallyCountsGenerationsNotReads(t *testing.T) {
+	t.Parallel()
+	tl := NewTally()
+	tl.Received(Receipt{Gen: "aj/1/0", Complete: true, Where: "worker-a.1"})
+	tl.Received(Receipt{Gen: "aj/1/0", Complete: true, Where: "worker-b.1"})
+	tl.Received(Receipt{Gen: "aj/1/0", Where: "worker-b.1"})
+	tl.Received(Receipt{Gen: "aj/2/0", Where: "worker-b.1"})
+	if rc, _ := tl.Receipt("aj/1/0"); !rc.Complete {
+		t.Fatalf("receipt %+v: a later cut read undid a whole one", rc)
+	}
+	if r := tl.Readers("aj/1/0"); !slices.Equal(r, []string{"worker-a.1", "worker-b.1"}) {
+		t.Fatalf("readers %v", r)
+	}
+	if rc, _ := tl.Receipt("aj/2/0"); rc.Complete || len(tl.Readers("aj/2/0")) != 0 {
+		t.Fatalf("a cut read counted whole: %+v", rc)
+	}
+}
+
+// TestRunRoutesLoad: the run's routes are a configuration the engine
+// accepts, the background route on a background provider.
+func TestRunRoutesLoad(t *testing.T) {
+	t.Parallel()
+	c, err := config.Load(lookup(env("http://127.0.0.1:1", "p", "http://127.0.0.1:2", "worker-a.1")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range routes {
+		if _, ok := c.Routes[r]; !ok {
+			t.Fatalf("no route %q", r)
+		}
+	}
+	rung := c.Routes["background"].Rungs[0]
+	if p := c.Providers[rung.Provider]; !p.Background || p.PollEvery != 100*time.Millisecond || rung.Model != "chaos-background" {
+		t.Fatalf("background rung %+v on %+v", rung, p)
 	}
 }

@@ -80,7 +80,8 @@ type ScheduleOptions struct {
 	KillEvery time.Duration
 }
 
-var routes = []string{"default", "plain", "ladder"}
+// routes are env.go's, each given an equal share of the jobs.
+var routes = []string{"default", "plain", "ladder", "background"}
 
 // NewSchedule draws every job's plan from the seed.
 func NewSchedule(o ScheduleOptions) *Schedule {
@@ -155,13 +156,14 @@ func (s *Schedule) Gen(_ string, index, seq int) GenPlan {
 	u, r := sd.Float("model_fault", index, seq), s.Model
 	switch {
 	case u < r.StallHeaders:
-		p.Fault = ModelFault{Kind: ModelStallHeaders, Delay: sd.Between(1500*time.Millisecond, 9*time.Second, "stall", index, seq)}
+		p.Fault = ModelFault{Kind: ModelStallHeaders, Delay: sd.Between(1500*time.Millisecond, 9*time.Second, "stall", index, seq),
+			OnPoll: sd.Float("on_poll", index, seq) < 0.5}
 	case u < r.StallHeaders+r.Cut:
 		cut := -1
 		if sd.Float("cut_where", index, seq) > 1.0/3 {
 			cut = sd.Intn(p.Tokens, "cut_at", index, seq)
 		}
-		p.Fault = ModelFault{Kind: ModelCut, CutAfter: cut}
+		p.Fault = ModelFault{Kind: ModelCut, CutAfter: cut, OnPoll: sd.Float("on_poll", index, seq) < 0.5}
 	case u < r.StallHeaders+r.Cut+r.Trickle:
 		p.Fault = ModelFault{Kind: ModelTrickle}
 		p.PerToken = sd.Between(250*time.Millisecond, 700*time.Millisecond, "trickle", index, seq)
