@@ -29,7 +29,23 @@ func (f *fixture) threeJobs() ([]string, []string) {
 }
 
 func TestAnInvocationsExtensionsGoOutAsOneBatchPerHeartbeat(t *testing.T) {
-	f := setup(t, longerThanTheLease)
+	// A 60 ms heartbeat, not the fixture's 20 ms, and a call three times
+	// as long, against a lease three times as long: the three attempts'
+	// tickers drift apart by whatever the scheduler delays each (the race
+	// detector, every package at once on two cores), and a round gathers
+	// for a quarter heartbeat. 5 ms was once too short (37 requests for 66
+	// extensions in make test); 15 ms rides such delays out.
+	f := setup(t, func(ctx context.Context, r model.Request, n int) (model.Response, error) {
+		select {
+		case <-time.After(1350 * time.Millisecond):
+			return ok(1)(ctx, r, n)
+		case <-ctx.Done():
+			return model.Response{}, &model.Error{Class: job.Cancelled, Usage: model.Usage{InputTokens: 3}, Err: ctx.Err()}
+		}
+	})
+	f.w = f.newWorker(f.store, func(c *worker.Config) {
+		c.Timing.Heartbeat, c.Timing.LeaseTTL, c.Timing.LeaseMargin = 60*time.Millisecond, 900*time.Millisecond, 450*time.Millisecond
+	})
 	ids, bodies := f.threeJobs()
 	if r := f.deliver(bodies...); len(r.BatchItemFailures) != 0 {
 		t.Fatalf("kept %v", failedIDs(r))
@@ -49,7 +65,7 @@ func TestAnInvocationsExtensionsGoOutAsOneBatchPerHeartbeat(t *testing.T) {
 			full++
 		}
 	}
-	// 450 ms at a 20 ms heartbeat: about 22 heartbeats of three messages.
+	// 1,350 ms at a 60 ms heartbeat: about 22 heartbeats of three messages.
 	if len(batches) < 10 || entries < 3*len(batches)-6 || full < len(batches)-2 {
 		t.Fatalf("%d requests for %d extensions (%d with all three): the heartbeats did not batch", len(batches), entries, full)
 	}
