@@ -72,10 +72,11 @@ type Await struct {
 }
 
 // Resume settles a written-off attempt's generation, fetched by a later
-// attempt that resumed it instead of generating again: the generation's cost (priced from the usage the provider
-// reported) plus what the attempt had paid before it (Pending.Paid)
-// replaces the estimate its write-off charged (Pending.Held), as the
-// attempt's own late settlement would have (AddCost). Only one of the two
+// attempt that resumed it instead of generating again: the generation's
+// cost (priced from the usage the provider reported) plus what the
+// attempt had paid before it (Pending.Paid) replaces the estimate its
+// write-off charged (Pending.Held), as the attempt's own late settlement
+// would have (AddCost). Only one of the two
 // ever lands: both are the written-off attempt's one replacement.
 // Precondition: Of.Owner is written off AND its estimate was not replaced.
 // Effect: cost + (Of.Paid + Cost - Of.Held).
