@@ -196,6 +196,20 @@ func (s *ModelServer) admit(ns string, index, maxTokens int) (int, GenPlan) {
 	return seq, p
 }
 
+// accept is a request for model whose prompt names its job: the
+// generation it starts in the ledger's terms, and its plan. A prompt with
+// no tag is answered 400 (ok false).
+func (s *ModelServer) accept(w http.ResponseWriter, who, model, prompt string, maxTokens int) (Generation, GenPlan, bool) {
+	ns, index, ok := taggedJob(prompt)
+	if !ok {
+		badRequest(w, "no_chaos_tag")
+		return Generation{}, GenPlan{}, false
+	}
+	seq, p := s.admit(ns, index, maxTokens)
+	return Generation{NS: ns, Index: index, Seq: seq, Who: who, Model: model, Fault: p.Fault.Kind,
+		Start: time.Now(), Prompt: promptTokens(prompt)}, p, true
+}
+
 // faulted reports an injected fault the moment it is decided.
 func (s *ModelServer) faulted(f ModelFault, who, op, ns string, index int) {
 	if f.Kind != "" && s.Recorder != nil {
@@ -246,19 +260,16 @@ func (s *ModelServer) chat(w http.ResponseWriter, r *http.Request, who string) {
 	for _, msg := range req.Messages {
 		prompt += msg.Content
 	}
-	ns, index, ok := taggedJob(prompt)
+	g, p, ok := s.accept(w, who, req.Model, prompt, req.MaxTokens)
 	if !ok {
-		badRequest(w, "no_chaos_tag")
 		return
 	}
-	seq, p := s.admit(ns, index, req.MaxTokens)
-	g := Generation{NS: ns, Index: index, Seq: seq, Who: who, Stream: req.Stream, Model: req.Model, Fault: p.Fault.Kind,
-		Start: time.Now(), Prompt: promptTokens(prompt)}
+	g.Stream = req.Stream
 	route := "plain"
 	if req.Stream {
 		route = "stream"
 	}
-	s.faulted(p.Fault, who, route, ns, index)
+	s.faulted(p.Fault, who, route, g.NS, g.Index)
 	w.Header().Set(genHeader, g.ID())
 	defer func() {
 		g.End = time.Now()

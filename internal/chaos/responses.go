@@ -148,14 +148,12 @@ func (s *ModelServer) create(w http.ResponseWriter, r *http.Request, who string)
 	for _, in := range req.Input {
 		prompt += in.Content
 	}
-	ns, index, ok := taggedJob(prompt)
+	g, p, ok := s.accept(w, who, req.Model, prompt, req.MaxOutputTokens)
 	if !ok {
-		badRequest(w, "no_chaos_tag")
 		return
 	}
-	seq, p := s.admit(ns, index, req.MaxOutputTokens)
-	g := Generation{NS: ns, Index: index, Seq: seq, Who: who, Background: true, Model: req.Model, Fault: p.Fault.Kind,
-		Start: time.Now(), Prompt: promptTokens(prompt)}
+	g.Background = true
+	ns, index, seq := g.NS, g.Index, g.Seq
 	s.faulted(p.Fault, who, "background", ns, index)
 	if out := refuse(w, p.Fault); out != "" {
 		g.Prompt, g.Outcome, g.End = 0, out, time.Now()
