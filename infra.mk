@@ -1,7 +1,7 @@
 # The CDK stack (infra/, its own Go module) and LocalStack. Included from
 # the Makefile; see docs/deploy.md. Nothing in `make test` depends on these.
 #   make cdk-cli          the pinned CDK CLI (package.json) into ./node_modules
-#   make lambdas          dist/{api,worker,reconciler,notifier}/bootstrap (linux/arm64)
+#   make lambdas          dist/{api,worker,reconciler,notifier,collector}/bootstrap (linux/arm64)
 #   make synth            cdk synth (offline; the template lands in cdk.out/)
 #   make deploy           cdk deploy (CDK_ARGS="-c alarmEmail=ops@example.com")
 #   make test-infra       the infra module's tests, including cdk and cdklocal synth
@@ -14,7 +14,7 @@ CDK := $(CDK_ENV) $(CURDIR)/node_modules/.bin/cdk
 CDKLOCAL := $(CDK_ENV) $(CURDIR)/node_modules/.bin/cdklocal
 CDK_ARGS ?=
 STATICCHECK ?= honnef.co/go/tools/cmd/staticcheck@v0.8.2
-LAMBDA_FUNCTIONS := api worker reconciler notifier
+LAMBDA_FUNCTIONS := api worker reconciler notifier collector
 LAMBDA_BUILD := CGO_ENABLED=0 GOOS=linux GOARCH=arm64 go build -tags lambda.norpc -trimpath -ldflags="-s -w"
 
 LOCALSTACK_URL := http://127.0.0.1:4566

@@ -13,6 +13,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -56,7 +57,8 @@ func rieBin(t *testing.T) string {
 
 // buildBootstraps builds every function as the stack does (lambda.norpc,
 // static) but for this machine, so the emulator can run it; in parallel,
-// since the four links are most of the test's time.
+// since the links are most of the test's time. The collector, which runs
+// on a route with a batch lane, is started by its own step.
 func buildBootstraps(t *testing.T) map[string]string {
 	t.Helper()
 	root, err := filepath.Abs("..")
@@ -65,9 +67,10 @@ func buildBootstraps(t *testing.T) map[string]string {
 	}
 	dir := t.TempDir()
 	out := map[string]string{}
-	errs := make([]error, len(rieFunctions))
+	built := append(slices.Clone(rieFunctions), "collector")
+	errs := make([]error, len(built))
 	var wg sync.WaitGroup
-	for i, f := range rieFunctions {
+	for i, f := range built {
 		bin := filepath.Join(dir, f, "bootstrap")
 		out[f] = bin
 		wg.Add(1)
@@ -243,7 +246,7 @@ func TestEveryFunctionUnderAWSLambdaRuntimeEmulator(t *testing.T) {
 	rie := rieBin(t)
 	start := time.Now()
 	bins := buildBootstraps(t)
-	t.Logf("built the four bootstraps for %s/%s in %s", runtime.GOOS, runtime.GOARCH, time.Since(start).Round(time.Millisecond))
+	t.Logf("built the five bootstraps for %s/%s in %s", runtime.GOOS, runtime.GOARCH, time.Since(start).Round(time.Millisecond))
 	a, env := rieResources(t)
 	timeouts := map[string]time.Duration{"api": 10 * time.Second, "worker": a.Config.Settings.WorkerTimeout,
 		"notifier": a.Config.Settings.NotifierTimeout, "reconciler": 60 * time.Second}
@@ -255,14 +258,20 @@ func TestEveryFunctionUnderAWSLambdaRuntimeEmulator(t *testing.T) {
 	for _, step := range []struct {
 		name string
 		run  func(t *testing.T)
-	}{{"api", r.api}, {"worker", r.worker}, {"notifier", r.notifier}, {"reconciler", r.reconciler}} {
+	}{{"api", r.api}, {"worker", r.worker}, {"notifier", r.notifier}, {"reconciler", r.reconciler},
+		{"collector", func(t *testing.T) { r.collector(t, rie, bins["collector"], env) }}} {
 		if !t.Run(step.name, step.run) {
 			return
 		}
 	}
 	var inits []string
 	for _, f := range rieFunctions {
+		// The emulator writes its report lines as it goes, and under load
+		// after the invocation's answer: give them a moment.
 		m := rieInitReport.FindStringSubmatch(fns[f].out.String())
+		for wait := time.Now().Add(5 * time.Second); m == nil && time.Now().Before(wait); m = rieInitReport.FindStringSubmatch(fns[f].out.String()) {
+			time.Sleep(50 * time.Millisecond)
+		}
 		if m == nil {
 			t.Fatalf("%s: no INIT REPORT in the emulator's output:\n%s", f, fns[f].out)
 		}

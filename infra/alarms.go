@@ -168,6 +168,9 @@ type Signals struct {
 	// NoticesHeldBack is the age of the stream records the notifier
 	// reads (IteratorAge, milliseconds).
 	NoticesHeldBack awscloudwatch.IMetric
+	// CollectorErrors are the collector function's failed runs; nil when
+	// no route offers a batch lane (no collector is deployed).
+	CollectorErrors awscloudwatch.IMetric
 }
 
 // Monitored are the stack's pieces whose own metrics the alarms and the
@@ -196,7 +199,7 @@ func newSignals(m Monitored) Signals {
 			refused = append(refused, c)
 		}
 	}
-	return Signals{
+	sig := Signals{
 		DLQArrivals: dlqArrivals(q.DLQ, dlqArrivalExpression, "marked", "DeadLetteredJobs",
 			"messages arriving in the DLQ (sent by the worker + jobs the sweep marked)"),
 		DLQWaiting: awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
@@ -236,6 +239,10 @@ func newSignals(m Monitored) Signals {
 		NotifierErrors:  f.Notifier.MetricErrors(metricOptions("Sum", period)),
 		NoticesHeldBack: f.Notifier.Metric(jsii.String("IteratorAge"), metricOptions("Maximum", period)),
 	}
+	if f.Collector != nil {
+		sig.CollectorErrors = f.Collector.MetricErrors(metricOptions("Sum", period))
+	}
+	return sig
 }
 
 // dlqArrivals is the arrivals in a dead letter queue per minute: the
@@ -425,8 +432,29 @@ func newAlarm(stack awscdk.Stack, cfg Config, topic awssns.Topic, spec alarmSpec
 }
 
 // alarmSpecs are the stack's alarms, in the order the dashboard's alarm
-// status widget lists them.
+// status widget lists them: the collector's last, when it is deployed.
 func alarmSpecs(cfg Config, sig Signals) []alarmSpec {
+	specs := stackAlarmSpecs(cfg, sig)
+	if sig.CollectorErrors != nil {
+		specs = append(specs, collectorErrorsSpec(cfg.Settings, sig))
+	}
+	return specs
+}
+
+// collectorErrorsSpec is the alarm on the collector's failed runs, as
+// ReconcilerErrors is on the reconciler's: a run fails when any batch or
+// lane could not be carried on (the handler returns the run's error).
+func collectorErrorsSpec(s settings.Settings, sig Signals) alarmSpec {
+	return alarmSpec{ID: "CollectorErrors", What: fmt.Sprintf("The batch lane's collector (%s-collector) failed a run: a batch it could not "+
+		"submit, poll or settle, a lane it could not collect (the provider's batch API or its key, the tables, the queue), or a crash, "+
+		"timeout or out of memory. While it fails, jobs wait in the batch lane; when a lease ends, a job still waiting is given back "+
+		"with its hold returned (AttemptsUncollected), one in a batch is written off as a dead attempt, and the reconciler re-sends "+
+		"both. Read its log group (a warning names each batch and lane); the next run (every %s) carries every batch on from its "+
+		"record.", s.Prefix, s.CollectEvery), Metric: sig.CollectorErrors, Threshold: 1}
+}
+
+// stackAlarmSpecs are the alarms every stack has.
+func stackAlarmSpecs(cfg Config, sig Signals) []alarmSpec {
 	s := cfg.Settings
 	return []alarmSpec{
 		{ID: "DlqArrivals", What: fmt.Sprintf("A message reached the DLQ: the worker dead-lettered it (poison, or received %d times), or SQS moved it "+

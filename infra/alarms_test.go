@@ -287,20 +287,8 @@ func TestDashboard(t *testing.T) {
 // number of noisy tenants, both the job queue's, in one widget.
 func TestDashboardShowsFairness(t *testing.T) {
 	s := defaults(t)
-	_, d := s.one(t, "AWS::CloudWatch::Dashboard", nil)
-	var body struct {
-		Widgets []struct {
-			Properties struct {
-				Title   string  `json:"title"`
-				Metrics [][]any `json:"metrics"`
-			} `json:"properties"`
-		} `json:"widgets"`
-	}
-	if err := json.Unmarshal([]byte(render(d["DashboardBody"])), &body); err != nil {
-		t.Fatalf("dashboard body: %v", err)
-	}
 	queueID, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", s.cfg.Settings.QueueName()))
-	for _, w := range body.Widgets {
+	for _, w := range dashboardWidgets(t, s) {
 		got := map[string]string{} // metric name -> its statistic, for the job queue's AWS/SQS metrics
 		for _, row := range w.Properties.Metrics {
 			if len(row) < 4 || row[0] != "AWS/SQS" || row[2] != "QueueName" {

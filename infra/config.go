@@ -64,6 +64,9 @@ type Config struct {
 	WorkerAssetDir     string
 	ReconcilerAssetDir string
 	NotifierAssetDir   string
+	// CollectorAssetDir is needed only when a route offers a batch lane:
+	// the collector is deployed only then.
+	CollectorAssetDir string
 
 	// SkipIndexes are new table indexes left out of this deploy: DynamoDB
 	// adds one global secondary index per table update (docs/deploy.md).
@@ -107,11 +110,13 @@ func ContextLookup(node constructs.Node) Lookup {
 // into the functions' environment: Lambda sets the region, the endpoint is
 // real AWS, the stack sets the resource names (the callback queues, the
 // signing secret, the parking bucket and the tables it creates included,
-// the worker's rate-limit buckets table among them), the listen address
-// is the dev server's, and a secret never goes into a template.
+// the worker's rate-limit buckets table among them, and a Bedrock batch
+// lane's bucket and service role: newBedrockBatch), the listen address is
+// the dev server's, and a secret never goes into a template.
 var notFromContext = map[string]bool{
 	"AWS_REGION": true, "AWS_ENDPOINT_URL": true, "AIJOBS_LISTEN": true,
 	"AIJOBS_TABLE": true, "AIJOBS_QUEUE_URL": true, "AIJOBS_DLQ_URL": true, "AIJOBS_PARK_BUCKET": true,
+	"AIJOBS_BATCH_BUCKET": true, "AIJOBS_BATCH_ROLE_ARN": true,
 	"AIJOBS_CALLBACK_QUEUE_URL": true, "AIJOBS_CALLBACK_DLQ_URL": true, "AIJOBS_WEBHOOK_SECRET_ID": true,
 	"AIJOBS_TENANTS_TABLE": true, "AIJOBS_QUARANTINE_TABLE": true, "AIJOBS_BUCKETS_TABLE": true,
 	"OPENAI_API_KEY": true,
@@ -133,8 +138,14 @@ func LoadConfig(ctx Lookup) (Config, error) {
 		return Config{}, err
 	}
 	getenv := func(name string) string {
-		if name == routesVar {
+		switch name {
+		case routesVar:
 			return routes
+		case "AIJOBS_BATCH_ROLE_ARN":
+			// config.Load wants it named when a bedrock rung offers a
+			// batch lane; the stack makes that role (newBedrockBatch)
+			// and gives the functions its ARN, which synth cannot know.
+			return stackMadeRole
 		}
 		v, _ := ctx(name)
 		return v
@@ -165,6 +176,8 @@ func LoadConfig(ctx Lookup) (Config, error) {
 	}
 	errs = append(errs, checkEnvSize(c)...)
 	errs = append(errs, checkModelAccess(c)...)
+	errs = append(errs, checkCollector(c)...)
+	errs = append(errs, checkBedrockBatch(c)...)
 	c.loadSkipIndexes(ctx, &errs)
 	c.loadAssetDirs(ctx, &errs)
 	if len(errs) > 0 {
@@ -172,6 +185,10 @@ func LoadConfig(ctx Lookup) (Config, error) {
 	}
 	return c, nil
 }
+
+// stackMadeRole stands for the ARN of a role the stack makes, in what
+// LoadConfig hands config.Load; it never reaches a function.
+const stackMadeRole = "arn:aws:iam::000000000000:role/made-by-the-stack"
 
 // refuseStackSetVars fails on any notFromContext variable in the context:
 // silently ignoring one would deploy something other than what was asked.
@@ -260,17 +277,19 @@ func (c *Config) loadLogRetention(ctx Lookup, errs *[]string) {
 }
 
 // loadFunctionSizing applies the context's function sizes to s: memory,
-// the worker's reserved concurrency, and the API's and the reconciler's
-// timeouts. They are AWS-only knobs, so they live in the context rather
-// than in pkg/config, but they change the settings the timing rules are
-// checked on, so they go into s before the checks.
+// the worker's reserved concurrency, and the API's, the reconciler's and
+// the collector's timeouts. They are AWS-only knobs, so they live in the
+// context rather than in pkg/config, but they change the settings the
+// timing rules are checked on, so they go into s before the checks.
 func loadFunctionSizing(ctx Lookup, s *settings.Settings, errs *[]string) {
 	s.APIMemoryMB = int(number(ctx, "apiMemoryMB", float64(s.APIMemoryMB), errs))
 	s.WorkerMemoryMB = int(number(ctx, "workerMemoryMB", float64(s.WorkerMemoryMB), errs))
 	s.ReconcilerMemoryMB = int(number(ctx, "reconcilerMemoryMB", float64(s.ReconcilerMemoryMB), errs))
 	s.NotifierMemoryMB = int(number(ctx, "notifierMemoryMB", float64(s.NotifierMemoryMB), errs))
+	s.CollectorMemoryMB = int(number(ctx, "collectorMemoryMB", float64(s.CollectorMemoryMB), errs))
 	s.WorkerReservedConcurrency = int(number(ctx, "workerReservedConcurrency", float64(s.WorkerReservedConcurrency), errs))
-	for key, d := range map[string]*time.Duration{"apiTimeout": &s.APITimeout, "reconcilerTimeout": &s.ReconcilerTimeout} {
+	for key, d := range map[string]*time.Duration{"apiTimeout": &s.APITimeout, "reconcilerTimeout": &s.ReconcilerTimeout,
+		"collectorTimeout": &s.CollectorTimeout} {
 		if v, set := ctx(key); set {
 			var err error
 			if *d, err = time.ParseDuration(v); err != nil {
@@ -307,9 +326,15 @@ func (c *Config) loadAssetDirs(ctx Lookup, errs *[]string) {
 	c.WorkerAssetDir = str(ctx, "workerAssetDir", filepath.Join(root, "dist", "worker"))
 	c.ReconcilerAssetDir = str(ctx, "reconcilerAssetDir", filepath.Join(root, "dist", "reconciler"))
 	c.NotifierAssetDir = str(ctx, "notifierAssetDir", filepath.Join(root, "dist", "notifier"))
-	for _, dir := range []string{c.APIAssetDir, c.WorkerAssetDir, c.ReconcilerAssetDir, c.NotifierAssetDir} {
+	c.CollectorAssetDir = str(ctx, "collectorAssetDir", filepath.Join(root, "dist", "collector"))
+	dirs := []string{c.APIAssetDir, c.WorkerAssetDir, c.ReconcilerAssetDir, c.NotifierAssetDir}
+	if job.AnyBatchLane(c.Routes) {
+		dirs = append(dirs, c.CollectorAssetDir)
+	}
+	for _, dir := range dirs {
 		if _, err := os.Stat(filepath.Join(dir, "bootstrap")); err != nil {
-			*errs = append(*errs, fmt.Sprintf("%s/bootstrap is missing: run `make lambdas` first (or point -c apiAssetDir/workerAssetDir/reconcilerAssetDir/notifierAssetDir elsewhere)", dir))
+			*errs = append(*errs, fmt.Sprintf("%s/bootstrap is missing: run `make lambdas` first "+
+				"(or point -c apiAssetDir/workerAssetDir/reconcilerAssetDir/notifierAssetDir/collectorAssetDir elsewhere)", dir))
 		}
 	}
 }
@@ -329,6 +354,7 @@ func checkAWSLimits(s settings.Settings) []string {
 	}
 	whole("worker timeout", s.WorkerTimeout, time.Second, 15*time.Minute)
 	whole("reconciler timeout", s.ReconcilerTimeout, time.Second, 15*time.Minute)
+	whole("collector timeout", s.CollectorTimeout, time.Second, 15*time.Minute)
 	// Six of them are the callback queue's visibility timeout, at most 12 h.
 	whole("notifier timeout", s.NotifierTimeout, time.Second, 15*time.Minute)
 	// An HTTP API integration times out after 30 s at most (API Gateway
@@ -345,7 +371,7 @@ func checkAWSLimits(s settings.Settings) []string {
 		errs = append(errs, fmt.Sprintf("reconcile every %s: an EventBridge rate schedule wants whole minutes, at least 1m", s.ReconcileEvery))
 	}
 	for name, mb := range map[string]int{"API memory": s.APIMemoryMB, "worker memory": s.WorkerMemoryMB, "reconciler memory": s.ReconcilerMemoryMB,
-		"notifier memory": s.NotifierMemoryMB} {
+		"notifier memory": s.NotifierMemoryMB, "collector memory": s.CollectorMemoryMB} {
 		if mb < 128 || mb > 10240 {
 			errs = append(errs, fmt.Sprintf("%s %d MB outside 128..10240", name, mb))
 		}

@@ -20,6 +20,9 @@ func newDashboard(stack awscdk.Stack, cfg Config, m Monitored, sig Signals, alar
 	rows = append(rows, trafficRows(m, sig)...)
 	rows = append(rows, outcomeRows(m, sig)...)
 	rows = append(rows, reconcilerRow(m, sig), callbackRow(m, sig))
+	if m.Functions.Collector != nil {
+		rows = append(rows, collectorRow(m, sig))
+	}
 	widgets := make([]*[]awscloudwatch.IWidget, len(rows))
 	for i := range rows {
 		widgets[i] = &rows[i]
@@ -121,6 +124,21 @@ func callbackRow(m Monitored, sig Signals) []awscloudwatch.IWidget {
 		graph("Callback queue: waiting, in flight (DLQ arrivals right)", metrics(
 			q.Callbacks.MetricApproximateNumberOfMessagesVisible(metricOptions("Maximum", period)),
 			q.Callbacks.MetricApproximateNumberOfMessagesNotVisible(metricOptions("Maximum", period))), sig.CallbackDLQArrivals),
+	}
+}
+
+// collectorRow is the batch lane's collector: its runs, failed runs and
+// throttles (one run at a time: a run still going when the next is due),
+// and how long a run takes against its timeout; beside them, the jobs
+// whose lease ended in the lane before any collector took them (the
+// worker's AttemptsUncollected), which a collector that runs keeps at 0.
+func collectorRow(m Monitored, sig Signals) []awscloudwatch.IWidget {
+	c := m.Functions.Collector
+	return []awscloudwatch.IWidget{
+		graph("Collector runs, errors, throttles (duration p99 and max right, ms)", metrics(c.MetricInvocations(metricOptions("Sum", period)),
+			sig.CollectorErrors, c.MetricThrottles(metricOptions("Sum", period))), c.MetricDuration(metricOptions("p99", period)),
+			c.MetricDuration(metricOptions("Maximum", period))),
+		graph("Batch lane: jobs no collector took in time", metrics(jobMetric("AttemptsUncollected"))),
 	}
 }
 

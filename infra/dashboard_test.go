@@ -33,6 +33,9 @@ var emitted = map[string][]string{
 	"ReconcileBacklog":    nil,
 	// The reconciler's DLQ sweep: jobs it marked failed/dead_lettered.
 	"DeadLetteredJobs": nil,
+	// The worker's count of jobs whose lease ended in the batch lane
+	// before any collector took them (pkg/worker's recover).
+	"AttemptsUncollected": nil,
 	// The notifier (pkg/notifier's count and Emit calls).
 	"CallbackNotices":         nil,
 	"StreamRecordsUnreadable": nil,
@@ -52,26 +55,37 @@ type usedMetric struct {
 	dims        []string
 }
 
+// widget is one dashboard widget: its title and its metric rows, each
+// [namespace, name, dimension, value, ..., {options}] with the stack's
+// references rendered (${Id}, ${Id.Attr}).
+type widget struct {
+	Properties struct {
+		Title   string  `json:"title"`
+		Metrics [][]any `json:"metrics"`
+	} `json:"properties"`
+}
+
+// dashboardWidgets are the widgets of s's dashboard.
+func dashboardWidgets(t *testing.T, s *synthesized) []widget {
+	t.Helper()
+	_, d := s.one(t, "AWS::CloudWatch::Dashboard", nil)
+	var body struct {
+		Widgets []widget `json:"widgets"`
+	}
+	if err := json.Unmarshal([]byte(render(d["DashboardBody"])), &body); err != nil {
+		t.Fatalf("dashboard body: %v", err)
+	}
+	return body.Widgets
+}
+
 // dashboardMetrics lists the aijobs metrics the dashboard graphs, from
 // metric rows ["aijobs", name, dim, value, ..., {options}] and from SEARCH
 // expressions ('{aijobs,Dim} MetricName="Name"').
 func dashboardMetrics(t *testing.T, s *synthesized) []usedMetric {
 	t.Helper()
-	_, d := s.one(t, "AWS::CloudWatch::Dashboard", nil)
-	var body struct {
-		Widgets []struct {
-			Properties struct {
-				Title   string  `json:"title"`
-				Metrics [][]any `json:"metrics"`
-			} `json:"properties"`
-		} `json:"widgets"`
-	}
-	if err := json.Unmarshal([]byte(render(d["DashboardBody"])), &body); err != nil {
-		t.Fatalf("dashboard body: %v", err)
-	}
 	search := regexp.MustCompile(`SEARCH\('\{([^}]*)\} MetricName="([^"]+)"'`)
 	var out []usedMetric
-	for _, w := range body.Widgets {
+	for _, w := range dashboardWidgets(t, s) {
 		for _, row := range w.Properties.Metrics {
 			if len(row) == 0 {
 				continue
@@ -138,6 +152,8 @@ func TestDashboardAndAlarmsReadWhatIsEmitted(t *testing.T) {
 	if len(used) < 10 {
 		t.Fatalf("found only %d aijobs metrics: %v", len(used), used)
 	}
+	// With a batch lane, the collector's row too.
+	used = append(used, dashboardMetrics(t, batched(t))...)
 	for _, u := range used {
 		want, ok := emitted[u.name]
 		if !ok {

@@ -14,17 +14,20 @@ import (
 	"github.com/aws/aws-cdk-go/awscdk/v2/awslogs"
 	"github.com/aws/constructs-go/constructs/v10"
 	"github.com/aws/jsii-runtime-go"
-	"github.com/cdklabs/cdk-nag-go/cdknag/v2"
 )
 
-// Functions are the four Lambdas, the log groups they write to, the
-// reconciler's schedule, the notifier's stream mapping and its sweep's
-// schedule.
+// Functions are the four Lambdas every stack has, the log groups they
+// write to, the reconciler's schedule, the notifier's stream mapping and
+// its sweep's schedule; and, only when a route offers a batch lane, the
+// collector, its log group and its schedule (nil otherwise).
 type Functions struct {
 	API, Worker, Reconciler, Notifier                 awslambda.Function
 	APILogs, WorkerLogs, ReconcilerLogs, NotifierLogs awslogs.LogGroup
 	Schedule, CallbackSweep                           awsevents.Rule
 	NotifierStream                                    awslambda.EventSourceMapping
+	Collector                                         awslambda.Function
+	CollectorLogs                                     awslogs.LogGroup
+	CollectSchedule                                   awsevents.Rule
 }
 
 // The actions each function calls, and nothing else (docs/architecture.md, "What
@@ -95,12 +98,13 @@ var (
 	logActions      = []string{"logs:CreateLogStream", "logs:PutLogEvents"}
 )
 
-// newFunctions builds the API, worker, reconciler and notifier functions:
-// provided.al2023 on arm64 (the Go binaries are cross-compiled by `make
-// lambdas`), JSON logs to log groups with a retention, and the same
-// environment, so all four load the same settings and routes and refuse
-// to start if they break a timing rule (the notifier also gets its queues
-// and its signing secret: newNotifier).
+// newFunctions builds the API, worker, reconciler and notifier functions,
+// and the collector when a route offers a batch lane: provided.al2023 on
+// arm64 (the Go binaries are cross-compiled by `make lambdas`), JSON logs
+// to log groups with a retention, and the same environment, so all of
+// them load the same settings and routes and refuse to start if they
+// break a timing rule (the notifier also gets its queues and its signing
+// secret: newNotifier).
 func newFunctions(stack awscdk.Stack, cfg Config, sh Shared) Functions {
 	env := functionsEnv(cfg, sh)
 	f := Functions{APILogs: newLogGroup(stack, "ApiLogs", cfg), WorkerLogs: newLogGroup(stack, "WorkerLogs", cfg),
@@ -109,13 +113,14 @@ func newFunctions(stack awscdk.Stack, cfg Config, sh Shared) Functions {
 	f.Worker = newWorker(stack, cfg, sh, env, f.WorkerLogs)
 	f.Reconciler = newReconciler(stack, cfg, sh, env, f.ReconcilerLogs)
 	f.Schedule = newSchedule(stack, cfg, f.Reconciler, scheduleSpec{
-		ID: "ReconcileSchedule", Name: "reconcile", What: "run the reconciler",
+		ID: "ReconcileSchedule", Name: "reconcile", What: "run the reconciler", Every: cfg.Settings.ReconcileEvery,
 	})
 	newNotifier(stack, cfg, sh, env, &f)
+	newCollector(stack, cfg, sh, env, &f)
 	return f
 }
 
-// functionsEnv is the environment all four functions get: cfg.Env and the
+// functionsEnv is the environment every function gets: cfg.Env and the
 // names of the resources they share, which only the stack knows.
 func functionsEnv(cfg Config, sh Shared) map[string]*string {
 	env := map[string]*string{
@@ -126,6 +131,14 @@ func functionsEnv(cfg Config, sh Shared) map[string]*string {
 		// The API checks it, the worker writes it (each with its own
 		// grant); the others only share the environment.
 		"AIJOBS_QUARANTINE_TABLE": sh.Quarantine.TableName(),
+	}
+	// A Bedrock batch lane's bucket and service role: only the collector
+	// is granted anything on them, but every function's config.Load
+	// refuses to start without the role's ARN when a bedrock rung offers
+	// a batch lane, so every function is told both.
+	if b := sh.BedrockBatch; b != nil {
+		env["AIJOBS_BATCH_BUCKET"] = b.Bucket.BucketName()
+		env["AIJOBS_BATCH_ROLE_ARN"] = b.Role.RoleArn()
 	}
 	for k, v := range cfg.Env {
 		env[k] = jsii.String(v)
@@ -231,7 +244,7 @@ func suppressInferenceProfileWildcards(role awsiam.Role, models modelGrants) {
 	if len(w) == 0 {
 		return
 	}
-	appliesTo := make([]any, len(w))
+	appliesTo := make([]string, len(w))
 	profiles := make([]string, len(models.Profiles))
 	for i, r := range w {
 		appliesTo[i] = nagResource(r)
@@ -239,11 +252,7 @@ func suppressInferenceProfileWildcards(role awsiam.Role, models modelGrants) {
 	for i, p := range models.Profiles {
 		profiles[i] = p.Profile[strings.LastIndex(p.Profile, "/")+1:]
 	}
-	cdknag.NagSuppressions_AddResourceSuppressions(role.Node().DefaultChild(), &[]*cdknag.NagPackSuppression{{
-		Id:        jsii.String("AwsSolutions-IAM5"),
-		Reason:    jsii.String(fmt.Sprintf("Inference profiles %s. %s", strings.Join(profiles, ", "), inferenceProfileWildcard)),
-		AppliesTo: &appliesTo,
-	}}, jsii.Bool(false))
+	suppressWildcards(role, fmt.Sprintf("Inference profiles %s. %s", strings.Join(profiles, ", "), inferenceProfileWildcard), appliesTo...)
 }
 
 // newReconciler is the reconciler function, with a role for exactly what
@@ -270,25 +279,27 @@ func newReconciler(stack awscdk.Stack, cfg Config, sh Shared, env map[string]*st
 }
 
 // scheduleSpec names one of the stack's schedules: its construct id, its
-// rule name (<prefix>-<Name>) and what it does, for the description.
+// rule name (<prefix>-<Name>), what it does, for the description, and its
+// period (whole minutes, checked by LoadConfig).
 type scheduleSpec struct {
 	ID, Name, What string
+	Every          time.Duration
 }
 
-// newSchedule is a rule that invokes fn every ReconcileEvery: the
-// reconciler's run and the notifier's callback DLQ sweep. Both are sweeps
-// whose missed run the next one makes up, so EventBridge (which invokes
-// asynchronously) retries a failed delivery a few times but never
+// newSchedule is a rule that invokes fn every spec.Every: the
+// reconciler's run and the notifier's callback DLQ sweep (every
+// ReconcileEvery), the batch lane's collector (every CollectEvery). Each
+// is a run whose missed run the next one makes up, so EventBridge (which
+// invokes asynchronously) retries a failed delivery a few times but never
 // delivers a run older than the period: the next one is due by then.
 func newSchedule(stack awscdk.Stack, cfg Config, fn awslambda.Function, spec scheduleSpec) awsevents.Rule {
-	s := cfg.Settings
 	return awsevents.NewRule(stack, jsii.String(spec.ID), &awsevents.RuleProps{
-		RuleName:    jsii.String(s.Prefix + "-" + spec.Name),
-		Description: jsii.String(fmt.Sprintf("aijobs: %s every %s", spec.What, s.ReconcileEvery)),
-		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(s.ReconcileEvery.Minutes()))),
+		RuleName:    jsii.String(cfg.Settings.Prefix + "-" + spec.Name),
+		Description: jsii.String(fmt.Sprintf("aijobs: %s every %s", spec.What, spec.Every)),
+		Schedule:    awsevents.Schedule_Rate(awscdk.Duration_Minutes(jsii.Number(spec.Every.Minutes()))),
 		Targets: &[]awsevents.IRuleTarget{awseventstargets.NewLambdaFunction(fn, &awseventstargets.LambdaFunctionProps{
 			RetryAttempts: jsii.Number(2),
-			MaxEventAge:   seconds(min(s.ReconcileEvery, 24*time.Hour)), // EventBridge's limit
+			MaxEventAge:   seconds(min(spec.Every, 24*time.Hour)), // EventBridge's limit
 		})},
 	})
 }
@@ -334,7 +345,7 @@ func allow(actions []string, resource *string) awsiam.PolicyStatement {
 }
 
 // functionSpec is what tells one of the stack's functions from another.
-// goFunction builds all four from one, so what they have in common is
+// goFunction builds every one from one, so what they have in common is
 // written once.
 type functionSpec struct {
 	// ID is the construct id; the function is named <prefix>-<Name>.
@@ -349,6 +360,9 @@ type functionSpec struct {
 	Logs     awslogs.LogGroup
 	// ReservedConcurrency and RetryAttempts are Lambda's defaults when nil.
 	ReservedConcurrency, RetryAttempts *float64
+	// MaxEventAge is how long Lambda keeps an asynchronous event it
+	// could not run yet (throttled); Lambda's default, 6 hours, when 0.
+	MaxEventAge time.Duration
 }
 
 // goFunction is a function of this stack: every one is a Go binary named
@@ -357,6 +371,10 @@ type functionSpec struct {
 // lines stay plain JSON objects either way), its role immutable and its
 // log group its own. spec holds what differs.
 func goFunction(scope constructs.Construct, cfg Config, spec functionSpec) awslambda.Function {
+	var maxEventAge awscdk.Duration
+	if spec.MaxEventAge > 0 {
+		maxEventAge = seconds(spec.MaxEventAge)
+	}
 	return awslambda.NewFunction(scope, jsii.String(spec.ID), &awslambda.FunctionProps{
 		FunctionName:                 jsii.String(cfg.Settings.Prefix + "-" + spec.Name),
 		Description:                  jsii.String(spec.Description),
@@ -372,5 +390,6 @@ func goFunction(scope constructs.Construct, cfg Config, spec functionSpec) awsla
 		LogGroup:                     spec.Logs,
 		ReservedConcurrentExecutions: spec.ReservedConcurrency,
 		RetryAttempts:                spec.RetryAttempts,
+		MaxEventAge:                  maxEventAge,
 	})
 }

@@ -357,25 +357,7 @@ func TestReconcilerSchedule(t *testing.T) {
 			}
 			st := s.cfg.Settings
 			fnID, fn := s.one(t, "AWS::Lambda::Function", named("FunctionName", st.Prefix+"-reconciler"))
-			_, rule := s.one(t, "AWS::Events::Rule", named("Name", st.Prefix+"-reconcile"))
-			if rule["ScheduleExpression"] != tc.rate || rule["State"] != "ENABLED" {
-				t.Errorf("rule %v, want %s", rule, tc.rate)
-			}
-			targets, _ := rule["Targets"].([]any)
-			if len(targets) != 1 {
-				t.Fatalf("targets %v", targets)
-			}
-			target := targets[0].(map[string]any)
-			retry, _ := target["RetryPolicy"].(map[string]any)
-			if ref(target["Arn"]) != fnID || retry["MaximumEventAgeInSeconds"] != tc.age || retry["MaximumRetryAttempts"] != 2.0 {
-				t.Errorf("target %v, want %s, at most %v s old", target, fnID, tc.age)
-			}
-			_, perm := s.one(t, "AWS::Lambda::Permission", func(p map[string]any) bool {
-				return p["Principal"] == "events.amazonaws.com" && ref(p["FunctionName"]) == fnID
-			})
-			if ref(perm["FunctionName"]) != fnID || perm["Action"] != "lambda:InvokeFunction" || ref(perm["SourceArn"]) == "" {
-				t.Errorf("permission %v, want EventBridge invoking %s from the rule", perm, fnID)
-			}
+			checkSchedule(t, s, "reconcile", fnID, tc.rate, tc.age)
 			_, invokeConfig := s.one(t, "AWS::Lambda::EventInvokeConfig", nil)
 			if ref(invokeConfig["FunctionName"]) != fnID || invokeConfig["MaximumRetryAttempts"] != 0.0 {
 				t.Errorf("invoke config %v, want no async retries (the schedule is the retry)", invokeConfig)
@@ -393,6 +375,33 @@ func TestReconcilerSchedule(t *testing.T) {
 	_, fn := s.one(t, "AWS::Lambda::Function", named("FunctionName", s.cfg.Settings.Prefix+"-reconciler"))
 	if fn["MemorySize"] != 512.0 || fn["Timeout"] != 90.0 {
 		t.Errorf("reconciler memory %v timeout %v, want 512 / 90 from the context", fn["MemorySize"], fn["Timeout"])
+	}
+}
+
+// checkSchedule checks the rule <prefix>-<name>: enabled, at rate, its
+// one target the function fnID, retried twice but never delivered more
+// than age seconds late (newSchedule), and EventBridge allowed to invoke
+// that function.
+func checkSchedule(t *testing.T, s *synthesized, name, fnID, rate string, age float64) {
+	t.Helper()
+	_, rule := s.one(t, "AWS::Events::Rule", named("Name", s.cfg.Settings.Prefix+"-"+name))
+	if rule["ScheduleExpression"] != rate || rule["State"] != "ENABLED" {
+		t.Errorf("rule %s %v, want %s", name, rule, rate)
+	}
+	targets, _ := rule["Targets"].([]any)
+	if len(targets) != 1 {
+		t.Fatalf("rule %s targets %v", name, targets)
+	}
+	target := targets[0].(map[string]any)
+	retry, _ := target["RetryPolicy"].(map[string]any)
+	if ref(target["Arn"]) != fnID || retry["MaximumEventAgeInSeconds"] != age || retry["MaximumRetryAttempts"] != 2.0 {
+		t.Errorf("rule %s target %v, want %s, at most %v s old", name, target, fnID, age)
+	}
+	_, perm := s.one(t, "AWS::Lambda::Permission", func(p map[string]any) bool {
+		return p["Principal"] == "events.amazonaws.com" && ref(p["FunctionName"]) == fnID
+	})
+	if perm["Action"] != "lambda:InvokeFunction" || ref(perm["SourceArn"]) == "" {
+		t.Errorf("permission %v, want EventBridge invoking %s from the rule", perm, fnID)
 	}
 }
 

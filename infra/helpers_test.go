@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -15,8 +16,8 @@ import (
 	"github.com/aws/jsii-runtime-go"
 )
 
-// assetDir holds placeholder api, worker, reconciler and notifier bootstrap files,
-// so the tests need no Lambda build.
+// assetDir holds placeholder api, worker, reconciler, notifier and
+// collector bootstrap files, so the tests need no Lambda build.
 var assetDir string
 
 func TestMain(m *testing.M) {
@@ -25,7 +26,7 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	assetDir = dir
-	for _, fn := range functionNames {
+	for _, fn := range append(slices.Clone(functionNames), collectorName) {
 		_ = os.MkdirAll(filepath.Join(dir, fn), 0o755)
 		if err := os.WriteFile(filepath.Join(dir, fn, "bootstrap"), []byte("#!/bin/sh\necho placeholder "+fn+"\n"), 0o755); err != nil {
 			panic(err)
@@ -44,9 +45,13 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// functionNames are the stack's functions, <prefix>-<name>, each built
-// from dist/<name>.
+// functionNames are the functions of every stack, <prefix>-<name>, each
+// built from dist/<name>.
 var functionNames = []string{"api", "worker", "reconciler", "notifier"}
+
+// collectorName is the function only a stack whose routes offer a batch
+// lane has (collector_test.go).
+const collectorName = "collector"
 
 // cdkContext is the "context" of the repository's cdk.json: `go test`
 // does not read cdk.json, so the tests pass it themselves and synthesize
@@ -73,6 +78,7 @@ func testContext(t *testing.T, overrides map[string]any) map[string]any {
 	ctx["workerAssetDir"] = filepath.Join(assetDir, "worker")
 	ctx["reconcilerAssetDir"] = filepath.Join(assetDir, "reconciler")
 	ctx["notifierAssetDir"] = filepath.Join(assetDir, "notifier")
+	ctx["collectorAssetDir"] = filepath.Join(assetDir, collectorName)
 	for k, v := range overrides {
 		ctx[k] = v
 	}
@@ -139,9 +145,39 @@ func buildIn(t *testing.T, outdir string, overrides map[string]any, nag bool) *s
 var (
 	defaultOnce  sync.Once
 	defaultStack *synthesized
-	routedOnce   sync.Once
-	routedStack  *synthesized
 )
+
+// sharedStack is a stack synthesized once, with cdk-nag, for every test
+// that only reads it.
+type sharedStack struct {
+	once sync.Once
+	s    *synthesized
+}
+
+// get synthesizes the stack the first time, with the context overrides
+// returns, given the directory the cloud assembly goes to: one of
+// assetDir, not one test's TempDir, since several tests share it
+// (TestMain removes assetDir at the end).
+func (c *sharedStack) get(t *testing.T, name string, overrides func(dir string) map[string]any) *synthesized {
+	t.Helper()
+	c.once.Do(func() {
+		dir, err := os.MkdirTemp(assetDir, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c.s = buildIn(t, dir, overrides(dir), true)
+	})
+	if c.s == nil {
+		t.Fatalf("the %s stack did not synthesize", name)
+	}
+	return c.s
+}
+
+// withRoutes is the shared stack whose AIJOBS_ROUTES context is routes.
+func (c *sharedStack) withRoutes(t *testing.T, name, routes string) *synthesized {
+	t.Helper()
+	return c.get(t, name, func(string) map[string]any { return map[string]any{"AIJOBS_ROUTES": routes} })
+}
 
 // defaults is the stack as `cdk synth` builds it with no overrides,
 // synthesized once for all the tests that only read it.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -110,7 +111,7 @@ func basePermissions(t *testing.T, s *synthesized) map[string][]string {
 	tenants, _ := s.one(t, "AWS::DynamoDB::Table", named("TableName", st.TenantsTableName()))
 	quarantine, _ := s.one(t, "AWS::DynamoDB::Table", named("TableName", st.QuarantineTableName()))
 	buckets, _ := s.one(t, "AWS::DynamoDB::Table", named("TableName", st.BucketsTableName()))
-	bucket, _ := s.one(t, "AWS::S3::Bucket", nil)
+	bucket, _ := parkBucket(t, s)
 	index := func(name string) string { return "${" + table + ".Arn}/index/" + name }
 	stream := "${" + table + ".StreamArn}"
 	parked := "${" + bucket + ".Arn}/parked/*"
@@ -197,13 +198,15 @@ func TestFunctionPermissionsAreExact(t *testing.T) {
 	}
 }
 
-// Only the worker and the API have anything on the buckets table: the
-// worker exactly GetItem and UpdateItem on the table itself (no PutItem, no
-// Query or Scan, no index), the API UpdateItem alone (a tenant's queued
-// set); no other function's role, and not the operators' policy, has any
-// statement on it, with or without routes.
+// Only the worker, the API and the collector have anything on the
+// buckets table: the worker exactly GetItem and UpdateItem on the table
+// itself (no PutItem, no Query or Scan, no index), the API UpdateItem
+// alone (a tenant's queued set), the collector, deployed with a batch
+// lane, GetItem, PutItem and UpdateItem (its batch records); no other
+// function's role, and not the operators' policy, has any statement on
+// it, with or without routes.
 func TestBucketsTableGrants(t *testing.T) {
-	for name, s := range map[string]*synthesized{"defaults": defaults(t), "routed": routed(t)} {
+	for name, s := range map[string]*synthesized{"defaults": defaults(t), "routed": routed(t), "batch lanes": batched(t)} {
 		id, _ := s.one(t, "AWS::DynamoDB::Table", named("TableName", s.cfg.Settings.BucketsTableName()))
 		on := func(gs []string) []string {
 			var out []string
@@ -214,7 +217,11 @@ func TestBucketsTableGrants(t *testing.T) {
 			}
 			return out
 		}
-		for _, fn := range functionNames {
+		fns := functionNames
+		if name == "batch lanes" {
+			fns = append(slices.Clone(fns), collectorName)
+		}
+		for _, fn := range fns {
 			role, _ := roleOf(t, s, fn)
 			var want []string
 			switch fn {
@@ -222,6 +229,8 @@ func TestBucketsTableGrants(t *testing.T) {
 				want = []string{"dynamodb:GetItem on " + id, "dynamodb:UpdateItem on " + id}
 			case "api":
 				want = []string{"dynamodb:UpdateItem on " + id}
+			case collectorName:
+				want = []string{"dynamodb:GetItem on " + id, "dynamodb:PutItem on " + id, "dynamodb:UpdateItem on " + id}
 			}
 			if got := on(grants(t, s, role)); !equalSets(got, want) {
 				t.Errorf("%s: %s may %v on the buckets table, want exactly %v", name, fn, got, want)
@@ -270,27 +279,20 @@ const (
 	globalNoRegio = "arn:${AWS::Partition}:bedrock:::foundation-model/anthropic.claude-haiku-4-5-20251001-v1:0"
 )
 
-// routed is the stack with testRoutes, synthesized once.
+// routed is the stack with testRoutes (from a routes file), synthesized
+// once.
 func routed(t *testing.T) *synthesized {
 	t.Helper()
-	routedOnce.Do(func() {
-		// Shared by several tests, so not in one test's TempDir: TestMain
-		// removes assetDir at the end.
-		dir, err := os.MkdirTemp(assetDir, "routed")
-		if err != nil {
-			t.Fatal(err)
-		}
+	return routedStack.get(t, "routed", func(dir string) map[string]any {
 		routes := filepath.Join(dir, "routes.json")
 		if err := os.WriteFile(routes, []byte(testRoutes), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		routedStack = buildIn(t, dir, map[string]any{"routesFile": routes}, true)
+		return map[string]any{"routesFile": routes}
 	})
-	if routedStack == nil {
-		t.Fatal("the routed stack did not synthesize")
-	}
-	return routedStack
 }
+
+var routedStack sharedStack
 
 // The worker gets exactly what the routes call, and the API and the
 // reconciler (which never call a model) get nothing more than without

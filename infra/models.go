@@ -11,11 +11,15 @@ import (
 	"github.com/aws/jsii-runtime-go"
 
 	"github.com/aijobs/aijobs/pkg/config"
+	"github.com/aijobs/aijobs/pkg/job"
 )
 
 // The worker's model grants, derived from the routes: only what a rung
-// can call, and nothing when no route needs it. The API and the
-// reconciler never call a model and get none of these.
+// can call, and nothing when no route needs it. The API, the reconciler
+// and the notifier never call a model and get none of these; the batch
+// lane's collector gets the keys of the providers its lanes call
+// (collectorSecrets) and, for a Bedrock batch lane, making batch jobs on
+// its models (BedrockBatch.collectorStatements), never invoking one.
 //
 // Bedrock: Converse and ConverseStream are authorized as
 // bedrock:InvokeModel and bedrock:InvokeModelWithResponseStream.
@@ -112,11 +116,16 @@ func (g modelGrants) statements() []awsiam.PolicyStatement {
 		}))
 	}
 	if len(g.Secrets) > 0 {
-		out = append(out, awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
-			Actions: jsii.Strings(secretActions...), Resources: arns(g.Secrets),
-		}))
+		out = append(out, secretStatement(g.Secrets))
 	}
 	return out
+}
+
+// secretStatement reads the provider keys in secrets (ARN templates).
+func secretStatement(secrets []string) awsiam.PolicyStatement {
+	return awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
+		Actions: jsii.Strings(secretActions...), Resources: arns(secrets),
+	})
 }
 
 // arn turns an ARN template into a string CloudFormation resolves: Fn::Sub
@@ -152,18 +161,34 @@ var plainID = regexp.MustCompile(`^[A-Za-z0-9._:/+=@-]+$`)
 var secretSuffix = regexp.MustCompile(`-[A-Za-z0-9]{6}$`)
 
 // modelAccess derives the worker's grants from the routes config.Load
-// parsed. Everything is sorted and deduplicated, so the template is stable.
+// parsed: every Bedrock rung's model, every provider's key. Everything is
+// sorted and deduplicated, so the template is stable.
 func modelAccess(c Config) (modelGrants, error) {
+	secrets, errs := keySecrets(c, sortedKeys(c.Providers))
+	g, more := bedrockModels(c, func(rung job.Rung) (job.Rung, bool) { return rung, true })
+	if errs = append(errs, more...); len(errs) > 0 {
+		return modelGrants{}, fmt.Errorf("routes: %s", strings.Join(errs, "; "))
+	}
+	g.Secrets = secrets
+	return g, nil
+}
+
+// bedrockModels are the Bedrock resources the rungs pick chooses call
+// (pick gives the rung as it is called: itself for the worker, its batch
+// lane for a Bedrock batch lane), sorted and each once, and a problem
+// for each model the stack cannot grant.
+func bedrockModels(c Config, pick func(job.Rung) (job.Rung, bool)) (modelGrants, []string) {
 	var errs []string
-	invoke, secrets := map[string]bool{}, map[string]bool{}
+	invoke := map[string]bool{}
 	profiles := map[string]map[string]bool{}
 	for _, route := range sortedKeys(c.Routes) {
 		for i, rung := range c.Routes[route].Rungs {
-			p := c.Providers[rung.Provider]
-			if p.Kind != config.KindBedrock {
+			called, ok := pick(rung)
+			p := c.Providers[called.Provider]
+			if !ok || p.Kind != config.KindBedrock {
 				continue
 			}
-			direct, profile, models, err := bedrockResources(p.Region, rung.Model)
+			direct, profile, models, err := bedrockResources(p.Region, called.Model)
 			if err != nil {
 				errs = append(errs, fmt.Sprintf("route %q rung %d: %v", route, i, err))
 				continue
@@ -179,24 +204,29 @@ func modelAccess(c Config) (modelGrants, error) {
 			}
 		}
 	}
-	for _, name := range sortedKeys(c.Providers) {
+	g := modelGrants{Invoke: sortedKeys(invoke)}
+	for _, profile := range sortedKeys(profiles) {
+		g.Profiles = append(g.Profiles, profileModels{Profile: profile, Models: sortedKeys(profiles[profile])})
+	}
+	return g, errs
+}
+
+// keySecrets are the secrets (ARN templates, sorted, each once) holding
+// the keys of the named providers, and a problem for each api_key_secret
+// the stack cannot grant.
+func keySecrets(c Config, names []string) (secrets, errs []string) {
+	set := map[string]bool{}
+	for _, name := range names {
 		if id := c.Providers[name].APIKeySecret; id != "" {
 			s, err := secretResource(id)
 			if err != nil {
 				errs = append(errs, fmt.Sprintf("provider %q: %v", name, err))
 				continue
 			}
-			secrets[s] = true
+			set[s] = true
 		}
 	}
-	if len(errs) > 0 {
-		return modelGrants{}, fmt.Errorf("routes: %s", strings.Join(errs, "; "))
-	}
-	g := modelGrants{Invoke: sortedKeys(invoke), Secrets: sortedKeys(secrets)}
-	for _, profile := range sortedKeys(profiles) {
-		g.Profiles = append(g.Profiles, profileModels{Profile: profile, Models: sortedKeys(profiles[profile])})
-	}
-	return g, nil
+	return sortedKeys(set), errs
 }
 
 // checkModelAccess refuses, at synth, a model id or secret the stack

@@ -25,13 +25,17 @@ import (
 // reconciler's grants on the bucket's parked/* keys (IAM5 for that
 // resource only, parkedWildcardReason).
 //
-// The one other suppression there can be: with a route on a Bedrock
+// The other suppressions there can be: with a route on a Bedrock
 // inference profile, the worker's role grants that profile's foundation
 // model in every Region (IAM5 on
 // "arn:...:bedrock:*::foundation-model/<model>"). It is added by
 // suppressInferenceProfileWildcards on the worker's CfnRole only, for
 // exactly those resources (appliesTo), with inferenceProfileWildcard as
-// the reason;
+// the reason. With a Bedrock batch lane (bedrockbatch.go): no server
+// access logs on its bucket (S1, batchAccessLogsReason), and IAM5 on the
+// batch service role and the collector's role for exactly the bucket's
+// batches/ keys each uses and the batch jobs (batchKeysWildcardReason)
+// and a lane's profile models (batchProfileWildcardReason).
 // TestNagSuppressionsArePinned checks that nothing else is suppressed.
 func ApplyNag(app awscdk.App) {
 	awscdk.Aspects_Of(app).Add(cdknag.NewAwsSolutionsChecks(&cdknag.NagPackProps{Verbose: jsii.Bool(true)}), nil)

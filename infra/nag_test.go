@@ -12,11 +12,14 @@ import (
 )
 
 // Every AwsSolutions rule passes, in the default stack, in the variant
-// with every option switched on, and with model routes; the only
-// suppressions there can be are the ones TestNagSuppressionsArePinned
-// pins: no automatic rotation of the webhook signing secret and its seed,
-// the parking bucket's (no access logs; the parked/* keys), and the
-// inference profiles' models.
+// with every option switched on, with model routes, with batch lanes (the
+// collector) and with Bedrock batch lanes (their bucket and service
+// role); the only suppressions there can be are the ones
+// TestNagSuppressionsArePinned pins: no automatic rotation of the webhook
+// signing secret and its seed, the parking bucket's (no access logs; the
+// parked/* keys), the inference profiles' models, and the batch bucket's
+// (no access logs; the batches/ keys and the batch jobs; a batch lane's
+// profile models).
 func TestNoUnsuppressedNagFindings(t *testing.T) {
 	for name, synth := range map[string]func(t *testing.T) *synthesized{
 		"defaults": func(t *testing.T) *synthesized { return build(t, nil, true) },
@@ -24,187 +27,251 @@ func TestNoUnsuppressedNagFindings(t *testing.T) {
 			return build(t, map[string]any{"throwaway": "true", "jwtIssuer": "https://issuer.example.com/", "jwtAudience": "aijobs",
 				"alarmEmail": "ops@example.com"}, true)
 		},
-		"routes": routed,
+		"routes":              routed,
+		"batch lanes":         batched,
+		"bedrock batch lanes": bedrockBatched,
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := synth(t)
-			must(t, "annotations", func() {
-				a := assertions.Annotations_FromStack(s.stack)
-				for kind, found := range map[string]int{
-					"error":   len(*a.FindError(jsii.String("*"), assertions.Match_AnyValue())),
-					"warning": len(*a.FindWarning(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*")))),
-				} {
-					if found > 0 {
-						t.Errorf("%d unsuppressed %s annotations", found, kind)
-					}
-				}
-				for _, m := range *a.FindError(jsii.String("*"), assertions.Match_AnyValue()) {
-					b, _ := json.Marshal(m)
-					t.Logf("error: %s", b)
-				}
-				for _, m := range *a.FindWarning(jsii.String("*"), assertions.Match_AnyValue()) {
-					b, _ := json.Marshal(m)
-					t.Logf("warning: %s", b)
-				}
-			})
-			// The checks ran: cdk-nag's report lists the rules it applied,
-			// and none is non-compliant; only the pinned one is suppressed.
-			reports, _ := filepath.Glob(filepath.Join(s.outdir, "AwsSolutions-*NagReport.csv"))
-			if len(reports) != 1 {
-				t.Fatalf("nag reports %v", reports)
-			}
-			b, err := os.ReadFile(reports[0])
-			if err != nil {
-				t.Fatal(err)
-			}
-			report := string(b)
-			for _, rule := range []string{"AwsSolutions-IAM4", "AwsSolutions-IAM5", "AwsSolutions-APIG4", "AwsSolutions-SQS3", "AwsSolutions-DDB3",
-				"AwsSolutions-S1", "AwsSolutions-S2", "AwsSolutions-S10"} {
-				if !strings.Contains(report, `"`+rule+`"`) {
-					t.Errorf("the nag report does not mention %s", rule)
-				}
-			}
-			// A suppressed finding's line names it: "[Resource::...] reason".
-			prefix := `"AwsSolutions-IAM5","` + s.cfg.StackName + `/WorkerRole/Resource","Suppressed","[`
-			suppressed := map[string]bool{}
-			rotation := map[string]bool{}
-			bucket, _ := s.one(t, "AWS::S3::Bucket", nil)
-			parking := map[string]bool{}
-			parkingLines := map[string]string{
-				"ParkBucket": `"AwsSolutions-S1","` + s.cfg.StackName + `/ParkBucket/Resource","Suppressed","` + parkAccessLogsReason + `",`,
-			}
-			for _, role := range []string{"WorkerRole", "ReconcilerRole"} {
-				parkingLines[role] = `"AwsSolutions-IAM5","` + s.cfg.StackName + "/" + role + `/Resource","Suppressed","[` +
-					parkedNagResource(bucket) + "] " + parkedWildcardReason + `",`
-			}
+			checkNoNagAnnotations(t, s)
+			want := expectedNagLines(t, s, map[string][]string{
+				"routes":              {usModels, globalModels},
+				"bedrock batch lanes": {batchProfileModels},
+			}[name])
+			found := map[string]bool{}
 		lines:
-			for _, line := range strings.Split(report, "\n")[1:] {
+			for _, line := range strings.Split(nagReport(t, s), "\n")[1:] {
 				if line == "" || strings.Contains(line, `","Compliant","N/A",`) {
 					continue
 				}
-				for what, want := range parkingLines {
-					if strings.HasPrefix(line, want) {
-						parking[what] = true
+				for start := range want {
+					if strings.HasPrefix(line, start) {
+						found[start] = true
 						continue lines
 					}
 				}
-				if secret, ok := strings.CutPrefix(line, `"AwsSolutions-SMG4","`+s.cfg.StackName+"/"); ok &&
-					strings.Contains(secret, `/Resource","Suppressed","`+webhookRotationReason+`"`) {
-					rotation[secret[:strings.Index(secret, "/")]] = true
-					continue
-				}
-				if finding, _, ok := strings.Cut(strings.TrimPrefix(line, prefix), "]"); ok && name == "routes" && strings.HasPrefix(line, prefix) {
-					suppressed[finding] = true
-					continue
-				}
 				t.Errorf("nag: %s", line)
 			}
-			var want []string
-			if name == "routes" {
-				want = []string{nagResource(usModels), nagResource(globalModels)}
-			}
-			if got := sortedKeys(suppressed); !equalSets(got, want) {
-				t.Errorf("suppressed findings %v, want %v", got, want)
-			}
-			if got := sortedKeys(rotation); !equalSets(got, []string{"WebhookSecret", "WebhookSecretSeed"}) {
-				t.Errorf("SMG4 suppressed on %v, want the webhook secret and its seed", got)
-			}
-			if got := sortedKeys(parking); !equalSets(got, sortedKeys(parkingLines)) {
-				t.Errorf("parking suppressions found on %v, want S1 on the bucket and IAM5 on parked/* on %v", got, sortedKeys(parkingLines))
+			for start, what := range want {
+				if !found[start] {
+					t.Errorf("the nag report has no suppressed %s (a line starting %s)", what, start)
+				}
 			}
 		})
 	}
 }
 
+// checkNoNagAnnotations fails on any error annotation and any
+// unsuppressed AwsSolutions warning of s.
+func checkNoNagAnnotations(t *testing.T, s *synthesized) {
+	t.Helper()
+	must(t, "annotations", func() {
+		a := assertions.Annotations_FromStack(s.stack)
+		for kind, found := range map[string]int{
+			"error":   len(*a.FindError(jsii.String("*"), assertions.Match_AnyValue())),
+			"warning": len(*a.FindWarning(jsii.String("*"), assertions.Match_StringLikeRegexp(jsii.String("AwsSolutions-.*")))),
+		} {
+			if found > 0 {
+				t.Errorf("%d unsuppressed %s annotations", found, kind)
+			}
+		}
+		for _, m := range *a.FindError(jsii.String("*"), assertions.Match_AnyValue()) {
+			b, _ := json.Marshal(m)
+			t.Logf("error: %s", b)
+		}
+		for _, m := range *a.FindWarning(jsii.String("*"), assertions.Match_AnyValue()) {
+			b, _ := json.Marshal(m)
+			t.Logf("warning: %s", b)
+		}
+	})
+}
+
+// nagReport is s's cdk-nag report, checked to be one that ran the rules:
+// it lists the rules it applied.
+func nagReport(t *testing.T, s *synthesized) string {
+	t.Helper()
+	reports, _ := filepath.Glob(filepath.Join(s.outdir, "AwsSolutions-*NagReport.csv"))
+	if len(reports) != 1 {
+		t.Fatalf("nag reports %v", reports)
+	}
+	b, err := os.ReadFile(reports[0])
+	if err != nil {
+		t.Fatal(err)
+	}
+	report := string(b)
+	for _, rule := range []string{"AwsSolutions-IAM4", "AwsSolutions-IAM5", "AwsSolutions-APIG4", "AwsSolutions-SQS3", "AwsSolutions-DDB3",
+		"AwsSolutions-S1", "AwsSolutions-S2", "AwsSolutions-S10"} {
+		if !strings.Contains(report, `"`+rule+`"`) {
+			t.Errorf("the nag report does not mention %s", rule)
+		}
+	}
+	return report
+}
+
+// expectedNagLines are the starts of the report lines of s's suppressed
+// findings, and what each is: the secrets' rotation, the parking
+// bucket's, the worker's inference profile models (workerModels), and
+// with a Bedrock batch lane the batch bucket's. A suppressed finding's
+// line names it: "[Resource::...] reason".
+func expectedNagLines(t *testing.T, s *synthesized, workerModels []string) map[string]string {
+	t.Helper()
+	line := func(rule, path, finding, reason string) string {
+		if finding != "" {
+			reason = "[" + finding + "] " + reason
+		}
+		return `"` + rule + `","` + s.cfg.StackName + "/" + path + `/Resource","Suppressed","` + reason
+	}
+	want := map[string]string{
+		line("AwsSolutions-SMG4", "WebhookSecret", "", webhookRotationReason):     "SMG4 on the webhook secret",
+		line("AwsSolutions-SMG4", "WebhookSecretSeed", "", webhookRotationReason): "SMG4 on the webhook secret's seed",
+		line("AwsSolutions-S1", "ParkBucket", "", parkAccessLogsReason):           "S1 on the parking bucket",
+	}
+	bucket, _ := parkBucket(t, s)
+	for _, role := range []string{"WorkerRole", "ReconcilerRole"} {
+		want[line("AwsSolutions-IAM5", role, parkedNagResource(bucket), parkedWildcardReason)] = "IAM5 on parked/* on " + role
+	}
+	for _, m := range workerModels {
+		want[line("AwsSolutions-IAM5", "WorkerRole", nagResource(m), "")] = "IAM5 on the worker's " + m
+	}
+	for _, f := range batchNagFindings(t, s) {
+		want[line("AwsSolutions-IAM5", f.role, f.finding, f.reason)] = "IAM5 on " + f.finding + " on " + f.role
+	}
+	if len(bedrockBatchProviders(s.cfg)) > 0 {
+		want[line("AwsSolutions-S1", "BatchBucket", "", batchAccessLogsReason)] = "S1 on the batch bucket"
+	}
+	return want
+}
+
 // The suppressions: SMG4 (no automatic rotation) on the webhook signing
 // secret and its seed, S1 (no server access logs) on the parking bucket
 // and IAM5 on the worker's and the reconciler's roles for exactly the
-// bucket's parked/* keys, in every stack; and with routes IAM5 on the
-// worker's role, for exactly the inference profiles' foundation models
-// (Region wildcard, model named), with its reason. Nothing else in any
-// stack is suppressed.
+// bucket's parked/* keys, in every stack; with routes on inference
+// profiles IAM5 on the worker's role, for exactly the profiles'
+// foundation models (Region wildcard, model named), with its reason; and
+// with a Bedrock batch lane, the batch bucket's (batchSuppressions).
+// Nothing else in any stack is suppressed: the collector's role, with
+// batch lanes on other providers, needs nothing suppressed.
 func TestNagSuppressionsArePinned(t *testing.T) {
-	suppressions := func(s *synthesized) map[string][]map[string]any {
-		out := map[string][]map[string]any{}
-		for id, r := range s.json["Resources"].(map[string]any) {
-			meta, _ := r.(map[string]any)["Metadata"].(map[string]any)
-			nag, _ := meta["cdk_nag"].(map[string]any)
-			rules, _ := nag["rules_to_suppress"].([]any)
-			for _, rule := range rules {
-				out[id] = append(out[id], rule.(map[string]any))
-			}
+	for name, tc := range map[string]struct {
+		s            *synthesized
+		workerModels []string
+	}{
+		"default": {defaults(t), nil}, "batch lanes": {batched(t), nil},
+		"routes":              {routed(t), []string{usModels, globalModels}},
+		"bedrock batch lanes": {bedrockBatched(t), []string{batchProfileModels}},
+	} {
+		s := tc.s
+		got := nagSuppressions(s)
+		checkRotationSuppressions(t, s, got)
+		checkParkingSuppressions(t, s, got)
+		checkBatchSuppressions(t, s, got)
+		if tc.workerModels != nil {
+			checkWorkerModelSuppression(t, s, got, tc.workerModels)
 		}
-		return out
-	}
-	// rotation checks the secrets' suppressions and removes them.
-	rotation := func(s *synthesized, got map[string][]map[string]any) {
-		t.Helper()
-		for _, name := range []string{s.cfg.Settings.WebhookSecretName(), s.cfg.Settings.WebhookSecretName() + "-seed"} {
-			id, _ := s.one(t, "AWS::SecretsManager::Secret", named("Name", name))
-			if r := got[id]; len(r) != 1 || r[0]["id"] != "AwsSolutions-SMG4" || r[0]["reason"] != webhookRotationReason || r[0]["applies_to"] != nil {
-				t.Errorf("secret %s suppresses %v, want exactly SMG4 for %q", name, r, webhookRotationReason)
-			}
-			delete(got, id)
+		if len(got) != 0 {
+			t.Errorf("the %s stack suppresses %v", name, got)
 		}
 	}
-	// parking checks the parking bucket's suppressions and removes them:
-	// S1 (no access logs) on the bucket, and IAM5 on the worker's and the
-	// reconciler's roles for the bucket's parked/* and nothing else.
-	parking := func(s *synthesized, got map[string][]map[string]any) {
-		t.Helper()
-		bucket, _ := s.one(t, "AWS::S3::Bucket", nil)
-		if r := got[bucket]; len(r) != 1 || r[0]["id"] != "AwsSolutions-S1" || r[0]["reason"] != parkAccessLogsReason || r[0]["applies_to"] != nil {
-			t.Errorf("parking bucket suppresses %v, want exactly S1 for %q", r, parkAccessLogsReason)
-		}
-		delete(got, bucket)
-		for _, fn := range []string{"worker", "reconciler"} {
-			role, _ := roleOf(t, s, fn)
-			var rest []map[string]any
-			found := 0
-			for _, r := range got[role] {
-				if r["reason"] == parkedWildcardReason {
-					found++
-					if r["id"] != "AwsSolutions-IAM5" || !equalSets(strs(r["applies_to"]), []string{parkedNagResource(bucket)}) {
-						t.Errorf("%s: parking suppression %v, want IAM5 applying to exactly %s", fn, r, parkedNagResource(bucket))
-					}
-					continue
-				}
-				rest = append(rest, r)
-			}
-			if found != 1 {
-				t.Errorf("%s: %d parking suppressions in %v, want one", fn, found, got[role])
-			}
-			if got[role] = rest; len(rest) == 0 {
-				delete(got, role)
-			}
+}
+
+// nagSuppressions are the cdk-nag suppressions of s, by logical id.
+func nagSuppressions(s *synthesized) map[string][]map[string]any {
+	out := map[string][]map[string]any{}
+	for id, r := range s.json["Resources"].(map[string]any) {
+		meta, _ := r.(map[string]any)["Metadata"].(map[string]any)
+		nag, _ := meta["cdk_nag"].(map[string]any)
+		rules, _ := nag["rules_to_suppress"].([]any)
+		for _, rule := range rules {
+			out[id] = append(out[id], rule.(map[string]any))
 		}
 	}
-	got := suppressions(defaults(t))
-	rotation(defaults(t), got)
-	parking(defaults(t), got)
-	if len(got) != 0 {
-		t.Errorf("the default stack suppresses %v", got)
+	return out
+}
+
+// checkRotationSuppressions checks the secrets' suppressions and removes
+// them from got.
+func checkRotationSuppressions(t *testing.T, s *synthesized, got map[string][]map[string]any) {
+	t.Helper()
+	for _, name := range []string{s.cfg.Settings.WebhookSecretName(), s.cfg.Settings.WebhookSecretName() + "-seed"} {
+		id, _ := s.one(t, "AWS::SecretsManager::Secret", named("Name", name))
+		if r := got[id]; len(r) != 1 || r[0]["id"] != "AwsSolutions-SMG4" || r[0]["reason"] != webhookRotationReason || r[0]["applies_to"] != nil {
+			t.Errorf("secret %s suppresses %v, want exactly SMG4 for %q", name, r, webhookRotationReason)
+		}
+		delete(got, id)
 	}
-	s := routed(t)
+}
+
+// checkParkingSuppressions checks the parking bucket's suppressions and
+// removes them from got: S1 (no access logs) on the bucket, and IAM5 on
+// the worker's and the reconciler's roles for the bucket's parked/* and
+// nothing else.
+func checkParkingSuppressions(t *testing.T, s *synthesized, got map[string][]map[string]any) {
+	t.Helper()
+	bucket, _ := parkBucket(t, s)
+	if r := got[bucket]; len(r) != 1 || r[0]["id"] != "AwsSolutions-S1" || r[0]["reason"] != parkAccessLogsReason || r[0]["applies_to"] != nil {
+		t.Errorf("parking bucket suppresses %v, want exactly S1 for %q", r, parkAccessLogsReason)
+	}
+	delete(got, bucket)
+	for _, fn := range []string{"worker", "reconciler"} {
+		role, _ := roleOf(t, s, fn)
+		if n := takeSuppression(got, role, parkedWildcardReason, "AwsSolutions-IAM5", parkedNagResource(bucket)); n != 1 {
+			t.Errorf("%s: %d parking suppressions, want one: IAM5 applying to exactly %s", fn, n, parkedNagResource(bucket))
+		}
+	}
+}
+
+// takeSuppression removes from got[id] the suppressions with reason, and
+// says how many of them were rule, applying to exactly appliesTo.
+func takeSuppression(got map[string][]map[string]any, id, reason, rule string, appliesTo ...string) int {
+	var rest []map[string]any
+	n := 0
+	for _, r := range got[id] {
+		if r["reason"] != reason {
+			rest = append(rest, r)
+			continue
+		}
+		if r["id"] == rule && equalSets(strs(r["applies_to"]), appliesTo) {
+			n++
+		} else {
+			n = -100 // one of another rule or resources: never right
+		}
+	}
+	if got[id] = rest; len(rest) == 0 {
+		delete(got, id)
+	}
+	return n
+}
+
+// checkWorkerModelSuppression checks the worker's one suppression beside
+// the parking one, IAM5 for exactly the inference profiles' models in
+// every Region, and removes it from got.
+func checkWorkerModelSuppression(t *testing.T, s *synthesized, got map[string][]map[string]any, models []string) {
+	t.Helper()
 	workerRole, _ := roleOf(t, s, "worker")
-	got = suppressions(s)
-	rotation(s, got)
-	parking(s, got)
-	if len(got) != 1 || len(got[workerRole]) != 1 {
-		t.Fatalf("suppressions %v, want one, on the worker's role %s", got, workerRole)
+	if len(got[workerRole]) != 1 {
+		t.Fatalf("worker suppressions %v, want one beside the parking one", got[workerRole])
 	}
 	rule := got[workerRole][0]
-	want := []string{nagResource(usModels), nagResource(globalModels)}
+	var want []string
+	for _, m := range models {
+		want = append(want, nagResource(m))
+	}
 	if rule["id"] != "AwsSolutions-IAM5" || !equalSets(strs(rule["applies_to"]), want) {
 		t.Errorf("suppression %v, want AwsSolutions-IAM5 applying to exactly %v", rule, want)
 	}
-	if r, _ := rule["reason"].(string); !strings.Contains(r, "us.anthropic.claude-sonnet-4-5-20250929-v1:0") ||
-		!strings.Contains(r, "bedrock:InferenceProfileArn") || !strings.Contains(r, inferenceProfileWildcard) {
+	r, _ := rule["reason"].(string)
+	if !strings.Contains(r, "bedrock:InferenceProfileArn") || !strings.Contains(r, inferenceProfileWildcard) {
 		t.Errorf("reason %q", r)
+	}
+	for _, m := range models {
+		if base := m[strings.LastIndex(m, "/")+1:]; !strings.Contains(r, base) { // the profile's id names it
+			t.Errorf("reason %q does not name the profile of %s", r, base)
+		}
 	}
 	for _, w := range want {
 		if !strings.HasPrefix(w, "Resource::arn:<AWS::Partition>:bedrock:*::foundation-model/anthropic.") {
 			t.Errorf("suppressed %s: only a Region wildcard on a named model may be", w)
 		}
 	}
+	delete(got, workerRole)
 }

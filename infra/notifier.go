@@ -87,7 +87,7 @@ func newNotifier(stack awscdk.Stack, cfg Config, sh Shared, env map[string]*stri
 	// reconciler sweeps the job DLQ: it makes the notices SQS's redrive
 	// moved count for CallbackDlqArrivals.
 	f.CallbackSweep = newSchedule(stack, cfg, f.Notifier, scheduleSpec{
-		ID: "CallbackSweepSchedule", Name: "callback-sweep", What: "sweep the callback DLQ for redriven notices",
+		ID: "CallbackSweepSchedule", Name: "callback-sweep", What: "sweep the callback DLQ for redriven notices", Every: s.ReconcileEvery,
 	})
 
 	// The callback queue: partial batch failures (a failed delivery is

@@ -8,17 +8,24 @@ import (
 )
 
 // A small IAM policy evaluator for resource policies in the template (the
-// alarm topic's, the alarm key's, the API function's invoke permissions),
-// so a test can ask "may this caller do this" the way AWS decides it, and
-// not only what the JSON looks like. It implements what these policies
-// use, as the IAM User Guide documents it:
+// alarm topic's, the alarm key's, the API function's invoke permissions)
+// and for a function role's own policy, so a test can ask "may this
+// caller do this" the way AWS decides it, and not only what the JSON
+// looks like. It implements what these policies use, as the IAM User
+// Guide documents it:
 //
 //   - evaluation logic (reference_policies_evaluation-logic.html): an
 //     explicit Deny in any matching statement wins, otherwise a matching
 //     Allow allows, otherwise the request is implicitly denied;
 //   - Action and Resource: case-insensitive actions, "*" and "?" wildcards
 //     (reference_policies_elements_action.html, _resource.html);
-//   - Principal "*", {"AWS": ...} and {"Service": ...};
+//   - a statement with no Resource is a role's trust policy's (which
+//     cannot name one, reference_policies_elements_resource.html): it
+//     applies to the role it belongs to, whatever the request names;
+//   - Principal "*", {"AWS": ...} and {"Service": ...}; a statement with
+//     no Principal is an identity-based policy's (which cannot name one,
+//     reference_policies_elements_principal.html) and applies to the
+//     identity it is attached to: here, a request marked identity;
 //   - Condition (reference_policies_elements_condition_operators.html):
 //     every operator of a statement must match and, within one, every key;
 //     a key with several values matches if any does; a key absent from the
@@ -32,7 +39,10 @@ import (
 // request is one call as IAM sees it.
 type request struct {
 	service string // the calling service principal, e.g. cloudwatch.amazonaws.com
-	action  string
+	// identity marks a call by the identity whose own policy is evaluated
+	// (a function's role), not by a principal a resource policy names.
+	identity bool
+	action   string
 	// resource is the ARN acted on ("*" in a key policy means the key).
 	resource string
 	context  map[string]string // condition keys, e.g. aws:SourceArn
@@ -97,8 +107,8 @@ func allows(t *testing.T, doc any, req request, env map[string]string) (ok bool,
 	allowed := ""
 	for i, st := range statements {
 		s := st.(map[string]any)
-		if !principalMatches(s["Principal"], req.service) || !listMatches(t, s["Action"], req.action, env, true) ||
-			!listMatches(t, s["Resource"], req.resource, env, false) || !conditionsMatch(t, s["Condition"], req.context, env) {
+		if !principalMatches(s["Principal"], req) || !listMatches(t, s["Action"], req.action, env, true) ||
+			s["Resource"] != nil && !listMatches(t, s["Resource"], req.resource, env, false) || !conditionsMatch(t, s["Condition"], req.context, env) {
 			continue
 		}
 		name := fmt.Sprintf("statement %d %v", i, s["Sid"])
@@ -113,8 +123,10 @@ func allows(t *testing.T, doc any, req request, env map[string]string) (ok bool,
 	return true, "allowed by " + allowed
 }
 
-func principalMatches(p any, service string) bool {
+func principalMatches(p any, req request) bool {
 	switch x := p.(type) {
+	case nil:
+		return req.identity
 	case string:
 		return x == "*"
 	case map[string]any:
@@ -122,7 +134,7 @@ func principalMatches(p any, service string) bool {
 			return true
 		}
 		for _, s := range strs(x["Service"]) {
-			if s == service {
+			if s == req.service {
 				return true
 			}
 		}
@@ -250,6 +262,26 @@ func TestPolicyEvaluator(t *testing.T) {
 			context: publish("arn:aws:cloudwatch:us-east-1:111122223333:alarm:app-Dlq", "111122223333", "true").context}, false},
 	} {
 		if got, why := allows(t, doc, tc.req, env); got != tc.want {
+			t.Errorf("%+v: %v (%s), want %v", tc.req, got, why, tc.want)
+		}
+	}
+	// An identity-based statement (no Principal) is the identity's own:
+	// it allows that identity's calls and no service's; "?" is one
+	// character, so a secret's "-??????" matches its six-character suffix
+	// and not a longer name.
+	role := map[string]any{"Statement": []any{map[string]any{"Effect": "Allow", "Action": []any{"secretsmanager:GetSecretValue"},
+		"Resource": "arn:aws:secretsmanager:us-east-1:111122223333:secret:app/key-??????"}}}
+	for _, tc := range []struct {
+		req  request
+		want bool
+	}{
+		{request{identity: true, action: "secretsmanager:GetSecretValue", resource: "arn:aws:secretsmanager:us-east-1:111122223333:secret:app/key-AbCdEf"}, true},
+		{request{identity: true, action: "secretsmanager:GetSecretValue", resource: "arn:aws:secretsmanager:us-east-1:111122223333:secret:app/key-admin-AbCdEf"}, false},
+		{request{identity: true, action: "secretsmanager:PutSecretValue", resource: "arn:aws:secretsmanager:us-east-1:111122223333:secret:app/key-AbCdEf"}, false},
+		{request{service: "lambda.amazonaws.com", action: "secretsmanager:GetSecretValue",
+			resource: "arn:aws:secretsmanager:us-east-1:111122223333:secret:app/key-AbCdEf"}, false},
+	} {
+		if got, why := allows(t, role, tc.req, nil); got != tc.want {
 			t.Errorf("%+v: %v (%s), want %v", tc.req, got, why, tc.want)
 		}
 	}

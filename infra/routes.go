@@ -116,7 +116,7 @@ const maxBucketName = 63
 
 // checkEnvSize refuses an environment Lambda would refuse mid-deploy.
 func checkEnvSize(c Config) []string {
-	size := stackEnvSize(c.Settings)
+	size := stackEnvSize(c.Settings) + batchEnvSize(c)
 	for k, v := range c.Env {
 		size += len(k) + len(v)
 	}

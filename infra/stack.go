@@ -14,10 +14,12 @@ import (
 // NewStack builds the whole deployment in one stack: the jobs table, the
 // tenants table, the quarantine table, the provider rate-limit buckets
 // table, the job queue and its DLQ, the parking bucket, the four functions
-// (API, worker, scheduled reconciler, notifier), the callback queue and
-// its DLQ, the webhook signing secret, the HTTP API, the operators'
-// policy, the alarms and the dashboard. Every number comes from cfg.Settings,
-// the same settings the functions load at start.
+// (API, worker, scheduled reconciler, notifier) and, when a route offers
+// a batch lane, the scheduled collector (and, for a batch lane on
+// Bedrock, its batch bucket and service role), the callback queue and its DLQ,
+// the webhook signing secret, the HTTP API, the operators' policy, the
+// alarms and the dashboard. Every number comes from cfg.Settings, the
+// same settings the functions load at start.
 func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 	stack := awscdk.NewStack(scope, jsii.String(cfg.StackName), &awscdk.StackProps{
 		Description: jsii.String("aijobs: slow AI model calls as background jobs (API, queue, worker, job records)"),
@@ -29,8 +31,9 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 	queues := newQueues(stack, cfg)
 	park := newParkingBucket(stack, cfg)
 	secret := newWebhookSecret(stack, cfg)
+	batch := newBedrockBatch(stack, cfg)
 	fns := newFunctions(stack, cfg, Shared{Table: table, Tenants: tenants, Quarantine: quarantine, Buckets: buckets, Queues: queues, Park: park,
-		WebhookSecret: secret})
+		WebhookSecret: secret, BedrockBatch: batch})
 	api := newAPI(stack, cfg, fns.API)
 	operator := newOperatorPolicy(stack, cfg, Shared{Table: table, Quarantine: quarantine, Queues: queues})
 	monitored := Monitored{Queues: queues, Functions: fns, API: api}
@@ -53,15 +56,22 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 	output(stack, "NotifierFunctionName", fns.Notifier.FunctionName(), "the notifier (delivers callbacks): its log group and metrics")
 	output(stack, "WebhookSecretArn", secret.SecretArn(), "the deployment's webhook signing secret (whsec_...): every tenant's key is derived from it; never give it to a receiver")
 	output(stack, "ParkBucketName", park.BucketName(), "parked outcomes: docs/architecture.md, Parked outcomes")
+	if fns.Collector != nil {
+		output(stack, "CollectorFunctionName", fns.Collector.FunctionName(), "the batch lane's scheduled collector: its log group and metrics")
+	}
+	if batch != nil {
+		output(stack, "BatchBucketName", batch.Bucket.BucketName(), "a Bedrock batch lane's batches (batches/<batch id>/): docs/deploy.md, The collector")
+	}
 	return stack
 }
 
 // Shared are the resources the stack's functions run against: the jobs
 // table, the tenants table, the quarantine table, the rate-limit buckets
-// table, the queues, the parking bucket and the webhook signing secret.
-// They are built before the functions and travel to the function builders
-// together, so each takes one value however many of them its function
-// uses.
+// table, the queues, the parking bucket, the webhook signing secret and,
+// with a batch lane on Bedrock, its bucket and service role (nil
+// otherwise). They are built before the functions and travel to the
+// function builders together, so each takes one value however many of
+// them its function uses.
 type Shared struct {
 	Table         awsdynamodb.Table
 	Tenants       awsdynamodb.Table
@@ -70,6 +80,7 @@ type Shared struct {
 	Queues        Queues
 	Park          awss3.Bucket
 	WebhookSecret awssecretsmanager.Secret
+	BedrockBatch  *BedrockBatch
 }
 
 func output(stack awscdk.Stack, id string, value *string, description string) {

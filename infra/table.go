@@ -21,7 +21,11 @@ const (
 	attrFailSK    = "fail_sk"
 	attrActivePK  = "act_pk"
 	attrCreatedPK = "crt_pk"
-	attrExpires   = "expires_at"
+	// attrEnlistedPK and attrEnlistedAt are the enlisted index's keys: a
+	// batch lane's name and when the job was enlisted in it.
+	attrEnlistedPK = "enl_pk"
+	attrEnlistedAt = "enl_ms"
+	attrExpires    = "expires_at"
 	// attrProvider is the rate-limit buckets table's key: the provider key
 	// a bucket limits.
 	attrProvider = "provider"
@@ -49,7 +53,7 @@ var createdProjection = append(slices.Clone(tenantProjection), "tenant", "run_ms
 // index per table update, so a table deployed before them gets them one
 // deploy at a time (docs/deploy.md).
 func skippableIndexes(cfg Config) []string {
-	return []string{cfg.Settings.TenantIndex, cfg.Settings.ActiveIndex, cfg.Settings.CreatedIndex}
+	return []string{cfg.Settings.TenantIndex, cfg.Settings.ActiveIndex, cfg.Settings.CreatedIndex, cfg.Settings.EnlistedIndex}
 }
 
 // newTable is the jobs table: one item per job. The record is the product
@@ -89,6 +93,10 @@ func newTable(stack awscdk.Stack, cfg Config) awsdynamodb.Table {
 		// the console's overview and advise --from-table read the days
 		// they show, not the table.
 		{Name: s.CreatedIndex, Partition: attrCreatedPK, PartitionType: str, Sort: attrCreated, SortType: num, Include: createdProjection},
+		// Sparse: only jobs waiting in a batch lane to be collected carry
+		// enl_pk (the lane, "<route>#<rung>"), oldest enlisted first: a
+		// collector reads the ids of what waits, and then the items.
+		{Name: s.EnlistedIndex, Partition: attrEnlistedPK, PartitionType: str, Sort: attrEnlistedAt, SortType: num},
 	}
 	for _, ix := range indexes {
 		// LoadConfig lets only skippableIndexes in: the failure index is
@@ -102,7 +110,7 @@ func newTable(stack awscdk.Stack, cfg Config) awsdynamodb.Table {
 }
 
 // indexSpec is one global secondary index of the jobs table: its name,
-// its keys, and the attributes it carries besides them. The four indexes
+// its keys, and the attributes it carries besides them. The five indexes
 // differ only in these, so addIndex builds all of them the same way.
 type indexSpec struct {
 	Name                    string

@@ -35,6 +35,8 @@ func TestTableLayout(t *testing.T) {
 				map[string]any{"AttributeName": "created_ms", "AttributeType": "N"},
 				map[string]any{"AttributeName": "act_pk", "AttributeType": "S"},
 				map[string]any{"AttributeName": "crt_pk", "AttributeType": "S"},
+				map[string]any{"AttributeName": "enl_pk", "AttributeType": "S"},
+				map[string]any{"AttributeName": "enl_ms", "AttributeType": "N"},
 			}),
 			"GlobalSecondaryIndexes": []any{
 				map[string]any{
@@ -57,6 +59,11 @@ func TestTableLayout(t *testing.T) {
 					"KeySchema":  []any{key("crt_pk", "HASH"), key("created_ms", "RANGE")},
 					"Projection": map[string]any{"ProjectionType": "INCLUDE", "NonKeyAttributes": createdProjection},
 				},
+				map[string]any{
+					"IndexName":  st.EnlistedIndex,
+					"KeySchema":  []any{key("enl_pk", "HASH"), key("enl_ms", "RANGE")},
+					"Projection": map[string]any{"ProjectionType": "KEYS_ONLY"},
+				},
 			},
 		})
 	})
@@ -65,8 +72,10 @@ func TestTableLayout(t *testing.T) {
 			"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain",
 		})
 	})
-	if st.FailureIndex != "failures" || st.TenantIndex != "by_tenant" || st.ActiveIndex != "active" || st.CreatedIndex != "by_created" {
-		t.Errorf("indexes %q %q %q %q, the item layout documents failures, by_tenant, active, by_created", st.FailureIndex, st.TenantIndex, st.ActiveIndex, st.CreatedIndex)
+	if st.FailureIndex != "failures" || st.TenantIndex != "by_tenant" || st.ActiveIndex != "active" || st.CreatedIndex != "by_created" ||
+		st.EnlistedIndex != "enlisted" {
+		t.Errorf("indexes %q %q %q %q %q, the item layout documents failures, by_tenant, active, by_created, enlisted",
+			st.FailureIndex, st.TenantIndex, st.ActiveIndex, st.CreatedIndex, st.EnlistedIndex)
 	}
 }
 
@@ -216,14 +225,16 @@ func TestTenantsTableMatchesStore(t *testing.T) {
 }
 
 // DynamoDB adds one global secondary index per table update: a table
-// deployed before by_tenant, active and by_created gets them one deploy
-// at a time.
+// deployed before by_tenant, active, by_created and enlisted gets them
+// one deploy at a time.
 func TestSkipIndexes(t *testing.T) {
 	for skip, want := range map[string][]string{
-		"by_created":                  {"failures", "by_tenant", "active"},
-		"active,by_created":           {"failures", "by_tenant"},
-		"by_tenant,by_created":        {"failures", "active"},
-		"by_tenant,active,by_created": {"failures"},
+		"enlisted":                             {"failures", "by_tenant", "active", "by_created"},
+		"by_created":                           {"failures", "by_tenant", "active", "enlisted"},
+		"by_created,enlisted":                  {"failures", "by_tenant", "active"},
+		"active,by_created":                    {"failures", "by_tenant", "enlisted"},
+		"by_tenant,by_created":                 {"failures", "active", "enlisted"},
+		"by_tenant,active,by_created,enlisted": {"failures"},
 	} {
 		s := build(t, map[string]any{"skipIndexes": skip}, false)
 		_, props := s.one(t, "AWS::DynamoDB::Table", named("TableName", s.cfg.Settings.TableName()))

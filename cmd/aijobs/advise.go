@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -44,6 +45,7 @@ func runAdvise(ctx context.Context, c *cli, args []string) error {
 	fromTable := fs.Bool("from-table", false, "measure the p99 from the jobs table's finished jobs of --model")
 	model := fs.String("model", "default", "with --from-table: the route whose jobs to measure")
 	sample := fs.Int("sample", 1000, "with --from-table: how many finished jobs to read")
+	lanes := fs.Bool("lanes", false, "with --from-table: also measure each cost lane's p99 (one more read a job)")
 	var af awsFlags
 	af.register(fs, false)
 	outlives := fs.Bool("outlives", false, "the work outlives the user's session: nobody awaits the answer")
@@ -66,7 +68,7 @@ func runAdvise(ctx context.Context, c *cli, args []string) error {
 	case set["p99"] && planned, *fromTable && (set["p99"] || planned):
 		return usageErrorf("advise: give one of --p99, --attempt-p99 with the plan flags, or --from-table, not both")
 	case *fromTable:
-		if in.P99, err = c.measuredP99(ctx, af, *model, *sample); err != nil {
+		if in.P99, err = c.measuredP99(ctx, af, measure{route: *model, sample: *sample, lanes: *lanes}); err != nil {
 			return err
 		}
 	case planned:
@@ -87,9 +89,19 @@ func runAdvise(ctx context.Context, c *cli, args []string) error {
 	return printDecision(c.env.stdout, format, in, d)
 }
 
-// measuredP99 is the p99 of what the finished jobs of model took to run,
-// retries and fallback rungs included, plus the backoffs between retries.
-func (c *cli) measuredP99(ctx context.Context, af awsFlags, model string, sample int) (time.Duration, error) {
+// measure is what --from-table measures: the route, how many of its
+// finished jobs, and whether each lane's p99 too.
+type measure struct {
+	route  string
+	sample int
+	lanes  bool
+}
+
+// measuredP99 is the p99 of what the finished jobs of the route took to
+// run, retries and fallback rungs included, plus the backoffs between
+// retries.
+func (c *cli) measuredP99(ctx context.Context, af awsFlags, m measure) (time.Duration, error) {
+	model, sample := m.route, m.sample
 	if sample < 1 {
 		return 0, usageErrorf("advise: --sample must be at least 1")
 	}
@@ -99,6 +111,7 @@ func (c *cli) measuredP99(ctx context.Context, af awsFlags, model string, sample
 	}
 	s := op.cfg.Settings
 	var took []time.Duration
+	var ids []string
 	now := time.Now()
 	if c.env.now != nil {
 		now = c.env.now()
@@ -112,7 +125,7 @@ func (c *cli) measuredP99(ctx context.Context, af awsFlags, model string, sample
 		for k := 1; k < j.Attempts; k++ {
 			d += job.Backoff(k, s.BackoffBase, s.BackoffMax, 1)
 		}
-		took = append(took, d)
+		took, ids = append(took, d), append(ids, j.ID)
 		return nil
 	})
 	if err != nil {
@@ -126,7 +139,44 @@ func (c *cli) measuredP99(ctx context.Context, af awsFlags, model string, sample
 		return 0, usageErrorf("advise: %v", err)
 	}
 	fmt.Fprintf(c.env.stderr, "measured over %d finished jobs of route %q: p99 %s\n", len(took), model, p99)
+	if m.lanes {
+		return p99, laneP99s(ctx, c.env.stderr, op.store, ids)
+	}
 	return p99, nil
+}
+
+// laneP99s prints, for each cost lane, the p50 and p99 of how long the
+// jobs of ids that succeeded in it at their first attempt ran: the
+// figure a rung's lane configures as its p99 (docs/architecture.md,
+// "Cost lanes"). A batch job ran from its batch's opening to its
+// settlement. The index the sample comes from projects no lane, so each
+// job's record is read.
+func laneP99s(ctx context.Context, w io.Writer, store interface {
+	Get(context.Context, string) (job.Job, error)
+}, ids []string) error {
+	byLane := map[job.Lane][]time.Duration{}
+	for _, id := range ids {
+		j, err := store.Get(ctx, id)
+		if err != nil {
+			return fmt.Errorf("advise: read job %s: %w", id, err)
+		}
+		if j.State == job.Succeeded && j.Attempts == 1 && j.ResultLane != "" {
+			byLane[j.ResultLane] = append(byLane[j.ResultLane], j.RunTime)
+		}
+	}
+	for _, l := range job.Lanes() {
+		d := byLane[l]
+		if len(d) == 0 {
+			continue
+		}
+		p99, err := advise.P99(d)
+		if err != nil {
+			return err
+		}
+		slices.Sort(d)
+		fmt.Fprintf(w, "lane %s: %d jobs succeeded at their first attempt, p50 %s, p99 %s\n", l, len(d), d[len(d)/2], p99)
+	}
+	return nil
 }
 
 func planP99(attempt time.Duration, attempts int, backoffs, rungs string) (time.Duration, error) {

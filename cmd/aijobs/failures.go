@@ -14,10 +14,12 @@ import (
 
 const failuresAbout = `Failed and abandoned jobs that ended in a time range, read from the jobs
 table's failure index (one query per class and shard, no scan): what they
-cost and which inputs caused them. Totals per error class and per input
-hash (the same input failing again and again is one line), dearest first;
---jobs also lists every job. Reads DynamoDB directly with your AWS
-credentials (the stack's operator policy), not the HTTP API.`
+cost, what cheaper lanes saved on them, and which inputs caused them.
+Totals per error class and per input hash (the same input failing again
+and again is one line), dearest first; --jobs also lists every job. Reads
+DynamoDB directly with your AWS credentials (the stack's operator policy),
+not the HTTP API: the failure index, then each job's record for what it
+saved (the index does not keep it), one read a job.`
 
 // failuresReport is the JSON output of failures.
 type failuresReport struct {
@@ -25,6 +27,7 @@ type failuresReport struct {
 	Until    time.Time     `json:"until"`
 	Jobs     int           `json:"jobs"`
 	Cost     job.Nanocents `json:"cost_cents"`
+	Saved    job.Nanocents `json:"saved_cents"`
 	ByClass  []total       `json:"by_class"`
 	ByInput  []total       `json:"by_input_hash"`
 	Failures []failureRow  `json:"failures,omitempty"`
@@ -34,6 +37,7 @@ type total struct {
 	Key     string           `json:"key"`
 	Jobs    int              `json:"jobs"`
 	Cost    job.Nanocents    `json:"cost_cents"`
+	Saved   job.Nanocents    `json:"saved_cents"`
 	Classes []job.ErrorClass `json:"classes,omitempty"`
 }
 
@@ -46,6 +50,7 @@ type failureRow struct {
 	InputHash string         `json:"input_hash"`
 	Attempts  int            `json:"attempts"`
 	Cost      job.Nanocents  `json:"cost_cents"`
+	Saved     job.Nanocents  `json:"saved_cents"`
 	EndedAt   time.Time      `json:"ended_at"`
 }
 
@@ -65,6 +70,7 @@ func runFailures(ctx context.Context, c *cli, args []string) error {
 	if err != nil {
 		return err
 	}
+	q.Saved = true
 	format, op, err := c.connectOperator(ctx, af)
 	if err != nil {
 		return err
@@ -74,12 +80,13 @@ func runFailures(ctx context.Context, c *cli, args []string) error {
 		return fmt.Errorf("failures: %w", err)
 	}
 	r := job.SummarizeFailures(all)
-	out := failuresReport{Since: q.Since, Until: q.Until, Jobs: r.Jobs, Cost: r.Cost, ByClass: totals(r.ByClass), ByInput: totals(r.ByInput)}
+	out := failuresReport{Since: q.Since, Until: q.Until, Jobs: r.Jobs, Cost: r.Cost, Saved: r.Saved,
+		ByClass: totals(r.ByClass), ByInput: totals(r.ByInput)}
 	if *jobs {
 		slices.SortFunc(all, func(a, b job.Failure) int { return a.EndedAt.Compare(b.EndedAt) })
 		for _, f := range all {
 			out.Failures = append(out.Failures, failureRow{ID: f.ID, Tenant: f.Tenant, Model: f.Model, State: f.State, Class: f.Class,
-				InputHash: f.InputHash, Attempts: f.Attempts, Cost: f.Cost, EndedAt: f.EndedAt})
+				InputHash: f.InputHash, Attempts: f.Attempts, Cost: f.Cost, Saved: f.Saved, EndedAt: f.EndedAt})
 		}
 	}
 	if format == "json" {
@@ -119,33 +126,33 @@ func (c *cli) failureQuery(classes, since, until string) (job.FailureQuery, erro
 func totals(ts []job.Total) []total {
 	out := make([]total, 0, len(ts))
 	for _, t := range ts {
-		out = append(out, total{Key: t.Key, Jobs: t.Jobs, Cost: t.Cost, Classes: t.Classes})
+		out = append(out, total{Key: t.Key, Jobs: t.Jobs, Cost: t.Cost, Saved: t.Saved, Classes: t.Classes})
 	}
 	return out
 }
 
 func printFailures(w io.Writer, r failuresReport) error {
-	fmt.Fprintf(w, "%d failed or abandoned jobs, %s cents, ended %s .. %s\n\n", r.Jobs, r.Cost,
-		r.Since.UTC().Format(time.RFC3339), r.Until.UTC().Format(time.RFC3339))
+	fmt.Fprintf(w, "%d failed or abandoned jobs, %s cents (%s cents saved by cheaper lanes), ended %s .. %s\n\n", r.Jobs, r.Cost,
+		r.Saved, r.Since.UTC().Format(time.RFC3339), r.Until.UTC().Format(time.RFC3339))
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ERROR_CLASS\tJOBS\tCOST_CENTS")
+	fmt.Fprintln(tw, "ERROR_CLASS\tJOBS\tCOST_CENTS\tSAVED_CENTS")
 	for _, t := range r.ByClass {
-		fmt.Fprintf(tw, "%s\t%d\t%s\n", t.Key, t.Jobs, t.Cost)
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", t.Key, t.Jobs, t.Cost, t.Saved)
 	}
 	fmt.Fprintln(tw, "\t\t")
-	fmt.Fprintln(tw, "INPUT_HASH\tJOBS\tCOST_CENTS\tCLASSES")
+	fmt.Fprintln(tw, "INPUT_HASH\tJOBS\tCOST_CENTS\tSAVED_CENTS\tCLASSES")
 	for _, t := range r.ByInput {
 		names := make([]string, len(t.Classes))
 		for i, c := range t.Classes {
 			names[i] = string(c)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", t.Key, t.Jobs, t.Cost, strings.Join(names, ","))
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", t.Key, t.Jobs, t.Cost, t.Saved, strings.Join(names, ","))
 	}
 	if len(r.Failures) > 0 {
 		fmt.Fprintln(tw, "\t\t")
-		fmt.Fprintln(tw, "ID\tSTATE\tERROR_CLASS\tATTEMPTS\tCOST_CENTS\tENDED_AT\tINPUT_HASH\tMODEL\tTENANT")
+		fmt.Fprintln(tw, "ID\tSTATE\tERROR_CLASS\tATTEMPTS\tCOST_CENTS\tSAVED_CENTS\tENDED_AT\tINPUT_HASH\tMODEL\tTENANT")
 		for _, f := range r.Failures {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\n", f.ID, f.State, f.Class, f.Attempts, f.Cost,
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", f.ID, f.State, f.Class, f.Attempts, f.Cost, f.Saved,
 				stamp(f.EndedAt), f.InputHash, f.Model, f.Tenant)
 		}
 	}

@@ -17,19 +17,28 @@ const sdk = "github.com/aws/aws-sdk-go-v2/service/"
 // "Cold start and size"): one listed here may appear in the dependencies
 // of the named functions and of no other.
 var onlyIn = map[string][]string{
-	module + "/pkg/model/openai":    {"worker"},
-	module + "/pkg/model/anthropic": {"worker"},
-	module + "/pkg/model/bedrock":   {"worker"},
-	module + "/pkg/model/fake":      {"worker"},
-	module + "/pkg/app/providers":   {"worker"},
-	sdk + "bedrockruntime":          {"worker"},
-	module + "/pkg/notifier":        {"notifier"},
-	module + "/pkg/app/callbacks":   {"notifier"},
-	module + "/pkg/app/signing":     {"api"}, // the webhook key routes
-	sdk + "secretsmanager":          {"worker", "notifier", "api"},
-	module + "/pkg/secretsmanager":  {"worker", "notifier", "api"},
-	sdk + "s3":                      {"worker", "reconciler"}, // the parking lot (pkg/parking)
-	module + "/pkg/s3":              {"worker", "reconciler"},
+	// The two roles that call models: the worker, and the batch lane's
+	// collector (which builds only the providers its lanes call).
+	module + "/pkg/model/openai":    {"worker", "collector"},
+	module + "/pkg/model/anthropic": {"worker", "collector"},
+	module + "/pkg/model/bedrock":   {"worker", "collector"},
+	module + "/pkg/model/fake":      {"worker", "collector"},
+	module + "/pkg/app/providers":   {"worker", "collector"},
+	sdk + "bedrockruntime":          {"worker", "collector"},
+	// pkg/app/providers builds the collector too, so the worker lists it;
+	// nothing the worker calls reaches it, and the linker leaves it out
+	// (the worker's binary is byte for byte as large without it).
+	module + "/pkg/collector":      {"collector", "worker"},
+	module + "/pkg/notifier":       {"notifier"},
+	module + "/pkg/app/callbacks":  {"notifier"},
+	module + "/pkg/app/signing":    {"api"}, // the webhook key routes
+	sdk + "secretsmanager":         {"worker", "notifier", "api", "collector"},
+	module + "/pkg/secretsmanager": {"worker", "notifier", "api", "collector"},
+	// The parking lot (pkg/parking), the worker's and the reconciler's;
+	// and a Bedrock batch lane's bucket (pkg/app/providers), the
+	// collector's.
+	sdk + "s3":                      {"worker", "reconciler", "collector"},
+	module + "/pkg/s3":              {"worker", "reconciler", "collector"},
 	module + "/pkg/dynamodbstreams": nil, // the dev server's stream reader
 	sdk + "dynamodbstreams":         nil,
 	module + "/pkg/app":             nil, // every role at once
@@ -46,7 +55,8 @@ var onlyIn = map[string][]string{
 
 // own is each function's role package, which it must link, so that the
 // check cannot pass on an empty list.
-var own = map[string]string{"api": "/pkg/api", "worker": "/pkg/worker", "reconciler": "/pkg/reconciler", "notifier": "/pkg/notifier"}
+var own = map[string]string{"api": "/pkg/api", "worker": "/pkg/worker", "reconciler": "/pkg/reconciler", "notifier": "/pkg/notifier",
+	"collector": "/pkg/collector"}
 
 // roleViolations are the links deps (a function's name -> what it links)
 // holds against onlyIn and own.

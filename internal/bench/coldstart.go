@@ -19,7 +19,13 @@ import (
 
 // Functions are the Lambda functions the stack deploys, each a main under
 // functions/.
-var Functions = []string{"api", "worker", "reconciler", "notifier"}
+var Functions = []string{"api", "worker", "reconciler", "notifier", "collector"}
+
+// coldRoutes is the fake's route with a batch lane: the collector
+// function starts only on a route that offers one (the stack deploys it
+// only then), and the others start on the same routes, as the stack's do.
+const coldRoutes = `{"providers": {"default": {"kind": "fake"}}, "routes": {"default": {"rungs": [{"provider": "default",
+  "price": {"input": "15", "output": "60"}, "lanes": {"batch": {"price": {"input": "7.5", "output": "30"}, "p99": "1h"}}}]}}}`
 
 // ColdStartOptions are the cold-start measurement's knobs.
 type ColdStartOptions struct {
@@ -144,7 +150,7 @@ func moduleRoot() string {
 func functionEnv(ctx context.Context, endpoint string) ([]string, error) {
 	vars := map[string]string{
 		"AWS_ENDPOINT_URL": endpoint, "AWS_REGION": "us-east-1", "AIJOBS_PREFIX": fmt.Sprintf("cold-%d", time.Now().UnixNano()),
-		"AIJOBS_LOG_LEVEL": "error", "AIJOBS_CALLBACKS": "true",
+		"AIJOBS_LOG_LEVEL": "error", "AIJOBS_CALLBACKS": "true", "AIJOBS_ROUTES": coldRoutes,
 	}
 	cfg, err := config.Load(func(k string) string { return vars[k] })
 	if err != nil {
@@ -156,6 +162,7 @@ func functionEnv(ctx context.Context, endpoint string) ([]string, error) {
 	}
 	vars["AIJOBS_TABLE"], vars["AIJOBS_QUEUE_URL"], vars["AIJOBS_DLQ_URL"] = a.Config.Table, a.Config.QueueURL, a.Config.DLQURL
 	vars["AIJOBS_CALLBACK_QUEUE_URL"], vars["AIJOBS_CALLBACK_DLQ_URL"] = a.Config.CallbackQueueURL, a.Config.CallbackDLQURL
+	vars["AIJOBS_BUCKETS_TABLE"] = a.Config.BucketsTable
 	vars["AWS_LAMBDA_FUNCTION_NAME"], vars["AWS_LAMBDA_FUNCTION_MEMORY_SIZE"] = "aijobs-coldstart", "256"
 	var env []string
 	for k, v := range vars {

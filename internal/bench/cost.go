@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"cmp"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -145,6 +147,65 @@ func CostReport(names []string, runs []Result) string {
 	for _, c := range costs {
 		fmt.Fprintf(&b, " %.1f%% |", 100*c.Total()/(c.Total()+model))
 	}
-	b.WriteString("\n")
+	b.WriteString("\n\n")
+	laneReport(&b, names, costs)
 	return b.String()
+}
+
+// exampleLanes are the lanes of the example route's model spend, as
+// multiples of its standard price: batch and flex at the providers'
+// published half (OpenAI's flex is priced at its Batch API rates), and
+// priority at an example premium of 1.75 (configure your own:
+// docs/architecture.md, "Cost lanes").
+var exampleLanes = []struct {
+	name   string
+	factor float64
+}{{"batch", 0.5}, {"flex", 0.5}, {"standard", 1}, {"priority", 1.75}}
+
+// laneReport renders, per lane, the example route's model spend and the
+// plumbing's share of each run's total in that lane: the lane moves the
+// part of the bill that matters. A batch job's plumbing is the same in
+// every column: its worker enlists it and returns, waiting on no model
+// call, so it costs what the cheapest run's does (the least waiting),
+// plus the batch lane's own (BatchLaneExtra).
+func laneReport(b *strings.Builder, names []string, costs []Cost) {
+	b.WriteString("| lane | model $ per million jobs |")
+	for _, n := range names {
+		b.WriteString(" plumbing share, " + n + " |")
+	}
+	b.WriteString("\n|---|---|" + strings.Repeat("---|", len(names)) + "\n")
+	cheapest := slices.MinFunc(costs, func(a, b Cost) int { return cmp.Compare(a.Total(), b.Total()) }).Total()
+	for _, l := range exampleLanes {
+		model := l.factor * ModelPerMillion()
+		fmt.Fprintf(b, "| %s (%gx) | %.2f |", l.name, l.factor, model)
+		for _, c := range costs {
+			plumbing := c.Total()
+			if l.name == "batch" {
+				plumbing = cheapest + BatchLaneExtra()
+			}
+			fmt.Fprintf(b, " %.1f%% |", 100*plumbing/(plumbing+model))
+		}
+		b.WriteString("\n")
+	}
+}
+
+// The batch lane's own plumbing, per job, from its design
+// (docs/architecture.md, "The batch lane"), not measured: the worker's
+// enlist and the collector's collect (two writes, each also a write of
+// the enlisted index: in, then out), the collector's three reads of the
+// job (still waiting, its membership, its settlement; the settlement's
+// write replaces the worker's finish). A batch record of 1,000 jobs is
+// about 40 KB: written five times (opened and listed, sealed, submitted,
+// settled and unlisted: 40 units each) and read once a run while open
+// (10 units), an hour here: 0.2 write and 0.6 read units a job. The
+// collector's one invocation a minute is a fixed monthly cost, not a
+// job's.
+const (
+	batchWritesPerJob = 4 + 0.2
+	batchReadsPerJob  = 3 + 0.6
+)
+
+// BatchLaneExtra is the batch lane's own plumbing per million jobs.
+func BatchLaneExtra() float64 {
+	return 1e6 * (batchWritesPerJob*Prices.DynamoDBWriteUnit + batchReadsPerJob*Prices.DynamoDBReadUnit)
 }

@@ -1,7 +1,9 @@
 package bench
 
 import (
+	"fmt"
 	"math"
+	"strings"
 	"testing"
 
 	"github.com/aijobs/aijobs/pkg/devserver"
@@ -79,5 +81,49 @@ func TestCostPerMillionPricesTheNotifierAndTheFunctionsLines(t *testing.T) {
 	}
 	if got, want := c.Total(), c.LambdaRequests+c.LambdaCompute+c.PlatformLogs+c.FunctionLogs+c.DynamoDB+c.SQS+c.APIGateway; math.Abs(got-want) > 1e-9 {
 		t.Errorf("total $%.6f, want the lines' sum $%.6f", got, want)
+	}
+}
+
+// The $ table has a row per lane: the example route's model spend at the
+// lane's multiple of the standard price, and the plumbing's share of
+// each run's total in that lane.
+func TestCostReportHasALaneColumn(t *testing.T) {
+	run := Result{Jobs: 1000}
+	got := CostReport([]string{"default"}, []Result{run})
+	model := ModelPerMillion()
+	for _, want := range []string{
+		"| lane | model $ per million jobs | plumbing share, default |",
+		fmt.Sprintf("| batch (0.5x) | %.2f |", model/2),
+		fmt.Sprintf("| flex (0.5x) | %.2f |", model/2),
+		fmt.Sprintf("| standard (1x) | %.2f |", model),
+		fmt.Sprintf("| priority (1.75x) | %.2f |", model*1.75),
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("$ table lacks %q:\n%s", want, got)
+		}
+	}
+}
+
+// A batch job waits on no model call: its plumbing share is the cheapest
+// run's total plus the batch lane's own, in every column; the other
+// lanes take each run's.
+func TestTheBatchLanesPlumbingIsTheCheapestRunsPlusItsOwn(t *testing.T) {
+	cheap := Result{Jobs: 1000, Calls: map[string]int{"DynamoDB.UpdateItem": 3000}}
+	dear := Result{Jobs: 1000, Calls: map[string]int{"DynamoDB.UpdateItem": 30000}}
+	got := CostReport([]string{"cheap", "dear"}, []Result{cheap, dear})
+	if extra := BatchLaneExtra(); math.Abs(extra-(4.2*0.625+3.6*0.125)) > 1e-9 {
+		t.Errorf("the batch lane's own plumbing is $%.4f per million jobs, want $3.075", extra)
+	}
+	model := ModelPerMillion()
+	share := func(plumbing, model float64) string { return fmt.Sprintf("%.1f%%", 100*plumbing/(plumbing+model)) }
+	c, d := CostPerMillion(cheap).Total(), CostPerMillion(dear).Total()
+	batch := share(c+BatchLaneExtra(), model/2)
+	for _, want := range []string{
+		fmt.Sprintf("| batch (0.5x) | %.2f | %s | %s |", model/2, batch, batch),
+		fmt.Sprintf("| standard (1x) | %.2f | %s | %s |", model, share(c, model), share(d, model)),
+	} {
+		if !strings.Contains(got, want) {
+			t.Errorf("$ table lacks %q:\n%s", want, got)
+		}
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/aijobs/aijobs/internal/awstest"
+	"github.com/aijobs/aijobs/pkg/job"
 )
 
 // TestShortChaosRun is the short seeded run `make test` includes: about
@@ -18,13 +19,22 @@ import (
 func TestShortChaosRun(t *testing.T) {
 	o := DefaultOptions()
 	o.Seed, o.Jobs, o.Load, o.KillEvery = 20261203, 150, 60*time.Second, 12*time.Second
-	shortRun(t, o)
+	r := shortRun(t, o)
+	// The laned route ran in flex, flex refused some of its requests (the
+	// harsh run's 100 jobs are too few to be sure of one), and each
+	// job's saving on its record is the bill's.
+	if c := r.Lanes[job.Flex]; c == nil || c.Succeeded == 0 || c.Refused == 0 || r.Faults[ModelFlexRefused] == 0 {
+		t.Errorf("the flex lane did not run or was never refused: %+v", c)
+	}
+	if r.Saved.Differ > 0 {
+		t.Errorf("%d jobs at the bill's exact cost record another saving: %v", r.Saved.Differ, r.Saved.Differing)
+	}
 }
 
 // shortRun runs o against this package's emulator with the worker binary
 // built here, and fails when an invariant broke or a fault kind the
-// schedule should inject never was.
-func shortRun(t *testing.T, o Options) {
+// schedule should inject never was. It returns the run's report.
+func shortRun(t *testing.T, o Options) *Report {
 	bin := filepath.Join(t.TempDir(), "aijobs-chaos")
 	if out, err := exec.Command("go", "build", "-o", bin, "../../cmd/aijobs-chaos").CombinedOutput(); err != nil {
 		t.Fatalf("build aijobs-chaos: %v\n%s", err, out)
@@ -60,4 +70,5 @@ func shortRun(t *testing.T, o Options) {
 	if r.Failed() {
 		t.Fatalf("an invariant broke (seed %d; replay with make chaos SEED=%d JOBS=%d DURATION=%s)", o.Seed, o.Seed, o.Jobs, o.Load)
 	}
+	return r
 }

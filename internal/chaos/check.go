@@ -34,6 +34,9 @@ type jobFacts struct {
 	has    bool
 	gens   []Generation
 	billed job.Nanocents
+	// saved is what the bill's generations cost less than at their rungs'
+	// standard prices, as saved_nc on the record should say.
+	saved job.Nanocents
 	// inflight is what the bill holds for stream tokens the server sent
 	// but the client never read, because it had given up.
 	inflight job.Nanocents
@@ -43,11 +46,32 @@ type jobFacts struct {
 	changed  time.Time
 }
 
-func (h *harness) prices() map[string]job.Price {
-	p := map[string]job.Price{}
+// laneKey names a price: a model (unique per rung) in a lane.
+type laneKey struct {
+	model string
+	lane  job.Lane
+}
+
+// priced is how the ledger prices a generation: at its lane's price, and
+// against its rung's standard price for what the lane saved.
+type priced struct{ price, standard job.Price }
+
+func (p priced) cost(in, out int64) job.Nanocents { return p.price.Cost(in, out) }
+
+func (p priced) saved(in, out int64) job.Nanocents {
+	return p.standard.Cost(in, out) - p.price.Cost(in, out)
+}
+
+// prices are the routes' prices by model and lane: a generation is billed
+// at the price the route declares for the lane it was asked in (its
+// service_tier), as the worker records it, so invariant 3 stays exact.
+func (h *harness) prices() map[laneKey]priced {
+	p := map[laneKey]priced{}
 	for _, r := range h.cfg.Routes {
 		for _, g := range r.Rungs {
-			p[g.Model] = g.Price
+			for _, o := range g.Offers() {
+				p[laneKey{g.Model, o.Lane}] = priced{price: o.Price, standard: g.Price}
+			}
 		}
 	}
 	return p
@@ -65,6 +89,9 @@ func (h *harness) describe(f jobFacts) string {
 	if p.Deadline > 0 {
 		fmt.Fprintf(&b, " deadline=%ds", p.Deadline)
 	}
+	if len(p.Lanes) > 0 {
+		fmt.Fprintf(&b, " lanes=%v", p.Lanes)
+	}
 	if p.CancelAfter > 0 {
 		fmt.Fprintf(&b, " cancel@%s", p.CancelAfter.Round(time.Millisecond))
 	}
@@ -75,7 +102,7 @@ func (h *harness) describe(f jobFacts) string {
 		if j.ErrorClass != "" {
 			fmt.Fprintf(&b, "/%s", j.ErrorClass)
 		}
-		fmt.Fprintf(&b, " attempts=%d cost=%s held=%s budget=%s v%d", j.Attempts, j.Cost, j.Held, j.Budget, j.Version)
+		fmt.Fprintf(&b, " attempts=%d cost=%s held=%s budget=%s saved=%s lane=%s v%d", j.Attempts, j.Cost, j.Held, j.Budget, j.Saved, j.ResultLane, j.Version)
 	} else {
 		b.WriteString(" no record")
 	}
@@ -108,14 +135,14 @@ func (h *harness) describe(f jobFacts) string {
 				recv = "client read part of it"
 			}
 		}
-		fmt.Fprintf(&b, " [#%d %s %s %s %s +%s %s, %s, billed %d+%d tok]", g.Seq, g.Who, g.Model, kind, g.Start.Format("15:04:05.000"),
+		fmt.Fprintf(&b, " [#%d %s %s/%s %s %s +%s %s, %s, billed %d+%d tok]", g.Seq, g.Who, g.Model, g.Lane, kind, g.Start.Format("15:04:05.000"),
 			g.End.Sub(g.Start).Round(time.Millisecond), fault+"->"+g.Outcome, recv, g.Prompt, g.Output)
 	}
 	if fs := h.tally.Of(f.run.id); len(fs) > 0 {
 		fmt.Fprintf(&b, "; faults: %s", strings.Join(fs, ", "))
 	}
 	if f.dlq > 0 {
-		fmt.Fprintf(&b, "; %d message(s) dead-lettered by SQS", f.dlq)
+		fmt.Fprintf(&b, "; %d message(s) in the dead letter queue", f.dlq)
 	}
 	return b.String()
 }
@@ -128,6 +155,7 @@ func (h *harness) check(records map[string]job.Job, changed map[string]time.Time
 	for _, f := range h.facts(records, changed, dlq, gens) {
 		v.checkJob(rep, f)
 		h.byRoute(rep, f)
+		rep.byLane(f)
 	}
 	v.notes()
 	v.checkClients(h.clients)
@@ -152,6 +180,7 @@ func (h *harness) newReport(bound time.Duration) (*Report, []Generation) {
 		rep.Routes[r] = &RouteCount{}
 	}
 	gens := h.model.srv.Generations()
+	rep.countLanes(gens, h.prices())
 	for _, g := range gens {
 		if !g.Billed() {
 			continue
@@ -209,9 +238,10 @@ func (h *harness) byRoute(rep *Report, f jobFacts) {
 	}
 }
 
-// deadLettered lists the jobs SQS gave up on with the state each ended
-// in: a dead-lettered message is not a failure by itself, the job's state
-// says whether anything was lost with it.
+// deadLettered lists the jobs whose messages are in the dead letter queue
+// (SQS gave up on them, or a worker handed them off there) with the state
+// each ended in: a dead-lettered message is not a failure by itself, the
+// job's state says whether anything was lost with it.
 func deadLettered(rep *Report, records map[string]job.Job, dlq map[string]int) {
 	for id, n := range dlq {
 		rep.DeadLettered += n
@@ -249,10 +279,11 @@ func (h *harness) facts(records map[string]job.Job, changed map[string]time.Time
 // bill adds up what the model billed for the job, and which of it its
 // clients read: only the client side can tell a generation received from
 // one the server sent to nobody.
-func (f *jobFacts) bill(prices map[string]job.Price, tally *Tally) {
+func (f *jobFacts) bill(prices map[laneKey]priced, tally *Tally) {
 	for _, g := range f.gens {
-		p := prices[g.Model]
-		f.billed += p.Cost(g.Prompt, g.Output)
+		p := prices[laneKey{g.Model, g.Lane}]
+		f.billed += p.cost(g.Prompt, g.Output)
+		f.saved += p.saved(g.Prompt, g.Output)
 		rc, ok := tally.Receipt(g.ID())
 		if ok && rc.Complete {
 			f.received++
@@ -260,7 +291,7 @@ func (f *jobFacts) bill(prices map[string]job.Price, tally *Tally) {
 		// A stream's tokens the client never read (none when it never
 		// saw the headers) were sent after it had left.
 		if g.Stream && !rc.Complete && g.Output > int64(rc.Chunks) {
-			f.inflight += p.Cost(0, g.Output-int64(rc.Chunks))
+			f.inflight += p.cost(0, g.Output-int64(rc.Chunks))
 		}
 	}
 }
@@ -480,8 +511,12 @@ type Report struct {
 	// the succeeded jobs whose one successful generation is one of them;
 	// BackgroundRead the background generations anyone read whole.
 	Resumed, ResumedJobs, BackgroundRead int
-	// DeadLetteredJobs are the jobs whose messages SQS moved to the dead
-	// letter queue, with their final state.
+	// Lanes are the figures of each lane (lanes.go), and Saved what the
+	// lanes saved, on the finished records and by the bill.
+	Lanes map[job.Lane]*LaneCount
+	Saved SavedCount
+	// DeadLetteredJobs are the jobs whose messages are in the dead letter
+	// queue (SQS's redrive or a worker's hand-off), with their final state.
 	DeadLetteredJobs []string
 	Polls            int
 	Sweeps           []string
@@ -603,11 +638,11 @@ func (r *Report) render(maxShown int) string {
 	for _, k := range states {
 		fmt.Fprintf(&b, " %s %d,", k, r.States[k])
 	}
-	fmt.Fprintf(&b, " %d polls; %d messages dead-lettered by SQS\n", r.Polls, r.DeadLettered)
+	fmt.Fprintf(&b, " %d polls; %d messages in the dead letter queue\n", r.Polls, r.DeadLettered)
 	fmt.Fprintf(&b, "time to end (create to a client seeing it finished, %d jobs): p50 %s, p99 %s\n", r.Ended,
 		r.TimeToEnd[0].Round(100*time.Millisecond), r.TimeToEnd[1].Round(100*time.Millisecond))
 	if len(r.DeadLetteredJobs) > 0 {
-		fmt.Fprintf(&b, "dead-lettered by SQS: %s\n", strings.Join(r.DeadLetteredJobs, ", "))
+		fmt.Fprintf(&b, "in the dead letter queue: %s\n", strings.Join(r.DeadLetteredJobs, ", "))
 	}
 	for _, s := range r.Sweeps {
 		fmt.Fprintf(&b, "reconciler %s\n", s)
@@ -622,6 +657,7 @@ func (r *Report) render(maxShown int) string {
 	fmt.Fprintf(&b, "billed generations per succeeded job: aijobs %s (%d / %d), baseline %s (%d / %d)\n",
 		ratio(r.AijobsBilled, r.Succeeded), r.AijobsBilled, r.Succeeded, ratio(r.BaselineBilled, r.BaselineSucceeded), r.BaselineBilled, r.BaselineSucceeded)
 	r.renderRoutes(&b)
+	r.renderLanes(&b)
 	for _, i := range r.Invariants {
 		for n, f := range i.Failures {
 			if maxShown > 0 && n == maxShown {

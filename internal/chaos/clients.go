@@ -124,6 +124,9 @@ func createBody(p JobPlan) string {
 	if p.Deadline > 0 {
 		b["deadline_seconds"] = p.Deadline
 	}
+	if len(p.Lanes) > 0 {
+		b["lanes"] = p.Lanes
+	}
 	out, _ := json.Marshal(b)
 	return string(out)
 }

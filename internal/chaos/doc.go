@@ -12,11 +12,14 @@
 // as a provider's invoice would, on chat completions and on the Responses
 // API's background shape (responses.go: the "background" route, whose
 // generations a worker taking a killed worker's job over resumes instead
-// of paying again); and one client per job (create with an
-// Idempotency-Key, poll with If-None-Match, cancel some, list, probe other
-// tenants' jobs). The engine's timings are production's scaled down about
-// ten times; the reconciler keeps its minimum period, so a lost message
-// takes as long to recover as in production.
+// of paying again) and in the cost lanes the "plain" route's rung offers
+// (service_tier: flex slower, and refused for want of capacity now and
+// then, unbilled; priority faster; each billed at its lane's price); and
+// one client per job (create with an Idempotency-Key, poll with
+// If-None-Match, cancel some, list, probe other tenants' jobs). The
+// engine's timings are production's scaled down about ten times; the
+// reconciler keeps its minimum period, so a lost message takes as long
+// to recover as in production.
 //
 // What goes wrong is drawn from a Seed (Schedule): each job's plan, each
 // model request's fault, each AWS call's fault and the worker kills, so
@@ -53,8 +56,9 @@
 // on the background route too: it has no id to come back to). The Report
 // gives billed generations per succeeded job for both, overall, for the
 // background route against the others, and by route, the generations
-// resumed, and each failing job's plan, record, billed requests and
-// faults.
+// resumed, each lane's succeeded jobs (result_lane), requests, capacity
+// refusals and savings (saved_nc against the bill's), and each failing
+// job's plan, record, billed requests and faults.
 //
 // To run it:
 //

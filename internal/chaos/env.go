@@ -13,7 +13,11 @@ import (
 // about ten times (heartbeat 10 s -> 1 s, a model call's timeout 120 s ->
 // 6 s) so a run takes minutes. The reconciler cannot go below its
 // schedule's one minute (settings.Validate), so lost messages take the
-// same time to recover as in production.
+// same time to recover as in production. The worker's timeout holds the
+// longest route's attempt (settings.Validate): the plain route's lanes
+// one after another (flex 9 s, standard 6 s, priority 3 s), the attempt
+// margin and the Lambda margin; it was 10 s, the 6 s rung's, before the
+// lanes, and the visibility timeout keeps 2 s above it.
 var timings = map[string]string{
 	"AIJOBS_HEARTBEAT":            "1s",
 	"AIJOBS_LEASE_TTL":            "6s",
@@ -22,8 +26,8 @@ var timings = map[string]string{
 	"AIJOBS_AWS_CALL_TIMEOUT":     "2s",
 	"AIJOBS_LAMBDA_MARGIN":        "1s",
 	"AIJOBS_MODEL_TIMEOUT":        "6s",
-	"AIJOBS_WORKER_TIMEOUT":       "10s",
-	"AIJOBS_VISIBILITY_TIMEOUT":   "12s",
+	"AIJOBS_WORKER_TIMEOUT":       "22s",
+	"AIJOBS_VISIBILITY_TIMEOUT":   "24s",
 	"AIJOBS_BATCH_SIZE":           "5",
 	"AIJOBS_BATCH_WINDOW":         "0s",
 	"AIJOBS_MAX_CONCURRENCY":      "4",
@@ -78,7 +82,8 @@ func routesJSON(modelURL, who string) string {
 				map[string]any{"provider": "stream", "model": "chaos-stream", "price": map[string]string{"input": "100", "output": "400"}, "max_tokens": 64, "timeout": "6s"},
 			}},
 			"plain": map[string]any{"rungs": []any{
-				map[string]any{"provider": "plain", "model": "chaos-plain", "price": map[string]string{"input": "150", "output": "600"}, "max_tokens": 64, "timeout": "6s"},
+				map[string]any{"provider": "plain", "model": "chaos-plain", "price": map[string]string{"input": "150", "output": "600"}, "max_tokens": 64, "timeout": "6s",
+					"p99": "3700ms", "lanes": lanesOfPlain},
 			}},
 			"ladder": map[string]any{
 				"rungs": []any{
@@ -94,6 +99,19 @@ func routesJSON(modelURL, who string) string {
 	}
 	b, _ := json.Marshal(doc)
 	return string(b)
+}
+
+// lanesOfPlain are the plain rung's other lanes (docs/architecture.md,
+// "Cost lanes"): flex at half the price, priority at 1.75 times. The p99s
+// follow the model server's pace (modelserver.go: flex twice slower,
+// priority twice as fast) over a fault-free plan (Schedule.Gen: at most
+// 40 tokens of 30-100 ms after 50-300 ms), 4.3 s at worst and 3.7 s at
+// the 99th percentile in the standard lane: a job with 7.5 s or more
+// left takes flex first, one with 3.7 to 7.5 s standard, one with less
+// priority. Each timeout is above its lane's worst fault-free answer.
+var lanesOfPlain = map[string]any{
+	"flex":     map[string]any{"price": map[string]string{"input": "75", "output": "300"}, "timeout": "9s", "p99": "7500ms"},
+	"priority": map[string]any{"price": map[string]string{"input": "262.5", "output": "1050"}, "timeout": "3s", "p99": "2s"},
 }
 
 // faultTimes are the AWS stalls for s: past the heartbeat, up to past the

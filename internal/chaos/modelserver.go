@@ -10,6 +10,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/aijobs/aijobs/pkg/job"
 )
 
 // The model fault kinds, per request the model server accepts.
@@ -30,6 +32,17 @@ const (
 	// generation is finished and billed whole after the client gave up; a
 	// stream is only slow (a provider stops a stream whose client left).
 	ModelLate = "model_late"
+	// ModelFlexRefused refuses a flex request for want of capacity
+	// (OpenAI's flex 429 "Resource Unavailable", not a rate limit);
+	// nothing is billed. Requests in other lanes are never refused so.
+	ModelFlexRefused = "model_flex_refused"
+)
+
+// The lanes' pace against the plan's: flex answers twice slower, priority
+// twice as fast. The laned route's p99s (env.go) are set from them.
+const (
+	flexPace     = 2.0
+	priorityPace = 0.5
 )
 
 // ModelFault is what the model server does with one request.
@@ -58,6 +71,27 @@ type GenPlan struct {
 	Prefill  time.Duration
 	PerToken time.Duration
 	Fault    ModelFault
+	// FlexRefused refuses the request for want of capacity if it is made
+	// in the flex lane (ModelFlexRefused), before any other fault: the
+	// provider's flex pool turns it away at once.
+	FlexRefused bool
+}
+
+// inLane is p as served in lane l: flex slower and priority faster (a
+// late generation takes its time whatever the lane: its fault is its
+// length).
+func (p GenPlan) inLane(l job.Lane) GenPlan {
+	pace := 1.0
+	switch {
+	case p.Fault.Total > 0:
+	case l == job.Flex:
+		pace = flexPace
+	case l == job.Priority:
+		pace = priorityPace
+	}
+	p.Prefill = time.Duration(float64(p.Prefill) * pace)
+	p.PerToken = time.Duration(float64(p.PerToken) * pace)
+	return p
 }
 
 // Generation is one request the model server accepted, as the provider's
@@ -77,11 +111,15 @@ type Generation struct {
 	End        time.Time
 	// Prompt and Output are the billed tokens.
 	Prompt, Output int64
-	// Outcome is written, client_gone, cut@<tokens>, rate_limited or
-	// overloaded: what the server saw; a background generation's is
-	// completed, generating or cancelled@<tokens> (responses.go). Whether
-	// the client read it all is the client's Receipt.
+	// Outcome is written, client_gone, cut@<tokens>, rate_limited,
+	// overloaded or capacity_unavailable: what the server saw; a
+	// background generation's is completed, generating or
+	// cancelled@<tokens> (responses.go). Whether the client read it all
+	// is the client's Receipt.
 	Outcome string
+	// Lane is the service tier the request asked for (standard when it
+	// named none): the ledger prices it at that lane's price.
+	Lane job.Lane
 }
 
 // Billed reports whether the generation is on the invoice.
@@ -132,6 +170,21 @@ type chatRequest struct {
 	} `json:"messages"`
 	MaxTokens int  `json:"max_tokens"`
 	Stream    bool `json:"stream"`
+	// ServiceTier is the lane: "flex" or "priority", absent for standard.
+	ServiceTier string `json:"service_tier"`
+}
+
+// tierLane is the lane a request's service_tier asks for, and false for
+// a tier the provider does not sell (the provider sends only flex and
+// priority, and nothing for standard).
+func tierLane(tier string) (job.Lane, bool) {
+	switch l := job.Lane(tier); l {
+	case "":
+		return job.Standard, true
+	case job.Flex, job.Priority:
+		return l, true
+	}
+	return "", false
 }
 
 // ServeHTTP counts the request open for its caller while it runs (the
@@ -207,7 +260,7 @@ func (s *ModelServer) accept(w http.ResponseWriter, who, model, prompt string, m
 	}
 	seq, p := s.admit(ns, index, maxTokens)
 	return Generation{NS: ns, Index: index, Seq: seq, Who: who, Model: model, Fault: p.Fault.Kind,
-		Start: time.Now(), Prompt: promptTokens(prompt)}, p, true
+		Start: time.Now(), Prompt: promptTokens(prompt), Lane: job.Standard}, p, true
 }
 
 // faulted reports an injected fault the moment it is decided.
@@ -217,8 +270,9 @@ func (s *ModelServer) faulted(f ModelFault, who, op, ns string, index int) {
 	}
 }
 
-// refuse answers a 429 or an overloaded error for f, and says which (""
-// when f refuses nothing): the provider bills neither.
+// refuse answers a 429, an overloaded error or a flex capacity refusal
+// for f, and says which ("" when f refuses nothing): the provider bills
+// none of them.
 func refuse(w http.ResponseWriter, f ModelFault) string {
 	switch f.Kind {
 	case ModelRateLimited:
@@ -232,8 +286,21 @@ func refuse(w http.ResponseWriter, f ModelFault) string {
 		w.WriteHeader(f.Status)
 		_, _ = io.WriteString(w, `{"error":{"message":"The server is overloaded","type":"overloaded_error","param":null,"code":null}}`)
 		return "overloaded"
+	case ModelFlexRefused:
+		return refuseCapacity(w)
 	}
 	return ""
+}
+
+// refuseCapacity answers OpenAI's refusal of a flex request for want of
+// capacity: a 429 whose code names no rate limit (the provider classes
+// it capacity_unavailable, and the worker moves the call to its next
+// lane). It is not billed.
+func refuseCapacity(w http.ResponseWriter) string {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusTooManyRequests)
+	_, _ = io.WriteString(w, `{"error":{"message":"Resource unavailable: flex processing has no capacity now, try again later","type":null,"param":null,"code":"resource_unavailable"}}`)
+	return "capacity_unavailable"
 }
 
 // promptTokens is the prompt as the provider counts it, and as the
@@ -260,14 +327,24 @@ func (s *ModelServer) chat(w http.ResponseWriter, r *http.Request, who string) {
 	for _, msg := range req.Messages {
 		prompt += msg.Content
 	}
+	lane, ok := tierLane(req.ServiceTier)
+	if !ok {
+		badRequest(w, "invalid_service_tier")
+		return
+	}
 	g, p, ok := s.accept(w, who, req.Model, prompt, req.MaxTokens)
 	if !ok {
 		return
 	}
-	g.Stream = req.Stream
+	g.Stream, g.Lane, p = req.Stream, lane, p.inLane(lane)
 	route := "plain"
 	if req.Stream {
 		route = "stream"
+	}
+	if lane == job.Flex && p.FlexRefused {
+		// The pool's refusal comes first: the plan's fault never happens.
+		p.Fault = ModelFault{Kind: ModelFlexRefused}
+		g.Fault = ModelFlexRefused
 	}
 	s.faulted(p.Fault, who, route, g.NS, g.Index)
 	w.Header().Set(genHeader, g.ID())

@@ -22,6 +22,12 @@ import (
 // the provider reported and what the server billed.
 func call(t *testing.T, p GenPlan, stream bool, timeout time.Duration) (model.Response, Generation, Receipt, error) {
 	t.Helper()
+	return callIn(t, p, stream, timeout, "")
+}
+
+// callIn is call with the request made in lane (its service_tier).
+func callIn(t *testing.T, p GenPlan, stream bool, timeout time.Duration, lane job.Lane) (model.Response, Generation, Receipt, error) {
+	t.Helper()
 	s := &ModelServer{Plan: func(string, int, int) GenPlan { return p }, JobName: func(string, int) string { return "j" }}
 	srv := httptest.NewServer(s)
 	defer srv.Close()
@@ -34,7 +40,7 @@ func call(t *testing.T, p GenPlan, stream bool, timeout time.Duration) (model.Re
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	content := JobPlan{Index: 3, Tenant: "t1"}.Content("aj")
-	resp, err := c.Generate(ctx, model.Request{Model: "m", MaxTokens: 64, Messages: []job.Message{{Role: "user", Content: content}}})
+	resp, err := c.Generate(ctx, model.Request{Model: "m", MaxTokens: 64, Messages: []job.Message{{Role: "user", Content: content}}, Lane: lane})
 	// The server finishes (and bills) on its own time.
 	deadline := time.Now().Add(15 * time.Second)
 	for len(s.Generations()) == 0 && time.Now().Before(deadline) {
@@ -126,6 +132,49 @@ func TestModelServerFaults(t *testing.T) {
 	})
 }
 
+// TestModelServerLanes: the server honours service_tier as OpenAI does.
+// A flex request the plan refuses is answered the flex pool's 429, which
+// the provider classes capacity_unavailable, billed nothing and priced
+// in no lane; the same plan in another lane is served and billed in that
+// lane. Flex is paced slower and priority faster, a late generation
+// neither.
+func TestModelServerLanes(t *testing.T) {
+	t.Parallel()
+	p := GenPlan{Tokens: 10, Prefill: 10 * time.Millisecond, PerToken: 20 * time.Millisecond, FlexRefused: true}
+	for _, stream := range []bool{true, false} {
+		_, g, rc, err := callIn(t, p, stream, 5*time.Second, job.Flex)
+		if c, u := model.Classify(err); c != job.CapacityUnavailable || u != (model.Usage{}) || g.Billed() || rc.Complete ||
+			g.Lane != job.Flex || g.Fault != ModelFlexRefused || g.Outcome != "capacity_unavailable" {
+			t.Fatalf("stream=%v: a refused flex request: class %s usage %+v, ledger %+v, receipt %+v", stream, c, u, g, rc)
+		}
+	}
+	for _, lane := range []job.Lane{job.Standard, job.Priority} {
+		_, g, rc, err := callIn(t, p, false, 5*time.Second, lane)
+		if err != nil || !rc.Complete || g.Lane != lane || g.Output != 10 || g.Fault != "" {
+			t.Fatalf("lane %s: err %v, ledger %+v, receipt %+v: only flex is refused", lane, err, g, rc)
+		}
+	}
+	if f, pr := p.inLane(job.Flex), p.inLane(job.Priority); f.PerToken != 40*time.Millisecond || f.Prefill != 20*time.Millisecond ||
+		pr.PerToken != 10*time.Millisecond || pr.Prefill != 5*time.Millisecond || p.inLane(job.Standard) != p {
+		t.Fatalf("paces: flex %+v, priority %+v", f, pr)
+	}
+	late := GenPlan{Tokens: 10, PerToken: 700 * time.Millisecond, Fault: ModelFault{Kind: ModelLate, Total: 7 * time.Second}}
+	if late.inLane(job.Priority) != late {
+		t.Fatal("a late generation's length is its fault, in every lane")
+	}
+	s := httptest.NewServer(&ModelServer{Plan: func(string, int, int) GenPlan { return p }, JobName: func(string, int) string { return "j" }})
+	defer s.Close()
+	resp, err := http.Post(s.URL+"/w/test/v1/chat/completions", "application/json",
+		strings.NewReader(`{"model":"m","service_tier":"scale","messages":[{"role":"user","content":"[chaos aj 1] x"}]}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Fatalf("a tier the provider does not sell answered %d", resp.StatusCode)
+	}
+}
+
 func TestScheduleIsAFunctionOfTheSeed(t *testing.T) {
 	t.Parallel()
 	o := ScheduleOptions{Seed: 5, Jobs: 400, Tenants: 4, Load: time.Minute, KillEvery: 10 * time.Second,
@@ -156,8 +205,36 @@ func TestScheduleIsAFunctionOfTheSeed(t *testing.T) {
 	if killed == 0 || len(a.Kills) == 0 {
 		t.Fatalf("%d lost messages, %d kills: the schedule must hold every fault", killed, len(a.Kills))
 	}
+	laneMix(t, a)
 	if c := NewSchedule(ScheduleOptions{Seed: 6, Jobs: 400, Tenants: 4, Load: time.Minute, Model: o.Model, Reserve: o.Reserve}); c.Jobs[7].Tenant == a.Jobs[7].Tenant && c.Jobs[8].Tenant == a.Jobs[8].Tenant && c.Jobs[9].Tenant == a.Jobs[9].Tenant && c.Gen("aj", 7, 0) == a.Gen("aj", 7, 0) {
 		t.Fatal("another seed, the same schedule")
+	}
+}
+
+// laneMix holds the schedule's laned route to jobs of every kind: due
+// soon enough for priority, for standard, late enough for flex (most by
+// the default deadline), and some allowing flex alone; no other route's
+// job names lanes.
+func laneMix(t *testing.T, s *Schedule) {
+	t.Helper()
+	kinds := map[string]int{}
+	for _, p := range s.Jobs {
+		switch {
+		case len(p.Lanes) > 0 && (p.Route != lanedRoute || p.Deadline != 0 || !slices.Equal(p.Lanes, []job.Lane{job.Flex})):
+			t.Fatalf("job %d names lanes %v (route %s, deadline %d)", p.Index, p.Lanes, p.Route, p.Deadline)
+		case p.Route != lanedRoute:
+		case len(p.Lanes) > 0:
+			kinds["flex only"]++
+		case p.Deadline == 0 || p.Deadline >= 8:
+			kinds["flex"]++
+		case p.Deadline >= 4:
+			kinds["standard"]++
+		default:
+			kinds["priority"]++
+		}
+	}
+	if kinds["flex only"] == 0 || kinds["priority"] == 0 || kinds["standard"] < kinds["priority"] || kinds["flex"] < kinds["standard"] {
+		t.Fatalf("the laned route's jobs by the lane their deadline picks: %v", kinds)
 	}
 }
 
@@ -438,5 +515,24 @@ func TestRunRoutesLoad(t *testing.T) {
 	rung := c.Routes["background"].Rungs[0]
 	if p := c.Providers[rung.Provider]; !p.Background || p.PollEvery != 100*time.Millisecond || rung.Model != "chaos-background" {
 		t.Fatalf("background rung %+v on %+v", rung, p)
+	}
+	// The laned route: flex at half the price and slower, priority dearer
+	// and faster, each p99 above its lane's fault-free answers.
+	plain := c.Routes[lanedRoute].Rungs[0]
+	flex, okF := plain.InLane(job.Flex)
+	prio, okP := plain.InLane(job.Priority)
+	if !okF || !okP || flex.Price.Cost(2, 2)*2 != plain.Price.Cost(2, 2) || prio.Price.Cost(4, 4) != plain.Price.Cost(7, 7) ||
+		!(prio.P99() < plain.P99() && plain.P99() < flex.P99()) || flex.Timeout <= plain.Timeout {
+		t.Fatalf("laned rung %+v", plain)
+	}
+	worst := func(pace float64) time.Duration {
+		return time.Duration(pace * float64(300*time.Millisecond+40*100*time.Millisecond))
+	}
+	std, _ := plain.InLane(job.Standard)
+	for _, l := range []job.Rung{flex, std, prio} {
+		pace := map[job.Lane]float64{job.Flex: flexPace, job.Standard: 1, job.Priority: priorityPace}[l.Lane]
+		if worst(pace) >= l.Timeout {
+			t.Errorf("lane %s: a fault-free answer may take %s, its timeout is %s", l.Lane, worst(pace), l.Timeout)
+		}
 	}
 }

@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/aijobs/aijobs/pkg/job"
 )
 
 // TestPercentiles: nearest rank over the sorted durations; none gives zeros.
@@ -39,5 +41,29 @@ func TestReportSplitsTheResumableRoute(t *testing.T) {
 		if !strings.Contains(out, want) {
 			t.Errorf("the report lacks %q:\n%s", want, out)
 		}
+	}
+}
+
+// TestReportGivesEachLane: one line per lane, cheapest first (a lane no
+// job used still shows, a result_lane outside them is named after),
+// then saved_cents on the records against the bill, naming the jobs at
+// the bill's exact cost whose saving is not the bill's.
+func TestReportGivesEachLane(t *testing.T) {
+	r := &Report{Lanes: map[job.Lane]*LaneCount{
+		job.Flex:     {Succeeded: 7, Saved: 700, Requests: 10, Billed: 8, Refused: 2, BillSaved: 800},
+		job.Standard: {Succeeded: 3, Requests: 4, Billed: 4},
+		job.Priority: {},
+		"":           {Succeeded: 1},
+	}, Saved: SavedCount{Recorded: 650, Billed: 800, Exact: 9, Differ: 1, Differing: []string{"job_x (#4: record 0.00000005, bill 0.0000002)"}}}
+	out := r.String()
+	want := "lanes (route plain offers flex and priority): succeeded jobs by result_lane and their saved_cents; aijobs' model requests by service_tier\n" +
+		"  lane flex:      7 succeeded in it (saved_cents 0.0000007); 10 requests: 8 billed (saving 0.0000008 on the bill), 2 refused for capacity\n" +
+		"  lane standard:  3 succeeded in it (saved_cents 0); 4 requests: 4 billed (saving 0 on the bill), 0 refused for capacity\n" +
+		"  lane priority:  0 succeeded in it (saved_cents 0); 0 requests: 0 billed (saving 0 on the bill), 0 refused for capacity\n" +
+		"  lane unnamed:   1 succeeded in it (saved_cents 0); 0 requests: 0 billed (saving 0 on the bill), 0 refused for capacity\n" +
+		"  saved_cents of the finished jobs: records 0.00000065, bill 0.0000008; 1 of the 9 jobs at the bill's exact cost record another saving than the bill's\n" +
+		"  saved_cents not the bill's: job_x (#4: record 0.00000005, bill 0.0000002)\n"
+	if !strings.Contains(out, want) {
+		t.Errorf("the report's lanes are not\n%s\nin:\n%s", want, out)
 	}
 }

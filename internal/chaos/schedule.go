@@ -20,6 +20,8 @@ type JobPlan struct {
 	Budget string
 	// Deadline is deadline_seconds (0 for the default).
 	Deadline int
+	// Lanes are the create's lanes (nil: any).
+	Lanes []job.Lane
 	// At is when the client creates the job, from the start of the load.
 	At time.Duration
 	// APIKilled: the API dies between PutItem and SendMessage; the client
@@ -47,6 +49,11 @@ func (p JobPlan) ID() string { return job.NewID("jwt:"+p.Tenant, p.Key) }
 // ModelRates are the chances, per model request, of each model fault.
 type ModelRates struct {
 	StallHeaders, Cut, Trickle, RateLimited, Overloaded, Late float64
+
+	// FlexRefused is the chance of a flex request's refusal for want of
+	// capacity, drawn apart from the faults: it applies only to a request
+	// made in the flex lane, and before its fault.
+	FlexRefused float64
 }
 
 // Schedule is the seeded plan of a whole run.
@@ -115,6 +122,7 @@ func NewSchedule(o ScheduleOptions) *Schedule {
 	for _, i := range sd.pick(s.Jobs, 0.08, "deadline", all) {
 		s.Jobs[i].Deadline = 3 + sd.Intn(13, "deadline_s", i)
 	}
+	s.drawLanes()
 	// Lost messages only in the first half of the load, so the
 	// reconciler's bound has passed before the run ends.
 	for _, i := range sd.pick(s.Jobs, 0.02, "api_kill", func(p JobPlan) bool { return p.At < o.Load/2 }) {
@@ -144,6 +152,29 @@ func NewSchedule(o ScheduleOptions) *Schedule {
 	return s
 }
 
+// lanedRoute is the route whose rung offers flex and priority (env.go).
+const lanedRoute = "plain"
+
+// drawLanes gives some of the laned route's jobs what makes them choose
+// another lane than flex, or forbids them any other. Left to
+// NewSchedule's other draws, nearly all of them would have the default
+// deadline (15 minutes), and every one would take flex: 40% of those get
+// a deadline of 3 to 12 s instead, about the lanes' p99s (priority 2 s,
+// standard 3.7 s, flex 7.5 s), so the time left at a claim picks each
+// lane; a tenth of the rest allow flex alone, so a refusal with no lane
+// left is a wait (job.Defer). Each draw has its own name: the other
+// draws, the routes' included, are those of a run without lanes.
+func (s *Schedule) drawLanes() {
+	sd := s.Seed
+	laned := func(p JobPlan) bool { return p.Route == lanedRoute && p.Deadline == 0 }
+	for _, i := range sd.pick(s.Jobs, 0.4, "lane_deadline", laned) {
+		s.Jobs[i].Deadline = 3 + sd.Intn(10, "lane_deadline_s", i)
+	}
+	for _, i := range sd.pick(s.Jobs, 0.1, "flex_only", laned) {
+		s.Jobs[i].Lanes = []job.Lane{job.Flex}
+	}
+}
+
 // Gen is the plan of the seq-th model request of job index (the same in
 // both namespaces, so the baseline faces the same model faults).
 func (s *Schedule) Gen(_ string, index, seq int) GenPlan {
@@ -152,6 +183,9 @@ func (s *Schedule) Gen(_ string, index, seq int) GenPlan {
 		Tokens:   8 + sd.Intn(33, "tokens", index, seq),
 		Prefill:  sd.Between(50*time.Millisecond, 300*time.Millisecond, "prefill", index, seq),
 		PerToken: sd.Between(30*time.Millisecond, 100*time.Millisecond, "per_token", index, seq),
+		// Drawn apart from the faults, so they are those of a run
+		// without lanes.
+		FlexRefused: sd.Float("flex_refuse", index, seq) < s.Model.FlexRefused,
 	}
 	u, r := sd.Float("model_fault", index, seq), s.Model
 	switch {

@@ -48,7 +48,10 @@ func (h *Handler) create(ctx context.Context, log *slog.Logger, ev events.APIGat
 	if bad := h.checkQuarantine(ctx, log, j); bad != nil {
 		return h.refusedUnlessRepeat(ctx, log, j, "check quarantine", bad)
 	}
-	j.Reserve = h.routes[j.Model].Reserve(req.Input)
+	if bad := h.routes[j.Model].CheckOffered(j.Model, j.Lanes); bad != nil {
+		return h.clientProblem(ctx, log, "create", bad)
+	}
+	j.Reserve = h.routes[j.Model].Reserve(req.Input, j.Lanes)
 	if !job.Covers(j.Budget, j.Reserve) {
 		// Not one attempt could start: refuse now rather than record a job
 		// that can only be abandoned.

@@ -1,8 +1,12 @@
 package api
 
 import (
+	"context"
 	"encoding/base64"
+	"encoding/json"
+	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,6 +14,7 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/settings"
 	"github.com/aijobs/aijobs/pkg/wire"
 )
 
@@ -52,6 +57,11 @@ func TestCreateRefusesBadInputWithoutWriting(t *testing.T) {
 		{name: "empty messages", body: `{"input":{"messages":[]}}`, status: 400, code: wire.CodeInvalidRequest, field: "input.messages"},
 		{name: "bad role", body: `{"input":{"messages":[{"role":"tool","content":"x"}]}}`, status: 400, code: wire.CodeInvalidRequest, field: "input.messages[0].role"},
 		{name: "unknown top-level field", body: withInput(`,"priority":1`), status: 400, code: wire.CodeInvalidRequest, field: "priority"},
+		{name: "unknown lane", body: withInput(`,"lanes":["batch"]`), status: 400, code: wire.CodeInvalidRequest, field: "lanes"},
+		{name: "no lanes", body: withInput(`,"lanes":[]`), status: 400, code: wire.CodeInvalidRequest, field: "lanes"},
+		{name: "a lane twice", body: withInput(`,"lanes":["flex","flex"]`), status: 400, code: wire.CodeInvalidRequest, field: "lanes"},
+		{name: "lanes a string", body: withInput(`,"lanes":"flex"`), status: 400, code: wire.CodeInvalidRequest, field: "lanes"},
+		{name: "a lane the route does not offer", body: withInput(`,"lanes":["priority"]`), status: 400, code: wire.CodeInvalidRequest, field: "lanes"},
 		{name: "unknown input field", body: `{"input":{"messages":[{"role":"user","content":"x"}],"top_p":1}}`, status: 400, code: wire.CodeInvalidRequest, field: "input.top_p"},
 		{name: "deadline 0", body: withInput(`,"deadline_seconds":0`), status: 400, code: wire.CodeInvalidRequest, field: "deadline_seconds"},
 		{name: "deadline above limit", body: withInput(`,"deadline_seconds":86401`), status: 400, code: wire.CodeInvalidRequest, field: "deadline_seconds"},
@@ -303,5 +313,46 @@ func TestCreateQueueFailureHealsOnRetry(t *testing.T) {
 	}
 	if !strings.Contains(e.logs.String(), "secret-vendor-text") {
 		t.Errorf("the queue error is not logged:\n%s", e.logs.String())
+	}
+}
+
+// A create that names lanes keeps them on the job, and its reserve is
+// the cheapest of them its route's first rung offers.
+func TestCreateKeepsTheLanesAskedFor(t *testing.T) {
+	e := newEnv(t)
+	s := settings.Defaults()
+	std := job.Rung{Provider: "p", Model: "m", Price: job.Price{InputPerToken: 4, OutputPerToken: 8}, Timeout: time.Minute}
+	flex := std
+	flex.Lane, flex.Base, flex.Price = job.Flex, std.Price, job.Price{InputPerToken: 2, OutputPerToken: 4}
+	std.Lanes = []job.Rung{flex}
+	route := job.Route{Rungs: []job.Rung{std}}
+	e.h = New(Config{
+		Store: e.store, Queue: e.queue, Limits: s.Limits, Retention: s.Retention, Clock: e.clock,
+		Routes: map[string]job.Route{"default": route}, Callbacks: testCallbacks,
+		Logger: slog.New(slog.NewJSONHandler(e.logs, nil)),
+	})
+	for key, lanes := range map[string][]job.Lane{"any": nil, "flex": {job.Flex}, "standard": {job.Standard}} {
+		body := simpleBody
+		if lanes != nil {
+			body = withInput(`,"lanes":["` + string(lanes[0]) + `"]`)
+		}
+		resp := e.do(t, createReq(t, key, body))
+		if resp.StatusCode != http.StatusAccepted {
+			t.Fatalf("%s: status %d, body %s", key, resp.StatusCode, resp.Body)
+		}
+		if v := decodeView(t, resp); !slices.Equal(v.Lanes, lanes) {
+			t.Errorf("%s: view lanes %v", key, v.Lanes)
+		}
+		j, err := e.store.Get(context.Background(), job.NewID("jwt:tenant-a", key))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var in job.Input
+		if err := json.Unmarshal(j.Input, &in); err != nil {
+			t.Fatal(err)
+		}
+		if want := route.Reserve(in, lanes); !slices.Equal(j.Lanes, lanes) || j.Reserve != want {
+			t.Errorf("%s: lanes %v reserve %s, want %v and %s", key, j.Lanes, j.Reserve, lanes, want)
+		}
 	}
 }

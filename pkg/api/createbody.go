@@ -109,7 +109,19 @@ func ParseCreate(tenant, key string, body []byte, l job.Limits) (job.CreateReque
 	if err := parseCallback(b, &r); err != nil {
 		return r, err
 	}
-	return r, nil
+	return r, parseLanes(b["lanes"], &r)
+}
+
+// parseLanes reads lanes, a list of the lanes the job may be served in
+// (nil when absent: any).
+func parseLanes(raw json.RawMessage, r *job.CreateRequest) error {
+	if !given(raw) {
+		return nil
+	}
+	if json.Unmarshal(raw, &r.Lanes) != nil || len(r.Lanes) == 0 {
+		return invalid("lanes", "lanes must be a non-empty list of lane names (batch, flex, standard, priority)")
+	}
+	return job.CheckLanes(r.Lanes)
 }
 
 // parseBudget reads budget_cents, an exact decimal number of cents (the

@@ -24,6 +24,7 @@ import (
 	"github.com/aijobs/aijobs/pkg/app/signing"
 	"github.com/aijobs/aijobs/pkg/awsclient"
 	"github.com/aijobs/aijobs/pkg/awsclient/awsconfig"
+	"github.com/aijobs/aijobs/pkg/collector"
 	"github.com/aijobs/aijobs/pkg/config"
 	"github.com/aijobs/aijobs/pkg/dynamodb"
 	"github.com/aijobs/aijobs/pkg/dynamodbstreams"
@@ -41,13 +42,16 @@ import (
 // tests wire everything.
 type Role int
 
-// The roles.
+// The roles. CollectorRole is the batch lane's collector alone, over the
+// providers its lanes call (providers.NewCollector); All runs it too,
+// over the worker's providers.
 const (
 	All Role = iota
 	APIRole
 	WorkerRole
 	ReconcilerRole
 	NotifierRole
+	CollectorRole
 )
 
 // Options are what tests and tools change about the wiring.
@@ -89,6 +93,9 @@ type App struct {
 	API        *api.Handler
 	Worker     *worker.Worker
 	Reconciler *reconciler.Reconciler
+	// Collector runs the batch lane (nil when no route offers one, or the
+	// role does not serve it).
+	Collector *collector.Collector
 	// Notifier and its callback queue, when the role serves it and
 	// callbacks are on (config.Config.Callbacks).
 	Notifier      *notifier.Notifier
@@ -115,6 +122,9 @@ func New(ctx context.Context, cfg config.Config, o Options) (*App, error) {
 		if err := lot.Create(ctx, b); err != nil {
 			return nil, fmt.Errorf("app: create the parking bucket: %w", err)
 		}
+		if err := providers.CreateBatchBucket(ctx, b); err != nil {
+			return nil, fmt.Errorf("app: create the batch bucket: %w", err)
+		}
 	}
 	a := &App{Config: cfg, AWS: b.AWS, Logger: b.Logger, Store: b.Store, Queue: b.Queue}
 	if o.Role == All || o.Role == APIRole {
@@ -137,6 +147,15 @@ func New(ctx context.Context, cfg config.Config, o Options) (*App, error) {
 			return nil, err
 		}
 		a.Worker = b.Worker(a.Providers, lot.New(b))
+		if o.Role == All {
+			a.Collector = providers.Collector(b, a.Providers)
+		}
+	}
+	if o.Role == CollectorRole {
+		if a.Collector, a.Providers, err = providers.NewCollector(ctx, b, providers.Options{Replace: o.Providers, Every: o.EveryProvider,
+			Transport: o.ModelTransport}); err != nil {
+			return nil, err
+		}
 	}
 	if o.Role == All || o.Role == ReconcilerRole {
 		a.Reconciler = b.Reconciler(lot.New(b))

@@ -22,10 +22,22 @@ func (a *App) DevServer() *devserver.Server {
 				a.Logger.Error("reconciler sweep failed", "err", err)
 			}
 		},
-		SweepEvery: s.ReconcileEvery,
-		Logger:     a.Logger,
-		Streams:    a.streamPoller(),
-		Callbacks:  a.callbackPoller(),
+		SweepEvery:   s.ReconcileEvery,
+		Collect:      a.collect,
+		CollectEvery: s.CollectEvery,
+		Logger:       a.Logger,
+		Streams:      a.streamPoller(),
+		Callbacks:    a.callbackPoller(),
+	}
+}
+
+// collect runs the batch lane's collector, as its schedule does in AWS.
+func (a *App) collect(ctx context.Context) {
+	if a.Collector == nil {
+		return
+	}
+	if err := a.Collector.Run(ctx); err != nil && ctx.Err() == nil { // not the server stopping
+		a.Logger.Error("batch lane collector run failed", "err", err)
 	}
 }
 

@@ -45,6 +45,11 @@ type Config struct {
 	DLQURL   string
 	// ParkBucket is the parking lot's S3 bucket (pkg/parking).
 	ParkBucket string
+	// BatchBucket and BatchRoleARN are where a Bedrock batch lane's
+	// batches go: the bucket holding their input and output, and the
+	// service role Bedrock assumes to read and write it.
+	BatchBucket  string
+	BatchRoleARN string
 	// QuarantineTable is the quarantine table (job.Quarantine).
 	QuarantineTable string
 	// BucketsTable is the providers' rate-limit buckets (job.Bucket),
@@ -160,10 +165,25 @@ func Load(getenv func(string) string) (Config, error) {
 		c.Settings.RouteTimeout = max(c.Settings.RouteTimeout, r.Timeout())
 	}
 	c.nameDefaults()
+	if c.BatchRoleARN == "" && len(c.BedrockBatchProviders()) > 0 {
+		return Config{}, fmt.Errorf("config: a bedrock rung offers a batch lane: AIJOBS_BATCH_ROLE_ARN must name the role Bedrock assumes to read and write AIJOBS_BATCH_BUCKET")
+	}
 	if err := c.Settings.Validate(); err != nil {
 		return Config{}, fmt.Errorf("config: %w", err)
 	}
 	return c, nil
+}
+
+// BedrockBatchProviders are the bedrock entries a batch lane calls: the
+// ones that need the batch bucket and role.
+func (c Config) BedrockBatchProviders() []string {
+	var out []string
+	for _, name := range job.BatchLaneProviders(c.Routes) {
+		if c.Providers[name].Kind == KindBedrock {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // nameDefaults names each resource left unnamed after the deployment's
@@ -173,7 +193,7 @@ func (c *Config) nameDefaults() {
 		v    *string
 		name string
 	}{
-		{&c.Table, c.Settings.TableName()}, {&c.ParkBucket, c.Settings.ParkBucketName()},
+		{&c.Table, c.Settings.TableName()}, {&c.ParkBucket, c.Settings.ParkBucketName()}, {&c.BatchBucket, c.Settings.BatchBucketName()},
 		{&c.TenantsTable, c.Settings.TenantsTableName()}, {&c.QuarantineTable, c.Settings.QuarantineTableName()},
 		{&c.BucketsTable, c.Settings.BucketsTableName()}, {&c.WebhookSecretID, c.Settings.WebhookSecretName()},
 	} {

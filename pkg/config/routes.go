@@ -111,6 +111,28 @@ type rungDoc struct {
 	Price     priceDoc `json:"price"`
 	MaxTokens int      `json:"max_tokens"`
 	Timeout   string   `json:"timeout"`
+	// P99 is the standard lane's p99 completion time (default: the
+	// timeout), what the worker's choice of lane holds to a job's deadline.
+	P99 string `json:"p99"`
+	// Lanes are the other lanes the rung offers (docs/architecture.md,
+	// "Cost lanes"), by name: flex, priority.
+	Lanes map[string]laneDoc `json:"lanes"`
+}
+
+// laneDoc is one lane of a rung: its own price (required), timeout
+// (default: the rung's) and p99 (default: its timeout).
+type laneDoc struct {
+	Price   priceDoc `json:"price"`
+	Timeout string   `json:"timeout"`
+	P99     string   `json:"p99"`
+	// Window, MinJobs and MaxJobs are the batch lane's: how long the
+	// first job enlisted waits for others before its batch is submitted
+	// (default one minute), the fewest a batch is submitted with (default
+	// the provider's minimum: 100 for Bedrock, else 1), and the most it
+	// holds (default 1,000, or the provider's fewer).
+	Window  string `json:"window"`
+	MinJobs int    `json:"min_jobs"`
+	MaxJobs int    `json:"max_jobs"`
 }
 
 // priceDoc is cents per million tokens, as a provider's price page says
@@ -280,22 +302,131 @@ func rungFrom(g rungDoc, providers map[string]providerDoc, defaultTimeout time.D
 	if g.MaxTokens < 0 {
 		return r, fmt.Errorf("max_tokens %d below 0", g.MaxTokens)
 	}
-	if g.Timeout != "" {
-		d, err := time.ParseDuration(g.Timeout)
-		if err != nil || d <= 0 {
-			return r, fmt.Errorf("timeout %q: want a positive duration like 60s", g.Timeout)
+	var err error
+	if r.Price, r.Timeout, r.Completion, err = termsFrom(g.Price, g.Timeout, g.P99, r.Timeout); err != nil {
+		return r, err
+	}
+	for _, name := range sortedKeys(g.Lanes) {
+		lane, err := laneFrom(r, job.Lane(name), g.Lanes[name], p.Kind)
+		if err != nil {
+			return r, fmt.Errorf("lane %q: %v", name, err)
 		}
-		r.Timeout = d
+		r.Lanes = append(r.Lanes, lane)
 	}
-	if g.Price.Input == "" || g.Price.Output == "" {
-		return r, fmt.Errorf("price needs input and output, in cents per million tokens")
-	}
-	price, err := job.PricePerMillion(string(g.Price.Input), string(g.Price.Output))
-	if err != nil {
-		return r, fmt.Errorf("price: want cents per million tokens, at most 3 decimals: %v", err)
-	}
-	r.Price = price
 	return r, nil
+}
+
+// laneFrom is rung g served in lane l as d prices it, for an entry of
+// kind: the lanes a kind's provider can be asked for are its service
+// tiers.
+func laneFrom(g job.Rung, l job.Lane, d laneDoc, kind string) (job.Rung, error) {
+	switch {
+	case l == job.Standard:
+		return g, fmt.Errorf("the rung's own price and timeout are its standard lane")
+	case !l.Valid():
+		return g, fmt.Errorf("want batch, flex or priority")
+	case l == job.Batch:
+		return batchLaneFrom(g, d, kind)
+	case kind == KindAnthropic:
+		return g, fmt.Errorf("an anthropic entry has no service tiers to ask for")
+	case d.Window != "" || d.MinJobs != 0 || d.MaxJobs != 0:
+		return g, fmt.Errorf("window, min_jobs and max_jobs are the batch lane's")
+	}
+	lane := g
+	lane.Lane, lane.Base, lane.Lanes = l, g.Price, nil
+	var err error
+	lane.Price, lane.Timeout, lane.Completion, err = termsFrom(d.Price, d.Timeout, d.P99, g.Timeout)
+	return lane, err
+}
+
+// batchLaneFrom is rung g's batch lane as d prices it: no call is made
+// in it (a collector submits the job in a provider batch), so its p99 is
+// required (the wait a job's deadline must allow) and its timeout unused.
+func batchLaneFrom(g job.Rung, d laneDoc, kind string) (job.Rung, error) {
+	most, ok := batchJobs[kind]
+	if !ok {
+		return g, fmt.Errorf("no batch lane for a %s entry (docs/architecture.md, \"The batch lane\")", kind)
+	}
+	if d.P99 == "" || d.Timeout != "" {
+		return g, fmt.Errorf("a batch lane needs a p99 (how long its batches take) and takes no timeout")
+	}
+	lane := g
+	lane.Lane, lane.Base, lane.Lanes = job.Batch, g.Price, nil
+	var err error
+	if lane.Price, _, lane.Completion, err = termsFrom(d.Price, d.P99, d.P99, 0); err != nil {
+		return g, err
+	}
+	lane.Timeout = 0
+	if lane.Window, err = positive("window", d.Window, time.Minute); err != nil {
+		return g, err
+	}
+	if lane.MaxJobs = d.MaxJobs; lane.MaxJobs == 0 {
+		lane.MaxJobs = min(1000, most)
+	}
+	if lane.MaxJobs < 1 || lane.MaxJobs > most {
+		return g, fmt.Errorf("max_jobs %d: want 1 to %d", d.MaxJobs, most)
+	}
+	if lane.MinJobs = d.MinJobs; lane.MinJobs == 0 {
+		lane.MinJobs = min(batchMinJobs(kind), lane.MaxJobs)
+	}
+	if lane.MinJobs < 1 || lane.MinJobs > lane.MaxJobs {
+		return g, fmt.Errorf("min_jobs %d: want 1 to max_jobs (%d)", d.MinJobs, lane.MaxJobs)
+	}
+	return lane, nil
+}
+
+// batchMinJobs is the fewest requests a batch of kind takes: Bedrock's
+// batch inference quota is 100 records a job; the others take one.
+func batchMinJobs(kind string) int {
+	if kind == KindBedrock {
+		return 100
+	}
+	return 1
+}
+
+// batchJobs is the most jobs one batch of each kind that batches may
+// hold: what a batch record keeps (job.MaxBatchJobs), and what the
+// provider's batch takes with every job's input at the API's 256 KiB
+// body limit, with room for each request's own fields: OpenAI's 200 MB
+// input file (780), Anthropic's 256 MB create (976), Bedrock's 1 GB
+// input file (4,096).
+var batchJobs = map[string]int{KindFake: job.MaxBatchJobs, KindOpenAI: 750, KindAnthropic: 950, KindBedrock: 3800}
+
+// termsFrom reads a rung's or a lane's price, timeout (else def) and p99
+// (0 when absent: Rung.P99 is then the timeout; never above the timeout,
+// where the call is cut).
+func termsFrom(pd priceDoc, timeout, p99 string, def time.Duration) (job.Price, time.Duration, time.Duration, error) {
+	t, err := positive("timeout", timeout, def)
+	if err != nil {
+		return job.Price{}, 0, 0, err
+	}
+	q, err := positive("p99", p99, 0)
+	if err != nil {
+		return job.Price{}, 0, 0, err
+	}
+	if q > t {
+		return job.Price{}, 0, 0, fmt.Errorf("p99 %s above the timeout %s: a call is cut at its timeout", q, t)
+	}
+	if pd.Input == "" || pd.Output == "" {
+		return job.Price{}, 0, 0, fmt.Errorf("price needs input and output, in cents per million tokens")
+	}
+	price, err := job.PricePerMillion(string(pd.Input), string(pd.Output))
+	if err != nil {
+		return job.Price{}, 0, 0, fmt.Errorf("price: want cents per million tokens, at most 3 decimals: %v", err)
+	}
+	return price, t, q, nil
+}
+
+// positive reads a positive duration named name, def when absent.
+func positive(name, text string, def time.Duration) (time.Duration, error) {
+	if text == "" {
+		return def, nil
+	}
+	d, err := time.ParseDuration(text)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%s %q: want a positive duration like 60s", name, text)
+	}
+	return d, nil
 }
 
 func usedBy(provider string, routes map[string]job.Route) bool {

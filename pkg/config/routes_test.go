@@ -49,7 +49,9 @@ func TestRoutesExample(t *testing.T) {
 			{Provider: "openai", Model: "gpt-4o", Price: price(t, "250", "1000"), Timeout: 40 * time.Second},
 		}, FallbackOn: retryable},
 		"cheap": {Rungs: []job.Rung{
-			{Provider: "openai", Model: "gpt-4o-mini", Price: price(t, "15", "60"), Timeout: 120 * time.Second},
+			{Provider: "openai", Model: "gpt-4o-mini", Price: price(t, "15", "60"), Timeout: 30 * time.Second, Completion: 10 * time.Second,
+				Lanes: []job.Rung{{Provider: "openai", Model: "gpt-4o-mini", Price: price(t, "7.5", "30"), Timeout: 120 * time.Second,
+					Completion: time.Minute, Lane: job.Flex, Base: price(t, "15", "60")}}},
 		}},
 		"local": {Rungs: []job.Rung{
 			{Provider: "ollama", Model: "llama3.2", Price: price(t, "0", "0"), Timeout: 90 * time.Second},
@@ -76,6 +78,68 @@ func TestABackgroundProviderIsNotStreamed(t *testing.T) {
 	}
 	if p := c.Providers["oa"]; !p.Background || p.Stream || p.PollEvery != 250*time.Millisecond {
 		t.Fatalf("provider %+v, want background and not streamed", p)
+	}
+}
+
+// A rung's lanes are copies of it at their own price, timeout and p99,
+// each measured against the rung's own (standard) price; their timeouts
+// count toward the route's.
+func TestARungOffersLanes(t *testing.T) {
+	doc := `{"providers":{"oa":{"kind":"openai","base_url":"https://api.openai.com/v1"}},"routes":{"default":{"rungs":[
+		{"provider":"oa","model":"gpt","price":{"input":100,"output":400},"timeout":"30s","p99":"10s","max_tokens":500,
+		 "lanes":{"flex":{"price":{"input":50,"output":200},"timeout":"60s","p99":"45s"},"priority":{"price":{"input":175,"output":700}}}}]}}}`
+	c, err := config.Load(env(map[string]string{"AIJOBS_ROUTES": doc}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := c.Routes["default"].Rungs[0]
+	std := job.Rung{Provider: "oa", Model: "gpt", Price: price(t, "100", "400"), MaxTokens: 500, Timeout: 30 * time.Second, Completion: 10 * time.Second}
+	flex := std
+	flex.Lane, flex.Base, flex.Price, flex.Timeout, flex.Completion = job.Flex, std.Price, price(t, "50", "200"), time.Minute, 45*time.Second
+	prio := std
+	prio.Lane, prio.Base, prio.Price, prio.Completion = job.Priority, std.Price, price(t, "175", "700"), 0
+	want := std
+	want.Lanes = []job.Rung{flex, prio}
+	if !reflect.DeepEqual(g, want) {
+		t.Fatalf("rung\n%+v\nwant\n%+v", g, want)
+	}
+	if g.Lanes[1].P99() != 30*time.Second {
+		t.Errorf("priority p99 %s, want its timeout", g.Lanes[1].P99())
+	}
+	if c.Settings.RouteTimeout != 2*time.Minute {
+		t.Errorf("route timeout %s, want 30s + 60s + 30s", c.Settings.RouteTimeout)
+	}
+}
+
+// An OpenAI, Anthropic or Bedrock rung may offer a batch lane; its
+// batches default to the most the provider's batch holds (750, 950), or
+// 1,000, and to at least Bedrock's minimum of 100.
+func TestAProvidersRungOffersABatchLane(t *testing.T) {
+	for kind, most := range map[string]int{"openai": 750, "anthropic": 950, "bedrock": 1000} {
+		where := `"base_url":"https://example.com/v1"`
+		if kind == "bedrock" {
+			where = `"region":"us-east-1"`
+		}
+		doc := `{"providers":{"p":{"kind":"` + kind + `",` + where + `}},"routes":{"default":{"rungs":[
+		{"provider":"p","model":"m","price":{"input":100,"output":400},"lanes":{"batch":{"price":{"input":50,"output":200},"p99":"6h"}}}]}}}`
+		c, err := config.Load(env(map[string]string{"AIJOBS_ROUTES": doc, "AIJOBS_BATCH_ROLE_ARN": "arn:aws:iam::1:role/batch"}))
+		if err != nil {
+			t.Fatal(kind, err)
+		}
+		if kind == "bedrock" {
+			// Its batches need the bucket's role.
+			if _, err := config.Load(env(map[string]string{"AIJOBS_ROUTES": doc})); err == nil || !strings.Contains(err.Error(), "AIJOBS_BATCH_ROLE_ARN") {
+				t.Errorf("a bedrock batch lane without its role: %v", err)
+			}
+		}
+		b, ok := c.Routes["default"].Rungs[0].InLane(job.Batch)
+		fewest := 1
+		if kind == "bedrock" {
+			fewest = 100 // its quota
+		}
+		if !ok || b.MaxJobs != most || b.MinJobs != fewest || b.Window != time.Minute || b.P99() != 6*time.Hour || b.Timeout != 0 {
+			t.Errorf("%s: batch lane %+v (offered %v)", kind, b, ok)
+		}
 	}
 }
 
@@ -131,6 +195,17 @@ func TestRoutesRefused(t *testing.T) {
 		{"background off openai", `{"providers":{"f":{"kind":"anthropic","background":true}},"routes":{"default":{"rungs":[{"provider":"f","model":"m","price":{"input":1,"output":2}}]}}}`, "background is for openai"},
 		{"poll_every without background", `{"providers":{"f":{"kind":"openai","base_url":"http://x","poll_every":"1s"}},"routes":{"default":{"rungs":[{"provider":"f","model":"m","price":{"input":1,"output":2}}]}}}`, "poll_every"},
 		{"background streamed", `{"providers":{"f":{"kind":"openai","base_url":"http://x","background":true,"stream":true}},"routes":{"default":{"rungs":[{"provider":"f","model":"m","price":{"input":1,"output":2}}]}}}`, "exclusive"},
+		{"a lane named standard", `{` + fakeP + `,"routes":{"default":{"rungs":[{"provider":"f","price":{"input":1,"output":2},"lanes":{"standard":{"price":{"input":1,"output":2}}}}]}}}`, "standard lane"},
+		{"an unknown lane", `{` + fakeP + `,"routes":{"default":{"rungs":[{"provider":"f","price":{"input":1,"output":2},"lanes":{"turbo":{"price":{"input":1,"output":2}}}}]}}}`, "want batch, flex or priority"},
+		{"openai batches over its file's limit", `{"providers":{"f":{"kind":"openai","base_url":"http://x"}},"routes":{"default":{"rungs":[{"provider":"f","model":"m","price":{"input":1,"output":2},"lanes":{"batch":{"price":{"input":1,"output":2},"p99":"1h","max_jobs":751}}}]}}}`, "want 1 to 750"},
+		{"a batch of fewer than it must hold", `{"providers":{"f":{"kind":"bedrock","region":"us-east-1"}},"routes":{"default":{"rungs":[{"provider":"f","model":"m","price":{"input":1,"output":2},"lanes":{"batch":{"price":{"input":1,"output":2},"p99":"1h","min_jobs":200,"max_jobs":100}}}]}}}`, "min_jobs 200"},
+		{"a batch lane without a p99", `{` + fakeP + `,"routes":{"default":{"rungs":[{"provider":"f","price":{"input":1,"output":2},"lanes":{"batch":{"price":{"input":1,"output":2}}}}]}}}`, "p99"},
+		{"a window off the batch lane", `{` + fakeP + `,"routes":{"default":{"rungs":[{"provider":"f","price":{"input":1,"output":2},"lanes":{"flex":{"price":{"input":1,"output":2},"window":"1m"}}}]}}}`, "window"},
+		{"min_jobs off the batch lane", `{` + fakeP + `,"routes":{"default":{"rungs":[{"provider":"f","price":{"input":1,"output":2},"lanes":{"flex":{"price":{"input":1,"output":2},"min_jobs":5}}}]}}}`, "min_jobs"},
+		{"a lane without a price", `{` + fakeP + `,"routes":{"default":{"rungs":[{"provider":"f","price":{"input":1,"output":2},"lanes":{"flex":{"timeout":"5s"}}}]}}}`, "price needs"},
+		{"a p99 above the timeout", `{` + fakeP + `,"routes":{"default":{"rungs":[{"provider":"f","price":{"input":1,"output":2},"timeout":"5s","p99":"6s"}]}}}`, "above the timeout"},
+		{"a lane's p99 above its timeout", `{` + fakeP + `,"routes":{"default":{"rungs":[{"provider":"f","price":{"input":1,"output":2},"lanes":{"flex":{"price":{"input":1,"output":2},"timeout":"5s","p99":"9s"}}}]}}}`, "above the timeout"},
+		{"anthropic lanes", `{"providers":{"f":{"kind":"anthropic"}},"routes":{"default":{"rungs":[{"provider":"f","model":"m","price":{"input":1,"output":2},"lanes":{"flex":{"price":{"input":1,"output":2}}}}]}}}`, "no service tiers"},
 		{"route too long for the worker", `{` + fakeP + `,"routes":{"default":{"rungs":[{"provider":"f","price":{"input":1,"output":2},"timeout":"100s"},{"provider":"f","price":{"input":1,"output":2},"timeout":"100s"}],"fallback_on":["timeout"]}}}`, "worker timeout"},
 	}
 	for _, tt := range tests {

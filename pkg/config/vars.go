@@ -30,6 +30,8 @@ var vars = []Var{
 		"How long an input that failed deterministically (context_length_exceeded, content_filtered, invalid_request) is refused at create for its tenant and route with 422 input_quarantined; 0 turns quarantine off."),
 	{"AIJOBS_TENANTS_TABLE", "", "Tenants table: which versions of each tenant's webhook signing key are in use (docs/webhooks.md; the CDK stack sets it). Default `<prefix>-tenants`, which the dev server creates.", into(text, func(c *Config) *string { return &c.TenantsTable })},
 	{"AIJOBS_PARK_BUCKET", "", "S3 bucket where a worker parks a paid outcome the table keeps refusing, for the next worker to record (docs/architecture.md, \"Parked outcomes\"; the CDK stack sets it). Default `<prefix>-parked`, which the dev server creates.", into(text, func(c *Config) *string { return &c.ParkBucket })},
+	{"AIJOBS_BATCH_BUCKET", "", "S3 bucket for a Bedrock batch lane's batches, their input and output (docs/architecture.md, \"The batch lane\"; the CDK stack makes and sets it). Default `<prefix>-batches`, which the dev server creates when a bedrock rung offers a batch lane.", into(text, func(c *Config) *string { return &c.BatchBucket })},
+	{"AIJOBS_BATCH_ROLE_ARN", "", "The service role Bedrock assumes to read and write AIJOBS_BATCH_BUCKET (the CDK stack makes and sets it); required when a bedrock rung offers a batch lane.", into(text, func(c *Config) *string { return &c.BatchRoleARN })},
 	{"AIJOBS_CALLBACK_QUEUE_URL", "", "Callback queue URL: the notifier's notices (the CDK stack sets it; the dev server creates the queue).", into(text, func(c *Config) *string { return &c.CallbackQueueURL })},
 	{"AIJOBS_CALLBACK_DLQ_URL", "", "The callback queue's dead letter queue, where the notifier sends a notice after its last attempt.", into(text, func(c *Config) *string { return &c.CallbackDLQURL })},
 	{"AIJOBS_WEBHOOK_SECRET_ID", "", "Secrets Manager id (name or ARN) of the webhook signing secrets: `whsec_...`, then optionally a space and the previous one during a rotation (docs/webhooks.md). Empty: `<prefix>/webhook-signing-secret`; the dev server creates it when missing.", into(text, func(c *Config) *string { return &c.WebhookSecretID })},
@@ -94,6 +96,8 @@ var vars = []Var{
 
 	setting("AIJOBS_RECONCILE_EVERY", duration, func(s *settings.Settings) *time.Duration { return &s.ReconcileEvery },
 		"How often the reconciler runs (its schedule in AWS; a ticker in the dev server). At least 1m."),
+	setting("AIJOBS_COLLECT_EVERY", duration, func(s *settings.Settings) *time.Duration { return &s.CollectEvery },
+		"How often the batch lane's collector runs: it submits the batches that are due, polls the submitted ones and settles their results (its schedule in AWS, whole minutes, deployed only when a route offers a batch lane; a ticker in the dev server)."),
 	setting("AIJOBS_RECONCILE_AFTER", duration, func(s *settings.Settings) *time.Duration { return &s.ReconcileAfter },
 		"The reconciler re-sends, through the claim path, a job queued and untouched this long, or running with a lease expired this long ago."),
 	setting("AIJOBS_RECONCILE_RESEND_MAX", count, func(s *settings.Settings) *int { return &s.ReconcileResendMax },

@@ -112,7 +112,7 @@ func setup(t *testing.T) *fixture {
 	for _, k := range []string{"failed1", "failed2"} {
 		j := mk(k, 30*time.Minute)
 		claim(j.ID, now.Add(-29*time.Minute))
-		if _, err := f.store.End(ctx, job.End{ID: j.ID, Owner: "w", Now: now.Add(-28 * time.Minute), Settlement: job.Settlement{Cost: 2500, Held: 1000},
+		if _, err := f.store.End(ctx, job.End{ID: j.ID, Owner: "w", Now: now.Add(-28 * time.Minute), Settlement: job.Settlement{Cost: 2500, Held: 1000, Saved: 1250},
 			Class: job.Overloaded, ExpiresAt: now.Add(time.Hour)}); err != nil {
 			t.Fatal(err)
 		}
@@ -189,12 +189,14 @@ func TestEveryPageRendersFromTheStore(t *testing.T) {
 	if code != 200 {
 		t.Fatalf("failures: %d", code)
 	}
-	wantAll(t, "failures", body, "3 failed or abandoned jobs", `/failures/jobs?class=overloaded`, "sha256:f", "cancelled")
+	wantAll(t, "failures", body, "3 failed or abandoned jobs", `/failures/jobs?class=overloaded`, "sha256:f", "cancelled",
+		"with 0.0000025 cents saved by cheaper lanes", `<td class="n">0.0000025</td>`) // two overloaded jobs' savings, from their records
 	code, body = f.get(t, "/failures/jobs?class=overloaded&since=24h")
 	if code != 200 {
 		t.Fatalf("group: %d", code)
 	}
-	wantAll(t, "group", body, f.ids["failed1"], f.ids["failed2"], `name="csrf" value="test-token"`, `id="replay-group"`)
+	wantAll(t, "group", body, f.ids["failed1"], f.ids["failed2"], `name="csrf" value="test-token"`, `id="replay-group"`,
+		"with 0.0000025 cents saved", `<td class="n">0.00000125</td>`)
 	if strings.Contains(body, f.ids["abandoned"]) {
 		t.Error("the overloaded group lists the cancelled job")
 	}

@@ -80,6 +80,7 @@ func (c *Console) failureQuery(w http.ResponseWriter, r *http.Request, title str
 		return p, q, false
 	}
 	p.From, p.To = q.Since, q.Until
+	q.Saved = true // the pages show money saved beside money lost
 	return p, q, true
 }
 
@@ -113,14 +114,14 @@ func groupQuery(v url.Values, now time.Time) (job.FailureQuery, error) {
 	return q, nil
 }
 
-// readFailures runs q on the failure index, keeping one input hash's jobs
-// when input is set.
+// readFailures runs q on the failure index, only one input hash's jobs
+// when input is set (the store filters them before reading what each
+// saved).
 func (c *Console) readFailures(r *http.Request, q job.FailureQuery, input string) ([]job.Failure, error) {
 	var fs []job.Failure
+	q.InputHash = input
 	err := c.cfg.Store.Failures(r.Context(), q, func(f job.Failure) error {
-		if input == "" || f.InputHash == input {
-			fs = append(fs, f)
-		}
+		fs = append(fs, f)
 		return nil
 	})
 	return fs, err

@@ -62,6 +62,9 @@ var funcs = template.FuncMap{
 		return now.Sub(t).Truncate(time.Second).String()
 	},
 	"cents": func(n job.Nanocents) string { return n.String() },
+	// minus shows a negative amount as cost is shown, after a minus sign
+	// a reader cannot take for a hyphen: a premium is a saving below zero.
+	"minus": func(n job.Nanocents) string { return "\u2212" + strings.TrimPrefix(n.String(), "-") },
 	"pretty": func(raw json.RawMessage) string {
 		var b bytes.Buffer
 		if len(raw) == 0 {

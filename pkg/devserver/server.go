@@ -14,15 +14,18 @@ import (
 // Server runs the gateway and the poller together until its context ends,
 // the stream poller and the callback queue's poller with them when set
 // (the notifier's two event sources), and, as the schedule does in AWS,
-// the reconciler's sweep every SweepEvery (never when either is unset).
+// the reconciler's sweep every SweepEvery and the batch lane's collector
+// every CollectEvery (never when either is unset).
 type Server struct {
-	Gateway    *Gateway
-	Poller     *Poller
-	Streams    *StreamPoller
-	Callbacks  *Poller
-	Sweep      func(context.Context)
-	SweepEvery time.Duration
-	Logger     *slog.Logger
+	Gateway      *Gateway
+	Poller       *Poller
+	Streams      *StreamPoller
+	Callbacks    *Poller
+	Sweep        func(context.Context)
+	SweepEvery   time.Duration
+	Collect      func(context.Context)
+	CollectEvery time.Duration
+	Logger       *slog.Logger
 }
 
 // Serve answers HTTP on ln and polls the queue (and the stream) until ctx ends, then stops
@@ -51,18 +54,24 @@ func (s *Server) Serve(ctx context.Context, ln net.Listener) error {
 			s.Callbacks.Run(ctx)
 		}()
 	}
-	if s.Sweep != nil && s.SweepEvery > 0 {
+	for _, sc := range []struct {
+		run   func(context.Context)
+		every time.Duration
+	}{{s.Sweep, s.SweepEvery}, {s.Collect, s.CollectEvery}} {
+		if sc.run == nil || sc.every <= 0 {
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			t := time.NewTicker(s.SweepEvery)
+			t := time.NewTicker(sc.every)
 			defer t.Stop()
 			for {
 				select {
 				case <-ctx.Done():
 					return
 				case <-t.C:
-					s.Sweep(ctx)
+					sc.run(ctx)
 				}
 			}
 		}()

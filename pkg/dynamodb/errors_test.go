@@ -142,6 +142,11 @@ func TestUndecodableItemIsInternal(t *testing.T) {
 			"attempts": &types.AttributeValueMemberN{Value: "one"}},
 		"no state":      {"id": &types.AttributeValueMemberS{Value: "job_x"}},
 		"unknown state": {"id": &types.AttributeValueMemberS{Value: "job_x"}, "state": &types.AttributeValueMemberS{Value: "paused"}},
+		// Read as absent, damaged lanes would allow every lane.
+		"lanes not a list": {"id": &types.AttributeValueMemberS{Value: "job_x"}, "state": &types.AttributeValueMemberS{Value: "queued"},
+			"lanes": &types.AttributeValueMemberSS{Value: []string{"flex"}}},
+		"a lane not a string": {"id": &types.AttributeValueMemberS{Value: "job_x"}, "state": &types.AttributeValueMemberS{Value: "queued"},
+			"lanes": &types.AttributeValueMemberL{Value: []types.AttributeValue{&types.AttributeValueMemberS{Value: "flex"}, &types.AttributeValueMemberN{Value: "1"}}}},
 	} {
 		st := dynamodb.New(broken{item: item}, "jobs", settings.Defaults())
 		for _, call := range []string{"get", "claim", "heartbeat"} {

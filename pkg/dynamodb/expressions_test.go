@@ -145,6 +145,8 @@ func TestEveryPlaceholderIsUsed(t *testing.T) {
 		_, _ = st.HoldMore(ctx, job.HoldMore{ID: id, Owner: "w", Now: now, Amount: 5})
 		_, _ = st.Succeed(ctx, job.Succeed{ID: id, Owner: "w", Now: now, Settlement: job.Settlement{Cost: 1, Held: 2, Ran: time.Second}, Result: res, Model: "m", ExpiresAt: keep})
 		_, _ = st.Succeed(ctx, job.Succeed{ID: id, Owner: "w", Now: now})
+		_, _ = st.Succeed(ctx, job.Succeed{ID: id, Owner: "w", Now: now, Settlement: job.Settlement{Cost: 1, Saved: 3}, Model: "m", Lane: job.Flex})
+		_, _ = st.Release(ctx, job.Release{ID: id, Owner: "w", Now: now, Settlement: job.Settlement{Cost: 1, Saved: -3, Estimated: true}, Class: job.Timeout})
 		_, _ = st.Succeed(ctx, job.Succeed{ID: id, Owner: "w", Now: now, Settlement: job.Settlement{Cost: 1, Estimated: true}})
 		_, _ = st.Release(ctx, job.Release{ID: id, Owner: "w", Now: now, Settlement: job.Settlement{Cost: 1, Estimated: true}, Class: job.Timeout})
 		_, _ = st.End(ctx, job.End{ID: id, Owner: "w", Now: now, Settlement: job.Settlement{Cost: 1, Estimated: true}, Class: job.Auth})
@@ -212,8 +214,8 @@ func TestEveryPlaceholderIsUsed(t *testing.T) {
 		if replays != 2 {
 			t.Errorf("%d replay writes recorded, want 2", replays)
 		}
-		if refuse && costOnly != 6 {
-			t.Errorf("%d cost-only adds recorded, want 6 (the refused finishes with a cost)", costOnly)
+		if refuse && costOnly != 8 {
+			t.Errorf("%d cost-only adds recorded, want 8 (the refused finishes with a cost)", costOnly)
 		}
 	}
 }

@@ -19,6 +19,8 @@ import (
 //	id, tenant, request_key, input_hash, model   S
 //	input, metadata (optional), result           S, JSON text
 //	state, lease_owner, error_class, error_detail, result_model   S (optional ones absent when empty)
+//	result_lane                                  S, only on a success that named the lane its result
+//	                                             was served in; a success naming none removes it
 //	attempts, max_attempts, version              N
 //	budget_nc, cost_nc, remaining_nc, reserve_nc N, integer nanocents (1e-9 cent). remaining_nc
 //	                                             = budget_nc - cost_nc - (holds of attempts in flight);
@@ -27,6 +29,17 @@ import (
 //	                                             read-modify-written; it exists because conditions
 //	                                             cannot do arithmetic. reserve_nc is the worst case
 //	                                             one attempt holds, fixed at creation.
+//	saved_nc                                     N, integer nanocents the calls cost less than at
+//	                                             their rungs' standard prices, summed over attempts
+//	                                             (negative: a premium lane cost more); ADDed by
+//	                                             the settling write exactly as cost_nc is, absent
+//	                                             until an attempt saves (or overpays) anything
+//	lanes                                        L of S, the lanes the owner allows, in the order
+//	                                             given; set at create, never changed; absent: any
+//	attempt_lanes                                SS, "<attempt>:<lane>" per settled attempt that made
+//	                                             a call (job.AttemptLane): ADDed by the settling
+//	                                             write, a set so a repeated settlement adds nothing
+//	                                             (kumo's list_append does nothing); absent until one
 //	deadline_ms, lease_until_ms (while running), not_before_ms (a released
 //	job's backoff end), created_ms, updated_ms   N, unix milliseconds
 //	progress                                     N, 0..1
@@ -45,6 +58,12 @@ import (
 //	                                             index ("<UTC yyyy-mm-dd of created_ms>#<shard>",
 //	                                             sort key created_ms), what the console's
 //	                                             overview and advise --from-table read
+//	enl_pk, enl_ms                               S, N, only while the job waits in a batch lane to
+//	                                             be collected (job.Enlist until job.Collect): the
+//	                                             lane (job.LaneKey) and when it was enlisted (unix
+//	                                             ms); the sparse enlisted index's keys
+//	batch                                        S, the collector's batch the job was collected
+//	                                             into (job.Collect), absent before
 //	replays, replayed_ms                         N, operator replays of a failed job, and the last
 //	nudges                                       N, the reconciler's re-sends of a stuck job
 //	cb_url, cb_events                            S, SS, only with a callback: its target, and the
@@ -70,7 +89,8 @@ const (
 	aID, aTenant, aRequestKey, aInputHash, aModel = "id", "tenant", "request_key", "input_hash", "model"
 	aInput, aMetadata, aResult                    = "input", "metadata", "result"
 	aState, aLeaseOwner, aErrorClass              = "state", "lease_owner", "error_class"
-	aErrorDetail, aResultModel                    = "error_detail", "result_model"
+	aErrorDetail, aResultModel, aResultLane       = "error_detail", "result_model", "result_lane"
+	aSaved, aLanes, aAttemptLanes                 = "saved_nc", "lanes", "attempt_lanes"
 	aAttempts, aMaxAttempts, aVersion             = "attempts", "max_attempts", "version"
 	aBudget, aCost, aRemaining, aReserve          = "budget_nc", "cost_nc", "remaining_nc", "reserve_nc"
 	aDeadline, aLeaseUntil                        = "deadline_ms", "lease_until_ms"
@@ -79,6 +99,7 @@ const (
 	aRunMS, aCostEstimated                        = "run_ms", "cost_est"
 	aFailPK, aFailSK                              = "fail_pk", "fail_sk"
 	aActivePK, aCreatedPK                         = "act_pk", "crt_pk"
+	aEnlisted, aEnlistedAt, aBatch                = "enl_pk", "enl_ms", "batch"
 	aReplays, aReplayed, aNudges                  = "replays", "replayed_ms", "nudges"
 	aSettled, aPending                            = "settled", "pending"
 	aCallbackURL, aCallbackEvents                 = "cb_url", "cb_events"
@@ -138,6 +159,21 @@ func toItem(j job.Job, idx indexes) map[string]types.AttributeValue {
 	opt(aErrorClass, string(j.ErrorClass))
 	opt(aErrorDetail, j.ErrorDetail)
 	opt(aResultModel, j.ResultModel)
+	opt(aResultLane, string(j.ResultLane))
+	opt(aEnlisted, j.Enlisted)
+	opt(aBatch, j.Batch)
+	if !j.EnlistedAt.IsZero() {
+		it[aEnlistedAt] = avN(ms(j.EnlistedAt))
+	}
+	if j.Saved != 0 {
+		it[aSaved] = avN(int64(j.Saved))
+	}
+	if len(j.Lanes) > 0 {
+		it[aLanes] = lanesList(j.Lanes)
+	}
+	if len(j.AttemptLanes) > 0 {
+		it[aAttemptLanes] = attemptLanesSet(j.AttemptLanes...)
+	}
 	if !j.LeaseUntil.IsZero() {
 		it[aLeaseUntil] = avN(ms(j.LeaseUntil))
 	}
@@ -180,6 +216,25 @@ func toItem(j job.Job, idx indexes) map[string]types.AttributeValue {
 	return it
 }
 
+// lanesList is the owner's allowed lanes as a list rather than a string
+// set: a set would lose the order they were given in.
+func lanesList(ls []job.Lane) types.AttributeValue {
+	l := make([]types.AttributeValue, len(ls))
+	for i, lane := range ls {
+		l[i] = avS(string(lane))
+	}
+	return &types.AttributeValueMemberL{Value: l}
+}
+
+// attemptLanesSet is ls as attempt_lanes' string set.
+func attemptLanesSet(ls ...job.AttemptLane) types.AttributeValue {
+	ss := make([]string, len(ls))
+	for i, l := range ls {
+		ss[i] = strconv.Itoa(l.Attempt) + ":" + string(l.Lane)
+	}
+	return &types.AttributeValueMemberSS{Value: ss}
+}
+
 // callbackAttributes adds a job's callback and its deliveries to it.
 func callbackAttributes(it map[string]types.AttributeValue, j job.Job) {
 	if j.Callback.URL == "" {
@@ -208,12 +263,14 @@ func fromItem(it map[string]types.AttributeValue) (job.Job, error) {
 		ID: d.str(aID), Tenant: d.str(aTenant), RequestKey: d.str(aRequestKey), InputHash: d.str(aInputHash), Model: d.str(aModel),
 		Input: d.raw(aInput), Metadata: d.raw(aMetadata), Result: d.raw(aResult),
 		State: job.State(d.str(aState)), LeaseOwner: d.str(aLeaseOwner), ErrorClass: job.ErrorClass(d.str(aErrorClass)),
-		ErrorDetail: d.str(aErrorDetail), ResultModel: d.str(aResultModel),
+		ErrorDetail: d.str(aErrorDetail), ResultModel: d.str(aResultModel), ResultLane: job.Lane(d.str(aResultLane)),
 		Attempts: int(d.num(aAttempts)), MaxAttempts: int(d.num(aMaxAttempts)), Version: d.num(aVersion),
 		Budget: job.Nanocents(d.num(aBudget)), Cost: job.Nanocents(d.num(aCost)), Reserve: job.Nanocents(d.num(aReserve)),
+		Saved: job.Nanocents(d.num(aSaved)), Lanes: d.lanes(aLanes), AttemptLanes: d.attemptLanes(aAttemptLanes),
 		RunTime:  time.Duration(d.num(aRunMS)) * time.Millisecond,
 		Deadline: d.t(aDeadline), LeaseUntil: d.t(aLeaseUntil), NotBefore: d.t(aNotBefore), CreatedAt: d.t(aCreated), UpdatedAt: d.t(aUpdated),
 		Progress: d.float(aProgress), Replays: int(d.num(aReplays)), ReplayedAt: d.t(aReplayed), Nudges: int(d.num(aNudges)),
+		Enlisted: d.str(aEnlisted), EnlistedAt: d.t(aEnlistedAt), Batch: d.str(aBatch),
 	}
 	if b, ok := it[aCostEstimated].(*types.AttributeValueMemberBOOL); ok {
 		j.CostEstimated = b.Value
@@ -282,6 +339,51 @@ func (d *decoder) num(k string) int64 {
 	x, err := strconv.ParseInt(v.Value, 10, 64)
 	d.fail(k, err)
 	return x
+}
+
+// lanes reads the allowed lanes. Unlike the other attributes, a mistyped
+// value or element is refused, not read as absent: no lanes allows every
+// lane, so reading a damaged restriction as none would lift it.
+func (d *decoder) lanes(k string) []job.Lane {
+	v, ok := d.it[k]
+	if !ok {
+		return nil
+	}
+	l, ok := v.(*types.AttributeValueMemberL)
+	if !ok {
+		d.fail(k, fmt.Errorf("a %T, not a list", v))
+		return nil
+	}
+	var out []job.Lane
+	for i, e := range l.Value {
+		s, ok := e.(*types.AttributeValueMemberS)
+		if !ok {
+			d.fail(k, fmt.Errorf("element %d is a %T, not a string", i, e))
+			return nil
+		}
+		out = append(out, job.Lane(s.Value))
+	}
+	return out
+}
+
+// attemptLanes reads attempt_lanes' "<attempt>:<lane>" strings, in
+// attempt order; an element of another shape is refused.
+func (d *decoder) attemptLanes(k string) []job.AttemptLane {
+	v, ok := d.it[k].(*types.AttributeValueMemberSS)
+	if !ok {
+		return nil
+	}
+	var out []job.AttemptLane
+	for _, e := range v.Value {
+		n, lane, found := strings.Cut(e, ":")
+		a, err := strconv.Atoi(n)
+		if !found || err != nil || a < 1 {
+			d.fail(k, fmt.Errorf("element %q is not <attempt>:<lane>", e))
+			return nil
+		}
+		out = job.WithAttemptLane(out, job.AttemptLane{Attempt: a, Lane: job.Lane(lane)})
+	}
+	return out
 }
 
 func (d *decoder) float(k string) float64 {

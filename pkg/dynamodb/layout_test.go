@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -29,7 +30,8 @@ func queuedJob(key string) job.Job {
 		Deadline: base.Add(time.Hour), Version: 1, CreatedAt: base, UpdatedAt: base}
 }
 
-// raw is the item as stored, attribute name -> "S:value" / "N:value".
+// raw is the item as stored, attribute name -> "S:value" / "N:value" /
+// "L:S:a,S:b".
 func raw(t *testing.T, c *ddb.Client, table, id string) map[string]string {
 	t.Helper()
 	out, err := c.GetItem(t.Context(), &ddb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
@@ -44,6 +46,16 @@ func raw(t *testing.T, c *ddb.Client, table, id string) map[string]string {
 			m[k] = "S:" + v.Value
 		case *types.AttributeValueMemberN:
 			m[k] = "N:" + v.Value
+		case *types.AttributeValueMemberL:
+			var es []string
+			for _, e := range v.Value {
+				if s, ok := e.(*types.AttributeValueMemberS); ok {
+					es = append(es, "S:"+s.Value)
+				} else {
+					es = append(es, fmt.Sprintf("%T", e))
+				}
+			}
+			m[k] = "L:" + strings.Join(es, ",")
 		default:
 			m[k] = fmt.Sprintf("%T", v)
 		}
@@ -87,6 +99,7 @@ func TestItemLayout(t *testing.T) {
 		"budget_nc": "N:5000000000", "cost_nc": "N:0", "remaining_nc": "N:5000000000",
 		"deadline_ms": ms(j.Deadline), "created_ms": ms(base), "updated_ms": ms(base),
 		"lease_owner": "", "lease_until_ms": "", "error_class": "", "result": "", "expires_at": "", "fail_pk": "", "fail_sk": "",
+		"saved_nc": "", "lanes": "", "result_lane": "",
 	})
 
 	t1 := base.Add(time.Second)
@@ -102,14 +115,14 @@ func TestItemLayout(t *testing.T) {
 	}
 	expect(t, "released", raw(t, c, table, j.ID), map[string]string{
 		"state": "S:queued", "lease_owner": "", "lease_until_ms": "", "error_class": "S:rate_limited", "error_detail": "S:http 429",
-		"cost_nc": "N:333333333", "remaining_nc": "N:4666666667", "fail_pk": "",
+		"cost_nc": "N:333333333", "remaining_nc": "N:4666666667", "fail_pk": "", "saved_nc": "",
 	})
 	t3 := t2.Add(time.Second)
 	if _, err := st.Claim(ctx, job.Claim{ID: j.ID, Owner: "w2", Now: t3, LeaseUntil: t3.Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
 	t4 := t3.Add(time.Second)
-	if _, err := st.End(ctx, job.End{ID: j.ID, Owner: "w2", Now: t4, Settlement: job.Settlement{Cost: 7}, Class: job.ContentFiltered, ExpiresAt: keep}); err != nil {
+	if _, err := st.End(ctx, job.End{ID: j.ID, Owner: "w2", Now: t4, Settlement: job.Settlement{Cost: 7, Saved: -250}, Class: job.ContentFiltered, ExpiresAt: keep}); err != nil {
 		t.Fatal(err)
 	}
 	h := fnv.New32a()
@@ -117,7 +130,7 @@ func TestItemLayout(t *testing.T) {
 	shard := h.Sum32() % uint32(shards)
 	expect(t, "failed", raw(t, c, table, j.ID), map[string]string{
 		"state": "S:failed", "error_class": "S:content_filtered", "error_detail": "", "lease_owner": "",
-		"cost_nc": "N:333333340", "remaining_nc": "N:4666666660", "version": "N:5",
+		"cost_nc": "N:333333340", "remaining_nc": "N:4666666660", "version": "N:5", "saved_nc": "N:-250",
 		"expires_at": "N:" + strconv.FormatInt(keep.Unix(), 10),
 		"fail_pk":    fmt.Sprintf("S:content_filtered#%d", shard), "fail_sk": fmt.Sprintf("S:%013d#%s", t4.UnixMilli(), j.ID),
 	})
@@ -125,17 +138,56 @@ func TestItemLayout(t *testing.T) {
 	// A finish with no expiry writes no TTL (a zero time would be year 1,
 	// which a sweeper deletes at once), and a success no failure keys.
 	k := queuedJob("forever")
+	k.Lanes = []job.Lane{job.Flex, job.Standard}
 	if _, err := st.Create(ctx, k); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := st.Claim(ctx, job.Claim{ID: k.ID, Owner: "w", Now: t1, LeaseUntil: t1.Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.Succeed(ctx, job.Succeed{ID: k.ID, Owner: "w", Now: t2, Result: json.RawMessage(`{"o":1}`)}); err != nil {
+	if _, err := st.Succeed(ctx, job.Succeed{ID: k.ID, Owner: "w", Now: t2, Result: json.RawMessage(`{"o":1}`), Lane: job.Flex,
+		Settlement: job.Settlement{Saved: 1_250}}); err != nil {
 		t.Fatal(err)
 	}
 	expect(t, "succeeded", raw(t, c, table, k.ID), map[string]string{
 		"state": "S:succeeded", "result": `S:{"o":1}`, "result_model": "", "progress": "N:1", "expires_at": "", "fail_pk": "", "fail_sk": "",
+		"result_lane": "S:flex", "saved_nc": "N:1250", "lanes": "L:S:flex,S:standard",
+	})
+}
+
+// TestBatchLaneLayout pins the batch lane's attributes: an enlist writes
+// the enlisted index's keys (enl_pk the lane, enl_ms the enlist time in
+// ms) and hands the lease to the lane; a collect writes batch, hands the
+// lease to the batch, and removes both keys, so the sparse index holds
+// only jobs that wait.
+func TestBatchLaneLayout(t *testing.T) {
+	ctx := t.Context()
+	c, table := newTable(t)
+	st := dynamodb.New(c, table, settings.Defaults())
+	j := queuedJob("batch-lane")
+	if _, err := st.Create(ctx, j); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, "created", raw(t, c, table, j.ID), map[string]string{"enl_pk": "", "enl_ms": "", "batch": ""})
+	t1 := base.Add(time.Second)
+	if _, err := st.Claim(ctx, job.Claim{ID: j.ID, Owner: "w1", Now: t1, LeaseUntil: t1.Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	t2, until := t1.Add(time.Second), t1.Add(20*time.Hour)
+	if _, err := st.Enlist(ctx, job.Enlist{ID: j.ID, Owner: "w1", Now: t2, Lane: "default#0", Until: until}); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, "enlisted", raw(t, c, table, j.ID), map[string]string{
+		"state": "S:running", "lease_owner": "S:" + job.BatchOwner("w1"), "lease_until_ms": ms(until),
+		"enl_pk": "S:default#0", "enl_ms": ms(t2), "batch": "", "version": "N:3", "updated_ms": ms(t2),
+	})
+	t3 := t2.Add(time.Second)
+	if _, err := st.Collect(ctx, job.Collect{ID: j.ID, Owner: job.BatchOwner("w1"), Now: t3, Batch: "b1"}); err != nil {
+		t.Fatal(err)
+	}
+	expect(t, "collected", raw(t, c, table, j.ID), map[string]string{
+		"state": "S:running", "lease_owner": "S:" + job.BatchOwner("b1"), "lease_until_ms": ms(until),
+		"enl_pk": "", "enl_ms": "", "batch": "S:b1", "version": "N:4", "updated_ms": ms(t3),
 	})
 }
 

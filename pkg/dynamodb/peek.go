@@ -15,8 +15,8 @@ import (
 // (job.Peeked); TestPeekAttributesAreJobPeeked holds the two equal.
 var peekAttributes = []string{
 	aID, aTenant, aRequestKey, aInputHash, aModel, aMetadata, aResult,
-	aState, aErrorClass, aResultModel, aAttempts, aMaxAttempts, aVersion,
-	aBudget, aCost, aRemaining, aReserve, aCostEstimated, aProgress,
+	aState, aErrorClass, aResultModel, aResultLane, aAttempts, aMaxAttempts, aVersion,
+	aBudget, aCost, aRemaining, aReserve, aCostEstimated, aSaved, aLanes, aAttemptLanes, aProgress,
 	aDeadline, aCreated, aUpdated, aReplays,
 	aCallbackURL, aCallbackEvents, aCallbackAttempts, aCallbackStatus, aCallbackDelivered, aCallbackVersion,
 }

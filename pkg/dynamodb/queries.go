@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -136,7 +137,9 @@ func badCursor(msg string) error {
 
 // Failures calls each for every failed or abandoned job that ended in
 // [q.Since, q.Until), class by class and shard by shard over the sparse
-// failure index: one query per class and shard, paged to the end.
+// failure index: one query per class and shard, paged to the end. With
+// q.Saved, each query's jobs are held until their records' saved_nc is
+// read (addSaved).
 func (s *Store) Failures(ctx context.Context, q job.FailureQuery, each func(job.Failure) error) error {
 	classes := q.Classes
 	if len(classes) == 0 {
@@ -155,18 +158,93 @@ func (s *Store) Failures(ctx context.Context, q job.FailureQuery, each func(job.
 					":pk": avS(fmt.Sprintf("%s#%d", class, n)), ":from": avS(from), ":to": avS(to),
 				},
 			}
+			if q.InputHash != "" { // the index projects it: filtered before addSaved reads anything
+				in.FilterExpression = aws.String("#ih = :ih")
+				in.ExpressionAttributeNames["#ih"], in.ExpressionAttributeValues[":ih"] = aInputHash, avS(q.InputHash)
+			}
+			var held []job.Failure
 			if err := s.pages(ctx, in, "query failures", func(it map[string]types.AttributeValue) error {
 				f, err := failureFrom(it)
-				if err != nil {
+				switch {
+				case err != nil:
 					return err
+				case q.Saved:
+					held = append(held, f)
+					return nil
 				}
 				return each(f)
 			}); err != nil {
 				return err
 			}
+			if err := s.addSaved(ctx, held); err != nil {
+				return err
+			}
+			for _, f := range held {
+				if err := each(f); err != nil {
+					return err
+				}
+			}
 		}
 	}
 	return nil
+}
+
+// savedReaders is how many records addSaved reads at once, so a long
+// report waits a sixteenth as long for them as read one by one.
+const savedReaders = 16
+
+// addSaved sets each failure's Saved from its record, which the failure
+// index does not project (adding it would replace the index: projections
+// cannot be changed). Each read is eventually consistent, half a read
+// unit per 4 KB of the item; a record gone since the index was read
+// (expired) saved nothing. The first failed read stops the others: the
+// report cannot be shown whole.
+func (s *Store) addSaved(ctx context.Context, fs []job.Failure) error {
+	ctx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	var wg sync.WaitGroup
+	slots := make(chan struct{}, savedReaders)
+	for i := range fs {
+		select {
+		case slots <- struct{}{}:
+		case <-ctx.Done():
+		}
+		if ctx.Err() != nil {
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-slots }()
+			var err error
+			if fs[i].Saved, err = s.saved(ctx, fs[i].ID); err != nil {
+				stop(err)
+			}
+		})
+	}
+	wg.Wait()
+	err := context.Cause(ctx)
+	var je *job.Error
+	if err == nil || errors.As(err, &je) {
+		return err // nil, or a read's own (already translated)
+	}
+	return unavailable("read saved", err) // ctx ended
+}
+
+// saved reads one record's saved_nc.
+func (s *Store) saved(ctx context.Context, id string) (job.Nanocents, error) {
+	out, err := s.c.GetItem(ctx, &ddb.GetItemInput{TableName: aws.String(s.table), Key: key(id), ConsistentRead: aws.Bool(false),
+		ProjectionExpression: aws.String("#saved"), ExpressionAttributeNames: map[string]string{"#saved": aSaved}})
+	if err != nil {
+		return 0, unavailable("read saved", err)
+	}
+	v := attrN(out.Item, aSaved)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, unreadable(fmt.Errorf("job %s: saved: %w", id, err))
+	}
+	return job.Nanocents(n), nil
 }
 
 // Unfinished calls each with the id of every job still queued or running

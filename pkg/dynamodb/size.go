@@ -40,10 +40,13 @@ const (
 	attemptRoom = 256
 	// endRoom is what a life adds once, whatever its attempts: the lease,
 	// the backoff, the error class and a detail of up to 200 bytes (the
-	// worker's cut), the failure index keys, the expiry, the result model,
-	// the callback's delivery counts, and a pending generation (about 200
-	// bytes, its id at most job.MaxPendingID). Each replaces the one
-	// before it, so lives do not add them up.
+	// worker's cut), the failure index keys, the expiry, the result model
+	// and lane, the callback's delivery counts, the saving (one number,
+	// at most 19 bytes with its name), a pending generation (about 200
+	// bytes, its id at most job.MaxPendingID), and the batch lane's marks
+	// (enl_pk, enl_ms and batch: under 100 bytes with a route and a batch
+	// id of 30 bytes each). Each replaces the one before it, so lives do
+	// not add them up.
 	endRoom = 1536
 )
 

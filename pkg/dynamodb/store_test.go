@@ -3,11 +3,13 @@ package dynamodb_test
 import (
 	"context"
 	"os"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/aijobs/aijobs/internal/awstest"
 	"github.com/aijobs/aijobs/pkg/awsclient"
@@ -79,6 +81,68 @@ func TestQueueSlotConformance(t *testing.T) {
 	}
 	if ok, _ := dynamodb.NewQueueSlots(c, table).Enter(t.Context(), job.Slot{Tenant: sl.Tenant, JobID: "job_2", Now: now, Until: sl.Until, Limit: 1}); ok {
 		t.Fatal("a second queued job entered past a limit of 1")
+	}
+}
+
+// TestBatchConformance runs the batch records suite against the buckets
+// table on DynamoDB (kumo, or AWS_ENDPOINT_URL), beside a provider's
+// bucket and a tenant's slots whose keys look most like a batch's: none
+// of the three sees the others.
+func TestBatchConformance(t *testing.T) {
+	c, table := sideTable(t, "buckets", dynamodb.CreateBucketsTable)
+	now := time.Now()
+	buckets, slots := dynamodb.NewBuckets(c, table), dynamodb.NewSlots(c, table)
+	for _, name := range []string{"batch", "batches", "b1"} {
+		if got, err := buckets.Take(t.Context(), job.Take{Provider: name, Limit: job.RateLimit{RequestsPerMinute: 60}, Now: now}); err != nil || !got.OK {
+			t.Fatalf("take from bucket %s: %+v %v", name, got, err)
+		}
+		if ok, err := slots.Enter(t.Context(), job.Slot{Tenant: name, JobID: "job_1", Now: now, Until: now.Add(time.Hour), Limit: 1}); err != nil || !ok {
+			t.Fatalf("enter a slot of tenant %s: %v %v", name, ok, err)
+		}
+	}
+	storetest.RunBatches(t, dynamodb.NewBatches(c, table))
+	for _, name := range []string{"batch", "batches", "b1"} {
+		if b, err := buckets.Bucket(t.Context(), name); err != nil || b.Requests.IsZero() {
+			t.Errorf("bucket %s after the batches: %+v %v", name, b, err)
+		}
+		if ok, _ := slots.Enter(t.Context(), job.Slot{Tenant: name, JobID: "job_2", Now: now, Until: now.Add(time.Hour), Limit: 1}); ok {
+			t.Errorf("tenant %s's slot was lost to the batches", name)
+		}
+	}
+}
+
+// TestASettledBatchLeavesTheOpenList: the save that settles a batch takes
+// it off the open list itself, so the list stays as short as what is
+// open, not only once a read passes the settled batch over.
+func TestASettledBatchLeavesTheOpenList(t *testing.T) {
+	ctx := t.Context()
+	c, table := sideTable(t, "buckets", dynamodb.CreateBucketsTable)
+	bs := dynamodb.NewBatches(c, table)
+	open := func() []string {
+		out, err := c.GetItem(ctx, &ddb.GetItemInput{TableName: aws.String(table), ConsistentRead: aws.Bool(true),
+			Key: map[string]types.AttributeValue{"provider": &types.AttributeValueMemberS{Value: "batches#open"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ss, _ := out.Item["open"].(*types.AttributeValueMemberSS)
+		if ss == nil {
+			return nil
+		}
+		return slices.Sorted(slices.Values(ss.Value))
+	}
+	for _, id := range []string{"b1", "b2"} {
+		if err := bs.OpenBatch(ctx, job.BatchRecord{ID: id, State: job.Collecting, CreatedAt: base, UpdatedAt: base}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := open(); !slices.Equal(got, []string{"b1", "b2"}) {
+		t.Fatalf("open list %v, want [b1 b2]", got)
+	}
+	if err := bs.SaveBatch(ctx, job.BatchRecord{ID: "b1", State: job.Settled, CreatedAt: base, UpdatedAt: base.Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	if got := open(); !slices.Equal(got, []string{"b2"}) {
+		t.Fatalf("open list after b1 settled %v, want [b2]", got)
 	}
 }
 

@@ -29,7 +29,8 @@ const (
 )
 
 // CreateTable makes the jobs table as the CDK stack does (on demand, the
-// sparse failure index, the tenant, active and created indexes, TTL on expires_at,
+// sparse failure index, the tenant, active and created indexes, the sparse
+// enlisted index of the batch lanes, TTL on expires_at,
 // a stream of new and old images for the notifier), for local stacks. It
 // is idempotent and returns once the table is ACTIVE. A table that already
 // exists keeps its shape: one created before the stream was added has
@@ -46,6 +47,8 @@ func CreateTable(ctx context.Context, c TableAPI, table string, st settings.Sett
 			{AttributeName: aws.String(aCreated), AttributeType: types.ScalarAttributeTypeN},
 			{AttributeName: aws.String(aActivePK), AttributeType: types.ScalarAttributeTypeS},
 			{AttributeName: aws.String(aCreatedPK), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(aEnlisted), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(aEnlistedAt), AttributeType: types.ScalarAttributeTypeN},
 		},
 		KeySchema: []types.KeySchemaElement{{AttributeName: aws.String(aID), KeyType: types.KeyTypeHash}},
 		StreamSpecification: &types.StreamSpecification{
@@ -83,6 +86,14 @@ func CreateTable(ctx context.Context, c TableAPI, table string, st settings.Sett
 					{AttributeName: aws.String(aCreated), KeyType: types.KeyTypeRange},
 				},
 				Projection: &types.Projection{ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: CreatedProjection},
+			},
+			{
+				IndexName: aws.String(st.EnlistedIndex),
+				KeySchema: []types.KeySchemaElement{
+					{AttributeName: aws.String(aEnlisted), KeyType: types.KeyTypeHash},
+					{AttributeName: aws.String(aEnlistedAt), KeyType: types.KeyTypeRange},
+				},
+				Projection: &types.Projection{ProjectionType: types.ProjectionTypeKeysOnly},
 			},
 		},
 	})

@@ -57,6 +57,7 @@ func TestCreateTable(t *testing.T) {
 		st.CreatedIndex: {[]string{"crt_pk", "created_ms"}, types.ProjectionTypeInclude,
 			[]string{"attempts", "budget_nc", "cost_nc", "deadline_ms", "error_class", "input_hash", "max_attempts", "model",
 				"replays", "request_key", "result_model", "run_ms", "state", "tenant"}},
+		st.EnlistedIndex: {[]string{"enl_pk", "enl_ms"}, types.ProjectionTypeKeysOnly, nil},
 	}
 	if len(d.GlobalSecondaryIndexes) != len(want) {
 		t.Fatalf("%d indexes, want %d", len(d.GlobalSecondaryIndexes), len(want))

@@ -27,7 +27,9 @@ const (
 	// fitsReserve: the budget left covers the record's reserve; a record
 	// written before reserves existed has none, and holds nothing.
 	fitsReserve = "(attribute_not_exists(#reserve_nc) OR #remaining_nc >= #reserve_nc)"
-	unlease     = " REMOVE #lease_owner, #lease_until_ms"
+	// unlease also takes a job out of the batch lane's enlisted index: a
+	// stay in the lane ends with the lease that held it (job's unlease).
+	unlease = " REMOVE #lease_owner, #lease_until_ms, #enl_pk, #enl_ms"
 )
 
 func st(v job.State) types.AttributeValue { return avS(string(v)) }
@@ -98,9 +100,10 @@ func (s *Store) Succeed(ctx context.Context, t job.Succeed) (job.Job, error) {
 	v := map[string]types.AttributeValue{":succeeded": st(job.Succeeded), ":one_f": avN(1)}
 	held(v, t.Owner)
 	e := effect{v: v, set: "SET #state = :succeeded, #progress = :one_f, #updated_ms = :upd",
-		remove: " REMOVE #lease_owner, #lease_until_ms, #error_class, #error_detail, #act_pk"}
+		remove: unlease + ", #error_class, #error_detail, #act_pk"}
 	e.opt(aResult, avS(string(t.Result)), len(t.Result) > 0)
 	e.opt(aResultModel, avS(t.Model), t.Model != "")
+	e.opt(aResultLane, avS(string(t.Lane)), t.Lane != "")
 	e.expiry(t.ExpiresAt)
 	u := update{cond: heldCond, expr: e.expr(), values: v}
 	return s.apply(ctx, t.ID, t.Now, t.Allows, u.settling(t.Owner, "succeed", t.Settlement))
@@ -123,7 +126,7 @@ func (s *Store) Release(ctx context.Context, t job.Release) (job.Job, error) {
 // refused defer settles nothing (it paid nothing), so the hold is
 // returned once.
 func (s *Store) Defer(ctx context.Context, d job.Defer) (job.Job, error) {
-	v := map[string]types.AttributeValue{":queued": st(job.Queued), ":class": avS(string(job.RateLimited)),
+	v := map[string]types.AttributeValue{":queued": st(job.Queued), ":class": avS(string(d.Why())),
 		":held": avN(int64(d.Held)), ":one": avN(1)}
 	held(v, d.Owner)
 	e := effect{v: v, set: "SET #state = :queued, #error_class = :class, #updated_ms = :upd, #remaining_nc = #remaining_nc + :held, #attempts = #attempts - :one",
@@ -186,7 +189,7 @@ func (s *Store) Cancel(ctx context.Context, c job.Cancel) (job.Job, error) {
 func (s *Store) WriteOff(ctx context.Context, w job.WriteOff) (job.Job, error) {
 	v := map[string]types.AttributeValue{":owner": avS(w.Owner), ":now": avN(w.Now.UnixMilli()), ":v": avN(w.Version),
 		":held": avN(int64(w.Held)), ":one": avN(1)}
-	expr, remove := "SET #updated_ms = :upd", " REMOVE #lease_owner, #lease_until_ms"
+	expr, remove := "SET #updated_ms = :upd", unlease
 	if w.Held > 0 {
 		v[":est"] = &types.AttributeValueMemberBOOL{Value: true}
 		expr += ", #cost_est = :est"
@@ -300,8 +303,11 @@ func held(v map[string]types.AttributeValue, owner string) {
 // the cost and run time and, in the same ADD to remaining_nc, returns the
 // hold (:settle = held - cost); an estimated cost marks the record's cost
 // estimated, a mark never cleared (a sum with one estimate in it is an
-// estimate). The token (finishToken) names the write, so a retry of one
-// that landed is recognised. u.expr starts with its SET clause.
+// estimate). What the attempt saved is ADDed in the same clause (a
+// negative amount subtracts), only when it is not zero, so a record whose
+// calls never left the standard lane carries no saved_nc. The token
+// (finishToken) names the write, so a retry of one that landed is
+// recognised. u.expr starts with its SET clause.
 func (u update) settling(owner, kind string, set job.Settlement) update {
 	u.values = maps.Clone(u.values)
 	u.values[":cost"], u.values[":settle"] = avN(int64(set.Cost)), avN(int64(set.Held-set.Cost))
@@ -311,6 +317,14 @@ func (u update) settling(owner, kind string, set job.Settlement) update {
 		u.expr = "SET #cost_est = :est, " + strings.TrimPrefix(u.expr, "SET ")
 	}
 	u.expr += costAdd
+	if set.Saved != 0 {
+		u.values[":saved"] = avN(int64(set.Saved))
+		u.expr += ", #saved_nc :saved"
+	}
+	if set.Lane != "" && set.Attempt > 0 {
+		u.values[":alane"] = attemptLanesSet(job.AttemptLane{Attempt: set.Attempt, Lane: set.Lane})
+		u.expr += ", #attempt_lanes :alane"
+	}
 	u.owner, u.settles = owner, set
 	if kind != "" {
 		u.token = finishToken(owner, kind)

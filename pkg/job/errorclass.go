@@ -9,8 +9,14 @@ type ErrorClass string
 // final state live in one table (classes) so the worker, the reconciler and the
 // docs agree.
 const (
-	RateLimited           ErrorClass = "rate_limited"
-	Overloaded            ErrorClass = "overloaded"
+	RateLimited ErrorClass = "rate_limited"
+	Overloaded  ErrorClass = "overloaded"
+	// CapacityUnavailable is a lane's refusal for want of capacity (a
+	// flex call the provider cannot serve now): the attempt moves on to
+	// the rung's next lane, and when none is left the job is handed back
+	// uncounted while its deadline allows (docs/architecture.md, "Cost
+	// lanes").
+	CapacityUnavailable   ErrorClass = "capacity_unavailable"
 	Timeout               ErrorClass = "timeout"
 	ProviderError         ErrorClass = "provider_error"
 	Network               ErrorClass = "network"
@@ -34,6 +40,7 @@ type classRule struct {
 var classes = map[ErrorClass]classRule{
 	RateLimited:           {true, Failed},
 	Overloaded:            {true, Failed},
+	CapacityUnavailable:   {true, Failed},
 	Timeout:               {true, Failed},
 	ProviderError:         {true, Failed},
 	Network:               {true, Failed},
@@ -51,7 +58,7 @@ var classes = map[ErrorClass]classRule{
 
 // Classes lists every class, in the order of the design table.
 func Classes() []ErrorClass {
-	return []ErrorClass{RateLimited, Overloaded, Timeout, ProviderError, Network,
+	return []ErrorClass{RateLimited, Overloaded, CapacityUnavailable, Timeout, ProviderError, Network,
 		ContextLengthExceeded, ContentFiltered, InvalidRequest, Auth, QuotaExhausted,
 		DeadlineExceeded, BudgetExhausted, Cancelled, DeadLettered, Internal}
 }

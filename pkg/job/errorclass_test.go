@@ -18,6 +18,7 @@ var designClasses = []struct {
 }{
 	{job.RateLimited, "rate_limited", true, job.Failed},
 	{job.Overloaded, "overloaded", true, job.Failed},
+	{job.CapacityUnavailable, "capacity_unavailable", true, job.Failed},
 	{job.Timeout, "timeout", true, job.Failed},
 	{job.ProviderError, "provider_error", true, job.Failed},
 	{job.Network, "network", true, job.Failed},

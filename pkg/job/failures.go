@@ -10,10 +10,12 @@ import (
 // FailureReport answers "what did this cost and which inputs caused it"
 // for a set of failed and abandoned jobs: totals overall, per error class
 // and per input hash (one input failing again and again shows up as one
-// line), each sorted by cost, dearest first.
+// line), each sorted by cost, dearest first. Saved is what their calls
+// cost less than in the standard lane, when the failures carry it.
 type FailureReport struct {
 	Jobs    int
 	Cost    Nanocents
+	Saved   Nanocents
 	ByClass []Total
 	ByInput []Total
 }
@@ -24,6 +26,7 @@ type Total struct {
 	Key     string
 	Jobs    int
 	Cost    Nanocents
+	Saved   Nanocents
 	Classes []ErrorClass
 }
 
@@ -39,6 +42,7 @@ func SummarizeFailures(fs []Failure) FailureReport {
 		}
 		t.Jobs++
 		t.Cost += f.Cost
+		t.Saved += f.Saved
 		if !slices.Contains(t.Classes, f.Class) {
 			t.Classes = append(t.Classes, f.Class)
 			slices.Sort(t.Classes)
@@ -47,6 +51,7 @@ func SummarizeFailures(fs []Failure) FailureReport {
 	for _, f := range fs {
 		r.Jobs++
 		r.Cost += f.Cost
+		r.Saved += f.Saved
 		add(byClass, string(f.Class), f)
 		add(byInput, f.InputHash, f)
 	}

@@ -9,24 +9,24 @@ import (
 
 func TestSummarizeFailures(t *testing.T) {
 	fs := []job.Failure{
-		{ID: "1", InputHash: "sha256:a", Class: job.Overloaded, Cost: 10},
-		{ID: "2", InputHash: "sha256:a", Class: job.Overloaded, Cost: 15},
+		{ID: "1", InputHash: "sha256:a", Class: job.Overloaded, Cost: 10, Saved: 10},
+		{ID: "2", InputHash: "sha256:a", Class: job.Overloaded, Cost: 15, Saved: 3},
 		{ID: "3", InputHash: "sha256:a", Class: job.ContextLengthExceeded, Cost: 5},
-		{ID: "4", InputHash: "sha256:b", Class: job.ContentFiltered, Cost: 30},
+		{ID: "4", InputHash: "sha256:b", Class: job.ContentFiltered, Cost: 30, Saved: 1},
 		{ID: "5", InputHash: "sha256:c", Class: job.DeadlineExceeded, Cost: 0},
 	}
 	got := job.SummarizeFailures(fs)
 	want := job.FailureReport{
-		Jobs: 5, Cost: 60,
+		Jobs: 5, Cost: 60, Saved: 14,
 		ByClass: []job.Total{
-			{Key: "content_filtered", Jobs: 1, Cost: 30},
-			{Key: "overloaded", Jobs: 2, Cost: 25},
+			{Key: "content_filtered", Jobs: 1, Cost: 30, Saved: 1},
+			{Key: "overloaded", Jobs: 2, Cost: 25, Saved: 13},
 			{Key: "context_length_exceeded", Jobs: 1, Cost: 5},
 			{Key: "deadline_exceeded", Jobs: 1, Cost: 0},
 		},
 		ByInput: []job.Total{
-			{Key: "sha256:a", Jobs: 3, Cost: 30, Classes: []job.ErrorClass{job.ContextLengthExceeded, job.Overloaded}},
-			{Key: "sha256:b", Jobs: 1, Cost: 30, Classes: []job.ErrorClass{job.ContentFiltered}},
+			{Key: "sha256:a", Jobs: 3, Cost: 30, Saved: 13, Classes: []job.ErrorClass{job.ContextLengthExceeded, job.Overloaded}},
+			{Key: "sha256:b", Jobs: 1, Cost: 30, Saved: 1, Classes: []job.ErrorClass{job.ContentFiltered}},
 			{Key: "sha256:c", Jobs: 1, Cost: 0, Classes: []job.ErrorClass{job.DeadlineExceeded}},
 		},
 	}

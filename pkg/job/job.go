@@ -33,6 +33,17 @@ type Job struct {
 	// call whose usage the provider never reported (its answer was lost or
 	// cut after the request was sent): the provider billed at most that.
 	CostEstimated bool
+	// Saved is what the job's calls cost less than they would have in
+	// their rungs' standard lanes, summed over every attempt like Cost
+	// (negative when a premium lane cost more).
+	Saved Nanocents
+	// Lanes are the lanes the job's owner allows its calls to be served
+	// in; nil allows any (Rung.Plan).
+	Lanes []Lane
+	// AttemptLanes is, per settled attempt that made a call, in attempt
+	// order, the lane of its last call (the one that answered, or the
+	// last one tried): what the attempt was priced at.
+	AttemptLanes []AttemptLane
 	// Reserve is the worst case of one attempt's first rung for this input,
 	// fixed at creation: a claim takes it only if the budget left covers it.
 	Reserve Nanocents
@@ -49,8 +60,14 @@ type Job struct {
 	WrittenOff []string
 	// Pending is the generation the last attempt that started one left
 	// with the provider, kept by id (Await); nil when none did.
-	Pending  *Pending
-	Deadline time.Time
+	Pending *Pending
+	// Enlisted is the batch lane (LaneKey) the job waits in to be
+	// collected since EnlistedAt, and Batch the collector's batch it was
+	// collected into (Enlist, Collect); empty otherwise.
+	Enlisted   string
+	EnlistedAt time.Time
+	Batch      string
+	Deadline   time.Time
 	// RunTime is how long attempts ran, summed over every attempt (at
 	// millisecond precision): fallback rungs and retries included, backoffs
 	// and queueing not.
@@ -67,8 +84,10 @@ type Job struct {
 	// status code); never shown instead of ErrorClass.
 	ErrorDetail string
 	Result      json.RawMessage
-	// ResultModel names the model that produced Result.
+	// ResultModel names the model that produced Result, and ResultLane
+	// the lane it was served in.
 	ResultModel string
+	ResultLane  Lane
 	Progress    float64
 
 	// Replays counts operator replays of the job after it failed, each an

@@ -18,6 +18,9 @@ type Pending struct {
 	// usage.
 	Provider string `json:"provider"`
 	Model    string `json:"model"`
+	// Lane is the lane it was called in (omitted: standard), whose price
+	// prices it.
+	Lane Lane `json:"lane,omitempty"`
 	// ID is the provider's id for the generation.
 	ID string `json:"id"`
 	// Held is what the attempt held when it started the generation: what

@@ -43,10 +43,16 @@ type Page struct {
 }
 
 // FailureQuery selects failed and abandoned jobs that ended in [Since,
-// Until), by class (every class when Classes is empty).
+// Until), by class (every class when Classes is empty) and input hash
+// (any when empty).
 type FailureQuery struct {
 	Classes      []ErrorClass
 	Since, Until time.Time
+	InputHash    string
+	// Saved asks for each job's Saved as well, which the failure index
+	// does not keep: the DynamoDB store reads it from each job's record
+	// (one more read a job), so only a report that shows it asks.
+	Saved bool
 }
 
 // Failure is a failed or abandoned job as the failure index keeps it:
@@ -61,6 +67,9 @@ type Failure struct {
 	Cost      Nanocents
 	Attempts  int
 	EndedAt   time.Time
+	// Saved is what the job's calls cost less than in the standard lane
+	// (the record's Saved), when the query asked for it.
+	Saved Nanocents
 }
 
 // FailureOf is j as the failure index keeps it.
@@ -129,7 +138,7 @@ func (q RecentQuery) Includes(j Job) bool {
 // the view carries, and the tenant it is checked against. Left out are
 // the input (up to the create limit, the largest attribute), the error
 // detail, the lease, the backoff, and the bookkeeping of the reconciler,
-// replay, write-offs and pending generations, which the view never shows. It is the one
+// replay, write-offs, pending generations and the batch lane, which the view never shows. It is the one
 // statement of a peek: the memory store answers it, DynamoDB's
 // projection is held to it by a test, and the conformance suite expects
 // it of every store.
@@ -137,6 +146,7 @@ func Peeked(j Job) Job {
 	j.Input, j.ErrorDetail, j.LeaseOwner = nil, "", ""
 	j.LeaseUntil, j.NotBefore, j.ReplayedAt, j.ExpiresAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
 	j.RunTime, j.Nudges, j.WrittenOff, j.Pending = 0, 0, nil, nil
+	j.Enlisted, j.EnlistedAt, j.Batch = "", time.Time{}, ""
 	return j
 }
 

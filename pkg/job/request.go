@@ -53,6 +53,8 @@ type CreateRequest struct {
 	MaxAttempts int
 	Metadata    json.RawMessage
 	Callback    Callback
+	// Lanes are the lanes the caller allows (nil: any).
+	Lanes []Lane
 }
 
 func invalid(field, format string, args ...any) *Error {
@@ -107,6 +109,7 @@ func (r CreateRequest) NewJob(now time.Time, retention time.Duration) Job {
 		Input:       r.InputJSON,
 		Metadata:    r.Metadata,
 		Callback:    r.Callback,
+		Lanes:       r.Lanes,
 		State:       Queued,
 		MaxAttempts: r.MaxAttempts,
 		Budget:      r.Budget,

@@ -31,14 +31,36 @@ type Rung struct {
 	// Limit is the provider key's rate limit (its entry's limits), taken
 	// from the key's shared bucket before each call; zero takes nothing.
 	Limit RateLimit
+	// Lane is the lane this rung's calls are served in ("" on a
+	// configured rung: its own price is its standard lane's), and Lanes
+	// the other lanes it offers, each a copy of the rung with the lane's
+	// price, timeout and p99 (Offers, Plan).
+	Lane  Lane
+	Lanes []Rung
+	// Completion is the lane's configured p99 completion time (P99),
+	// what the worker's choice of lane holds to the job's deadline.
+	Completion time.Duration
+	// Base is the standard lane's price of the rung a lane belongs to:
+	// what a call in the lane saved is measured against (Saved).
+	Base Price
+	// Window, MinJobs and MaxJobs are a batch lane's collection: how long
+	// its first enlisted job waits for others, the fewest jobs a batch
+	// is submitted with (a provider's minimum: Bedrock's is 100), and the
+	// most a batch holds.
+	Window           time.Duration
+	MinJobs, MaxJobs int
 }
 
-// Timeout is the longest an attempt on the route may run: every rung's
-// timeout, one after another.
+// Timeout is the longest an attempt on the route may run: the timeout of
+// every lane of every rung, one after another (a lane's refusal or
+// timeout moves the attempt on to the rung's next lane). A batch lane has
+// none: the worker makes no call in it.
 func (r Route) Timeout() time.Duration {
 	var d time.Duration
 	for _, g := range r.Rungs {
-		d += g.Timeout
+		for _, o := range g.Offers() {
+			d += o.Timeout
+		}
 	}
 	return d
 }
@@ -53,14 +75,29 @@ func (r Route) RungOf(provider, model string) int {
 func (r Route) FallsBackOn(c ErrorClass) bool { return slices.Contains(r.FallbackOn, c) }
 
 // Reserve is what an attempt must be able to pay before it may start: the
-// worst case of the route's first rung for this input. It is computed when
-// the job is created and stored on the record, so the claim itself refuses
-// an attempt the budget cannot cover (conditions cannot do arithmetic).
-func (r Route) Reserve(in Input) Nanocents {
-	if len(r.Rungs) == 0 {
-		return 0
+// worst case of the route's first rung for this input, in the cheapest
+// lane the job allows (lanes, nil: any) of the first rung that offers
+// one. It is computed when the job is created and stored on the record,
+// so the claim itself refuses an attempt the budget cannot cover
+// (conditions cannot do arithmetic); an attempt that chooses a dearer
+// lane raises its hold before the call (attempt.holdFor).
+func (r Route) Reserve(in Input, lanes []Lane) Nanocents {
+	if g, ok := r.Entry(lanes); ok {
+		wc, _ := g.cheapest(in, lanes)
+		return wc
 	}
-	return r.Rungs[0].WorstCase(in)
+	return 0
+}
+
+// Entry is the rung an attempt of a job allowing lanes (nil: any) starts
+// on: the first that offers one of them; false when none does.
+func (r Route) Entry(lanes []Lane) (Rung, bool) {
+	for _, g := range r.Rungs {
+		if _, ok := g.cheapest(Input{}, lanes); ok {
+			return g, true
+		}
+	}
+	return Rung{}, false
 }
 
 // OutputCap is the max_tokens this rung is asked for: the job's, lowered

@@ -44,10 +44,10 @@ func TestRoute(t *testing.T) {
 			t.Errorf("%s: WorstCase = %d, want %d", tt.name, got, tt.worst)
 		}
 	}
-	if got := r.Reserve(in); got != 42 {
+	if got := r.Reserve(in, nil); got != 42 {
 		t.Errorf("Reserve = %d, want the first rung's worst case 42", got)
 	}
-	if got := (job.Route{}).Reserve(in); got != 0 {
+	if got := (job.Route{}).Reserve(in, nil); got != 0 {
 		t.Errorf("an empty route reserves %d", got)
 	}
 }

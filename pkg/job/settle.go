@@ -23,19 +23,37 @@ type Settlement struct {
 	// Estimated says Cost includes an estimate for a call whose usage the
 	// provider never reported; the record then says its cost is estimated.
 	Estimated bool
+	// Saved is what the attempt's calls cost less than at their rungs'
+	// standard prices (Rung.Saved), added to the record's Saved.
+	Saved Nanocents
+	// Lane is the lane of the attempt's last call and Attempt the
+	// attempt's number: together the attempt's entry in the record's
+	// AttemptLanes. A settlement without either (no call made, or an
+	// attempt it cannot name) adds none.
+	Lane    Lane
+	Attempt int
 }
 
 // IsZero reports whether s settles nothing: a write that carries it has no
-// attempt's money to keep when it is refused.
-func (s Settlement) IsZero() bool { return s == Settlement{} }
+// attempt's money to keep when it is refused. The lane and the attempt's
+// number alone settle nothing: an attempt whose call was refused unbilled
+// paid nothing.
+func (s Settlement) IsZero() bool {
+	s.Lane, s.Attempt = "", 0
+	return s == Settlement{}
+}
 
 // Apply returns j with s settled. An estimated cost marks the record's
 // cost estimated for good: a sum with one estimate in it is an estimate.
 func (s Settlement) Apply(j Job) Job {
 	j.Cost += s.Cost
+	j.Saved += s.Saved
 	j.CostEstimated = j.CostEstimated || s.Estimated
 	j.Held -= s.Held
 	j.RunTime += s.Ran.Truncate(time.Millisecond)
+	if s.Lane != "" && s.Attempt > 0 {
+		j.AttemptLanes = WithAttemptLane(j.AttemptLanes, AttemptLane{Attempt: s.Attempt, Lane: s.Lane})
+	}
 	return j
 }
 

@@ -86,6 +86,10 @@ type Resume struct {
 	Of  Pending
 	// Cost is what the resumed generation cost.
 	Cost Nanocents
+	// Saved is what it cost less than in its rung's standard lane
+	// (Rung.Saved): a generation started in a cheaper lane keeps its
+	// saving when another attempt fetches it.
+	Saved Nanocents
 	// Estimated says the provider did not report the generation's usage.
 	Estimated bool
 }
@@ -93,7 +97,7 @@ type Resume struct {
 // Settlement is what Resume settles for the written-off attempt, as its
 // refused late settlement would (AddCost).
 func (r Resume) Settlement() Settlement {
-	return Settlement{Cost: r.Of.Paid + r.Cost, Held: r.Of.Held, Estimated: r.Estimated || r.Of.Estimated}
+	return Settlement{Cost: r.Of.Paid + r.Cost, Held: r.Of.Held, Estimated: r.Estimated || r.Of.Estimated, Saved: r.Saved}
 }
 
 // Succeed stores the result and settles the attempt (Settlement).
@@ -108,6 +112,7 @@ type Succeed struct {
 	Settlement
 	Result    json.RawMessage
 	Model     string
+	Lane      Lane
 	ExpiresAt time.Time
 }
 
@@ -134,7 +139,9 @@ type Release struct {
 // lasts, no attempt is spent on it.
 // Precondition: state = running AND lease_owner = Owner.
 // Effect: state = queued, attempts - 1, held - Held, not_before =
-// NotBefore, error_class = rate_limited with Detail, the lease removed.
+// NotBefore, error_class = Class (rate_limited when unnamed) with Detail,
+// the lease removed. A lane's capacity refusal (capacity_unavailable) is
+// the other wait that defers (docs/architecture.md, "Cost lanes").
 // A retried defer whose first try landed is refused (the lease is gone),
 // and the hold is returned once.
 type Defer struct {
@@ -142,8 +149,17 @@ type Defer struct {
 	Owner     string
 	Now       time.Time
 	Held      Nanocents
+	Class     ErrorClass
 	Detail    string
 	NotBefore time.Time
+}
+
+// Why is the class a defer records: Class, rate_limited when unnamed.
+func (d Defer) Why() ErrorClass {
+	if d.Class == "" {
+		return RateLimited
+	}
+	return d.Class
 }
 
 // End stops a job for good with Class; the state is Class.FinalState()
@@ -427,7 +443,7 @@ func (r Resume) Apply(j Job) Job {
 
 // Apply returns j after the success.
 func (s Succeed) Apply(j Job) Job {
-	j.State, j.Result, j.ResultModel = Succeeded, s.Result, s.Model
+	j.State, j.Result, j.ResultModel, j.ResultLane = Succeeded, s.Result, s.Model, s.Lane
 	j.ErrorClass, j.ErrorDetail = "", ""
 	j = s.Settlement.Apply(j)
 	j.Progress = 1
@@ -448,7 +464,7 @@ func (r Release) Apply(j Job) Job {
 
 // Apply returns j after the defer.
 func (d Defer) Apply(j Job) Job {
-	j.State, j.ErrorClass, j.ErrorDetail = Queued, RateLimited, d.Detail
+	j.State, j.ErrorClass, j.ErrorDetail = Queued, d.Why(), d.Detail
 	j.NotBefore = Millis(d.NotBefore)
 	j.Attempts--
 	j.Held -= d.Held
@@ -510,5 +526,7 @@ func touch(j Job, now time.Time) Job {
 
 func unlease(j Job) Job {
 	j.LeaseOwner, j.LeaseUntil = "", time.Time{}
+	// A stay in the batch lane ends with the lease that held it.
+	j.Enlisted, j.EnlistedAt = "", time.Time{}
 	return j
 }

@@ -250,6 +250,8 @@ func clone(j job.Job) job.Job {
 	j.Result = cloneRaw(j.Result)
 	j.Callback.Events = slices.Clone(j.Callback.Events)
 	j.WrittenOff = slices.Clone(j.WrittenOff)
+	j.Lanes = slices.Clone(j.Lanes)
+	j.AttemptLanes = slices.Clone(j.AttemptLanes)
 	if j.Pending != nil {
 		p := *j.Pending
 		j.Pending = &p

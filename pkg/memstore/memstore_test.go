@@ -22,3 +22,7 @@ func TestBucketConformance(t *testing.T) {
 func TestSlotConformance(t *testing.T) {
 	storetest.RunSlots(t, memstore.NewSlots())
 }
+
+func TestBatchConformance(t *testing.T) {
+	storetest.RunBatches(t, memstore.NewBatches())
+}

@@ -78,11 +78,15 @@ func (s *Store) Failures(_ context.Context, q job.FailureQuery, each func(job.Fa
 	var found []job.Failure
 	for id, at := range s.ended {
 		j := s.jobs[id]
-		if at.Before(q.Since) || !at.Before(q.Until) || (len(q.Classes) > 0 && !slices.Contains(q.Classes, j.ErrorClass)) {
+		if at.Before(q.Since) || !at.Before(q.Until) || (len(q.Classes) > 0 && !slices.Contains(q.Classes, j.ErrorClass)) ||
+			(q.InputHash != "" && j.InputHash != q.InputHash) {
 			continue
 		}
 		f := job.FailureOf(j)
 		f.EndedAt = at
+		if q.Saved {
+			f.Saved = j.Saved
+		}
 		found = append(found, f)
 	}
 	s.mu.Unlock()

@@ -35,6 +35,15 @@ func Unreported(r Request, output string) Usage {
 	return Usage{InputTokens: job.PromptCeiling(r.Messages), OutputTokens: out, Estimated: true}
 }
 
+// BatchUnreported is the usage of a batch's answer that came without its
+// counts: the output at two bytes a token, estimated. A batch's result
+// names its request only by id, so the prompt's share is the collector's
+// to add from the job's input (at least its prompt ceiling, as
+// Unreported's).
+func BatchUnreported(output string) Usage {
+	return Usage{OutputTokens: (int64(len(output)) + 1) / 2, Estimated: true}
+}
+
 // StreamUsage is the usage of a stream from what it told before it ended:
 // input is the server's prompt count (0 when it sent none: the prompt
 // ceiling then), output the larger of the content deltas received (a token

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
 // Request is one generation. Model is the provider's own model id.
@@ -37,6 +38,12 @@ type Request struct {
 	// made; fetching is free. A generation the provider no longer has
 	// (expired, never made, another key's) is ErrGone.
 	Resume string
+	// Lane is the service tier the call asks for: flex or priority are
+	// sent as the provider's service_tier; "" and standard send nothing.
+	// A flex call the provider refuses for want of capacity fails with
+	// job.CapacityUnavailable, never job.RateLimited: the worker then
+	// moves the call to a faster lane rather than waiting on the key.
+	Lane job.Lane
 }
 
 // ErrGone is what a resumed call (Request.Resume) answers when the
@@ -134,4 +141,13 @@ func Classify(err error) (job.ErrorClass, Usage) {
 		return job.Cancelled, Usage{}
 	}
 	return job.Internal, Usage{}
+}
+
+// Result is what a job that r answered shows as its result: the public
+// wire.Result, not the provider seam's own type, so that a change to this
+// package cannot reshape what clients read. The worker and the batch
+// lane's collector both record it.
+func (r Response) Result() wire.Result {
+	return wire.Result{Output: r.Output, Model: r.Model, FinishReason: r.FinishReason,
+		Usage: wire.Usage{InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens, Estimated: r.Usage.Estimated}}
 }

@@ -115,14 +115,29 @@ const (
 	// Unparked: the attempt's parked outcome was recorded, its exact cost
 	// with it.
 	Unparked
+	// Returned: the job waited in the batch lane and no collector took it
+	// (docs/architecture.md, "The batch lane"): nothing was called, so
+	// its hold was returned, not charged, and it went back to the queue.
+	Returned
 )
 
+// UncollectedDetail is the error detail of a job the batch lane gave back
+// because no collector took it before its lease ended.
+const UncollectedDetail = "no collector took the job from the batch lane before its lease ended; nothing was billed"
+
 // Settle settles cur's dead attempt (cur.DeadAttempt(now)): from its
-// parked outcome when lot holds one, else by writing it off. A nil lot
+// parked outcome when lot holds one, else by writing it off; a job that
+// waited in the batch lane uncollected is released with its hold
+// (Returned). A nil lot
 // parks nothing. A refused write answers the store's Conflict (the record
 // moved: decide again); a lot that cannot be read answers its error
 // until Patience has passed since the lease ended.
 func Settle(ctx context.Context, s Store, lot Lot, cur job.Job, now time.Time) (How, job.Job, error) {
+	if cur.Enlisted != "" && cur.InBatchLane() {
+		j, err := s.Release(ctx, job.Release{ID: cur.ID, Owner: cur.LeaseOwner, Now: job.NextUpdate(cur.UpdatedAt, now),
+			Settlement: job.Settlement{Held: cur.Held}, Class: job.Timeout, Detail: UncollectedDetail})
+		return Returned, j, err
+	}
 	if lot != nil {
 		key := Key(cur.ID, cur.LeaseOwner)
 		body, err := lot.Get(ctx, key)

@@ -45,11 +45,18 @@ var now = time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
 // dead creates a job whose attempt by "dead" holds 100 and whose lease
 // ended at until.
 func dead(t *testing.T, s *memstore.Store, until time.Time) job.Job {
+	t.Helper()
+	return deadAs(t, s, until, func(*job.Job) {})
+}
+
+// deadAs is dead, the job changed by change before it is created.
+func deadAs(t *testing.T, s *memstore.Store, until time.Time, change func(*job.Job)) job.Job {
 	keys++
 	t.Helper()
 	j := job.Job{ID: job.NewID("t1", fmt.Sprint(t.Name(), keys)), Tenant: "t1", Model: "default", Input: []byte(`{}`), State: job.Running,
 		Attempts: 1, MaxAttempts: 3, Budget: job.Cents(1), Reserve: 100, Held: 100, LeaseOwner: "dead", LeaseUntil: until,
 		Deadline: now.Add(time.Hour), Version: 2, CreatedAt: now.Add(-time.Hour), UpdatedAt: now.Add(-time.Minute)}
+	change(&j)
 	if _, err := s.Create(t.Context(), j); err != nil {
 		t.Fatal(err)
 	}
@@ -130,5 +137,25 @@ func TestAParkedOutcomeOfACancelledJobKeepsItsCost(t *testing.T) {
 	cur, _ := job.ConflictJob(err)
 	if how != parking.Unparked || job.ErrorCode(err) != job.CodeConflict || cur.State != job.Abandoned || cur.Cost != 40 || cur.Held != 0 || cur.LeaseOwner != "" {
 		t.Fatalf("settle: %v %+v %v", how, cur, err)
+	}
+}
+
+// A job that waited in the batch lane and no collector took made no call
+// and was billed nothing: its dead lease is settled by returning its
+// hold, not by charging it as an estimate. Once collected into a batch
+// (the provider may be generating), it is written off as any attempt.
+func TestAnUncollectedJobsHoldIsReturnedNotCharged(t *testing.T) {
+	s := memstore.New()
+	waiting := deadAs(t, s, now.Add(-time.Second), func(j *job.Job) {
+		j.LeaseOwner, j.Enlisted, j.EnlistedAt = job.BatchOwner("w_1"), "default#0", now.Add(-time.Hour)
+	})
+	how, got, err := parking.Settle(t.Context(), s, nil, waiting, now)
+	if err != nil || how != parking.Returned || got.State != job.Queued || got.Cost != 0 || got.CostEstimated || got.Held != 0 ||
+		got.LeaseOwner != "" || got.Enlisted != "" || got.ErrorDetail != parking.UncollectedDetail {
+		t.Fatalf("uncollected: %v %+v %v, want queued with its hold returned", how, got, err)
+	}
+	collected := deadAs(t, s, now.Add(-time.Second), func(j *job.Job) { j.LeaseOwner, j.Batch = job.BatchOwner("b_1"), "b_1" })
+	if how, got, err := parking.Settle(t.Context(), s, nil, collected, now); err != nil || how != parking.WrittenOff || got.Cost != 100 || !got.CostEstimated {
+		t.Fatalf("collected: %v %+v %v, want written off", how, got, err)
 	}
 }

@@ -529,9 +529,12 @@ func (r *Reconciler) endDeadLettered(ctx context.Context, id string, now, sentAt
 	if err != nil {
 		return err
 	}
-	if how == parking.Unparked {
+	switch how {
+	case parking.Unparked:
 		r.cfg.Logger.Info("a dead attempt's parked outcome was recorded", "job_id", id)
-	} else {
+	case parking.Returned:
+		r.cfg.Logger.Warn("a job no collector took from the batch lane was given back, its hold returned", "job_id", id)
+	default:
 		r.cfg.Logger.Warn("a dead attempt was written off: its hold is charged as an estimate", "job_id", id, "charged_cents", cur.Held.String())
 	}
 	_, err = r.cfg.Store.End(ctx, end)

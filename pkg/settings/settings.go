@@ -40,6 +40,11 @@ type Settings struct {
 	// CreatedShards spreads one day over that many partitions.
 	CreatedIndex  string
 	CreatedShards int
+	// EnlistedIndex holds the keys of the jobs waiting in a batch lane to
+	// be collected (job.Enlist), keyed by the lane (job.LaneKey) and the
+	// enlist time: a collector reads only what waits, oldest first. Sparse:
+	// a job leaves it when collected (job.Collect).
+	EnlistedIndex string
 
 	// Reconciler (docs/architecture.md, "The reconciler"): every ReconcileEvery
 	// it re-sends, through the claim path, jobs queued and untouched for
@@ -47,6 +52,17 @@ type Settings struct {
 	// long ago (their worker died and the message is gone).
 	ReconcileEvery time.Duration
 	ReconcileAfter time.Duration
+	// CollectEvery is how often the batch lane's collector runs
+	// (docs/architecture.md, "The batch lane"): it submits the batches
+	// that are due, polls the submitted ones and settles their results.
+	CollectEvery time.Duration
+	// CollectorTimeout and CollectorMemoryMB size the collector function,
+	// which the CDK stack deploys only when a route offers a batch lane;
+	// no function reads them. The stack holds the timeout below
+	// CollectEvery, so a run ends before the next is due
+	// (docs/deploy.md, "The collector").
+	CollectorTimeout  time.Duration
+	CollectorMemoryMB int
 	// ReconcileResendMax bounds the queued jobs one sweep re-sends while
 	// the queue has a backlog (oldest first, each once while it lasts).
 	ReconcileResendMax int
@@ -136,7 +152,11 @@ func Defaults() Settings {
 		QuarantineFor:      24 * time.Hour,
 		CreatedIndex:       "by_created",
 		CreatedShards:      4,
+		EnlistedIndex:      "enlisted",
 		ReconcileEvery:     5 * time.Minute,
+		CollectEvery:       time.Minute,
+		CollectorTimeout:   50 * time.Second,
+		CollectorMemoryMB:  256,
 		ReconcileAfter:     10 * time.Minute,
 		ReconcileResendMax: 100,
 		ReconcilerTimeout:  60 * time.Second,
@@ -199,6 +219,9 @@ func (s Settings) ParkBucketName() string { return s.Prefix + "-parked" }
 // QuarantineTableName is the quarantine table (the inputs known to
 // fail, job.Quarantine).
 func (s Settings) QuarantineTableName() string { return s.Prefix + "-quarantine" }
+
+// BatchBucketName is a Bedrock batch lane's bucket on an emulator.
+func (s Settings) BatchBucketName() string { return s.Prefix + "-batches" }
 
 // BucketsTableName is the providers' rate-limit buckets (job.Bucket).
 func (s Settings) BucketsTableName() string { return s.Prefix + "-buckets" }
@@ -313,10 +336,12 @@ func (s Settings) Validate() error {
 	check(s.CreatedShards >= 1, "created shards below 1")
 	check(s.QuarantineFor >= 0, "quarantine for %s: want 0 (off) or more", s.QuarantineFor)
 	check(s.ReconcileEvery >= time.Minute, "reconcile every %s: a schedule runs at most once a minute", s.ReconcileEvery)
+	check(s.CollectEvery > 0, "collect every %s: want a positive period", s.CollectEvery)
 	check(s.ReconcileAfter >= 2*s.LeaseTTL && s.ReconcileAfter >= s.ReconcileEvery,
 		"reconcile after %s must be at least two lease TTLs (%s) and one reconcile period (%s): a live job is never re-sent", s.ReconcileAfter, s.LeaseTTL, s.ReconcileEvery)
 	check(s.ReconcileResendMax >= 1, "reconcile resend max %d below 1", s.ReconcileResendMax)
 	check(s.ReconcilerTimeout >= 10*time.Second, "reconciler timeout %s below 10s", s.ReconcilerTimeout)
+	check(s.CollectorTimeout >= 10*time.Second, "collector timeout %s below 10s", s.CollectorTimeout)
 	check(s.BackoffBase > 0 && s.BackoffMax >= s.BackoffBase, "backoff base/max out of order")
 	check(s.AWSCallTimeout > 0, "AWS call timeout %s is not positive", s.AWSCallTimeout)
 	check(s.CallbackTimeout >= time.Second && s.NotifierTimeout >= s.CallbackTimeout+5*time.Second,

@@ -50,6 +50,7 @@ func TestValidateRefuses(t *testing.T) {
 		{"reconcile after one lease", func(s *settings.Settings) { s.ReconcileAfter = s.LeaseTTL }, "reconcile after"},
 		{"reconcile after less than a period", func(s *settings.Settings) { s.ReconcileAfter = s.ReconcileEvery - time.Second }, "reconcile after"},
 		{"reconciler timeout 5s", func(s *settings.Settings) { s.ReconcilerTimeout = 5 * time.Second }, "reconciler timeout"},
+		{"collector timeout 5s", func(s *settings.Settings) { s.CollectorTimeout = 5 * time.Second }, "collector timeout"},
 		{"batch size 0", func(s *settings.Settings) { s.BatchSize = 0 }, "batch size 0"},
 		{"batch size 11", func(s *settings.Settings) { s.BatchSize = 11 }, "batch size 11"},
 		{"max concurrency 1", func(s *settings.Settings) { s.MaxConcurrency = 1 }, "maximum concurrency 1"},

@@ -266,3 +266,61 @@ func repeatedFinish(t *testing.T, s *suite) {
 		})
 	}
 }
+
+// savedSum: what an attempt's lanes saved is settled exactly as its cost
+// is, so the record's saving is the job's, over every attempt: an applied
+// finish adds it, a refused one still does (once, however often it is
+// sent), a written-off attempt's late settlement adds it whole (only its
+// cost replaces an estimate), and a premium lane's negative saving
+// subtracts. Each settlement adds its attempt's lane the same way: once,
+// applied or refused, in attempt order.
+func savedSum(t *testing.T, s *suite) {
+	ctx, now := t.Context(), base.Add(time.Minute)
+	j := s.create(t, func(j *job.Job) { j.MaxAttempts = 10 })
+	a := s.claim(t, j.ID, "a", now)
+	at := now.Add(time.Second)
+	got, err := s.store.Release(ctx, job.Release{ID: j.ID, Owner: "a", Now: at, Class: job.Timeout,
+		Settlement: job.Settlement{Cost: 9, Held: reserve, Ran: time.Second, Saved: -3, Lane: job.Priority, Attempt: 1}})
+	want := a
+	want.AttemptLanes = []job.AttemptLane{{Attempt: 1, Lane: job.Priority}}
+	want.State, want.ErrorClass, want.LeaseOwner, want.LeaseUntil = job.Queued, job.Timeout, "", time.Time{}
+	want.Cost, want.Saved, want.Held, want.RunTime, want.Version, want.UpdatedAt = 9, -3, 0, time.Second, a.Version+1, at
+	s.applied(t, "a priority lane's release", got, err, want)
+
+	b := s.claim(t, j.ID, "b", now.Add(time.Minute))
+	at = now.Add(time.Minute + time.Second)
+	got, err = s.store.Succeed(ctx, job.Succeed{ID: j.ID, Owner: "b", Now: at, Settlement: job.Settlement{Cost: 6, Held: reserve, Ran: time.Second, Saved: 10, Lane: job.Flex, Attempt: 2},
+		Result: json.RawMessage(`{"output":"x"}`), Model: "m", Lane: job.Flex, ExpiresAt: keep})
+	want = b
+	want.AttemptLanes = []job.AttemptLane{{Attempt: 1, Lane: job.Priority}, {Attempt: 2, Lane: job.Flex}}
+	want.State, want.Result, want.ResultModel, want.ResultLane = job.Succeeded, json.RawMessage(`{"output":"x"}`), "m", job.Flex
+	want.ErrorClass, want.LeaseOwner, want.LeaseUntil, want.Progress, want.ExpiresAt = "", "", time.Time{}, 1, keep
+	want.Cost, want.Saved, want.Held, want.RunTime, want.Version, want.UpdatedAt = 15, 7, 0, 2*time.Second, b.Version+1, at
+	s.applied(t, "a flex lane's success", got, err, want)
+
+	// The released attempt's late end (another rung's call it still paid
+	// for) is refused, and its premium still subtracted, once.
+	late := job.End{ID: j.ID, Owner: "a", Now: at.Add(time.Second), Settlement: job.Settlement{Cost: 2, Saved: -4, Lane: job.Standard, Attempt: 1},
+		Class: job.Timeout, ExpiresAt: keep}
+	_, err = s.store.End(ctx, late)
+	want.Cost, want.Saved, want.Version, want.UpdatedAt = 17, 3, want.Version+1, late.Now
+	want.AttemptLanes = []job.AttemptLane{{Attempt: 1, Lane: job.Priority}, {Attempt: 1, Lane: job.Standard}, {Attempt: 2, Lane: job.Flex}}
+	s.refused(t, "the released attempt's end", err, want)
+	late.Now = late.Now.Add(time.Second)
+	_, err = s.store.End(ctx, late)
+	s.refused(t, "the released attempt's end, sent again", err, want)
+
+	k := s.create(t, func(j *job.Job) { j.MaxAttempts, j.Saved = 10, 5 })
+	d := s.claim(t, k.ID, "d", now)
+	off, err := s.store.WriteOff(ctx, job.NewWriteOff(d, now.Add(2*time.Minute)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	at = now.Add(2*time.Minute + time.Second)
+	_, err = s.store.Release(ctx, job.Release{ID: k.ID, Owner: "d", Now: at, Class: job.Timeout,
+		Settlement: job.Settlement{Cost: 4, Held: reserve, Ran: time.Second, Saved: -6, Lane: job.Batch, Attempt: 1}})
+	want = off
+	want.AttemptLanes = []job.AttemptLane{{Attempt: 1, Lane: job.Batch}}
+	want.Cost, want.Saved, want.RunTime, want.Version, want.UpdatedAt = 4, -1, time.Second, off.Version+1, at
+	s.refused(t, "a written-off attempt's late release", err, want)
+}

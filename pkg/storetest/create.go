@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"encoding/json"
+	"slices"
 	"testing"
 	"time"
 
@@ -21,15 +22,23 @@ func createAndGet(t *testing.T, s *suite) {
 			j.State, j.Attempts, j.MaxAttempts = job.Running, 2, 7
 			// 2^53+1 nanocents: an amount float64 cannot hold exactly.
 			j.Budget, j.Cost = 9_007_199_254_740_993, 333_333_333
+			// A premium lane's attempts leave the saving negative.
+			j.Saved, j.Lanes = -123_456_789, []job.Lane{job.Priority, job.Standard}
 			j.Deadline = base.Add(36*time.Hour + 999*time.Millisecond)
 			j.LeaseOwner, j.LeaseUntil = "worker-1", base.Add(90*time.Second+time.Millisecond)
 			j.ErrorClass, j.ErrorDetail = job.RateLimited, "http 429"
-			j.Result, j.ResultModel, j.Progress = json.RawMessage(`{"output":"x"}`), "gpt-x", 0.375
+			j.Result, j.ResultModel, j.ResultLane, j.Progress = json.RawMessage(`{"output":"x"}`), "gpt-x", job.Priority, 0.375
 			j.Version = 7
 			j.CreatedAt, j.UpdatedAt, j.ExpiresAt = base.Add(-time.Hour), base.Add(time.Millisecond), keep
 			j.Callback = job.Callback{URL: "https://hooks.example.com/a?b=c", Events: []job.State{job.Running, job.Failed, job.Abandoned}}
 			j.Deliveries = job.Deliveries{Attempts: 3, LastStatus: 500, DeliveredAt: base.Add(time.Second), DeliveredVersion: 6}
+			j.Enlisted, j.EnlistedAt, j.Batch = job.LaneKey("default", 1), base.Add(-time.Minute), "batch-1"
 		}},
+		// The lanes are kept in the caller's order, not sorted as a set
+		// would keep them.
+		{"lanes in the caller's order", func(j *job.Job) { j.Lanes = []job.Lane{job.Standard, job.Flex} }},
+		{"one lane", func(j *job.Job) { j.Lanes = []job.Lane{job.Flex} }},
+		{"a saving and no lanes", func(j *job.Job) { j.Saved = 1 }},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
@@ -47,14 +56,16 @@ func peek(t *testing.T, s *suite) {
 		j.Metadata = json.RawMessage(`{"k":"v"}`)
 		j.State, j.Attempts, j.MaxAttempts = job.Queued, 2, 7
 		j.Budget, j.Cost, j.CostEstimated = 9_007_199_254_740_993, 333_333_333, true
+		j.Saved, j.Lanes = 42, []job.Lane{job.Flex, job.Standard}
 		j.Deadline = base.Add(36 * time.Hour)
 		j.LeaseOwner, j.LeaseUntil, j.NotBefore = "worker-1", base.Add(90*time.Second), base.Add(5*time.Second)
 		j.ErrorClass, j.ErrorDetail = job.RateLimited, "http 429 from the provider"
-		j.Result, j.ResultModel, j.Progress = json.RawMessage(`{"output":"x"}`), "gpt-x", 0.375
+		j.Result, j.ResultModel, j.ResultLane, j.Progress = json.RawMessage(`{"output":"x"}`), "gpt-x", job.Flex, 0.375
 		j.Version, j.Replays = 7, 1
 		j.CreatedAt, j.UpdatedAt, j.ExpiresAt = base.Add(-time.Hour), base.Add(time.Millisecond), keep
 		j.Callback = job.Callback{URL: "https://hooks.example.com/a", Events: []job.State{job.Running, job.Failed}}
 		j.Deliveries = job.Deliveries{Attempts: 3, LastStatus: 500, DeliveredAt: base.Add(time.Second), DeliveredVersion: 6}
+		j.Enlisted, j.EnlistedAt, j.Batch = job.LaneKey("default", 1), base.Add(-time.Minute), "batch-1"
 	})
 	want := job.Peeked(s.get(t, j.ID))
 	got, err := s.store.Peek(t.Context(), j.ID)
@@ -111,6 +122,18 @@ func unknownIDs(t *testing.T, s *suite) {
 			_, err := s.store.Cancel(ctx, job.Cancel{ID: id, Tenant: tenant, Now: now})
 			return err
 		}},
+		{"enlist", func() error {
+			_, err := s.store.Enlist(ctx, job.Enlist{ID: id, Owner: "me", Now: now, Lane: job.LaneKey("default", 1), Until: now.Add(time.Hour)})
+			return err
+		}},
+		{"enlist into no lane", func() error {
+			_, err := s.store.Enlist(ctx, job.Enlist{ID: id, Owner: "me", Now: now, Until: now.Add(time.Hour)})
+			return err
+		}},
+		{"collect", func() error {
+			_, err := s.store.Collect(ctx, job.Collect{ID: id, Owner: job.BatchOwner("me"), Now: now, Batch: "b1"})
+			return err
+		}},
 	} {
 		notFound(t, c.name, c.call())
 	}
@@ -122,18 +145,23 @@ func unknownIDs(t *testing.T, s *suite) {
 // copies: a record shares no memory with its caller, in either direction.
 func copies(t *testing.T, s *suite) {
 	ctx := t.Context()
-	input := []byte(`{"a":1}`)
-	j := s.record(func(j *job.Job) { j.Input = input })
-	if _, err := s.store.Create(ctx, j); err != nil {
+	input, lanes := []byte(`{"a":1}`), []job.Lane{job.Flex, job.Standard}
+	j := s.record(func(j *job.Job) { j.Input, j.Lanes = input, lanes })
+	created, err := s.store.Create(ctx, j)
+	if err != nil {
 		t.Fatal(err)
 	}
-	input[1] = 'X'
+	input[1], lanes[0] = 'X', job.Priority
+	created.Lanes[1] = job.Priority
 	got := s.get(t, j.ID)
 	if string(got.Input) != `{"a":1}` {
 		t.Fatalf("the caller's input buffer changed the stored record: %s", got.Input)
 	}
-	got.Input[1] = 'Y'
-	if string(s.get(t, j.ID).Input) != `{"a":1}` {
+	if !slices.Equal(got.Lanes, []job.Lane{job.Flex, job.Standard}) {
+		t.Fatalf("the caller's lanes changed the stored record: %v", got.Lanes)
+	}
+	got.Input[1], got.Lanes[0] = 'Y', job.Priority
+	if again := s.get(t, j.ID); string(again.Input) != `{"a":1}` || !slices.Equal(again.Lanes, []job.Lane{job.Flex, job.Standard}) {
 		t.Fatal("a returned record shares memory with the stored one")
 	}
 

@@ -12,12 +12,13 @@ import (
 // The effect of each applied transition on the whole record.
 
 // attempt is a record held by "me" whose earlier attempt failed: it carries
-// cost, run time, progress, an error class and a detail that each effect
-// must keep or clear as documented, and the hold of me's claim.
+// cost, a saving, run time, progress, an error class and a detail that
+// each effect must keep or clear as documented, and the hold of me's
+// claim.
 func attempt(now time.Time) func(*job.Job) {
 	return func(j *job.Job) {
 		running("me", now.Add(time.Minute))(j)
-		j.Attempts, j.Cost, j.Progress, j.RunTime = 2, 4, 0.6, 700*time.Millisecond
+		j.Attempts, j.Cost, j.Saved, j.Progress, j.RunTime = 2, 4, 3, 0.6, 700*time.Millisecond
 		j.ErrorClass, j.ErrorDetail = job.RateLimited, "http 429"
 	}
 }
@@ -117,23 +118,28 @@ func succeed(t *testing.T, s *suite) {
 	for _, c := range []struct {
 		name    string
 		model   string
+		lane    job.Lane
+		saved   job.Nanocents // by this attempt; the earlier one saved 3
+		want    job.Nanocents // the record's saving after it
 		expires time.Time
 		mut     func(*job.Job)
 	}{
-		{"result, model, class cleared", "gpt-x", keep, nil},
-		{"no model named clears a stale one", "", keep, func(j *job.Job) { j.ResultModel = "stale" }},
-		{"no expiry: kept forever", "gpt-x", time.Time{}, nil},
+		{"result, model, lane, class cleared", "gpt-x", job.Flex, 5, 8, keep, nil},
+		{"a premium lane's negative saving subtracts", "gpt-x", job.Priority, -7, -4, keep, nil},
+		{"no model named clears a stale one", "", job.Flex, 0, 3, keep, func(j *job.Job) { j.ResultModel = "stale" }},
+		{"no lane named clears a stale one", "gpt-x", "", 0, 3, keep, func(j *job.Job) { j.ResultLane = job.Priority }},
+		{"no expiry: kept forever", "gpt-x", job.Standard, 0, 3, time.Time{}, nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			j := s.create(t, attempt(now), c.mut)
-			got, err := s.store.Succeed(t.Context(), job.Succeed{ID: j.ID, Owner: "me", Now: now, Settlement: job.Settlement{Cost: 6, Held: reserve, Ran: ran},
-				Result: json.RawMessage(`{"output":"x"}`), Model: c.model, ExpiresAt: c.expires})
+			got, err := s.store.Succeed(t.Context(), job.Succeed{ID: j.ID, Owner: "me", Now: now, Settlement: job.Settlement{Cost: 6, Held: reserve, Ran: ran, Saved: c.saved},
+				Result: json.RawMessage(`{"output":"x"}`), Model: c.model, Lane: c.lane, ExpiresAt: c.expires})
 			want := j
-			want.State, want.Result, want.ResultModel = job.Succeeded, json.RawMessage(`{"output":"x"}`), c.model
+			want.State, want.Result, want.ResultModel, want.ResultLane = job.Succeeded, json.RawMessage(`{"output":"x"}`), c.model, c.lane
 			want.ErrorClass, want.ErrorDetail = "", ""
 			want.LeaseOwner, want.LeaseUntil = "", time.Time{}
-			want.Cost, want.Held, want.RunTime, want.Progress, want.ExpiresAt = 10, 0, 2200*time.Millisecond, 1, c.expires
+			want.Cost, want.Saved, want.Held, want.RunTime, want.Progress, want.ExpiresAt = 10, c.want, 0, 2200*time.Millisecond, 1, c.expires
 			want.Version, want.UpdatedAt = j.Version+1, now
 			s.applied(t, "succeed", got, err, want)
 		})
@@ -153,11 +159,12 @@ func release(t *testing.T, s *suite) {
 		t.Run(c.name, func(t *testing.T) {
 			t.Parallel()
 			j := s.create(t, attempt(now))
-			got, err := s.store.Release(t.Context(), job.Release{ID: j.ID, Owner: "me", Now: now, Settlement: job.Settlement{Cost: 6, Held: reserve, Ran: ran}, Class: c.class, Detail: c.detail})
+			// A priority lane's attempt: its negative saving subtracts.
+			got, err := s.store.Release(t.Context(), job.Release{ID: j.ID, Owner: "me", Now: now, Settlement: job.Settlement{Cost: 6, Held: reserve, Ran: ran, Saved: -5}, Class: c.class, Detail: c.detail})
 			want := j
 			want.State, want.ErrorClass, want.ErrorDetail = job.Queued, c.class, c.detail
 			want.LeaseOwner, want.LeaseUntil = "", time.Time{}
-			want.Cost, want.Held, want.RunTime, want.Version, want.UpdatedAt = 10, 0, 2200*time.Millisecond, j.Version+1, now
+			want.Cost, want.Saved, want.Held, want.RunTime, want.Version, want.UpdatedAt = 10, -2, 0, 2200*time.Millisecond, j.Version+1, now
 			s.applied(t, "release", got, err, want)
 		})
 	}
@@ -165,8 +172,9 @@ func release(t *testing.T, s *suite) {
 
 // deferred: a claimed job handed back before its attempt paid anything
 // (job.Defer) is queued again with its attempt uncounted, its hold
-// returned, its cost, run time and progress as they were, and a backoff;
-// a second defer, like a stranger's, is refused and changes nothing.
+// returned, its cost, run time and progress as they were, a backoff and
+// the class of the wait (rate_limited unless the defer names another); a
+// second defer, like a stranger's, is refused and changes nothing.
 func deferred(t *testing.T, s *suite) {
 	now := base.Add(time.Minute)
 	j := s.create(t, attempt(now))
@@ -186,6 +194,14 @@ func deferred(t *testing.T, s *suite) {
 	if _, err := s.store.Claim(t.Context(), job.Claim{ID: j.ID, Owner: "next", Now: now.Add(time.Second), LeaseUntil: now.Add(time.Minute)}); job.ErrorCode(err) != job.CodeConflict {
 		t.Errorf("a claim during the defer's backoff: %v, want a conflict", err)
 	}
+	// A lane's capacity refusal defers too, and says so.
+	k := s.create(t, attempt(now))
+	got, err = s.store.Defer(t.Context(), job.Defer{ID: k.ID, Owner: "me", Now: now, Held: reserve, Class: job.CapacityUnavailable})
+	want = k
+	want.State, want.ErrorClass, want.ErrorDetail = job.Queued, job.CapacityUnavailable, ""
+	want.LeaseOwner, want.LeaseUntil = "", time.Time{}
+	want.Attempts, want.Held, want.Version, want.UpdatedAt = 1, 0, k.Version+1, now
+	s.applied(t, "a capacity defer", got, err, want)
 }
 
 func endOwned(t *testing.T, s *suite) {
@@ -204,11 +220,11 @@ func endOwned(t *testing.T, s *suite) {
 		t.Run(string(c.class), func(t *testing.T) {
 			t.Parallel()
 			j := s.create(t, attempt(now))
-			got, err := s.store.End(t.Context(), job.End{ID: j.ID, Owner: "me", Now: now, Settlement: job.Settlement{Cost: 6, Held: reserve, Ran: ran}, Class: c.class, Detail: "why", ExpiresAt: keep})
+			got, err := s.store.End(t.Context(), job.End{ID: j.ID, Owner: "me", Now: now, Settlement: job.Settlement{Cost: 6, Held: reserve, Ran: ran, Saved: 4}, Class: c.class, Detail: "why", ExpiresAt: keep})
 			want := j
 			want.State, want.ErrorClass, want.ErrorDetail = c.state, c.class, "why"
 			want.LeaseOwner, want.LeaseUntil = "", time.Time{}
-			want.Cost, want.Held, want.RunTime = 10, 0, 2200*time.Millisecond
+			want.Cost, want.Saved, want.Held, want.RunTime = 10, 7, 0, 2200*time.Millisecond
 			want.ExpiresAt, want.Version, want.UpdatedAt = keep, j.Version+1, now
 			s.applied(t, "end", got, err, want)
 		})

@@ -294,7 +294,8 @@ func (l listed) badCursors(t *testing.T) {
 }
 
 // failures: every failed and abandoned job that ended in the window, with
-// its cost and input hash, and nothing that did not fail or ended outside.
+// its cost and input hash (and what it saved, when asked), and nothing
+// that did not fail or ended outside.
 func failures(t *testing.T, s *suite) {
 	ctx := t.Context()
 	start := base.Add(time.Hour) // a window no other case ends jobs in
@@ -302,7 +303,9 @@ func failures(t *testing.T, s *suite) {
 	end := func(at time.Time, class job.ErrorClass, cost job.Nanocents, hash string, inWindow bool) {
 		j := s.create(t, func(j *job.Job) { j.InputHash = hash; j.Deadline = base.Add(48 * time.Hour) })
 		s.claim(t, j.ID, "w", at.Add(-time.Second))
-		got, err := s.store.End(ctx, job.End{ID: j.ID, Owner: "w", Now: at, Settlement: job.Settlement{Cost: cost}, Class: class, ExpiresAt: keep})
+		// Each saved a fifth of its cost (its calls ran in a cheaper lane).
+		got, err := s.store.End(ctx, job.End{ID: j.ID, Owner: "w", Now: at, Settlement: job.Settlement{Cost: cost, Saved: cost / 5},
+			Class: class, ExpiresAt: keep})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -337,6 +340,17 @@ func failures(t *testing.T, s *suite) {
 	window.Classes = []job.ErrorClass{job.Overloaded}
 	if got := collect(window); !slices.Equal(got, want[:2]) {
 		t.Fatalf("overloaded only\n got %+v\nwant %+v", got, want[:2])
+	}
+	window.Classes, window.Saved = nil, true
+	for i := range want {
+		want[i].Saved = want[i].Cost / 5
+	}
+	if got := collect(window); !slices.Equal(got, want) || want[0].Saved == 0 {
+		t.Fatalf("failures with what they saved\n got %+v\nwant %+v", got, want)
+	}
+	window.InputHash = "sha256:a"
+	if got := collect(window); !slices.Equal(got, want[:2]) {
+		t.Fatalf("one input's failures\n got %+v\nwant %+v", got, want[:2])
 	}
 	stop := errors.New("enough")
 	if err := s.store.Failures(ctx, window, func(job.Failure) error { return stop }); !errors.Is(err, stop) {

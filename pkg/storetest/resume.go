@@ -27,7 +27,8 @@ func await(t *testing.T, s *suite) {
 		s.applied(t, "await", got, err, want)
 
 		next := p
-		next.ID, next.Paid = "resp_2", 30 // the next rung's generation replaces it
+		// The next rung's generation, in another lane, replaces it.
+		next.ID, next.Paid, next.Lane = "resp_2", 30, job.Flex
 		got, err = s.store.Await(t.Context(), job.Await{ID: j.ID, Owner: "me", Now: now.Add(time.Second), Pending: next})
 		want.Pending = &next
 		want.Version, want.UpdatedAt = want.Version+1, now.Add(time.Second)
@@ -43,8 +44,9 @@ func await(t *testing.T, s *suite) {
 
 // resume: a written-off attempt's generation, resumed by the next
 // attempt, replaces the estimate its write-off charged with what it cost
-// (plus what the attempt had paid before it), once: a repeated resume and
-// the attempt's own late settlement, in either order, leave it alone.
+// (plus what the attempt had paid before it) and adds what its lane
+// saved, once: a repeated resume and the attempt's own late settlement,
+// in either order, leave it alone.
 func resume(t *testing.T, s *suite) {
 	now := base.Add(time.Minute)
 	// writtenOff is a job whose attempt "old" started pending and was
@@ -57,7 +59,7 @@ func resume(t *testing.T, s *suite) {
 		return s.claim(t, j.ID, "next", now.Add(time.Second))
 	}
 	at := now.Add(2 * time.Second)
-	r := func(id string) job.Resume { return job.Resume{ID: id, Now: at, Of: pending, Cost: 7} }
+	r := func(id string) job.Resume { return job.Resume{ID: id, Now: at, Of: pending, Cost: 7, Saved: 3} }
 	t.Run("replaces the estimate", func(t *testing.T) {
 		t.Parallel()
 		j := writtenOff(t)
@@ -67,6 +69,7 @@ func resume(t *testing.T, s *suite) {
 		got, err := s.store.Resume(t.Context(), r(j.ID))
 		want := j
 		want.Cost = 1017 // 1000 + what old paid before (10) + the generation (7)
+		want.Saved = j.Saved + 3
 		want.Version, want.UpdatedAt = j.Version+1, at
 		s.applied(t, "resume", got, err, want)
 

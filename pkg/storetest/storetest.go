@@ -40,6 +40,9 @@ type Store interface {
 	Replay(context.Context, job.Replay) (job.Job, error)
 	Nudge(context.Context, job.Nudge) (job.Job, error)
 	RecordDelivery(context.Context, job.Delivery) (job.Job, error)
+	Enlist(context.Context, job.Enlist) (job.Job, error)
+	Collect(context.Context, job.Collect) (job.Job, error)
+	Enlisted(ctx context.Context, lane string, limit int) ([]job.Enlistee, error)
 	List(context.Context, job.ListQuery) (job.Page, error)
 	Failures(context.Context, job.FailureQuery, func(job.Failure) error) error
 	Unfinished(context.Context, time.Time, func(id string) error) error
@@ -82,6 +85,7 @@ func cases() []testCase {
 		{"a second finish by the same owner keeps its cost", secondFinish},
 		{"a finish repeated after a lost answer counts once", repeatedFinish},
 		{"an estimated cost marks the record", estimatedCost},
+		{"what the lanes saved sums over attempts", savedSum},
 		{"version and updated_at move forward", versionAndUpdated},
 		{"skewed writers in a row", skewedInARow},
 		{"heartbeat", heartbeat},
@@ -100,6 +104,10 @@ func cases() []testCase {
 		{"replay", replay},
 		{"nudge", nudge},
 		{"delivery", delivery},
+		{"enlist", enlist},
+		{"collect", collect},
+		{"enlisted", enlistedIndex},
+		{"the batch lane settles under its own lease", batchSettle},
 		{"list", list},
 		{"failures", failures},
 		{"unfinished", unfinished},

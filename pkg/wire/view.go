@@ -30,6 +30,10 @@ type View struct {
 	// the request was sent): the provider billed at most that much.
 	CostEstimated bool          `json:"cost_estimated"`
 	BudgetCents   job.Nanocents `json:"budget_cents"`
+	// SavedCents is what the job's calls cost less than they would have
+	// in their rungs' standard lanes, over every attempt (negative when a
+	// priority lane cost more): the money its lanes saved.
+	SavedCents job.Nanocents `json:"saved_cents"`
 	// Held is the hold (job.Job.Held): what attempts in flight hold of the
 	// budget until their cost is settled (a worker that died keeps its
 	// hold). It was named reserved_cents on the wire before the glossary
@@ -43,11 +47,18 @@ type View struct {
 	// wrote it, passed on byte for byte), or null (nil once read).
 	Result      json.RawMessage `json:"result"`
 	ResultModel string          `json:"result_model,omitempty"`
-	Metadata    json.RawMessage `json:"metadata,omitempty"`
-	CreatedAt   Time            `json:"created_at"`
-	UpdatedAt   Time            `json:"updated_at"`
-	Deadline    Time            `json:"deadline"`
-	Version     int64           `json:"version"`
+	// ResultLane is the lane the result was served in.
+	ResultLane job.Lane `json:"result_lane,omitempty"`
+	// Lanes are the lanes the create allowed; absent when it named none.
+	Lanes []job.Lane `json:"lanes,omitempty"`
+	// AttemptLanes are, per settled attempt that made a call, the lane
+	// of its last call: what each attempt was priced at.
+	AttemptLanes []job.AttemptLane `json:"attempt_lanes,omitempty"`
+	Metadata     json.RawMessage   `json:"metadata,omitempty"`
+	CreatedAt    Time              `json:"created_at"`
+	UpdatedAt    Time              `json:"updated_at"`
+	Deadline     Time              `json:"deadline"`
+	Version      int64             `json:"version"`
 	// Callback is the job's callback and what became of its deliveries;
 	// absent when the create named none.
 	Callback *CallbackView `json:"callback,omitempty"`
@@ -75,8 +86,8 @@ func NewView(j job.Job) View {
 		ID: j.ID, State: j.State, RequestKey: j.RequestKey, InputHash: j.InputHash,
 		Model: j.Model, Attempts: j.Attempts, MaxAttempts: j.MaxAttempts,
 		Progress: job.ClampProgress(j.Progress), CostCents: j.Cost, CostEstimated: j.CostEstimated, BudgetCents: j.Budget, Held: max(j.Held, 0),
-		ResultModel: j.ResultModel,
-		CreatedAt:   Time{j.CreatedAt}, UpdatedAt: Time{j.UpdatedAt},
+		ResultModel: j.ResultModel, SavedCents: j.Saved, ResultLane: j.ResultLane, Lanes: j.Lanes, AttemptLanes: j.AttemptLanes,
+		CreatedAt: Time{j.CreatedAt}, UpdatedAt: Time{j.UpdatedAt},
 		Deadline: Time{j.Deadline}, Version: j.Version,
 	}
 	if j.ErrorClass != "" && j.State != job.Succeeded {

@@ -85,7 +85,7 @@ func (a *attempt) run(ctx context.Context) outcome {
 	// set aside (the claim checked the record's Reserve; the route's price
 	// may have changed since the job was created).
 	avail := a.j.LeftAfter(0)
-	first := route.Reserve(in) // the first rung's worst case, at today's prices
+	first := route.Reserve(in, a.j.Lanes) // the first rung's worst case, at today's prices
 	if !job.Covers(avail, first) {
 		return a.end(ctx, job.BudgetExhausted, "remaining budget below the first rung's worst case "+first.String()+" cents", job.Settlement{})
 	}
@@ -139,13 +139,14 @@ func (a *attempt) run(ctx context.Context) outcome {
 // tenant's slot until it leaves.
 func (a *attempt) admit(ctx context.Context, route job.Route, in job.Input) (outcome, bool) {
 	if !a.enter(ctx, route) {
-		return a.deferFor(ctx, a.timing.tenantWait(a.m.receives(), a.rand), "the tenant has its limit of jobs in flight"), false
+		return a.deferFor(ctx, a.timing.tenantWait(a.m.receives(), a.rand), job.RateLimited, "the tenant has its limit of jobs in flight"), false
 	}
-	wait, waited := a.take(ctx, route.Rungs[0], in, a.inlineWait(ctx, route))
+	entry, _ := route.Entry(a.j.Lanes)
+	wait, waited := a.take(ctx, entry, in, a.inlineWait(ctx, route))
 	o, ok := outcomeKeep, true
 	switch {
 	case wait > 0:
-		o, ok = a.deferFor(ctx, wait, "the provider's rate limit is spent"), false
+		o, ok = a.deferFor(ctx, wait, job.RateLimited, "the provider's rate limit is spent"), false
 	case waited:
 		o, ok = a.renew(ctx)
 	}
@@ -166,14 +167,21 @@ func (a *attempt) admit(ctx context.Context, route job.Route, in job.Input) (out
 // finish records how the climb r ended, why being the cause its calls were
 // stopped with, and next the worst case a next attempt would need.
 func (a *attempt) finish(ctx context.Context, r climbed, why error, next job.Nanocents) outcome {
+	if r.enlisted {
+		return outcomeDelete // the batch lane holds the job; its collector settles it
+	}
 	if r.err == nil && !errors.Is(why, errLeaseLost) {
-		a.log.Info("attempt succeeded", "model", r.rung.Provider+"/"+r.resp.Model, "rungs", r.tried, "cost_cents", r.paid.Cost.String(),
+		a.log.Info("attempt succeeded", "model", r.rung.Provider+"/"+r.resp.Model, "lane", r.rung.Lane, "rungs", r.tried, "cost_cents", r.paid.Cost.String(),
+			"saved_cents", r.paid.Saved.String(),
 			"cost_estimated", r.paid.Estimated, "duration_ms", r.took.Milliseconds(),
 			"input_tokens", r.resp.Usage.InputTokens, "output_tokens", r.resp.Usage.OutputTokens)
 		return a.succeed(ctx, r)
 	}
 	if a.deferrable(r, why) {
-		return a.deferFor(ctx, max(pauseOf(r.err), job.Burst), "the provider answered 429: its rate limit is spent")
+		return a.deferFor(ctx, max(pauseOf(r.err), job.Burst), job.RateLimited, "the provider answered 429: its rate limit is spent")
+	}
+	if wait, ok := a.outOfCapacity(r, why); ok {
+		return a.deferFor(ctx, wait, job.CapacityUnavailable, "no lane the job allows had capacity")
 	}
 	if errors.Is(why, errLeaseLost) {
 		a.log.Info("attempt stopped: lease lost or job cancelled", "cost_cents", r.paid.Cost.String(), "duration_ms", r.took.Milliseconds())

@@ -18,6 +18,7 @@ var (
 	errRungTimeout    = errors.New("model rung timeout")
 	errJobDeadline    = errors.New("job deadline")
 	errLambdaDeadline = errors.New("function deadline")
+	errHoldRefused    = errors.New("the hold for the chosen lane could not be raised")
 )
 
 // call runs one rung under its own timeout and reports whether that
@@ -38,6 +39,7 @@ func (a *attempt) call(ctx context.Context, rung job.Rung, in job.Input, started
 			a.progress.Store(math.Float64bits(v))
 		},
 		Started: started,
+		Lane:    rung.Lane,
 	})
 	if resp.Model == "" {
 		resp.Model = rung.Model

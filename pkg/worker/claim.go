@@ -113,6 +113,10 @@ func (w *Worker) newAttempt(m message, j job.Job, owner string, start time.Time)
 func (w *Worker) recover(ctx context.Context, cur job.Job, now time.Time, log *slog.Logger) (outcome, bool) {
 	how, j, err := parking.Settle(ctx, w.cfg.Store, w.cfg.Parking, cur, now)
 	switch code := job.ErrorCode(err); {
+	case code == "" && how == parking.Returned:
+		log.Warn("a job no collector took from the batch lane was given back, its hold returned", "dead_owner", cur.LeaseOwner)
+		w.meter.count("AttemptsUncollected", nil)
+		return outcomeKeep, true
 	case code == "" && how == parking.Unparked:
 		log.Info("a dead attempt's parked outcome was recorded", "dead_owner_attempt", cur.Attempts, "state", j.State)
 		w.meter.count("OutcomesUnparked", nil)

@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"math"
 	"time"
 
 	"github.com/aijobs/aijobs/pkg/job"
@@ -20,67 +21,155 @@ type climbed struct {
 	tried int
 	paid  job.Settlement
 	took  time.Duration
+	// enlisted says the attempt made no call: it handed the job to its
+	// rung's batch lane (attempt.enlist), whose collector settles it.
+	enlisted bool
+	// wait is how long the bucket of the next call's key asked to wait
+	// when the climb stopped for it (attempt.outOfCapacity).
+	wait time.Duration
 }
 
-// pay adds what a call with usage u cost at price p to what the climb paid.
-func (r *climbed) pay(u model.Usage, p job.Price) {
-	r.paid.Cost += u.Cost(p)
+// pay adds what a call with usage u on rung g cost, and saved against
+// g's standard lane, to what the climb paid; g's lane is the attempt's
+// last call's so far.
+func (r *climbed) pay(u model.Usage, g job.Rung) {
+	if r.paid.Lane = g.Lane; r.paid.Lane == "" {
+		r.paid.Lane = job.Standard
+	}
+	r.paid.Cost += u.Cost(g.Price)
+	r.paid.Saved += g.Saved(max(u.InputTokens, 0), max(u.OutputTokens, 0))
 	r.paid.Estimated = r.paid.Estimated || u.Estimated
 }
 
 // climb calls the route's rungs in order until one answers, one fails with
 // a class the route does not fall back on, the attempt's own context ends,
-// or the next rung's worst case no longer fits in avail.
+// or the next call's worst case no longer fits in avail. On each rung it
+// tries the lanes the rung's plan names (job.Rung.Plan: the cheapest that
+// fit the job's deadline first), moving on to the next lane when one
+// refuses for want of capacity or outlives its own timeout.
 func (a *attempt) climb(ctx context.Context, route job.Route, in job.Input, avail job.Nanocents) climbed {
 	var r climbed
+	first := true
 	for i, rung := range route.Rungs {
 		if ctx.Err() != nil {
 			// The attempt ended before this rung (a lease that could not be
 			// renewed even before the first call): never start a call.
-			if i == 0 {
+			if first {
 				r.err, r.class = context.Cause(ctx), job.Timeout
 			}
 			return r
 		}
-		if i > 0 {
-			wc := rung.WorstCase(in)
-			if !job.Covers(avail-r.paid.Cost, wc) {
-				a.log.Info("no fallback: the next rung's worst case does not fit the budget", "error_class", r.class, "rung", i, "worst_case_cents", wc.String())
-				return r
-			}
-			if !a.holdFor(ctx, r.paid.Cost+wc) {
-				return r
-			}
-			// No wait in place here: the route's timeout and the lease's
-			// cap are already running.
-			if wait, _ := a.take(ctx, rung, in, 0); wait > 0 {
-				a.log.Info("no fallback: the next rung's provider is rate limited", "error_class", r.class, "rung", i, "wait_ms", wait.Milliseconds())
-				return r
-			}
+		plan, offered := a.plan(rung, in, avail-r.paid.Cost)
+		if !offered {
+			continue // the job allows none of this rung's lanes
+		}
+		if len(plan) == 0 {
+			a.log.Info("no fallback: the next rung's worst case does not fit the budget", "error_class", r.class, "rung", i)
+			return r
+		}
+		if !first {
 			a.log.Info("falling back to the next rung", "error_class", r.class, "rung", i, "provider", rung.Provider, "model", rung.Model)
 			a.meter.count("Fallbacks", map[string]string{"ErrorClass": string(r.class)})
 		}
-		r.rung, r.tried = rung, i+1
-		a.progress.Store(0)
-		resp, err, timedOut := a.call(ctx, rung, in, a.awaiter(ctx, rung, r.paid))
-		class, usage := model.Classify(err)
-		if err == nil {
-			usage = resp.Usage
+		r.tried = i + 1
+		if a.climbLanes(ctx, &r, plan, in, first) {
+			return r
 		}
-		r.pay(usage, rung.Price)
-		a.untake(context.WithoutCancel(ctx), rung, in, resp, err)
-		r.resp, r.err, r.class = resp, err, class
-		if err == nil || ctx.Err() != nil {
-			return r // answered, or the attempt itself is over
-		}
-		if timedOut {
-			r.class = job.Timeout
-		}
+		first = false
 		if !route.FallsBackOn(r.class) {
 			return r
 		}
 	}
 	return r
+}
+
+// plan is the lanes of rung to try with avail left of the budget, and
+// whether the rung offers any lane the job allows.
+func (a *attempt) plan(rung job.Rung, in job.Input, avail job.Nanocents) ([]job.Rung, bool) {
+	left := a.j.Deadline.Sub(a.clock.Now())
+	if len(rung.Plan(in, a.j.Lanes, left, job.Nanocents(math.MaxInt64))) == 0 {
+		return nil, false
+	}
+	return rung.Plan(in, a.j.Lanes, left, avail), true
+}
+
+// climbLanes calls the lanes of one rung's plan in turn, first saying
+// whether the attempt's admission took for its first call (the entry
+// rung's), and reports whether the climb is over: answered, enlisted in
+// the batch lane, the attempt itself ended, or the next call could not be
+// made (its hold or its take refused). Otherwise r holds how the rung's
+// last lane failed.
+func (a *attempt) climbLanes(ctx context.Context, r *climbed, plan []job.Rung, in job.Input, first bool) bool {
+	moved := false // a call in this rung's plan came before
+	for k, lane := range plan {
+		if lane.Lane == job.Batch {
+			until, ok := a.batchLease(lane, plan[k+1:])
+			if !first || moved || !ok {
+				continue // a job enters a batch lane only before any call, with time to wait
+			}
+			r.rung, r.enlisted = lane, true
+			if r.err = a.enlist(ctx, lane, in, until); r.err != nil {
+				r.class, r.enlisted = job.Internal, false
+			}
+			return true
+		}
+		if !a.holdFor(ctx, r.paid.Cost+lane.WorstCase(in)) {
+			if r.err == nil {
+				// Nothing was called yet: the attempt fails, retried.
+				r.err, r.class = errHoldRefused, job.Internal
+			}
+			return true
+		}
+		if !first || moved {
+			// No wait in place here: the route's timeout and the lease's
+			// cap are already running.
+			if wait, _ := a.take(ctx, lane, in, 0); wait > 0 {
+				a.log.Info("no fallback: the next call's provider is rate limited", "error_class", r.class, "lane", lane.String(), "wait_ms", wait.Milliseconds())
+				r.wait = wait
+				return true
+			}
+		}
+		if moved {
+			a.log.Info("moving to the rung's next lane", "error_class", r.class, "lane", lane.String())
+			a.meter.count("LaneMoves", map[string]string{"ErrorClass": string(r.class), "Lane": string(lane.Lane)})
+		}
+		moved = true
+		if k+1 < len(plan) {
+			lane.Timeout = a.laneTimeout(lane, plan[k+1])
+		}
+		r.rung = lane
+		a.progress.Store(0)
+		resp, err, timedOut := a.call(ctx, lane, in, a.awaiter(ctx, lane, r.paid))
+		class, usage := model.Classify(err)
+		if err == nil {
+			usage = resp.Usage
+		}
+		r.pay(usage, lane)
+		a.untake(context.WithoutCancel(ctx), lane, in, resp, err)
+		r.resp, r.err, r.class = resp, err, class
+		if err == nil || ctx.Err() != nil {
+			return true // answered, or the attempt itself is over
+		}
+		if timedOut {
+			r.class = job.Timeout
+		}
+		if !timedOut && class != job.CapacityUnavailable {
+			return false
+		}
+	}
+	return false
+}
+
+// laneTimeout is how long a call in lane may run when next is the lane
+// the attempt moves on to: its own timeout, cut so that next's p99 still
+// fits before the job's deadline. A slow lane whose call would leave no
+// time for a faster one gives way to it while the deadline can be met.
+func (a *attempt) laneTimeout(lane, next job.Rung) time.Duration {
+	cut := a.j.Deadline.Sub(a.clock.Now()) - next.P99()
+	if cut > 0 && cut < lane.Timeout {
+		return cut
+	}
+	return lane.Timeout
 }
 
 // holdFor raises the attempt's hold to need (what it spent so far plus the

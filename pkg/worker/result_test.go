@@ -19,7 +19,7 @@ func TestTheResultIsStoredAsBefore(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		now, err := job.EncodeJSON(resultOf(r))
+		now, err := job.EncodeJSON(r.Result())
 		if err != nil {
 			t.Fatal(err)
 		}

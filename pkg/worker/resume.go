@@ -34,6 +34,9 @@ func (a *attempt) awaiter(ctx context.Context, rung job.Rung, paid job.Settlemen
 		}
 		p := job.Pending{Owner: a.owner, Provider: rung.Provider, Model: rung.Model, ID: id,
 			Held: a.held, Paid: paid.Cost, Estimated: paid.Estimated}
+		if rung.Lane != job.Standard {
+			p.Lane = rung.Lane
+		}
 		wctx, cancel := context.WithTimeout(ctx, awaitWrite)
 		defer cancel()
 		err := retryWrite(wctx, a.rand, func() error {
@@ -58,13 +61,15 @@ func (a *attempt) resume(ctx context.Context, route job.Route, in job.Input) (cl
 		return climbed{}, false
 	}
 	p := *a.j.Pending
-	i := route.RungOf(p.Provider, p.Model)
+	rung, laned := job.Rung{}, false
+	if i := route.RungOf(p.Provider, p.Model); i >= 0 {
+		rung, laned = route.Rungs[i].InLane(p.Lane)
+	}
 	prov, ok := a.providers[p.Provider]
-	if r, can := prov.(resumer); i < 0 || !ok || !can || !r.Resumes() {
-		a.log.Info("the pending generation's rung is no longer a resumable one; generating again", "provider", p.Provider, "model", p.Model)
+	if r, can := prov.(resumer); !laned || !ok || !can || !r.Resumes() {
+		a.log.Info("the pending generation's rung is no longer a resumable one; generating again", "provider", p.Provider, "model", p.Model, "lane", p.Lane)
 		return climbed{}, false
 	}
-	rung := route.Rungs[i]
 	rctx, cancel := context.WithTimeoutCause(ctx, rung.Timeout, errRungTimeout)
 	defer cancel()
 	resp, err := prov.Generate(rctx, model.Request{JobID: a.j.ID, Model: rung.Model, Messages: in.Messages,
@@ -78,21 +83,26 @@ func (a *attempt) resume(ctx context.Context, route job.Route, in job.Input) (cl
 	if resp.Model == "" {
 		resp.Model = rung.Model
 	}
-	a.settleResumed(ctx, p, resp.Usage.Cost(rung.Price), resp.Usage.Estimated)
+	u := resp.Usage
+	a.settleResumed(ctx, job.Resume{ID: a.j.ID, Of: p, Cost: u.Cost(rung.Price), Estimated: u.Estimated,
+		Saved: rung.Saved(max(u.InputTokens, 0), max(u.OutputTokens, 0))})
 	// Nothing of the bucket's take was used: the generation was taken for
 	// when it was started.
-	a.untake(context.WithoutCancel(ctx), route.Rungs[0], in, model.Response{}, nil)
+	entry, _ := route.Entry(a.j.Lanes)
+	a.untake(context.WithoutCancel(ctx), entry, in, model.Response{}, nil)
 	a.log.Info("resumed the pending generation of a written-off attempt", "provider", p.Provider, "model", p.Model)
 	a.meter.count("GenerationsResumed", nil)
 	return climbed{resp: resp, rung: rung, tried: 1}, true
 }
 
 // settleResumed replaces the dead attempt's estimate with what its
-// generation cost (job.Resume). A write that never lands leaves the
-// estimate, an upper bound the record already says is estimated.
-func (a *attempt) settleResumed(ctx context.Context, p job.Pending, cost job.Nanocents, estimated bool) {
+// generation cost, and adds what its lane saved (job.Resume, stamped
+// here). A write that never lands leaves the estimate, an upper bound the
+// record already says is estimated.
+func (a *attempt) settleResumed(ctx context.Context, r job.Resume) {
 	err := retryWrite(ctx, a.rand, func() error {
-		_, err := a.store.Resume(ctx, job.Resume{ID: a.j.ID, Now: a.stamp(), Of: p, Cost: cost, Estimated: estimated})
+		r.Now = a.stamp()
+		_, err := a.store.Resume(ctx, r)
 		return err
 	})
 	if err != nil {

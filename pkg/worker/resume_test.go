@@ -72,6 +72,26 @@ func TestADeadAttemptsGenerationIsResumedNotPaidAgain(t *testing.T) {
 	}
 }
 
+// A resumed generation the dead attempt started in a cheaper lane is
+// priced at that lane, and what the lane saved is on the record as for
+// any call.
+func TestAResumedGenerationKeepsItsLanesSaving(t *testing.T) {
+	l := setupLanes(t, nil)
+	l.w = l.newWorker(l.store, withKeeper(l.fixture), func(c *worker.Config) { c.Routes = map[string]job.Route{"default": l.route} })
+	j := l.create("k1", func(j *job.Job) {
+		deadAttempt(j)
+		j.Pending.Lane = job.Flex
+	})
+	if r := l.deliver(body(j.ID)); len(r.BatchItemFailures) != 0 {
+		t.Fatalf("kept %v, want the job finished", failedIDs(r))
+	}
+	got := l.get(j.ID)
+	if got.State != job.Succeeded || got.Cost != 5+flexCost || got.Saved != standardCost-flexCost || len(l.lanesAsked()) != 1 {
+		t.Fatalf("state %s, cost %d, saved %d, calls %d: want succeeded, %d (5 + the flex generation), %d, 1 (the resume)",
+			got.State, got.Cost, got.Saved, len(l.lanesAsked()), 5+flexCost, standardCost-flexCost)
+	}
+}
+
 // A generation the provider no longer has is generated again; the dead
 // attempt's estimate stays, since nothing tells what it cost.
 func TestAGoneGenerationIsGeneratedAgain(t *testing.T) {

@@ -10,10 +10,11 @@ import (
 )
 
 // settlement is what the attempt's finish at now settles (job.Settlement):
-// what its calls cost (paid, from the climb), everything it holds, and how
-// long it ran. Every finishing write the attempt makes takes it from here.
+// what its calls cost (paid, from the climb, with its last call's lane),
+// everything it holds, how long it ran, and which attempt it is. Every
+// finishing write the attempt makes takes it from here.
 func (a *attempt) settlement(paid job.Settlement, now time.Time) job.Settlement {
-	paid.Held, paid.Ran = a.held, now.Sub(a.start)
+	paid.Held, paid.Ran, paid.Attempt = a.held, now.Sub(a.start), a.j.Attempts
 	return paid
 }
 
@@ -44,9 +45,9 @@ func (a *attempt) record(ctx context.Context, o parking.Outcome) error {
 // succeed records the answer and what the attempt cost.
 func (a *attempt) succeed(ctx context.Context, r climbed) outcome {
 	now := a.stamp()
-	result, _ := job.EncodeJSON(resultOf(r.resp))
+	result, _ := job.EncodeJSON(r.resp.Result())
 	err := a.record(ctx, parking.Outcome{Succeed: &job.Succeed{ID: a.j.ID, Owner: a.owner, Now: now, Settlement: a.settlement(r.paid, now),
-		Result: result, Model: r.rung.Provider + "/" + r.resp.Model, ExpiresAt: a.retention.ExpiresAt(job.Succeeded, now)}})
+		Result: result, Model: r.rung.Provider + "/" + r.resp.Model, Lane: r.rung.Lane, ExpiresAt: a.retention.ExpiresAt(job.Succeeded, now)}})
 	if job.ErrorCode(err) == job.CodeTooLarge {
 		// The record cannot hold this result: end the job for good,
 		// keeping what the call cost, rather than generate it again.

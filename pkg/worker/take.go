@@ -81,7 +81,7 @@ func (a *attempt) renew(ctx context.Context) (outcome, bool) {
 		return a.settleLost(ctx, job.Cancelled, job.Settlement{}), false
 	}
 	a.log.Warn("renewing the lease after waiting for the bucket failed; deferring", "err", err)
-	return a.deferFor(ctx, a.timing.LeaseTTL, "the lease could not be renewed after waiting for the provider's rate limit"), false
+	return a.deferFor(ctx, a.timing.LeaseTTL, job.RateLimited, "the lease could not be renewed after waiting for the provider's rate limit"), false
 }
 
 // untake tells the bucket how a call on rung went: the tokens its take
@@ -147,15 +147,30 @@ func (a *attempt) deferrable(r climbed, why error) bool {
 		a.buckets != nil && r.paid.IsZero() && !a.holdUnsure
 }
 
+// outOfCapacity reports whether a climb that ended on a lane's capacity
+// refusal (every lane the job allows refused, or its deadline leaves no
+// faster one) hands the job back uncounted (job.Defer), and for how long:
+// a backoff, while the job's deadline is beyond it and nothing was paid.
+// A refusal is a wait, never a failed attempt (docs/architecture.md,
+// "Cost lanes").
+func (a *attempt) outOfCapacity(r climbed, why error) (time.Duration, bool) {
+	if why != nil || r.err == nil || r.class != job.CapacityUnavailable || !r.paid.IsZero() || a.holdUnsure {
+		return 0, false
+	}
+	// A faster lane whose key's bucket was empty asked for its own wait.
+	wait := max(job.Backoff(a.j.Attempts, a.timing.BackoffBase, a.timing.BackoffMax, a.rand()), r.wait)
+	return wait, a.clock.Now().Add(wait).Before(a.j.Deadline)
+}
+
 // deferFor hands the claimed job back to the queue for wait (job.Defer):
 // its attempt uncounted, its hold returned, its message hidden until then.
 // A defer refused means the lease was lost (or this defer landed and its
 // answer was lost): the job is not this attempt's either way.
-func (a *attempt) deferFor(ctx context.Context, wait time.Duration, detail string) outcome {
+func (a *attempt) deferFor(ctx context.Context, wait time.Duration, class job.ErrorClass, detail string) outcome {
 	ctx, cancel := a.finishContext(ctx)
 	defer cancel()
 	now := a.stamp()
-	d := job.Defer{ID: a.j.ID, Owner: a.owner, Now: now, Held: a.held, Detail: detail, NotBefore: now.Add(wait)}
+	d := job.Defer{ID: a.j.ID, Owner: a.owner, Now: now, Held: a.held, Class: class, Detail: detail, NotBefore: now.Add(wait)}
 	err := retryWrite(ctx, a.rand, func() error {
 		_, err := a.store.Defer(ctx, d)
 		return err
@@ -176,7 +191,7 @@ func (a *attempt) deferFor(ctx context.Context, wait time.Duration, detail strin
 	if err := a.queue.ChangeVisibility(ctx, a.m.ReceiptHandle, wait); err != nil {
 		a.log.Warn("hiding a deferred job's message failed; it returns at its current visibility", "err", err)
 	}
-	a.log.Info("job deferred: the provider's rate limit is spent", "wait_ms", wait.Milliseconds(), "detail", detail)
+	a.log.Info("job deferred: a wait, not an attempt", "error_class", class, "wait_ms", wait.Milliseconds(), "detail", detail)
 	a.meter.count("JobsDeferred", nil)
 	return outcomeKeep
 }

@@ -46,6 +46,7 @@ type Store interface {
 	WriteOff(context.Context, job.WriteOff) (job.Job, error)
 	Await(context.Context, job.Await) (job.Job, error)
 	Resume(context.Context, job.Resume) (job.Job, error)
+	Enlist(context.Context, job.Enlist) (job.Job, error)
 }
 
 // Queue is the part of the job queue the worker drives.
@@ -114,6 +115,11 @@ type Timing struct {
 	LambdaMargin time.Duration
 	BackoffBase  time.Duration
 	BackoffMax   time.Duration
+	// CollectEvery is the batch lane's collector period: a job enters the
+	// lane only if its lease there outlasts the lane's window and one
+	// period, since the collector hands back, a period ahead, a job whose
+	// lease would end before its batch (attempt.enlist).
+	CollectEvery time.Duration
 }
 
 func (t Timing) leaseMargin() time.Duration {

@@ -115,7 +115,8 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Base, error) {
 				return nil, fmt.Errorf("app: create quarantine table: %w", err)
 			}
 		}
-		if cfg.SharedLimits() {
+		// The buckets table also keeps the batch lane's batch records.
+		if cfg.SharedLimits() || job.AnyBatchLane(cfg.Routes) {
 			if err := dynamodb.CreateBucketsTable(ctx, ddb, cfg.BucketsTable); err != nil {
 				return nil, fmt.Errorf("app: create buckets table: %w", err)
 			}
@@ -175,7 +176,7 @@ func (b *Base) Worker(providers map[string]model.Provider, lot parking.Lot) *wor
 	cfg := worker.Config{
 		Store: b.Store, Queue: b.Queue, Clock: b.Clock, Logger: b.Logger, Retention: s.Retention, Metrics: metrics,
 		Routes: b.Config.Routes, Providers: providers, ReceiveLimit: s.MaxReceiveCount, Parking: lot,
-		Timing: worker.Timing{Heartbeat: s.Heartbeat, LeaseTTL: s.LeaseTTL, LeaseMargin: s.GuardMargin(), AttemptMargin: s.AttemptMargin,
+		Timing: worker.Timing{Heartbeat: s.Heartbeat, LeaseTTL: s.LeaseTTL, LeaseMargin: s.GuardMargin(), AttemptMargin: s.AttemptMargin, CollectEvery: s.CollectEvery,
 			LambdaMargin: s.LambdaMargin, BackoffBase: s.BackoffBase, BackoffMax: s.BackoffMax},
 	}
 	if b.Quarantines != nil {

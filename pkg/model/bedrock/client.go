@@ -17,6 +17,7 @@ import (
 	"net/url"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	awsbedrock "github.com/aws/aws-sdk-go-v2/service/bedrock"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime"
 	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
 
@@ -49,6 +50,9 @@ type Config struct {
 	Model string
 	// Stream selects ConverseStream over Converse.
 	Stream bool
+	// Batch, when set, is where the batch lane's batches go (batch.go);
+	// without it the provider takes no batches.
+	Batch *Batch
 	// API, when set, is called instead of a client built from the fields
 	// above, which are then ignored. Its retries are its owner's business:
 	// they must be off for one Generate to stay one billed call.
@@ -95,6 +99,16 @@ func New(cfg Config) (*Client, error) {
 		o.RetryMaxAttempts = 1
 		o.HTTPClient = httpClient(o.HTTPClient)
 	})
+	if cfg.Batch != nil && cfg.Batch.API == nil {
+		b := *cfg.Batch
+		b.API = awsbedrock.NewFromConfig(cfg.AWS, func(o *awsbedrock.Options) {
+			o.Region, o.BaseEndpoint = region, nil // as the runtime's, above
+			if cfg.Endpoint != "" {
+				o.BaseEndpoint = aws.String(cfg.Endpoint)
+			}
+		})
+		cfg.Batch = &b
+	}
 	return &Client{cfg: cfg, api: api}, nil
 }
 
@@ -126,9 +140,10 @@ func (c *Client) converse(ctx context.Context, r model.Request, p prompt, sent *
 		Messages:        p.messages,
 		System:          p.system,
 		InferenceConfig: p.inference,
+		ServiceTier:     serviceTier(r.Lane),
 	})
 	if err != nil {
-		return model.Response{}, callError(ctx, err, sent.Done(), model.Unanswered(r, false))
+		return model.Response{}, callError(ctx, err, sent.Done(), model.Unanswered(r, false), r.Lane)
 	}
 	var text []byte
 	if m, ok := out.Output.(*types.ConverseOutputMemberMessage); ok {
@@ -146,6 +161,19 @@ func (c *Client) converse(ctx context.Context, r model.Request, p prompt, sent *
 		r.Progress(int(u.OutputTokens))
 	}
 	return finish(string(text), r.Model, out.StopReason, u)
+}
+
+// serviceTier is what a lane asks of Bedrock. Standard (and no lane) sends
+// none rather than "default", so a standard call's body stays what it was
+// before lanes and Bedrock applies its own default.
+func serviceTier(l job.Lane) *types.ServiceTier {
+	switch l {
+	case job.Flex:
+		return &types.ServiceTier{Type: types.ServiceTierTypeFlex}
+	case job.Priority:
+		return &types.ServiceTier{Type: types.ServiceTierTypePriority}
+	}
+	return nil
 }
 
 // finish turns a completed answer into a response or, when the stop reason

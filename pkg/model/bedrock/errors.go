@@ -73,11 +73,12 @@ var codeClasses = map[string]job.ErrorClass{
 var contextTooLong = regexp.MustCompile(`(?i)input is too long|too many input tokens|prompt is too long|` +
 	`input tokens exceed|too many total text bytes|context (length|limit|window)|max(imum)?[ _]?tokens.*exceed`)
 
-// callError classifies the error of a Converse or ConverseStream call that
-// gave no answer. A refusal is not billed, nor a request that was never
-// sent in full; lost (model.Unanswered) is billed for a request sent whose
-// answer never came and for a success whose body could not be read.
-func callError(ctx context.Context, err error, sent bool, lost model.Usage) *model.Error {
+// callError classifies the error of a Converse or ConverseStream call in
+// lane that gave no answer. A refusal is not billed, nor a request that
+// was never sent in full; lost (model.Unanswered) is billed for a request
+// sent whose answer never came and for a success whose body could not be
+// read.
+func callError(ctx context.Context, err error, sent bool, lost model.Usage, lane job.Lane) *model.Error {
 	status := 0
 	var re *smithyhttp.ResponseError
 	if errors.As(err, &re) {
@@ -92,7 +93,7 @@ func callError(ctx context.Context, err error, sent bool, lost model.Usage) *mod
 	}
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
-		return apiError(ae.ErrorCode(), ae.ErrorMessage(), status, model.Usage{})
+		return inLane(apiError(ae.ErrorCode(), ae.ErrorMessage(), status, model.Usage{}), ae.ErrorCode(), lane)
 	}
 	// What is left never reached Bedrock, or came back unreadable: its
 	// text is the SDK's, not an answer quoting the prompt.
@@ -116,16 +117,17 @@ func callError(ctx context.Context, err error, sent bool, lost model.Usage) *mod
 	return &model.Error{Class: job.Internal, Detail: detail, Usage: u, Err: fmt.Errorf("%s: %w", detail, err)}
 }
 
-// streamError classifies an error that ended an event stream: the context,
-// the connection, an exception Bedrock sent in the stream, or a frame that
-// could not be decoded. The usage seen so far is billed.
-func streamError(ctx context.Context, err error, u model.Usage) *model.Error {
+// streamError classifies an error that ended an event stream of a call in
+// lane: the context, the connection, an exception Bedrock sent in the
+// stream, or a frame that could not be decoded. The usage seen so far is
+// billed.
+func streamError(ctx context.Context, err error, u model.Usage, lane job.Lane) *model.Error {
 	if ctx.Err() != nil || isTransport(err) {
 		return transportError(ctx, err, u)
 	}
 	var ae smithy.APIError
 	if errors.As(err, &ae) {
-		return apiError(ae.ErrorCode(), ae.ErrorMessage(), 0, u)
+		return inLane(apiError(ae.ErrorCode(), ae.ErrorMessage(), 0, u), ae.ErrorCode(), lane)
 	}
 	return &model.Error{Class: job.ProviderError, Detail: "bedrock: unreadable event stream", Usage: u,
 		Err: errors.New("bedrock: decode the event stream failed")}
@@ -156,6 +158,22 @@ func apiError(code, message string, status int, u model.Usage) *model.Error {
 		detail += " " + short(code)
 	}
 	return &model.Error{Class: class, Detail: detail, Usage: u, Err: errors.New("bedrock: " + detail)}
+}
+
+// inLane reads e, Bedrock's answer code to a call in lane, as the lane's
+// refusal where it is one: a flex call's ServiceUnavailableException is
+// taken as flex capacity Bedrock does not have now, so the worker moves
+// the call to a faster lane instead of retrying a pool that is full. That
+// is our reading, not Bedrock's word: its documentation says only that a
+// flex request may be slower, or refused when demand is high, and names
+// no exception for the refusal; ServiceUnavailableException ("the service
+// isn't currently available") is the answer that fits. Elsewhere the code
+// keeps its class.
+func inLane(e *model.Error, code string, lane job.Lane) *model.Error {
+	if lane == job.Flex && code == "ServiceUnavailableException" {
+		e.Class = job.CapacityUnavailable
+	}
+	return e
 }
 
 // statusClass classifies an error answer that named no code (a proxy's

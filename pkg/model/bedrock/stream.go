@@ -25,9 +25,10 @@ func (c *Client) converseStream(ctx context.Context, r model.Request, p prompt, 
 		Messages:        p.messages,
 		System:          p.system,
 		InferenceConfig: p.inference,
+		ServiceTier:     serviceTier(r.Lane),
 	})
 	if err != nil {
-		return model.Response{}, callError(ctx, err, sent.Done(), model.Unanswered(r, true))
+		return model.Response{}, callError(ctx, err, sent.Done(), model.Unanswered(r, true), r.Lane)
 	}
 	es := out.GetStream()
 	// Closing the stream closes the response body, and so the connection:
@@ -73,7 +74,7 @@ read:
 		}
 	}
 	if err := es.Err(); err != nil {
-		return model.Response{}, streamError(ctx, err, seen())
+		return model.Response{}, streamError(ctx, err, seen(), r.Lane)
 	}
 	if ctx.Err() != nil {
 		return model.Response{}, transportError(ctx, ctx.Err(), seen())

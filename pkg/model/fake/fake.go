@@ -3,13 +3,36 @@
 // prompt itself ([[fake:...]] directives), so a test drives it over HTTP
 // like any client would, and it counts calls, generations and money per
 // job, so "never a second billed generation" can be measured.
+//
+// The directives, anywhere in any message:
+//
+//   - [[fake:latency=D]]: the call takes D (a time.ParseDuration) instead
+//     of Config.Latency.
+//   - [[fake:fail=CLASS]]: every call fails with CLASS (an unknown class is
+//     internal), after its latency, billed its prompt.
+//     [[fake:fail=CLASS*N]]: only the job's first N calls fail.
+//   - [[fake:hang]]: the call waits until its context ends.
+//   - [[fake:tokens=N]]: the answer is N output tokens (at most MaxTokens).
+//   - [[fake:flex_refuse]]: a call in the flex lane is refused at once with
+//     capacity_unavailable, billed nothing and generating nothing, as a
+//     provider's full flex pool refuses; calls in other lanes are
+//     unaffected, so a test can watch the worker move to a faster lane.
+//     A refused call is still one of the job's calls (Calls, and the N of
+//     fail=CLASS*N).
+//
+// A call's lane (Request.Lane) scales its latency as the providers' tiers
+// do: flex takes three times as long, priority half as long, standard
+// (or no lane) as long as scripted. Lanes tells which lanes a job's calls
+// asked for.
 package fake
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -27,6 +50,11 @@ import (
 type Config struct {
 	Latency time.Duration
 	Price   job.Price
+	// BatchLatency is how long a batch takes to end (zero: four times
+	// Latency), on Clock (the system's when nil): a test that drives its
+	// collector's clock ends batches on it, not on how fast it ran.
+	BatchLatency time.Duration
+	Clock        job.Clock
 }
 
 // Provider is the fake model. Safe for concurrent use.
@@ -36,11 +64,18 @@ type Provider struct {
 	calls map[string]int
 	gens  map[string]int
 	spent map[string]job.Nanocents
+	lanes map[string][]job.Lane
+	// running counts calls under way, so a test can tell a stopped call
+	// from one still waiting.
+	running map[string]int
+	// batches are the submitted batches, by id.
+	batches map[string]*batch
 }
 
 // New returns a fake provider.
 func New(cfg Config) *Provider {
-	return &Provider{cfg: cfg, calls: map[string]int{}, gens: map[string]int{}, spent: map[string]job.Nanocents{}}
+	return &Provider{cfg: cfg, calls: map[string]int{}, gens: map[string]int{}, spent: map[string]job.Nanocents{},
+		lanes: map[string][]job.Lane{}, running: map[string]int{}}
 }
 
 var directive = regexp.MustCompile(`\[\[fake:([a-z_]+)(?:=([^\]]*))?\]\]`)
@@ -53,6 +88,8 @@ type script struct {
 	counted   bool
 	hang      bool
 	tokens    int
+	// flexRefuse refuses the call if it is in the flex lane.
+	flexRefuse bool
 }
 
 func parse(r model.Request, def time.Duration) script {
@@ -78,6 +115,8 @@ func parse(r model.Request, def time.Duration) script {
 				sc.hang = true
 			case "tokens":
 				sc.tokens, _ = strconv.Atoi(d[2])
+			case "flex_refuse":
+				sc.flexRefuse = true
 			}
 		}
 	}
@@ -89,13 +128,26 @@ func parse(r model.Request, def time.Duration) script {
 // tokens it consumed.
 func (p *Provider) Generate(ctx context.Context, r model.Request) (model.Response, error) {
 	sc := parse(r, p.cfg.Latency)
+	lane := laneOf(r)
 	p.mu.Lock()
 	p.calls[r.JobID]++
 	call := p.calls[r.JobID]
+	p.lanes[r.JobID] = append(p.lanes[r.JobID], lane)
+	p.running[r.JobID]++
 	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		p.running[r.JobID]--
+		p.mu.Unlock()
+	}()
 
+	if sc.flexRefuse && lane == job.Flex && ctx.Err() == nil {
+		// A full pool answers at once, and a refusal is not billed.
+		return model.Response{}, &model.Error{Class: job.CapacityUnavailable, Detail: "fake: flex capacity unavailable"}
+	}
 	in := inputTokens(r)
 	out := outputTokens(r, sc)
+	sc.latency = scaled(sc.latency, lane)
 	if sc.hang {
 		sc.latency = 1<<62 - 1
 	}
@@ -120,6 +172,28 @@ func (p *Provider) Generate(ctx context.Context, r model.Request) (model.Respons
 	}
 	return model.Response{Output: reply(r, int(out)), Model: name, FinishReason: "stop",
 		Usage: model.Usage{InputTokens: in, OutputTokens: out}}, nil
+}
+
+// laneOf is the lane r asked for; no lane is the standard one, as the
+// providers send nothing for either.
+func laneOf(r model.Request) job.Lane {
+	if r.Lane == "" {
+		return job.Standard
+	}
+	return r.Lane
+}
+
+// scaled is latency d in lane l: flex slower and priority faster, as the
+// providers' tiers trade time for price, so a test sees the worker's
+// lane choice in how long a job takes.
+func scaled(d time.Duration, l job.Lane) time.Duration {
+	switch l {
+	case job.Flex:
+		return min(d, math.MaxInt64/3) * 3 // a huge scripted latency must not wrap around to no wait
+	case job.Priority:
+		return d / 2
+	}
+	return d
 }
 
 // failure is a failed call of job id that used u, billed as a provider
@@ -227,6 +301,22 @@ func (p *Provider) TotalGenerations() int {
 		n += g
 	}
 	return n
+}
+
+// Lanes is the lane of each call for the job, in the order the calls
+// came (standard for a call that named none), so a test can check which
+// lanes the worker tried.
+func (p *Provider) Lanes(jobID string) []job.Lane {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return slices.Clone(p.lanes[jobID])
+}
+
+// Running is how many calls for the job are under way.
+func (p *Provider) Running(jobID string) int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.running[jobID]
 }
 
 // Billed is what every call for the job cost, failed ones included: the

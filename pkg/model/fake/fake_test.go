@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -386,6 +387,7 @@ func TestCountersUnderConcurrency(t *testing.T) {
 			_ = p.TotalGenerations()
 			_ = p.Calls("job-0")
 			_ = p.Billed("job-1")
+			_ = p.Lanes("job-2")
 		})
 	}
 	wg.Wait()
@@ -395,12 +397,16 @@ func TestCountersUnderConcurrency(t *testing.T) {
 			t.Fatalf("%s: calls %d generations %d, want %d and %d",
 				id, p.Calls(id), p.Generations(id), callsPerJob, callsPerJob-failures)
 		}
+		if n := len(p.Lanes(id)); n != callsPerJob {
+			t.Fatalf("%s: %d lanes recorded, want %d", id, n, callsPerJob)
+		}
 	}
 	if got := p.TotalGenerations(); got != jobs*(callsPerJob-failures) {
 		t.Fatalf("TotalGenerations = %d, want %d", got, jobs*(callsPerJob-failures))
 	}
 	p.Reset()
-	if p.Calls("job-0") != 0 || p.Generations("job-0") != 0 || p.TotalGenerations() != 0 || p.Billed("job-0") != 0 {
+	if p.Calls("job-0") != 0 || p.Generations("job-0") != 0 || p.TotalGenerations() != 0 || p.Billed("job-0") != 0 ||
+		p.Lanes("job-0") != nil {
 		t.Fatal("Reset left counts behind")
 	}
 	// After Reset the scripted failures start over, as for a new provider.
@@ -411,4 +417,129 @@ func TestCountersUnderConcurrency(t *testing.T) {
 
 func TestProviderInterface(t *testing.T) {
 	var _ model.Provider = fake.New(fake.Config{})
+}
+
+// A lane scales the call's latency, scripted or default: flex three times
+// as long, priority half as long, standard (or no lane) as scripted.
+func TestLaneLatency(t *testing.T) {
+	const latency = 200 * time.Millisecond
+	tests := []struct {
+		name     string
+		lane     job.Lane
+		prompt   string
+		deadline time.Duration  // 0: none
+		minTime  time.Duration  // the call takes at least this long
+		class    job.ErrorClass // "" for an answer
+	}{
+		{name: "no lane", prompt: "hello", minTime: latency},
+		{name: "standard", lane: job.Standard, prompt: "hello", minTime: latency},
+		{name: "standard is not halved", lane: job.Standard, prompt: "hello", deadline: latency * 9 / 10, class: job.Timeout},
+		{name: "priority is halved", lane: job.Priority, prompt: "hello", deadline: latency * 9 / 10, minTime: latency / 2},
+		{name: "flex is tripled", lane: job.Flex, prompt: "hello", minTime: 3 * latency},
+		{name: "flex is slower than standard", lane: job.Flex, prompt: "hello", deadline: 2 * latency, class: job.Timeout},
+		{name: "a scripted latency is scaled too", lane: job.Flex, prompt: "[[fake:latency=30ms]] hello", minTime: 90 * time.Millisecond},
+		{name: "an unknown lane is standard", lane: "turbo", prompt: "hello", minTime: latency},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel() // the calls mostly sleep
+			p := fake.New(fake.Config{Latency: latency, Price: price})
+			ctx := context.Background()
+			if tt.deadline > 0 {
+				var cancel context.CancelFunc
+				ctx, cancel = context.WithTimeout(ctx, tt.deadline)
+				defer cancel()
+			}
+			r := req("j", user(tt.prompt))
+			r.Lane = tt.lane
+			start := time.Now()
+			_, err := p.Generate(ctx, r)
+			if elapsed := time.Since(start); elapsed < tt.minTime {
+				t.Fatalf("took %v, want at least %v", elapsed, tt.minTime)
+			}
+			if tt.class == "" {
+				if err != nil {
+					t.Fatalf("Generate: %v", err)
+				}
+				return
+			}
+			if me := asModelError(t, err); me.Class != tt.class {
+				t.Fatalf("class %q, want %q", me.Class, tt.class)
+			}
+		})
+	}
+}
+
+// [[fake:flex_refuse]] refuses the flex calls alone, at once and for
+// nothing; every call is counted, and Lanes tells them in order.
+func TestFlexRefuse(t *testing.T) {
+	prompt := "[[fake:flex_refuse]] hello there"
+	in := int64(len(prompt)+3) / 4
+	p := fake.New(fake.Config{Price: price})
+	steps := []job.Lane{job.Flex, job.Standard, job.Priority, job.Flex, ""}
+	gens := 0
+	for i, lane := range steps {
+		r := req("j", user(prompt))
+		r.Lane = lane
+		resp, err := p.Generate(context.Background(), r)
+		if lane != job.Flex {
+			if err != nil {
+				t.Fatalf("step %d (%q): %v, want an answer", i, lane, err)
+			}
+			if want := (model.Usage{InputTokens: in, OutputTokens: 5}); resp.Usage != want {
+				t.Fatalf("step %d (%q): usage %+v, want %+v", i, lane, resp.Usage, want)
+			}
+			gens++
+			continue
+		}
+		me := asModelError(t, err)
+		if me.Class != job.CapacityUnavailable || me.Usage != (model.Usage{}) {
+			t.Fatalf("step %d: %q %+v, want capacity_unavailable billed nothing", i, me.Class, me.Usage)
+		}
+		if class, usage := model.Classify(err); class != job.CapacityUnavailable || usage != (model.Usage{}) {
+			t.Fatalf("step %d: Classify = %q %+v", i, class, usage)
+		}
+	}
+	wantLanes := []job.Lane{job.Flex, job.Standard, job.Priority, job.Flex, job.Standard}
+	if got := p.Lanes("j"); !slices.Equal(got, wantLanes) {
+		t.Fatalf("Lanes = %v, want %v", got, wantLanes)
+	}
+	if p.Calls("j") != len(steps) || p.Generations("j") != gens {
+		t.Fatalf("calls %d generations %d, want %d and %d", p.Calls("j"), p.Generations("j"), len(steps), gens)
+	}
+	if want := job.Nanocents(gens) * price.Cost(in, 5); p.Billed("j") != want {
+		t.Fatalf("billed %v, want %v: a refusal costs nothing", p.Billed("j"), want)
+	}
+	if got := p.Lanes("other"); got != nil {
+		t.Fatalf("Lanes of a job never called = %v, want none", got)
+	}
+
+	t.Run("at once", func(t *testing.T) {
+		p := fake.New(fake.Config{Latency: time.Hour, Price: price})
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		r := req("j", user(prompt))
+		r.Lane = job.Flex
+		_, err := p.Generate(ctx, r)
+		if me := asModelError(t, err); me.Class != job.CapacityUnavailable {
+			t.Fatalf("class %q, want capacity_unavailable without waiting", me.Class)
+		}
+	})
+	t.Run("a cancelled call is cancelled", func(t *testing.T) {
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		r := req("j", user(prompt))
+		r.Lane = job.Flex
+		_, err := fake.New(fake.Config{Price: price}).Generate(ctx, r)
+		if me := asModelError(t, err); me.Class != job.Cancelled {
+			t.Fatalf("class %q, want cancelled", me.Class)
+		}
+	})
+	t.Run("Lanes is a copy", func(t *testing.T) {
+		got := p.Lanes("j")
+		got[0] = job.Priority
+		if p.Lanes("j")[0] != job.Flex {
+			t.Fatal("Lanes handed out the provider's own record")
+		}
+	})
 }

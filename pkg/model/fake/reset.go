@@ -1,6 +1,7 @@
 package fake
 
-// Reset forgets every count and amount, so one provider can serve several
+// Reset forgets every count and amount (not the calls still under way,
+// which end on their own), so one provider can serve several
 // tests (or benchmark rounds) that each measure from zero.
 func (p *Provider) Reset() {
 	p.mu.Lock()
@@ -8,4 +9,5 @@ func (p *Provider) Reset() {
 	clear(p.calls)
 	clear(p.gens)
 	clear(p.spent)
+	clear(p.lanes)
 }

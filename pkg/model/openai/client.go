@@ -55,6 +55,7 @@ type Config struct {
 // Client is the provider.
 type Client struct {
 	cfg       Config
+	base      string // the API root, for the batch lane's files and batches
 	url       string
 	responses string // the Responses API's root, for Background
 }
@@ -68,7 +69,7 @@ func New(cfg Config) (*Client, error) {
 		cfg.HTTPClient = model.NoRedirects(nil)
 	}
 	base := strings.TrimRight(cfg.BaseURL, "/")
-	return &Client{cfg: cfg, url: base + "/chat/completions", responses: base + "/responses"}, nil
+	return &Client{cfg: cfg, base: base, url: base + "/chat/completions", responses: base + "/responses"}, nil
 }
 
 type chatMessage struct {
@@ -83,6 +84,9 @@ type chatRequest struct {
 	Temperature   *float64       `json:"temperature,omitempty"`
 	Stream        bool           `json:"stream,omitempty"`
 	StreamOptions *streamOptions `json:"stream_options,omitempty"`
+	// ServiceTier is last and omitted when empty, so a standard call's
+	// body stays what it was before lanes.
+	ServiceTier string `json:"service_tier,omitempty"`
 }
 
 type streamOptions struct {
@@ -114,14 +118,9 @@ func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response,
 	if c.cfg.Background {
 		return c.background(ctx, r)
 	}
-	req := chatRequest{Model: r.Model, MaxTokens: r.MaxTokens, Temperature: r.Temperature, Stream: c.cfg.Stream}
-	if req.Model == "" {
-		req.Model = c.cfg.Model
-	}
+	req := c.chat(r)
+	req.Stream, req.ServiceTier = c.cfg.Stream, serviceTier(r.Lane)
 	r.Model = req.Model
-	for _, m := range r.Messages {
-		req.Messages = append(req.Messages, chatMessage{Role: m.Role, Content: m.Content})
-	}
 	if c.cfg.Stream {
 		req.StreamOptions = &streamOptions{IncludeUsage: true}
 	}
@@ -148,14 +147,50 @@ func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response,
 	defer resp.Body.Close()
 	at := time.Now()
 	out, err := c.answer(ctx, resp, r)
-	return model.Heard(out, err, resp.Header, at)
+	return heard(out, err, resp.Header, at)
+}
+
+// chat is r as a chat-completions request, in the standard lane and
+// whole (not streamed): a call and a batch's line start from it.
+func (c *Client) chat(r model.Request) chatRequest {
+	req := chatRequest{Model: r.Model, MaxTokens: r.MaxTokens, Temperature: r.Temperature}
+	if req.Model == "" {
+		req.Model = c.cfg.Model
+	}
+	for _, m := range r.Messages {
+		req.Messages = append(req.Messages, chatMessage{Role: m.Role, Content: m.Content})
+	}
+	return req
+}
+
+// serviceTier is what a lane asks of the server. Standard (and no lane)
+// sends nothing: the project's default tier is the standard lane, and a
+// compatible server that knows no service_tier must see no new field.
+func serviceTier(l job.Lane) string {
+	switch l {
+	case job.Flex, job.Priority:
+		return string(l)
+	}
+	return ""
+}
+
+// heard is model.Heard, except that a flex capacity refusal asks for no
+// pause: its retry-after speaks of the flex pool, not of the key, and
+// pausing the key would hold back the faster lane the worker moves to.
+func heard(out model.Response, err error, h http.Header, at time.Time) (model.Response, error) {
+	out, err = model.Heard(out, err, h, at)
+	var me *model.Error
+	if errors.As(err, &me) && me.Class == job.CapacityUnavailable {
+		me.Pause = 0
+	}
+	return out, err
 }
 
 // answer reads what the server answered, whatever its status.
 func (c *Client) answer(ctx context.Context, resp *http.Response, r model.Request) (model.Response, error) {
 	if resp.StatusCode/100 != 2 {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return model.Response{}, statusError(resp.StatusCode, b)
+		return model.Response{}, statusError(resp.StatusCode, b, r.Lane)
 	}
 	if c.cfg.Stream {
 		return readStream(ctx, resp.Body, r)

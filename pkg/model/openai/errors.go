@@ -27,13 +27,31 @@ func (b errorBody) code() string {
 	return strings.Trim(string(b.Code), `"`)
 }
 
-// statusError classifies a non-2xx answer by its status and error body.
-func statusError(status int, body []byte) *model.Error {
+// statusError classifies a non-2xx answer to a call in lane by its status
+// and error body.
+func statusError(status int, body []byte, lane job.Lane) *model.Error {
 	var eb struct {
 		Error errorBody `json:"error"`
 	}
 	_ = json.Unmarshal(body, &eb)
-	return bodyError(status, eb.Error)
+	e := bodyError(status, eb.Error)
+	if lane == job.Flex && refusedForCapacity(status, e.Class, eb.Error) {
+		e.Class = job.CapacityUnavailable
+	}
+	return e
+}
+
+// refusedForCapacity reports whether an answer to a flex call is the flex
+// pool's refusal (docs/errors.md, "How each provider's errors become
+// classes": a 429 that is neither a rate limit nor a quota, not billed)
+// rather than the key's limit: a 429 that names no rate limit.
+// A quota or any other class bodyError found stands, and a
+// rate_limit_exceeded stays rate_limited, since it is the key's and the
+// worker waits on the key for it.
+func refusedForCapacity(status int, class job.ErrorClass, b errorBody) bool {
+	code, typ := b.code(), b.Type
+	return status == http.StatusTooManyRequests && class == job.RateLimited &&
+		!strings.Contains(code, "rate_limit") && !strings.Contains(typ, "rate_limit")
 }
 
 func bodyError(status int, b errorBody) *model.Error {

@@ -134,6 +134,9 @@ func TestErrorBodies(t *testing.T) {
 		{429, "429_insufficient_quota.json", job.QuotaExhausted, "http 429 insufficient_quota insufficient_quota"},
 		{429, "429_spend_limit.json", job.QuotaExhausted, "http 429 enforced_spend_limit_reached insufficient_quota"},
 		{429, "", job.RateLimited, "http 429"},
+		// The flex pool's refusal, on a call that asked for no lane
+		// (TestFlexRefusal holds the flex call to it).
+		{429, "429_resource_unavailable.json", job.RateLimited, "http 429 resource_unavailable"},
 		{400, "400_context_length.json", job.ContextLengthExceeded, "http 400 context_length_exceeded invalid_request_error"},
 		{400, "400_content_filter.json", job.ContentFiltered, "http 400 content_filter"},
 		{400, "400_content_policy.json", job.ContentFiltered, "http 400 content_policy_violation invalid_request_error"},

@@ -56,6 +56,8 @@ type responsesRequest struct {
 	// (about ten minutes), so a worker taking over a long job can still
 	// fetch it.
 	Store bool `json:"store"`
+	// ServiceTier is last and omitted when empty, as on chat completions.
+	ServiceTier string `json:"service_tier,omitempty"`
 }
 
 type responsesUsage struct {
@@ -128,7 +130,7 @@ func (c *Client) background(ctx context.Context, r model.Request) (model.Respons
 	}
 	b := &call{c: c, r: r, id: r.Resume, resumed: r.Resume != ""}
 	out, err := b.run(ctx)
-	return model.Heard(out, err, b.h, b.at)
+	return heard(out, err, b.h, b.at)
 }
 
 // run hands the worker the id before it waits: a worker that dies while
@@ -160,7 +162,7 @@ func (b *call) run(ctx context.Context) (model.Response, error) {
 // billed generation.
 func (b *call) create(ctx context.Context) (responseObject, error) {
 	req := responsesRequest{Model: b.r.Model, MaxOutputTokens: b.r.MaxTokens, Temperature: b.r.Temperature,
-		Background: true, Store: true}
+		Background: true, Store: true, ServiceTier: serviceTier(b.r.Lane)}
 	for _, m := range b.r.Messages {
 		req.Input = append(req.Input, chatMessage{Role: m.Role, Content: m.Content})
 	}
@@ -181,7 +183,7 @@ func (b *call) create(ctx context.Context) (responseObject, error) {
 	b.h, b.at = resp.Header, time.Now()
 	if resp.StatusCode/100 != 2 {
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return responseObject{}, statusError(resp.StatusCode, msg)
+		return responseObject{}, statusError(resp.StatusCode, msg, b.r.Lane)
 	}
 	// From here the server took the generation: whatever became of the
 	// answer, it may be generating, and is billed the worst case.
@@ -246,7 +248,9 @@ func (b *call) fetch(ctx context.Context) (responseObject, bool, error) {
 	case resp.StatusCode/100 != 2:
 		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		retry := resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests
-		return responseObject{}, retry, statusError(resp.StatusCode, msg)
+		// A poll reads a generation the server already took: no lane's
+		// capacity is asked for, so its 429 is the key's.
+		return responseObject{}, retry, statusError(resp.StatusCode, msg, "")
 	}
 	o, derr := decodeResponse(ctx, resp.Body)
 	if derr != nil {

@@ -1,0 +1,181 @@
+// Package collector is the batch lane's scheduled side
+// (docs/architecture.md, "The batch lane"): each run carries every open
+// batch one step on (submit, poll, settle), hands back the jobs whose
+// batch is not done in time for their deadline, and collects the jobs
+// waiting in each rung's batch lane into a new batch when enough wait or
+// the first has waited its window. Every step is recorded before the next
+// starts, so a run that dies loses nothing: the next one carries on.
+package collector
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/base32"
+	"errors"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/model"
+)
+
+// Store is the part of the job store the collector reads and writes.
+type Store interface {
+	Get(context.Context, string) (job.Job, error)
+	Enlisted(ctx context.Context, lane string, limit int) ([]job.Enlistee, error)
+	Collect(context.Context, job.Collect) (job.Job, error)
+	Succeed(context.Context, job.Succeed) (job.Job, error)
+	Release(context.Context, job.Release) (job.Job, error)
+	End(context.Context, job.End) (job.Job, error)
+}
+
+// Batches keeps the collector's batch records.
+type Batches interface {
+	OpenBatch(context.Context, job.BatchRecord) error
+	Batches(context.Context) ([]job.BatchRecord, error)
+	SaveBatch(context.Context, job.BatchRecord) error
+}
+
+// Queue re-sends a job the batch lane handed back: its message was
+// deleted when it was enlisted.
+type Queue interface {
+	Send(ctx context.Context, jobID, tenant string) error
+}
+
+// Config is what a collector is handed.
+type Config struct {
+	Store     Store
+	Batches   Batches
+	Queue     Queue
+	Providers map[string]model.Provider
+	Routes    map[string]job.Route
+	Clock     job.Clock
+	Retention job.Retention
+	Logger    *slog.Logger
+	// Every is how long until the next run may reach a job (a minute
+	// when zero): the collector's period plus how long a run may take.
+	// A job whose lease ends within it is handed back now, since the
+	// next run would be too late.
+	Every time.Duration
+	// NewID names a new batch (random when nil).
+	NewID func() string
+}
+
+// Collector runs the batch lane.
+type Collector struct {
+	cfg Config
+	log *slog.Logger
+}
+
+// New returns a collector; a nil Logger, Clock or NewID get defaults.
+func New(cfg Config) *Collector {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = job.SystemClock{}
+	}
+	if cfg.NewID == nil {
+		cfg.NewID = randomID
+	}
+	if cfg.Every <= 0 {
+		cfg.Every = time.Minute
+	}
+	return &Collector{cfg: cfg, log: cfg.Logger}
+}
+
+// Run carries every open batch one step on, then collects new ones. An
+// error is logged (unless ctx ended: the process is stopping) and the run
+// goes on with the next batch or lane: one provider's outage does not
+// stop another's.
+func (c *Collector) Run(ctx context.Context) error {
+	open, err := c.cfg.Batches.Batches(ctx)
+	if err != nil {
+		return err
+	}
+	var errs []error
+	for _, b := range open {
+		if err := c.advance(ctx, b); err != nil {
+			c.warn(ctx, "a batch could not be carried on", "batch", b.ID, "state", b.State, "err", err)
+			errs = append(errs, err)
+		}
+	}
+	for _, l := range c.lanes() {
+		if err := c.collect(ctx, l); err != nil {
+			c.warn(ctx, "a batch lane could not be collected", "lane", l.key, "err", err)
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// warn logs a failed step, unless ctx ended: the process is stopping.
+func (c *Collector) warn(ctx context.Context, msg string, args ...any) {
+	if ctx.Err() == nil {
+		c.log.Warn(msg, args...)
+	}
+}
+
+// lane is one rung's batch lane of one route.
+type lane struct {
+	key   string
+	route string
+	rung  job.Rung
+}
+
+// lanes are the routes' batch lanes.
+func (c *Collector) lanes() []lane {
+	var out []lane
+	for name, r := range c.cfg.Routes {
+		for i, g := range r.Rungs {
+			if b, ok := g.InLane(job.Batch); ok {
+				out = append(out, lane{key: job.LaneKey(name, i), route: name, rung: b})
+			}
+		}
+	}
+	return out
+}
+
+// laneOf is the batch lane b was collected from, and false when the
+// routes no longer offer it.
+func (c *Collector) laneOf(b job.BatchRecord) (lane, bool) {
+	for _, l := range c.lanes() {
+		if l.key == b.Lane {
+			return l, true
+		}
+	}
+	return lane{}, false
+}
+
+// batcher is the provider of l's rung as a batcher.
+func (c *Collector) batcher(l lane) (model.Batcher, error) {
+	p, ok := c.cfg.Providers[l.rung.Provider].(model.Batcher)
+	if !ok {
+		return nil, errors.New("provider " + l.rung.Provider + " takes no batches")
+	}
+	return p, nil
+}
+
+// advance carries b one step on.
+func (c *Collector) advance(ctx context.Context, b job.BatchRecord) error {
+	l, ok := c.laneOf(b)
+	if !ok {
+		return errors.New("the routes no longer offer the batch's lane " + b.Lane)
+	}
+	switch b.State {
+	case job.Collecting:
+		return c.submit(ctx, l, b)
+	case job.Sealed:
+		return c.resend(ctx, l, b)
+	case job.Submitted:
+		return c.poll(ctx, l, b)
+	}
+	return nil
+}
+
+func randomID() string {
+	var b [10]byte
+	_, _ = rand.Read(b[:])
+	return "b_" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(b[:]))
+}

@@ -1,0 +1,447 @@
+package collector
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+	"time"
+
+	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/model"
+)
+
+// collect opens a batch of the jobs waiting in l when a full batch waits
+// or the first has waited the lane's window, and as many as the provider
+// takes at least (MinJobs), and submits it. The batch
+// record names its jobs before any is collected, so a run that dies
+// between the two is carried on by the next (submit collects what is
+// still waiting).
+func (c *Collector) collect(ctx context.Context, l lane) error {
+	waiting, err := c.cfg.Store.Enlisted(ctx, l.key, l.rung.MaxJobs)
+	if err != nil || len(waiting) == 0 {
+		return err
+	}
+	waiting, werr := c.stillWaiting(ctx, waiting)
+	if err := c.open(ctx, l, waiting); err != nil || werr != nil {
+		return errors.Join(werr, err)
+	}
+	return nil
+}
+
+// open opens a batch of waiting when the lane is due one, and submits it.
+func (c *Collector) open(ctx context.Context, l lane, waiting []job.Enlistee) error {
+	if len(waiting) == 0 {
+		return nil
+	}
+	now := c.cfg.Clock.Now()
+	if len(waiting) < l.rung.MinJobs {
+		return nil // fewer than the provider takes: they wait, or are handed back in time
+	}
+	if len(waiting) < l.rung.MaxJobs && l.rung.Window > 0 && now.Sub(waiting[0].At) < l.rung.Window {
+		return nil
+	}
+	b := job.BatchRecord{ID: c.cfg.NewID(), Lane: l.key, Provider: l.rung.Provider, Model: l.rung.Model,
+		State: job.Collecting, CreatedAt: now, UpdatedAt: now}
+	for _, w := range waiting {
+		b.Jobs = append(b.Jobs, job.BatchJob{ID: w.ID})
+	}
+	if err := c.cfg.Batches.OpenBatch(ctx, b); err != nil {
+		return err
+	}
+	return c.submit(ctx, l, b)
+}
+
+// stillWaiting is waiting without the jobs that can wait no longer: one
+// whose lease ends within a collector period is handed back to the queue
+// (a faster lane may still meet its deadline), and one cancelled while it
+// waited is settled (its hold returned: nothing was billed). Either
+// leaves the lane with its lease.
+func (c *Collector) stillWaiting(ctx context.Context, waiting []job.Enlistee) ([]job.Enlistee, error) {
+	now := c.cfg.Clock.Now()
+	var out []job.Enlistee
+	var errs []error
+	for _, w := range waiting {
+		j, err := c.cfg.Store.Get(ctx, w.ID)
+		switch {
+		case err != nil:
+			errs = append(errs, err) // left to wait for the next run; the others go on
+		case !j.InBatchLane() || j.Enlisted == "":
+			// The index lags the record: it left the lane already.
+		case j.State != job.Running:
+			errs = append(errs, c.release(ctx, j, j.LeaseOwner, j.Held, "cancelled while it waited for a batch"))
+		case !j.LeaseUntil.After(now.Add(c.cfg.Every)):
+			errs = append(errs, c.release(ctx, j, j.LeaseOwner, j.Held, "no batch in time for the job's deadline"))
+		default:
+			out = append(out, w)
+		}
+	}
+	return out, errors.Join(errs...)
+}
+
+// release hands job j back from the batch lane, under owner, returning
+// held (nothing was billed), and re-sends its message (it went when the
+// job was enlisted). A job no longer running (cancelled) is only settled:
+// the store refuses the release and returns the hold with the lease.
+func (c *Collector) release(ctx context.Context, j job.Job, owner string, held job.Nanocents, why string) error {
+	rel := job.Release{ID: j.ID, Owner: owner, Now: job.NextUpdate(j.UpdatedAt, c.cfg.Clock.Now()),
+		Settlement: job.Settlement{Held: held}, Class: job.Timeout, Detail: why}
+	if _, err := c.cfg.Store.Release(ctx, rel); err != nil {
+		return refusedIsSettled(err)
+	}
+	c.log.Info("a job handed back from the batch lane", "job_id", j.ID, "why", why)
+	return c.cfg.Queue.Send(ctx, j.ID, j.Tenant)
+}
+
+// submit collects b's jobs that still wait (a job cancelled or handed
+// back meanwhile is left out), seals b with them, and sends it. A job
+// whose membership cannot be known now (its read failed) stops the
+// submit: left out, a job the batch did collect would wait for a batch
+// that never asks for it; the next run carries on.
+func (c *Collector) submit(ctx context.Context, l lane, b job.BatchRecord) error {
+	var reqs []model.Request
+	var in []job.BatchJob
+	for _, bj := range b.Jobs {
+		j, ok, err := c.member(ctx, b, bj.ID)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		r, err := request(l, j)
+		if err != nil {
+			// Nothing was billed: back to the queue, where a worker ends it.
+			c.log.Warn("a collected job's stored input is not valid; it is handed back", "job_id", j.ID)
+			if err := c.release(ctx, j, j.LeaseOwner, j.Held, "its stored input is not valid"); err != nil {
+				return err
+			}
+			continue
+		}
+		reqs = append(reqs, r)
+		in = append(in, job.BatchJob{ID: j.ID, Held: j.Held})
+		b.HandBackAt = earlier(b.HandBackAt, j.LeaseUntil)
+	}
+	b.Jobs, b.State = in, job.Sealed
+	b.UpdatedAt = c.cfg.Clock.Now()
+	b.SealedAt = b.UpdatedAt
+	if len(reqs) == 0 {
+		b.State = job.Settled
+	}
+	// Sealed before it is sent: a submit whose answer is lost may have
+	// landed, and the provider (deduplicating on b's id) keeps the jobs
+	// of the first, so the next run must send the same ones, not decide
+	// again.
+	if err := c.cfg.Batches.SaveBatch(ctx, b); err != nil || len(reqs) == 0 {
+		return err
+	}
+	return c.send(ctx, l, b, reqs, false)
+}
+
+// resend sends sealed batch b again: its jobs' requests are read from
+// their records, whatever became of them since (a job cancelled meanwhile
+// is still asked for: the provider may have it).
+func (c *Collector) resend(ctx context.Context, l lane, b job.BatchRecord) error {
+	reqs := make([]model.Request, 0, len(b.Jobs))
+	for _, bj := range b.Jobs {
+		j, err := c.read(ctx, bj.ID)
+		if err != nil {
+			return err
+		}
+		r, err := request(l, j)
+		if err != nil {
+			return err
+		}
+		reqs = append(reqs, r)
+	}
+	return c.send(ctx, l, b, reqs, true)
+}
+
+// resubmitter is a batcher that keeps no key on a batch (Anthropic's):
+// what an earlier send of a sealed batch made, its answer never recorded,
+// is found by when it was made. The others find it by b's id.
+type resubmitter interface {
+	ResubmitBatch(ctx context.Context, key string, sealed time.Time, taken []string, reqs []model.Request) (string, error)
+}
+
+// send submits sealed batch b as reqs under b's id, again when an
+// earlier run may have sent it, and records the provider's id.
+func (c *Collector) send(ctx context.Context, l lane, b job.BatchRecord, reqs []model.Request, again bool) error {
+	bt, err := c.batcher(l)
+	if err != nil {
+		return err
+	}
+	if r, ok := bt.(resubmitter); ok && again {
+		sealed := b.SealedAt
+		if sealed.IsZero() {
+			sealed = b.CreatedAt // sealed before the record kept when: its opening is earlier
+		}
+		var taken []string
+		if taken, err = c.taken(ctx); err != nil {
+			return err
+		}
+		b.ProviderID, err = r.ResubmitBatch(ctx, b.ID, sealed, taken, reqs)
+	} else {
+		b.ProviderID, err = bt.SubmitBatch(ctx, b.ID, reqs)
+	}
+	if err != nil {
+		return err
+	}
+	b.State, b.UpdatedAt = job.Submitted, c.cfg.Clock.Now()
+	c.log.Info("batch submitted", "batch", b.ID, "provider_batch", b.ProviderID, "jobs", len(reqs), "lane", b.Lane)
+	return c.cfg.Batches.SaveBatch(ctx, b)
+}
+
+// taken is the provider ids of the open batches: never another's to
+// take for a send whose answer was lost.
+func (c *Collector) taken(ctx context.Context) ([]string, error) {
+	open, err := c.cfg.Batches.Batches(ctx)
+	var ids []string
+	for _, o := range open {
+		if o.ProviderID != "" {
+			ids = append(ids, o.ProviderID)
+		}
+	}
+	return ids, err
+}
+
+// request is job j's request in lane l.
+func request(l lane, j job.Job) (model.Request, error) {
+	var input job.Input
+	if err := json.Unmarshal(j.Input, &input); err != nil {
+		return model.Request{}, err
+	}
+	return model.Request{JobID: j.ID, Model: l.rung.Model, Messages: input.Messages,
+		MaxTokens: l.rung.OutputCap(input), Temperature: input.Temperature, Lane: job.Batch}, nil
+}
+
+// member is job id of batch b as the record has it, collected into b if
+// it still waits in the lane; false when it is not b's (cancelled, handed
+// back, or gone). One cancelled after b collected it is settled, its hold
+// returned: nothing was submitted for it. An error is a membership not
+// known now.
+func (c *Collector) member(ctx context.Context, b job.BatchRecord, id string) (job.Job, bool, error) {
+	owner := job.BatchOwner(b.ID)
+	j, err := c.read(ctx, id)
+	switch {
+	case err != nil:
+		return j, false, err
+	case j.Batch == b.ID && j.LeaseOwner == owner && j.State != job.Running:
+		return j, false, c.release(ctx, j, owner, j.Held, "cancelled before its batch was submitted")
+	case j.Batch == b.ID && j.LeaseOwner == owner:
+		// b's already: only its lease is left to check.
+	case j.Enlisted != b.Lane || j.State != job.Running || !j.InBatchLane():
+		return j, false, nil // not b's
+	}
+	if !j.LeaseUntil.After(c.cfg.Clock.Now().Add(c.cfg.Every)) {
+		return j, false, c.release(ctx, j, j.LeaseOwner, j.Held, "its batch was not submitted in time for the job's deadline")
+	}
+	if j.Batch == b.ID {
+		return j, true, nil
+	}
+	got, err := c.cfg.Store.Collect(ctx, job.Collect{ID: id, Owner: j.LeaseOwner, Now: c.cfg.Clock.Now(), Batch: b.ID})
+	if err != nil {
+		// A collect whose answer was lost may have landed: read again.
+		if got, err = c.read(ctx, id); err != nil {
+			return got, false, err
+		}
+		return got, got.Batch == b.ID && got.LeaseOwner == owner && got.State == job.Running, nil
+	}
+	return got, true, nil
+}
+
+// readTries bounds read's tries: a submit needs every job of its batch
+// read in one run, so one failed read is tried again at once rather than
+// put the whole batch off to the next run.
+const readTries = 3
+
+// read is job id's record, its read tried again while the store answers
+// unavailable.
+func (c *Collector) read(ctx context.Context, id string) (job.Job, error) {
+	for try := 1; ; try++ {
+		j, err := c.cfg.Store.Get(ctx, id)
+		if err == nil || try == readTries || job.ErrorCode(err) != job.CodeUnavailable || ctx.Err() != nil {
+			return j, err
+		}
+	}
+}
+
+// poll settles b once its provider says it ended, and meanwhile hands
+// back the jobs that can no longer wait for it.
+func (c *Collector) poll(ctx context.Context, l lane, b job.BatchRecord) error {
+	bt, err := c.batcher(l)
+	if err != nil {
+		return err
+	}
+	ended, err := bt.BatchEnded(ctx, b.ProviderID)
+	if err != nil {
+		return err
+	}
+	if !ended {
+		if !b.HandBackAt.IsZero() && b.HandBackAt.After(c.cfg.Clock.Now().Add(c.cfg.Every)) {
+			return nil // no job of it is due back before the next run
+		}
+		return c.handBack(ctx, b)
+	}
+	var errs []error
+	answered, settled := map[string]bool{}, map[string]bool{}
+	err = bt.BatchResults(ctx, b.ProviderID, func(id string, resp model.Response, callErr error) error {
+		answered[id] = true
+		if err := c.settle(ctx, l, b, result{id: id, resp: resp, err: callErr}); err != nil {
+			errs = append(errs, err)
+		} else {
+			settled[id] = true
+		}
+		return nil
+	})
+	if err == nil {
+		errs = append(errs, c.unanswered(ctx, b, answered))
+	}
+	if err = errors.Join(append(errs, err)...); err != nil {
+		// Carried on by the next run (each settlement lands once), for the
+		// jobs not settled yet: the record keeps only those, so a large
+		// batch's settling makes progress run by run, whatever fails.
+		if len(settled) > 0 {
+			var left []job.BatchJob // a new slice: b's may be its store's
+			for _, bj := range b.Jobs {
+				if !settled[bj.ID] {
+					left = append(left, bj)
+				}
+			}
+			b.Jobs = left
+			b.UpdatedAt = c.cfg.Clock.Now()
+			err = errors.Join(err, c.cfg.Batches.SaveBatch(ctx, b))
+		}
+		return err
+	}
+	b.State, b.UpdatedAt = job.Settled, c.cfg.Clock.Now()
+	c.log.Info("batch settled", "batch", b.ID, "jobs", len(b.Jobs))
+	return c.cfg.Batches.SaveBatch(ctx, b)
+}
+
+// handBack releases each job of b whose lease ends before b does: it goes
+// back to the queue for a faster lane while its deadline allows. Its
+// result, if it still comes, is settled as billed (settle).
+func (c *Collector) handBack(ctx context.Context, b job.BatchRecord) error {
+	owner, now := job.BatchOwner(b.ID), c.cfg.Clock.Now()
+	var errs []error
+	var next time.Time // the earliest lease end of the jobs it keeps
+	for _, bj := range b.Jobs {
+		j, err := c.cfg.Store.Get(ctx, bj.ID)
+		switch {
+		case err != nil:
+			errs = append(errs, err)
+			next = now // unknown: read again next run
+		case j.LeaseOwner != owner || j.State != job.Running:
+		case j.LeaseUntil.After(now.Add(c.cfg.Every)):
+			next = earlier(next, j.LeaseUntil)
+		default:
+			errs = append(errs, c.release(ctx, j, owner, bj.Held, "the batch was not done in time for the job's deadline"))
+		}
+	}
+	if next.IsZero() {
+		next = noneDue // it keeps no job
+	}
+	if !next.Equal(b.HandBackAt) {
+		b.HandBackAt, b.UpdatedAt = next, now
+		errs = append(errs, c.cfg.Batches.SaveBatch(ctx, b))
+	}
+	return errors.Join(errs...)
+}
+
+// noneDue is the HandBackAt of a batch that keeps no job to hand back.
+var noneDue = time.Date(9999, 12, 31, 0, 0, 0, 0, time.UTC)
+
+// earlier is the earlier of a and b, a zero one being no time at all.
+func earlier(a, b time.Time) time.Time {
+	if a.IsZero() || (!b.IsZero() && b.Before(a)) {
+		return b
+	}
+	return a
+}
+
+// unanswered hands back each job of the ended batch b that its provider
+// gave no result (a batch that failed validation has none): nothing was
+// generated for it, and it goes back to the queue for another lane while
+// its deadline allows.
+func (c *Collector) unanswered(ctx context.Context, b job.BatchRecord, answered map[string]bool) error {
+	owner := job.BatchOwner(b.ID)
+	var errs []error
+	for _, bj := range b.Jobs {
+		if answered[bj.ID] {
+			continue
+		}
+		j, err := c.cfg.Store.Get(ctx, bj.ID)
+		if err != nil || j.LeaseOwner != owner {
+			errs = append(errs, err)
+			continue
+		}
+		errs = append(errs, c.release(ctx, j, owner, bj.Held, "the provider's batch ended without the job's result"))
+	}
+	return errors.Join(errs...)
+}
+
+// settle records job id's result in batch b through the same finishing
+// transitions as any attempt, with b's lease (job.BatchOwner): an answer
+// succeeds, a failure is released or ended as job.AfterError decides. A
+// job no longer b's (handed back, cancelled, written off) is still
+// settled: the store refuses the finish and keeps its cost (a written-off
+// stay's cost replacing its estimate), at the batch price.
+func (c *Collector) settle(ctx context.Context, l lane, b job.BatchRecord, r result) error {
+	id, resp, callErr := r.id, r.resp, r.err
+	i := slices.IndexFunc(b.Jobs, func(bj job.BatchJob) bool { return bj.ID == id })
+	if i < 0 {
+		return nil // settled by an earlier run (poll keeps only the jobs left), or never the batch's
+	}
+	j, err := c.cfg.Store.Get(ctx, id)
+	if err != nil {
+		return err
+	}
+	owner, now := job.BatchOwner(b.ID), job.NextUpdate(j.UpdatedAt, c.cfg.Clock.Now())
+	class, usage := model.Classify(callErr)
+	if callErr == nil {
+		usage = resp.Usage
+	}
+	if usage.Estimated {
+		usage.InputTokens = max(usage.InputTokens, promptCeiling(j))
+	}
+	set := job.Settlement{Cost: usage.Cost(l.rung.Price), Saved: l.rung.Saved(max(usage.InputTokens, 0), max(usage.OutputTokens, 0)),
+		Estimated: usage.Estimated, Held: b.Jobs[i].Held, Ran: now.Sub(b.CreatedAt), Lane: job.Batch}
+	if j.LeaseOwner == owner {
+		set.Attempt = j.Attempts // the stay's attempt (once it is not the batch's, another may have begun)
+	}
+	if j.LeaseOwner != owner && !slices.Contains(j.WrittenOff, owner) {
+		set.Held = 0 // handed back: its hold was returned then
+	}
+	f := finish{j: j, owner: owner, set: set}
+	if callErr == nil {
+		return c.succeed(ctx, l, f, resp)
+	}
+	return c.fail(ctx, f, class)
+}
+
+// promptCeiling is the most job j's prompt may count: what an answer
+// that came without its counts is billed for its input
+// (model.BatchUnreported), as a call's would be.
+func promptCeiling(j job.Job) int64 {
+	var in job.Input
+	if json.Unmarshal(j.Input, &in) != nil {
+		return 0
+	}
+	return job.PromptCeiling(in.Messages)
+}
+
+// result is one job's outcome in a batch, as the provider reports it.
+type result struct {
+	id   string
+	resp model.Response
+	err  error
+}
+
+// finish is what settling a job of a batch writes: to job j, under the
+// batch's owner, settlement set.
+type finish struct {
+	j     job.Job
+	owner string
+	set   job.Settlement
+}

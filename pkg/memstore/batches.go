@@ -1,0 +1,87 @@
+package memstore
+
+import (
+	"cmp"
+	"context"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/aijobs/aijobs/pkg/job"
+)
+
+// Batches are the collectors' batch records in memory, for tests: the
+// same contract as the DynamoDB store's (the batch conformance suite).
+type Batches struct {
+	mu sync.Mutex
+	rs map[string]job.BatchRecord // settled ones too: an id is never reused
+}
+
+// NewBatches returns no batches.
+func NewBatches() *Batches { return &Batches{rs: map[string]job.BatchRecord{}} }
+
+// OpenBatch keeps r unless a batch with its id exists (job.CodeConflict).
+func (s *Batches) OpenBatch(_ context.Context, r job.BatchRecord) error {
+	if err := checkBatch(r); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.rs[r.ID]; ok {
+		return &job.Error{Code: job.CodeConflict, Message: "a batch with this id exists"}
+	}
+	s.rs[r.ID] = cloneBatch(r)
+	return nil
+}
+
+// SaveBatch overwrites the record of a batch opened before
+// (job.CodeNotFound for one never opened).
+func (s *Batches) SaveBatch(_ context.Context, r job.BatchRecord) error {
+	if err := checkBatch(r); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.rs[r.ID]; !ok {
+		return &job.Error{Code: job.CodeNotFound, Message: "no batch with this id was opened"}
+	}
+	s.rs[r.ID] = cloneBatch(r)
+	return nil
+}
+
+// Batches answers every open batch record (State not Settled), oldest
+// first (ties by id).
+func (s *Batches) Batches(context.Context) ([]job.BatchRecord, error) {
+	s.mu.Lock()
+	var rs []job.BatchRecord
+	for _, r := range s.rs {
+		if r.State != job.Settled {
+			rs = append(rs, cloneBatch(r))
+		}
+	}
+	s.mu.Unlock()
+	slices.SortFunc(rs, func(x, y job.BatchRecord) int {
+		return cmp.Or(x.CreatedAt.Compare(y.CreatedAt), strings.Compare(x.ID, y.ID))
+	})
+	return rs, nil
+}
+
+// checkBatch refuses what DynamoDB's store refuses before writing: a
+// record with no id, or with more jobs than a record keeps.
+func checkBatch(r job.BatchRecord) error {
+	if r.ID == "" {
+		return &job.Error{Code: job.CodeInvalidRequest, Field: "id", Message: "a batch record needs an id"}
+	}
+	if len(r.Jobs) > job.MaxBatchJobs {
+		return &job.Error{Code: job.CodeTooLarge, Message: "the batch record holds more jobs than a record keeps"}
+	}
+	return nil
+}
+
+// cloneBatch is r with its own jobs, so neither the caller nor a reader
+// can change a kept record, and its times at the store's precision.
+func cloneBatch(r job.BatchRecord) job.BatchRecord {
+	r.Jobs = slices.Clone(r.Jobs)
+	r.CreatedAt, r.UpdatedAt = job.Millis(r.CreatedAt), job.Millis(r.UpdatedAt)
+	return r
+}

@@ -1,0 +1,290 @@
+// Package anthropictest is a local server of Anthropic's Message Batches
+// wire (create, retrieve, list, results: docs/architecture.md, "The
+// providers' batch wires") for the batch lane's tests, so the lane runs in `make
+// test` without the network. It also answers whole (not streamed)
+// Messages calls, for the lanes a job takes when it cannot wait.
+//
+// A request's last message may script its item with markers:
+// [[anthropic:error=TYPE]] errors it with that error type,
+// [[anthropic:expire]] expires it the first time it is batched,
+// [[anthropic:nousage]] answers it without its counts.
+package anthropictest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+)
+
+// Server is the wire's state. Its zero value is ready; Handler serves it.
+type Server struct {
+	// Polls is how many reads of a batch find it still processing before
+	// it ends.
+	Polls int
+
+	mu      sync.Mutex
+	batches []*batch // newest last
+	lose    int
+	made    map[string]int
+	expired map[string]bool
+	calls   int
+}
+
+type batch struct {
+	id      string
+	created time.Time
+	reqs    []Request
+	polls   int
+	results [][]byte
+}
+
+// Request is one request of a batch.
+type Request struct {
+	CustomID string `json:"custom_id"`
+	Params   struct {
+		Model     string `json:"model"`
+		MaxTokens int    `json:"max_tokens"`
+		Stream    bool   `json:"stream"`
+		System    string `json:"system"`
+		Messages  []struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		} `json:"messages"`
+	} `json:"params"`
+}
+
+// LoseCreates makes the next n creates lose their answer after the batch
+// was made: the connection closes unanswered.
+func (s *Server) LoseCreates(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.lose = n
+}
+
+// Batches is how many batches were made.
+func (s *Server) Batches() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.batches)
+}
+
+// Requests are every batch's requests, in order.
+func (s *Server) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Request
+	for _, b := range s.batches {
+		out = append(out, b.reqs...)
+	}
+	return out
+}
+
+// Generated is how often the request custom id was answered (billed).
+func (s *Server) Generated(id string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.made[id]
+}
+
+// Calls is how many Messages calls were answered (outside batches).
+func (s *Server) Calls() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls
+}
+
+// Handler serves the wire at the API root.
+func (s *Server) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("POST /v1/messages/batches", s.create)
+	mux.HandleFunc("GET /v1/messages/batches", s.list)
+	mux.HandleFunc("GET /v1/messages/batches/{id}", s.get)
+	mux.HandleFunc("GET /v1/messages/batches/{id}/results", s.results)
+	mux.HandleFunc("POST /v1/messages", s.call)
+	return mux
+}
+
+func (s *Server) create(w http.ResponseWriter, r *http.Request) {
+	var in struct {
+		Requests []Request `json:"requests"`
+	}
+	if r.Header.Get("Anthropic-Version") == "" || json.NewDecoder(r.Body).Decode(&in) != nil || len(in.Requests) == 0 {
+		problem(w, http.StatusBadRequest, "invalid_request_error")
+		return
+	}
+	s.mu.Lock()
+	b := &batch{id: fmt.Sprintf("msgbatch_%06d", len(s.batches)+1), created: time.Now().UTC(), reqs: in.Requests}
+	s.batches = append(s.batches, b)
+	lose := s.lose > 0
+	if lose {
+		s.lose--
+	}
+	obj := b.object()
+	s.mu.Unlock()
+	if lose {
+		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
+			_ = conn.Close()
+			return
+		}
+	}
+	reply(w, obj)
+}
+
+// list answers the newest batches first, limit a page (20 unless
+// given), from the one after after_id.
+func (s *Server) list(w http.ResponseWriter, r *http.Request) {
+	limit, err := strconv.Atoi(r.URL.Query().Get("limit"))
+	if err != nil || limit < 1 || limit > 1000 {
+		limit = 20
+	}
+	s.mu.Lock()
+	from := len(s.batches) - 1
+	if after := r.URL.Query().Get("after_id"); after != "" {
+		for i, b := range s.batches {
+			if b.id == after {
+				from = i - 1
+			}
+		}
+	}
+	var data []map[string]any
+	last := ""
+	i := from
+	for ; i >= 0 && len(data) < limit; i-- {
+		data = append(data, s.batches[i].object())
+		last = s.batches[i].id
+	}
+	s.mu.Unlock()
+	reply(w, map[string]any{"data": data, "has_more": i >= 0, "last_id": last})
+}
+
+func (s *Server) get(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.findLocked(r.PathValue("id"))
+	if b == nil {
+		problem(w, http.StatusNotFound, "not_found_error")
+		return
+	}
+	if b.polls++; b.polls > s.Polls && b.results == nil {
+		for _, q := range b.reqs {
+			b.results = append(b.results, s.answerLocked(q))
+		}
+	}
+	reply(w, b.object())
+}
+
+func (s *Server) results(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.findLocked(r.PathValue("id"))
+	if b == nil || b.results == nil {
+		problem(w, http.StatusNotFound, "not_found_error")
+		return
+	}
+	w.Header().Set("Content-Type", "application/binary")
+	for _, l := range b.results {
+		_, _ = w.Write(l)
+	}
+}
+
+func (s *Server) call(w http.ResponseWriter, r *http.Request) {
+	var q Request
+	if json.NewDecoder(r.Body).Decode(&q.Params) != nil || q.Params.Stream {
+		problem(w, http.StatusBadRequest, "invalid_request_error")
+		return
+	}
+	s.mu.Lock()
+	s.calls++
+	q.CustomID = fmt.Sprint("call", s.calls)
+	s.mu.Unlock()
+	reply(w, message(q, true))
+}
+
+func (s *Server) findLocked(id string) *batch {
+	for _, b := range s.batches {
+		if b.id == id {
+			return b
+		}
+	}
+	return nil
+}
+
+var errorMarker = regexp.MustCompile(`\[\[anthropic:error=([a-z_]+)\]\]`)
+
+// answerLocked is q's result line (s.mu held).
+func (s *Server) answerLocked(q Request) []byte {
+	last := ""
+	if n := len(q.Params.Messages); n > 0 {
+		last = q.Params.Messages[n-1].Content
+	}
+	if s.expired == nil {
+		s.expired, s.made = map[string]bool{}, map[string]int{}
+	}
+	var res map[string]any
+	switch m := errorMarker.FindStringSubmatch(last); {
+	case strings.Contains(last, "[[anthropic:expire]]") && !s.expired[q.CustomID]:
+		s.expired[q.CustomID] = true
+		res = map[string]any{"type": "expired"}
+	case m != nil:
+		res = map[string]any{"type": "errored", "error": map[string]any{"type": "error",
+			"error": map[string]any{"type": m[1], "message": "scripted"}}}
+	default:
+		s.made[q.CustomID]++
+		res = map[string]any{"type": "succeeded", "message": message(q, !strings.Contains(last, "[[anthropic:nousage]]"))}
+	}
+	b, _ := json.Marshal(map[string]any{"custom_id": q.CustomID, "result": res})
+	return append(b, '\n')
+}
+
+// message is q's answer: an echo of its id, its counts the prompt's
+// characters over four and the output's words.
+func message(q Request, usage bool) map[string]any {
+	prompt := len(q.Params.System) / 4
+	for _, m := range q.Params.Messages {
+		prompt += len(m.Content)/4 + 1
+	}
+	text := "echo " + q.CustomID
+	m := map[string]any{"id": "msg_" + q.CustomID, "type": "message", "role": "assistant", "model": q.Params.Model,
+		"content": []map[string]any{{"type": "text", "text": text}}, "stop_reason": "end_turn"}
+	if usage {
+		m["usage"] = map[string]any{"input_tokens": prompt, "output_tokens": min(len(strings.Fields(text)), max(q.Params.MaxTokens, 1))}
+	}
+	return m
+}
+
+// object is b as the API answers it.
+func (b *batch) object() map[string]any {
+	counts := map[string]int{"processing": 0, "succeeded": 0, "errored": 0, "canceled": 0, "expired": 0}
+	status := "in_progress"
+	if b.results == nil {
+		counts["processing"] = len(b.reqs)
+	} else {
+		status = "ended"
+		for _, l := range b.results {
+			var r struct {
+				Result struct{ Type string } `json:"result"`
+			}
+			_ = json.Unmarshal(l, &r)
+			counts[r.Result.Type]++
+		}
+	}
+	return map[string]any{"id": b.id, "type": "message_batch", "processing_status": status, "request_counts": counts,
+		"created_at": b.created.Format(time.RFC3339Nano), "expires_at": b.created.Add(24 * time.Hour).Format(time.RFC3339Nano),
+		"results_url": nil}
+}
+
+func reply(w http.ResponseWriter, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func problem(w http.ResponseWriter, status int, typ string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": "refused"}})
+}

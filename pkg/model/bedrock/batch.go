@@ -1,0 +1,308 @@
+package bedrock
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	awsbedrock "github.com/aws/aws-sdk-go-v2/service/bedrock"
+	btypes "github.com/aws/aws-sdk-go-v2/service/bedrock/types"
+	"github.com/aws/aws-sdk-go-v2/service/bedrockruntime/types"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
+
+	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/model"
+)
+
+// The batch lane's wire (docs/architecture.md, "The batch lane"): a batch
+// is one JSONL file of Converse requests written to the batch bucket and
+// one model invocation job over it (invocation type Converse), made with
+// our batch id as its client request token, so a collector that lost the
+// create's answer, or died before recording it, makes the same job again
+// and Bedrock answers the first. Bedrock writes each record's answer to
+// the output prefix; each record's id is its job's id, hex-encoded (a
+// record id is alphanumeric).
+
+// BatchAPI is the part of the Bedrock control plane the batch lane calls;
+// *bedrock.Client implements it.
+type BatchAPI interface {
+	CreateModelInvocationJob(ctx context.Context, in *awsbedrock.CreateModelInvocationJobInput, optFns ...func(*awsbedrock.Options)) (*awsbedrock.CreateModelInvocationJobOutput, error)
+	GetModelInvocationJob(ctx context.Context, in *awsbedrock.GetModelInvocationJobInput, optFns ...func(*awsbedrock.Options)) (*awsbedrock.GetModelInvocationJobOutput, error)
+}
+
+// Objects is the part of S3 the batch lane calls on its bucket;
+// *s3.Client implements it.
+type Objects interface {
+	PutObject(ctx context.Context, in *s3.PutObjectInput, optFns ...func(*s3.Options)) (*s3.PutObjectOutput, error)
+	GetObject(ctx context.Context, in *s3.GetObjectInput, optFns ...func(*s3.Options)) (*s3.GetObjectOutput, error)
+	ListObjectsV2(ctx context.Context, in *s3.ListObjectsV2Input, optFns ...func(*s3.Options)) (*s3.ListObjectsV2Output, error)
+}
+
+// Batch is where a Bedrock provider's batches go: the bucket that holds
+// their input and output, and the service role Bedrock assumes to read
+// and write it (the stack makes both: docs/deploy.md).
+type Batch struct {
+	Bucket  string
+	RoleARN string
+	API     BatchAPI
+	Objects Objects
+}
+
+// batchHours is the job's timeout: the shortest Bedrock takes, a day, as
+// the other providers' windows.
+const batchHours = 24
+
+// converseBody is a Converse request as a batch record's modelInput.
+type converseBody struct {
+	Messages        []converseMessage `json:"messages"`
+	System          []converseText    `json:"system,omitempty"`
+	InferenceConfig *inferenceConfig  `json:"inferenceConfig,omitempty"`
+}
+
+type converseMessage struct {
+	Role    string         `json:"role"`
+	Content []converseText `json:"content"`
+}
+
+type converseText struct {
+	Text string `json:"text"`
+}
+
+type inferenceConfig struct {
+	MaxTokens   *int32   `json:"maxTokens,omitempty"`
+	Temperature *float32 `json:"temperature,omitempty"`
+}
+
+type batchRecord struct {
+	RecordID   string       `json:"recordId"`
+	ModelInput converseBody `json:"modelInput"`
+}
+
+// outputRecord is one line of a job's output: the record's answer (a
+// Converse response) or its error.
+type outputRecord struct {
+	RecordID    string `json:"recordId"`
+	ModelOutput *struct {
+		Output struct {
+			Message converseMessage `json:"message"`
+		} `json:"output"`
+		StopReason string `json:"stopReason"`
+		Usage      *struct {
+			InputTokens           int64 `json:"inputTokens"`
+			OutputTokens          int64 `json:"outputTokens"`
+			CacheReadInputTokens  int64 `json:"cacheReadInputTokens"`
+			CacheWriteInputTokens int64 `json:"cacheWriteInputTokens"`
+		} `json:"usage"`
+	} `json:"modelOutput"`
+	Error *struct {
+		Code    json.RawMessage `json:"errorCode"`
+		Message string          `json:"errorMessage"`
+	} `json:"error"`
+}
+
+// batches is the provider's batch wire, or an error when it has none.
+func (c *Client) batches() (*Batch, error) {
+	b := c.cfg.Batch
+	if b == nil || b.API == nil || b.Objects == nil || b.Bucket == "" || b.RoleARN == "" {
+		return nil, errors.New("bedrock: no batch bucket and role configured")
+	}
+	return b, nil
+}
+
+// SubmitBatch writes reqs as the batch key's input and makes its job
+// (model.Batcher).
+func (c *Client) SubmitBatch(ctx context.Context, key string, reqs []model.Request) (string, error) {
+	b, err := c.batches()
+	if err != nil {
+		return "", err
+	}
+	var in bytes.Buffer
+	enc := json.NewEncoder(&in)
+	for _, r := range reqs {
+		body, err := converseJSON(r)
+		if err != nil {
+			return "", err
+		}
+		if err := enc.Encode(batchRecord{RecordID: hex.EncodeToString([]byte(r.JobID)), ModelInput: body}); err != nil {
+			return "", fmt.Errorf("bedrock: encode batch record: %w", err)
+		}
+	}
+	prefix := "batches/" + key + "/"
+	if _, err := b.Objects.PutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(b.Bucket), Key: aws.String(prefix + "input.jsonl"),
+		Body: bytes.NewReader(in.Bytes()), ContentLength: aws.Int64(int64(in.Len()))}); err != nil {
+		return "", controlError(ctx, err)
+	}
+	model := c.cfg.Model
+	if len(reqs) > 0 && reqs[0].Model != "" {
+		model = reqs[0].Model
+	}
+	out, err := b.API.CreateModelInvocationJob(ctx, &awsbedrock.CreateModelInvocationJobInput{
+		JobName: aws.String("aijobs-" + strings.ReplaceAll(key, "_", "-")), ClientRequestToken: aws.String(key),
+		ModelId: aws.String(model), RoleArn: aws.String(b.RoleARN), ModelInvocationType: btypes.ModelInvocationTypeConverse,
+		TimeoutDurationInHours: aws.Int32(batchHours),
+		InputDataConfig: &btypes.ModelInvocationJobInputDataConfigMemberS3InputDataConfig{Value: btypes.ModelInvocationJobS3InputDataConfig{
+			S3Uri: aws.String("s3://" + b.Bucket + "/" + prefix + "input.jsonl"), S3InputFormat: btypes.S3InputFormatJsonl}},
+		OutputDataConfig: &btypes.ModelInvocationJobOutputDataConfigMemberS3OutputDataConfig{Value: btypes.ModelInvocationJobS3OutputDataConfig{
+			S3Uri: aws.String("s3://" + b.Bucket + "/" + prefix + "output/")}},
+	})
+	if err != nil {
+		return "", controlError(ctx, err)
+	}
+	return aws.ToString(out.JobArn), nil
+}
+
+// converseJSON is r as a Converse request body.
+func converseJSON(r model.Request) (converseBody, error) {
+	p, err := buildPrompt(r)
+	if err != nil {
+		return converseBody{}, err
+	}
+	var body converseBody
+	for _, s := range p.system {
+		if t, ok := s.(*types.SystemContentBlockMemberText); ok {
+			body.System = append(body.System, converseText{Text: t.Value})
+		}
+	}
+	for _, m := range p.messages {
+		cm := converseMessage{Role: string(m.Role)}
+		for _, blk := range m.Content {
+			if t, ok := blk.(*types.ContentBlockMemberText); ok {
+				cm.Content = append(cm.Content, converseText{Text: t.Value})
+			}
+		}
+		body.Messages = append(body.Messages, cm)
+	}
+	if p.inference != nil {
+		body.InferenceConfig = &inferenceConfig{MaxTokens: p.inference.MaxTokens, Temperature: p.inference.Temperature}
+	}
+	return body, nil
+}
+
+// BatchEnded reports whether the job id will change no more.
+func (c *Client) BatchEnded(ctx context.Context, id string) (bool, error) {
+	_, ended, err := c.job(ctx, id)
+	return ended, err
+}
+
+// job is job id's output prefix, and whether it ended.
+func (c *Client) job(ctx context.Context, id string) (string, bool, error) {
+	b, err := c.batches()
+	if err != nil {
+		return "", false, err
+	}
+	out, err := b.API.GetModelInvocationJob(ctx, &awsbedrock.GetModelInvocationJobInput{JobIdentifier: aws.String(id)})
+	if err != nil {
+		return "", false, controlError(ctx, err)
+	}
+	switch out.Status {
+	case btypes.ModelInvocationJobStatusCompleted, btypes.ModelInvocationJobStatusPartiallyCompleted, btypes.ModelInvocationJobStatusFailed,
+		btypes.ModelInvocationJobStatusStopped, btypes.ModelInvocationJobStatusExpired:
+	default:
+		return "", false, nil
+	}
+	prefix := ""
+	if o, ok := out.OutputDataConfig.(*btypes.ModelInvocationJobOutputDataConfigMemberS3OutputDataConfig); ok {
+		prefix = strings.TrimPrefix(aws.ToString(o.Value.S3Uri), "s3://"+b.Bucket+"/")
+	}
+	// Bedrock writes under a folder named after the job's id, the ARN's
+	// last part.
+	return prefix + id[strings.LastIndex(id, "/")+1:] + "/", true, nil
+}
+
+// BatchResults reads every output file of the ended job id. A record with
+// no line (a job that failed or stopped before it) has no result: the
+// collector hands its job back.
+func (c *Client) BatchResults(ctx context.Context, id string, each func(string, model.Response, error) error) error {
+	prefix, ended, err := c.job(ctx, id)
+	if err != nil || !ended {
+		return errors.Join(fmt.Errorf("bedrock: batch job %s has not ended", id), err)
+	}
+	b, _ := c.batches()
+	list, err := b.Objects.ListObjectsV2(ctx, &s3.ListObjectsV2Input{Bucket: aws.String(b.Bucket), Prefix: aws.String(prefix)})
+	if err != nil {
+		return controlError(ctx, err)
+	}
+	for _, o := range list.Contents {
+		if !strings.HasSuffix(aws.ToString(o.Key), ".jsonl.out") {
+			continue // the manifest
+		}
+		if err := c.readOutput(ctx, b, aws.ToString(o.Key), each); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// readOutput calls each with every record of the output file key.
+func (c *Client) readOutput(ctx context.Context, b *Batch, key string, each func(string, model.Response, error) error) error {
+	obj, err := b.Objects.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(b.Bucket), Key: aws.String(key)})
+	if err != nil {
+		return controlError(ctx, err)
+	}
+	defer obj.Body.Close()
+	br := bufio.NewReader(obj.Body)
+	for {
+		raw, err := br.ReadBytes('\n')
+		var rec outputRecord
+		id, herr := []byte(nil), error(nil)
+		if json.Unmarshal(raw, &rec) == nil {
+			id, herr = hex.DecodeString(rec.RecordID)
+		}
+		// A line that names no job of ours is skipped: its job, with no
+		// result, is handed back by the collector.
+		if herr == nil && len(id) > 0 {
+			out, rerr := c.record(rec)
+			if err := each(string(id), out, rerr); err != nil {
+				return err
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("bedrock: read batch output %s: %w", key, err)
+		}
+	}
+}
+
+// record is rec's answer, or its error (billed nothing: a batch bills
+// only answers).
+func (c *Client) record(rec outputRecord) (model.Response, error) {
+	if rec.Error != nil || rec.ModelOutput == nil {
+		// The error code is an HTTP status in Bedrock's examples; an
+		// exception's name is read as one too.
+		status, code := 0, ""
+		if rec.Error != nil && json.Unmarshal(rec.Error.Code, &status) != nil {
+			_ = json.Unmarshal(rec.Error.Code, &code)
+		}
+		msg := ""
+		if rec.Error != nil {
+			msg = rec.Error.Message
+		}
+		return model.Response{}, apiError(code, msg, status, model.Usage{})
+	}
+	m := rec.ModelOutput
+	var out strings.Builder
+	for _, t := range m.Output.Message.Content {
+		out.WriteString(t.Text)
+	}
+	u := model.BatchUnreported(out.String())
+	if m.Usage != nil {
+		u = model.Usage{InputTokens: m.Usage.InputTokens + m.Usage.CacheReadInputTokens + m.Usage.CacheWriteInputTokens,
+			OutputTokens: m.Usage.OutputTokens}
+	}
+	return finish(out.String(), "", types.StopReason(m.StopReason), u)
+}
+
+// controlError classifies a control-plane or S3 call's failure: an AWS
+// answer by its code, else a failure in transit. Nothing here is billed.
+func controlError(ctx context.Context, err error) error {
+	return callError(ctx, err, false, model.Usage{}, job.Batch)
+}
