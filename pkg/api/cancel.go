@@ -30,9 +30,12 @@ func (h *Handler) cancel(ctx context.Context, log *slog.Logger, tenant, id strin
 			ExpiresAt: h.retention.ExpiresAt(job.Abandoned, now),
 		})
 		if err == nil {
-			if j.Attempts == 0 { // never started: it held a queued place
-				h.leaveQueue(ctx, log, j)
-			}
+			// A cancelled job holds no queued place. One that never
+			// started holds one, and so may one its worker has just
+			// claimed (attempts 1) to defer: the defer is then refused,
+			// and the worker never gives the place back. A leave is
+			// idempotent, so a place already given back costs one write.
+			h.leaveQueue(ctx, log, j)
 			return h.viewOrProblem(ctx, log, j)
 		}
 		switch job.ErrorCode(err) {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/memstore"
@@ -65,6 +66,28 @@ func TestACreateOverTheTenantsQueuedLimitIsRefused(t *testing.T) {
 	}
 	if resp := e.do(t, createReq(t, "four", simpleBody)); resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("after the worker started a queued job: %d %s", resp.StatusCode, resp.Body)
+	}
+}
+
+// TestACancelOfAClaimedJobFreesItsQueuedPlace: a worker that claims a
+// queued job only to defer it (its tenant has its limit in flight) holds
+// it as attempt 1 for a moment. A cancel that lands then leaves the
+// worker's defer refused, so the worker never gives the place back; the
+// cancel does, or the tenant stays at its limit until the job's deadline
+// (an e2e run hit exactly this).
+func TestACancelOfAClaimedJobFreesItsQueuedPlace(t *testing.T) {
+	e := newEnv(t)
+	e.h.queued, e.h.queuedMax = memstore.NewSlots(), func(string) int { return 1 }
+	first := decodeView(t, e.do(t, createReq(t, "one", simpleBody)))
+	now := e.clock.Now()
+	if _, err := e.store.Claim(t.Context(), job.Claim{ID: first.ID, Owner: "w1", Now: now, LeaseUntil: now.Add(time.Minute)}); err != nil {
+		t.Fatal(err)
+	}
+	if resp := e.do(t, request(t, "POST", "/jobs/"+first.ID+"/cancel", "")); resp.StatusCode != http.StatusOK {
+		t.Fatalf("cancel: %d %s", resp.StatusCode, resp.Body)
+	}
+	if resp := e.do(t, createReq(t, "two", simpleBody)); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("after a claimed job was cancelled: %d %s", resp.StatusCode, resp.Body)
 	}
 }
 
