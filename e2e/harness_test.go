@@ -86,6 +86,15 @@ func testEnv(prefix, endpoint string) map[string]string {
 	}
 }
 
+// steadyLease is the lease a test runs with when it counts attempts,
+// calls or cost exactly and is not about a lease running out: with the
+// harness's 1 s, a kumo call slow on a loaded machine (make test runs
+// every package at once, under -race) lets a lease lapse, and the next
+// attempt is the lease doing its job, not the behaviour under test.
+// Heartbeats every 500 ms: each one stamps the record, and ten a second
+// can outrun a cancel's re-stamps on a loaded machine.
+var steadyLease = map[string]string{"AIJOBS_LEASE_TTL": "5s", "AIJOBS_HEARTBEAT": "500ms"}
+
 // stack is one dev server with its own table and queues.
 type stack struct {
 	t    *testing.T

@@ -21,7 +21,7 @@ import (
 
 func TestJobSucceedsAndReplaysIdempotently(t *testing.T) {
 	t.Parallel()
-	s := startStack(t, nil)
+	s := startStack(t, steadyLease)
 	body := `{"input":{"messages":[{"role":"user","content":"hello e2e"}],"max_tokens":50},"metadata":{"a":1,"b":2}}`
 	r := s.do("POST", "/jobs", "tenant-a", map[string]string{"Idempotency-Key": "k-1"}, body)
 	if r.status != http.StatusAccepted || r.header.Get("Location") != "/jobs/"+r.body["id"].(string) {
@@ -66,7 +66,7 @@ func TestJobSucceedsAndReplaysIdempotently(t *testing.T) {
 
 func TestRetriesAreCountedAndPaidFor(t *testing.T) {
 	t.Parallel()
-	s := startStack(t, nil)
+	s := startStack(t, steadyLease)
 	id := s.submit("t", "retry", jobBody("[[fake:fail=rate_limited*2]] try again", ""))
 	v := s.wait("t", id, 15*time.Second, "succeeded")
 	if num(v, "attempts") != "3" || v["error_class"] != nil {
@@ -82,7 +82,7 @@ func TestRetriesAreCountedAndPaidFor(t *testing.T) {
 
 func TestPermanentErrorFailsAtOnce(t *testing.T) {
 	t.Parallel()
-	s := startStack(t, nil)
+	s := startStack(t, steadyLease)
 	id := s.submit("t", "perm", jobBody("[[fake:fail=content_filtered]] nope", ""))
 	v := s.wait("t", id, 10*time.Second, "failed")
 	if v["error_class"] != "content_filtered" || num(v, "attempts") != "1" || s.fake.Calls(id) != 1 {
@@ -98,7 +98,7 @@ func TestPermanentErrorFailsAtOnce(t *testing.T) {
 // another tenant's same input is accepted.
 func TestAnInputThatFailedDeterministicallyIsQuarantined(t *testing.T) {
 	t.Parallel()
-	s := startStack(t, nil)
+	s := startStack(t, steadyLease)
 	body := jobBody("[[fake:fail=content_filtered]] the same bad input", "")
 	first := s.submit("t", "q-1", body)
 	s.wait("t", first, 10*time.Second, "failed")
@@ -129,7 +129,7 @@ func TestAnInputThatFailedDeterministicallyIsQuarantined(t *testing.T) {
 
 func TestRetriesStopAtMaxAttempts(t *testing.T) {
 	t.Parallel()
-	s := startStack(t, nil)
+	s := startStack(t, steadyLease)
 	id := s.submit("t", "overloaded", jobBody("[[fake:fail=overloaded]] busy", `"max_attempts":2`))
 	v := s.wait("t", id, 15*time.Second, "failed")
 	if v["error_class"] != "overloaded" || num(v, "attempts") != "2" || s.fake.Calls(id) != 2 {
@@ -142,12 +142,10 @@ func TestRetriesStopAtMaxAttempts(t *testing.T) {
 
 func TestCancelReachesRunningCall(t *testing.T) {
 	t.Parallel()
-	// A lease of seconds: with the harness's 1 s, a loaded machine let the
-	// first attempt's lease lapse, and the cancel met a second attempt.
-	// Heartbeats every 500 ms, not 100: each one stamps the record, and on
-	// a loaded machine ten a second outran the cancel's three re-stamps
-	// (a 503, which a client retries).
-	s := startStack(t, map[string]string{"AIJOBS_LEASE_TTL": "5s", "AIJOBS_HEARTBEAT": "500ms"})
+	// With the harness's 1 s lease, a loaded machine let the first
+	// attempt's lease lapse, and the cancel met a second attempt; with its
+	// 100 ms heartbeats, the cancel's three re-stamps lost (a 503).
+	s := startStack(t, steadyLease)
 	id := s.submit("t", "cancel", jobBody("[[fake:hang]] forever", ""))
 	s.wait("t", id, 10*time.Second, "running")
 	for started := time.Now(); s.fake.Running(id) == 0; time.Sleep(10 * time.Millisecond) {
@@ -227,7 +225,7 @@ func TestDuplicateMessagesNeverGenerateTwice(t *testing.T) {
 	// before it generated, and a second attempt ran (one generation, as
 	// promised, but two calls and two attempts, not the duplicates'
 	// doing). Here only the duplicates may cost anything.
-	s := startStack(t, map[string]string{"AIJOBS_LEASE_TTL": "5s", "AIJOBS_HEARTBEAT": "500ms"})
+	s := startStack(t, steadyLease)
 	id := s.submit("t", "dups", jobBody("[[fake:latency=1500ms]] take your time", ""))
 	s.wait("t", id, 10*time.Second, "running")
 	for range 3 {
@@ -283,7 +281,7 @@ func TestLeaseExpiredWhileFirstWorkerStillRuns(t *testing.T) {
 
 func TestPoisonMessagesAreDeadLetteredNotLooped(t *testing.T) {
 	t.Parallel()
-	s := startStack(t, nil)
+	s := startStack(t, steadyLease)
 	done := s.submit("t", "done", jobBody("finish me", ""))
 	s.wait("t", done, 10*time.Second, "succeeded")
 	s.sendRaw("this is not json")

@@ -17,7 +17,7 @@ import (
 // re-sent through the claim path and finished, once.
 func TestReconcilerFinishesAJobWhoseMessageWasNeverSent(t *testing.T) {
 	t.Parallel()
-	s := startStack(t, nil)
+	s := startStack(t, steadyLease)
 	ctx := context.Background()
 	old := job.Millis(time.Now().Add(-20 * time.Minute)) // untouched for longer than AIJOBS_RECONCILE_AFTER (10m)
 	in, _ := json.Marshal(job.Input{Messages: []job.Message{{Role: "user", Content: "lost message"}}, MaxTokens: 20})
