@@ -246,6 +246,34 @@ func TestAJobTheBatchCannotServeInTimeIsHandedBackAndItsLateAnswerSettled(t *tes
 	}
 }
 
+// A failed item that comes after its job was handed back is a write of
+// its own: the hand-back and the item's release share the batch's owner,
+// and taken for a retry of the hand-back the item's release would keep
+// no cost and send the job's message a second time. It is refused, and
+// its cost stays on the record.
+func TestAFailedItemAfterTheHandBackKeepsItsCost(t *testing.T) {
+	f := setup(t, 300*time.Millisecond, nil)
+	clock := &clock{now: time.Now()}
+	f.c = collector.New(collector.Config{Store: f.store, Batches: f.batches, Queue: f.queue, Clock: clock,
+		Providers: map[string]model.Provider{"f": f.prov}, Routes: map[string]job.Route{"default": f.route}})
+	j := f.enlisted("k", "[[fake:fail=provider_error]] slow and flaky", time.Now().Add(90*time.Second))
+	f.run() // submitted
+	clock.now = clock.now.Add(40 * time.Second)
+	f.run() // handed back
+	time.Sleep(350 * time.Millisecond)
+	clock.now = clock.now.Add(time.Second)
+	f.run() // the batch ended: the failed item is billed
+	f.run()
+	got := f.get(j.ID)
+	if f.prov.Billed(j.ID) == 0 {
+		t.Fatal("the fake billed nothing for the failed item: the test proves nothing")
+	}
+	if got.State != job.Queued || got.Held != 0 || 2*got.Cost != f.prov.Billed(j.ID) || !slices.Equal(f.queue.sent, []string{j.ID}) {
+		t.Fatalf("after the late failed item: %+v, sent %v; want still queued, its cost half the fake's bill %s, sent once",
+			got, f.queue.sent, f.prov.Billed(j.ID))
+	}
+}
+
 // A collector that dies between opening a batch and submitting it loses
 // nothing: the next run submits the same jobs, once.
 func TestACollectorThatDiesBeforeSubmittingIsCarriedOn(t *testing.T) {

@@ -85,7 +85,7 @@ func (c *Collector) stillWaiting(ctx context.Context, waiting []job.Enlistee) ([
 // the store refuses the release and returns the hold with the lease.
 func (c *Collector) release(ctx context.Context, j job.Job, owner string, held job.Nanocents, why string) error {
 	rel := job.Release{ID: j.ID, Owner: owner, Now: job.NextUpdate(j.UpdatedAt, c.cfg.Clock.Now()),
-		Settlement: job.Settlement{Held: held}, Class: job.Timeout, Detail: why}
+		Settlement: job.Settlement{Held: held}, Class: job.Timeout, Detail: why, HandBack: true}
 	if _, err := c.cfg.Store.Release(ctx, rel); err != nil {
 		return refusedIsSettled(err)
 	}

@@ -117,7 +117,7 @@ func (s *Store) Release(ctx context.Context, t job.Release) (job.Job, error) {
 	e.detail(t.Detail)
 	e.opt(aNotBefore, avN(t.NotBefore.UnixMilli()), !t.NotBefore.IsZero())
 	u := update{cond: heldCond, expr: e.expr(), values: v}
-	return s.apply(ctx, t.ID, t.Now, t.Allows, u.settling(t.Owner, "release", t.Settlement))
+	return s.apply(ctx, t.ID, t.Now, t.Allows, u.settling(t.Owner, t.Kind(), t.Settlement))
 }
 
 // Defer applies job.Defer: the hold goes back to remaining_nc and the

@@ -129,6 +129,22 @@ type Release struct {
 	Detail string
 	// NotBefore is when the backoff ends; zero means at once.
 	NotBefore time.Time
+	// HandBack marks the batch lane handing the job back unanswered
+	// (pkg/collector). It is a finishing write of the batch's owner apart
+	// from a failed item's release under the same owner: the item's, when
+	// it comes after the hand-back, is then refused and keeps its cost,
+	// not taken for a retry of the hand-back (Kind).
+	HandBack bool
+}
+
+// Kind names the release among its owner's finishing writes, which a
+// store keeps to recognise a retry of one that landed: a hand-back and a
+// failed item's release of the same batch owner are two writes.
+func (r Release) Kind() string {
+	if r.HandBack {
+		return "handback"
+	}
+	return "release"
 }
 
 // Defer hands a claimed job back to the queue before its attempt called a

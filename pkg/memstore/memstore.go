@@ -120,7 +120,7 @@ func (s *Store) Succeed(_ context.Context, t job.Succeed) (job.Job, error) {
 
 // Release applies job.Release, settling the attempt even when it is refused.
 func (s *Store) Release(_ context.Context, t job.Release) (job.Job, error) {
-	return s.apply(t.ID, t.Allows, t.Apply, write{t.Owner, "release", t.Settlement}, t.Now)
+	return s.apply(t.ID, t.Allows, t.Apply, write{t.Owner, t.Kind(), t.Settlement}, t.Now)
 }
 
 // End applies job.End, settling the attempt even when it is refused.

@@ -229,4 +229,25 @@ func batchSettle(t *testing.T, s *suite) {
 			t.Fatalf("enlisted after the release: %v, %v", waiting, err)
 		}
 	})
+	t.Run("a failed item after the hand-back is refused and keeps its cost", func(t *testing.T) {
+		t.Parallel()
+		// The hand-back and the item's release share the batch's owner;
+		// the item's must not be taken for a retry of the hand-back.
+		j := s.enlisted(t, lane+"-late", base.Add(time.Minute))
+		owner := job.BatchOwner("me")
+		back, err := s.store.Release(t.Context(), job.Release{ID: j.ID, Owner: owner, Now: now,
+			Settlement: job.Settlement{Held: j.Held}, Class: job.Timeout, HandBack: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = s.store.Release(t.Context(), job.Release{ID: j.ID, Owner: owner, Now: now.Add(time.Second),
+			Settlement: job.Settlement{Cost: 6, Ran: ran}, Class: job.ProviderError})
+		if job.ErrorCode(err) != job.CodeConflict {
+			t.Fatalf("the late item's release: %v, want refused", err)
+		}
+		got := s.get(t, j.ID)
+		if got.State != job.Queued || got.Cost != back.Cost+6 || got.Held != 0 {
+			t.Fatalf("after the late item: %+v, want queued with its cost %d more", got, 6)
+		}
+	})
 }

@@ -19,6 +19,7 @@ var (
 	errJobDeadline    = errors.New("job deadline")
 	errLambdaDeadline = errors.New("function deadline")
 	errHoldRefused    = errors.New("the hold for the chosen lane could not be raised")
+	errNoLaneInTime   = errors.New("the batch lane cannot serve the job before its deadline, and no other lane the job allows fits")
 )
 
 // call runs one rung under its own timeout and reports whether that

@@ -157,6 +157,12 @@ func (a *attempt) climbLanes(ctx context.Context, r *climbed, plan []job.Rung, i
 			return false
 		}
 	}
+	if !moved && r.err == nil {
+		// Every lane of the plan was a batch lane the job could not
+		// enter, and nothing was called: the attempt fails, or it would
+		// read as answered with an empty result.
+		r.err, r.class = errNoLaneInTime, job.DeadlineExceeded
+	}
 	return false
 }
 

@@ -17,13 +17,17 @@ var errEnlistRefused = errors.New("handing the job to the batch lane failed")
 // must come back to meet its deadline in the plan's next lane (then),
 // else until its deadline; false when that leaves less than the lane's
 // window and one collector period, so the collector would hand it back
-// before any batch could serve it.
+// before any batch could serve it, or, with a next lane, less than the
+// batch's p99: the job would usually be handed back to that lane before
+// its batch answers, and the late answer is billed too. Alone in the
+// plan, the lane is the job's one chance, and it waits to its deadline.
 func (a *attempt) batchLease(rung job.Rung, then []job.Rung) (time.Time, bool) {
 	until := a.j.Deadline
 	if len(then) > 0 {
 		until = until.Add(-then[0].P99())
 	}
-	return until, until.Sub(a.clock.Now()) > rung.Window+a.timing.CollectEvery
+	stay := until.Sub(a.clock.Now())
+	return until, stay > rung.Window+a.timing.CollectEvery && (len(then) == 0 || stay >= rung.P99())
 }
 
 // enlist hands the job to rung's batch lane (job.Enlist) until until

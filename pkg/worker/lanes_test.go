@@ -169,6 +169,13 @@ func TestASlowLaneGivesWayBeforeTheDeadline(t *testing.T) {
 		return model.Response{}, &model.Error{Class: job.Timeout, Usage: model.Usage{InputTokens: 1, Estimated: true}, Err: ctx.Err()}
 	}
 	l := setupLanes(t, map[job.Lane]func(context.Context, model.Request, int) (model.Response, error){job.Flex: hang})
+	// Flex's p99 of one second fits the 1.4 s left, so the plan is flex
+	// then standard (p99 one second): flex must be cut at about 0.4 s.
+	route := l.route
+	route.Rungs = []job.Rung{route.Rungs[0]}
+	route.Rungs[0].Lanes = slices.Clone(route.Rungs[0].Lanes)
+	route.Rungs[0].Lanes[0].Completion = time.Second
+	l.w = l.newWorker(l.store, func(c *worker.Config) { c.Routes = map[string]job.Route{"default": route} })
 	j := l.laneJob("k1", 1400*time.Millisecond, job.Flex, job.Standard)
 	start := time.Now()
 	l.deliver(body(j.ID))
@@ -176,6 +183,9 @@ func TestASlowLaneGivesWayBeforeTheDeadline(t *testing.T) {
 	got := l.get(j.ID)
 	if got.State != job.Succeeded || got.ResultLane != job.Standard || got.Attempts != 1 {
 		t.Fatalf("job = %+v, want answered in standard in one attempt", got)
+	}
+	if asked := l.lanesAsked(); !slices.Equal(asked, []job.Lane{job.Flex, job.Standard}) {
+		t.Fatalf("lanes asked %v, want flex then standard", asked)
 	}
 	if took > 1300*time.Millisecond {
 		t.Fatalf("took %s: the flex call was not cut a p99 before the deadline", took)
@@ -194,15 +204,22 @@ func TestAJobWithTimeForABatchIsEnlistedNotCalled(t *testing.T) {
 	route.Rungs = []job.Rung{route.Rungs[0]}
 	route.Rungs[0].Lanes = append(slices.Clone(route.Rungs[0].Lanes), batch)
 	l.w = l.newWorker(l.store, func(c *worker.Config) { c.Routes = map[string]job.Route{"default": route} })
-	j := l.laneJob("k1", 3*time.Hour)
+	in := job.Input{Messages: []job.Message{{Role: "user", Content: "hello"}}, MaxTokens: 10}
+	// A reserve below the batch price's worst case: the claim holds it,
+	// and the enlist must raise the hold to the worst case.
+	j := l.create("k1", func(j *job.Job) {
+		j.Deadline, j.Reserve = job.Millis(time.Now().Add(3*time.Hour)), 1
+	})
+	if batch.WorstCase(in) <= j.Reserve {
+		t.Fatalf("the batch worst case %s must exceed the reserve %s", batch.WorstCase(in), j.Reserve)
+	}
 	if r := l.deliver(body(j.ID)); len(r.BatchItemFailures) != 0 {
 		t.Fatalf("the enlisted job's message must go: %v", failedIDs(r))
 	}
 	got := l.get(j.ID)
-	in := job.Input{Messages: []job.Message{{Role: "user", Content: "hello"}}, MaxTokens: 10}
 	wantUntil := job.Millis(got.Deadline.Add(-time.Minute)) // flex's p99, the next lane
 	if got.State != job.Running || got.LeaseOwner == "" || !got.InBatchLane() || got.Enlisted != job.LaneKey("default", 0) ||
-		!got.LeaseUntil.Equal(wantUntil) || got.Held != max(j.Reserve, batch.WorstCase(in)) || got.Attempts != 1 {
+		!got.LeaseUntil.Equal(wantUntil) || got.Held != batch.WorstCase(in) || got.Attempts != 1 {
 		t.Fatalf("job = %+v, want enlisted in the batch lane until %s", got, wantUntil)
 	}
 	if asked := l.lanesAsked(); len(asked) != 0 {
@@ -270,5 +287,54 @@ func TestABatchLaneTooShortToEnterIsSkippedNotMovedFrom(t *testing.T) {
 		if strings.HasPrefix(name, "LaneMoves") {
 			t.Fatalf("metrics %v: a skipped lane counted as a move", l.metrics.counts)
 		}
+	}
+}
+
+// batchRoute is l's route whose one rung also offers a batch lane at one
+// nanocent an input token, with p99 p99.
+func (l *lanes) batchRoute(p99 time.Duration) job.Route {
+	route := l.route
+	route.Rungs = []job.Rung{route.Rungs[0]}
+	batch := route.Rungs[0]
+	batch.Lane, batch.Base, batch.Price, batch.Timeout, batch.Completion, batch.Lanes = job.Batch, batch.Price, job.Price{InputPerToken: 1}, 0, p99, nil
+	route.Rungs[0].Lanes = append(slices.Clone(route.Rungs[0].Lanes), batch)
+	return route
+}
+
+// A job that allows only the batch lane, due too soon for the lane to
+// hold it a window and a collector period, is not served: its attempt
+// ends deadline_exceeded with nothing called, billed or held, never
+// succeeded with an empty result.
+func TestABatchOnlyJobTooSoonForTheLaneIsAbandoned(t *testing.T) {
+	l := setupLanes(t, nil)
+	route := l.batchRoute(time.Minute)
+	l.w = l.newWorker(l.store, func(c *worker.Config) {
+		c.Routes = map[string]job.Route{"default": route}
+		c.Timing.CollectEvery = 2 * time.Hour
+	})
+	j := l.laneJob("k1", time.Hour, job.Batch)
+	l.deliver(body(j.ID))
+	got := l.get(j.ID)
+	if got.State != job.Abandoned || got.ErrorClass != job.DeadlineExceeded || got.Result != nil || got.Cost != 0 || got.Held != 0 {
+		t.Fatalf("job = %+v, want abandoned deadline_exceeded, nothing paid or held", got)
+	}
+	if asked := l.lanesAsked(); len(asked) != 0 {
+		t.Fatalf("the provider was called: %v", asked)
+	}
+}
+
+// A batch lane whose stay would end before the batch's p99, the job
+// then due back in the next lane, is skipped for that lane: the batch
+// would usually answer after the hand-back, and both would be billed.
+func TestABatchLaneThatWouldHandBackBeforeItsP99IsSkipped(t *testing.T) {
+	l := setupLanes(t, nil)
+	route := l.batchRoute(time.Hour)
+	l.w = l.newWorker(l.store, func(c *worker.Config) { c.Routes = map[string]job.Route{"default": route} })
+	// The batch's p99 (1 h) fits the time left, but the stay before
+	// flex's p99 (1 min) is due does not: 1 h 30 s less 1 min.
+	j := l.laneJob("k1", time.Hour+30*time.Second)
+	l.deliver(body(j.ID))
+	if got := l.get(j.ID); got.State != job.Succeeded || got.ResultLane != job.Flex || got.InBatchLane() {
+		t.Fatalf("job = %+v, want answered in flex, never enlisted", got)
 	}
 }
