@@ -139,12 +139,16 @@ func (c *Client) SubmitBatch(ctx context.Context, key string, reqs []model.Reque
 		Body: bytes.NewReader(in.Bytes()), ContentLength: aws.Int64(int64(in.Len()))}); err != nil {
 		return "", controlError(ctx, err)
 	}
+	// Bedrock takes letters, digits and hyphens in a job's name and its
+	// token, not the batch id's underscore; the same id always makes the
+	// same token, so a resubmit is still recognised.
+	token := strings.ReplaceAll(key, "_", "-")
 	model := c.cfg.Model
 	if len(reqs) > 0 && reqs[0].Model != "" {
 		model = reqs[0].Model
 	}
 	out, err := b.API.CreateModelInvocationJob(ctx, &awsbedrock.CreateModelInvocationJobInput{
-		JobName: aws.String("aijobs-" + strings.ReplaceAll(key, "_", "-")), ClientRequestToken: aws.String(key),
+		JobName: aws.String("aijobs-" + token), ClientRequestToken: aws.String(token),
 		ModelId: aws.String(model), RoleArn: aws.String(b.RoleARN), ModelInvocationType: btypes.ModelInvocationTypeConverse,
 		TimeoutDurationInHours: aws.Int32(batchHours),
 		InputDataConfig: &btypes.ModelInvocationJobInputDataConfigMemberS3InputDataConfig{Value: btypes.ModelInvocationJobS3InputDataConfig{

@@ -113,12 +113,22 @@ type s3Config struct {
 	} `json:"s3OutputDataConfig"`
 }
 
+// jobName and requestToken are the patterns CreateModelInvocationJob
+// holds a job's name and its client request token to (the Bedrock API
+// model's ModelInvocationJobName and ModelInvocationIdempotencyToken):
+// a name or token outside them is a ValidationException.
+var (
+	jobName      = regexp.MustCompile(`^[a-zA-Z0-9]{1,63}(-*[a-zA-Z0-9+\-.]){0,63}$`)
+	requestToken = regexp.MustCompile(`^[a-zA-Z0-9]{1,256}(-*[a-zA-Z0-9]){0,256}$`)
+)
+
 func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	var in struct {
 		JobName, RoleArn, ModelID, ClientRequestToken, ModelInvocationType string
 		InputDataConfig, OutputDataConfig                                  s3Config
 	}
-	if json.NewDecoder(r.Body).Decode(&in) != nil || in.JobName == "" || in.RoleArn == "" || in.ModelID == "" ||
+	if json.NewDecoder(r.Body).Decode(&in) != nil || !jobName.MatchString(in.JobName) || len(in.JobName) > 63 ||
+		(in.ClientRequestToken != "" && !requestToken.MatchString(in.ClientRequestToken)) || in.RoleArn == "" || in.ModelID == "" ||
 		in.ModelInvocationType != "Converse" || in.InputDataConfig.S3.URI == "" || in.OutputDataConfig.Out.URI == "" {
 		fail(w, http.StatusBadRequest, "ValidationException")
 		return
