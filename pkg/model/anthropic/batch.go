@@ -96,7 +96,7 @@ func (c *Client) SubmitBatch(ctx context.Context, key string, reqs []model.Reque
 	sctx, sent := model.TraceSent(ctx)
 	var b batchObject
 	err = c.batchCall(sctx, http.MethodPost, c.batches(""), bytes.NewReader(body), &b)
-	if err != nil && sent.Done() && ctx.Err() == nil {
+	if err != nil && sent.Done() && ctx.Err() == nil && !refused(err) {
 		if found, lerr := c.madeSince(ctx, start, len(reqs)); lerr == nil && len(found) == 1 {
 			return found[0].ID, nil
 		}
@@ -312,7 +312,24 @@ func (c *Client) send(ctx context.Context, method, u string, body io.Reader) (*h
 	if resp.StatusCode/100 != 2 {
 		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		_ = resp.Body.Close()
-		return nil, statusError(resp.StatusCode, requestID(resp.Header), b)
+		return nil, &answered{status: resp.StatusCode, err: statusError(resp.StatusCode, requestID(resp.Header), b)}
 	}
 	return resp, nil
+}
+
+// answered is a batch wire's answer that was not a 2xx: its status says
+// whether the request may have landed (a 5xx may have; a 4xx did not).
+type answered struct {
+	status int
+	err    *model.Error
+}
+
+func (a *answered) Error() string { return a.err.Error() }
+func (a *answered) Unwrap() error { return a.err }
+
+// refused reports whether err is a 4xx answer: the API did not act on
+// the request, so no batch was made that a lookup could find.
+func refused(err error) bool {
+	var a *answered
+	return errors.As(err, &a) && a.status/100 == 4
 }

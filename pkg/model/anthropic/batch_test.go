@@ -84,6 +84,17 @@ func TestACreateWhoseAnswerWasLostFindsItsBatch(t *testing.T) {
 	if id, err := c.SubmitBatch(t.Context(), "b_ambiguous", reqs); err == nil {
 		t.Errorf("a lost create among same-sized batches guessed %q", id)
 	}
+	// A create refused 4xx made nothing: the same-sized batch just made
+	// is another's, never taken for it.
+	s = &anthropictest.Server{}
+	c = batchClient(t, s)
+	if _, err := c.SubmitBatch(t.Context(), "b_recent", reqs); err != nil {
+		t.Fatal(err)
+	}
+	s.RefuseCreates(1)
+	if id, err := c.SubmitBatch(t.Context(), "b_refused", reqs); err == nil {
+		t.Errorf("a create refused 429 took %q, made by another", id)
+	}
 }
 
 // A batch sent again after its collector died mid-create is the one

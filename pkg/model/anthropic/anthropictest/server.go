@@ -30,6 +30,7 @@ type Server struct {
 	mu      sync.Mutex
 	batches []*batch // newest last
 	lose    int
+	refuse  int
 	made    map[string]int
 	expired map[string]bool
 	calls   int
@@ -64,6 +65,14 @@ func (s *Server) LoseCreates(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.lose = n
+}
+
+// RefuseCreates makes the next n creates answer 429 without making a
+// batch: a definite refusal.
+func (s *Server) RefuseCreates(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.refuse = n
 }
 
 // Batches is how many batches were made.
@@ -118,6 +127,12 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
+	if s.refuse > 0 {
+		s.refuse--
+		s.mu.Unlock()
+		problem(w, http.StatusTooManyRequests, "rate_limit_error")
+		return
+	}
 	b := &batch{id: fmt.Sprintf("msgbatch_%06d", len(s.batches)+1), created: time.Now().UTC(), reqs: in.Requests}
 	s.batches = append(s.batches, b)
 	lose := s.lose > 0
