@@ -245,8 +245,11 @@ func result(l resultLine) (model.Response, error) {
 	}
 	var cr chatResponse
 	if err := json.Unmarshal(l.Response.Body, &cr); err != nil || len(cr.Choices) == 0 {
-		return model.Response{}, &model.Error{Class: job.ProviderError, Detail: "openai: batch answer without choices",
-			Usage: model.Usage{Estimated: true}}
+		u := model.Usage{Estimated: true} // billed an answer: what it counts is not known
+		if err == nil && cr.Usage != nil {
+			u = cr.Usage.billed() // the answer says what it billed
+		}
+		return model.Response{}, &model.Error{Class: job.ProviderError, Detail: "openai: batch answer without choices", Usage: u}
 	}
 	content := cr.Choices[0].Message.Content
 	u := model.BatchUnreported(content)
