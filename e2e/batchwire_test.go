@@ -99,7 +99,7 @@ func runBatchLane(t *testing.T, srv batchServer) {
 		}
 		u := res.Usage
 		if j.State != job.Succeeded || j.ResultLane != name || u.Estimated || u.InputTokens == 0 ||
-			j.Cost != u.Cost(lane.Price) || j.Saved != lane.Saved(u.InputTokens, u.OutputTokens) || j.Held != 0 {
+			j.Cost != u.Cost(lane.Price) || j.Saved != u.Cost(rung.Price)-u.Cost(lane.Price) || !savedSign(name, j.Saved) || j.Held != 0 {
 			t.Errorf("job %s: %s in lane %q, cost %s saved %s held %s, usage %+v; want %s at that lane's price",
 				j.ID, j.State, j.ResultLane, j.Cost, j.Saved, j.Held, u, name)
 		}
