@@ -123,12 +123,10 @@ func newBatchServiceRole(stack awscdk.Stack, b *BedrockBatch) awsiam.Role {
 		allowIf(batchRoleObjectActions, b.Bucket.ArnForObjects(jsii.String(batchesPrefix+"*")), ours),
 		allowIf(batchListActions, b.Bucket.BucketArn(), ours),
 	}
-	var wildcards []string
 	for _, p := range b.Models.Profiles {
 		statements = append(statements, awsiam.NewPolicyStatement(&awsiam.PolicyStatementProps{
 			Actions: jsii.Strings(batchRoleInvokeActions...), Resources: arns(append([]string{p.Profile}, p.Models...)),
 		}))
-		wildcards = append(wildcards, p.Models...)
 	}
 	role := awsiam.NewRole(stack, jsii.String("BatchServiceRole"), &awsiam.RoleProps{
 		AssumedBy: awsiam.NewServicePrincipal(jsii.String(bedrockPrincipal), &awsiam.ServicePrincipalOpts{Conditions: &map[string]any{
@@ -141,7 +139,7 @@ func newBatchServiceRole(stack awscdk.Stack, b *BedrockBatch) awsiam.Role {
 		},
 	})
 	suppressWildcards(role, batchKeysWildcardReason, objectsNagResource(logicalID(stack, b.Bucket), batchesPrefix+"*"))
-	suppressModelWildcards(role, wildcards)
+	suppressModelWildcards(role, b.Models.wildcards())
 	return role
 }
 
@@ -181,22 +179,17 @@ func (b *BedrockBatch) suppressCollectorWildcards(stack awscdk.Stack, role awsia
 	bucket := logicalID(stack, b.Bucket)
 	suppressWildcards(role, batchKeysWildcardReason,
 		objectsNagResource(bucket, batchInputKeys), objectsNagResource(bucket, batchOutputKeys), nagResource(modelInvocationJobs))
-	var models []string
-	for _, p := range b.Models.Profiles {
-		models = append(models, p.Models...)
-	}
-	suppressModelWildcards(role, models)
+	suppressModelWildcards(role, b.Models.wildcards())
 }
 
 // suppressModelWildcards lets role's grants on the inference profiles'
-// models in every Region pass cdk-nag (AwsSolutions-IAM5), each model by
-// name; none when no lane names a profile.
-func suppressModelWildcards(role awsiam.Role, models []string) {
+// models in every Region (modelGrants.wildcards) pass cdk-nag
+// (AwsSolutions-IAM5), each model by name; none when no lane names a
+// profile.
+func suppressModelWildcards(role awsiam.Role, wildcards []string) {
 	set := map[string]bool{}
-	for _, m := range models {
-		if strings.Contains(m, "*") {
-			set[nagResource(m)] = true
-		}
+	for _, m := range wildcards {
+		set[nagResource(m)] = true
 	}
 	if len(set) > 0 {
 		suppressWildcards(role, batchProfileWildcardReason, sortedKeys(set)...)

@@ -96,12 +96,19 @@ func TestBedrockBatchOnlyWithABedrockBatchLane(t *testing.T) {
 				env++
 			}
 		}
+		envs := -1 // some functions have them, others not
+		switch env {
+		case 0:
+			envs = 0
+		case len(functionNames):
+			envs = 1
+		}
 		for what, n := range map[string]int{
 			"bucket":       count("AWS::S3::Bucket", lifecycleRule("expire-batches")),
 			"service role": count("AWS::IAM::Role", trusts("bedrock.amazonaws.com")),
 			"output":       map[bool]int{false: 0, true: 1}[output],
 			"Region rule":  map[bool]int{false: 0, true: 1}[rule],
-			"environment":  env / len(functionNames),
+			"environment":  envs,
 		} {
 			if n != tc.want {
 				t.Errorf("%s: %d batch %s, want %d", name, n, what, tc.want)
@@ -408,8 +415,7 @@ func TestBedrockBatchRegion(t *testing.T) {
 	rule, _ := s.json["Rules"].(map[string]any)["BedrockBatchRegion"].(map[string]any)
 	assertions, _ := rule["Assertions"].([]any)
 	b, _ := json.Marshal(assertions)
-	if len(assertions) != 1 || !strings.Contains(string(b), `"Assert":{"Fn::Equals":[{"Ref":"AWS::Region"},"us-east-1"]}`) ||
-		!strings.Contains(string(b), "us-east-1") {
+	if len(assertions) != 1 || !strings.Contains(string(b), `"Assert":{"Fn::Equals":[{"Ref":"AWS::Region"},"us-east-1"]}`) {
 		t.Errorf("Region rule %s, want the stack's Region to equal us-east-1", b)
 	}
 	two := strings.Replace(bedrockBatchRoutes, `"kind": "bedrock"}`, `"kind": "bedrock", "region": "eu-west-1"}`, 1)
@@ -424,7 +430,11 @@ func TestBedrockBatchRegion(t *testing.T) {
 		t.Errorf("a rule %v without a provider Region", rules["BedrockBatchRegion"])
 	}
 	id, _ := batchServiceRole(t, plain)
-	for _, g := range grants(t, plain, id) {
+	gs := grants(t, plain, id)
+	if len(gs) == 0 {
+		t.Error("the service role of a foundation model's lane may do nothing: it could not read its input")
+	}
+	for _, g := range gs {
 		if !strings.HasPrefix(g, "s3:") {
 			t.Errorf("the service role of a foundation model's lane may %s", g)
 		}

@@ -112,8 +112,8 @@ func TestCollectorFunctionAndSchedule(t *testing.T) {
 			if fn["MemorySize"] != tc.mem || fn["Timeout"] != tc.timeout || fn["ReservedConcurrentExecutions"] != 1.0 {
 				t.Errorf("memory %v timeout %v reserved %v, want %v, %v, 1", fn["MemorySize"], fn["Timeout"], fn["ReservedConcurrentExecutions"], tc.mem, tc.timeout)
 			}
-			if num(t, fn["Timeout"], "Timeout") >= tc.period {
-				t.Errorf("timeout %v not below the period %v", fn["Timeout"], tc.period)
+			if num(t, fn["Timeout"], "Timeout") >= st.CollectEvery.Seconds() {
+				t.Errorf("timeout %v not below the period %s", fn["Timeout"], st.CollectEvery)
 			}
 			logging, _ := fn["LoggingConfig"].(map[string]any)
 			if lg := s.resources("AWS::Logs::LogGroup")[ref(logging["LogGroup"])]; logging["LogFormat"] != "JSON" || lg == nil {
