@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/aijobs/aijobs/pkg/job"
 )
@@ -83,5 +84,10 @@ func checkBatch(r job.BatchRecord) error {
 func cloneBatch(r job.BatchRecord) job.BatchRecord {
 	r.Jobs = slices.Clone(r.Jobs)
 	r.CreatedAt, r.UpdatedAt = job.Millis(r.CreatedAt), job.Millis(r.UpdatedAt)
+	for _, t := range []*time.Time{&r.HandBackAt, &r.SealedAt} {
+		if !t.IsZero() { // absent, as a record without them reads back
+			*t = job.Millis(*t)
+		}
+	}
 	return r
 }

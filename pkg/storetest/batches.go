@@ -58,14 +58,18 @@ func RunBatches(t *testing.T, s Batches) {
 
 	submitted := b1
 	submitted.State, submitted.ProviderID, submitted.UpdatedAt = job.Submitted, "batch_abc123", at.Add(time.Minute)
-	submitted.HandBackAt, submitted.SealedAt = at.Add(time.Hour), at.Add(30*time.Second)
+	// Below the millisecond, as a clock gives them: read back at the
+	// stores' precision.
+	submitted.HandBackAt, submitted.SealedAt = at.Add(time.Hour+123*time.Microsecond), at.Add(30*time.Second+456*time.Microsecond)
 	submitted.Jobs = submitted.Jobs[1:]
 	if err := s.SaveBatch(ctx, submitted); err != nil {
 		t.Fatalf("save submitted: %v", err)
 	}
-	listed("submitted", submitted, b2)
+	stored := submitted
+	stored.HandBackAt, stored.SealedAt = job.Millis(submitted.HandBackAt), job.Millis(submitted.SealedAt)
+	listed("submitted", stored, b2)
 
-	settled := submitted
+	settled := stored
 	settled.State, settled.UpdatedAt = job.Settled, at.Add(time.Hour)
 	if err := s.SaveBatch(ctx, settled); err != nil {
 		t.Fatalf("save settled: %v", err)
