@@ -27,6 +27,7 @@ type Store interface {
 	Collect(context.Context, job.Collect) (job.Job, error)
 	Succeed(context.Context, job.Succeed) (job.Job, error)
 	Release(context.Context, job.Release) (job.Job, error)
+	Defer(context.Context, job.Defer) (job.Job, error)
 	End(context.Context, job.End) (job.Job, error)
 }
 

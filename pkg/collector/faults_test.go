@@ -95,6 +95,10 @@ func (s faultyStore) Release(ctx context.Context, c job.Release) (job.Job, error
 	return write(ctx, s.f, func() (job.Job, error) { return s.Store.Release(ctx, c) })
 }
 
+func (s faultyStore) Defer(ctx context.Context, c job.Defer) (job.Job, error) {
+	return write(ctx, s.f, func() (job.Job, error) { return s.Store.Defer(ctx, c) })
+}
+
 func (s faultyStore) End(ctx context.Context, c job.End) (job.Job, error) {
 	return write(ctx, s.f, func() (job.Job, error) { return s.Store.End(ctx, c) })
 }

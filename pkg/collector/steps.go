@@ -71,7 +71,7 @@ func (c *Collector) stillWaiting(ctx context.Context, waiting []job.Enlistee) ([
 		case j.State != job.Running:
 			errs = append(errs, c.release(ctx, j, j.LeaseOwner, j.Held, "cancelled while it waited for a batch"))
 		case !j.LeaseUntil.After(now.Add(c.cfg.Every)):
-			errs = append(errs, c.release(ctx, j, j.LeaseOwner, j.Held, "no batch in time for the job's deadline"))
+			errs = append(errs, c.handBackUnsent(ctx, j, "no batch in time for the job's deadline"))
 		default:
 			out = append(out, w)
 		}
@@ -90,6 +90,34 @@ func (c *Collector) release(ctx context.Context, j job.Job, owner string, held j
 		return refusedIsSettled(err)
 	}
 	c.log.Info("a job handed back from the batch lane", "job_id", j.ID, "why", why)
+	return c.cfg.Queue.Send(ctx, j.ID, j.Tenant)
+}
+
+// handBackUnsent returns job j, which no batch was sent for, to the queue
+// uncounted (job.Defer): its stay in the lane called nothing, so it was
+// no attempt, and a job on its last attempt is not ended for a wait the
+// lane could not serve. Its hold is returned and its message re-sent. A
+// defer refused with the job queued landed before (its answer lost) and
+// re-sends all the same (a second message costs a claim); one refused
+// because the job was cancelled meanwhile is settled as a cancel.
+func (c *Collector) handBackUnsent(ctx context.Context, j job.Job, why string) error {
+	d := job.Defer{ID: j.ID, Owner: j.LeaseOwner, Now: job.NextUpdate(j.UpdatedAt, c.cfg.Clock.Now()), Held: j.Held,
+		Class: job.CapacityUnavailable, Detail: why}
+	_, err := c.cfg.Store.Defer(ctx, d)
+	if cur, ok := job.ConflictJob(err); ok {
+		switch {
+		case cur.State == job.Queued:
+			err = nil
+		case cur.State.Terminal() && cur.LeaseOwner == j.LeaseOwner:
+			return c.release(ctx, cur, j.LeaseOwner, j.Held, "cancelled while it was handed back")
+		default:
+			return nil // another holds it now
+		}
+	}
+	if err != nil {
+		return err
+	}
+	c.log.Info("a job handed back from the batch lane, uncounted", "job_id", j.ID, "why", why)
 	return c.cfg.Queue.Send(ctx, j.ID, j.Tenant)
 }
 
@@ -234,7 +262,7 @@ func (c *Collector) member(ctx context.Context, b job.BatchRecord, id string) (j
 		return j, false, nil // not b's
 	}
 	if !j.LeaseUntil.After(c.cfg.Clock.Now().Add(c.cfg.Every)) {
-		return j, false, c.release(ctx, j, j.LeaseOwner, j.Held, "its batch was not submitted in time for the job's deadline")
+		return j, false, c.handBackUnsent(ctx, j, "its batch was not submitted in time for the job's deadline")
 	}
 	if j.Batch == b.ID {
 		return j, true, nil
