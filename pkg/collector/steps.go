@@ -433,7 +433,7 @@ func (c *Collector) settle(ctx context.Context, l lane, b job.BatchRecord, r res
 	if usage.Estimated {
 		usage.InputTokens = max(usage.InputTokens, promptCeiling(j))
 	}
-	set := job.Settlement{Cost: usage.Cost(l.rung.Price), Saved: l.rung.Saved(max(usage.InputTokens, 0), max(usage.OutputTokens, 0)),
+	set := job.Settlement{Cost: usage.Cost(l.rung.Price), Saved: usage.Saved(l.rung),
 		Estimated: usage.Estimated, Held: b.Jobs[i].Held, Ran: now.Sub(b.CreatedAt), Lane: job.Batch}
 	if j.LeaseOwner == owner {
 		set.Attempt = j.Attempts // the stay's attempt (once it is not the batch's, another may have begun)

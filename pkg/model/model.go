@@ -70,6 +70,12 @@ func (u Usage) Cost(p job.Price) job.Nanocents {
 	return p.Cost(max(u.InputTokens, 0), max(u.OutputTokens, 0))
 }
 
+// Saved is what u saved on rung g against its standard lane (job.Rung.Saved),
+// its counts clamped as Cost clamps them.
+func (u Usage) Saved(g job.Rung) job.Nanocents {
+	return g.Saved(max(u.InputTokens, 0), max(u.OutputTokens, 0))
+}
+
 // Response is a successful generation and the usage it was billed for.
 type Response struct {
 	Output       string `json:"output"`

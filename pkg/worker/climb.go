@@ -37,7 +37,7 @@ func (r *climbed) pay(u model.Usage, g job.Rung) {
 		r.paid.Lane = job.Standard
 	}
 	r.paid.Cost += u.Cost(g.Price)
-	r.paid.Saved += g.Saved(max(u.InputTokens, 0), max(u.OutputTokens, 0))
+	r.paid.Saved += u.Saved(g)
 	r.paid.Estimated = r.paid.Estimated || u.Estimated
 }
 

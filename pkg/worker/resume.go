@@ -85,7 +85,7 @@ func (a *attempt) resume(ctx context.Context, route job.Route, in job.Input) (cl
 	}
 	u := resp.Usage
 	a.settleResumed(ctx, job.Resume{ID: a.j.ID, Of: p, Cost: u.Cost(rung.Price), Estimated: u.Estimated,
-		Saved: rung.Saved(max(u.InputTokens, 0), max(u.OutputTokens, 0))})
+		Saved: u.Saved(rung)})
 	// Nothing of the bucket's take was used: the generation was taken for
 	// when it was started.
 	entry, _ := route.Entry(a.j.Lanes)
