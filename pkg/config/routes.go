@@ -12,6 +12,12 @@ import (
 	"github.com/aijobs/aijobs/pkg/job"
 )
 
+// The fields an openai entry may send its output cap in.
+const (
+	MaxCompletionTokens = "max_completion_tokens"
+	MaxTokens           = "max_tokens"
+)
+
 // The provider kinds a provider table entry may name.
 const (
 	KindFake      = "fake"
@@ -52,6 +58,9 @@ type ProviderSpec struct {
 	PollEvery time.Duration
 	// Latency is the fake provider's delay per call.
 	Latency time.Duration
+	// MaxTokensField is the openai body field of the output cap:
+	// max_completion_tokens or max_tokens (providerDoc.MaxTokensField).
+	MaxTokensField string
 }
 
 // Routable classes are the error classes a route may fall back on: the
@@ -82,6 +91,11 @@ type providerDoc struct {
 	Background   bool   `json:"background"`
 	PollEvery    string `json:"poll_every"`
 	Latency      string `json:"latency"`
+	// MaxTokensField is the body field an openai entry's output cap is
+	// sent in: max_completion_tokens (the default: OpenAI's current
+	// models refuse max_tokens) or max_tokens, for an OpenAI-compatible
+	// server that knows only the older name.
+	MaxTokensField string `json:"max_tokens_field"`
 	// Limits are the key's rate limits, shared by every worker through
 	// one bucket per provider entry (docs/architecture.md, "Provider rate
 	// limits"); absent, the key is called without a take.
@@ -137,9 +151,15 @@ type laneDoc struct {
 
 // priceDoc is cents per million tokens, as a provider's price page says
 // it; each amount may be a JSON string or number ("300" or 300, "7.5").
+//
+// CachedInput and CacheWrite price the input tokens the provider read
+// from and wrote to its prompt cache; absent, each takes the provider's
+// documented rate as a share of the input price (cacheRates).
 type priceDoc struct {
-	Input  json.Number `json:"input"`
-	Output json.Number `json:"output"`
+	Input       json.Number `json:"input"`
+	Output      json.Number `json:"output"`
+	CachedInput json.Number `json:"cached_input"`
+	CacheWrite  json.Number `json:"cache_write"`
 }
 
 // parseRoutes reads AIJOBS_ROUTES. Unknown fields are refused, so a typo
@@ -251,6 +271,15 @@ func providerFrom(d providerDoc, getenv func(string) string) (ProviderSpec, erro
 	if d.Background {
 		p.Background, p.Stream = true, false
 	}
+	switch d.MaxTokensField {
+	case "", MaxCompletionTokens, MaxTokens:
+		if d.MaxTokensField != "" && d.Kind != KindOpenAI {
+			return p, fmt.Errorf("max_tokens_field is for openai")
+		}
+		p.MaxTokensField = d.MaxTokensField
+	default:
+		return p, fmt.Errorf("max_tokens_field %q: want %s or %s", d.MaxTokensField, MaxCompletionTokens, MaxTokens)
+	}
 	if d.PollEvery != "" {
 		e, err := time.ParseDuration(d.PollEvery)
 		if !d.Background || err != nil || e <= 0 {
@@ -306,6 +335,7 @@ func rungFrom(g rungDoc, providers map[string]providerDoc, defaultTimeout time.D
 	if r.Price, r.Timeout, r.Completion, err = termsFrom(g.Price, g.Timeout, g.P99, r.Timeout); err != nil {
 		return r, err
 	}
+	r.Price = cacheRates(p.Kind, g.Model, r.Price)
 	for _, name := range sortedKeys(g.Lanes) {
 		lane, err := laneFrom(r, job.Lane(name), g.Lanes[name], p.Kind)
 		if err != nil {
@@ -336,6 +366,7 @@ func laneFrom(g job.Rung, l job.Lane, d laneDoc, kind string) (job.Rung, error) 
 	lane.Lane, lane.Base, lane.Lanes = l, g.Price, nil
 	var err error
 	lane.Price, lane.Timeout, lane.Completion, err = termsFrom(d.Price, d.Timeout, d.P99, g.Timeout)
+	lane.Price = cacheRates(kind, g.Model, lane.Price)
 	return lane, err
 }
 
@@ -356,6 +387,7 @@ func batchLaneFrom(g job.Rung, d laneDoc, kind string) (job.Rung, error) {
 	if lane.Price, _, lane.Completion, err = termsFrom(d.Price, d.P99, d.P99, 0); err != nil {
 		return g, err
 	}
+	lane.Price = cacheRates(kind, g.Model, lane.Price)
 	lane.Timeout = 0
 	if lane.Window, err = positive("window", d.Window, time.Minute); err != nil {
 		return g, err
@@ -413,6 +445,20 @@ func termsFrom(pd priceDoc, timeout, p99 string, def time.Duration) (job.Price, 
 	price, err := job.PricePerMillion(string(pd.Input), string(pd.Output))
 	if err != nil {
 		return job.Price{}, 0, 0, fmt.Errorf("price: want cents per million tokens, at most 3 decimals: %v", err)
+	}
+	for _, c := range []struct {
+		name string
+		text json.Number
+		rate *job.Nanocents
+	}{{"cached_input", pd.CachedInput, &price.CachedInputPerToken}, {"cache_write", pd.CacheWrite, &price.CacheWritePerToken}} {
+		if c.text == "" {
+			continue
+		}
+		r, err := job.PricePerMillion(string(c.text), "0")
+		if err != nil {
+			return job.Price{}, 0, 0, fmt.Errorf("price: %s: want cents per million tokens, at most 3 decimals: %v", c.name, err)
+		}
+		*c.rate = r.InputPerToken
 	}
 	return price, t, q, nil
 }

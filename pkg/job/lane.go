@@ -93,14 +93,29 @@ func (g Rung) P99() time.Duration {
 	return g.Timeout
 }
 
-// Saved is what a call of usage (input, output tokens) on g saved against
-// its rung's standard lane: the standard price's cost less g's (negative
-// for a premium lane, zero on the standard lane itself).
-func (g Rung) Saved(input, output int64) Nanocents {
+// Saved is what a call that used t on g saved against its rung's
+// standard lane: the standard price's bill less g's (negative for a
+// premium lane, zero on the standard lane itself).
+func (g Rung) Saved(t Tokens) Nanocents {
 	if g.laneOf() == Standard || g.Base == (Price{}) {
 		return 0
 	}
-	return g.Base.Cost(input, output) - g.Price.Cost(input, output)
+	return g.Base.Bill(t) - g.Price.Bill(t)
+}
+
+// Served is lane g as the provider says it served a call: g itself when
+// it says nothing ("") or names g's lane, and g's rung at its standard
+// price when it served a call asked for in another lane at standard
+// (OpenAI's priority processing past its ramp limit answers service_tier
+// "default" and bills standard rates; Bedrock's ServiceTier says the
+// same). A call is priced at the tier that served it, not the one asked.
+func (g Rung) Served(l Lane) Rung {
+	if l == "" || l == g.laneOf() || l != Standard || g.Base == (Price{}) {
+		return g
+	}
+	std := g
+	std.Lane, std.Price, std.Base = Standard, g.Base, Price{}
+	return std
 }
 
 // allows reports whether a job that allows lanes (nil: any) may be

@@ -64,14 +64,33 @@ func TestPlanIsTheCheapestLanesThatFitTheDeadline(t *testing.T) {
 
 func TestSavedIsMeasuredAgainstTheStandardPrice(t *testing.T) {
 	g := laned()
-	if got := g.Lanes[1].Saved(100, 10); got != (100*10+10*40)-(100*5+10*20) {
+	if got := g.Lanes[1].Saved(job.Tokens{Input: 100, Output: 10}); got != (100*10+10*40)-(100*5+10*20) {
 		t.Errorf("flex saved %d", got)
 	}
-	if got := g.Lanes[0].Saved(100, 10); got != (100*10+10*40)-(100*17+10*70) {
+	if got := g.Lanes[0].Saved(job.Tokens{Input: 100, Output: 10}); got != (100*10+10*40)-(100*17+10*70) {
 		t.Errorf("priority saved %d, want the (negative) premium", got)
 	}
-	if got := g.Offers()[0].Saved(100, 10); got != 0 {
+	if got := g.Offers()[0].Saved(job.Tokens{Input: 100, Output: 10}); got != 0 {
 		t.Errorf("standard saved %d, want 0", got)
+	}
+}
+
+func TestACallIsPricedAtTheLaneThatServedIt(t *testing.T) {
+	g := laned()
+	prio := g.Lanes[0]
+	used := job.Tokens{Input: 100, Output: 10}
+	down := prio.Served(job.Standard)
+	if down.Price != g.Price || down.Saved(used) != 0 || down.Lane != job.Standard {
+		t.Errorf("a priority call served at standard is priced %+v in %q, saving %d; want the standard price, nothing saved",
+			down.Price, down.Lane, down.Saved(used))
+	}
+	for _, l := range []job.Lane{"", job.Priority} {
+		if got := prio.Served(l); got.Price != prio.Price || got.Lane != job.Priority {
+			t.Errorf("served %q: priced %+v in %q, want the priority lane as asked", l, got.Price, got.Lane)
+		}
+	}
+	if got := g.Offers()[0].Served(job.Standard); got.Price != g.Price {
+		t.Errorf("a standard call served at standard is priced %+v", got.Price)
 	}
 }
 

@@ -80,11 +80,47 @@ func ParseCents(s string) (Nanocents, error) {
 }
 
 // Price is what a model charges, in Nanocents per token, for input (prompt)
-// and output (completion) tokens. It is parsed from cents per million tokens
-// so configuration reads like a provider's price page.
+// and output (completion) tokens, and for input tokens the provider read
+// from or wrote to its prompt cache. It is parsed from cents per million
+// tokens so configuration reads like a provider's price page.
 type Price struct {
 	InputPerToken  Nanocents
 	OutputPerToken Nanocents
+	// CachedInputPerToken and CacheWritePerToken price the input tokens a
+	// provider served from its prompt cache and wrote to it. Zero means
+	// the input price: a rate nobody stated is never taken for free, so
+	// the record is never below the bill (config sets each provider's
+	// documented rates, docs/architecture.md, "Prices").
+	CachedInputPerToken Nanocents
+	CacheWritePerToken  Nanocents
+}
+
+// Tokens is what one call used, as its provider bills it. Input counts
+// every input token, those read from and written to the prompt cache
+// included (CachedInput and CacheWrite are parts of it); Output every
+// output token, reasoning ones included.
+type Tokens struct {
+	Input, Output           int64
+	CachedInput, CacheWrite int64
+}
+
+// Bill is what t costs at p: the uncached input at the input price, the
+// cached parts at theirs, the output at the output price. Parts larger
+// than the input (a provider's bug) are cut to it, so no count is billed
+// twice and none below zero.
+func (p Price) Bill(t Tokens) Nanocents {
+	in := max(t.Input, 0)
+	read := min(max(t.CachedInput, 0), in)
+	write := min(max(t.CacheWrite, 0), in-read)
+	readRate, writeRate := p.CachedInputPerToken, p.CacheWritePerToken
+	if readRate == 0 {
+		readRate = p.InputPerToken
+	}
+	if writeRate == 0 {
+		writeRate = p.InputPerToken
+	}
+	return Nanocents(in-read-write)*p.InputPerToken + Nanocents(read)*readRate +
+		Nanocents(write)*writeRate + Nanocents(max(t.Output, 0))*p.OutputPerToken
 }
 
 // PricePerMillion builds a Price from cents per million tokens, as decimal

@@ -164,3 +164,28 @@ func TestCostSumIsExact(t *testing.T) {
 	}
 	t.Logf("float64 cents after %d additions: %.17g (drift %.3g)", n, float, float-37.5)
 }
+
+func TestABillPricesCachedInputAtItsOwnRates(t *testing.T) {
+	p := job.Price{InputPerToken: 100, OutputPerToken: 400, CachedInputPerToken: 10, CacheWritePerToken: 125}
+	cases := []struct {
+		name string
+		t    job.Tokens
+		want job.Nanocents
+	}{
+		{"no cache", job.Tokens{Input: 1000, Output: 10}, 1000*100 + 10*400},
+		{"cache read", job.Tokens{Input: 1000, Output: 10, CachedInput: 800}, 200*100 + 800*10 + 10*400},
+		{"cache write", job.Tokens{Input: 1000, Output: 10, CacheWrite: 600}, 400*100 + 600*125 + 10*400},
+		{"both", job.Tokens{Input: 1000, CachedInput: 500, CacheWrite: 300}, 200*100 + 500*10 + 300*125},
+		{"parts above the input are cut to it", job.Tokens{Input: 100, CachedInput: 80, CacheWrite: 80}, 80*10 + 20*125},
+		{"negative counts bill nothing", job.Tokens{Input: -5, Output: -5, CachedInput: -5}, 0},
+	}
+	for _, c := range cases {
+		if got := p.Bill(c.t); got != c.want {
+			t.Errorf("%s: billed %d, want %d", c.name, got, c.want)
+		}
+	}
+	plain := job.Price{InputPerToken: 100, OutputPerToken: 400}
+	if got, want := plain.Bill(job.Tokens{Input: 1000, CachedInput: 800, CacheWrite: 200}), plain.Cost(1000, 0); got != want {
+		t.Errorf("a price without cached rates billed %d for cached input, want the input price's %d", got, want)
+	}
+}

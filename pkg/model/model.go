@@ -54,8 +54,21 @@ var ErrGone = errors.New("model: the generation is no longer kept")
 // prices it at the configured rung's price, so a provider never needs to
 // know what it charges and the record's cost has one formula.
 type Usage struct {
-	InputTokens  int64 `json:"input_tokens"`
+	// InputTokens counts every input token, those the provider read from
+	// or wrote to its prompt cache included: each client adds up what its
+	// provider reports apart (Anthropic's and Bedrock's input counts leave
+	// the cache out; OpenAI's prompt_tokens holds it).
+	InputTokens int64 `json:"input_tokens"`
+	// OutputTokens counts every output token, reasoning tokens included:
+	// every provider bills them as output.
 	OutputTokens int64 `json:"output_tokens"`
+	// CachedInputTokens and CacheWriteTokens are the parts of InputTokens
+	// read from and written to the prompt cache, priced at the rung's
+	// cached rates (job.Price.Bill); ReasoningTokens the part of
+	// OutputTokens the model reasoned with, kept for the record only.
+	CachedInputTokens int64 `json:"cached_input_tokens,omitempty"`
+	CacheWriteTokens  int64 `json:"cache_write_tokens,omitempty"`
+	ReasoningTokens   int64 `json:"reasoning_tokens,omitempty"`
 	// Estimated marks counts the provider did not report (an answer lost
 	// or cut before its usage arrived): they are then an upper estimate of
 	// what the provider may bill, so an attempt is never recorded as free
@@ -63,18 +76,19 @@ type Usage struct {
 	Estimated bool `json:"estimated,omitempty"`
 }
 
-// Cost is what the usage costs at p. A negative count (a provider's bug,
-// or a hostile server) costs nothing rather than lowering what the job has
-// spent and lifting its budget.
-func (u Usage) Cost(p job.Price) job.Nanocents {
-	return p.Cost(max(u.InputTokens, 0), max(u.OutputTokens, 0))
+// Tokens is u as the provider bills it. A negative count (a provider's
+// bug, or a hostile server) is none, rather than lowering what the job
+// has spent and lifting its budget.
+func (u Usage) Tokens() job.Tokens {
+	return job.Tokens{Input: max(u.InputTokens, 0), Output: max(u.OutputTokens, 0),
+		CachedInput: max(u.CachedInputTokens, 0), CacheWrite: max(u.CacheWriteTokens, 0)}
 }
 
-// Saved is what u saved on rung g against its standard lane (job.Rung.Saved),
-// its counts clamped as Cost clamps them.
-func (u Usage) Saved(g job.Rung) job.Nanocents {
-	return g.Saved(max(u.InputTokens, 0), max(u.OutputTokens, 0))
-}
+// Cost is what the usage costs at p (job.Price.Bill).
+func (u Usage) Cost(p job.Price) job.Nanocents { return p.Bill(u.Tokens()) }
+
+// Saved is what u saved on rung g against its standard lane (job.Rung.Saved).
+func (u Usage) Saved(g job.Rung) job.Nanocents { return g.Saved(u.Tokens()) }
 
 // Response is a successful generation and the usage it was billed for.
 type Response struct {
@@ -85,6 +99,10 @@ type Response struct {
 	// Left is what the provider's rate-limit headers said is left of the
 	// key's limits (zero when it said nothing): the worker lowers the key's shared bucket to it.
 	Left Left `json:"-"`
+	// Served is the lane the provider says served the call ("": it said
+	// nothing, the lane asked for): the call is priced at it
+	// (job.Rung.Served).
+	Served job.Lane `json:"-"`
 }
 
 // Provider generates. Implementations are safe for concurrent use. Every
@@ -155,5 +173,7 @@ func Classify(err error) (job.ErrorClass, Usage) {
 // lane's collector both record it.
 func (r Response) Result() wire.Result {
 	return wire.Result{Output: r.Output, Model: r.Model, FinishReason: r.FinishReason,
-		Usage: wire.Usage{InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens, Estimated: r.Usage.Estimated}}
+		Usage: wire.Usage{InputTokens: r.Usage.InputTokens, OutputTokens: r.Usage.OutputTokens,
+			CachedInputTokens: r.Usage.CachedInputTokens, CacheWriteTokens: r.Usage.CacheWriteTokens,
+			ReasoningTokens: r.Usage.ReasoningTokens, Estimated: r.Usage.Estimated}}
 }

@@ -19,6 +19,13 @@ type Result struct {
 type Usage struct {
 	InputTokens  int64 `json:"input_tokens"`
 	OutputTokens int64 `json:"output_tokens"`
+	// CachedInputTokens and CacheWriteTokens are the part of InputTokens
+	// the provider read from and wrote to its prompt cache, billed at
+	// their own rates; ReasoningTokens the part of OutputTokens the model
+	// reasoned with. Absent when none.
+	CachedInputTokens int64 `json:"cached_input_tokens,omitempty"`
+	CacheWriteTokens  int64 `json:"cache_write_tokens,omitempty"`
+	ReasoningTokens   int64 `json:"reasoning_tokens,omitempty"`
 	// Estimated marks counts the provider never reported: an upper
 	// estimate of what it may bill.
 	Estimated bool `json:"estimated,omitempty"`
