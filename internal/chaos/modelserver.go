@@ -168,8 +168,13 @@ type chatRequest struct {
 	Messages []struct {
 		Content string `json:"content"`
 	} `json:"messages"`
-	MaxTokens int  `json:"max_tokens"`
-	Stream    bool `json:"stream"`
+	// MaxCompletionTokens is the output cap; the chaos models answer as
+	// OpenAI's current models do (gpt-5.x, o-series), which refuse the
+	// older max_tokens with 400 unsupported_parameter
+	// (langchain-ai/langchainjs#8641, langgenius/dify#24307).
+	MaxCompletionTokens int             `json:"max_completion_tokens"`
+	MaxTokens           json.RawMessage `json:"max_tokens"`
+	Stream              bool            `json:"stream"`
 	// ServiceTier is the lane: "flex" or "priority", absent for standard.
 	ServiceTier string `json:"service_tier"`
 }
@@ -327,12 +332,16 @@ func (s *ModelServer) chat(w http.ResponseWriter, r *http.Request, who string) {
 	for _, msg := range req.Messages {
 		prompt += msg.Content
 	}
+	if req.MaxTokens != nil {
+		badRequest(w, "unsupported_parameter")
+		return
+	}
 	lane, ok := tierLane(req.ServiceTier)
 	if !ok {
 		badRequest(w, "invalid_service_tier")
 		return
 	}
-	g, p, ok := s.accept(w, who, req.Model, prompt, req.MaxTokens)
+	g, p, ok := s.accept(w, who, req.Model, prompt, req.MaxCompletionTokens)
 	if !ok {
 		return
 	}

@@ -171,7 +171,7 @@ func newProvider(pc config.ProviderSpec, cfg config.Config, hc *http.Client, bed
 		// over the fake should carry the same price.
 		return fake.New(fake.Config{Latency: pc.Latency, Price: cfg.Shortcut.Price}), nil
 	case config.KindOpenAI:
-		return openai.New(openai.Config{BaseURL: pc.BaseURL, APIKey: pc.APIKey, Stream: pc.Stream, Background: pc.Background, PollEvery: pc.PollEvery, HTTPClient: hc})
+		return openai.New(openai.Config{BaseURL: pc.BaseURL, APIKey: pc.APIKey, Stream: pc.Stream, Background: pc.Background, PollEvery: pc.PollEvery, MaxTokensField: pc.MaxTokensField, HTTPClient: hc})
 	case config.KindAnthropic:
 		return anthropic.New(anthropic.Config{BaseURL: pc.BaseURL, APIKey: pc.APIKey, Stream: pc.Stream, HTTPClient: hc})
 	case config.KindBedrock:

@@ -138,7 +138,7 @@ func TestGenerateRequest(t *testing.T) {
 }
 
 // Cached prompt tokens are reported apart from input_tokens; they were
-// read all the same.
+// read all the same, and are named apart so they are priced at their rates.
 func TestCachedTokensAreInput(t *testing.T) {
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		fmt.Fprint(w, `{"type":"message","model":"m","content":[{"type":"text","text":"hi"}],"stop_reason":"end_turn",
@@ -149,7 +149,7 @@ func TestCachedTokensAreInput(t *testing.T) {
 	if err != nil {
 		t.Fatalf("Generate: %v", err)
 	}
-	if want := (model.Usage{InputTokens: 1103, OutputTokens: 2}); resp.Usage != want {
+	if want := (model.Usage{InputTokens: 1103, OutputTokens: 2, CachedInputTokens: 1000, CacheWriteTokens: 100}); resp.Usage != want {
 		t.Fatalf("usage %+v, want %+v", resp.Usage, want)
 	}
 }
@@ -259,6 +259,9 @@ func TestErrorBodies(t *testing.T) {
 		{400, "400_spend_limit.json", "", job.QuotaExhausted, "http 400 invalid_request_error spend_limit req_011CbrFTcXhtiMzr3s6EocF7"},
 		{400, "400_workspace_spend_limit.json", "", job.QuotaExhausted, "http 400 invalid_request_error spend_limit"},
 		{400, "400_credit_balance.json", "", job.QuotaExhausted, "http 400 invalid_request_error credit_balance req_011CeGphKfhi1XAd3tJp1z1E"},
+		// A Claude 4 model's refusal of temperature with top_p (the fake's
+		// refusal; anthropictest.refusal cites the reports).
+		{400, "400_temperature_top_p.json", "", job.InvalidRequest, "http 400 invalid_request_error req_011CTfrnTsra8hsUuM24BzEC"},
 		{401, "401.json", "", job.Auth, "http 401 authentication_error req_011CSHoEeqs5C35K2UUqR7Fz"},
 		{402, "402.json", "", job.QuotaExhausted, "http 402 billing_error req_011CSHoEeqs5C35K2UUqR7G0"},
 		{403, "403.json", "", job.Auth, "http 403 permission_error req_011CSHoEeqs5C35K2UUqR7G1"},

@@ -261,7 +261,7 @@ func (l resultLine) result() (model.Response, error) {
 		}
 		u := model.BatchUnreported(out.String())
 		if m.Usage != nil {
-			u = model.Usage{InputTokens: m.Usage.input(), OutputTokens: m.Usage.OutputTokens}
+			u = m.Usage.model() // a batch's answer caches as a call's does
 		}
 		return finish(out.String(), m.Model, m.StopReason, "", u)
 	case "errored":

@@ -102,17 +102,42 @@ type messagesRequest struct {
 	Stream      bool      `json:"stream,omitempty"`
 }
 
-// usage is the API's token count. Cached prompt tokens are reported apart
-// from input_tokens; they were read all the same, so input() counts them.
+// usage is the API's token count. input_tokens leaves out the prompt
+// tokens read from the cache and those written to it ("Prompt caching":
+// total input = input_tokens + cache_creation_input_tokens +
+// cache_read_input_tokens, https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching);
+// they were read all the same, and are billed at their own rates, so
+// model() counts them in the input and names them apart. service_tier is
+// the tier that served the call (https://docs.anthropic.com/en/api/service-tiers).
 type usage struct {
-	InputTokens              int64 `json:"input_tokens"`
-	CacheCreationInputTokens int64 `json:"cache_creation_input_tokens"`
-	CacheReadInputTokens     int64 `json:"cache_read_input_tokens"`
-	OutputTokens             int64 `json:"output_tokens"`
+	InputTokens              int64  `json:"input_tokens"`
+	CacheCreationInputTokens int64  `json:"cache_creation_input_tokens"`
+	CacheReadInputTokens     int64  `json:"cache_read_input_tokens"`
+	OutputTokens             int64  `json:"output_tokens"`
+	ServiceTier              string `json:"service_tier"`
 }
 
 func (u usage) input() int64 {
 	return u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
+}
+
+// model is u as model.Usage: every input token in InputTokens, the cache's
+// reads and writes as its parts.
+func (u usage) model() model.Usage {
+	return model.Usage{InputTokens: u.input(), OutputTokens: u.OutputTokens,
+		CachedInputTokens: u.CacheReadInputTokens, CacheWriteTokens: u.CacheCreationInputTokens}
+}
+
+// served is the lane a usage's service_tier names. Anthropic's priority
+// tier is a commitment bought ahead, not a per-call premium aijobs could
+// price, and "batch" is the batch lane's own answer: only "standard" is
+// read, so a rung is priced at its standard price when Anthropic says so
+// and at the lane asked for otherwise (docs/providers.md).
+func served(tier string) job.Lane {
+	if tier == "standard" {
+		return job.Standard
+	}
+	return ""
 }
 
 type messagesResponse struct {
@@ -199,9 +224,9 @@ func (c *Client) answer(ctx context.Context, resp *http.Response, r model.Reques
 			out.WriteString(b.Text)
 		}
 	}
-	u := model.Unreported(r, out.String())
+	u, tier := model.Unreported(r, out.String()), ""
 	if mr.Usage != nil {
-		u = model.Usage{InputTokens: mr.Usage.input(), OutputTokens: mr.Usage.OutputTokens}
+		u, tier = mr.Usage.model(), mr.Usage.ServiceTier
 	}
 	if r.Progress != nil {
 		r.Progress(int(u.OutputTokens))
@@ -210,7 +235,18 @@ func (c *Client) answer(ctx context.Context, resp *http.Response, r model.Reques
 	if name == "" {
 		name = r.Model
 	}
-	return finish(out.String(), name, mr.StopReason, reqID, u)
+	return servedBy(tier)(finish(out.String(), name, mr.StopReason, reqID, u))
+}
+
+// servedBy returns a function that marks a finished answer as served by
+// tier's lane (served); an error is passed on as it is.
+func servedBy(tier string) func(model.Response, error) (model.Response, error) {
+	return func(resp model.Response, err error) (model.Response, error) {
+		if err == nil {
+			resp.Served = served(tier)
+		}
+		return resp, err
+	}
 }
 
 // request maps a model request onto the Messages API: system messages go

@@ -42,12 +42,13 @@ type streamState struct {
 	out      strings.Builder
 	name     string
 	reason   string
-	input    int64 // the server's once message_start said, else 0
-	deltas   int64 // content block deltas received
-	server   int64 // the server's latest cumulative output count
-	final    bool  // message_delta gave server its final value
-	reported int   // the last progress reported
-	done     bool  // message_stop arrived
+	input    usage  // the prompt's counts, once message_start said them
+	tier     string // the usage's service_tier, once said
+	deltas   int64  // content block deltas received
+	server   int64  // the server's latest cumulative output count
+	final    bool   // message_delta gave server its final value
+	reported int    // the last progress reported
+	done     bool   // message_stop arrived
 }
 
 // readStream consumes server-sent events until message_stop: text deltas
@@ -107,7 +108,7 @@ func readStream(ctx context.Context, body io.Reader, r model.Request, reqID stri
 	if name == "" {
 		name = r.Model
 	}
-	return finish(st.out.String(), name, st.reason, reqID, u)
+	return servedBy(st.tier)(finish(st.out.String(), name, st.reason, reqID, u))
 }
 
 // apply folds one event into the state; an error event ends the stream.
@@ -117,7 +118,8 @@ func (st *streamState) apply(ev *streamEvent, reqID string) *model.Error {
 		if ev.Message != nil {
 			st.name = ev.Message.Model
 			if u := ev.Message.Usage; u != nil {
-				st.input, st.server = u.input(), u.OutputTokens
+				st.prompt(*u)
+				st.server = u.OutputTokens
 			}
 		}
 	case "content_block_delta":
@@ -131,9 +133,7 @@ func (st *streamState) apply(ev *streamEvent, reqID string) *model.Error {
 			st.reason = ev.Delta.StopReason
 		}
 		if u := ev.Usage; u != nil {
-			if in := u.input(); in > 0 { // newer servers repeat the input count here
-				st.input = in
-			}
+			st.prompt(*u) // newer servers repeat the input counts here
 			st.server, st.final = u.OutputTokens, true
 			st.report(st.server)
 		}
@@ -149,6 +149,19 @@ func (st *streamState) apply(ev *streamEvent, reqID string) *model.Error {
 		return e
 	}
 	return nil
+}
+
+// prompt folds in the input counts and tier of a usage: message_start's,
+// then message_delta's, whose counts are cumulative ("Streaming
+// Messages", https://docs.anthropic.com/en/docs/build-with-claude/streaming)
+// and may leave out what it does not repeat, so each count only grows.
+func (st *streamState) prompt(u usage) {
+	st.input.InputTokens = max(st.input.InputTokens, u.InputTokens)
+	st.input.CacheReadInputTokens = max(st.input.CacheReadInputTokens, u.CacheReadInputTokens)
+	st.input.CacheCreationInputTokens = max(st.input.CacheCreationInputTokens, u.CacheCreationInputTokens)
+	if u.ServiceTier != "" {
+		st.tier = u.ServiceTier
+	}
 }
 
 // report tells progress the output count, never going backwards.
@@ -167,5 +180,9 @@ func (st *streamState) report(n int64) {
 // latest count, so a cut stream is never billed less than what arrived;
 // estimated until message_delta gave the final count.
 func (st *streamState) seen() model.Usage {
-	return model.StreamUsage(st.r, st.input, st.deltas, st.server, st.final)
+	u := model.StreamUsage(st.r, st.input.input(), st.deltas, st.server, st.final)
+	if st.input.input() > 0 { // else the prompt is estimated whole, uncached
+		u.CachedInputTokens, u.CacheWriteTokens = st.input.CacheReadInputTokens, st.input.CacheCreationInputTokens
+	}
+	return u
 }

@@ -85,26 +85,62 @@ type batchRecord struct {
 	ModelInput converseBody `json:"modelInput"`
 }
 
-// outputRecord is one line of a job's output: the record's answer (a
-// Converse response) or its error.
+// outputRecord is one line of a job's output: the record's answer or its
+// error.
 type outputRecord struct {
-	RecordID    string `json:"recordId"`
-	ModelOutput *struct {
-		Output struct {
-			Message converseMessage `json:"message"`
-		} `json:"output"`
-		StopReason string `json:"stopReason"`
-		Usage      *struct {
-			InputTokens           int64 `json:"inputTokens"`
-			OutputTokens          int64 `json:"outputTokens"`
-			CacheReadInputTokens  int64 `json:"cacheReadInputTokens"`
-			CacheWriteInputTokens int64 `json:"cacheWriteInputTokens"`
-		} `json:"usage"`
-	} `json:"modelOutput"`
-	Error *struct {
+	RecordID    string       `json:"recordId"`
+	ModelOutput *modelOutput `json:"modelOutput"`
+	Error       *struct {
 		Code    json.RawMessage `json:"errorCode"`
 		Message string          `json:"errorMessage"`
 	} `json:"error"`
+}
+
+// modelOutput is a record's answer: a Converse response, as a job of
+// invocation type Converse (ours) writes it, or the model's own body, as
+// one of type InvokeModel does: for Anthropic's models the Messages API's
+// (content, stop_reason, usage in snake case, the cache apart from
+// input_tokens as in a call's answer). Both are read, so a record's cache
+// is billed whichever the job wrote.
+type modelOutput struct {
+	Output struct {
+		Message converseMessage `json:"message"`
+	} `json:"output"`
+	StopReason string `json:"stopReason"`
+	// Content and StopReasonNative are the Messages API body's.
+	Content          []converseText `json:"content"`
+	StopReasonNative string         `json:"stop_reason"`
+	Usage            *struct {
+		InputTokens           int64 `json:"inputTokens"`
+		OutputTokens          int64 `json:"outputTokens"`
+		CacheReadInputTokens  int64 `json:"cacheReadInputTokens"`
+		CacheWriteInputTokens int64 `json:"cacheWriteInputTokens"`
+		// The Messages API body's usage.
+		NativeInput      int64 `json:"input_tokens"`
+		NativeOutput     int64 `json:"output_tokens"`
+		NativeCacheRead  int64 `json:"cache_read_input_tokens"`
+		NativeCacheWrite int64 `json:"cache_creation_input_tokens"`
+	} `json:"usage"`
+}
+
+// answer is m's text, stop reason and usage (nil: none reported). A body
+// is one shape or the other, so the two shapes' counts add up.
+func (m *modelOutput) answer() (string, types.StopReason, *model.Usage) {
+	var out strings.Builder
+	for _, t := range append(m.Output.Message.Content, m.Content...) {
+		out.WriteString(t.Text)
+	}
+	reason := m.StopReason
+	if reason == "" {
+		reason = m.StopReasonNative
+	}
+	if m.Usage == nil {
+		return out.String(), types.StopReason(reason), nil
+	}
+	v := m.Usage
+	read, write := v.CacheReadInputTokens+v.NativeCacheRead, v.CacheWriteInputTokens+v.NativeCacheWrite
+	return out.String(), types.StopReason(reason), &model.Usage{InputTokens: v.InputTokens + v.NativeInput + read + write,
+		OutputTokens: v.OutputTokens + v.NativeOutput, CachedInputTokens: read, CacheWriteTokens: write}
 }
 
 // batches is the provider's batch wire, or an error when it has none.
@@ -292,17 +328,12 @@ func (c *Client) record(rec outputRecord) (model.Response, error) {
 		}
 		return model.Response{}, apiError(code, msg, status, model.Usage{})
 	}
-	m := rec.ModelOutput
-	var out strings.Builder
-	for _, t := range m.Output.Message.Content {
-		out.WriteString(t.Text)
+	text, reason, reported := rec.ModelOutput.answer()
+	u := model.BatchUnreported(text)
+	if reported != nil { // as a call's usage (usage): the cache apart from the input count
+		u = *reported
 	}
-	u := model.BatchUnreported(out.String())
-	if m.Usage != nil {
-		u = model.Usage{InputTokens: m.Usage.InputTokens + m.Usage.CacheReadInputTokens + m.Usage.CacheWriteInputTokens,
-			OutputTokens: m.Usage.OutputTokens}
-	}
-	return finish(out.String(), "", types.StopReason(m.StopReason), u)
+	return finish(text, "", reason, u)
 }
 
 // controlError classifies a control-plane or S3 call's failure: an AWS

@@ -160,7 +160,7 @@ func (c *Client) converse(ctx context.Context, r model.Request, p prompt, sent *
 	if r.Progress != nil {
 		r.Progress(int(u.OutputTokens))
 	}
-	return finish(string(text), r.Model, out.StopReason, u)
+	return servedBy(out.ServiceTier)(finish(string(text), r.Model, out.StopReason, u))
 }
 
 // serviceTier is what a lane asks of Bedrock. Standard (and no lane) sends
@@ -182,7 +182,8 @@ func serviceTier(l job.Lane) *types.ServiceTier {
 func finish(output, modelName string, reason types.StopReason, u model.Usage) (model.Response, error) {
 	var class job.ErrorClass
 	switch reason {
-	case types.StopReasonGuardrailIntervened, types.StopReasonContentFiltered:
+	case types.StopReasonGuardrailIntervened, types.StopReasonContentFiltered,
+		"refusal": // an Anthropic model's own body, in a batch record (modelOutput)
 		class = job.ContentFiltered
 	case types.StopReasonModelContextWindowExceeded:
 		class = job.ContextLengthExceeded
@@ -195,7 +196,48 @@ func finish(output, modelName string, reason types.StopReason, u model.Usage) (m
 	return model.Response{}, &model.Error{Class: class, Detail: detail, Usage: u, Err: errors.New(detail)}
 }
 
-// usage converts Bedrock's token counts.
+// usage converts Bedrock's token counts. inputTokens leaves out the
+// tokens read from the prompt cache and written to it, which come apart
+// as cacheReadInputTokens and cacheWriteInputTokens (TokenUsage,
+// https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_TokenUsage.html;
+// the API reference does not say so in words, the answers do: see
+// docs/providers.md, "Anthropic and Bedrock"), so the input is their sum
+// and the cache's reads and writes its parts, priced at their rates.
 func usage(u *types.TokenUsage) model.Usage {
-	return model.Usage{InputTokens: int64(aws.ToInt32(u.InputTokens)), OutputTokens: int64(aws.ToInt32(u.OutputTokens))}
+	read, write := int64(aws.ToInt32(u.CacheReadInputTokens)), int64(aws.ToInt32(u.CacheWriteInputTokens))
+	return model.Usage{InputTokens: int64(aws.ToInt32(u.InputTokens)) + read + write, OutputTokens: int64(aws.ToInt32(u.OutputTokens)),
+		CachedInputTokens: read, CacheWriteTokens: write}
+}
+
+// served is the lane of the tier Bedrock says served a call: the answer
+// names it ("The service tier configuration for a served request is
+// visible in API response",
+// https://docs.aws.amazon.com/bedrock/latest/userguide/service-tiers-inference.html;
+// ConverseOutput's and the stream's metadata event's serviceTier). Its
+// default tier is the standard lane; reserved (capacity bought ahead),
+// a tier not yet known, or none said is "": the lane asked for.
+func served(t *types.ServiceTier) job.Lane {
+	if t == nil {
+		return ""
+	}
+	switch t.Type {
+	case types.ServiceTierTypeDefault:
+		return job.Standard
+	case types.ServiceTierTypeFlex:
+		return job.Flex
+	case types.ServiceTierTypePriority:
+		return job.Priority
+	}
+	return ""
+}
+
+// servedBy returns a function that marks a finished answer as served by
+// tier's lane (served); an error is passed on as it is.
+func servedBy(tier *types.ServiceTier) func(model.Response, error) (model.Response, error) {
+	return func(resp model.Response, err error) (model.Response, error) {
+		if err == nil {
+			resp.Served = served(tier)
+		}
+		return resp, err
+	}
 }

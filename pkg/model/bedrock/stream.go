@@ -38,6 +38,7 @@ func (c *Client) converseStream(ctx context.Context, r model.Request, p prompt, 
 	var text strings.Builder
 	var reason types.StopReason
 	var final *types.TokenUsage
+	var tier *types.ServiceTier // the metadata event's: the tier that served it
 	deltas, stopped := 0, false
 	seen := func() model.Usage {
 		if final != nil { // the metadata event comes last: Bedrock's own count
@@ -70,6 +71,7 @@ read:
 				if v.Value.Usage != nil {
 					final = v.Value.Usage
 				}
+				tier = v.Value.ServiceTier
 			}
 		}
 	}
@@ -88,5 +90,5 @@ read:
 	if r.Progress != nil && u.OutputTokens > int64(deltas) { // never back
 		r.Progress(int(u.OutputTokens))
 	}
-	return finish(text.String(), r.Model, reason, u)
+	return servedBy(tier)(finish(text.String(), r.Model, reason, u))
 }

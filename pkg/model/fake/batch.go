@@ -112,12 +112,12 @@ func (p *Provider) answerLocked(r model.Request) batchResult {
 		p.spent[r.JobID] += p.cfg.Price.Cost(in, 0)
 		return batchResult{err: &model.Error{Class: sc.failClass, Detail: "fake: scripted " + string(sc.failClass), Usage: model.Usage{InputTokens: in}}}
 	}
+	u := sc.usage(in, out)
 	p.gens[r.JobID]++
-	p.spent[r.JobID] += p.cfg.Price.Cost(in, out)
+	p.spent[r.JobID] += u.Cost(p.cfg.Price)
 	name := r.Model
 	if name == "" {
 		name = "fake"
 	}
-	return batchResult{resp: model.Response{Output: reply(r, int(out)), Model: name, FinishReason: "stop",
-		Usage: model.Usage{InputTokens: in, OutputTokens: out}}}
+	return batchResult{resp: model.Response{Output: reply(r, int(out)), Model: name, FinishReason: "stop", Usage: u}}
 }

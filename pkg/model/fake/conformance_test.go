@@ -27,7 +27,7 @@ func TestConformance(t *testing.T) {
 			c := scripted("")
 			// The prompt's 29 bytes at four a token, rounded up; a word a token.
 			c.Want = model.Response{Output: "fake reply to: " + modeltest.Prompt, Model: "fake", FinishReason: "stop",
-				Usage: model.Usage{InputTokens: 8, OutputTokens: 8}}
+				Usage: model.Usage{InputTokens: 8, OutputTokens: 8}, Served: job.Standard}
 			return c
 		},
 		// Progress comes at each quarter of the latency: 100 ms apart.

@@ -19,6 +19,16 @@
 //     unaffected, so a test can watch the worker move to a faster lane.
 //     A refused call is still one of the job's calls (Calls, and the N of
 //     fail=CLASS*N).
+//   - [[fake:cached=N]], [[fake:cache_write=N]]: N of the call's input
+//     tokens were read from (written to) the prompt cache, reported and
+//     billed as the providers do (docs/providers.md): at Rates' shares
+//     of the input price.
+//   - [[fake:reasoning=N]]: N of the output tokens were reasoning, billed
+//     as output like every other.
+//   - [[fake:served=LANE]]: a call asked for in another lane is served
+//     (and billed) in LANE, as OpenAI's priority processing past its
+//     ramp limit answers service_tier "default" at standard rates. Every
+//     answer says which lane served it.
 //
 // A call's lane (Request.Lane) scales its latency as the providers' tiers
 // do: flex takes three times as long, priority half as long, standard
@@ -74,6 +84,7 @@ type Provider struct {
 
 // New returns a fake provider.
 func New(cfg Config) *Provider {
+	cfg.Price = Rates(cfg.Price)
 	return &Provider{cfg: cfg, calls: map[string]int{}, gens: map[string]int{}, spent: map[string]job.Nanocents{},
 		lanes: map[string][]job.Lane{}, running: map[string]int{}}
 }
@@ -90,6 +101,11 @@ type script struct {
 	tokens    int
 	// flexRefuse refuses the call if it is in the flex lane.
 	flexRefuse bool
+	// cached, cacheWrite and reasoning are the parts of the usage the
+	// cache served, the cache took and the model reasoned with; served
+	// the lane that serves a call asked for in another.
+	cached, cacheWrite, reasoning int64
+	served                        job.Lane
 }
 
 func parse(r model.Request, def time.Duration) script {
@@ -117,6 +133,14 @@ func parse(r model.Request, def time.Duration) script {
 				sc.tokens, _ = strconv.Atoi(d[2])
 			case "flex_refuse":
 				sc.flexRefuse = true
+			case "cached":
+				sc.cached = count(d[2])
+			case "cache_write":
+				sc.cacheWrite = count(d[2])
+			case "reasoning":
+				sc.reasoning = count(d[2])
+			case "served":
+				sc.served = job.Lane(d[2])
 			}
 		}
 	}
@@ -161,17 +185,48 @@ func (p *Provider) Generate(ctx context.Context, r model.Request) (model.Respons
 	if sc.failClass != "" && (!sc.counted || call <= sc.failFirst) {
 		return model.Response{}, p.failure(r.JobID, sc.failClass, "fake: scripted "+string(sc.failClass), model.Usage{InputTokens: in}, nil)
 	}
-	cost := p.cfg.Price.Cost(in, out)
+	u := sc.usage(in, out)
+	served := lane
+	if sc.served.Valid() {
+		served = sc.served
+	}
 	p.mu.Lock()
 	p.gens[r.JobID]++
-	p.spent[r.JobID] += cost
+	p.spent[r.JobID] += u.Cost(p.cfg.Price)
 	p.mu.Unlock()
 	name := r.Model
 	if name == "" {
 		name = "fake"
 	}
-	return model.Response{Output: reply(r, int(out)), Model: name, FinishReason: "stop",
-		Usage: model.Usage{InputTokens: in, OutputTokens: out}}, nil
+	return model.Response{Output: reply(r, int(out)), Model: name, FinishReason: "stop", Usage: u, Served: served}, nil
+}
+
+// count is a directive's count, none when it is not one.
+func count(s string) int64 {
+	n, _ := strconv.ParseInt(s, 10, 64)
+	return max(n, 0)
+}
+
+// usage is a call of in input and out output tokens as the script
+// reports it: its cached parts and reasoning cut to what the call used.
+func (sc script) usage(in, out int64) model.Usage {
+	read := min(sc.cached, in)
+	return model.Usage{InputTokens: in, OutputTokens: out, CachedInputTokens: read,
+		CacheWriteTokens: min(sc.cacheWrite, in-read), ReasoningTokens: min(sc.reasoning, out)}
+}
+
+// Rates is p with the fake's prompt-cache rates where p states none:
+// reads at half the input price, writes at 1.25x (between OpenAI's and
+// Anthropic's), so a test sees a cached token priced apart from the
+// rest. config prices a fake rung's cache the same way.
+func Rates(p job.Price) job.Price {
+	if p.CachedInputPerToken == 0 {
+		p.CachedInputPerToken = (p.InputPerToken + 1) / 2
+	}
+	if p.CacheWritePerToken == 0 {
+		p.CacheWritePerToken = (p.InputPerToken*5 + 3) / 4
+	}
+	return p
 }
 
 // laneOf is the lane r asked for; no lane is the standard one, as the

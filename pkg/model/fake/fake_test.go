@@ -108,7 +108,7 @@ func TestGenerateIsDeterministic(t *testing.T) {
 				t.Fatalf("not deterministic: %+v then %+v", first, again)
 			}
 			want := model.Response{Output: tt.output, Model: tt.modelName, FinishReason: "stop",
-				Usage: model.Usage{InputTokens: tt.in, OutputTokens: tt.out}}
+				Usage: model.Usage{InputTokens: tt.in, OutputTokens: tt.out}, Served: job.Standard}
 			if first != want {
 				t.Fatalf("got %+v\nwant %+v", first, want)
 			}
@@ -542,4 +542,39 @@ func TestFlexRefuse(t *testing.T) {
 			t.Fatal("Lanes handed out the provider's own record")
 		}
 	})
+}
+
+// A prompt's cache and reasoning directives are reported as the
+// providers report them (parts of the input and output counts) and
+// billed at the fake's cache rates; a served directive says which lane
+// served a call asked for in another, and every answer names its lane.
+func TestCachedReasoningAndServedAreReportedAndBilled(t *testing.T) {
+	p := fake.New(fake.Config{Price: price})
+	prompt := "[[fake:cached=20]] [[fake:cache_write=5]] [[fake:reasoning=3]] [[fake:served=standard]] [[fake:tokens=8]] summarise this, please"
+	r := req("a", user(prompt))
+	r.Lane = job.Priority
+	resp, err := p.Generate(context.Background(), r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in := int64(len(prompt)+3) / 4
+	u := resp.Usage
+	if u.InputTokens != in || u.CachedInputTokens != 20 || u.CacheWriteTokens != 5 || u.OutputTokens != 8 || u.ReasoningTokens != 3 {
+		t.Fatalf("usage %+v, want %d input (20 read, 5 written), 8 output (3 reasoning)", u, in)
+	}
+	rates := fake.Rates(price)
+	if rates.CachedInputPerToken == price.InputPerToken || rates.CacheWritePerToken == price.InputPerToken {
+		t.Fatalf("the fake's cache rates %+v are the input price: a cached token could not be told apart", rates)
+	}
+	want := job.Nanocents(in-25)*rates.InputPerToken + 20*rates.CachedInputPerToken + 5*rates.CacheWritePerToken + 8*rates.OutputPerToken
+	if got := p.Billed("a"); got != want || u.Cost(rates) != want {
+		t.Fatalf("billed %v, usage costs %v; want %v", got, u.Cost(rates), want)
+	}
+	if resp.Served != job.Standard {
+		t.Errorf("served %q, want standard", resp.Served)
+	}
+	plain, err := p.Generate(context.Background(), func() model.Request { r := req("b", user("hello")); r.Lane = job.Flex; return r }())
+	if err != nil || plain.Served != job.Flex {
+		t.Errorf("a flex call without directives: served %q, err %v; want flex", plain.Served, err)
+	}
 }

@@ -256,6 +256,9 @@ func result(l resultLine) (model.Response, error) {
 	if cr.Usage != nil {
 		u = cr.Usage.billed()
 	}
+	// Served stays unsaid: a batch is billed at batch rates (OpenAI's
+	// Batch API guide), so a tier a line's body names does not reprice
+	// it from the batch lane it was enlisted in.
 	return finish(content, cr.Model, cr.Choices[0].FinishReason, u)
 }
 

@@ -51,7 +51,7 @@ func TestABatchIsOneFileOfChatRequests(t *testing.T) {
 	}
 	for _, l := range lines {
 		if !strings.HasPrefix(l.CustomID, "job-") || l.Method != "POST" || l.URL != "/v1/chat/completions" ||
-			l.Body.Model != "gpt-test" || l.Body.MaxTokens != 50 || l.Body.ServiceTier != "" || l.Body.Stream || len(l.Body.Messages) != 1 {
+			l.Body.Model != "gpt-test" || l.Body.MaxTokens != nil || l.Body.MaxCompletionTokens != 50 || l.Body.ServiceTier != "" || l.Body.Stream || len(l.Body.Messages) != 1 {
 			t.Errorf("line %+v", l)
 		}
 	}

@@ -43,6 +43,13 @@ type Config struct {
 	// PollEvery is how often a background generation is polled; zero
 	// means DefaultPollEvery.
 	PollEvery time.Duration
+	// MaxTokensField names the chat body's output cap: "max_tokens" for
+	// a compatible server that knows only the old name; anything else
+	// sends "max_completion_tokens", the only one OpenAI's current models
+	// (gpt-5, the o-series) accept: they refuse max_tokens with a 400
+	// unsupported_parameter (docs/providers.md, "OpenAI"). The Responses
+	// API has its own, max_output_tokens, whatever this says.
+	MaxTokensField string
 	// HTTPClient sends the requests; nil means model.NoRedirects(nil), and
 	// a client given here should be made by it too. The request's context
 	// bounds each call: the client has no timeout. It must run on
@@ -78,12 +85,16 @@ type chatMessage struct {
 }
 
 type chatRequest struct {
-	Model         string         `json:"model"`
-	Messages      []chatMessage  `json:"messages"`
-	MaxTokens     int            `json:"max_tokens,omitempty"`
-	Temperature   *float64       `json:"temperature,omitempty"`
-	Stream        bool           `json:"stream,omitempty"`
-	StreamOptions *streamOptions `json:"stream_options,omitempty"`
+	Model    string        `json:"model"`
+	Messages []chatMessage `json:"messages"`
+	// MaxCompletionTokens is the output cap every OpenAI model takes;
+	// MaxTokens is sent instead only to a server configured for the old
+	// name (Config.MaxTokensField). At most one is set.
+	MaxCompletionTokens int            `json:"max_completion_tokens,omitempty"`
+	MaxTokens           int            `json:"max_tokens,omitempty"`
+	Temperature         *float64       `json:"temperature,omitempty"`
+	Stream              bool           `json:"stream,omitempty"`
+	StreamOptions       *streamOptions `json:"stream_options,omitempty"`
 	// ServiceTier is last and omitted when empty, so a standard call's
 	// body stays what it was before lanes.
 	ServiceTier string `json:"service_tier,omitempty"`
@@ -93,19 +104,31 @@ type streamOptions struct {
 	IncludeUsage bool `json:"include_usage"`
 }
 
+// usage is a chat completion's counts. prompt_tokens already holds the
+// cached tokens and completion_tokens the reasoning ones: the details
+// say which part of each they are, as model.Usage keeps them.
 type usage struct {
-	PromptTokens     int64 `json:"prompt_tokens"`
-	CompletionTokens int64 `json:"completion_tokens"`
+	PromptTokens        int64 `json:"prompt_tokens"`
+	CompletionTokens    int64 `json:"completion_tokens"`
+	PromptTokensDetails struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+	CompletionTokensDetails struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	} `json:"completion_tokens_details"`
 }
 
 // billed is the server's count as billed usage.
 func (u usage) billed() model.Usage {
-	return model.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens}
+	return model.Usage{InputTokens: u.PromptTokens, OutputTokens: u.CompletionTokens,
+		CachedInputTokens: u.PromptTokensDetails.CachedTokens, ReasoningTokens: u.CompletionTokensDetails.ReasoningTokens}
 }
 
 type chatResponse struct {
-	Model   string `json:"model"`
-	Choices []struct {
+	Model string `json:"model"`
+	// ServiceTier is the tier that served the call (served).
+	ServiceTier string `json:"service_tier"`
+	Choices     []struct {
 		Message      chatMessage `json:"message"`
 		FinishReason string      `json:"finish_reason"`
 	} `json:"choices"`
@@ -153,7 +176,10 @@ func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response,
 // chat is r as a chat-completions request, in the standard lane and
 // whole (not streamed): a call and a batch's line start from it.
 func (c *Client) chat(r model.Request) chatRequest {
-	req := chatRequest{Model: r.Model, MaxTokens: r.MaxTokens, Temperature: r.Temperature}
+	req := chatRequest{Model: r.Model, MaxCompletionTokens: r.MaxTokens, Temperature: r.Temperature}
+	if c.cfg.MaxTokensField == "max_tokens" {
+		req.MaxCompletionTokens, req.MaxTokens = 0, r.MaxTokens
+	}
 	if req.Model == "" {
 		req.Model = c.cfg.Model
 	}
@@ -170,6 +196,22 @@ func serviceTier(l job.Lane) string {
 	switch l {
 	case job.Flex, job.Priority:
 		return string(l)
+	}
+	return ""
+}
+
+// served is the lane a service_tier answer names: "default" is the
+// standard tier (priority processing past its ramp limit answers it, and
+// bills standard rates); anything else, or nothing, says nothing, and the
+// call is priced at the lane it asked for.
+func served(tier string) job.Lane {
+	switch tier {
+	case "default":
+		return job.Standard
+	case "flex":
+		return job.Flex
+	case "priority":
+		return job.Priority
 	}
 	return ""
 }
@@ -225,7 +267,9 @@ func (c *Client) answer(ctx context.Context, resp *http.Response, r model.Reques
 	if name == "" {
 		name = r.Model
 	}
-	return finish(cr.Choices[0].Message.Content, name, cr.Choices[0].FinishReason, u)
+	out, err := finish(cr.Choices[0].Message.Content, name, cr.Choices[0].FinishReason, u)
+	out.Served = served(cr.ServiceTier)
+	return out, err
 }
 
 // finish turns a completed answer into a response, or into a content

@@ -31,27 +31,36 @@ func (b errorBody) code() string {
 // and error body.
 func statusError(status int, body []byte, lane job.Lane) *model.Error {
 	var eb struct {
-		Error errorBody `json:"error"`
+		Error struct {
+			errorBody
+			// Message is read only to recognise the flex pool's
+			// refusal by its documented words, and never kept: it may
+			// quote the prompt.
+			Message string `json:"message"`
+		} `json:"error"`
 	}
 	_ = json.Unmarshal(body, &eb)
-	e := bodyError(status, eb.Error)
-	if lane == job.Flex && refusedForCapacity(status, e.Class, eb.Error) {
+	e := bodyError(status, eb.Error.errorBody)
+	if lane == job.Flex && refusedForCapacity(status, e.Class, eb.Error.errorBody, eb.Error.Message) {
 		e.Class = job.CapacityUnavailable
 	}
 	return e
 }
 
 // refusedForCapacity reports whether an answer to a flex call is the flex
-// pool's refusal (docs/errors.md, "How each provider's errors become
-// classes": a 429 that is neither a rate limit nor a quota, not billed)
-// rather than the key's limit: a 429 that names no rate limit.
-// A quota or any other class bodyError found stands, and a
-// rate_limit_exceeded stays rate_limited, since it is the key's and the
-// worker waits on the key for it.
-func refusedForCapacity(status int, class job.ErrorClass, b errorBody) bool {
-	code, typ := b.code(), b.Type
-	return status == http.StatusTooManyRequests && class == job.RateLimited &&
-		!strings.Contains(code, "rate_limit") && !strings.Contains(typ, "rate_limit")
+// pool's refusal: OpenAI's flex processing guide documents it as "429
+// Resource Unavailable", not billed. Only that answer is recognised, by
+// its code or type (resource_unavailable) or its message's first words;
+// any other 429, a bodiless one included, is the key's rate limit and
+// keeps its pause (heard): taking a rate limit for a refusal would move
+// the job to a dearer lane on the same, still limited, key.
+func refusedForCapacity(status int, class job.ErrorClass, b errorBody, message string) bool {
+	if status != http.StatusTooManyRequests || class != job.RateLimited {
+		return false
+	}
+	const word = "resource_unavailable"
+	return strings.Contains(b.code(), word) || strings.Contains(b.Type, word) ||
+		strings.HasPrefix(strings.ToLower(strings.TrimSpace(message)), "resource unavailable")
 }
 
 func bodyError(status int, b errorBody) *model.Error {

@@ -20,14 +20,15 @@ import (
 )
 
 // Lanes: a flex or priority call names its service tier on both wires; a
-// standard one sends the body it always sent; and a flex call's 429 that
-// is not the key's limit is the flex pool's refusal (OpenAI, "Flex
-// processing": 429 Resource Unavailable, not billed).
+// standard one sends none; and a flex call's 429 Resource Unavailable is
+// the flex pool's refusal (OpenAI, "Flex processing": not billed), while
+// any other 429, a bodiless one included, is the key's rate limit.
 
-// The bodies a standard call sent before lanes existed, byte for byte.
+// The bodies a standard call sends, byte for byte: no service_tier, and
+// the cap in max_completion_tokens, the field every OpenAI model takes.
 const (
-	chatBody   = `{"model":"cfg-model","messages":[{"role":"user","content":"SECRET-PROMPT tell me a story"}],"max_tokens":300}`
-	streamBody = `{"model":"cfg-model","messages":[{"role":"user","content":"SECRET-PROMPT tell me a story"}],"max_tokens":300,` +
+	chatBody   = `{"model":"cfg-model","messages":[{"role":"user","content":"SECRET-PROMPT tell me a story"}],"max_completion_tokens":300}`
+	streamBody = `{"model":"cfg-model","messages":[{"role":"user","content":"SECRET-PROMPT tell me a story"}],"max_completion_tokens":300,` +
 		`"stream":true,"stream_options":{"include_usage":true}}`
 	createBody = `{"model":"cfg-model","input":[{"role":"user","content":"SECRET-PROMPT tell me a story"}],"max_output_tokens":300,` +
 		`"background":true,"store":true}`
@@ -145,7 +146,8 @@ func TestFlexRefusal(t *testing.T) {
 		detail string
 	}{
 		{"flex, resource unavailable", 429, "429_resource_unavailable.json", job.Flex, job.CapacityUnavailable, "http 429 resource_unavailable"},
-		{"flex, a 429 naming nothing", 429, "", job.Flex, job.CapacityUnavailable, "http 429"},
+		{"flex, a 429 naming nothing", 429, "", job.Flex, job.RateLimited, "http 429"},
+		{"flex, resource unavailable by its words", 429, "429_resource_unavailable_words.json", job.Flex, job.CapacityUnavailable, "http 429"},
 		{"flex, the key's rate limit", 429, "429_rate_limit.json", job.Flex, job.RateLimited, "http 429 rate_limit_exceeded tokens"},
 		{"flex, a spent quota", 429, "429_insufficient_quota.json", job.Flex, job.QuotaExhausted, "http 429 insufficient_quota insufficient_quota"},
 		{"flex, a spend limit", 429, "429_spend_limit.json", job.Flex, job.QuotaExhausted, "http 429 enforced_spend_limit_reached insufficient_quota"},

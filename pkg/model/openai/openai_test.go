@@ -60,7 +60,7 @@ func TestGenerateRequest(t *testing.T) {
 				r.Messages = append([]job.Message{{Role: "system", Content: "be brief"}}, r.Messages...)
 				return r
 			},
-			wantBody: map[string]any{"model": "req-model", "max_tokens": 256.0, "temperature": 0.0,
+			wantBody: map[string]any{"model": "req-model", "max_completion_tokens": 256.0, "temperature": 0.0,
 				"messages": []any{map[string]any{"role": "system", "content": "be brief"}, user}},
 		},
 		{

@@ -60,9 +60,17 @@ type responsesRequest struct {
 	ServiceTier string `json:"service_tier,omitempty"`
 }
 
+// responsesUsage is a response's counts: input_tokens holds the cached
+// ones and output_tokens the reasoning ones, as on chat completions.
 type responsesUsage struct {
-	InputTokens  int64 `json:"input_tokens"`
-	OutputTokens int64 `json:"output_tokens"`
+	InputTokens        int64 `json:"input_tokens"`
+	OutputTokens       int64 `json:"output_tokens"`
+	InputTokensDetails struct {
+		CachedTokens int64 `json:"cached_tokens"`
+	} `json:"input_tokens_details"`
+	OutputTokensDetails struct {
+		ReasoningTokens int64 `json:"reasoning_tokens"`
+	} `json:"output_tokens_details"`
 }
 
 // responseObject is what the create, a poll and a cancel answer. Only
@@ -78,7 +86,9 @@ type responseObject struct {
 			Text string `json:"text"`
 		} `json:"content"`
 	} `json:"output"`
-	Usage             *responsesUsage `json:"usage"`
+	Usage *responsesUsage `json:"usage"`
+	// ServiceTier is the tier that served the generation (served).
+	ServiceTier       string `json:"service_tier"`
 	IncompleteDetails *struct {
 		Reason string `json:"reason"`
 	} `json:"incomplete_details"`
@@ -325,7 +335,7 @@ func (b *call) finish(o responseObject, out, reason string) model.Response {
 	if name == "" {
 		name = b.r.Model
 	}
-	return model.Response{Output: out, Model: name, FinishReason: reason, Usage: u}
+	return model.Response{Output: out, Model: name, FinishReason: reason, Usage: u, Served: served(o.ServiceTier)}
 }
 
 // used is what a response that generated out was billed: its counts, or
@@ -339,7 +349,8 @@ func (b *call) used(o responseObject, out string) model.Usage {
 
 // billed is the server's count as billed usage.
 func (u responsesUsage) billed() model.Usage {
-	return model.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens}
+	return model.Usage{InputTokens: u.InputTokens, OutputTokens: u.OutputTokens,
+		CachedInputTokens: u.InputTokensDetails.CachedTokens, ReasoningTokens: u.OutputTokensDetails.ReasoningTokens}
 }
 
 // failedError classifies a failed response by its error code, as an

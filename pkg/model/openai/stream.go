@@ -13,8 +13,10 @@ import (
 )
 
 type chunk struct {
-	Model   string `json:"model"`
-	Choices []struct {
+	Model string `json:"model"`
+	// ServiceTier is on every chunk: the tier serving the stream.
+	ServiceTier string `json:"service_tier"`
+	Choices     []struct {
 		Delta struct {
 			Content string `json:"content"`
 		} `json:"delta"`
@@ -31,12 +33,17 @@ type chunk struct {
 // counts if its usage chunk arrived, else estimated (model.StreamUsage).
 func readStream(ctx context.Context, body io.Reader, r model.Request) (model.Response, error) {
 	var out strings.Builder
-	var name, reason string
+	var name, reason, tier string
 	var u *usage
 	chunks := int64(0)
 	seen := func() model.Usage {
 		if u != nil {
-			return model.StreamUsage(r, u.PromptTokens, chunks, u.CompletionTokens, true)
+			// The counts came: so did their parts, which a cut
+			// stream is billed for as a whole one is.
+			su := model.StreamUsage(r, u.PromptTokens, chunks, u.CompletionTokens, true)
+			su.CachedInputTokens = u.PromptTokensDetails.CachedTokens
+			su.ReasoningTokens = u.CompletionTokensDetails.ReasoningTokens
+			return su
 		}
 		return model.StreamUsage(r, 0, chunks, 0, false)
 	}
@@ -70,6 +77,9 @@ func readStream(ctx context.Context, body io.Reader, r model.Request) (model.Res
 		if ch.Model != "" {
 			name = ch.Model
 		}
+		if ch.ServiceTier != "" {
+			tier = ch.ServiceTier
+		}
 		if ch.Usage != nil {
 			u = ch.Usage
 		}
@@ -102,5 +112,7 @@ func readStream(ctx context.Context, body io.Reader, r model.Request) (model.Res
 	if name == "" {
 		name = r.Model
 	}
-	return finish(out.String(), name, reason, final)
+	resp, err := finish(out.String(), name, reason, final)
+	resp.Served = served(tier)
+	return resp, err
 }

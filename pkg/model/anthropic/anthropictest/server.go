@@ -8,6 +8,13 @@
 // [[anthropic:error=TYPE]] errors it with that error type,
 // [[anthropic:expire]] expires it the first time it is batched,
 // [[anthropic:nousage]] answers it without its counts.
+//
+// Its Messages calls answer as the API does, whole or streamed, each
+// behaviour beside the documentation or public report it copies
+// (docs/providers.md, "Anthropic and Bedrock"): the prompt cache's reads
+// and writes counted apart from input_tokens (CacheRead, CacheWrite), the
+// tier that served the call in usage.service_tier (Tier), and a Claude 4
+// model's refusal of temperature with top_p.
 package anthropictest
 
 import (
@@ -26,6 +33,16 @@ type Server struct {
 	// Polls is how many reads of a batch find it still processing before
 	// it ends.
 	Polls int
+	// CacheRead and CacheWrite are the prompt tokens every answer says it
+	// read from the prompt cache and wrote to it, on top of the prompt's
+	// input_tokens: the API counts them apart ("Prompt caching": total
+	// input = input_tokens + cache_creation_input_tokens +
+	// cache_read_input_tokens,
+	// https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching#tracking-cache-performance).
+	CacheRead, CacheWrite int64
+	// Tier is the service_tier a call's usage names (empty: "standard");
+	// a batch's answers name "batch" (https://docs.anthropic.com/en/api/service-tiers).
+	Tier string
 
 	mu      sync.Mutex
 	batches []*batch // newest last
@@ -34,6 +51,29 @@ type Server struct {
 	made    map[string]int
 	expired map[string]bool
 	calls   int
+	billed  []Usage
+}
+
+// Usage is an answer's counts in the API's own words: Input is its
+// input_tokens, which leaves out the cache's reads and writes.
+type Usage struct {
+	Input, CacheRead, CacheWrite, Output int64
+	Tier                                 string
+}
+
+// Bill is what Anthropic charges for u at the given prices per token of
+// input and output (the input price a multiple of 20): cache reads at a
+// tenth of the input price, writes (five-minute) at 1.25 times it
+// (https://docs.anthropic.com/en/docs/build-with-claude/prompt-caching#pricing).
+func (u Usage) Bill(input, output int64) int64 {
+	return u.Input*input + u.CacheRead*input/10 + u.CacheWrite*input*5/4 + u.Output*output
+}
+
+// Billed is every answer's usage, in the order answered.
+func (s *Server) Billed() []Usage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Usage(nil), s.billed...)
 }
 
 type batch struct {
@@ -48,11 +88,13 @@ type batch struct {
 type Request struct {
 	CustomID string `json:"custom_id"`
 	Params   struct {
-		Model     string `json:"model"`
-		MaxTokens int    `json:"max_tokens"`
-		Stream    bool   `json:"stream"`
-		System    string `json:"system"`
-		Messages  []struct {
+		Model       string   `json:"model"`
+		MaxTokens   int      `json:"max_tokens"`
+		Stream      bool     `json:"stream"`
+		System      string   `json:"system"`
+		Temperature *float64 `json:"temperature"`
+		TopP        *float64 `json:"top_p"`
+		Messages    []struct {
 			Role    string `json:"role"`
 			Content string `json:"content"`
 		} `json:"messages"`
@@ -209,15 +251,93 @@ func (s *Server) results(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 	var q Request
-	if json.NewDecoder(r.Body).Decode(&q.Params) != nil || q.Params.Stream {
+	if json.NewDecoder(r.Body).Decode(&q.Params) != nil {
 		problem(w, http.StatusBadRequest, "invalid_request_error")
+		return
+	}
+	if msg := refusal(q); msg != "" {
+		refuse(w, http.StatusBadRequest, "invalid_request_error", msg)
 		return
 	}
 	s.mu.Lock()
 	s.calls++
 	q.CustomID = fmt.Sprint("call", s.calls)
+	m := s.messageLocked(q, true, false)
 	s.mu.Unlock()
-	reply(w, message(q, true))
+	if q.Params.Stream {
+		stream(w, m)
+		return
+	}
+	reply(w, m)
+}
+
+// claude4 names the Claude 4 models (claude-opus-4*, claude-sonnet-4*,
+// claude-haiku-4*, their 4.1, 4.5 and 4.6 names included).
+var claude4 = regexp.MustCompile(`claude-(opus|sonnet|haiku)-4`)
+
+// opusWithoutTemperature names Claude Opus 4.7 and later 4.x models.
+var opusWithoutTemperature = regexp.MustCompile(`claude-opus-4-([7-9]|[1-9][0-9])($|[-@:])`)
+
+// refusal is why the API refuses q before answering it, or "". A Claude 4
+// model takes temperature or top_p, never both: a 400
+// invalid_request_error ("`temperature` and `top_p` cannot both be
+// specified for this model. Please use only one.", as reported in
+// https://github.com/BerriAI/litellm/issues/15097 and
+// https://github.com/open-webui/open-webui/issues/17922 for Sonnet 4.5,
+// https://github.com/Vali-98/ChatterUI/issues/564 for Sonnet 4.6, and
+// https://github.com/open-webui/functions/pull/9 for Opus 4.1).
+//
+// Claude Opus 4.7 and later take no temperature at all: a 400
+// invalid_request_error "`temperature` is deprecated for this model."
+// whatever its value (platform.claude.com/docs/en/about-claude/models/
+// migration-guide; UKGovernmentBEIS/inspect_ai#3721, HKUDS/nanobot#3418,
+// and The-PR-Agent/pr-agent#2456 for Opus 4.8). aijobs refuses such a job
+// at create (pkg/config's noTemperature), so no call carries one.
+func refusal(q Request) string {
+	if opusWithoutTemperature.MatchString(q.Params.Model) && q.Params.Temperature != nil {
+		return "`temperature` is deprecated for this model."
+	}
+	if claude4.MatchString(q.Params.Model) && q.Params.Temperature != nil && q.Params.TopP != nil {
+		return "`temperature` and `top_p` cannot both be specified for this model. Please use only one."
+	}
+	return ""
+}
+
+// stream writes m as the API streams it ("Streaming Messages",
+// https://docs.anthropic.com/en/docs/build-with-claude/streaming):
+// message_start carries the usage's input counts, cache included, and
+// one output token; message_delta the stop reason and the usage again,
+// cumulative.
+func stream(w http.ResponseWriter, m map[string]any) {
+	w.Header().Set("Content-Type", "text/event-stream")
+	u, _ := m["usage"].(map[string]any)
+	start := map[string]any{}
+	for k, v := range m {
+		start[k] = v
+	}
+	start["content"], start["stop_reason"] = []any{}, nil
+	if u != nil {
+		su := map[string]any{}
+		for k, v := range u {
+			su[k] = v
+		}
+		su["output_tokens"] = 1
+		start["usage"] = su
+	}
+	events := []map[string]any{{"type": "message_start", "message": start},
+		{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}}}
+	for _, word := range strings.SplitAfter(m["content"].([]map[string]any)[0]["text"].(string), " ") {
+		events = append(events, map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": word}})
+	}
+	delta := map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": m["stop_reason"], "stop_sequence": nil}}
+	if u != nil {
+		delta["usage"] = u
+	}
+	events = append(events, map[string]any{"type": "content_block_stop", "index": 0}, delta, map[string]any{"type": "message_stop"})
+	for _, ev := range events {
+		b, _ := json.Marshal(ev)
+		fmt.Fprintf(w, "event: %s\ndata: %s\n\n", ev["type"], b)
+	}
 }
 
 func (s *Server) findLocked(id string) *batch {
@@ -248,17 +368,22 @@ func (s *Server) answerLocked(q Request) []byte {
 	case m != nil:
 		res = map[string]any{"type": "errored", "error": map[string]any{"type": "error",
 			"error": map[string]any{"type": m[1], "message": "scripted"}}}
+	case refusal(q) != "":
+		res = map[string]any{"type": "errored", "error": map[string]any{"type": "error",
+			"error": map[string]any{"type": "invalid_request_error", "message": refusal(q)}}}
 	default:
 		s.made[q.CustomID]++
-		res = map[string]any{"type": "succeeded", "message": message(q, !strings.Contains(last, "[[anthropic:nousage]]"))}
+		res = map[string]any{"type": "succeeded", "message": s.messageLocked(q, !strings.Contains(last, "[[anthropic:nousage]]"), true)}
 	}
 	b, _ := json.Marshal(map[string]any{"custom_id": q.CustomID, "result": res})
 	return append(b, '\n')
 }
 
-// message is q's answer: an echo of its id, its counts the prompt's
-// characters over four and the output's words.
-func message(q Request, usage bool) map[string]any {
+// messageLocked is q's answer (s.mu held): an echo of its id, its counts
+// the prompt's characters over four, the cache's configured counts and
+// the output's words; batched, its tier is "batch". A counted answer is
+// billed.
+func (s *Server) messageLocked(q Request, usage, batched bool) map[string]any {
 	prompt := len(q.Params.System) / 4
 	for _, m := range q.Params.Messages {
 		prompt += len(m.Content)/4 + 1
@@ -267,7 +392,17 @@ func message(q Request, usage bool) map[string]any {
 	m := map[string]any{"id": "msg_" + q.CustomID, "type": "message", "role": "assistant", "model": q.Params.Model,
 		"content": []map[string]any{{"type": "text", "text": text}}, "stop_reason": "end_turn"}
 	if usage {
-		m["usage"] = map[string]any{"input_tokens": prompt, "output_tokens": min(len(strings.Fields(text)), max(q.Params.MaxTokens, 1))}
+		u := Usage{Input: int64(prompt), CacheRead: s.CacheRead, CacheWrite: s.CacheWrite,
+			Output: int64(min(len(strings.Fields(text)), max(q.Params.MaxTokens, 1))), Tier: s.Tier}
+		if u.Tier == "" {
+			u.Tier = "standard"
+		}
+		if batched {
+			u.Tier = "batch"
+		}
+		s.billed = append(s.billed, u)
+		m["usage"] = map[string]any{"input_tokens": u.Input, "cache_creation_input_tokens": u.CacheWrite,
+			"cache_read_input_tokens": u.CacheRead, "output_tokens": u.Output, "service_tier": u.Tier}
 	}
 	return m
 }
@@ -298,8 +433,11 @@ func reply(w http.ResponseWriter, v any) {
 	_ = json.NewEncoder(w).Encode(v)
 }
 
-func problem(w http.ResponseWriter, status int, typ string) {
+func problem(w http.ResponseWriter, status int, typ string) { refuse(w, status, typ, "refused") }
+
+// refuse writes the API's error body (https://docs.anthropic.com/en/api/errors).
+func refuse(w http.ResponseWriter, status int, typ, message string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(status)
-	_ = json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": "refused"}})
+	_ = json.NewEncoder(w).Encode(map[string]any{"type": "error", "error": map[string]any{"type": typ, "message": message}})
 }

@@ -9,6 +9,13 @@
 // [[bedrock:error=N]] answers it with error code N, [[bedrock:expire]]
 // leaves it out of the output the first time it is batched (the job ends
 // PartiallyCompleted), [[bedrock:nousage]] answers it without its counts.
+//
+// It also answers Converse and ConverseStream calls as Bedrock does, each
+// behaviour beside the documentation or public report it copies
+// (docs/providers.md, "Anthropic and Bedrock"): the prompt cache's reads
+// and writes counted apart from inputTokens (CacheRead, CacheWrite), and
+// the tier that served the call named in the answer's serviceTier
+// (Downgrade serves a priority call at the default tier).
 package bedrocktest
 
 import (
@@ -26,6 +33,7 @@ import (
 	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 )
 
@@ -33,6 +41,21 @@ import (
 type Server struct {
 	// Polls is how many reads of a job find it in progress before it ends.
 	Polls int
+	// CacheRead and CacheWrite are the prompt tokens every answer says it
+	// read from the prompt cache and wrote to it, as cacheReadInputTokens
+	// and cacheWriteInputTokens on top of the prompt's inputTokens, which
+	// leaves them out (TokenUsage,
+	// https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_TokenUsage.html;
+	// inputTokens without the cache: https://github.com/librefang/librefang/issues/5878,
+	// https://github.com/sashiko-dev/sashiko/pull/113); totalTokens counts
+	// them (https://github.com/maximhq/bifrost/pull/1872).
+	CacheRead, CacheWrite int64
+	// Downgrade serves a call that asked for the priority tier at the
+	// default one, as Bedrock may, and says so in the answer's serviceTier
+	// ("The service tier configuration for a served request is visible in
+	// API response",
+	// https://docs.aws.amazon.com/bedrock/latest/userguide/service-tiers-inference.html).
+	Downgrade bool
 
 	s3      *s3.Client
 	mu      sync.Mutex
@@ -40,6 +63,29 @@ type Server struct {
 	made    map[string]int
 	expired map[string]bool
 	calls   int
+	billed  []Usage
+}
+
+// Usage is an answer's counts in Bedrock's own words: Input is its
+// inputTokens, which leaves out the cache's reads and writes; Tier the
+// serviceTier it named ("" in a batch's output).
+type Usage struct {
+	Input, CacheRead, CacheWrite, Output int64
+	Tier                                 string
+}
+
+// Bill is what Bedrock charges for u at the given prices per token: the
+// model's input, cache read, cache write and output prices
+// (https://aws.amazon.com/bedrock/pricing/).
+func (u Usage) Bill(input, cacheRead, cacheWrite, output int64) int64 {
+	return u.Input*input + u.CacheRead*cacheRead + u.CacheWrite*cacheWrite + u.Output*output
+}
+
+// Billed is every answer's usage, in the order answered.
+func (s *Server) Billed() []Usage {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Usage(nil), s.billed...)
 }
 
 // Calls is how many Converse calls were answered (outside batches).
@@ -78,30 +124,109 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("POST /model-invocation-job", s.create)
 	mux.HandleFunc("GET /model-invocation-job/{id...}", s.get)
 	mux.HandleFunc("POST /model/{model}/converse", s.converse)
+	mux.HandleFunc("POST /model/{model}/converse-stream", s.converseStream)
 	return mux
 }
 
-// converse answers one Converse call as a job answers a record.
+// converse answers one Converse call as a job answers a record, naming
+// the tier that served it.
 func (s *Server) converse(w http.ResponseWriter, r *http.Request) {
-	body, err := io.ReadAll(r.Body)
-	if err != nil {
+	out, ok := s.call(r)
+	if !ok {
 		fail(w, http.StatusBadRequest, "ValidationException")
 		return
+	}
+	reply(w, out)
+}
+
+// converseStream answers one ConverseStream call: the answer's text as
+// contentBlockDelta events, then messageStop, then the metadata event with
+// the usage and the tier that served it
+// (https://docs.aws.amazon.com/bedrock/latest/APIReference/API_runtime_ConverseStreamMetadataEvent.html).
+func (s *Server) converseStream(w http.ResponseWriter, r *http.Request) {
+	out, ok := s.call(r)
+	if !ok {
+		fail(w, http.StatusBadRequest, "ValidationException")
+		return
+	}
+	w.Header().Set("Content-Type", "application/vnd.amazon.eventstream")
+	w.WriteHeader(http.StatusOK)
+	events := []event{{"messageStart", map[string]any{"role": "assistant"}}}
+	for _, word := range strings.SplitAfter(out.Output.Message.Content[0].Text, " ") {
+		events = append(events, event{"contentBlockDelta", map[string]any{"contentBlockIndex": 0, "delta": map[string]any{"text": word}}})
+	}
+	meta := map[string]any{"metrics": map[string]any{"latencyMs": 1}, "serviceTier": out.ServiceTier}
+	if out.Usage != nil {
+		meta["usage"] = out.Usage
+	}
+	events = append(events, event{"contentBlockStop", map[string]any{"contentBlockIndex": 0}},
+		event{"messageStop", map[string]any{"stopReason": out.StopReason}}, event{"metadata", meta})
+	enc := eventstream.NewEncoder()
+	for _, ev := range events {
+		var m eventstream.Message
+		m.Headers.Set(":event-type", eventstream.StringValue(ev.typ))
+		m.Headers.Set(":content-type", eventstream.StringValue("application/json"))
+		m.Headers.Set(":message-type", eventstream.StringValue("event"))
+		m.Payload, _ = json.Marshal(ev.body)
+		if enc.Encode(w, m) != nil {
+			return
+		}
+	}
+}
+
+// event is one event of a ConverseStream answer: its :event-type and body.
+type event struct {
+	typ  string
+	body any
+}
+
+// converseOutput is a Converse answer as the fake writes it.
+type converseOutput struct {
+	Output struct {
+		Message struct {
+			Role    string `json:"role"`
+			Content []struct {
+				Text string `json:"text"`
+			} `json:"content"`
+		} `json:"message"`
+	} `json:"output"`
+	StopReason  string          `json:"stopReason"`
+	Usage       json.RawMessage `json:"usage,omitempty"`
+	ServiceTier map[string]any  `json:"serviceTier"`
+}
+
+// call answers one Converse or ConverseStream request as a job answers a
+// record, and names the tier that served it: the one asked for (none is
+// "default"), or default for priority when Downgrade.
+func (s *Server) call(r *http.Request) (converseOutput, bool) {
+	body, err := io.ReadAll(r.Body)
+	var in struct {
+		ServiceTier struct{ Type string } `json:"serviceTier"`
+	}
+	if err != nil || json.Unmarshal(body, &in) != nil {
+		return converseOutput{}, false
+	}
+	tier := in.ServiceTier.Type
+	if tier == "" || tier == "priority" && s.Downgrade {
+		tier = "default"
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.calls++
 	rec, _ := json.Marshal(map[string]any{"recordId": fmt.Sprint("call", s.calls), "modelInput": json.RawMessage(body)})
+	billed := len(s.billed)
 	line, _ := s.answerLocked(rec)
 	var out struct {
-		ModelOutput json.RawMessage `json:"modelOutput"`
+		ModelOutput *converseOutput `json:"modelOutput"`
 	}
-	if json.Unmarshal(line, &out) != nil || out.ModelOutput == nil {
-		fail(w, http.StatusBadRequest, "ValidationException")
-		return
+	if json.Unmarshal(line, &out) != nil || out.ModelOutput == nil || len(out.ModelOutput.Output.Message.Content) == 0 {
+		return converseOutput{}, false
 	}
-	w.Header().Set("Content-Type", "application/json")
-	_, _ = w.Write(out.ModelOutput)
+	if len(s.billed) > billed {
+		s.billed[billed].Tier = tier
+	}
+	out.ModelOutput.ServiceTier = map[string]any{"type": tier}
+	return *out.ModelOutput, true
 }
 
 type s3Config struct {
@@ -243,7 +368,13 @@ func (s *Server) answerLocked(raw []byte) ([]byte, bool) {
 		o := map[string]any{"output": map[string]any{"message": map[string]any{"role": "assistant", "content": []map[string]any{{"text": text}}}},
 			"stopReason": "end_turn"}
 		if !strings.Contains(last, "[[bedrock:nousage]]") {
-			o["usage"] = map[string]any{"inputTokens": prompt, "outputTokens": min(2, max(body.InferenceConfig.MaxTokens, 1)), "totalTokens": prompt + 2}
+			u := Usage{Input: int64(prompt), CacheRead: s.CacheRead, CacheWrite: s.CacheWrite, Output: int64(min(2, max(body.InferenceConfig.MaxTokens, 1)))}
+			s.billed = append(s.billed, u)
+			counts := map[string]any{"inputTokens": u.Input, "outputTokens": u.Output, "totalTokens": u.Input + u.CacheRead + u.CacheWrite + u.Output}
+			if u.CacheRead > 0 || u.CacheWrite > 0 { // the cache's counts come only when it was used
+				counts["cacheReadInputTokens"], counts["cacheWriteInputTokens"] = u.CacheRead, u.CacheWrite
+			}
+			o["usage"] = counts
 		}
 		res["modelOutput"] = o
 	}

@@ -1,15 +1,17 @@
-// Package openaitest is a local server of OpenAI's batch wire (files and
-// batches: docs/architecture.md, "The providers' batch wires") for the batch lane's
-// tests: the openai provider's own, the collector's and the dev server's,
-// so the whole lane runs in `make test` without the network.
+// Package openaitest is a local OpenAI server for tests: the batch wire
+// (files and batches: docs/architecture.md, "The providers' batch
+// wires"), so the whole batch lane runs in `make test` without the
+// network, and chat completions (whole and streamed) and background
+// responses, for the lanes a job takes when its deadline cannot wait for
+// a batch. It answers as OpenAI does by model family (family.go): what
+// each family refuses, the usage it reports (cached and reasoning tokens
+// as parts of the counts), the service tier that served each call. Each
+// behaviour cites where OpenAI, or a public bug report, says so.
 //
 // A request's last message may script its item with markers:
 // [[openai:status=N]] answers it with HTTP status N, [[openai:expire]]
 // leaves it unanswered (batch_expired) the first time it is batched,
-// [[openai:nousage]] answers it without its counts. The server also
-// answers whole (not streamed: "stream": false in the provider entry)
-// chat completions, for the lanes a job
-// takes when its deadline cannot wait for a batch.
+// [[openai:nousage]] answers it without its counts.
 package openaitest
 
 import (
@@ -35,7 +37,23 @@ type Server struct {
 	// with no output or error file.
 	FailValidation bool
 
+	// CachedTokens is how many of each prompt's tokens the server says
+	// it read from its prompt cache (at most the whole prompt): OpenAI
+	// caches a repeated prefix and reports it in
+	// prompt_tokens_details.cached_tokens, a part of prompt_tokens
+	// (https://platform.openai.com/docs/guides/prompt-caching).
+	CachedTokens int64
+	// DowngradePriority answers a priority call as priority processing
+	// past its ramp rate limit does: served, and billed, at standard,
+	// service_tier "default" (servedTier).
+	DowngradePriority bool
+	// RefuseFlex is how many of the next flex calls (chat completions or
+	// responses) the flex pool refuses (flexRefusal).
+	RefuseFlex int
+
 	mu      sync.Mutex
+	bills   []Bill
+	resps   map[string]map[string]any
 	files   map[string][]byte
 	batches []*batch // newest last
 	lose    int
@@ -55,16 +73,37 @@ type Line struct {
 	CustomID string `json:"custom_id"`
 	Method   string `json:"method"`
 	URL      string `json:"url"`
-	Body     struct {
-		Model       string `json:"model"`
-		MaxTokens   int    `json:"max_tokens"`
-		ServiceTier string `json:"service_tier"`
-		Stream      bool   `json:"stream"`
-		Messages    []struct {
-			Role    string `json:"role"`
-			Content string `json:"content"`
-		} `json:"messages"`
-	} `json:"body"`
+	Body     Body   `json:"body"`
+}
+
+// Body is a chat-completions request, as a call or a batch line sends it.
+type Body struct {
+	Model string `json:"model"`
+	// MaxTokens is nil when the body has no max_tokens: a reasoning model
+	// refuses the field whatever its value.
+	MaxTokens           *int     `json:"max_tokens"`
+	MaxCompletionTokens int      `json:"max_completion_tokens"`
+	Temperature         *float64 `json:"temperature"`
+	ServiceTier         string   `json:"service_tier"`
+	Stream              bool     `json:"stream"`
+	StreamOptions       *struct {
+		IncludeUsage bool `json:"include_usage"`
+	} `json:"stream_options"`
+	Messages []Message `json:"messages"`
+}
+
+// Message is one message of a request.
+type Message struct {
+	Role    string `json:"role"`
+	Content string `json:"content"`
+}
+
+// Cap is the output cap b asks for, in whichever field it names it.
+func (b Body) Cap() int {
+	if b.MaxTokens != nil {
+		return *b.MaxTokens
+	}
+	return b.MaxCompletionTokens
 }
 
 // LoseCreates makes the next n batch creates lose their answer after the
@@ -90,7 +129,8 @@ func (s *Server) Generated(id string) int {
 	return s.made[id]
 }
 
-// Calls is how many chat completions were answered (outside batches).
+// Calls is how many calls were answered outside batches: chat
+// completions, whole or streamed, and background responses.
 func (s *Server) Calls() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -118,9 +158,10 @@ func (s *Server) Inputs() []Line {
 	return out
 }
 
-// Handler serves the batch wire at the API root (what a client's base
-// URL names): POST /files, GET /files/{id}/content, POST and GET
-// /batches, GET /batches/{id}.
+// Handler serves at the API root (what a client's base URL names): POST
+// /files, GET /files/{id}/content, POST and GET /batches, GET
+// /batches/{id}, POST /chat/completions, POST /responses, GET
+// /responses/{id} and POST /responses/{id}/cancel.
 func (s *Server) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /files", s.upload)
@@ -129,21 +170,10 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /batches", s.list)
 	mux.HandleFunc("GET /batches/{id}", s.get)
 	mux.HandleFunc("POST /chat/completions", s.chat)
+	mux.HandleFunc("POST /responses", s.createResponse)
+	mux.HandleFunc("GET /responses/{id}", s.getResponse)
+	mux.HandleFunc("POST /responses/{id}/cancel", s.cancelResponse)
 	return mux
-}
-
-// chat answers one chat completion as a batch answers its lines.
-func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
-	var l Line
-	if json.NewDecoder(r.Body).Decode(&l.Body) != nil || l.Body.Stream {
-		problem(w, http.StatusBadRequest, "invalid_request_error")
-		return
-	}
-	s.mu.Lock()
-	s.calls++
-	l.CustomID = fmt.Sprint("call", s.calls)
-	s.mu.Unlock()
-	reply(w, completion(l, true))
 }
 
 func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
@@ -321,33 +351,19 @@ func (s *Server) answerLocked(l Line) ([]byte, bool, bool) {
 		code, _ := strconv.Atoi(m[1])
 		res["response"] = map[string]any{"status_code": code, "body": map[string]any{
 			"error": map[string]any{"message": "scripted", "type": "invalid_request_error", "code": nil}}}
+	case refusal(l.Body) != nil: // a batch line is refused as the call would be
+		res["response"] = map[string]any{"status_code": http.StatusBadRequest, "body": refusal(l.Body)}
 	default:
 		failed = false
 		if s.made == nil {
 			s.made = map[string]int{}
 		}
 		s.made[l.CustomID]++
-		res["response"] = map[string]any{"status_code": 200, "body": completion(l, !strings.Contains(last, "[[openai:nousage]]"))}
+		bill := s.billLocked(l.CustomID, l.Body, servedTier(l.Body.ServiceTier, false))
+		res["response"] = map[string]any{"status_code": 200, "body": completion(l.CustomID, bill, !strings.Contains(last, "[[openai:nousage]]"))}
 	}
 	b, _ := json.Marshal(res)
 	return append(b, '\n'), failed, expired
-}
-
-// completion is l's answer: an echo of its last message, its counts the
-// prompt's characters over four and the output's words.
-func completion(l Line, usage bool) map[string]any {
-	prompt := 0
-	for _, m := range l.Body.Messages {
-		prompt += len(m.Content)/4 + 1
-	}
-	text := "echo " + l.CustomID
-	out := min(len(strings.Fields(text)), max(l.Body.MaxTokens, 1))
-	c := map[string]any{"id": "chatcmpl-" + l.CustomID, "object": "chat.completion", "model": l.Body.Model,
-		"choices": []map[string]any{{"index": 0, "message": map[string]any{"role": "assistant", "content": text}, "finish_reason": "stop"}}}
-	if usage {
-		c["usage"] = map[string]any{"prompt_tokens": prompt, "completion_tokens": out, "total_tokens": prompt + out}
-	}
-	return c
 }
 
 func (b *batch) snapshot() map[string]any {

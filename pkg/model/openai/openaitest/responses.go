@@ -1,0 +1,88 @@
+package openaitest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+)
+
+// The Responses API in background mode
+// (https://platform.openai.com/docs/guides/background): a create answers
+// the response queued, and a read of it answers it completed, with its
+// usage (input_tokens_details.cached_tokens and
+// output_tokens_details.reasoning_tokens, parts of the counts:
+// https://platform.openai.com/docs/api-reference/responses/object) and
+// the tier that served it.
+
+// responsesBody is a create's body.
+type responsesBody struct {
+	Model           string    `json:"model"`
+	MaxOutputTokens int       `json:"max_output_tokens"`
+	Temperature     *float64  `json:"temperature"`
+	Background      bool      `json:"background"`
+	ServiceTier     string    `json:"service_tier"`
+	Input           []Message `json:"input"`
+}
+
+// createResponse starts one background generation, billed as it starts.
+func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
+	var in responsesBody
+	if json.NewDecoder(r.Body).Decode(&in) != nil || in.Model == "" {
+		problem(w, http.StatusBadRequest, "invalid_request_error")
+		return
+	}
+	// The output cap goes in max_output_tokens, which every model takes
+	// (https://platform.openai.com/docs/api-reference/responses/create).
+	b := Body{Model: in.Model, MaxCompletionTokens: in.MaxOutputTokens, ServiceTier: in.ServiceTier, Messages: in.Input}
+	s.mu.Lock()
+	if in.ServiceTier == "flex" && s.RefuseFlex > 0 {
+		s.RefuseFlex--
+		s.mu.Unlock()
+		flexRefusal(w)
+		return
+	}
+	s.calls++
+	id := fmt.Sprint("resp_call", s.calls)
+	bill := s.billLocked(id, b, servedTier(in.ServiceTier, s.DowngradePriority))
+	if s.resps == nil {
+		s.resps = map[string]map[string]any{}
+	}
+	s.resps[id] = responseObject(id, bill, "completed")
+	s.mu.Unlock()
+	writeJSON(w, http.StatusOK, responseObject(id, bill, "queued"))
+}
+
+// getResponse answers a response as it now is.
+func (s *Server) getResponse(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	o, ok := s.resps[r.PathValue("id")]
+	s.mu.Unlock()
+	if !ok {
+		problem(w, http.StatusNotFound, "invalid_request_error")
+		return
+	}
+	writeJSON(w, http.StatusOK, o)
+}
+
+// cancelResponse answers a response; one already completed stays so.
+func (s *Server) cancelResponse(w http.ResponseWriter, r *http.Request) {
+	s.getResponse(w, r)
+}
+
+// responseObject is the response id, billed as bill, in status; only a
+// completed one has its output and usage.
+func responseObject(id string, bill Bill, status string) map[string]any {
+	o := map[string]any{"id": id, "object": "response", "created_at": 1700000000, "status": status,
+		"background": true, "model": bill.Model, "service_tier": bill.Tier, "output": []any{},
+		"error": nil, "incomplete_details": nil, "usage": nil, "store": true}
+	if status != "completed" {
+		return o
+	}
+	o["output"] = []any{map[string]any{"type": "message", "id": "msg_" + id, "status": "completed", "role": "assistant",
+		"content": []any{map[string]any{"type": "output_text", "text": echo(id), "annotations": []any{}}}}}
+	o["usage"] = map[string]any{"input_tokens": bill.Input, "output_tokens": bill.Output,
+		"total_tokens":          bill.Input + bill.Output,
+		"input_tokens_details":  map[string]any{"cached_tokens": bill.Cached},
+		"output_tokens_details": map[string]any{"reasoning_tokens": bill.Reasoning}}
+	return o
+}
