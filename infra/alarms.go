@@ -171,6 +171,9 @@ type Signals struct {
 	// CollectorErrors are the collector function's failed runs; nil when
 	// no route offers a batch lane (no collector is deployed).
 	CollectorErrors awscloudwatch.IMetric
+	// BatchesRefused are the batches whose create a provider refused
+	// (pkg/collector's count); nil without a collector.
+	BatchesRefused awscloudwatch.IMetric
 }
 
 // Monitored are the stack's pieces whose own metrics the alarms and the
@@ -241,6 +244,7 @@ func newSignals(m Monitored) Signals {
 	}
 	if f.Collector != nil {
 		sig.CollectorErrors = f.Collector.MetricErrors(metricOptions("Sum", period))
+		sig.BatchesRefused = emfMetric("BatchesRefused", "Sum", period)
 	}
 	return sig
 }
@@ -436,9 +440,24 @@ func newAlarm(stack awscdk.Stack, cfg Config, topic awssns.Topic, spec alarmSpec
 func alarmSpecs(cfg Config, sig Signals) []alarmSpec {
 	specs := stackAlarmSpecs(cfg, sig)
 	if sig.CollectorErrors != nil {
-		specs = append(specs, collectorErrorsSpec(cfg.Settings, sig))
+		specs = append(specs, collectorErrorsSpec(cfg.Settings, sig), batchesRefusedSpec(cfg.Settings, sig))
 	}
 	return specs
+}
+
+// batchesRefusedSpec is the alarm on a provider refusing to make a batch
+// (a 4xx to its create: a bad request, the key, a quota, a rate limit).
+// No run fails for it (its jobs are handed back, charged nothing), so
+// CollectorErrors stays quiet; but a refusal usually repeats for every
+// batch of the lane until someone fixes its cause, and meanwhile the
+// lane's jobs go round it and pay a dearer lane.
+func batchesRefusedSpec(s settings.Settings, sig Signals) alarmSpec {
+	return alarmSpec{ID: "BatchesRefused", What: fmt.Sprintf("A provider refused to make a batch of the batch lane (%s-collector): its create "+
+		"was answered 4xx (invalid request, auth, quota or rate limit), so nothing was generated or billed. Its jobs were handed back "+
+		"uncounted, charged nothing, and planned again: while it repeats they go round the batch lane at a dearer price. Read the "+
+		"collector's log group: the warning \"the provider refused a batch\" names the batch, lane, class and detail (also on its "+
+		"batch record); fix the lane's route, key, quota or the provider's minimum (Bedrock: 100 records a job).", s.Prefix),
+		Metric: sig.BatchesRefused, Threshold: 1}
 }
 
 // collectorErrorsSpec is the alarm on the collector's failed runs, as

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/aijobs/aijobs/pkg/emf"
 )
 
 // batchRoutes offer two batch lanes: the fake's on the default route and
@@ -72,6 +74,7 @@ func TestCollectorOnlyWithABatchLane(t *testing.T) {
 			"function":      count("AWS::Lambda::Function", named("FunctionName", prefix+"-collector")),
 			"schedule":      count("AWS::Events::Rule", named("Name", prefix+"-collect")),
 			"alarm":         count("AWS::CloudWatch::Alarm", named("AlarmName", prefix+"-CollectorErrors")),
+			"refusal alarm": count("AWS::CloudWatch::Alarm", named("AlarmName", prefix+"-BatchesRefused")),
 			"role":          len(s.resources("AWS::IAM::Role")) - len(functionNames),
 			"output":        map[bool]int{false: 0, true: 1}[output],
 			"dashboard row": strings.Count(body, "Collector runs, errors, throttles"),
@@ -80,8 +83,9 @@ func TestCollectorOnlyWithABatchLane(t *testing.T) {
 				t.Errorf("%s: %d collector %s, want %d", name, n, what, tc.want)
 			}
 		}
-		if n := len(s.resources("AWS::CloudWatch::Alarm")); n != 15+tc.want {
-			t.Errorf("%s: %d alarms, want %d", name, n, 15+tc.want)
+		// The collector's two alarms: CollectorErrors and BatchesRefused.
+		if n := len(s.resources("AWS::CloudWatch::Alarm")); n != 15+2*tc.want {
+			t.Errorf("%s: %d alarms, want %d", name, n, 15+2*tc.want)
 		}
 	}
 }
@@ -326,6 +330,13 @@ func TestLoadConfigRefusesABadCollector(t *testing.T) {
 		// (bedrockbatch_test.go), not the context's.
 		"batch bucket": {with("AIJOBS_BATCH_BUCKET", "mine"), "AIJOBS_BATCH_BUCKET"},
 		"batch role":   {with("AIJOBS_BATCH_ROLE_ARN", "arn:aws:iam::123456789012:role/mine"), "AIJOBS_BATCH_ROLE_ARN"},
+		// The synth reads the routes with config.Load, as the functions
+		// do: a Bedrock batch lane below Bedrock's minimum (100 records a
+		// job) is refused there too.
+		"bedrock min_jobs below 100": {with("AIJOBS_ROUTES", strings.Replace(bedrockBatchRoutes, `"p99": "24h"}`, `"p99": "24h", "min_jobs": 10}`, 1)),
+			"min_jobs 10: want 100"},
+		"bedrock max_jobs below 100": {with("AIJOBS_ROUTES", strings.Replace(bedrockBatchRoutes, `"p99": "24h"}`, `"p99": "24h", "max_jobs": 50}`, 1)),
+			"max_jobs 50: want 100"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			if _, err := LoadConfig(mapLookup(tc.ctx)); err == nil || !strings.Contains(err.Error(), tc.want) {
@@ -364,6 +375,34 @@ func TestCollectorAlarm(t *testing.T) {
 	d, _ := a["AlarmDescription"].(string)
 	if !strings.Contains(d, "log group") || !strings.Contains(d, "next run") || !strings.Contains(d, "hold returned") || !strings.Contains(d, "written off") || len(d) > 1024 {
 		t.Errorf("CollectorErrors description (%d characters) %q does not say what to do in CloudWatch's 1024", len(d), d)
+	}
+}
+
+// BatchesRefused fires on one batch a provider refused to make (the
+// collector's EMF count, no dimension, as pkg/collector emits it),
+// notifies the alarm topic, and says what happened and what to do.
+func TestBatchesRefusedAlarm(t *testing.T) {
+	s := batched(t)
+	topic, _ := s.one(t, "AWS::SNS::Topic", nil)
+	a := alarm(t, s, "BatchesRefused")
+	if a["MetricName"] != "BatchesRefused" || a["Namespace"] != emf.Namespace || a["Dimensions"] != nil || a["Threshold"] != 1.0 ||
+		a["Statistic"] != "Sum" || a["Period"] != 300.0 || a["ComparisonOperator"] != "GreaterThanOrEqualToThreshold" ||
+		a["TreatMissingData"] != "notBreaching" {
+		t.Errorf("BatchesRefused %v, want the collector's BatchesRefused >= 1", a)
+	}
+	for _, k := range []string{"AlarmActions", "OKActions"} {
+		if acts, _ := a[k].([]any); len(acts) != 1 || ref(acts[0]) != topic {
+			t.Errorf("%s = %v, want the alarm topic", k, a[k])
+		}
+	}
+	d, _ := a["AlarmDescription"].(string)
+	for _, want := range []string{"4xx", "charged nothing", "log group", "the provider refused a batch", "100 records"} {
+		if !strings.Contains(d, want) || len(d) > 1024 {
+			t.Errorf("BatchesRefused description (%d characters) %q does not say %q in CloudWatch's 1024", len(d), d, want)
+		}
+	}
+	if !slices.ContainsFunc(dashboardMetrics(t, s), func(u usedMetric) bool { return u.name == "BatchesRefused" }) {
+		t.Error("the dashboard does not graph BatchesRefused")
 	}
 }
 

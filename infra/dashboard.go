@@ -131,7 +131,8 @@ func callbackRow(m Monitored, sig Signals) []awscloudwatch.IWidget {
 // throttles (one run at a time: a run still going when the next is due),
 // and how long a run takes against its timeout; beside them, the jobs
 // whose lease ended in the lane before any collector took them (the
-// worker's AttemptsUncollected), which a collector that runs keeps at 0.
+// worker's AttemptsUncollected), which a collector that runs keeps at 0,
+// and the batches a provider refused to make (BatchesRefused, alarmed).
 func collectorRow(m Monitored, sig Signals) []awscloudwatch.IWidget {
 	c := m.Functions.Collector
 	return []awscloudwatch.IWidget{
@@ -139,6 +140,7 @@ func collectorRow(m Monitored, sig Signals) []awscloudwatch.IWidget {
 			sig.CollectorErrors, c.MetricThrottles(metricOptions("Sum", period))), c.MetricDuration(metricOptions("p99", period)),
 			c.MetricDuration(metricOptions("Maximum", period))),
 		graph("Batch lane: jobs no collector took in time", metrics(jobMetric("AttemptsUncollected"))),
+		graph("Batch lane: batches a provider refused", metrics(sig.BatchesRefused)),
 	}
 }
 

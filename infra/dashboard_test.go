@@ -36,6 +36,9 @@ var emitted = map[string][]string{
 	// The worker's count of jobs whose lease ended in the batch lane
 	// before any collector took them (pkg/worker's recover).
 	"AttemptsUncollected": nil,
+	// The collector's count of batches a provider refused to make
+	// (pkg/collector's refuse).
+	"BatchesRefused": nil,
 	// The notifier (pkg/notifier's count and Emit calls).
 	"CallbackNotices":         nil,
 	"StreamRecordsUnreadable": nil,
@@ -152,8 +155,9 @@ func TestDashboardAndAlarmsReadWhatIsEmitted(t *testing.T) {
 	if len(used) < 10 {
 		t.Fatalf("found only %d aijobs metrics: %v", len(used), used)
 	}
-	// With a batch lane, the collector's row too.
+	// With a batch lane, the collector's row and alarms too.
 	used = append(used, dashboardMetrics(t, batched(t))...)
+	used = append(used, alarmMetrics(batched(t))...)
 	for _, u := range used {
 		want, ok := emitted[u.name]
 		if !ok {

@@ -44,6 +44,17 @@ type Queue interface {
 	Send(ctx context.Context, jobID, tenant string) error
 }
 
+// Metrics receives the collector's counts as CloudWatch EMF metrics
+// (pkg/emf's Writer): BatchesRefused, a batch its provider refused to
+// make (the BatchesRefused alarm).
+type Metrics interface {
+	Emit(metric string, value float64, unit string, dims map[string]string)
+}
+
+type noMetrics struct{}
+
+func (noMetrics) Emit(string, float64, string, map[string]string) {}
+
 // Config is what a collector is handed.
 type Config struct {
 	Store     Store
@@ -61,6 +72,8 @@ type Config struct {
 	Every time.Duration
 	// NewID names a new batch (random when nil).
 	NewID func() string
+	// Metrics counts what operators are alarmed on (none when nil).
+	Metrics Metrics
 }
 
 // Collector runs the batch lane.
@@ -69,7 +82,8 @@ type Collector struct {
 	log *slog.Logger
 }
 
-// New returns a collector; a nil Logger, Clock or NewID get defaults.
+// New returns a collector; a nil Logger, Clock, NewID or Metrics get
+// defaults.
 func New(cfg Config) *Collector {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
@@ -82,6 +96,9 @@ func New(cfg Config) *Collector {
 	}
 	if cfg.Every <= 0 {
 		cfg.Every = time.Minute
+	}
+	if cfg.Metrics == nil {
+		cfg.Metrics = noMetrics{}
 	}
 	return &Collector{cfg: cfg, log: cfg.Logger}
 }
@@ -160,6 +177,9 @@ func (c *Collector) batcher(l lane) (model.Batcher, error) {
 
 // advance carries b one step on.
 func (c *Collector) advance(ctx context.Context, b job.BatchRecord) error {
+	if b.State == job.Refused {
+		return c.handBackRefused(ctx, b) // nothing is sent: the lane may be gone
+	}
 	l, ok := c.laneOf(b)
 	if !ok {
 		return errors.New("the routes no longer offer the batch's lane " + b.Lane)

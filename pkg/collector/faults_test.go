@@ -27,6 +27,7 @@ type faults struct {
 	rng    *rand.Rand
 	p      float64 // of each failure kind
 	die    float64
+	refuse float64 // of a batch create the provider refuses (4xx: nothing made)
 	cancel context.CancelFunc
 	counts map[string]int
 }
@@ -138,7 +139,22 @@ type faultyProvider struct {
 }
 
 func (p faultyProvider) SubmitBatch(ctx context.Context, key string, reqs []model.Request) (string, error) {
+	if p.f.refused() {
+		return "", &model.Error{Class: job.InvalidRequest, Detail: "injected 400"}
+	}
 	return write(ctx, p.f, func() (string, error) { return p.Provider.SubmitBatch(ctx, key, reqs) })
+}
+
+// refused is whether the provider refuses a batch create outright (a 4xx:
+// no batch made), a roll of its own.
+func (f *faults) refused() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.rng.Float64() < f.refuse {
+		f.counts["create refused"]++
+		return true
+	}
+	return false
 }
 
 func (p faultyProvider) BatchEnded(ctx context.Context, id string) (bool, error) {
@@ -153,8 +169,9 @@ func (p faultyProvider) BatchResults(ctx context.Context, id string, each func(s
 }
 
 // Under every fault a collector meets (calls refused, calls that landed
-// and answered failed, the collector dying between any two of its
-// steps), run after run until nothing is left in the lane: every job is
+// and answered failed, batch creates the provider refuses 4xx, the
+// collector dying between any two of its steps), run after run until
+// nothing is left in the lane: every job is
 // generated at most once, and settled once at the batch price, its hold
 // returned; a job the batch could not serve in time is back in the
 // queue, its late answer settled as billed; a cancelled one is settled.
@@ -171,7 +188,7 @@ func underFaults(t *testing.T, seed uint64) {
 	// seed takes the same path whatever the machine's speed.
 	f.prov = fake.New(fake.Config{BatchLatency: 300 * time.Second, Clock: clock, Price: job.Price{InputPerToken: 4, OutputPerToken: 8}})
 	f.route.Rungs[0].Lanes[0].MaxJobs = 40 // several batches
-	fl := &faults{rng: rand.New(rand.NewPCG(seed, seed)), p: 0.05, die: 0.01, counts: map[string]int{}}
+	fl := &faults{rng: rand.New(rand.NewPCG(seed, seed)), p: 0.05, die: 0.01, refuse: 0.1, counts: map[string]int{}}
 	c := collector.New(collector.Config{Store: faultyStore{f.store, fl}, Batches: faultyBatches{f.batches, fl},
 		Queue: faultyQueue{f.queue, fl}, Providers: map[string]model.Provider{"f": faultyProvider{f.prov, fl}},
 		Routes: map[string]job.Route{"default": f.route}, Clock: clock, Retention: job.Retention{Succeeded: time.Hour, Failed: time.Hour}})

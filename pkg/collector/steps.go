@@ -125,45 +125,99 @@ func (c *Collector) handBackUnsent(ctx context.Context, j job.Job, why string) e
 // back meanwhile is left out), seals b with them, and sends it. A job
 // whose membership cannot be known now (its read failed) stops the
 // submit: left out, a job the batch did collect would wait for a batch
-// that never asks for it; the next run carries on.
+// that never asks for it; the next run carries on. Fewer left than the
+// provider takes (MinJobs) are never sent: b is closed unsent (putOff).
 func (c *Collector) submit(ctx context.Context, l lane, b job.BatchRecord) error {
+	members, err := c.members(ctx, l, b)
+	if err != nil {
+		return err
+	}
+	fewest := max(1, l.rung.MinJobs) // never an empty batch
+	if len(members) < fewest {
+		return c.putOff(ctx, b, members)
+	}
 	var reqs []model.Request
 	var in []job.BatchJob
-	for _, bj := range b.Jobs {
-		j, ok, err := c.member(ctx, b, bj.ID)
+	var collected []job.Job
+	for _, j := range members {
+		j, ok, err := c.collectInto(ctx, b, j)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			continue
 		}
-		r, err := request(l, j)
-		if err != nil {
-			// Nothing was billed: back to the queue, where a worker ends it.
-			c.log.Warn("a collected job's stored input is not valid; it is handed back", "job_id", j.ID)
-			if err := c.release(ctx, j, j.LeaseOwner, j.Held, "its stored input is not valid"); err != nil {
-				return err
-			}
-			continue
-		}
+		r, _ := request(l, j) // members read it
 		reqs = append(reqs, r)
 		in = append(in, job.BatchJob{ID: j.ID, Held: j.Held})
+		collected = append(collected, j)
 		b.HandBackAt = earlier(b.HandBackAt, j.LeaseUntil)
+	}
+	if len(in) < fewest {
+		return c.putOff(ctx, b, collected) // a collect lost to a cancel meanwhile
 	}
 	b.Jobs, b.State = in, job.Sealed
 	b.UpdatedAt = c.cfg.Clock.Now()
 	b.SealedAt = b.UpdatedAt
-	if len(reqs) == 0 {
-		b.State = job.Settled
-	}
 	// Sealed before it is sent: a submit whose answer is lost may have
 	// landed, and the provider (deduplicating on b's id) keeps the jobs
 	// of the first, so the next run must send the same ones, not decide
 	// again.
-	if err := c.cfg.Batches.SaveBatch(ctx, b); err != nil || len(reqs) == 0 {
+	if err := c.cfg.Batches.SaveBatch(ctx, b); err != nil {
 		return err
 	}
 	return c.send(ctx, l, b, reqs, false)
+}
+
+// members are the jobs of b's record that are b's or may still be
+// collected into it, each with a valid stored input. One whose input is
+// not valid is handed back (nothing was billed; a worker ends it).
+func (c *Collector) members(ctx context.Context, l lane, b job.BatchRecord) ([]job.Job, error) {
+	var out []job.Job
+	for _, bj := range b.Jobs {
+		j, ok, err := c.member(ctx, b, bj.ID)
+		if err != nil {
+			return nil, err
+		}
+		if !ok {
+			continue
+		}
+		if _, err := request(l, j); err != nil {
+			c.log.Warn("a collected job's stored input is not valid; it is handed back", "job_id", j.ID)
+			if err := c.release(ctx, j, j.LeaseOwner, j.Held, "its stored input is not valid"); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		out = append(out, j)
+	}
+	return out, nil
+}
+
+// putOff closes b unsent: fewer of its jobs are left than its provider
+// takes in a batch (Bedrock refuses a job of fewer records than its
+// quota), and sent they would be refused, or billed as a batch the lane
+// does not allow. A job b collected already is handed back uncounted
+// (handBackUnsent: nothing was sent), so its worker plans again with the
+// time left; one still waiting stays in the lane for a later batch.
+// Closed only once every collected one is back: a failed hand-back
+// leaves b for the next run's submit, which reads its jobs again.
+func (c *Collector) putOff(ctx context.Context, b job.BatchRecord, members []job.Job) error {
+	owner := job.BatchOwner(b.ID)
+	var errs []error
+	for _, j := range members {
+		if j.Batch == b.ID && j.LeaseOwner == owner {
+			errs = append(errs, c.handBackUnsent(ctx, j, "its batch fell below the fewest jobs its provider takes"))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if len(members) > 0 {
+		c.log.Info("a batch below its provider's minimum was not sent", "batch", b.ID, "jobs", len(members), "lane", b.Lane)
+	}
+	b.Jobs, b.State, b.UpdatedAt = nil, job.Settled, c.cfg.Clock.Now()
+	return c.cfg.Batches.SaveBatch(ctx, b)
 }
 
 // resend sends sealed batch b again: its jobs' requests are read from
@@ -212,6 +266,9 @@ func (c *Collector) send(ctx context.Context, l lane, b job.BatchRecord, reqs []
 	} else {
 		b.ProviderID, err = bt.SubmitBatch(ctx, b.ID, reqs)
 	}
+	if class, detail, ok := refused(err, again); ok {
+		return c.refuse(ctx, b, class, detail)
+	}
 	if err != nil {
 		return err
 	}
@@ -243,11 +300,11 @@ func request(l lane, j job.Job) (model.Request, error) {
 		MaxTokens: l.rung.OutputCap(input), Temperature: input.Temperature, Lane: job.Batch}, nil
 }
 
-// member is job id of batch b as the record has it, collected into b if
-// it still waits in the lane; false when it is not b's (cancelled, handed
-// back, or gone). One cancelled after b collected it is settled, its hold
-// returned: nothing was submitted for it. An error is a membership not
-// known now.
+// member is job id of batch b as the record has it, and true when it is
+// b's already or still waits in b's lane to be collected into it; false
+// when it is not b's (cancelled, handed back, or gone). One cancelled
+// after b collected it is settled, its hold returned: nothing was
+// submitted for it. An error is a membership not known now.
 func (c *Collector) member(ctx context.Context, b job.BatchRecord, id string) (job.Job, bool, error) {
 	owner := job.BatchOwner(b.ID)
 	j, err := c.read(ctx, id)
@@ -264,16 +321,23 @@ func (c *Collector) member(ctx context.Context, b job.BatchRecord, id string) (j
 	if !j.LeaseUntil.After(c.cfg.Clock.Now().Add(c.cfg.Every)) {
 		return j, false, c.handBackUnsent(ctx, j, "its batch was not submitted in time for the job's deadline")
 	}
+	return j, true, nil
+}
+
+// collectInto collects member j into b unless it is b's already; false
+// when it is not b's after all (the collect was refused, its answer lost
+// or not).
+func (c *Collector) collectInto(ctx context.Context, b job.BatchRecord, j job.Job) (job.Job, bool, error) {
 	if j.Batch == b.ID {
 		return j, true, nil
 	}
-	got, err := c.cfg.Store.Collect(ctx, job.Collect{ID: id, Owner: j.LeaseOwner, Now: c.cfg.Clock.Now(), Batch: b.ID})
+	got, err := c.cfg.Store.Collect(ctx, job.Collect{ID: j.ID, Owner: j.LeaseOwner, Now: c.cfg.Clock.Now(), Batch: b.ID})
 	if err != nil {
 		// A collect whose answer was lost may have landed: read again.
-		if got, err = c.read(ctx, id); err != nil {
+		if got, err = c.read(ctx, j.ID); err != nil {
 			return got, false, err
 		}
-		return got, got.Batch == b.ID && got.LeaseOwner == owner && got.State == job.Running, nil
+		return got, got.Batch == b.ID && got.LeaseOwner == job.BatchOwner(b.ID) && got.State == job.Running, nil
 	}
 	return got, true, nil
 }

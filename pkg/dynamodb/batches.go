@@ -36,6 +36,8 @@ import (
 //	                               absent while there are none
 //	hand_back_ms                   N, unix milliseconds: job.BatchRecord.HandBackAt, absent when zero
 //	sealed_ms                      N, unix milliseconds: job.BatchRecord.SealedAt, absent until sealed
+//	refusal, refusal_detail        S, the provider's refusal to make it (job.BatchRecord.Refusal, its
+//	                               RefusalDetail), absent for a batch it took
 //	created_ms, updated_ms         N, unix milliseconds
 //
 // The record is written before the open list names it, so every id the
@@ -55,6 +57,8 @@ const (
 	bHeld          = "held"
 	bHandBack      = "hand_back_ms"
 	bSealed        = "sealed_ms"
+	bRefusal       = "refusal"
+	bRefusalDetail = "refusal_detail"
 	bCreated       = "created_ms"
 	bUpdated       = "updated_ms"
 )
@@ -214,6 +218,12 @@ func batchItem(r job.BatchRecord) (map[string]types.AttributeValue, error) {
 	if !r.SealedAt.IsZero() {
 		it[bSealed] = avN(ms(r.SealedAt))
 	}
+	if r.Refusal != "" {
+		it[bRefusal] = avS(string(r.Refusal))
+	}
+	if r.RefusalDetail != "" {
+		it[bRefusalDetail] = avS(r.RefusalDetail)
+	}
 	if len(r.Jobs) > 0 {
 		ids, held := make([]types.AttributeValue, len(r.Jobs)), make([]types.AttributeValue, len(r.Jobs))
 		for i, bj := range r.Jobs {
@@ -233,7 +243,8 @@ func batchOf(it map[string]types.AttributeValue) (job.BatchRecord, error) {
 	id, ok := strings.CutPrefix(d.str(bProvider), batchPrefix)
 	r := job.BatchRecord{ID: id, Lane: d.str(bLane), Provider: d.str(bBatchProvider), Model: d.str(bModel),
 		State: job.BatchState(d.str(bState)), ProviderID: d.str(bProviderID), HandBackAt: d.t(bHandBack),
-		SealedAt: d.t(bSealed), CreatedAt: d.t(bCreated), UpdatedAt: d.t(bUpdated)}
+		SealedAt: d.t(bSealed), CreatedAt: d.t(bCreated), UpdatedAt: d.t(bUpdated),
+		Refusal: job.ErrorClass(d.str(bRefusal)), RefusalDetail: d.str(bRefusalDetail)}
 	r.Jobs = batchJobsOf(d)
 	if d.err == nil && (!ok || id == "") {
 		d.err = fmt.Errorf("key %q is not a batch's", d.str(bProvider))

@@ -94,12 +94,15 @@ type BatchState string
 
 // The batch states: jobs are being put into it; its jobs are final and
 // may be with the provider (a submit was or is about to be sent, its
-// answer not recorded); it is with the provider; its results are
-// settled.
+// answer not recorded); it is with the provider; the provider refused
+// to make it and its jobs are being handed back (never sent again: it
+// stays open only until each is); its results are settled (or, Refusal
+// set, its jobs handed back).
 const (
 	Collecting BatchState = "collecting"
 	Sealed     BatchState = "sealed"
 	Submitted  BatchState = "submitted"
+	Refused    BatchState = "refused"
 	Settled    BatchState = "settled"
 )
 
@@ -111,19 +114,23 @@ const (
 // back, so a run that finds it unfinished reads none of them (zero:
 // unknown, read them all). SealedAt is when its jobs were made final,
 // before any send: a provider batch an earlier send made was made after
-// it.
+// it. Refusal and RefusalDetail are the class and short secret-free
+// detail of the provider's refusal to make the batch (State Refused,
+// then Settled), empty for a batch it took.
 type BatchRecord struct {
-	ID         string
-	Lane       string
-	Provider   string
-	Model      string
-	State      BatchState
-	ProviderID string
-	Jobs       []BatchJob
-	HandBackAt time.Time
-	SealedAt   time.Time
-	CreatedAt  time.Time
-	UpdatedAt  time.Time
+	ID            string
+	Lane          string
+	Provider      string
+	Model         string
+	State         BatchState
+	ProviderID    string
+	Jobs          []BatchJob
+	HandBackAt    time.Time
+	SealedAt      time.Time
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+	Refusal       ErrorClass
+	RefusalDetail string
 }
 
 // BatchJob is one job of a batch (its custom id) and what it held when

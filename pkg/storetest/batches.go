@@ -75,6 +75,7 @@ func RunBatches(t *testing.T, s Batches) {
 		t.Fatalf("save settled: %v", err)
 	}
 	listed("settled", b2)
+	refusedBatch(t, s, b2, listed)
 	if err := s.OpenBatch(ctx, b1); job.ErrorCode(err) != job.CodeConflict {
 		t.Fatalf("an open of a settled batch's id: %v, want a conflict", err)
 	}
@@ -86,6 +87,29 @@ func RunBatches(t *testing.T, s Batches) {
 	}
 	listed("after a save of a batch never opened", b2)
 	t.Run("a record keeps the most jobs it may, no more", func(t *testing.T) { fullBatch(t, s) })
+}
+
+// refusedBatch: a batch the provider refused keeps its refusal (class
+// and detail) and stays listed while its jobs are handed back; saved
+// settled, it leaves the list, and b is listed as it was.
+func refusedBatch(t *testing.T, s Batches, b job.BatchRecord, listed func(string, ...job.BatchRecord)) {
+	t.Helper()
+	ctx := t.Context()
+	r := job.BatchRecord{ID: "refused", Lane: b.Lane, Provider: "bedrock", Model: "m", State: job.Refused,
+		Jobs: []job.BatchJob{{ID: job.NewID(tenant, "r1"), Held: 3}}, Refusal: job.InvalidRequest,
+		RefusalDetail: "ValidationException", SealedAt: base, CreatedAt: base.Add(2 * time.Second), UpdatedAt: base.Add(3 * time.Second)}
+	if err := s.OpenBatch(ctx, job.BatchRecord{ID: r.ID, Lane: r.Lane, State: job.Collecting, CreatedAt: r.CreatedAt, UpdatedAt: r.CreatedAt}); err != nil {
+		t.Fatalf("open the refused batch: %v", err)
+	}
+	if err := s.SaveBatch(ctx, r); err != nil {
+		t.Fatalf("save refused: %v", err)
+	}
+	listed("a refused batch, its jobs not yet handed back", b, r)
+	r.State, r.UpdatedAt = job.Settled, base.Add(4*time.Second)
+	if err := s.SaveBatch(ctx, r); err != nil {
+		t.Fatalf("save the refused batch settled: %v", err)
+	}
+	listed("the refused batch's jobs handed back", b)
 }
 
 // fullBatch: a record of job.MaxBatchJobs jobs, each holding the most a

@@ -99,11 +99,17 @@ func Collector(b *roles.Base, providers map[string]model.Provider) *collector.Co
 		return nil
 	}
 	s := b.Config.Settings
+	// A nil *emf.Writer in the interface would not be nil: metrics off
+	// leave it unset, and the collector counts into nothing.
+	var m collector.Metrics
+	if b.Metrics != nil {
+		m = b.Metrics
+	}
 	// The next run reaches a job up to a period and a run's longest time
 	// after this one: a job must be handed back before that.
 	return collector.New(collector.Config{Store: b.Store, Batches: dynamodb.NewBatches(b.DynamoDB, b.Config.BucketsTable), Queue: b.Queue,
 		Providers: providers, Routes: b.Config.Routes, Clock: b.Clock, Retention: s.Retention, Logger: b.Logger,
-		Every: s.CollectEvery + s.CollectorTimeout})
+		Every: s.CollectEvery + s.CollectorTimeout, Metrics: m})
 }
 
 // New builds the provider table's entries, once per process: keys named
