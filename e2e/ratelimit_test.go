@@ -21,13 +21,13 @@ import (
 
 // The rate-limit measurement (docs/benchmarks.md, "Provider rate
 // limits"): one provider key that admits N requests and M tokens a
-// minute, jobs over three routes that share it (300 in make test; the
-// figures in docs/benchmarks.md are of 1,000: -ratelimit.jobs 1000),
-// once with the key's limits declared (every worker takes from one
-// bucket) and once without (each worker finds the limit alone: the
-// behaviour before limits).
+// minute, jobs over three routes that share it (200 a run in make test;
+// the figures in docs/benchmarks.md are of 1,000: -ratelimit.jobs 1000),
+// once with the key's limits declared and once with none declared (the
+// bucket learns them from the provider's headers); -ratelimit.limits
+// runs one of the two alone.
 var (
-	rlJobs = flag.Int("ratelimit.jobs", 300, "jobs per run of the rate-limit measurement (docs/benchmarks.md quotes 1,000)")
+	rlJobs = flag.Int("ratelimit.jobs", 200, "jobs per run of the rate-limit measurement (docs/benchmarks.md quotes 1,000)")
 	rlRPM  = flag.Int("ratelimit.rpm", 600, "the fake key's requests per minute")
 	rlTPM  = flag.Int("ratelimit.tpm", 0, "the fake key's tokens per minute (0: 100 per request)")
 	// rlOver declares limits this many times the key's real ones: the
@@ -40,62 +40,101 @@ var (
 	// reported, not held.
 	rlThroughput = flag.Bool("ratelimit.throughput", false, "hold the key's throughput to within 10% of its limit")
 	rlOver       = flag.Float64("ratelimit.over", 1, "declared limits as a multiple of the key's real ones")
+	rlLimits     = flag.String("ratelimit.limits", "both", "which runs: declared (the entry declares the key's limits), learned (it declares none), or both")
 )
 
 // quota is a provider key's limit as a provider keeps it: a token bucket
-// per kind, holding a second's worth of the per-minute limit and refilled
+// per kind, holding `window` worth of the per-minute limit (a second's:
+// OpenAI's documentation says a limit may be enforced over shorter
+// periods; or a minute's, the whole limit at once) and refilled
 // continuously, a call admitted only when both have room for it. A
 // refusal is a 429 with the headers OpenAI sends, retry-after-ms the time
 // until the refill covers the call.
 type quota struct {
 	mu               sync.Mutex
 	reqRate, tokRate float64 // per second
+	reqCap, tokCap   float64 // what each bucket holds when full
 	req, tok         float64 // what is in each bucket at last
 	last             time.Time
 }
 
-func newQuota(rpm, tpm int) *quota {
+func newQuota(rpm, tpm int, window time.Duration) *quota {
 	q := &quota{reqRate: float64(rpm) / 60, tokRate: float64(tpm) / 60, last: time.Now()}
-	q.req, q.tok = q.reqRate, q.tokRate
+	q.reqCap, q.tokCap = math.Max(1, q.reqRate*window.Seconds()), q.tokRate*window.Seconds()
+	q.req, q.tok = q.reqCap, q.tokCap
 	return q
 }
 
-// admit takes one request of tokens, or answers how long until it fits.
-func (q *quota) admit(tokens float64) (ok bool, left [2]float64, wait time.Duration) {
+// admit takes one request of tokens, or answers how long until it fits;
+// either way what is left of each kind and how long until each is full.
+func (q *quota) admit(tokens float64) (ok bool, left [2]float64, full [2]time.Duration, wait time.Duration) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	now := time.Now()
 	dt := now.Sub(q.last).Seconds()
 	q.last = now
-	q.req, q.tok = math.Min(q.reqRate, q.req+dt*q.reqRate), math.Min(q.tokRate, q.tok+dt*q.tokRate)
-	if q.req >= 1 && q.tok >= tokens {
+	q.req, q.tok = math.Min(q.reqCap, q.req+dt*q.reqRate), math.Min(q.tokCap, q.tok+dt*q.tokRate)
+	if ok = q.req >= 1 && q.tok >= tokens; ok {
 		q.req, q.tok = q.req-1, q.tok-tokens
-		return true, [2]float64{q.req, q.tok}, 0
+	} else {
+		wait = time.Duration(math.Max((1-q.req)/q.reqRate, (tokens-q.tok)/q.tokRate) * float64(time.Second))
 	}
-	w := math.Max((1-q.req)/q.reqRate, (tokens-q.tok)/q.tokRate)
-	return false, [2]float64{q.req, q.tok}, time.Duration(w * float64(time.Second))
+	sec := func(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
+	return ok, [2]float64{q.req, q.tok}, [2]time.Duration{sec((q.reqCap - q.req) / q.reqRate), sec((q.tokCap - q.tok) / q.tokRate)}, wait
 }
 
 // limitedKey is the provider behind the quota: an OpenAI-shaped server
-// that counts every call, every refusal, and each job's answers.
+// that counts every call, every refusal (and those after its first
+// minute), and each job's answers.
 type limitedKey struct {
 	srv                *httptest.Server
 	q                  *quota
+	rpm, tpm           int
+	start              time.Time
 	calls, refused     atomic.Int64
+	lateCalls, lateRef atomic.Int64 // a minute or more after the first call
 	mu                 sync.Mutex
 	answers            map[string]int
 	firstAnswer, lastA time.Time
 }
 
-func newLimitedKey(t *testing.T, rpm, tpm int) *limitedKey {
-	k := &limitedKey{q: newQuota(rpm, tpm), answers: map[string]int{}}
+func newLimitedKey(t *testing.T, rpm, tpm int, window time.Duration) *limitedKey {
+	k := &limitedKey{q: newQuota(rpm, tpm, window), rpm: rpm, tpm: tpm, answers: map[string]int{}}
 	k.srv = httptest.NewServer(http.HandlerFunc(k.serve))
 	t.Cleanup(k.srv.Close)
 	return k
 }
 
-func (k *limitedKey) serve(w http.ResponseWriter, r *http.Request) {
+// count counts a call and answers whether it came after the first minute.
+func (k *limitedKey) count() bool {
+	k.mu.Lock()
+	if k.start.IsZero() {
+		k.start = time.Now()
+	}
+	late := time.Since(k.start) >= time.Minute
+	k.mu.Unlock()
 	k.calls.Add(1)
+	if late {
+		k.lateCalls.Add(1)
+	}
+	return late
+}
+
+// The headers a key's answers and refusals carry, as OpenAI names them
+// (platform.openai.com/docs/guides/rate-limits, "Rate limits in
+// headers"): each kind's limit a minute, what is left, and the time
+// until it is full again.
+func (k *limitedKey) headers(h http.Header, left [2]float64, full [2]time.Duration) {
+	h.Set("x-ratelimit-limit-requests", strconv.Itoa(k.rpm))
+	h.Set("x-ratelimit-limit-tokens", strconv.Itoa(k.tpm))
+	h.Set("x-ratelimit-remaining-requests", strconv.Itoa(int(left[0])))
+	h.Set("x-ratelimit-remaining-tokens", strconv.Itoa(int(left[1])))
+	h.Set("x-ratelimit-reset-requests", full[0].Round(time.Millisecond).String())
+	h.Set("x-ratelimit-reset-tokens", full[1].Round(time.Millisecond).String())
+}
+
+func (k *limitedKey) serve(w http.ResponseWriter, r *http.Request) {
+	late := k.count()
 	var req struct {
 		Messages []struct {
 			Content string `json:"content"`
@@ -109,13 +148,16 @@ func (k *limitedKey) serve(w http.ResponseWriter, r *http.Request) {
 		prompt += (len(m.Content) + 3) / 4
 		marker = m.Content
 	}
-	ok, left, wait := k.q.admit(float64(prompt + req.MaxTokens)) // as OpenAI counts: the prompt and max_tokens
+	ok, left, full, wait := k.q.admit(float64(prompt + req.MaxTokens)) // as OpenAI counts: the prompt and max_tokens
 	h := w.Header()
-	h.Set("x-ratelimit-remaining-requests", strconv.Itoa(int(left[0])))
-	h.Set("x-ratelimit-remaining-tokens", strconv.Itoa(int(left[1])))
+	k.headers(h, left, full)
 	if !ok {
 		k.refused.Add(1)
+		if late {
+			k.lateRef.Add(1)
+		}
 		h.Set("retry-after-ms", strconv.FormatInt(wait.Milliseconds()+1, 10))
+		h.Set("retry-after", strconv.FormatInt(int64(math.Ceil(wait.Seconds())), 10))
 		w.WriteHeader(http.StatusTooManyRequests)
 		fmt.Fprint(w, `{"error":{"message":"Rate limit reached for requests","type":"requests","code":"rate_limit_exceeded"}}`)
 		return
@@ -137,6 +179,7 @@ func (k *limitedKey) serve(w http.ResponseWriter, r *http.Request) {
 // rateRun is what one run measured.
 type rateRun struct {
 	calls, refused                    int64
+	lateCalls, lateRefused            int64 // after the key's first minute
 	succeeded, failedRateLimited, bad int
 	answeredTwice                     int
 	perMinute                         float64 // answers a minute, first to last
@@ -153,16 +196,24 @@ func keyLimits() (rpm, tpm int) {
 	return rpm, tpm
 }
 
-// runRateLimited sends jobs over three routes on one key (limited says
-// whether the provider entry declares the key's limits) and waits for
-// every job to end.
-func runRateLimited(t *testing.T, limited bool) rateRun {
-	rpm, tpm := keyLimits()
-	k := newLimitedKey(t, rpm, tpm)
+// rateCase is one run's schedule: jobs on a key of rpm and tpm whose
+// quota holds window's worth, its limits declared (at over times the
+// real ones) or not.
+type rateCase struct {
+	jobs, rpm, tpm int
+	window         time.Duration
+	declared       bool
+	over           float64
+}
+
+// runRateLimited sends c's jobs over three routes on one key and waits
+// for every job to end.
+func runRateLimited(t *testing.T, c rateCase) rateRun {
+	k := newLimitedKey(t, c.rpm, c.tpm, c.window)
 	limits := ""
-	if limited {
+	if c.declared {
 		limits = fmt.Sprintf(`, "limits": {"requests_per_minute": %d, "tokens_per_minute": %d}`,
-			int(float64(rpm)**rlOver), int(float64(tpm)**rlOver))
+			int(float64(c.rpm)*c.over), int(float64(c.tpm)*c.over))
 	}
 	rung := `{"rungs": [{"provider": "key", "model": "gpt-e2e", "price": {"input": "15", "output": "60"}, "timeout": "3s"}]}`
 	routes := fmt.Sprintf(`{"providers": {"key": {"kind": "openai", "base_url": %q%s}},
@@ -172,7 +223,7 @@ func runRateLimited(t *testing.T, limited bool) rateRun {
 	s := startStackWith(t, map[string]string{"AIJOBS_ROUTES": routes, "AIJOBS_LEASE_TTL": "4s", "AIJOBS_HEARTBEAT": "500ms",
 		"AIJOBS_MAX_CONCURRENCY": "8"}, false)
 	start := time.Now()
-	ids := make([]string, *rlJobs)
+	ids := make([]string, c.jobs)
 	var wg sync.WaitGroup
 	for g := range 8 {
 		wg.Add(1)
@@ -198,6 +249,7 @@ func runRateLimited(t *testing.T, limited bool) rateRun {
 	}
 	run.took = time.Since(start)
 	run.calls, run.refused = k.calls.Load(), k.refused.Load()
+	run.lateCalls, run.lateRefused = k.lateCalls.Load(), k.lateRef.Load()
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	for _, n := range k.answers {
@@ -209,6 +261,32 @@ func runRateLimited(t *testing.T, limited bool) rateRun {
 		run.perMinute = float64(len(k.answers)-1) / span.Minutes()
 	}
 	return run
+}
+
+// log writes what run measured of jobs at a key of rpm.
+func (r rateRun) log(t *testing.T, name string, jobs, rpm int) {
+	t.Helper()
+	t.Logf("%-15s %d jobs: %d calls, %d refused by the provider (%.2f%%; after the first minute %d of %d), %d succeeded, %d failed rate_limited, %d other; %.0f answers a minute (limit %d, %.1f%%) in %s",
+		name, jobs, r.calls, r.refused, 100*float64(r.refused)/float64(max(r.calls, 1)), r.lateRefused, r.lateCalls,
+		r.succeeded, r.failedRateLimited, r.bad, r.perMinute, rpm, 100*r.perMinute/float64(rpm), r.took.Round(time.Second))
+}
+
+// hold fails t unless every one of jobs succeeded, none failed
+// rate_limited, each was answered once, and under refusedShare of the
+// calls (after the key's first minute when there were any: the first
+// minute is when an undeclared limit is learned) were refused.
+func (r rateRun) hold(t *testing.T, name string, jobs int, refusedShare float64) {
+	t.Helper()
+	if r.succeeded != jobs || r.failedRateLimited != 0 || r.answeredTwice != 0 {
+		t.Errorf("%s: %d of %d succeeded, %d failed rate_limited, %d answered twice", name, r.succeeded, jobs, r.failedRateLimited, r.answeredTwice)
+	}
+	calls, refused := r.calls, r.refused
+	if r.lateCalls > 0 {
+		calls, refused = r.lateCalls, r.lateRefused
+	}
+	if share := float64(refused) / float64(max(calls, 1)); share >= refusedShare {
+		t.Errorf("%s: %.2f%% of calls were refused by the provider, want under %.0f%%", name, 100*share, 100*refusedShare)
+	}
 }
 
 // awaitAll reads the jobs of ids from the store until every one has
@@ -239,36 +317,51 @@ func awaitAll(t *testing.T, s *stack, ids []string, timeout time.Duration) []job
 	return ended
 }
 
-// TestEveryWorkerObeysTheProviderKeysRateLimit is issue I's measurement:
-// with the key's limits declared, the jobs finish with provider 429s on
-// under 1% of calls, none failed rate_limited, each answered once, and
-// the key's throughput within 10% of its limit; the same schedule without
-// declared limits (every worker finding the limit alone) is measured
-// beside it, and must be what the limits improve on.
+// TestEveryWorkerObeysTheProviderKeysRateLimit is issue I's measurement,
+// and issue K's: with the key's limits declared, and with none declared
+// (the bucket learns them from the provider's headers), the jobs finish
+// with none failed rate_limited, each answered once, the key's throughput
+// within 10% of its limit, and provider 429s on under 1% of calls (with
+// none declared, after the key's first minute; a run shorter than a
+// minute, as in make test, holds its learning burst to under 10%).
 func TestEveryWorkerObeysTheProviderKeysRateLimit(t *testing.T) {
 	// Not parallel: the key, not the e2e tests beside it, must be what
 	// limits the run.
-	shared := runRateLimited(t, true)
-	naive := runRateLimited(t, false)
-	rpm, _ := keyLimits()
-	for _, r := range []struct {
-		name string
-		rateRun
-	}{{"shared bucket", shared}, {"naive", naive}} {
-		t.Logf("%-13s %d jobs: %d calls, %d refused by the provider (%.2f%%), %d succeeded, %d failed rate_limited, %d other; %.0f answers a minute (limit %d, %.1f%%) in %s",
-			r.name, *rlJobs, r.calls, r.refused, 100*float64(r.refused)/float64(max(r.calls, 1)), r.succeeded, r.failedRateLimited, r.bad,
-			r.perMinute, rpm, 100*r.perMinute/float64(rpm), r.took.Round(time.Second))
+	rpm, tpm := keyLimits()
+	for _, mode := range []string{"declared", "learned"} {
+		if *rlLimits != "both" && *rlLimits != mode {
+			continue
+		}
+		c := rateCase{jobs: *rlJobs, rpm: rpm, tpm: tpm, window: time.Second, declared: mode == "declared", over: *rlOver}
+		r := runRateLimited(t, c)
+		r.log(t, mode, c.jobs, rpm)
+		share := 0.01
+		if mode == "learned" && r.lateCalls == 0 {
+			share = 0.10
+		}
+		r.hold(t, mode, c.jobs, share)
+		if ratio := r.perMinute / float64(rpm); ratio > 1.1 || *rlThroughput && ratio < 0.9 {
+			t.Errorf("%s: the key answered %.0f a minute, want within 10%% of %d", mode, r.perMinute, rpm)
+		}
 	}
-	if shared.succeeded != *rlJobs || shared.failedRateLimited != 0 || shared.answeredTwice != 0 {
-		t.Errorf("with the limits declared: %d of %d succeeded, %d failed rate_limited, %d answered twice", shared.succeeded, *rlJobs, shared.failedRateLimited, shared.answeredTwice)
-	}
-	if share := float64(shared.refused) / float64(shared.calls); share >= 0.01 {
-		t.Errorf("with the limits declared, %.2f%% of calls were refused by the provider, want under 1%%", 100*share)
-	}
-	if ratio := shared.perMinute / float64(rpm); ratio > 1.1 || *rlThroughput && ratio < 0.9 {
-		t.Errorf("with the limits declared the key answered %.0f a minute, want within 10%% of %d", shared.perMinute, rpm)
-	}
-	if naive.refused <= shared.refused || naive.succeeded+naive.failedRateLimited != *rlJobs-naive.bad {
-		t.Errorf("the naive run is not the baseline it should be: %+v", naive)
-	}
+}
+
+// TestABurstOnAKeyWithoutDeclaredLimitsLearnsThem: 60 jobs at once on a
+// key limited to 40 calls a minute (its quota a minute's worth, refilled
+// continuously, as Anthropic describes its own), no limits declared.
+// Before its limits were learned this failed a third of the jobs
+// rate_limited with 80 of 120 calls refused; now the first answer's
+// headers teach every worker the limit, a 429 pauses the key and defers
+// its job uncounted, and every job succeeds with under 10% of the calls
+// refused.
+//
+// Parallel: its key paces it (a call every 1.5 s, about 110 s in all),
+// not the machine, and it asserts no throughput, so the package's other
+// tests may run beside it.
+func TestABurstOnAKeyWithoutDeclaredLimitsLearnsThem(t *testing.T) {
+	t.Parallel()
+	c := rateCase{jobs: 60, rpm: 40, tpm: 40 * 100, window: time.Minute}
+	r := runRateLimited(t, c)
+	r.log(t, "burst, learned", c.jobs, c.rpm)
+	r.hold(t, "burst, learned", c.jobs, 0.10)
 }

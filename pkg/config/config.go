@@ -211,7 +211,8 @@ func (p Shortcut) table() (map[string]ProviderSpec, map[string]job.Route) {
 	if p.Kind == KindFake {
 		model = "fake"
 	}
-	rung := job.Rung{Provider: "default", Model: model, Price: p.Price, Timeout: p.Timeout}
+	rung := job.Rung{Provider: "default", Model: model, Price: cacheRates(p.Kind, model, p.Price), Timeout: p.Timeout,
+		Limit: (*limitsDoc)(nil).limit(p.Kind), FixedTemperature: fixedTemperature(p.Kind, model), Reasons: reasons(p.Kind, model)}
 	return map[string]ProviderSpec{"default": pc}, map[string]job.Route{"default": {Rungs: []job.Rung{rung}}}
 }
 
@@ -255,12 +256,13 @@ func price(out bool) func(*Config, string) error {
 	}
 }
 
-// RateLimited reports whether any rung's provider declares limits: only
-// then do workers take from the buckets table.
+// RateLimited reports whether any rung's calls take from a bucket of the
+// buckets table: every keyed provider's do (their limits learned from
+// the answers, if not declared), and the fake's when it declares limits.
 func (c Config) RateLimited() bool {
 	for _, r := range c.Routes {
 		for _, g := range r.Rungs {
-			if !g.Limit.IsZero() {
+			if g.Limit.Bucket(g.Provider, g.Model) != "" {
 				return true
 			}
 		}

@@ -41,6 +41,8 @@ var cacheShares = map[string][]struct {
 		{"o1", share{1, 2}, share{1, 1}},
 	},
 	KindAnthropic: {{"claude", share{1, 10}, share{5, 4}}},
+	// The fake's own (fake.Rates): every model.
+	KindFake: {{"", share{1, 2}, share{5, 4}}},
 	KindBedrock: {
 		{"anthropic.", share{1, 10}, share{5, 4}},
 		{"amazon.nova", share{1, 4}, share{1, 1}},

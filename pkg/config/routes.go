@@ -97,8 +97,9 @@ type providerDoc struct {
 	// server that knows only the older name.
 	MaxTokensField string `json:"max_tokens_field"`
 	// Limits are the key's rate limits, shared by every worker through
-	// one bucket per provider entry (docs/architecture.md, "Provider rate
-	// limits"); absent, the key is called without a take.
+	// its bucket (docs/architecture.md, "Provider rate limits"); absent,
+	// the bucket learns them from the provider's answers (a fake entry
+	// without them has no bucket).
 	Limits *limitsDoc `json:"limits"`
 }
 
@@ -107,11 +108,26 @@ type limitsDoc struct {
 	TokensPerMinute   int64 `json:"tokens_per_minute"`
 }
 
-func (l *limitsDoc) limit() job.RateLimit {
-	if l == nil {
-		return job.RateLimit{}
+// limit is the rate limit of a rung on an entry of kind with these
+// limits declared (nil: none): every keyed entry has a bucket, at the
+// grain its provider limits calls (docs/architecture.md, "Provider rate
+// limits"): OpenAI's per model, the others' per entry; Bedrock, whose
+// answers state no limits, learns one from its throttles. The local fake
+// has no key, and a bucket only when it declares limits.
+func (l *limitsDoc) limit(kind string) job.RateLimit {
+	var r job.RateLimit
+	if l != nil {
+		r = job.RateLimit{RequestsPerMinute: l.RequestsPerMinute, TokensPerMinute: l.TokensPerMinute}
 	}
-	return job.RateLimit{RequestsPerMinute: l.RequestsPerMinute, TokensPerMinute: l.TokensPerMinute}
+	switch kind {
+	case KindOpenAI:
+		r.Grain = job.GrainModel
+	case KindAnthropic:
+		r.Grain = job.GrainEntry
+	case KindBedrock:
+		r.Grain, r.Throttles = job.GrainEntry, true
+	}
+	return r
 }
 
 type routeDoc struct {
@@ -256,7 +272,7 @@ func providerFrom(d providerDoc, getenv func(string) string) (ProviderSpec, erro
 	if d.Kind != KindBedrock && (d.Region != "" || d.Endpoint != "") {
 		return p, fmt.Errorf("region and endpoint are for bedrock")
 	}
-	if l := d.Limits; l != nil && (l.RequestsPerMinute < 0 || l.TokensPerMinute < 0 || l.limit().IsZero()) {
+	if l := d.Limits; l != nil && (l.RequestsPerMinute < 0 || l.TokensPerMinute < 0 || l.limit(d.Kind).IsZero()) {
 		return p, fmt.Errorf("limits: want requests_per_minute and/or tokens_per_minute above 0")
 	}
 	if d.Kind != KindFake && d.Latency != "" {
@@ -324,7 +340,7 @@ func rungFrom(g rungDoc, providers map[string]providerDoc, defaultTimeout time.D
 	if !ok {
 		return r, fmt.Errorf("provider %q is not in the provider table", g.Provider)
 	}
-	r.Limit = p.Limits.limit()
+	r.Limit = p.Limits.limit(p.Kind)
 	if g.Model == "" && p.Kind != KindFake {
 		return r, fmt.Errorf("no model")
 	}
@@ -336,6 +352,8 @@ func rungFrom(g rungDoc, providers map[string]providerDoc, defaultTimeout time.D
 		return r, err
 	}
 	r.Price = cacheRates(p.Kind, g.Model, r.Price)
+	r.FixedTemperature, r.NoTemperature = fixedTemperature(p.Kind, g.Model), noTemperature(p.Kind, g.Model)
+	r.Reasons = reasons(p.Kind, g.Model)
 	for _, name := range sortedKeys(g.Lanes) {
 		lane, err := laneFrom(r, job.Lane(name), g.Lanes[name], p.Kind)
 		if err != nil {
@@ -392,28 +410,34 @@ func batchLaneFrom(g job.Rung, d laneDoc, kind string) (job.Rung, error) {
 	if lane.Window, err = positive("window", d.Window, time.Minute); err != nil {
 		return g, err
 	}
+	// A lane whose batches the provider refuses for their size would
+	// fail every batch it makes: refused here, not at the first submit.
+	least, why := batchMinJobs(kind)
 	if lane.MaxJobs = d.MaxJobs; lane.MaxJobs == 0 {
 		lane.MaxJobs = min(1000, most)
 	}
-	if lane.MaxJobs < 1 || lane.MaxJobs > most {
-		return g, fmt.Errorf("max_jobs %d: want 1 to %d", d.MaxJobs, most)
+	if lane.MaxJobs < least || lane.MaxJobs > most {
+		return g, fmt.Errorf("max_jobs %d: want %d to %d%s", d.MaxJobs, least, most, why)
 	}
 	if lane.MinJobs = d.MinJobs; lane.MinJobs == 0 {
-		lane.MinJobs = min(batchMinJobs(kind), lane.MaxJobs)
+		lane.MinJobs = least
 	}
-	if lane.MinJobs < 1 || lane.MinJobs > lane.MaxJobs {
-		return g, fmt.Errorf("min_jobs %d: want 1 to max_jobs (%d)", d.MinJobs, lane.MaxJobs)
+	if lane.MinJobs < least || lane.MinJobs > lane.MaxJobs {
+		return g, fmt.Errorf("min_jobs %d: want %d to max_jobs (%d)%s", d.MinJobs, least, lane.MaxJobs, why)
 	}
 	return lane, nil
 }
 
-// batchMinJobs is the fewest requests a batch of kind takes: Bedrock's
-// batch inference quota is 100 records a job; the others take one.
-func batchMinJobs(kind string) int {
+// batchMinJobs is the fewest requests a batch of kind takes, and why
+// when more than one: Bedrock refuses a batch inference job of fewer
+// records than its quota "Minimum number of records per batch inference
+// job" (Bedrock user guide, "Format and upload your batch inference
+// data"), 100 by default; the others take one.
+func batchMinJobs(kind string) (int, string) {
 	if kind == KindBedrock {
-		return 100
+		return 100, `: a bedrock batch inference job takes at least 100 records (Bedrock's quota "Minimum number of records per batch inference job")`
 	}
-	return 1
+	return 1, ""
 }
 
 // batchJobs is the most jobs one batch of each kind that batches may

@@ -20,6 +20,13 @@ func price(t *testing.T, in, out string) job.Price {
 	return p
 }
 
+// cachedAt is p with its prompt-cache rates, cents per million tokens.
+func cachedAt(t *testing.T, p job.Price, read, write string) job.Price {
+	t.Helper()
+	p.CachedInputPerToken, p.CacheWritePerToken = price(t, read, write).InputPerToken, price(t, write, read).InputPerToken
+	return p
+}
+
 // TestRoutesExample loads the README's example routes file, so the
 // documented configuration is one that actually starts.
 func TestRoutesExample(t *testing.T) {
@@ -41,20 +48,22 @@ func TestRoutesExample(t *testing.T) {
 		t.Errorf("providers:\n got %+v\nwant %+v", c.Providers, wantProviders)
 	}
 	retryable := []job.ErrorClass{job.RateLimited, job.Overloaded, job.ProviderError, job.Timeout, job.Network}
+	perModel := job.RateLimit{Grain: job.GrainModel} // every keyed entry has a bucket; OpenAI's per model
 	wantRoutes := map[string]job.Route{
 		"default": {Rungs: []job.Rung{
-			{Provider: "anthropic", Model: "claude-sonnet-4-5", Price: price(t, "300", "1500"), MaxTokens: 4096, Timeout: 60 * time.Second,
-				Limit: job.RateLimit{RequestsPerMinute: 4000, TokensPerMinute: 2_000_000}},
-			{Provider: "bedrock", Model: "us.anthropic.claude-sonnet-4-5-20250929-v1:0", Price: price(t, "300", "1500"), MaxTokens: 4096, Timeout: 60 * time.Second},
-			{Provider: "openai", Model: "gpt-4o", Price: price(t, "250", "1000"), Timeout: 40 * time.Second},
+			{Provider: "anthropic", Model: "claude-sonnet-4-5", Price: cachedAt(t, price(t, "300", "1500"), "30", "375"), MaxTokens: 4096, Timeout: 60 * time.Second,
+				Limit: job.RateLimit{RequestsPerMinute: 4000, TokensPerMinute: 2_000_000, Grain: job.GrainEntry}},
+			{Provider: "bedrock", Model: "us.anthropic.claude-sonnet-4-5-20250929-v1:0", Price: cachedAt(t, price(t, "300", "1500"), "30", "375"), MaxTokens: 4096, Timeout: 60 * time.Second,
+				Limit: job.RateLimit{Grain: job.GrainEntry, Throttles: true}},
+			{Provider: "openai", Model: "gpt-4o", Price: cachedAt(t, price(t, "250", "1000"), "125", "250"), Timeout: 40 * time.Second, Limit: perModel},
 		}, FallbackOn: retryable},
 		"cheap": {Rungs: []job.Rung{
-			{Provider: "openai", Model: "gpt-4o-mini", Price: price(t, "15", "60"), Timeout: 30 * time.Second, Completion: 10 * time.Second,
-				Lanes: []job.Rung{{Provider: "openai", Model: "gpt-4o-mini", Price: price(t, "7.5", "30"), Timeout: 120 * time.Second,
-					Completion: time.Minute, Lane: job.Flex, Base: price(t, "15", "60")}}},
+			{Provider: "openai", Model: "gpt-4o-mini", Price: cachedAt(t, price(t, "15", "60"), "7.5", "15"), Timeout: 30 * time.Second, Completion: 10 * time.Second, Limit: perModel,
+				Lanes: []job.Rung{{Provider: "openai", Model: "gpt-4o-mini", Price: cachedAt(t, price(t, "7.5", "30"), "3.75", "7.5"), Timeout: 120 * time.Second,
+					Completion: time.Minute, Lane: job.Flex, Base: cachedAt(t, price(t, "15", "60"), "7.5", "15"), Limit: perModel}}},
 		}},
 		"local": {Rungs: []job.Rung{
-			{Provider: "ollama", Model: "llama3.2", Price: price(t, "0", "0"), Timeout: 90 * time.Second},
+			{Provider: "ollama", Model: "llama3.2", Price: price(t, "0", "0"), Timeout: 90 * time.Second, Limit: perModel},
 		}},
 	}
 	if !reflect.DeepEqual(c.Routes, wantRoutes) {
@@ -93,7 +102,8 @@ func TestARungOffersLanes(t *testing.T) {
 		t.Fatal(err)
 	}
 	g := c.Routes["default"].Rungs[0]
-	std := job.Rung{Provider: "oa", Model: "gpt", Price: price(t, "100", "400"), MaxTokens: 500, Timeout: 30 * time.Second, Completion: 10 * time.Second}
+	std := job.Rung{Provider: "oa", Model: "gpt", Price: price(t, "100", "400"), MaxTokens: 500, Timeout: 30 * time.Second, Completion: 10 * time.Second,
+		Limit: job.RateLimit{Grain: job.GrainModel}}
 	flex := std
 	flex.Lane, flex.Base, flex.Price, flex.Timeout, flex.Completion = job.Flex, std.Price, price(t, "50", "200"), time.Minute, 45*time.Second
 	prio := std
@@ -148,7 +158,9 @@ func TestShortcutIsOneDefaultRoute(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := map[string]job.Route{"default": {Rungs: []job.Rung{{Provider: "default", Model: "m", Price: c.Shortcut.Price, Timeout: 30 * time.Second}}}}
+	// An OpenAI key has its bucket per model, its limits learned.
+	want := map[string]job.Route{"default": {Rungs: []job.Rung{{Provider: "default", Model: "m", Price: c.Shortcut.Price, Timeout: 30 * time.Second,
+		Limit: job.RateLimit{Grain: job.GrainModel}}}}}
 	if !reflect.DeepEqual(c.Routes, want) || c.Providers["default"].APIKey != "sk-1" || c.Providers["default"].Kind != "openai" {
 		t.Fatalf("routes %+v providers %+v", c.Routes, c.Providers)
 	}
@@ -227,7 +239,8 @@ func TestRoutePriceAsStringOrNumber(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := c.Routes["default"].Rungs[0].Price; got != price(t, "7.5", "30") {
+		// A fake rung's cache is priced as the fake bills it (fake.Rates).
+		if got := c.Routes["default"].Rungs[0].Price; got != cachedAt(t, price(t, "7.5", "30"), "3.75", "9.375") {
 			t.Errorf("%s: price %+v", p, got)
 		}
 		if c.Providers["f"].Latency != 5*time.Millisecond {
@@ -278,5 +291,41 @@ func TestTenantInFlight(t *testing.T) {
 	c, err = config.Load(env(map[string]string{"AIJOBS_TENANT_QUEUED": "1000,jwt:tenant-a=50"}))
 	if err != nil || c.Queued.For("jwt:tenant-a") != 50 || c.Queued.For("anyone") != 1000 || c.InFlight.Any() || !c.SharedLimits() {
 		t.Fatalf("queued %+v, in flight %+v, %v", c.Queued, c.InFlight, err)
+	}
+}
+
+// TestABedrockBatchLaneBelowItsMinimumIsRefused: Bedrock refuses a batch
+// inference job of fewer records than its quota (100 by default), so a
+// bedrock batch lane whose min_jobs or max_jobs is below it would make
+// batches Bedrock refuses, every one: refused at config, naming the
+// quota. 100 itself is taken, and the other kinds still take one.
+func TestABedrockBatchLaneBelowItsMinimumIsRefused(t *testing.T) {
+	lane := func(kind, where, jobs string) string {
+		return `{"providers":{"p":{"kind":"` + kind + `",` + where + `}},"routes":{"default":{"rungs":[{"provider":"p","model":"m",` +
+			`"price":{"input":1,"output":2},"lanes":{"batch":{"price":{"input":1,"output":2},"p99":"24h"` + jobs + `}}}]}}}`
+	}
+	load := func(doc string) error {
+		_, err := config.Load(env(map[string]string{"AIJOBS_ROUTES": doc, "AIJOBS_BATCH_ROLE_ARN": "arn:aws:iam::1:role/batch"}))
+		return err
+	}
+	bedrock := `"region":"us-east-1"`
+	for jobs, want := range map[string]string{
+		`,"min_jobs":10`:                "min_jobs 10: want 100 to max_jobs (1000)",
+		`,"min_jobs":99,"max_jobs":500`: "min_jobs 99",
+		`,"max_jobs":50`:                "max_jobs 50: want 100 to 3800",
+		`,"min_jobs":1,"max_jobs":1`:    "max_jobs 1",
+	} {
+		err := load(lane("bedrock", bedrock, jobs))
+		if err == nil || !strings.Contains(err.Error(), want) || !strings.Contains(err.Error(), "Minimum number of records per batch inference job") {
+			t.Errorf("bedrock %s: err %v, want one mentioning %q and the quota", jobs, err, want)
+		}
+	}
+	for _, ok := range []string{`,"min_jobs":100,"max_jobs":100`, `,"max_jobs":100`, ``} {
+		if err := load(lane("bedrock", bedrock, ok)); err != nil {
+			t.Errorf("bedrock %s: %v", ok, err)
+		}
+	}
+	if err := load(lane("openai", `"base_url":"http://x"`, `,"min_jobs":1,"max_jobs":1`)); err != nil {
+		t.Errorf("an openai batch of one: %v", err)
 	}
 }

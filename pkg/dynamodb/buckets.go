@@ -17,20 +17,31 @@ import (
 )
 
 // The buckets table holds each provider key's rate-limit bucket
-// (job.Bucket): one item per provider, its two GCRA times in microseconds
-// since the epoch. A take is one conditional UpdateItem. DynamoDB's
-// conditions cannot do arithmetic on attributes, so the store states the
-// take's rule for each time as one of two cases it guesses from the last
-// item it saw: a time that has passed is SET to now plus the cost (its
-// condition: it has passed), and a time still ahead is moved by an ADD of
-// the cost (its condition: it is ahead, within the burst less the cost).
-// Concurrent takes in the second case, the busy one, never refuse each
-// other: ADD commutes. A refused write returns the item (or is read), and
-// either the take must wait or the guess was wrong and is made again.
+// (job.Bucket): one item per key (job.RateLimit.Bucket: a provider entry,
+// or "model#<entry>#<model>" for a per-model one), its two GCRA times in
+// microseconds since the epoch and the limits learned from the provider's
+// answers. A take is one conditional UpdateItem. DynamoDB's conditions
+// cannot do arithmetic on attributes, so the store states the take's rule
+// for each time as one of two cases it guesses from the last item it saw:
+// a time that has passed is SET to now plus the cost (its condition: it
+// has passed), and a time still ahead is moved by an ADD of the cost (its
+// condition: it is ahead, within the burst less the cost). A take at a
+// learned limit also states the limit it was priced at (its condition:
+// the item still holds it), and a take that knows no limit only checks
+// that no pause holds the key. Concurrent takes in the busy case never
+// refuse each other: ADD commutes, and the learned limits rarely change.
+// A refused write returns the item (or is read), and either the take must
+// wait or the guess was wrong and is made again.
 const (
 	bProvider = "provider"
 	bRequests = "req_tat_us"
 	bTokens   = "tok_tat_us"
+	// The learned limits (job.Bucket.Learned), the last cut of a
+	// throttle-learned one, and the time of a take that moved nothing.
+	bLearnedRPM = "learned_rpm"
+	bLearnedTPM = "learned_tpm"
+	bCut        = "cut_us"
+	bTaken      = "taken_us"
 	// takeTries bounds the guesses of one take; a take that loses them all
 	// to other workers is answered with a short wait.
 	takeTries = 6
@@ -62,19 +73,22 @@ func bucketKey(provider string) map[string]types.AttributeValue {
 
 func us(t time.Time) types.AttributeValue { return avN(t.UnixMicro()) }
 
+// seenOf is the last item seen of a bucket (zero: none yet, which the
+// first write's condition checks like any other guess).
+func (s *Buckets) seenOf(key string) job.Bucket {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.seen[key]
+}
+
 // Take applies t when the bucket allows it, else answers the wait.
 func (s *Buckets) Take(ctx context.Context, t job.Take) (job.Taken, error) {
-	s.mu.Lock()
-	b := s.seen[t.Provider]
-	s.mu.Unlock()
-	if rc, tc := t.Cost(); rc <= 0 && tc <= 0 {
-		return job.Taken{OK: true}, nil // nothing to take: no write
-	}
+	b := s.seenOf(t.Provider)
 	for range takeTries {
 		out, err := s.c.UpdateItem(ctx, s.take(t, b))
 		if err == nil {
 			s.saw(t.Provider, out.Attributes)
-			return job.Taken{OK: true}, nil
+			return job.Taken{OK: true, Limit: t.On(b).Limit}, nil
 		}
 		var ccf *types.ConditionalCheckFailedException
 		if !errors.As(err, &ccf) {
@@ -90,42 +104,89 @@ func (s *Buckets) Take(ctx context.Context, t job.Take) (job.Taken, error) {
 	return job.Taken{Wait: lostWait}, nil
 }
 
+// expr gathers one UpdateItem's conditions, update and attributes.
+type expr struct {
+	names    map[string]string
+	values   map[string]types.AttributeValue
+	conds    []string
+	set, add []string
+}
+
+func newExpr() *expr {
+	return &expr{names: map[string]string{}, values: map[string]types.AttributeValue{}}
+}
+
+// name is attr's placeholder.
+func (e *expr) name(attr string) string {
+	e.names["#"+attr] = attr
+	return "#" + attr
+}
+
+// is conditions the write on attr holding n, or being absent when n is 0.
+func (e *expr) is(attr string, n int64) {
+	if n == 0 {
+		e.conds = append(e.conds, "attribute_not_exists("+e.name(attr)+")")
+		return
+	}
+	e.values[":was_"+attr] = avN(n)
+	e.conds = append(e.conds, e.name(attr)+" = :was_"+attr)
+}
+
+func (e *expr) update() string {
+	u := ""
+	if len(e.set) > 0 {
+		u = "SET " + strings.Join(e.set, ", ")
+	}
+	if len(e.add) > 0 {
+		u += " ADD " + strings.Join(e.add, ", ")
+	}
+	return strings.TrimSpace(u)
+}
+
+func (s *Buckets) input(key string, e *expr) *ddb.UpdateItemInput {
+	in := &ddb.UpdateItemInput{TableName: aws.String(s.table), Key: bucketKey(key),
+		UpdateExpression: aws.String(e.update()), ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values,
+		ReturnValues: types.ReturnValueAllNew, ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
+	if len(e.conds) > 0 {
+		in.ConditionExpression = aws.String(strings.Join(e.conds, " AND "))
+	}
+	return in
+}
+
 // take is the UpdateItem of t on a bucket guessed to be b.
 func (s *Buckets) take(t job.Take, b job.Bucket) *ddb.UpdateItemInput {
-	rc, tc := t.Cost()
-	values := map[string]types.AttributeValue{":now": us(t.Now)}
-	names := map[string]string{}
-	var conds []string
-	set, add := "", ""
+	rc, tc := t.On(b).Cost()
+	e := newExpr()
+	e.values[":now"] = us(t.Now)
 	kind := func(attr string, at time.Time, cost time.Duration) {
-		if cost <= 0 {
-			return
+		n, v := e.name(attr), ":"+attr
+		switch {
+		case cost <= 0: // nothing to move: only no pause may hold it
+			e.conds = append(e.conds, "(attribute_not_exists("+n+") OR "+n+" <= "+v+"_latest)")
+			e.values[v+"_latest"] = us(job.Latest(t.Now, 0))
+		case at.Before(t.Now): // passed (or never taken): from now; a time at now is ADDed to
+			e.conds = append(e.conds, "(attribute_not_exists("+n+") OR "+n+" < :now)")
+			e.set = append(e.set, n+" = "+v)
+			e.values[v] = us(t.Now.Add(cost))
+		default:
+			e.conds = append(e.conds, "("+n+" >= :now AND "+n+" <= "+v+"_latest)")
+			e.add = append(e.add, n+" "+v)
+			e.values[v], e.values[v+"_latest"] = avN(cost.Microseconds()), us(job.Latest(t.Now, cost))
 		}
-		n, v := "#"+attr, ":"+attr
-		names[n] = attr
-		if !at.After(t.Now) { // passed (or never taken): from now
-			conds = append(conds, "(attribute_not_exists("+n+") OR "+n+" < :now)")
-			set += ", " + n + " = " + v
-			values[v] = us(t.Now.Add(cost))
-			return
-		}
-		conds = append(conds, "("+n+" >= :now AND "+n+" <= "+v+"_latest)")
-		add += ", " + n + " " + v
-		values[v], values[v+"_latest"] = avN(cost.Microseconds()), us(job.Latest(t.Now, cost))
 	}
 	kind(bRequests, b.Requests, rc)
 	kind(bTokens, b.Tokens, tc)
-	expr := ""
-	if set != "" {
-		expr = "SET " + set[2:]
+	// The limits the take was priced at, where they were learned.
+	if t.Limit.RequestsPerMinute <= 0 {
+		e.is(bLearnedRPM, b.Learned.RequestsPerMinute)
 	}
-	if add != "" {
-		expr += " ADD " + add[2:]
+	if t.Limit.TokensPerMinute <= 0 {
+		e.is(bLearnedTPM, b.Learned.TokensPerMinute)
 	}
-	return &ddb.UpdateItemInput{TableName: aws.String(s.table), Key: bucketKey(t.Provider),
-		ConditionExpression: aws.String(strings.Join(conds, " AND ")), UpdateExpression: aws.String(strings.TrimSpace(expr)),
-		ExpressionAttributeNames: names, ExpressionAttributeValues: values,
-		ReturnValues: types.ReturnValueAllNew, ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
+	if len(e.set)+len(e.add) == 0 {
+		e.set = append(e.set, e.name(bTaken)+" = :now") // a write, for its condition
+	}
+	return s.input(t.Provider, e)
 }
 
 // current is the bucket after a refused take: the item DynamoDB returned
@@ -144,14 +205,18 @@ func (s *Buckets) current(ctx context.Context, provider string, it map[string]ty
 
 // saw remembers the item it as provider's bucket, and answers it.
 func (s *Buckets) saw(provider string, it map[string]types.AttributeValue) job.Bucket {
-	at := func(k string) time.Time {
-		n, err := strconv.ParseInt(attrN(it, k), 10, 64)
-		if err != nil {
-			return time.Time{}
-		}
-		return time.UnixMicro(n).UTC()
+	n := func(k string) int64 {
+		n, _ := strconv.ParseInt(attrN(it, k), 10, 64)
+		return n
 	}
-	b := job.Bucket{Provider: provider, Requests: at(bRequests), Tokens: at(bTokens)}
+	at := func(k string) time.Time {
+		if n := n(k); n != 0 {
+			return time.UnixMicro(n).UTC()
+		}
+		return time.Time{}
+	}
+	b := job.Bucket{Provider: provider, Requests: at(bRequests), Tokens: at(bTokens), Cut: at(bCut),
+		Learned: job.RateLimit{RequestsPerMinute: n(bLearnedRPM), TokensPerMinute: n(bLearnedTPM)}}
 	s.mu.Lock()
 	s.seen[provider] = b
 	s.mu.Unlock()
@@ -173,6 +238,70 @@ func (s *Buckets) Give(ctx context.Context, g job.Give) error {
 		return unavailable("give to bucket", err)
 	}
 	return nil
+}
+
+// Learn records l (job.Learn) on its bucket: a compare-and-set of the
+// learned limits and the last cut the item held when last seen, guessed
+// again from the item on a refusal; a learn that changes nothing of the
+// item seen is not written. A throttle-learned limit's growth is an ADD,
+// which commutes with the other workers' answers.
+func (s *Buckets) Learn(ctx context.Context, l job.Learn) error {
+	b := s.seenOf(l.Provider)
+	for range takeTries {
+		next, changed := l.Apply(b)
+		if !changed {
+			return nil
+		}
+		out, err := s.c.UpdateItem(ctx, s.input(l.Provider, learnExpr(l, b, next)))
+		if err == nil {
+			s.saw(l.Provider, out.Attributes)
+			return nil
+		}
+		var ccf *types.ConditionalCheckFailedException
+		if !errors.As(err, &ccf) {
+			return unavailable("learn a bucket's limit", err)
+		}
+		if b, err = s.current(ctx, l.Provider, ccf.Item); err != nil {
+			return err
+		}
+	}
+	return nil // lost to other workers' learning every time: they learned it
+}
+
+// learnExpr is the write that moves the bucket b to next for l.
+func learnExpr(l job.Learn, b, next job.Bucket) *expr {
+	e := newExpr()
+	if l.Step == job.Grow && l.Limit.IsZero() {
+		n := e.name(bLearnedRPM)
+		e.conds = append(e.conds, n+" > :zero AND "+n+" < :most")
+		e.add = append(e.add, n+" :one")
+		e.values[":zero"], e.values[":most"], e.values[":one"] = avN(0), avN(job.ThrottledMax), avN(1)
+		return e
+	}
+	for _, f := range []struct {
+		attr     string
+		was, now int64
+	}{
+		{bLearnedRPM, b.Learned.RequestsPerMinute, next.Learned.RequestsPerMinute},
+		{bLearnedTPM, b.Learned.TokensPerMinute, next.Learned.TokensPerMinute},
+		{bCut, micros(b.Cut), micros(next.Cut)},
+	} {
+		if f.was == f.now {
+			continue
+		}
+		e.is(f.attr, f.was)
+		e.set = append(e.set, e.name(f.attr)+" = :"+f.attr)
+		e.values[":"+f.attr] = avN(f.now)
+	}
+	return e
+}
+
+// micros is t in microseconds since the epoch, 0 for the zero time.
+func micros(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixMicro()
 }
 
 // Raise moves each of the bucket's times to at least r's (job.Raise),

@@ -27,7 +27,7 @@ func (s *Buckets) Take(_ context.Context, t job.Take) (job.Taken, error) {
 	}
 	b.Provider = t.Provider
 	s.bs[t.Provider] = t.Apply(b)
-	return job.Taken{OK: true}, nil
+	return job.Taken{OK: true, Limit: t.On(b).Limit}, nil
 }
 
 // Give returns over-taken tokens.
@@ -47,6 +47,18 @@ func (s *Buckets) Raise(_ context.Context, r job.Raise) error {
 	b := s.bs[r.Provider]
 	b.Provider = r.Provider
 	s.bs[r.Provider] = r.Apply(b)
+	return nil
+}
+
+// Learn applies l.
+func (s *Buckets) Learn(_ context.Context, l job.Learn) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	b := s.bs[l.Provider]
+	b.Provider = l.Provider
+	if b, changed := l.Apply(b); changed {
+		s.bs[l.Provider] = b
+	}
 	return nil
 }
 

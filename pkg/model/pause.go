@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/aijobs/aijobs/pkg/job"
 )
 
 // maxPause bounds any pause a provider asks for: the headers come from
@@ -78,18 +80,25 @@ func spent(v string) bool {
 	return err == nil && n <= 0
 }
 
-// Left is what a provider's rate-limit headers said is left of its key's
-// limits when it answered. The worker lowers the key's shared bucket to
-// it (job.Lower): a bucket that believes more is left than the provider
-// says would earn refusals. A zero Left says nothing.
+// Left is what a provider's rate-limit headers said of its key's limits
+// when it answered: what is left of each, and the limits themselves. The
+// worker lowers the key's shared bucket to what is left (RateLimit.Lower):
+// a bucket that believes more is left than the provider says would earn
+// refusals; and it records the limits on the bucket (job.Learn), so that
+// a key whose limits nobody declared is taken from at the provider's own.
+// A zero Left says nothing.
 type Left struct {
 	Requests, Tokens       int64
 	HasRequests, HasTokens bool // which counts the headers gave
+	// Limit is the key's limits a minute as the headers stated them (a
+	// zero kind: not stated).
+	Limit job.RateLimit
 }
 
-// LeftOf reads what h says is left: OpenAI's x-ratelimit-remaining-*
-// and Anthropic's anthropic-ratelimit-*-remaining (the least of its token
-// limits, since a bucket counts input and output tokens together).
+// LeftOf reads what h says: OpenAI's x-ratelimit-remaining-* and
+// Anthropic's anthropic-ratelimit-*-remaining (the least of its token
+// limits, since a bucket counts input and output tokens together), and
+// the limits (LimitOf).
 func LeftOf(h http.Header) Left {
 	var l Left
 	least := func(cur int64, has bool, v string) (int64, bool) {
@@ -107,6 +116,46 @@ func LeftOf(h http.Header) Left {
 	l.Tokens, l.HasTokens = least(l.Tokens, l.HasTokens, h.Get("X-Ratelimit-Remaining-Tokens"))
 	for _, kind := range []string{"tokens", "input-tokens", "output-tokens"} {
 		l.Tokens, l.HasTokens = least(l.Tokens, l.HasTokens, h.Get("Anthropic-Ratelimit-"+kind+"-Remaining"))
+	}
+	l.Limit = LimitOf(h)
+	return l
+}
+
+// LimitOf reads the key's limits a minute that h states, the
+// provider's own word on every answer:
+//
+//   - OpenAI's x-ratelimit-limit-requests and x-ratelimit-limit-tokens,
+//     "the maximum number of requests (tokens) that are permitted before
+//     exhausting the rate limit", a minute's (platform.openai.com/docs/
+//     guides/rate-limits, "Rate limits in headers"); tokens count the
+//     prompt and the output cap, as a take does.
+//   - Anthropic's anthropic-ratelimit-requests-limit and, for tokens, its
+//     anthropic-ratelimit-tokens-limit, input and output together, as a
+//     bucket counts them; else the least of its -input-tokens-limit and
+//     -output-tokens-limit (docs.anthropic.com/en/api/rate-limits,
+//     "Response headers").
+//
+// A count that is not a whole number above zero says nothing.
+func LimitOf(h http.Header) job.RateLimit {
+	var l job.RateLimit
+	first := func(names ...string) int64 {
+		for _, name := range names {
+			if n, err := strconv.ParseInt(strings.TrimSpace(h.Get(name)), 10, 64); err == nil && n > 0 {
+				return n
+			}
+		}
+		return 0
+	}
+	l.RequestsPerMinute = first("X-Ratelimit-Limit-Requests", "Anthropic-Ratelimit-Requests-Limit")
+	l.TokensPerMinute = first("X-Ratelimit-Limit-Tokens", "Anthropic-Ratelimit-Tokens-Limit")
+	if l.TokensPerMinute == 0 {
+		in, out := first("Anthropic-Ratelimit-Input-Tokens-Limit"), first("Anthropic-Ratelimit-Output-Tokens-Limit")
+		switch {
+		case in > 0 && out > 0:
+			l.TokensPerMinute = min(in, out)
+		default:
+			l.TokensPerMinute = max(in, out)
+		}
 	}
 	return l
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/model"
 )
 
@@ -124,6 +125,39 @@ func TestLeftOf(t *testing.T) {
 	for _, tt := range tests {
 		if got := model.LeftOf(tt.h); got != tt.want {
 			t.Errorf("%s: %+v, want %+v", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestLimitOf: the key's limits an answer states, as each provider names
+// them (platform.openai.com/docs/guides/rate-limits; docs.anthropic.com/
+// en/api/rate-limits): OpenAI's requests and tokens; Anthropic's requests
+// and its combined tokens, else the least of its input and output ones;
+// nothing from headers that cannot be read. LeftOf carries them.
+func TestLimitOf(t *testing.T) {
+	tests := []struct {
+		name string
+		h    http.Header
+		want job.RateLimit
+	}{
+		{"no headers", header(), job.RateLimit{}},
+		{"openai", header("x-ratelimit-limit-requests", "5000", "x-ratelimit-limit-tokens", "160000",
+			"x-ratelimit-remaining-requests", "4999"), job.RateLimit{RequestsPerMinute: 5000, TokensPerMinute: 160000}},
+		{"anthropic, combined tokens", header("anthropic-ratelimit-requests-limit", "1000", "anthropic-ratelimit-tokens-limit", "96000",
+			"anthropic-ratelimit-input-tokens-limit", "80000", "anthropic-ratelimit-output-tokens-limit", "16000"),
+			job.RateLimit{RequestsPerMinute: 1000, TokensPerMinute: 96000}},
+		{"anthropic, input and output only", header("anthropic-ratelimit-input-tokens-limit", "80000", "anthropic-ratelimit-output-tokens-limit", "16000"),
+			job.RateLimit{TokensPerMinute: 16000}},
+		{"anthropic, output only", header("anthropic-ratelimit-output-tokens-limit", "16000"), job.RateLimit{TokensPerMinute: 16000}},
+		{"garbage, zero and negative say nothing", header("x-ratelimit-limit-requests", "lots", "x-ratelimit-limit-tokens", "0",
+			"anthropic-ratelimit-requests-limit", "-5"), job.RateLimit{}},
+	}
+	for _, tt := range tests {
+		if got := model.LimitOf(tt.h); got != tt.want {
+			t.Errorf("%s: %+v, want %+v", tt.name, got, tt.want)
+		}
+		if got := model.LeftOf(tt.h).Limit; got != tt.want {
+			t.Errorf("%s: LeftOf's limit %+v, want %+v", tt.name, got, tt.want)
 		}
 	}
 }

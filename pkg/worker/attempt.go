@@ -26,6 +26,7 @@ type attempt struct {
 	quarantineFor time.Duration
 	providers     map[string]model.Provider
 	buckets       Buckets // nil: no rate limits
+	taken         taken   // the last allowed take, which its give returns at
 	// slots and inFlight keep each tenant to its limit of jobs in flight
 	// (nil: no limit); slot is this attempt's, once entered.
 	slots    Slots

@@ -15,6 +15,24 @@ type Buckets interface {
 	Take(context.Context, job.Take) (job.Taken, error)
 	Give(context.Context, job.Give) error
 	Raise(context.Context, job.Raise) error
+	Learn(context.Context, job.Learn) error
+}
+
+// taken is the attempt's last allowed take: its bucket and the limit it
+// was priced at, which is what its give must return tokens at.
+type taken struct {
+	bucket string
+	limit  job.RateLimit
+}
+
+// bucketOf is the key of the bucket rung's calls take from, "" for none
+// (or no buckets at all): every keyed provider entry's, per model for
+// OpenAI's (job.RateLimit.Bucket).
+func (a *attempt) bucketOf(rung job.Rung) string {
+	if a.buckets == nil {
+		return ""
+	}
+	return rung.Limit.Bucket(rung.Provider, rung.Model)
 }
 
 // inlineWait is the longest a first rung's take may wait in place for
@@ -39,17 +57,19 @@ func (a *attempt) inlineWait(ctx context.Context, route job.Route) time.Duration
 // must not stop every model call, and the provider's own limit still
 // answers for itself.
 func (a *attempt) take(ctx context.Context, rung job.Rung, in job.Input, inline time.Duration) (time.Duration, bool) {
-	if rung.Limit.IsZero() || a.buckets == nil {
+	key := a.bucketOf(rung)
+	if key == "" {
 		return 0, false
 	}
 	waited := false
 	for {
-		got, err := a.buckets.Take(ctx, job.Take{Provider: rung.Provider, Limit: rung.Limit, Now: a.clock.Now(), Tokens: rung.WorstTokens(in)})
+		got, err := a.buckets.Take(ctx, job.Take{Provider: key, Limit: rung.Limit, Now: a.clock.Now(), Tokens: rung.WorstTokens(in)})
 		switch {
 		case err != nil:
-			a.log.Warn("the provider's bucket did not answer; calling without a take", "provider", rung.Provider, "err", err)
+			a.log.Warn("the provider's bucket did not answer; calling without a take", "bucket", key, "err", err)
 			return 0, waited
 		case got.OK:
+			a.taken = taken{bucket: key, limit: got.Limit}
 			return 0, waited
 		case got.Wait > inline || ctx.Err() != nil:
 			return got.Wait, waited
@@ -87,37 +107,75 @@ func (a *attempt) renew(ctx context.Context) (outcome, bool) {
 // untake tells the bucket how a call on rung went: the tokens its take
 // over-took come back (its worst case less what it used), a pause the
 // provider asked for stops every worker's takes (a 429 with no word of
-// how long pauses for a burst's length), and an answer's word of what
-// is left lowers the bucket to it. All of it is best effort: a bucket
-// that misses it is only as wrong as a provider's own counting.
+// how long pauses for a burst's length), an answer's word of the key's
+// limits is learned for every worker, and its word of what is left
+// lowers the bucket to it. All of it is best effort: a bucket that misses
+// it is only as wrong as a provider's own counting.
 func (a *attempt) untake(ctx context.Context, rung job.Rung, in job.Input, resp model.Response, err error) {
-	if rung.Limit.IsZero() || a.buckets == nil {
+	key := a.bucketOf(rung)
+	if key == "" {
 		return
 	}
 	class, used := model.Classify(err)
 	if err == nil {
 		used = resp.Usage
 	}
-	if back := rung.WorstTokens(in) - max(used.InputTokens, 0) - max(used.OutputTokens, 0); back > 0 {
-		if err := a.buckets.Give(ctx, job.Give{Provider: rung.Provider, Limit: rung.Limit, Tokens: back}); err != nil {
-			a.log.Warn("giving over-taken tokens back to the provider's bucket failed", "provider", rung.Provider, "err", err)
-		}
-	}
+	a.give(ctx, key, rung.WorstTokens(in)-max(used.InputTokens, 0)-max(used.OutputTokens, 0))
+	a.learn(ctx, key, rung, resp, err)
 	now := a.clock.Now()
 	var raise job.Raise
 	switch pause := pauseOf(err); {
 	case pause > 0 || class == job.RateLimited:
 		pause = max(pause, job.Burst)
-		a.log.Info("the provider asked to pause its key", "provider", rung.Provider, "pause_ms", pause.Milliseconds())
+		a.log.Info("the provider asked to pause its key", "bucket", key, "pause_ms", pause.Milliseconds())
 		a.meter.count("ProviderPauses", nil)
-		raise = job.Pause(rung.Provider, now.Add(pause))
+		raise = job.Pause(key, now.Add(pause))
 	case err == nil && (resp.Left.HasRequests || resp.Left.HasTokens):
-		raise = rung.Limit.Lower(rung.Provider, now, known(resp.Left.Requests, resp.Left.HasRequests), known(resp.Left.Tokens, resp.Left.HasTokens))
+		// What is left is counted at the limit the same headers state.
+		raise = rung.Limit.Or(resp.Left.Limit).Lower(key, now, known(resp.Left.Requests, resp.Left.HasRequests), known(resp.Left.Tokens, resp.Left.HasTokens))
 	default:
 		return
 	}
 	if err := a.buckets.Raise(ctx, raise); err != nil {
-		a.log.Warn("raising the provider's bucket failed", "provider", rung.Provider, "err", err)
+		a.log.Warn("raising the provider's bucket failed", "bucket", key, "err", err)
+	}
+}
+
+// give returns back tokens the attempt's take on bucket key over-took, at
+// the limit the take was priced at; nothing when no take was made there.
+func (a *attempt) give(ctx context.Context, key string, back int64) {
+	t := a.taken
+	a.taken = taken{}
+	if t.bucket != key || back <= 0 {
+		return
+	}
+	if err := a.buckets.Give(ctx, job.Give{Provider: key, Limit: t.limit, Tokens: back}); err != nil {
+		a.log.Warn("giving over-taken tokens back to the provider's bucket failed", "bucket", key, "err", err)
+	}
+}
+
+// learn records on the bucket what the call taught of the key's limit:
+// the limits an answer's headers stated, or, for a provider that states
+// none (Bedrock), a step of the limit learned from its throttles: an
+// answer grows it, a throttle cuts it (job.Learn). An untake with nothing
+// called (a job enlisted or resumed) teaches nothing.
+func (a *attempt) learn(ctx context.Context, key string, rung job.Rung, resp model.Response, err error) {
+	l := job.Learn{Provider: key, Now: a.clock.Now()}
+	class, _ := model.Classify(err)
+	switch {
+	case err == nil && !resp.Left.Limit.IsZero():
+		l.Limit = resp.Left.Limit
+	case !rung.Limit.Throttles:
+		return
+	case err == nil && resp.Usage.InputTokens+resp.Usage.OutputTokens > 0:
+		l.Step = job.Grow
+	case class == job.RateLimited:
+		l.Step = job.Cut
+	default:
+		return
+	}
+	if err := a.buckets.Learn(ctx, l); err != nil {
+		a.log.Warn("recording what the provider taught of its limit failed", "bucket", key, "err", err)
 	}
 }
 
@@ -140,11 +198,12 @@ func pauseOf(err error) time.Duration {
 
 // deferrable reports whether a climb that ended as r, stopped by why,
 // hands its job back uncounted: its one call was refused by the rate
-// limit of a key with a shared bucket, and it paid nothing. A 429 is
-// the limit speaking, not the job failing.
+// limit of a key with a shared bucket (every keyed provider entry has
+// one, limits declared or not), and it paid nothing. A 429 is the limit
+// speaking, not the job failing.
 func (a *attempt) deferrable(r climbed, why error) bool {
-	return why == nil && r.err != nil && r.class == job.RateLimited && r.tried == 1 && !r.rung.Limit.IsZero() &&
-		a.buckets != nil && r.paid.IsZero() && !a.holdUnsure
+	return why == nil && r.err != nil && r.class == job.RateLimited && r.tried == 1 && a.bucketOf(r.rung) != "" &&
+		r.paid.IsZero() && !a.holdUnsure
 }
 
 // outOfCapacity reports whether a climb that ended on a lane's capacity

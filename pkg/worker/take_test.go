@@ -72,7 +72,8 @@ func TestAnEmptyBucketDefersTheJobUncounted(t *testing.T) {
 // retry-after on a key with a shared bucket pauses the bucket for every
 // worker and hands the job back uncounted for that long; the next job
 // finds the bucket paused and is deferred without a call. On a key
-// without limits a 429 is a failed attempt, as before.
+// without a bucket (a worker without buckets, or the local fake without
+// declared limits) a 429 is a failed attempt, as before.
 func TestA429OnALimitedKeyIsAWaitNotAFailure(t *testing.T) {
 	f := setup(t, func(context.Context, model.Request, int) (model.Response, error) {
 		return model.Response{}, &model.Error{Class: job.RateLimited, Detail: "http 429", Pause: 5 * time.Second}
@@ -169,5 +170,104 @@ func TestAShortWaitForTheBucketIsWaitedInPlace(t *testing.T) {
 	}
 	if n := f.metrics.get("JobsDeferred"); n != 0 {
 		t.Fatalf("%v jobs deferred", n)
+	}
+}
+
+// TestA429OnAKeyWithoutDeclaredLimitsIsAWaitNotAFailure: every keyed
+// entry has a bucket, limits declared or not (issue K): a 429 on an
+// OpenAI key that declares none pauses its model's bucket for every
+// worker and hands the job back uncounted, and leaves the bucket of the
+// key's other model alone (OpenAI limits each model separately).
+func TestA429OnAKeyWithoutDeclaredLimitsIsAWaitNotAFailure(t *testing.T) {
+	f := setup(t, func(context.Context, model.Request, int) (model.Response, error) {
+		return model.Response{}, &model.Error{Class: job.RateLimited, Detail: "http 429", Pause: 5 * time.Second}
+	})
+	buckets := memstore.NewBuckets()
+	f.rateLimited(job.RateLimit{Grain: job.GrainModel}, buckets)
+	a := f.create("k1", nil)
+	start := time.Now()
+	f.deliver(body(a.ID))
+	got := f.get(a.ID)
+	if got.State != job.Queued || got.Attempts != 0 || got.Held != 0 || got.ErrorClass != job.RateLimited {
+		t.Fatalf("after a 429: %+v", got)
+	}
+	if w := got.NotBefore.Sub(start); w < 5*time.Second || w > 6*time.Second {
+		t.Fatalf("deferred for %s, want the retry-after's 5s", w)
+	}
+	key := job.RateLimit{Grain: job.GrainModel}.Bucket("p", "m1")
+	if bk, _ := buckets.Bucket(t.Context(), key); bk.Requests.Before(start.Add(5 * time.Second)) {
+		t.Fatalf("the model's bucket was not paused: %+v", bk)
+	}
+	for _, other := range []string{"p", job.RateLimit{Grain: job.GrainModel}.Bucket("p", "m2")} {
+		if bk, _ := buckets.Bucket(t.Context(), other); !bk.Requests.IsZero() {
+			t.Fatalf("bucket %s was paused by another model's 429: %+v", other, bk)
+		}
+	}
+	b := f.create("k2", nil)
+	f.deliver(body(b.ID))
+	if got := f.get(b.ID); got.State != job.Queued || got.Attempts != 0 || f.prov.calls[b.ID] != 0 {
+		t.Fatalf("a job during the pause: %+v, %d calls", got, f.prov.calls[b.ID])
+	}
+}
+
+// TestAnAnswersStatedLimitIsLearnedForEveryWorker: an answer whose
+// headers state the key's limit records it on the bucket; the next
+// job's take is priced at it (one call every 10 s), so of two jobs
+// after it one runs and one is deferred, with no limit ever declared.
+func TestAnAnswersStatedLimitIsLearnedForEveryWorker(t *testing.T) {
+	f := setup(t, func(context.Context, model.Request, int) (model.Response, error) {
+		return model.Response{Output: "hi", Usage: model.Usage{InputTokens: 3},
+			Left: model.Left{Requests: 5, HasRequests: true, Limit: job.RateLimit{RequestsPerMinute: 6}}}, nil
+	})
+	buckets := memstore.NewBuckets()
+	f.rateLimited(job.RateLimit{Grain: job.GrainEntry}, buckets)
+	f.deliver(body(f.create("k1", nil).ID))
+	if bk, _ := buckets.Bucket(t.Context(), "p"); bk.Learned != (job.RateLimit{RequestsPerMinute: 6}) {
+		t.Fatalf("learned %+v, want 6 requests a minute", bk.Learned)
+	}
+	a, b := f.create("k2", nil), f.create("k3", nil)
+	f.deliver(body(a.ID), body(b.ID))
+	ran, deferred := f.get(a.ID), f.get(b.ID)
+	if ran.State == job.Queued {
+		ran, deferred = deferred, ran
+	}
+	if ran.State != job.Succeeded || deferred.State != job.Queued || deferred.Attempts != 0 || f.metrics.get("JobsDeferred") != 1 {
+		t.Fatalf("at the learned limit: ran %+v, deferred %+v", ran, deferred)
+	}
+}
+
+// TestABedrockKeyLearnsItsLimitFromItsThrottles: a key whose answers
+// state no limits (Throttles) is cut to job.ThrottledStart by its first
+// throttle, which defers the job uncounted, and grows by one an answer.
+func TestABedrockKeyLearnsItsLimitFromItsThrottles(t *testing.T) {
+	throttle := true
+	f := setup(t, func(context.Context, model.Request, int) (model.Response, error) {
+		if throttle {
+			return model.Response{}, &model.Error{Class: job.RateLimited, Detail: "ThrottlingException"}
+		}
+		return model.Response{Output: "hi", Usage: model.Usage{InputTokens: 3, OutputTokens: 1}}, nil
+	})
+	buckets := memstore.NewBuckets()
+	f.rateLimited(job.RateLimit{Grain: job.GrainEntry, Throttles: true}, buckets)
+	a := f.create("k1", nil)
+	f.deliver(body(a.ID))
+	if got := f.get(a.ID); got.State != job.Queued || got.Attempts != 0 {
+		t.Fatalf("after a throttle: %+v", got)
+	}
+	if bk, _ := buckets.Bucket(t.Context(), "p"); bk.Learned.RequestsPerMinute != job.ThrottledStart {
+		t.Fatalf("learned %+v after the first throttle, want %d a minute", bk.Learned, job.ThrottledStart)
+	}
+	throttle = false
+	// Past the pause (a throttle without a retry-after pauses for a
+	// burst, and the bucket's times stand a burst beyond it); at 60 a
+	// minute the bucket then holds one call.
+	time.Sleep(2*job.Burst + 50*time.Millisecond)
+	b := f.create("k2", nil)
+	f.deliver(body(b.ID))
+	if got := f.get(b.ID); got.State != job.Succeeded {
+		t.Fatalf("after the pause: %+v", got)
+	}
+	if bk, _ := buckets.Bucket(t.Context(), "p"); bk.Learned.RequestsPerMinute != job.ThrottledStart+1 {
+		t.Fatalf("learned %+v after an answer, want %d a minute", bk.Learned, job.ThrottledStart+1)
 	}
 }
