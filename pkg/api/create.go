@@ -51,6 +51,9 @@ func (h *Handler) create(ctx context.Context, log *slog.Logger, ev events.APIGat
 	if bad := h.routes[j.Model].CheckOffered(j.Model, j.Lanes); bad != nil {
 		return h.clientProblem(ctx, log, "create", bad)
 	}
+	if bad := h.routes[j.Model].CheckOptions(j.Model, req.Input, j.Lanes); bad != nil {
+		return h.clientProblem(ctx, log, "create", bad)
+	}
 	j.Reserve = h.routes[j.Model].Reserve(req.Input, j.Lanes)
 	if !job.Covers(j.Budget, j.Reserve) {
 		// Not one attempt could start: refuse now rather than record a job

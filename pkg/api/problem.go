@@ -39,6 +39,7 @@ var codes = map[wire.Code]codeInfo{
 	wire.CodeUnsupportedMediaType: {http.StatusUnsupportedMediaType, "Unsupported media type", ""},
 	wire.CodeKeyReused:            {http.StatusUnprocessableEntity, "Idempotency key reused", ""},
 	wire.CodeInputQuarantined:     {http.StatusUnprocessableEntity, "Input quarantined", ""},
+	wire.CodeOptionUnsupported:    {http.StatusUnprocessableEntity, "Option unsupported", job.CodeUnsupported},
 	wire.CodeKeyVersionMoved:      {http.StatusConflict, "Key version moved", ""},
 	wire.CodeTooManyQueued:        {http.StatusTooManyRequests, "Too many jobs queued", ""},
 	wire.CodeEnqueueFailed:        {http.StatusServiceUnavailable, "Job not enqueued", ""},

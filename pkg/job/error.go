@@ -23,6 +23,10 @@ const (
 	// CodeTooLarge is a record over what the store can hold (DynamoDB's
 	// item size): no retry can store it.
 	CodeTooLarge Code = "too_large"
+	// CodeUnsupported is an input option a route's model refuses (its
+	// family's rules, job.Rung.FixedTemperature): sent, the provider would
+	// refuse the call; Field names it.
+	CodeUnsupported Code = "unsupported"
 	// CodeUnavailable is a dependency (the store, the queue) that failed
 	// where a later try may succeed.
 	CodeUnavailable Code = "unavailable"

@@ -1,6 +1,7 @@
 package job
 
 import (
+	"fmt"
 	"slices"
 	"time"
 )
@@ -49,6 +50,20 @@ type Rung struct {
 	// most a batch holds.
 	Window           time.Duration
 	MinJobs, MaxJobs int
+	// FixedTemperature marks a rung whose model takes no temperature but
+	// the default 1 (OpenAI's reasoning models answer any other
+	// 400 unsupported_value): config sets it from the model's family, and
+	// a job that sets another is refused at create (Route.CheckOptions).
+	FixedTemperature bool
+	// Reasons marks a rung whose model reasons before it answers by
+	// default (OpenAI's o-series and first gpt-5 family): its reasoning is
+	// billed as output yet streamed as nothing, so an answer whose counts
+	// never came is estimated at the whole output cap. Set by config.
+	Reasons bool
+	// NoTemperature marks a rung whose model refuses any temperature
+	// (Claude Opus 4.7 answers 400 "`temperature` is deprecated for this
+	// model."), set by config like FixedTemperature.
+	NoTemperature bool
 }
 
 // Timeout is the longest an attempt on the route may run: the timeout of
@@ -69,6 +84,31 @@ func (r Route) Timeout() time.Duration {
 // none does (the route changed since a generation was started on it).
 func (r Route) RungOf(provider, model string) int {
 	return slices.IndexFunc(r.Rungs, func(g Rung) bool { return g.Provider == provider && g.Model == model })
+}
+
+// CheckOptions refuses a job allowing lanes (nil: any) on route r, named
+// model, whose input sets an option a rung it may reach refuses: sent,
+// the provider would answer 400 and the job would end failed and its
+// input quarantined, for an option the caller can simply leave out.
+// Nothing is dropped silently either: the caller hears which option and
+// which rung.
+func (r Route) CheckOptions(model string, in Input, lanes []Lane) error {
+	if in.Temperature == nil {
+		return nil
+	}
+	for i, g := range r.Rungs {
+		if _, reached := g.cheapest(Input{}, lanes); !reached || !g.NoTemperature && (!g.FixedTemperature || *in.Temperature == 1) {
+			continue
+		}
+		takes := "no temperature but the default 1"
+		if g.NoTemperature {
+			takes = "no temperature at all"
+		}
+		return &Error{Code: CodeUnsupported, Field: "input.temperature", Message: fmt.Sprintf(
+			"route %q rung %d (%s/%s) takes %s, as its model family refuses any other: leave input.temperature out or name another route",
+			model, i, g.Provider, g.Model, takes)}
+	}
+	return nil
 }
 
 // FallsBackOn reports whether an attempt moves past a rung that ended with c.

@@ -15,9 +15,13 @@ import "github.com/aijobs/aijobs/pkg/job"
 // the generation after the client went away, and bills it. A stream is
 // billed the prompt ceiling only: a stream's generation is taken to stop
 // when its reader goes away.
+//
+// A reasoning model (r.Reasons) is billed every output token it asked for
+// either way: it reasons before its first delta, billed as output, so a
+// stream that heard nothing may already owe the whole cap.
 func Unanswered(r Request, stream bool) Usage {
 	u := Usage{InputTokens: job.PromptCeiling(r.Messages), Estimated: true}
-	if !stream {
+	if !stream || r.Reasons {
 		u.OutputTokens = int64(max(r.MaxTokens, 0))
 	}
 	return u
@@ -27,10 +31,16 @@ func Unanswered(r Request, stream bool) Usage {
 // without its counts (a compatible server or proxy that drops them): the
 // prompt ceiling, and the output at the same two bytes a token, never more
 // than the r.MaxTokens asked for when it is set.
+//
+// A reasoning model's answer text leaves its reasoning out: it is
+// estimated at every output token asked for.
 func Unreported(r Request, output string) Usage {
 	out := (int64(len(output)) + 1) / 2
 	if r.MaxTokens > 0 {
 		out = min(out, int64(r.MaxTokens))
+		if r.Reasons {
+			out = int64(r.MaxTokens)
+		}
 	}
 	return Usage{InputTokens: job.PromptCeiling(r.Messages), OutputTokens: out, Estimated: true}
 }
@@ -48,9 +58,14 @@ func BatchUnreported(output string) Usage {
 // input is the server's prompt count (0 when it sent none: the prompt
 // ceiling then), output the larger of the content deltas received (a token
 // each) and the server's latest output count. It is estimated unless the
-// server's final usage arrived (final) and counted the prompt.
+// server's final usage arrived (final) and counted the prompt. A reasoning
+// model's stream cut before its final usage is estimated at every output
+// token asked for: its reasoning came before the deltas and is billed.
 func StreamUsage(r Request, input, deltas, output int64, final bool) Usage {
 	u := Usage{InputTokens: input, OutputTokens: max(deltas, output), Estimated: !final}
+	if !final && r.Reasons {
+		u.OutputTokens = max(u.OutputTokens, int64(r.MaxTokens))
+	}
 	if input <= 0 {
 		u.InputTokens, u.Estimated = job.PromptCeiling(r.Messages), true
 	}

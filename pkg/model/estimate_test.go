@@ -49,3 +49,31 @@ func TestEstimates(t *testing.T) {
 		}
 	}
 }
+
+// A reasoning model bills reasoning tokens as output that no delta and no
+// answer text shows: a call of one whose counts never came is estimated
+// at every output token it asked for, streamed or not, cut early or
+// answered without counts; another model's estimates are unchanged.
+func TestAReasoningModelsLostCountsAreEstimatedAtItsWholeCap(t *testing.T) {
+	r := model.Request{Messages: []job.Message{{Role: "user", Content: "think hard"}}, MaxTokens: 500}
+	thinker := r
+	thinker.Reasons = true
+	for _, c := range []struct {
+		name       string
+		plain, got model.Usage
+	}{
+		{"a stream that heard nothing", model.Unanswered(r, true), model.Unanswered(thinker, true)},
+		{"a stream cut after 3 deltas", model.StreamUsage(r, 0, 3, 0, false), model.StreamUsage(thinker, 0, 3, 0, false)},
+		{"an answer without counts", model.Unreported(r, "ok"), model.Unreported(thinker, "ok")},
+	} {
+		if c.got.OutputTokens != 500 || !c.got.Estimated {
+			t.Errorf("%s: a reasoning model estimated %+v, want 500 output tokens, estimated", c.name, c.got)
+		}
+		if c.plain.OutputTokens >= 500 {
+			t.Errorf("%s: another model estimated %+v: its estimate should not change", c.name, c.plain)
+		}
+	}
+	if u := model.StreamUsage(thinker, 10, 3, 40, true); u.OutputTokens != 40 || u.Estimated {
+		t.Errorf("a stream whose counts came: %+v, want the server's 40", u)
+	}
+}

@@ -44,6 +44,10 @@ type Request struct {
 	// job.CapacityUnavailable, never job.RateLimited: the worker then
 	// moves the call to a faster lane rather than waiting on the key.
 	Lane job.Lane
+	// Reasons says the model reasons before it answers (job.Rung.Reasons):
+	// tokens it bills as output that no stream delta or answer text shows,
+	// so a call whose counts never came is estimated at MaxTokens.
+	Reasons bool
 }
 
 // ErrGone is what a resumed call (Request.Resume) answers when the

@@ -16,6 +16,7 @@ const (
 	CodeUnsupportedMediaType Code = "unsupported_media_type"
 	CodeKeyReused            Code = "idempotency_key_reused"
 	CodeInputQuarantined     Code = "input_quarantined"
+	CodeOptionUnsupported    Code = "option_unsupported"
 	CodeTooManyQueued        Code = "too_many_queued"
 	CodeKeyVersionMoved      Code = "key_version_moved"
 	CodeEnqueueFailed        Code = "enqueue_failed"

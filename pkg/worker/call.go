@@ -41,6 +41,7 @@ func (a *attempt) call(ctx context.Context, rung job.Rung, in job.Input, started
 		},
 		Started: started,
 		Lane:    rung.Lane,
+		Reasons: rung.Reasons,
 	})
 	if resp.Model == "" {
 		resp.Model = rung.Model

@@ -144,7 +144,10 @@ func (a *attempt) climbLanes(ctx context.Context, r *climbed, plan []job.Rung, i
 		if err == nil {
 			usage = resp.Usage
 		}
-		r.pay(usage, lane)
+		// Priced at the tier that served the call: a priority call the
+		// provider served (and billed) at standard saved nothing.
+		r.rung = lane.Served(resp.Served)
+		r.pay(usage, r.rung)
 		a.untake(context.WithoutCancel(ctx), lane, in, resp, err)
 		r.resp, r.err, r.class = resp, err, class
 		if err == nil || ctx.Err() != nil {

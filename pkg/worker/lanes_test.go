@@ -113,6 +113,26 @@ func TestAPremiumLaneRecordsWhatItCostAboveStandard(t *testing.T) {
 	}
 }
 
+// OpenAI's priority processing answers service_tier "default" past its
+// ramp limit and bills standard rates (platform.openai.com/docs/guides/
+// priority-processing); Bedrock's ServiceTier says the same. The record
+// carries what was billed: no premium, nothing saved, the standard lane.
+func TestAPriorityCallServedAtStandardIsPricedAtStandard(t *testing.T) {
+	l := setupLanes(t, map[job.Lane]func(context.Context, model.Request, int) (model.Response, error){
+		job.Priority: func(context.Context, model.Request, int) (model.Response, error) {
+			return model.Response{Output: "ok", Model: "m1", Usage: model.Usage{InputTokens: 100, OutputTokens: 10}, Served: job.Standard}, nil
+		}})
+	j := l.laneJob("k1", 30*time.Second, job.Priority)
+	l.deliver(body(j.ID))
+	got := l.get(j.ID)
+	if got.State != job.Succeeded || got.ResultLane != job.Standard || got.Cost != standardCost || got.Saved != 0 || got.Held != 0 {
+		t.Fatalf("job = %+v, want succeeded at the standard %d, nothing saved", got, standardCost)
+	}
+	if asked := l.lanesAsked(); len(asked) != 1 || asked[0] != job.Priority {
+		t.Fatalf("lanes asked %v, want priority", asked)
+	}
+}
+
 func TestACapacityRefusalMovesTheCallToTheNextLaneInTheSameAttempt(t *testing.T) {
 	l := setupLanes(t, map[job.Lane]func(context.Context, model.Request, int) (model.Response, error){job.Flex: capacityRefusal})
 	j := l.laneJob("k1", time.Hour)

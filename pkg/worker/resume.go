@@ -83,7 +83,7 @@ func (a *attempt) resume(ctx context.Context, route job.Route, in job.Input) (cl
 	if resp.Model == "" {
 		resp.Model = rung.Model
 	}
-	u := resp.Usage
+	u, rung := resp.Usage, rung.Served(resp.Served)
 	a.settleResumed(ctx, job.Resume{ID: a.j.ID, Of: p, Cost: u.Cost(rung.Price), Estimated: u.Estimated,
 		Saved: u.Saved(rung)})
 	// Nothing of the bucket's take was used: the generation was taken for

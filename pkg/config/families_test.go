@@ -1,0 +1,109 @@
+package config_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/aijobs/aijobs/pkg/config"
+	"github.com/aijobs/aijobs/pkg/job"
+)
+
+// Each rung carries its model family's rules: which take no temperature
+// but 1, and what the provider bills for prompt-cache reads and writes
+// (shares of the input price from the providers' price pages, rounded
+// up), unless the rung's price states them.
+func TestARungCarriesItsModelFamilysRules(t *testing.T) {
+	doc := `{"providers":{"oa":{"kind":"openai","base_url":"http://x"},"an":{"kind":"anthropic"},"br":{"kind":"bedrock"}},
+	  "routes":{"default":{"rungs":[
+	    {"provider":"oa","model":"gpt-5-mini","price":{"input":25,"output":200},"timeout":"10s"},
+	    {"provider":"oa","model":"o4-mini","price":{"input":110,"output":440},"timeout":"10s"},
+	    {"provider":"oa","model":"gpt-4o-mini","price":{"input":15,"output":60},"timeout":"10s"},
+	    {"provider":"oa","model":"gpt-5.1","price":{"input":125,"output":1000},"timeout":"10s"},
+	    {"provider":"oa","model":"gpt-5-chat-latest","price":{"input":125,"output":1000},"timeout":"10s"},
+	    {"provider":"oa","model":"my-local-model","price":{"input":10,"output":10},"timeout":"10s"},
+	    {"provider":"an","model":"claude-sonnet-4-5","price":{"input":300,"output":1500},"timeout":"10s"},
+	    {"provider":"br","model":"us.anthropic.claude-haiku-4-5-20251001-v1:0","price":{"input":100,"output":500},"timeout":"10s"},
+	    {"provider":"oa","model":"gpt-4.1","price":{"input":200,"output":800,"cached_input":"7.5","cache_write":300},"timeout":"10s"}
+	  ],"fallback_on":["timeout"]}}}`
+	c, err := config.Load(env(map[string]string{"AIJOBS_ROUTES": doc}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	perM := func(cents string) job.Nanocents { return price(t, cents, "0").InputPerToken }
+	want := []struct {
+		fixed       bool
+		read, write job.Nanocents
+	}{
+		{true, perM("2.5"), 0},            // gpt-5 family: 10%, writes at the input price
+		{true, perM("27.5"), 0},           // o4-mini: 25%
+		{false, perM("7.5"), 0},           // gpt-4o family: 50%
+		{false, perM("12.5"), 0},          // gpt-5.1: temperature accepted at effort none
+		{false, perM("12.5"), 0},          // gpt-5-chat
+		{false, 0, 0},                     // unknown: the input price for both
+		{false, perM("30"), perM("375")},  // Anthropic: 0.1x and 1.25x
+		{false, perM("10"), perM("125")},  // Claude on Bedrock, inference profile prefix
+		{false, perM("7.5"), perM("300")}, // stated by the rung
+	}
+	for i, g := range c.Routes["default"].Rungs {
+		w := want[i]
+		if w.write == 0 && g.Price.CacheWritePerToken != 0 && g.Price.CacheWritePerToken != g.Price.InputPerToken {
+			t.Errorf("%s: cache write %d, want the input price", g.Model, g.Price.CacheWritePerToken)
+		}
+		if g.Reasons != w.fixed {
+			t.Errorf("%s: reasons %v, want %v (the same family)", g.Model, g.Reasons, w.fixed)
+		}
+		if g.FixedTemperature != w.fixed || g.Price.CachedInputPerToken != w.read || w.write != 0 && g.Price.CacheWritePerToken != w.write {
+			t.Errorf("%s: fixed temperature %v, cached %d, write %d; want %v, %d, %d",
+				g.Model, g.FixedTemperature, g.Price.CachedInputPerToken, g.Price.CacheWritePerToken, w.fixed, w.read, w.write)
+		}
+	}
+}
+
+// An openai entry sends its output cap as max_completion_tokens unless
+// it says max_tokens (a server that knows only the old name); any other
+// word, or the field on another kind, is refused at start.
+func TestMaxTokensField(t *testing.T) {
+	doc := func(p string) string {
+		return `{"providers":{"p":` + p + `},"routes":{"default":{"rungs":[{"provider":"p","model":"m","price":{"input":1,"output":2}}]}}}`
+	}
+	for field, want := range map[string]string{"": "", `,"max_tokens_field":"max_tokens"`: config.MaxTokens, `,"max_tokens_field":"max_completion_tokens"`: config.MaxCompletionTokens} {
+		c, err := config.Load(env(map[string]string{"AIJOBS_ROUTES": doc(`{"kind":"openai","base_url":"http://x"` + field + `}`)}))
+		if err != nil {
+			t.Fatalf("%s: %v", field, err)
+		}
+		if got := c.Providers["p"].MaxTokensField; got != want {
+			t.Errorf("%s: field %q, want %q", field, got, want)
+		}
+	}
+	for p, wantErr := range map[string]string{
+		`{"kind":"openai","base_url":"http://x","max_tokens_field":"limit"}`: "max_tokens_field",
+		`{"kind":"anthropic","max_tokens_field":"max_tokens"}`:               "for openai",
+	} {
+		if _, err := config.Load(env(map[string]string{"AIJOBS_ROUTES": doc(p)})); err == nil || !strings.Contains(err.Error(), wantErr) {
+			t.Errorf("%s: err %v, want one naming %q", p, err, wantErr)
+		}
+	}
+}
+
+// Claude Opus 4.7 and later refuse any temperature, on Anthropic's API
+// and on Bedrock; earlier Claude models take one.
+func TestClaudeOpus47TakesNoTemperature(t *testing.T) {
+	doc := `{"providers":{"an":{"kind":"anthropic"},"br":{"kind":"bedrock"}},
+	  "routes":{"default":{"rungs":[
+	    {"provider":"an","model":"claude-opus-4-7","price":{"input":500,"output":2500},"timeout":"10s"},
+	    {"provider":"br","model":"global.anthropic.claude-opus-4-7-v1:0","price":{"input":500,"output":2500},"timeout":"10s"},
+	    {"provider":"an","model":"claude-opus-4-8-20260601","price":{"input":500,"output":2500},"timeout":"10s"},
+	    {"provider":"an","model":"claude-opus-4-6","price":{"input":500,"output":2500},"timeout":"10s"},
+	    {"provider":"an","model":"claude-sonnet-4-7","price":{"input":300,"output":1500},"timeout":"10s"},
+	    {"provider":"br","model":"anthropic.claude-opus-4-1-20250805-v1:0","price":{"input":1500,"output":7500},"timeout":"10s"}
+	  ],"fallback_on":["timeout"]}}}`
+	c, err := config.Load(env(map[string]string{"AIJOBS_ROUTES": doc}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, g := range c.Routes["default"].Rungs {
+		if want := i < 3; g.NoTemperature != want || g.FixedTemperature {
+			t.Errorf("%s: no temperature %v, fixed %v; want %v, false", g.Model, g.NoTemperature, g.FixedTemperature, want)
+		}
+	}
+}
