@@ -26,6 +26,11 @@ func TestShortChaosRun(t *testing.T) {
 	if c := r.Lanes[job.Flex]; c == nil || c.Succeeded == 0 || c.Refused == 0 || r.Faults[ModelFlexRefused] == 0 {
 		t.Errorf("the flex lane did not run or was never refused: %+v", c)
 	}
+	// Prompts hit the cache and answers reasoned, so invariant 3 held
+	// the records to the bill's parts, not to its totals alone.
+	if r.Usage.Cached == 0 || r.Usage.Reasoning == 0 {
+		t.Errorf("no billed generation had cached or reasoning tokens: %+v", r.Usage)
+	}
 	if r.Saved.Exact == 0 || r.Saved.Differ > 0 {
 		t.Errorf("%d of %d jobs at the bill's exact cost record another saving: %v (none at the exact cost checks nothing)",
 			r.Saved.Differ, r.Saved.Exact, r.Saved.Differing)

@@ -52,19 +52,22 @@ type laneKey struct {
 	lane  job.Lane
 }
 
-// priced is how the ledger prices a generation: at its lane's price, and
-// against its rung's standard price for what the lane saved.
+// priced is how the ledger prices a generation: at the price of the lane
+// that served it, and against its rung's standard price for what the
+// lane saved. Both bill the cached part of the prompt at its own rate
+// (job.Price.Bill), as the provider does.
 type priced struct{ price, standard job.Price }
 
-func (p priced) cost(in, out int64) job.Nanocents { return p.price.Cost(in, out) }
+func (p priced) cost(t job.Tokens) job.Nanocents { return p.price.Bill(t) }
 
-func (p priced) saved(in, out int64) job.Nanocents {
-	return p.standard.Cost(in, out) - p.price.Cost(in, out)
+func (p priced) saved(t job.Tokens) job.Nanocents {
+	return p.standard.Bill(t) - p.price.Bill(t)
 }
 
 // prices are the routes' prices by model and lane: a generation is billed
-// at the price the route declares for the lane it was asked in (its
-// service_tier), as the worker records it, so invariant 3 stays exact.
+// at the price the route declares for the lane that served it (the
+// answer's service_tier: a priority request past the ramp limit is billed
+// at standard), as the worker records it, so invariant 3 stays exact.
 func (h *harness) prices() map[laneKey]priced {
 	p := map[laneKey]priced{}
 	for _, r := range h.cfg.Routes {
@@ -135,8 +138,8 @@ func (h *harness) describe(f jobFacts) string {
 				recv = "client read part of it"
 			}
 		}
-		fmt.Fprintf(&b, " [#%d %s %s/%s %s %s +%s %s, %s, billed %d+%d tok]", g.Seq, g.Who, g.Model, g.Lane, kind, g.Start.Format("15:04:05.000"),
-			g.End.Sub(g.Start).Round(time.Millisecond), fault+"->"+g.Outcome, recv, g.Prompt, g.Output)
+		fmt.Fprintf(&b, " [#%d %s %s/%s %s %s +%s %s, %s, billed %s tok]", g.Seq, g.Who, g.Model, laneServed(g), kind, g.Start.Format("15:04:05.000"),
+			g.End.Sub(g.Start).Round(time.Millisecond), fault+"->"+g.Outcome, recv, billedTokens(g))
 	}
 	if fs := h.tally.Of(f.run.id); len(fs) > 0 {
 		fmt.Fprintf(&b, "; faults: %s", strings.Join(fs, ", "))
@@ -145,6 +148,25 @@ func (h *harness) describe(f jobFacts) string {
 		fmt.Fprintf(&b, "; %d message(s) in the dead letter queue", f.dlq)
 	}
 	return b.String()
+}
+
+// laneServed is g's lane as the diagnosis names it: the lane asked, and
+// the one that served it when another did.
+func laneServed(g Generation) string {
+	if l := g.ServedLane(); l != g.Lane {
+		return fmt.Sprintf("%s(served %s)", g.Lane, l)
+	}
+	return string(g.Lane)
+}
+
+// billedTokens is g's billed counts, with their cached and reasoning
+// parts when it has any.
+func billedTokens(g Generation) string {
+	s := fmt.Sprintf("%d+%d", g.Prompt, g.Output)
+	if g.Cached > 0 || g.Reasoning > 0 {
+		s += fmt.Sprintf(" (%d cached, %d reasoning)", g.Cached, g.Reasoning)
+	}
+	return s
 }
 
 // check evaluates the six invariants over what the run left behind.
@@ -181,6 +203,7 @@ func (h *harness) newReport(bound time.Duration) (*Report, []Generation) {
 	}
 	gens := h.model.srv.Generations()
 	rep.countLanes(gens, h.prices())
+	rep.countUsage(gens, h.prices())
 	for _, g := range gens {
 		if !g.Billed() {
 			continue
@@ -281,9 +304,9 @@ func (h *harness) facts(records map[string]job.Job, changed map[string]time.Time
 // one the server sent to nobody.
 func (f *jobFacts) bill(prices map[laneKey]priced, tally *Tally) {
 	for _, g := range f.gens {
-		p := prices[laneKey{g.Model, g.Lane}]
-		f.billed += p.cost(g.Prompt, g.Output)
-		f.saved += p.saved(g.Prompt, g.Output)
+		p := prices[laneKey{g.Model, g.ServedLane()}]
+		f.billed += p.cost(g.Tokens())
+		f.saved += p.saved(g.Tokens())
 		rc, ok := tally.Receipt(g.ID())
 		if ok && rc.Complete {
 			f.received++
@@ -291,7 +314,7 @@ func (f *jobFacts) bill(prices map[laneKey]priced, tally *Tally) {
 		// A stream's tokens the client never read (none when it never
 		// saw the headers) were sent after it had left.
 		if g.Stream && !rc.Complete && g.Output > int64(rc.Chunks) {
-			f.inflight += p.cost(0, g.Output-int64(rc.Chunks))
+			f.inflight += p.cost(job.Tokens{Output: g.Output - int64(rc.Chunks)})
 		}
 	}
 }
@@ -515,6 +538,9 @@ type Report struct {
 	// lanes saved, on the finished records and by the bill.
 	Lanes map[job.Lane]*LaneCount
 	Saved SavedCount
+	// Usage is the billed generations' cached and reasoning parts, and
+	// the priority requests served at standard (usage.go).
+	Usage UsageCount
 	// DeadLetteredJobs are the jobs whose messages are in the dead letter
 	// queue (SQS's redrive or a worker's hand-off), with their final state.
 	DeadLetteredJobs []string
@@ -658,6 +684,7 @@ func (r *Report) render(maxShown int) string {
 		ratio(r.AijobsBilled, r.Succeeded), r.AijobsBilled, r.Succeeded, ratio(r.BaselineBilled, r.BaselineSucceeded), r.BaselineBilled, r.BaselineSucceeded)
 	r.renderRoutes(&b)
 	r.renderLanes(&b)
+	r.renderUsage(&b)
 	for _, i := range r.Invariants {
 		for n, f := range i.Failures {
 			if maxShown > 0 && n == maxShown {

@@ -14,7 +14,10 @@
 // generations a worker taking a killed worker's job over resumes instead
 // of paying again) and in the cost lanes the "plain" route's rung offers
 // (service_tier: flex slower, and refused for want of capacity now and
-// then, unbilled; priority faster; each billed at its lane's price); and
+// then, unbilled; priority faster, or served and billed at standard past
+// its ramp limit; each billed at the price of the lane that served it),
+// with cached prompt tokens and reasoning tokens in its usage, the
+// cached ones billed at the cached input price (usage.go); and
 // one client per job (create with an Idempotency-Key, poll with
 // If-None-Match, cancel some, list, probe other tenants' jobs). The
 // engine's timings are production's scaled down about ten times; the

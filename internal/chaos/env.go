@@ -62,7 +62,10 @@ const baselineVisibility = 3 * time.Second
 // generations a worker taking over a killed one's job resumes instead of
 // paying again (docs/architecture.md, "Resuming a paid generation"). Model
 // names are unique per rung, so the model server's ledger prices each
-// generation by the model it was asked for.
+// generation by the model it was asked for. Every price states its cached
+// input rate, a tenth of the input's as OpenAI's (platform.openai.com/
+// docs/pricing): the model server reports cached prompt tokens (usage.go),
+// and a cached token must cost visibly less on the record and the bill.
 func routesJSON(modelURL, who string) string {
 	base := modelURL + "/w/" + who + "/v1"
 	doc := map[string]any{
@@ -79,21 +82,21 @@ func routesJSON(modelURL, who string) string {
 		},
 		"routes": map[string]any{
 			"default": map[string]any{"rungs": []any{
-				map[string]any{"provider": "stream", "model": "chaos-stream", "price": map[string]string{"input": "100", "output": "400"}, "max_tokens": 64, "timeout": "6s"},
+				map[string]any{"provider": "stream", "model": "chaos-stream", "price": map[string]string{"input": "100", "output": "400", "cached_input": "10"}, "max_tokens": 64, "timeout": "6s"},
 			}},
 			"plain": map[string]any{"rungs": []any{
-				map[string]any{"provider": "plain", "model": "chaos-plain", "price": map[string]string{"input": "150", "output": "600"}, "max_tokens": 64, "timeout": "6s",
+				map[string]any{"provider": "plain", "model": "chaos-plain", "price": map[string]string{"input": "150", "output": "600", "cached_input": "15"}, "max_tokens": 64, "timeout": "6s",
 					"p99": "3700ms", "lanes": lanesOfPlain},
 			}},
 			"ladder": map[string]any{
 				"rungs": []any{
-					map[string]any{"provider": "stream", "model": "chaos-ladder-1", "price": map[string]string{"input": "120", "output": "480"}, "max_tokens": 64, "timeout": "3s"},
-					map[string]any{"provider": "plain", "model": "chaos-ladder-2", "price": map[string]string{"input": "80", "output": "320"}, "max_tokens": 64, "timeout": "3s"},
+					map[string]any{"provider": "stream", "model": "chaos-ladder-1", "price": map[string]string{"input": "120", "output": "480", "cached_input": "12"}, "max_tokens": 64, "timeout": "3s"},
+					map[string]any{"provider": "plain", "model": "chaos-ladder-2", "price": map[string]string{"input": "80", "output": "320", "cached_input": "8"}, "max_tokens": 64, "timeout": "3s"},
 				},
 				"fallback_on": []string{"rate_limited", "overloaded", "provider_error", "timeout", "network"},
 			},
 			"background": map[string]any{"rungs": []any{
-				map[string]any{"provider": "background", "model": "chaos-background", "price": map[string]string{"input": "140", "output": "560"}, "max_tokens": 64, "timeout": "6s"},
+				map[string]any{"provider": "background", "model": "chaos-background", "price": map[string]string{"input": "140", "output": "560", "cached_input": "14"}, "max_tokens": 64, "timeout": "6s"},
 			}},
 		},
 	}
@@ -102,16 +105,20 @@ func routesJSON(modelURL, who string) string {
 }
 
 // lanesOfPlain are the plain rung's other lanes (docs/architecture.md,
-// "Cost lanes"): flex at half the price, priority at 1.75 times. The p99s
+// "Cost lanes"): flex at half the price, priority at 1.75 times (cached
+// input too). A priority request the model server serves at standard
+// (its ramp limit) is billed at the rung's own price. The p99s
 // follow the model server's pace (modelserver.go: flex twice slower,
 // priority twice as fast) over a fault-free plan (Schedule.Gen: at most
 // 40 tokens of 30-100 ms after 50-300 ms), 4.3 s at worst and 3.7 s at
 // the 99th percentile in the standard lane: a job with 7.5 s or more
 // left takes flex first, one with 3.7 to 7.5 s standard, one with less
-// priority. Each timeout is above its lane's worst fault-free answer.
+// priority. Each timeout is above its lane's worst fault-free answer,
+// but for a priority request served at standard: it runs at standard's
+// pace, as a downgraded one does, and may outlast priority's 3 s.
 var lanesOfPlain = map[string]any{
-	"flex":     map[string]any{"price": map[string]string{"input": "75", "output": "300"}, "timeout": "9s", "p99": "7500ms"},
-	"priority": map[string]any{"price": map[string]string{"input": "262.5", "output": "1050"}, "timeout": "3s", "p99": "2s"},
+	"flex":     map[string]any{"price": map[string]string{"input": "75", "output": "300", "cached_input": "7.5"}, "timeout": "9s", "p99": "7500ms"},
+	"priority": map[string]any{"price": map[string]string{"input": "262.5", "output": "1050", "cached_input": "26.25"}, "timeout": "3s", "p99": "2s"},
 }
 
 // faultTimes are the AWS stalls for s: past the heartbeat, up to past the

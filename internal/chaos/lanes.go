@@ -48,9 +48,11 @@ func (r *Report) lane(l job.Lane) *LaneCount {
 	return r.Lanes[l]
 }
 
-// countLanes counts aijobs' requests in each lane from the model server's
-// ledger: only the server knows the refusals a worker moved past (the
-// record keeps no row per call), and what each billed call saved.
+// countLanes counts aijobs' requests in each lane they asked for from the
+// model server's ledger: only the server knows the refusals a worker
+// moved past (the record keeps no row per call), and what each billed
+// call saved, priced in the lane that served it (a priority request
+// served at standard saved nothing).
 func (r *Report) countLanes(gens []Generation, prices map[laneKey]priced) {
 	for _, l := range job.Lanes() {
 		r.lane(l)
@@ -64,7 +66,7 @@ func (r *Report) countLanes(gens []Generation, prices map[laneKey]priced) {
 		switch {
 		case g.Billed():
 			c.Billed++
-			c.BillSaved += prices[laneKey{g.Model, g.Lane}].saved(g.Prompt, g.Output)
+			c.BillSaved += prices[laneKey{g.Model, g.ServedLane()}].saved(g.Tokens())
 		case g.Outcome == "capacity_unavailable":
 			c.Refused++
 		}

@@ -75,6 +75,14 @@ type GenPlan struct {
 	// in the flex lane (ModelFlexRefused), before any other fault: the
 	// provider's flex pool turns it away at once.
 	FlexRefused bool
+	// CachedPart is the share of the prompt the provider reads from its
+	// prompt cache (0: a miss), and ReasoningPart the share of a
+	// non-streamed answer's output that is reasoning: both are parts of
+	// the counts, reported as OpenAI reports them (usage.go).
+	CachedPart, ReasoningPart float64
+	// AtStandard serves a priority request at standard speed and price,
+	// as OpenAI's priority processing does past its ramp rate limit.
+	AtStandard bool
 }
 
 // inLane is p as served in lane l: flex slower and priority faster (a
@@ -109,8 +117,12 @@ type Generation struct {
 	Fault      string
 	Start      time.Time
 	End        time.Time
-	// Prompt and Output are the billed tokens.
-	Prompt, Output int64
+	// Prompt and Output are the billed tokens; Cached is the part of
+	// Prompt read from the prompt cache (billed at the cached input
+	// price), Reasoning the part of Output that is reasoning (billed as
+	// output).
+	Prompt, Output    int64
+	Cached, Reasoning int64
 	// Outcome is written, client_gone, cut@<tokens>, rate_limited,
 	// overloaded or capacity_unavailable: what the server saw; a
 	// background generation's is completed, generating or
@@ -118,12 +130,34 @@ type Generation struct {
 	// is the client's Receipt.
 	Outcome string
 	// Lane is the service tier the request asked for (standard when it
-	// named none): the ledger prices it at that lane's price.
-	Lane job.Lane
+	// named none): the lanes' counts are by it. Served is the tier that
+	// served it and that the answer's service_tier names (Lane, but
+	// standard for a priority request past the ramp limit): the ledger
+	// prices the generation at Served's price, as the provider bills it.
+	Lane, Served job.Lane
 }
 
 // Billed reports whether the generation is on the invoice.
 func (g Generation) Billed() bool { return g.Prompt > 0 || g.Output > 0 }
+
+// Tokens are the generation's billed counts, as job.Price.Bill takes them.
+func (g Generation) Tokens() job.Tokens {
+	return job.Tokens{Input: g.Prompt, Output: g.Output, CachedInput: g.Cached}
+}
+
+// ServedLane is the lane the generation is billed in: Served, or the lane
+// asked for when none is set (a ledger entry made by hand, in tests).
+func (g Generation) ServedLane() job.Lane {
+	if g.Served == "" {
+		return g.Lane
+	}
+	return g.Served
+}
+
+// AtStandard reports a billed priority request served at standard.
+func (g Generation) AtStandard() bool {
+	return g.Billed() && g.Lane == job.Priority && g.ServedLane() == job.Standard
+}
 
 // ID is the generation's name in genHeader and in receipts.
 func (g Generation) ID() string { return fmt.Sprintf("%s/%d/%d", g.NS, g.Index, g.Seq) }
@@ -264,8 +298,28 @@ func (s *ModelServer) accept(w http.ResponseWriter, who, model, prompt string, m
 		return Generation{}, GenPlan{}, false
 	}
 	seq, p := s.admit(ns, index, maxTokens)
+	in := promptTokens(prompt)
 	return Generation{NS: ns, Index: index, Seq: seq, Who: who, Model: model, Fault: p.Fault.Kind,
-		Start: time.Now(), Prompt: promptTokens(prompt), Lane: job.Standard}, p, true
+		Start: time.Now(), Prompt: in, Cached: cachedTokens(in, p.CachedPart), Lane: job.Standard, Served: job.Standard}, p, true
+}
+
+// laned serves g in the lane its request asked for: the lane that
+// serves it (standard for a priority request the plan serves at
+// standard), paced as that lane is, and a flex request's refusal for
+// want of capacity, which comes before the plan's fault: the pool turns
+// it away at once, and the fault never happens.
+func laned(g *Generation, p GenPlan, asked job.Lane) GenPlan {
+	served := asked
+	if asked == job.Priority && p.AtStandard {
+		served = job.Standard
+	}
+	g.Lane, g.Served = asked, served
+	p = p.inLane(served)
+	if asked == job.Flex && p.FlexRefused {
+		p.Fault = ModelFault{Kind: ModelFlexRefused}
+		g.Fault = ModelFlexRefused
+	}
+	return p
 }
 
 // faulted reports an injected fault the moment it is decided.
@@ -345,15 +399,10 @@ func (s *ModelServer) chat(w http.ResponseWriter, r *http.Request, who string) {
 	if !ok {
 		return
 	}
-	g.Stream, g.Lane, p = req.Stream, lane, p.inLane(lane)
+	g.Stream, p = req.Stream, laned(&g, p, lane)
 	route := "plain"
 	if req.Stream {
 		route = "stream"
-	}
-	if lane == job.Flex && p.FlexRefused {
-		// The pool's refusal comes first: the plan's fault never happens.
-		p.Fault = ModelFault{Kind: ModelFlexRefused}
-		g.Fault = ModelFlexRefused
 	}
 	s.faulted(p.Fault, who, route, g.NS, g.Index)
 	w.Header().Set(genHeader, g.ID())
@@ -362,7 +411,7 @@ func (s *ModelServer) chat(w http.ResponseWriter, r *http.Request, who string) {
 		s.record(g)
 	}()
 	if out := refuse(w, p.Fault); out != "" {
-		g.Prompt, g.Outcome = 0, out
+		g.Prompt, g.Cached, g.Outcome = 0, 0, out
 		return
 	}
 	if req.Stream {
@@ -394,7 +443,7 @@ func wait(r *http.Request, d time.Duration, follow bool) bool {
 // whether or not its client is still there.
 func (s *ModelServer) plain(w http.ResponseWriter, r *http.Request, p GenPlan, g *Generation) {
 	wait(r, p.Fault.Delay+p.Prefill+time.Duration(p.Tokens)*p.PerToken, false)
-	g.Output = int64(p.Tokens)
+	g.Output, g.Reasoning = int64(p.Tokens), reasoningTokens(p)
 	if p.Fault.Kind == ModelCut {
 		g.Outcome = fmt.Sprintf("cut@%d", p.Fault.CutAfter)
 		if p.Fault.CutAfter >= 0 {
@@ -410,10 +459,10 @@ func (s *ModelServer) plain(w http.ResponseWriter, r *http.Request, p GenPlan, g
 		return
 	}
 	body, _ := json.Marshal(map[string]any{
-		"id": "chatcmpl-chaos", "object": "chat.completion", "model": g.Model,
+		"id": "chatcmpl-chaos", "object": "chat.completion", "model": g.Model, "service_tier": tierName(g.Served),
 		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-			"message": map[string]any{"role": "assistant", "content": strings.Repeat("tok ", p.Tokens)}}},
-		"usage": map[string]any{"prompt_tokens": g.Prompt, "completion_tokens": g.Output, "total_tokens": g.Prompt + g.Output},
+			"message": map[string]any{"role": "assistant", "content": strings.Repeat("tok ", int(g.Output-g.Reasoning))}}},
+		"usage": chatUsage(*g),
 	})
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Length", strconv.Itoa(len(body)))
@@ -429,6 +478,7 @@ func (s *ModelServer) plain(w http.ResponseWriter, r *http.Request, p GenPlan, g
 // stream whose client left).
 func (s *ModelServer) stream(w http.ResponseWriter, r *http.Request, p GenPlan, g *Generation) {
 	const follow = true
+	tier := tierName(g.Served)
 	gone := func() { g.Outcome = "client_gone" }
 	if !wait(r, p.Fault.Delay+p.Prefill, follow) {
 		gone()
@@ -461,17 +511,17 @@ func (s *ModelServer) stream(w http.ResponseWriter, r *http.Request, p GenPlan, 
 			return
 		}
 		g.Output++
-		ok := send(map[string]any{"id": "chatcmpl-chaos", "object": "chat.completion.chunk", "model": g.Model,
+		ok := send(map[string]any{"id": "chatcmpl-chaos", "object": "chat.completion.chunk", "model": g.Model, "service_tier": tier,
 			"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"content": "tok "}, "finish_reason": nil}}})
 		if !ok {
 			gone()
 			return
 		}
 	}
-	ok := send(map[string]any{"id": "chatcmpl-chaos", "object": "chat.completion.chunk", "model": g.Model,
+	ok := send(map[string]any{"id": "chatcmpl-chaos", "object": "chat.completion.chunk", "model": g.Model, "service_tier": tier,
 		"choices": []any{map[string]any{"index": 0, "delta": map[string]any{}, "finish_reason": "stop"}}}) &&
-		send(map[string]any{"id": "chatcmpl-chaos", "object": "chat.completion.chunk", "model": g.Model, "choices": []any{},
-			"usage": map[string]any{"prompt_tokens": g.Prompt, "completion_tokens": g.Output, "total_tokens": g.Prompt + g.Output}})
+		send(map[string]any{"id": "chatcmpl-chaos", "object": "chat.completion.chunk", "model": g.Model, "service_tier": tier,
+			"choices": []any{}, "usage": chatUsage(*g)})
 	if ok {
 		_, err := io.WriteString(w, "data: [DONE]\n\n")
 		f.Flush()

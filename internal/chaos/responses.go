@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/aijobs/aijobs/pkg/job"
 )
 
 // The Responses API's background mode, as pkg/model/openai/responses.go
@@ -27,6 +29,8 @@ type responsesCreate struct {
 	} `json:"input"`
 	MaxOutputTokens int  `json:"max_output_tokens"`
 	Background      bool `json:"background"`
+	// ServiceTier is the lane, as on chat completions (tierLane).
+	ServiceTier string `json:"service_tier"`
 }
 
 // bgGen is one background generation. Its state is a function of the
@@ -38,8 +42,12 @@ type bgGen struct {
 	model string
 	fault ModelFault
 
-	prompt            int64
-	tokens            int
+	prompt, cached int64
+	tokens         int
+	// reasoning is the part of tokens that is reasoning, made first.
+	reasoning int
+	// served is the tier serving it, which its objects name.
+	served            job.Lane
 	start             time.Time
 	prefill, perToken time.Duration
 
@@ -93,7 +101,7 @@ func (b *bgGen) settle(g *Generation, t time.Time) {
 	if !b.cancelled.IsZero() {
 		return // the cancel wrote it
 	}
-	g.Output, g.End, g.Outcome = int64(b.tokens), b.done(), "completed"
+	g.Output, g.Reasoning, g.End, g.Outcome = int64(b.tokens), int64(b.reasoning), b.done(), "completed"
 	if t.Before(b.done()) {
 		g.Outcome = "generating"
 	}
@@ -106,15 +114,15 @@ func (b *bgGen) settle(g *Generation, t time.Time) {
 func (b *bgGen) object(t time.Time) map[string]any {
 	st := b.status(t)
 	o := map[string]any{"id": b.id, "object": "response", "created_at": b.start.Unix(), "status": st, "model": b.model,
-		"background": true, "output": []any{}, "usage": nil, "error": nil, "incomplete_details": nil}
+		"background": true, "output": []any{}, "usage": nil, "error": nil, "incomplete_details": nil, "service_tier": tierName(b.served)}
 	switch st {
 	case "completed":
 		o["output"] = []any{map[string]any{"type": "message", "id": "msg_" + b.id, "status": "completed", "role": "assistant",
-			"content": []any{map[string]any{"type": "output_text", "text": strings.Repeat("tok ", b.tokens), "annotations": []any{}}}}}
-		o["usage"] = map[string]any{"input_tokens": b.prompt, "output_tokens": b.tokens, "total_tokens": b.prompt + int64(b.tokens)}
+			"content": []any{map[string]any{"type": "output_text", "text": strings.Repeat("tok ", b.tokens-b.reasoning), "annotations": []any{}}}}}
+		o["usage"] = responsesUsage(b.prompt, b.cached, int64(b.tokens), int64(b.reasoning))
 	case "cancelled":
 		made := b.made(b.cancelled)
-		o["usage"] = map[string]any{"input_tokens": b.prompt, "output_tokens": made, "total_tokens": b.prompt + int64(made)}
+		o["usage"] = responsesUsage(b.prompt, b.cached, int64(made), int64(min(made, b.reasoning)))
 	}
 	return o
 }
@@ -144,6 +152,11 @@ func (s *ModelServer) create(w http.ResponseWriter, r *http.Request, who string)
 		badRequest(w, "bad_request")
 		return
 	}
+	lane, ok := tierLane(req.ServiceTier)
+	if !ok {
+		badRequest(w, "invalid_service_tier")
+		return
+	}
 	var prompt string
 	for _, in := range req.Input {
 		prompt += in.Content
@@ -152,16 +165,16 @@ func (s *ModelServer) create(w http.ResponseWriter, r *http.Request, who string)
 	if !ok {
 		return
 	}
-	g.Background = true
+	g.Background, p = true, laned(&g, p, lane)
 	ns, index, seq := g.NS, g.Index, g.Seq
 	s.faulted(p.Fault, who, "background", ns, index)
 	if out := refuse(w, p.Fault); out != "" {
-		g.Prompt, g.Outcome, g.End = 0, out, time.Now()
+		g.Prompt, g.Cached, g.Outcome, g.End = 0, 0, out, time.Now()
 		s.record(g)
 		return
 	}
-	b := &bgGen{id: fmt.Sprintf("resp_%s_%d_%d", ns, index, seq), model: req.Model, fault: p.Fault, prompt: g.Prompt,
-		tokens: p.Tokens, start: g.Start, prefill: p.Prefill, perToken: p.PerToken}
+	b := &bgGen{id: fmt.Sprintf("resp_%s_%d_%d", ns, index, seq), model: req.Model, fault: p.Fault, prompt: g.Prompt, cached: g.Cached,
+		tokens: p.Tokens, reasoning: int(reasoningTokens(p)), served: g.Served, start: g.Start, prefill: p.Prefill, perToken: p.PerToken}
 	b.at = s.record(g)
 	s.mu.Lock()
 	s.bg[b.id] = b
@@ -239,7 +252,7 @@ func (s *ModelServer) cancelResponse(w http.ResponseWriter, id string) {
 		b.cancelled = now
 		g := &s.gens[b.at]
 		made := b.made(now)
-		g.Output, g.End, g.Outcome = int64(made), now, fmt.Sprintf("cancelled@%d", made)
+		g.Output, g.Reasoning, g.End, g.Outcome = int64(made), int64(min(made, b.reasoning)), now, fmt.Sprintf("cancelled@%d", made)
 		if !b.answered {
 			g.Outcome += ", id never answered"
 		}

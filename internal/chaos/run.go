@@ -56,8 +56,9 @@ type Options struct {
 func DefaultOptions() Options {
 	return Options{
 		Jobs: 500, Tenants: 4, Load: 2 * time.Minute, KillEvery: 15 * time.Second,
-		AWS:   AWSRates{Throttle: 0.02, ServerError: 0.01, Stall: 0.006, Hang: 0.006, LostAnswer: 0.01},
-		Model: ModelRates{StallHeaders: 0.06, Cut: 0.06, Trickle: 0.05, RateLimited: 0.06, Overloaded: 0.05, Late: 0.04, FlexRefused: 0.15},
+		AWS: AWSRates{Throttle: 0.02, ServerError: 0.01, Stall: 0.006, Hang: 0.006, LostAnswer: 0.01},
+		Model: ModelRates{StallHeaders: 0.06, Cut: 0.06, Trickle: 0.05, RateLimited: 0.06, Overloaded: 0.05, Late: 0.04, FlexRefused: 0.15,
+			CacheHit: 0.3, Reasoning: 0.3, PriorityAtStandard: 0.3},
 	}
 }
 

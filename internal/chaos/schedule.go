@@ -54,6 +54,14 @@ type ModelRates struct {
 	// capacity, drawn apart from the faults: it applies only to a request
 	// made in the flex lane, and before its fault.
 	FlexRefused float64
+
+	// CacheHit is the share of jobs whose prompts the provider reads
+	// partly from its prompt cache, on every request; Reasoning the
+	// chance of a generation's output holding reasoning tokens;
+	// PriorityAtStandard the chance of a priority request being served
+	// at standard (the ramp limit). None is a fault: they change what a
+	// generation costs, never whether it is answered.
+	CacheHit, Reasoning, PriorityAtStandard float64
 }
 
 // Schedule is the seeded plan of a whole run.
@@ -186,6 +194,15 @@ func (s *Schedule) Gen(_ string, index, seq int) GenPlan {
 		// Drawn apart from the faults, so they are those of a run
 		// without lanes.
 		FlexRefused: sd.Float("flex_refuse", index, seq) < s.Model.FlexRefused,
+		AtStandard:  sd.Float("at_standard", index, seq) < s.Model.PriorityAtStandard,
+	}
+	// The cache is the job's: its prompt's prefix is cached or not,
+	// whichever request reads it.
+	if sd.Float("cache_hit", index) < s.Model.CacheHit {
+		p.CachedPart = 0.25 + 0.7*sd.Float("cache_part", index)
+	}
+	if sd.Float("reasoning", index, seq) < s.Model.Reasoning {
+		p.ReasoningPart = 0.2 + 0.6*sd.Float("reasoning_part", index, seq)
 	}
 	u, r := sd.Float("model_fault", index, seq), s.Model
 	switch {
