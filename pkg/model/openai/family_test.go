@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http/httptest"
 	"testing"
+	"time"
 
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/model"
@@ -93,21 +94,30 @@ func TestFamilyRefusals(t *testing.T) {
 		model, field string
 		temperature  *float64
 		code         string // "" when served
+		background   bool
 	}{
-		{"gpt-5-mini", "max_tokens", nil, "http 400 unsupported_parameter invalid_request_error"},
-		{"o4-mini", "max_tokens", nil, "http 400 unsupported_parameter invalid_request_error"},
-		{"gpt-5-mini", "", &warm, "http 400 unsupported_value invalid_request_error"},
-		{"o3", "", &warm, "http 400 unsupported_value invalid_request_error"},
-		{"gpt-4o-mini", "max_tokens", &warm, ""},
-		{"gpt-4.1-mini", "", &warm, ""},
-		{"gpt-5-chat-latest", "max_tokens", &warm, ""},
+		// The Responses API holds the same temperature rule.
+		{"o4-mini", "", &warm, "http 400 unsupported_value invalid_request_error", true},
+		{"gpt-5-nano", "", &warm, "http 400 unsupported_value invalid_request_error", true},
+		{"gpt-4o-mini", "", &warm, "", true},
+		// From gpt-5.1 on the default effort is none: temperature is
+		// taken, max_tokens still refused.
+		{"gpt-5.1", "", &warm, "", false},
+		{"gpt-5.2-mini", "max_tokens", nil, "http 400 unsupported_parameter invalid_request_error", false},
+		{"gpt-5-mini", "max_tokens", nil, "http 400 unsupported_parameter invalid_request_error", false},
+		{"o4-mini", "max_tokens", nil, "http 400 unsupported_parameter invalid_request_error", false},
+		{"gpt-5-mini", "", &warm, "http 400 unsupported_value invalid_request_error", false},
+		{"o3", "", &warm, "http 400 unsupported_value invalid_request_error", false},
+		{"gpt-4o-mini", "max_tokens", &warm, "", false},
+		{"gpt-4.1-mini", "", &warm, "", false},
+		{"gpt-5-chat-latest", "max_tokens", &warm, "", false},
 	}
 	for _, tt := range tests {
-		t.Run(fmt.Sprintf("%s %q", tt.model, tt.field), func(t *testing.T) {
+		t.Run(fmt.Sprintf("%s %q background=%v", tt.model, tt.field, tt.background), func(t *testing.T) {
 			s := &openaitest.Server{}
 			srv := httptest.NewServer(s.Handler())
 			defer srv.Close()
-			c, err := openai.New(openai.Config{BaseURL: srv.URL, APIKey: apiKey, MaxTokensField: tt.field})
+			c, err := openai.New(openai.Config{BaseURL: srv.URL, APIKey: apiKey, MaxTokensField: tt.field, Background: tt.background, PollEvery: time.Millisecond})
 			if err != nil {
 				t.Fatal(err)
 			}

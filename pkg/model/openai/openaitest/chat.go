@@ -35,7 +35,7 @@ func (s *Server) billLocked(id string, b Body, tier string) Bill {
 	bill.Cached = min(max(s.CachedTokens, 0), bill.Input)
 	limit := b.Cap()
 	visible := min(int64(len(strings.Fields(echo(id)))), int64(max(limit, 1)))
-	if reasoningModel(b.Model) {
+	if reasonsByDefault(b.Model) {
 		bill.Reasoning = reasoningTokens
 		if limit > 0 {
 			bill.Reasoning = max(min(bill.Reasoning, int64(limit)-visible), 0)

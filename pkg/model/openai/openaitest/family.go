@@ -32,6 +32,22 @@ func reasoningModel(model string) bool {
 	return false
 }
 
+// reasonsByDefault reports whether model reasons, and so takes no
+// temperature but 1, when the request names no reasoning effort (aijobs
+// names none): the o-series and the first gpt-5 family (gpt-5, -mini,
+// -nano, -pro) default to effort "medium"; from gpt-5.1 on the default is
+// "none", where no reasoning tokens are spent and temperature is taken
+// (https://platform.openai.com/docs/guides/latest-model, parameter
+// compatibility; tmc/langchaingo#1497 for gpt-5.4), though max_tokens is
+// still refused (fish2018/YPrompt#26, gpt-5.1).
+func reasonsByDefault(model string) bool {
+	if !reasoningModel(model) {
+		return false
+	}
+	rest, ok := strings.CutPrefix(model, "gpt-5")
+	return !ok || rest == "" || strings.HasPrefix(rest, "-")
+}
+
 // errorBody is OpenAI's error object: {"error": {message, type, param,
 // code}}.
 func errorBody(message, typ string, param, code any) map[string]any {
@@ -61,7 +77,14 @@ func refusal(b Body) map[string]any {
 		return errorBody("Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
 			"invalid_request_error", "max_tokens", "unsupported_parameter")
 	}
-	if b.Temperature != nil && *b.Temperature != 1 {
+	return temperatureRefusal(b)
+}
+
+// temperatureRefusal is OpenAI's 400 to a temperature other than 1 on a
+// model that reasons by default, on the chat and the Responses API alike
+// (same sources as refusal), or nil.
+func temperatureRefusal(b Body) map[string]any {
+	if reasonsByDefault(b.Model) && b.Temperature != nil && *b.Temperature != 1 {
 		return errorBody("Unsupported value: 'temperature' does not support "+fmtFloat(*b.Temperature)+
 			" with this model. Only the default (1) value is supported.", "invalid_request_error", "temperature", "unsupported_value")
 	}

@@ -33,7 +33,11 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
 	}
 	// The output cap goes in max_output_tokens, which every model takes
 	// (https://platform.openai.com/docs/api-reference/responses/create).
-	b := Body{Model: in.Model, MaxCompletionTokens: in.MaxOutputTokens, ServiceTier: in.ServiceTier, Messages: in.Input}
+	b := Body{Model: in.Model, MaxCompletionTokens: in.MaxOutputTokens, ServiceTier: in.ServiceTier, Messages: in.Input, Temperature: in.Temperature}
+	if refused := temperatureRefusal(b); refused != nil {
+		writeJSON(w, http.StatusBadRequest, refused)
+		return
+	}
 	s.mu.Lock()
 	if in.ServiceTier == "flex" && s.RefuseFlex > 0 {
 		s.RefuseFlex--
