@@ -78,7 +78,14 @@ func TestAKilledCollectorsBatchIsFoundNotMadeAgain(t *testing.T) {
 		if r.Method == http.MethodPost && r.URL.Path == "/v1/messages/batches" {
 			body, _ := io.ReadAll(r.Body)
 			r.Body = io.NopCloser(bytes.NewReader(body))
-			die() // the collector dies with the create sent; it lands
+			// The create lands, then the collector dies before its
+			// answer comes: the answer waits until the client has gone,
+			// so the next run never looks before the batch exists (it
+			// did when the answer raced the dying run, and made another).
+			s.Handler().ServeHTTP(httptest.NewRecorder(), r)
+			die()
+			<-r.Context().Done()
+			return
 		}
 		s.Handler().ServeHTTP(w, r)
 	}))
