@@ -80,26 +80,38 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusBadRequest, "invalid_request_error")
 		return
 	}
-	if e := refusal(b); e != nil {
-		writeJSON(w, http.StatusBadRequest, e)
+	bill, ok := s.admit(w, b, refusal, "call")
+	if !ok {
 		return
 	}
-	s.mu.Lock()
-	if b.ServiceTier == "flex" && s.RefuseFlex > 0 {
-		s.RefuseFlex--
-		s.mu.Unlock()
-		flexRefusal(w)
-		return
-	}
-	s.calls++
-	id := fmt.Sprint("call", s.calls)
-	bill := s.billLocked(id, b, servedTier(b.ServiceTier, s.DowngradePriority))
-	s.mu.Unlock()
+	id := bill.ID
 	if !b.Stream {
 		writeJSON(w, http.StatusOK, completion(id, bill, true))
 		return
 	}
 	stream(w, id, bill, b.StreamOptions != nil && b.StreamOptions.IncludeUsage)
+}
+
+// admit takes body b in as the API does before it generates, on the
+// chat and the Responses API alike: a body refuse refuses is answered
+// 400, a flex call the full pool refuses 429, and anything else is
+// billed under a new id starting with prefix. It reports whether b was
+// admitted; when not, it has answered w.
+func (s *Server) admit(w http.ResponseWriter, b Body, refuse func(Body) map[string]any, prefix string) (Bill, bool) {
+	if e := refuse(b); e != nil {
+		writeJSON(w, http.StatusBadRequest, e)
+		return Bill{}, false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if b.ServiceTier == "flex" && s.RefuseFlex > 0 {
+		s.RefuseFlex--
+		flexRefusal(w)
+		return Bill{}, false
+	}
+	s.calls++
+	id := fmt.Sprint(prefix, s.calls)
+	return s.billLocked(id, b, servedTier(b.ServiceTier, s.DowngradePriority)), true
 }
 
 // stream writes the answer as chat.completion.chunk events: a role chunk,

@@ -2,7 +2,6 @@ package openaitest
 
 import (
 	"encoding/json"
-	"fmt"
 	"net/http"
 )
 
@@ -34,20 +33,12 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
 	// The output cap goes in max_output_tokens, which every model takes
 	// (https://platform.openai.com/docs/api-reference/responses/create).
 	b := Body{Model: in.Model, MaxCompletionTokens: in.MaxOutputTokens, ServiceTier: in.ServiceTier, Messages: in.Input, Temperature: in.Temperature}
-	if refused := temperatureRefusal(b); refused != nil {
-		writeJSON(w, http.StatusBadRequest, refused)
+	bill, ok := s.admit(w, b, temperatureRefusal, "resp_call")
+	if !ok {
 		return
 	}
+	id := bill.ID
 	s.mu.Lock()
-	if in.ServiceTier == "flex" && s.RefuseFlex > 0 {
-		s.RefuseFlex--
-		s.mu.Unlock()
-		flexRefusal(w)
-		return
-	}
-	s.calls++
-	id := fmt.Sprint("resp_call", s.calls)
-	bill := s.billLocked(id, b, servedTier(in.ServiceTier, s.DowngradePriority))
 	if s.resps == nil {
 		s.resps = map[string]map[string]any{}
 	}
