@@ -42,7 +42,7 @@ func TestRoutesExample(t *testing.T) {
 		"anthropic": {Kind: "anthropic", BaseURL: "https://api.anthropic.com", APIKeySecret: "arn:aws:secretsmanager:eu-west-1:123456789012:secret:aijobs/anthropic-AbCdEf", Stream: true},
 		"bedrock":   {Kind: "bedrock", Region: "us-east-1", Stream: true},
 		"openai":    {Kind: "openai", BaseURL: "https://api.openai.com/v1", APIKey: "sk-openai", Stream: true},
-		"ollama":    {Kind: "openai", BaseURL: "http://127.0.0.1:11434/v1", Stream: false},
+		"ollama":    {Kind: "openai", BaseURL: "http://127.0.0.1:11434/v1", Stream: false, MaxTokensField: config.MaxTokens},
 	}
 	if !reflect.DeepEqual(c.Providers, wantProviders) {
 		t.Errorf("providers:\n got %+v\nwant %+v", c.Providers, wantProviders)
