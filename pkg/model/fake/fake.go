@@ -21,13 +21,16 @@
 //     fail=CLASS*N).
 //   - [[fake:cached=N]], [[fake:cache_write=N]]: N of the call's input
 //     tokens were read from (written to) the prompt cache, reported and
-//     billed as the providers do (docs/providers.md): at Rates' shares
-//     of the input price.
+//     billed as the providers do (docs/providers.md: parts of the input
+//     count, as OpenAI's prompt_tokens_details.cached_tokens,
+//     https://platform.openai.com/docs/guides/prompt-caching): at Rates'
+//     shares of the input price.
 //   - [[fake:reasoning=N]]: N of the output tokens were reasoning, billed
 //     as output like every other.
 //   - [[fake:served=LANE]]: a call asked for in another lane is served
 //     (and billed) in LANE, as OpenAI's priority processing past its
-//     ramp limit answers service_tier "default" at standard rates. Every
+//     ramp limit answers service_tier "default" at standard rates
+//     (https://platform.openai.com/docs/guides/priority-processing). Every
 //     answer says which lane served it.
 //
 // A call's lane (Request.Lane) scales its latency as the providers' tiers
