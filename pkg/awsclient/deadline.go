@@ -2,9 +2,11 @@ package awsclient
 
 import (
 	"context"
+	"io"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws/middleware"
+	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	smithymw "github.com/aws/smithy-go/middleware"
 )
@@ -19,6 +21,13 @@ var deadlined = map[string]bool{"DynamoDB": true, "DynamoDB Streams": true, "SQS
 // connection would otherwise wait forever, and with it whatever waits on
 // the call (a heartbeat, a finishing write). A long poll's wait
 // (ReceiveMessage's WaitTimeSeconds) is added to d.
+//
+// GetObject's body is read after the call returns, on the call's
+// context: its deadline then becomes an idle one, d without a byte, and
+// ends when the body is closed. Cancelling at return (as this did once)
+// failed every read that outran the transport's buffer with "context
+// canceled": the collector could not read a Bedrock batch's output on
+// moto, and a large parked answer would have failed the same way on S3.
 func deadline(d time.Duration) func(*smithymw.Stack) error {
 	return func(stack *smithymw.Stack) error {
 		return stack.Initialize.Add(smithymw.InitializeMiddlewareFunc("aijobsCallDeadline",
@@ -30,9 +39,39 @@ func deadline(d time.Duration) func(*smithymw.Stack) error {
 				if r, ok := in.Parameters.(*sqs.ReceiveMessageInput); ok {
 					limit += time.Duration(r.WaitTimeSeconds) * time.Second
 				}
-				ctx, cancel := context.WithTimeout(ctx, limit)
-				defer cancel()
-				return next.HandleInitialize(ctx, in)
+				ctx, cancel := context.WithCancel(ctx)
+				timer := time.AfterFunc(limit, cancel)
+				out, md, err := next.HandleInitialize(ctx, in)
+				if obj, ok := out.Result.(*s3.GetObjectOutput); ok && err == nil && obj.Body != nil {
+					obj.Body = &idleBody{ReadCloser: obj.Body, timer: timer, limit: limit, cancel: cancel}
+					return out, md, nil
+				}
+				timer.Stop()
+				cancel()
+				return out, md, err
 			}), smithymw.Before)
 	}
+}
+
+// idleBody is a GetObject body whose call deadline restarts with every
+// byte read: a stalled body fails after the limit, a long one streams.
+type idleBody struct {
+	io.ReadCloser
+	timer  *time.Timer
+	limit  time.Duration
+	cancel context.CancelFunc
+}
+
+func (b *idleBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if n > 0 {
+		b.timer.Reset(b.limit)
+	}
+	return n, err
+}
+
+func (b *idleBody) Close() error {
+	b.timer.Stop()
+	b.cancel()
+	return b.ReadCloser.Close()
 }

@@ -1,8 +1,12 @@
 package awsclient_test
 
 import (
+	"bytes"
 	"context"
+	"io"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"testing"
 	"time"
 
@@ -10,8 +14,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodbstreams"
+	s3sdk "github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 
+	"github.com/aijobs/aijobs/internal/awstest"
 	"github.com/aijobs/aijobs/pkg/awsclient"
 	"github.com/aijobs/aijobs/pkg/s3"
 )
@@ -101,5 +107,72 @@ func TestNoDeadlineUnlessAsked(t *testing.T) {
 	// ends a call on a half-open connection.
 	if took := time.Since(start); err == nil || took < 700*time.Millisecond {
 		t.Fatalf("GetItem without a deadline: err %v after %s, want it to hang until the caller's 800 ms", err, took)
+	}
+}
+
+// A GetObject body is read after the call returns. The deadline must
+// not end it there (it once did: every read that outran the transport's
+// buffer failed with "context canceled"), nor end a body that keeps
+// coming; a body that stops coming fails within it.
+func TestAGetObjectBodyOutlivesTheCallButNotAStall(t *testing.T) {
+	timed, err := awsclient.Load(t.Context(), awsclient.Config{Region: "us-east-1", Endpoint: awstest.Endpoint(t), CallTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := s3.NewClient(timed)
+	bucket := awstest.Prefix(t)
+	if _, err := c.CreateBucket(t.Context(), &s3sdk.CreateBucketInput{Bucket: aws.String(bucket)}); err != nil {
+		t.Fatal(err)
+	}
+	body := bytes.Repeat([]byte("0123456789abcdef"), 1<<18) // 4 MiB, past any transport buffer
+	if _, err := c.PutObject(t.Context(), &s3sdk.PutObjectInput{Bucket: aws.String(bucket), Key: aws.String("k"),
+		Body: bytes.NewReader(body), ContentLength: aws.Int64(int64(len(body)))}); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.GetObject(t.Context(), &s3sdk.GetObjectInput{Bucket: aws.String(bucket), Key: aws.String("k")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond) // the caller works between the call and the read
+	var got []byte
+	buf := make([]byte, 256<<10)
+	for { // slower in all than the deadline, never idle as long
+		n, err := out.Body.Read(buf)
+		got = append(got, buf[:n]...)
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			t.Fatalf("reading the body after %d bytes: %v", len(got), err)
+		}
+		time.Sleep(40 * time.Millisecond)
+	}
+	out.Body.Close()
+	if !bytes.Equal(got, body) {
+		t.Fatalf("read %d bytes, want the %d put", len(got), len(body))
+	}
+
+	// A body that stalls after its headers and a few bytes.
+	stall := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Length", "1000")
+		w.Write([]byte("0123456789"))
+		w.(http.Flusher).Flush()
+		<-r.Context().Done()
+	}))
+	t.Cleanup(stall.Close)
+	hung, err := awsclient.Load(t.Context(), awsclient.Config{Region: "us-east-1", Endpoint: stall.URL, CallTimeout: 300 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err = s3.NewClient(hung).GetObject(ctx, &s3sdk.GetObjectInput{Bucket: aws.String("b"), Key: aws.String("k")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err = io.ReadAll(out.Body)
+	if took := time.Since(start); err == nil || took > 2*time.Second {
+		t.Fatalf("a stalled body: err %v after %s, want a failure within the 300 ms deadline", err, took)
 	}
 }
