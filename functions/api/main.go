@@ -1,20 +1,24 @@
 // Command api is the API Lambda: POST /jobs, GET /jobs, GET /jobs/{id},
 // POST /jobs/{id}/cancel, GET /webhook-key and POST /webhook-key/rotate
-// behind API Gateway's HTTP API. It only wires, and links no model
-// provider nor the notifier (pkg/app/roles, pkg/app/signing).
+// behind API Gateway's HTTP API. It only wires its role (pkg/app/apirole),
+// and links no model provider, worker, collector nor notifier.
 package main
 
 import (
 	"fmt"
 	"os"
 
+	"github.com/aijobs/aijobs/pkg/app/apirole"
 	"github.com/aijobs/aijobs/pkg/app/roles"
-	"github.com/aijobs/aijobs/pkg/app/signing"
 )
 
 func main() {
-	if err := roles.Lambda(signing.APIHandler); err != nil {
+	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "api:", err)
 		os.Exit(1)
 	}
 }
+
+// run returns only if the wiring fails, which Lambda reports as an Init
+// error.
+func run() error { return roles.Lambda(apirole.Handler) }

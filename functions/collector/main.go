@@ -1,21 +1,25 @@
 // Command collector is the batch lane's scheduled Lambda: each run
 // submits the batches that are due, polls the submitted ones and settles
-// their results (docs/architecture.md, "The batch lane"). It only wires,
-// and links the model providers (pkg/app/providers builds only those its
-// batch lanes call) but not the notifier.
+// their results (docs/architecture.md, "The batch lane"). It only wires its
+// role (pkg/app/collectorrole), and links the model providers its batch
+// lanes call but not the worker's wiring nor the notifier.
 package main
 
 import (
 	"fmt"
 	"os"
 
-	"github.com/aijobs/aijobs/pkg/app/providers"
+	"github.com/aijobs/aijobs/pkg/app/collectorrole"
 	"github.com/aijobs/aijobs/pkg/app/roles"
 )
 
 func main() {
-	if err := roles.Lambda(providers.CollectorHandler); err != nil {
+	if err := run(); err != nil {
 		fmt.Fprintln(os.Stderr, "collector:", err)
 		os.Exit(1)
 	}
 }
+
+// run returns only if the wiring fails, which Lambda reports as an Init
+// error.
+func run() error { return roles.Lambda(collectorrole.Handler) }

@@ -25,15 +25,24 @@ var onlyIn = map[string][]string{
 	module + "/pkg/model/fake":      {"worker", "collector"},
 	module + "/pkg/app/providers":   {"worker", "collector"},
 	sdk + "bedrockruntime":          {"worker", "collector"},
-	// pkg/app/providers builds the collector too, so the worker lists it;
-	// nothing the worker calls reaches it, and the linker leaves it out
-	// (the worker's binary is byte for byte as large without it).
-	module + "/pkg/collector":      {"collector", "worker"},
-	module + "/pkg/notifier":       {"notifier"},
-	module + "/pkg/app/callbacks":  {"notifier"},
-	module + "/pkg/app/signing":    {"api"}, // the webhook key routes
-	sdk + "secretsmanager":         {"worker", "notifier", "api", "collector"},
-	module + "/pkg/secretsmanager": {"worker", "notifier", "api", "collector"},
+	// Each role's handler and the package that wires it, in its own
+	// function only: the worker does not link the collector (it runs in
+	// its own function), and the API links no handler but its own.
+	module + "/pkg/api":                {"api"},
+	module + "/pkg/app/apirole":        {"api"},
+	module + "/pkg/worker":             {"worker"},
+	module + "/pkg/app/workerrole":     {"worker"},
+	module + "/pkg/reconciler":         {"reconciler"},
+	module + "/pkg/app/reconcilerrole": {"reconciler"},
+	module + "/pkg/notifier":           {"notifier"},
+	module + "/pkg/app/notifierrole":   {"notifier"},
+	module + "/pkg/collector":          {"collector"},
+	module + "/pkg/app/collectorrole":  {"collector"},
+	module + "/pkg/webhook":            {"api", "notifier"}, // the key routes' derivation, the signatures
+	sdk + "secretsmanager":             {"worker", "notifier", "api", "collector"},
+	module + "/pkg/secretsmanager":     {"worker", "notifier", "api", "collector"},
+	module + "/pkg/parking":            {"worker", "reconciler"},
+	module + "/pkg/app/lot":            {"worker", "reconciler"},
 	// The parking lot (pkg/parking), the worker's and the reconciler's;
 	// and a Bedrock batch lane's bucket (pkg/app/providers), the
 	// collector's.
@@ -91,6 +100,8 @@ func TestEachFunctionLinksOnlyItsRole(t *testing.T) {
 
 func TestTheRoleRuleFailsOnAPlantedLink(t *testing.T) {
 	deps := functionDeps(t)
+	wantOnly(t, roleViolations(planted(deps, "worker", module+"/pkg/collector")), "functions/worker", module+"/pkg/collector")
+	wantOnly(t, roleViolations(planted(deps, "api", module+"/pkg/worker")), "functions/api", module+"/pkg/worker")
 	wantOnly(t, roleViolations(planted(deps, "api", module+"/pkg/model/openai")), "functions/api", module+"/pkg/model/openai")
 	wantOnly(t, roleViolations(planted(deps, "reconciler", sdk+"sts")), "functions/reconciler", sdk+"sts")
 	without := maps.Clone(deps)

@@ -89,11 +89,13 @@ func awsViolations(deps map[string][]string) []violation {
 }
 
 // handlers hold the request and message handling logic: the Lambda
-// handlers, the operator's replay and console, the sync-or-async rule and
+// handlers (the batch lane's collector among them), the operator's replay
+// and console, the sync-or-async rule and
 // the parking lot's settling. Each declares the small interfaces it needs;
 // wiring (pkg/app/..., pkg/devserver, cmd/..., functions/..., internal/...)
 // hands it the adapters.
-var handlers = []string{"pkg/api", "pkg/worker", "pkg/reconciler", "pkg/notifier", "pkg/replay", "pkg/console", "pkg/advise", "pkg/parking"}
+var handlers = []string{"pkg/api", "pkg/worker", "pkg/reconciler", "pkg/notifier", "pkg/collector", "pkg/replay", "pkg/console", "pkg/advise",
+	"pkg/parking"}
 
 // adapters wrap an outside service or stand in for one (pkg/memstore,
 // pkg/model/fake); a name covers the packages below it (pkg/awsclient's
@@ -245,6 +247,7 @@ func TestTheHandlerRuleFailsOnAPlantedImport(t *testing.T) {
 	g := codeGraph(t)
 	wantOnly(t, handlerViolations(planted(g, "pkg/api", "pkg/dynamodb")), "pkg/api", "pkg/dynamodb")
 	wantOnly(t, handlerViolations(planted(g, "pkg/worker", "pkg/model/openai")), "pkg/worker", "pkg/model/openai")
+	wantOnly(t, handlerViolations(planted(g, "pkg/collector", "pkg/dynamodb")), "pkg/collector", "pkg/dynamodb")
 	// Through a package between: the handler is to blame, not the helper.
 	between := planted(planted(g, "pkg/advise", "pkg/planted"), "pkg/planted", "pkg/awsclient/awsconfig")
 	wantOnly(t, handlerViolations(between), "pkg/advise", "pkg/awsclient/awsconfig")

@@ -1,9 +1,10 @@
 // Package app wires adapters to handlers from a config.Config for the dev
 // server, the benchmark, the chaos harness and the end-to-end tests: every
 // role at once, or one. It composes the packages each Lambda function uses
-// alone (pkg/app/roles, and pkg/app/providers for the worker,
-// pkg/app/callbacks for the notifier), so no binary is wired differently
-// from the others, and each function links only its own role's code.
+// alone (pkg/app/roles, the shared wiring, and one package per role:
+// apirole, workerrole, reconcilerrole, notifierrole, collectorrole), so no
+// binary is wired differently from the others, and each function links
+// only its own role's code.
 package app
 
 import (
@@ -17,11 +18,14 @@ import (
 	smithymw "github.com/aws/smithy-go/middleware"
 
 	"github.com/aijobs/aijobs/pkg/api"
-	"github.com/aijobs/aijobs/pkg/app/callbacks"
+	"github.com/aijobs/aijobs/pkg/app/apirole"
+	"github.com/aijobs/aijobs/pkg/app/collectorrole"
 	"github.com/aijobs/aijobs/pkg/app/lot"
+	"github.com/aijobs/aijobs/pkg/app/notifierrole"
 	"github.com/aijobs/aijobs/pkg/app/providers"
+	"github.com/aijobs/aijobs/pkg/app/reconcilerrole"
 	"github.com/aijobs/aijobs/pkg/app/roles"
-	"github.com/aijobs/aijobs/pkg/app/signing"
+	"github.com/aijobs/aijobs/pkg/app/workerrole"
 	"github.com/aijobs/aijobs/pkg/awsclient"
 	"github.com/aijobs/aijobs/pkg/awsclient/awsconfig"
 	"github.com/aijobs/aijobs/pkg/collector"
@@ -43,8 +47,8 @@ import (
 type Role int
 
 // The roles. CollectorRole is the batch lane's collector alone, over the
-// providers its lanes call (providers.NewCollector); All runs it too,
-// over the worker's providers.
+// providers its lanes call (collectorrole.New); All runs it too, over the
+// worker's providers.
 const (
 	All Role = iota
 	APIRole
@@ -109,8 +113,7 @@ type App struct {
 }
 
 // New wires the system described by cfg: the shared wiring (pkg/app/roles)
-// and, on it, the role's handlers, the providers (pkg/app/providers) and
-// the notifier (pkg/app/callbacks) included.
+// and, on it, the handlers of the role's packages.
 func New(ctx context.Context, cfg config.Config, o Options) (*App, error) {
 	b, err := roles.New(ctx, cfg, roles.Options{CreateResources: o.CreateResources, Counter: o.Counter, APIOptions: o.APIOptions,
 		Logger: o.Logger, MetricsOutput: o.MetricsOutput, Clock: o.Clock, LoadAWS: awsconfig.Load})
@@ -128,10 +131,10 @@ func New(ctx context.Context, cfg config.Config, o Options) (*App, error) {
 	}
 	a := &App{Config: cfg, AWS: b.AWS, Logger: b.Logger, Store: b.Store, Queue: b.Queue}
 	if o.Role == All || o.Role == APIRole {
-		a.API = b.API(signing.New(b))
+		a.API = apirole.New(b)
 	}
 	if cfg.Callbacks && (o.Role == All || o.Role == NotifierRole) {
-		n, err := callbacks.New(ctx, b, o.CreateResources)
+		n, err := notifierrole.New(ctx, b, o.CreateResources)
 		if err != nil {
 			return nil, err
 		}
@@ -146,19 +149,19 @@ func New(ctx context.Context, cfg config.Config, o Options) (*App, error) {
 		if a.Providers, err = providers.New(ctx, b, providers.Options{Replace: o.Providers, Every: o.EveryProvider, Transport: o.ModelTransport}); err != nil {
 			return nil, err
 		}
-		a.Worker = b.Worker(a.Providers, lot.New(b))
+		a.Worker = workerrole.New(b, a.Providers)
 		if o.Role == All {
-			a.Collector = providers.Collector(b, a.Providers)
+			a.Collector = collectorrole.Over(b, a.Providers)
 		}
 	}
 	if o.Role == CollectorRole {
-		if a.Collector, a.Providers, err = providers.NewCollector(ctx, b, providers.Options{Replace: o.Providers, Every: o.EveryProvider,
+		if a.Collector, a.Providers, err = collectorrole.New(ctx, b, providers.Options{Replace: o.Providers, Every: o.EveryProvider,
 			Transport: o.ModelTransport}); err != nil {
 			return nil, err
 		}
 	}
 	if o.Role == All || o.Role == ReconcilerRole {
-		a.Reconciler = b.Reconciler(lot.New(b))
+		a.Reconciler = reconcilerrole.New(b)
 	}
 	return a, nil
 }

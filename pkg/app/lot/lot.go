@@ -1,7 +1,8 @@
 // Package lot wires the parking lot (pkg/parking on an S3 bucket, pkg/s3)
 // for the two roles that settle attempts, the worker and the reconciler.
-// It is a package of its own so that the other functions do not link the
-// S3 SDK (docs/benchmarks.md, "Cold start and size").
+// It is a package of its own, which pkg/app/workerrole and
+// pkg/app/reconcilerrole share, so that the other functions do not link
+// the S3 SDK (docs/benchmarks.md, "Cold start and size").
 package lot
 
 import (
@@ -17,9 +18,4 @@ func New(b *roles.Base) *s3.Lot { return s3.New(s3.NewClient(b.AWS), b.Config.Pa
 // Create makes the bucket on an emulator, as the dev server does.
 func Create(ctx context.Context, b *roles.Base) error {
 	return s3.CreateBucket(ctx, s3.NewClient(b.AWS), b.Config.ParkBucket)
-}
-
-// ReconcilerHandler is the reconciler function's role.
-func ReconcilerHandler(_ context.Context, b *roles.Base) (any, error) {
-	return b.Reconciler(New(b)).Handle, nil
 }

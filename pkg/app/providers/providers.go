@@ -1,14 +1,13 @@
-// Package providers builds the model providers a configuration names and,
-// on them, the handlers of the two roles that call models: the worker's
-// and the batch lane's collector's. It is the one package that links the
-// provider SDKs and clients (OpenAI-compatible, Anthropic, Bedrock, the
-// fake), so only those two functions (and the dev server) carry them
-// (docs/benchmarks.md, "Cold start and size").
+// Package providers builds the model providers a configuration names for
+// the two roles that call models, the worker (pkg/app/workerrole) and the
+// batch lane's collector (pkg/app/collectorrole). It is the one package
+// that links the provider SDKs and clients (OpenAI-compatible, Anthropic,
+// Bedrock, the fake), so only those two functions (and the dev server)
+// carry them (docs/benchmarks.md, "Cold start and size").
 package providers
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"slices"
@@ -16,13 +15,9 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awshttp "github.com/aws/aws-sdk-go-v2/aws/transport/http"
 
-	"github.com/aijobs/aijobs/pkg/app/lot"
 	"github.com/aijobs/aijobs/pkg/app/roles"
 	"github.com/aijobs/aijobs/pkg/awsclient"
-	"github.com/aijobs/aijobs/pkg/collector"
 	"github.com/aijobs/aijobs/pkg/config"
-	"github.com/aijobs/aijobs/pkg/dynamodb"
-	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/model"
 	"github.com/aijobs/aijobs/pkg/model/anthropic"
 	"github.com/aijobs/aijobs/pkg/model/bedrock"
@@ -42,74 +37,8 @@ type Options struct {
 	// providers (the chaos harness observes what each call received).
 	Transport func(http.RoundTripper) http.RoundTripper
 	// Only, when not nil, names the only providers built: the collector's
-	// (NewCollector), so that it reads no key its lanes do not use.
+	// (collectorrole.New), so that it reads no key its lanes do not use.
 	Only []string
-}
-
-// WorkerHandler is the worker function's role: its providers as
-// configured, and the worker over them.
-func WorkerHandler(ctx context.Context, b *roles.Base) (any, error) {
-	p, err := New(ctx, b, Options{})
-	if err != nil {
-		return nil, err
-	}
-	return b.Worker(p, lot.New(b)).Handle, nil
-}
-
-// CollectorHandler is the collector function's role (docs/architecture.md,
-// "The batch lane"): the providers the routes' batch lanes call, the
-// collector over them, and one collector run per scheduled invocation.
-// A failed run is the invocation's error, so Lambda counts it in the
-// function's Errors (the CollectorErrors alarm); the next run carries on
-// from the batch records. Without a batch lane there is nothing to
-// collect, and the function fails at init rather than run idle.
-func CollectorHandler(ctx context.Context, b *roles.Base) (any, error) {
-	c, _, err := NewCollector(ctx, b, Options{})
-	if err != nil {
-		return nil, err
-	}
-	if c == nil {
-		return nil, errors.New("collector: no route offers a batch lane, so there is nothing to collect")
-	}
-	return func(ctx context.Context) error { return c.Run(ctx) }, nil
-}
-
-// NewCollector builds the providers the routes' batch lanes call
-// (job.BatchLaneProviders), and no other, so the collector reads only
-// their keys, and the collector over them; nil when no route offers a
-// batch lane. o's replacements apply as for New.
-func NewCollector(ctx context.Context, b *roles.Base, o Options) (*collector.Collector, map[string]model.Provider, error) {
-	names := job.BatchLaneProviders(b.Config.Routes)
-	if len(names) == 0 {
-		return nil, nil, nil
-	}
-	o.Only = names
-	p, err := New(ctx, b, o)
-	if err != nil {
-		return nil, nil, err
-	}
-	return Collector(b, p), p, nil
-}
-
-// Collector is the batch lane's collector over providers, its batch
-// records on the buckets table; nil when no route offers a batch lane.
-// The dev server's collector shares the worker's providers.
-func Collector(b *roles.Base, providers map[string]model.Provider) *collector.Collector {
-	if !job.AnyBatchLane(b.Config.Routes) {
-		return nil
-	}
-	s := b.Config.Settings
-	// A nil *emf.Writer in the interface would not be nil: metrics off
-	// leave it unset, and the collector counts into nothing.
-	var m collector.Metrics
-	if b.Metrics != nil {
-		m = b.Metrics
-	}
-	// The next run reaches a job up to a period and a run's longest time
-	// after this one: a job must be handed back before that.
-	return collector.New(collector.Config{Store: b.Store, Batches: dynamodb.NewBatches(b.DynamoDB, b.Config.BucketsTable), Queue: b.Queue,
-		Providers: providers, Routes: b.Config.Routes, Clock: b.Clock, Retention: s.Retention, Logger: b.Logger,
-		Every: s.CollectEvery + s.CollectorTimeout, Metrics: m})
 }
 
 // New builds the provider table's entries, once per process: keys named

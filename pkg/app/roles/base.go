@@ -1,11 +1,10 @@
 // Package roles builds what every function shares (the AWS configuration,
-// the store, the job queue, metrics, the logger) and, on it, the handlers
-// that need nothing more: the API, the reconciler, and the worker once it
-// is given its providers. It imports no model provider and nothing of the
-// callbacks, so a function that wires only its own role links only that
-// role's code (docs/benchmarks.md, "Cold start and size"); pkg/app.New
-// composes this package with pkg/app/providers and pkg/app/callbacks for
-// the dev server and the tests.
+// the store, the job queue, metrics, the logger) and serves a role's
+// handler on Lambda (Lambda). It builds no handler: each role's package
+// does (pkg/app/apirole, workerrole, reconcilerrole, notifierrole,
+// collectorrole), so a function that wires only its own role links only
+// that role's code (docs/benchmarks.md, "Cold start and size"); pkg/app.New
+// composes the role packages for the dev server and the tests.
 package roles
 
 import (
@@ -21,18 +20,12 @@ import (
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	smithymw "github.com/aws/smithy-go/middleware"
 
-	"github.com/aijobs/aijobs/pkg/api"
 	"github.com/aijobs/aijobs/pkg/awsclient"
 	"github.com/aijobs/aijobs/pkg/config"
 	"github.com/aijobs/aijobs/pkg/dynamodb"
 	"github.com/aijobs/aijobs/pkg/emf"
 	"github.com/aijobs/aijobs/pkg/job"
-	"github.com/aijobs/aijobs/pkg/model"
-	"github.com/aijobs/aijobs/pkg/parking"
-	"github.com/aijobs/aijobs/pkg/reconciler"
 	"github.com/aijobs/aijobs/pkg/sqs"
-	"github.com/aijobs/aijobs/pkg/webhook"
-	"github.com/aijobs/aijobs/pkg/worker"
 )
 
 // Options are what tests and tools change about the shared wiring.
@@ -143,67 +136,6 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Base, error) {
 		b.Metrics = emf.New(cmp.Or[io.Writer](o.MetricsOutput, os.Stdout), o.Clock)
 	}
 	return b, nil
-}
-
-// API is the API function's handler; signing (pkg/app/signing) serves the
-// webhook key routes, nil answers them 404.
-func (b *Base) API(signing *api.Signing) *api.Handler {
-	s := b.Config.Settings
-	var callbacks api.CallbackChecker
-	if b.Config.Callbacks {
-		callbacks = webhook.Checker{Policy: webhook.Policy{AllowLoopback: s.CallbackLoopback}}
-	}
-	cfg := api.Config{Store: b.Store, Queue: b.Queue, Limits: s.Limits, Retention: s.Retention, Routes: b.Config.Routes,
-		Clock: b.Clock, EnqueueRetryAfter: s.EnqueueRetryAfter, Callbacks: callbacks, Signing: signing, Logger: b.Logger}
-	if b.Quarantines != nil { // a nil *Quarantines in the interface would not be nil
-		cfg.Quarantines = b.Quarantines
-	}
-	if b.Config.Queued.Any() {
-		cfg.Queued, cfg.QueuedLimit = dynamodb.NewQueueSlots(b.DynamoDB, b.Config.BucketsTable), b.Config.Queued.For
-	}
-	return api.New(cfg)
-}
-
-// Worker is the worker function's handler over providers (built by
-// pkg/app/providers, the one package that links them) and the parking lot
-// (pkg/app/lot).
-func (b *Base) Worker(providers map[string]model.Provider, lot parking.Lot) *worker.Worker {
-	s := b.Config.Settings
-	var metrics worker.Metrics
-	if b.Metrics != nil {
-		metrics = b.Metrics
-	}
-	cfg := worker.Config{
-		Store: b.Store, Queue: b.Queue, Clock: b.Clock, Logger: b.Logger, Retention: s.Retention, Metrics: metrics,
-		Routes: b.Config.Routes, Providers: providers, ReceiveLimit: s.MaxReceiveCount, Parking: lot,
-		Timing: worker.Timing{Heartbeat: s.Heartbeat, LeaseTTL: s.LeaseTTL, LeaseMargin: s.GuardMargin(), AttemptMargin: s.AttemptMargin, CollectEvery: s.CollectEvery,
-			LambdaMargin: s.LambdaMargin, BackoffBase: s.BackoffBase, BackoffMax: s.BackoffMax},
-	}
-	if b.Quarantines != nil {
-		cfg.Quarantine, cfg.QuarantineFor = b.Quarantines, s.QuarantineFor
-	}
-	if b.Config.RateLimited() {
-		cfg.Buckets = dynamodb.NewBuckets(b.DynamoDB, b.Config.BucketsTable)
-	}
-	if b.Config.InFlight.Any() {
-		cfg.Slots, cfg.InFlight = dynamodb.NewSlots(b.DynamoDB, b.Config.BucketsTable), b.Config.InFlight.For
-	}
-	if b.Config.Queued.Any() {
-		cfg.Queued, cfg.QueuedLimit = dynamodb.NewQueueSlots(b.DynamoDB, b.Config.BucketsTable), b.Config.Queued.For
-	}
-	return worker.New(cfg)
-}
-
-// Reconciler is the reconciler function's handler over the parking lot
-// (pkg/app/lot).
-func (b *Base) Reconciler(lot parking.Lot) *reconciler.Reconciler {
-	s := b.Config.Settings
-	var metrics reconciler.Metrics
-	if b.Metrics != nil {
-		metrics = b.Metrics
-	}
-	return reconciler.New(reconciler.Config{Store: b.Store, Queue: b.Queue, After: s.ReconcileAfter, ResendMax: s.ReconcileResendMax,
-		Retention: s.Retention, Clock: b.Clock, Logger: b.Logger, Metrics: metrics, Parking: lot})
 }
 
 // Logger is the JSON logger every binary uses (CloudWatch reads JSON lines).

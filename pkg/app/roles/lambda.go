@@ -10,7 +10,8 @@ import (
 	"github.com/aijobs/aijobs/pkg/config"
 )
 
-// Handler builds one function's Lambda handler on the shared wiring.
+// Handler builds one function's Lambda handler on the shared wiring: each
+// role package's Handler (pkg/app/apirole.Handler, ...).
 type Handler func(context.Context, *Base) (any, error)
 
 // Lambda wires a function from its environment and serves the handler

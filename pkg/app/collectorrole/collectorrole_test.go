@@ -1,4 +1,4 @@
-package providers_test
+package collectorrole_test
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/aijobs/aijobs/pkg/app/providers"
+	"github.com/aijobs/aijobs/pkg/app/collectorrole"
 	"github.com/aijobs/aijobs/pkg/app/roles"
 )
 
@@ -57,6 +57,10 @@ func (s *awsStub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	_, _ = io.WriteString(w, body)
 }
 
+func getenv(env map[string]string) func(string) string {
+	return func(k string) string { return env[k] }
+}
+
 func (s *awsStub) seen() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -77,7 +81,7 @@ func wireCollector(t *testing.T, stub *awsStub, routes string) (any, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return providers.CollectorHandler(t.Context(), b)
+	return collectorrole.Handler(t.Context(), b)
 }
 
 // The collector function builds only the providers its batch lanes call,

@@ -1,10 +1,4 @@
-// Package signing wires the API's webhook key routes (GET /webhook-key,
-// POST /webhook-key/rotate): the tenants table and the deployment's
-// signing secret, read from Secrets Manager when a key route first needs
-// it. It is a package of its own so that the worker and the reconciler do
-// not link Secrets Manager's SDK (docs/benchmarks.md, "Cold start and
-// size"), and the API reads no secret on a cold start.
-package signing
+package apirole
 
 import (
 	"context"
@@ -17,18 +11,21 @@ import (
 	"github.com/aijobs/aijobs/pkg/webhook"
 )
 
-// New is the key routes' wiring, or nil when the deployment delivers no
-// callbacks (the routes then answer 404).
-func New(b *roles.Base) *api.Signing {
+// signing is the webhook key routes' wiring (GET /webhook-key, POST
+// /webhook-key/rotate): the tenants table and the deployment's signing
+// secret, read from Secrets Manager when a key route first needs it, so
+// the API reads no secret on a cold start. It reads the secret itself, not
+// a key derived from it: a tenant's key is an HMAC of the secret
+// (webhook.Secret.ForTenant) that the route hands to the tenant, and the
+// notifier signs with the same derivation. Nil when the deployment
+// delivers no callbacks (the routes then answer 404).
+func signing(b *roles.Base) *api.Signing {
 	if !b.Config.Callbacks {
 		return nil
 	}
 	s := &secrets{reader: secretsmanager.New(secretsmanager.NewClient(b.AWS)), id: b.Config.WebhookSecretID}
 	return &api.Signing{Keys: b.Tenants, Secrets: s.get}
 }
-
-// APIHandler is the API function's role.
-func APIHandler(_ context.Context, b *roles.Base) (any, error) { return b.API(New(b)).Handle, nil }
 
 // secrets reads the deployment's signing secrets once per process, as the
 // notifier does; a failed read is tried again on the next request.

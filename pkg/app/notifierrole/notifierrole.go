@@ -1,9 +1,9 @@
-// Package callbacks wires the notifier, which delivers job callbacks
-// (docs/webhooks.md): its queue, its signing secrets and its delivery
-// client. Only the notifier function (and the dev server) import it, so the
-// other functions never link Secrets Manager's SDK nor the delivery code
+// Package notifierrole wires the notifier function's role, which delivers
+// job callbacks (docs/webhooks.md): its queue, its signing secrets and its
+// delivery client. Only the notifier function (and the dev server) import
+// it, so the other functions never link the delivery code
 // (docs/benchmarks.md, "Cold start and size").
-package callbacks
+package notifierrole
 
 import (
 	"context"
@@ -25,8 +25,8 @@ type Notifier struct {
 	SecretCreated bool
 }
 
-// NotifierHandler is the notifier function's role.
-func NotifierHandler(ctx context.Context, b *roles.Base) (any, error) {
+// Handler is the notifier function's Lambda handler (roles.Lambda).
+func Handler(ctx context.Context, b *roles.Base) (any, error) {
 	if !b.Config.Callbacks {
 		return nil, fmt.Errorf("app: the notifier needs AIJOBS_CALLBACKS=true")
 	}
