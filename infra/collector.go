@@ -68,7 +68,7 @@ func newCollector(stack awscdk.Stack, cfg Config, sh Shared, env map[string]*str
 	statements := []awsiam.PolicyStatement{
 		allow(collectorTableActions, sh.Table.TableArn()),
 		allow(collectorIndexActions, indexArn(sh.Table, s.EnlistedIndex)),
-		allow(collectorBatchesActions, sh.Buckets.TableArn()),
+		allowIf(collectorBatchesActions, sh.Buckets.TableArn(), leadingKeys(collectorSideTableKeys)),
 		allow(collectorQueueActions, sh.Queues.Jobs.QueueArn()),
 	}
 	if len(secrets) > 0 {

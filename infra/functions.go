@@ -55,7 +55,24 @@ var (
 	// UpdateItem (or clears ended entries and adds again), a create not
 	// recorded and a cancel take it out: UpdateItem only, a refused add
 	// returning the item it saw.
-	apiBucketsActions       = []string{"dynamodb:UpdateItem"}
+	apiBucketsActions = []string{"dynamodb:UpdateItem"}
+	// Each function's grant on the side table is held to the partition
+	// keys of the items it keeps there, so that a bug or a stolen role
+	// cannot reach another function's items (DynamoDB Developer Guide,
+	// "Using IAM policy conditions for fine-grained access control",
+	// https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/specifying-conditions.html:
+	// dynamodb:LeadingKeys with ForAllValues, and StringLike for a key
+	// prefix). The keys are pkg/dynamodb's: a tenant's item
+	// "tenant#<tenant>" (slots.go: its queued set, which the API writes,
+	// and its in-flight set, which the worker does), a batch record
+	// "batch#<id>" and the list of open batches "batches#open"
+	// (batches.go: the collector's); TestSideTableKeysArePkgDynamodbs
+	// checks them against the code. The worker's grant has none: its
+	// provider keys' buckets are keyed by the entries' names, which the
+	// routes choose.
+	apiSideTableKeys       = []string{"tenant#*"}
+	collectorSideTableKeys = []string{"batch#*", "batches#open"}
+
 	workerQuarantineActions = []string{"dynamodb:PutItem"}
 	workerTableActions      = []string{"dynamodb:UpdateItem", "dynamodb:GetItem"}
 	// Provider rate limits (docs/architecture.md, "Provider rate limits"):
@@ -160,7 +177,7 @@ func newAPIFunction(stack awscdk.Stack, cfg Config, sh Shared, env map[string]*s
 		allow(apiTenantsActions, sh.Tenants.TableArn()),
 		allow(apiSecretActions, sh.WebhookSecret.SecretArn()),
 		allow(apiQuarantineActions, sh.Quarantine.TableArn()),
-		allow(apiBucketsActions, sh.Buckets.TableArn()))
+		allowIf(apiBucketsActions, sh.Buckets.TableArn(), leadingKeys(apiSideTableKeys)))
 	own := withEnv(env, map[string]*string{
 		"AIJOBS_TENANTS_TABLE":     sh.Tenants.TableName(),
 		"AIJOBS_WEBHOOK_SECRET_ID": sh.WebhookSecret.SecretArn(),
@@ -334,6 +351,13 @@ func newRole(stack awscdk.Stack, id, description string, logs awslogs.LogGroup, 
 // immutable is the role as a function gets it: nothing can add to it.
 func immutable(role awsiam.Role) awsiam.IRole {
 	return role.WithoutPolicyUpdates(nil)
+}
+
+// leadingKeys is the condition that holds a grant on a table to the
+// items whose partition keys match one of patterns (ForAllValues: every
+// key a request names must match; specifying-conditions.html).
+func leadingKeys(patterns []string) map[string]any {
+	return map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": patterns}}
 }
 
 // allow is one Allow statement on one resource.

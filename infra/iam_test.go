@@ -125,7 +125,8 @@ func basePermissions(t *testing.T, s *synthesized) map[string][]string {
 			"dynamodb:GetItem on " + tenants, "dynamodb:UpdateItem on " + tenants,
 			"secretsmanager:GetSecretValue on " + secret,
 			"dynamodb:GetItem on " + quarantine, // is this input quarantined?
-			"dynamodb:UpdateItem on " + buckets, // a tenant's queued set: add, clear, remove
+			// a tenant's queued set: add, clear, remove; its tenant's item only
+			"dynamodb:UpdateItem on " + buckets + ` if ForAllValues:StringLike dynamodb:LeadingKeys=["tenant#*"]`,
 		},
 		"worker": {
 			"dynamodb:GetItem on " + table, "dynamodb:UpdateItem on " + table,
@@ -198,11 +199,12 @@ func TestFunctionPermissionsAreExact(t *testing.T) {
 	}
 }
 
-// Only the worker, the API and the collector have anything on the
-// buckets table: the worker exactly GetItem and UpdateItem on the table
-// itself (no PutItem, no Query or Scan, no index), the API UpdateItem
-// alone (a tenant's queued set), the collector, deployed with a batch
-// lane, GetItem, PutItem and UpdateItem (its batch records); no other
+// Only the worker, the API and the collector have anything on the side
+// table (the buckets table): the worker exactly GetItem and UpdateItem on
+// the table itself (no PutItem, no Query or Scan, no index), the API
+// UpdateItem alone on tenants' items (a tenant's queued set), the
+// collector, deployed with a batch lane, GetItem, PutItem and UpdateItem
+// on its batch records and their list; no other
 // function's role, and not the operators' policy, has any statement on
 // it, with or without routes.
 func TestBucketsTableGrants(t *testing.T) {
@@ -228,9 +230,10 @@ func TestBucketsTableGrants(t *testing.T) {
 			case "worker":
 				want = []string{"dynamodb:GetItem on " + id, "dynamodb:UpdateItem on " + id}
 			case "api":
-				want = []string{"dynamodb:UpdateItem on " + id}
+				want = []string{"dynamodb:UpdateItem on " + id + ` if ForAllValues:StringLike dynamodb:LeadingKeys=["tenant#*"]`}
 			case collectorName:
-				want = []string{"dynamodb:GetItem on " + id, "dynamodb:PutItem on " + id, "dynamodb:UpdateItem on " + id}
+				const batches = ` if ForAllValues:StringLike dynamodb:LeadingKeys=["batch#*","batches#open"]`
+				want = []string{"dynamodb:GetItem on " + id + batches, "dynamodb:PutItem on " + id + batches, "dynamodb:UpdateItem on " + id + batches}
 			}
 			if got := on(grants(t, s, role)); !equalSets(got, want) {
 				t.Errorf("%s: %s may %v on the buckets table, want exactly %v", name, fn, got, want)

@@ -29,7 +29,12 @@ import (
 //   - Condition (reference_policies_elements_condition_operators.html):
 //     every operator of a statement must match and, within one, every key;
 //     a key with several values matches if any does; a key absent from the
-//     request makes its condition false (no ...IfExists here). Condition
+//     request makes its condition false (no ...IfExists here), except
+//     under ForAllValues, which is true of an absent key, and otherwise
+//     holds when each of the request's values matches one of the
+//     condition's (reference_policies_condition-single-vs-multi-valued-context-keys.html;
+//     a request here carries one value a key, as a DynamoDB item call's
+//     dynamodb:LeadingKeys does). Condition
 //     key names are case-insensitive. Bool and StringEquals compare
 //     strings, StringLike with wildcards, ArnEquals/ArnLike compare "each
 //     of the six colon-delimited components of the ARN separately", each
@@ -171,7 +176,11 @@ func conditionsMatch(t *testing.T, c any, ctx map[string]string, env map[string]
 					got, present = v, true
 				}
 			}
+			op, set := strings.CutPrefix(op, "ForAllValues:")
 			if !present {
+				if set {
+					continue
+				}
 				return false
 			}
 			values, ok := want.([]any)
@@ -283,6 +292,19 @@ func TestPolicyEvaluator(t *testing.T) {
 	} {
 		if got, why := allows(t, role, tc.req, nil); got != tc.want {
 			t.Errorf("%+v: %v (%s), want %v", tc.req, got, why, tc.want)
+		}
+	}
+	// ForAllValues:StringLike: a request's key must match a pattern; a
+	// request without the key is allowed (a set of no values).
+	items := map[string]any{"Statement": []any{map[string]any{"Effect": "Allow", "Action": "dynamodb:UpdateItem", "Resource": "arn:t",
+		"Condition": map[string]any{"ForAllValues:StringLike": map[string]any{"dynamodb:LeadingKeys": []any{"tenant#*", "open"}}}}}}
+	for key, want := range map[string]bool{"tenant#a": true, "open": true, "opened": false, "model#tenant#a": false, "": true} {
+		req := request{identity: true, action: "dynamodb:UpdateItem", resource: "arn:t"}
+		if key != "" {
+			req.context = map[string]string{"dynamodb:LeadingKeys": key}
+		}
+		if got, why := allows(t, items, req, nil); got != want {
+			t.Errorf("leading key %q: %v (%s), want %v", key, got, why, want)
 		}
 	}
 	// ArnLike: "*" stays inside its component but crosses "/".
