@@ -81,8 +81,8 @@ var (
 	// the provider says its limit is spent, each one UpdateItem (which also
 	// creates a provider's first item: no PutItem), and reads a bucket
 	// (GetItem; pkg/dynamodb.Buckets calls nothing else).
-	// Only the worker calls models, so only it reads the table; the API
-	// writes its tenants' queued sets there.
+	// Only the worker calls models, so only it reads the buckets; the
+	// API writes its tenants' queued sets in the same side table.
 	workerBucketsActions = []string{"dynamodb:GetItem", "dynamodb:UpdateItem"}
 	// SendMessage: at its receive limit a message whose job is alive is
 	// replaced by a fresh, delayed one (docs/architecture.md, step 6).
@@ -166,11 +166,11 @@ func functionsEnv(cfg Config, sh Shared) map[string]*string {
 // newAPIFunction is the function behind the HTTP API (newAPI), with a role
 // for exactly what the API calls. Besides the shared environment it gets
 // the tenants table and the signing secret, which only its webhook key
-// routes use, the quarantine table its creates check, and the buckets
+// routes use, the quarantine table its creates check, and the side
 // table, where its creates keep each tenant's queued jobs.
 func newAPIFunction(stack awscdk.Stack, cfg Config, sh Shared, env map[string]*string, logs awslogs.LogGroup) awslambda.Function {
 	s := cfg.Settings
-	role := newRole(stack, "ApiRole", "aijobs API function: create, read, list and cancel jobs; give each tenant its webhook key", logs,
+	role := newRole(stack, "ApiRole", "aijobs API function: create, read, list and cancel jobs; give each tenant its webhook key, derived from the signing secret", logs,
 		allow(apiTableActions, sh.Table.TableArn()),
 		allow(apiIndexActions, indexArn(sh.Table, s.TenantIndex)),
 		allow(apiQueueActions, sh.Queues.Jobs.QueueArn()),
@@ -207,7 +207,7 @@ func withEnv(env, own map[string]*string) map[string]*string {
 // newWorker is the worker function and its job queue event source, with a
 // role for exactly what the worker calls, the routes' models and their
 // rate-limit buckets included. Besides the shared environment it gets the
-// buckets table, which only it and the API use.
+// side table, where its buckets and its tenants' in-flight slots are.
 func newWorker(stack awscdk.Stack, cfg Config, sh Shared, env map[string]*string, logs awslogs.LogGroup) awslambda.Function {
 	s := cfg.Settings
 	// The routes' models and keys: computed (and checked) by LoadConfig.
@@ -230,7 +230,7 @@ func newWorker(stack awscdk.Stack, cfg Config, sh Shared, env map[string]*string
 	worker := goFunction(stack, cfg, functionSpec{
 		ID: "Worker", Name: "worker", Description: "aijobs worker: SQS batches of job ids, one claim per message",
 		AssetDir: cfg.WorkerAssetDir, MemoryMB: s.WorkerMemoryMB, Timeout: s.WorkerTimeout, Role: role, Logs: logs,
-		// The rate-limit buckets table, as its grant.
+		// The side table, as its grant.
 		Env: withEnv(env, map[string]*string{"AIJOBS_BUCKETS_TABLE": sh.Buckets.TableName()}),
 		// At least the mapping's MaxConcurrency (settings.Validate), so no
 		// other function can starve the worker into throttling: a throttled

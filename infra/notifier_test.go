@@ -262,6 +262,15 @@ func TestWebhookSecret(t *testing.T) {
 		secret["KmsKeyId"] != nil || len(secret) != 3 {
 		t.Fatalf("signing secret %v, want exactly Name, Description and SecretString %s", secret, must2(json.Marshal(want)))
 	}
+	// The description too: it says only the notifier reads the secret,
+	// which the API's key routes now also do, but a deployed secret whose
+	// description changed would be updated, its value set back to the
+	// seed's (the API's reader is in the stack's output and its role's
+	// description instead).
+	const stale = "aijobs: the webhook signing secret(s), \"whsec_...\" (a second one after a space during a rotation); only the notifier reads it"
+	if secret["Description"] != stale {
+		t.Errorf("signing secret description %q changed: a deploy would undo a rotation; want %q", secret["Description"], stale)
+	}
 	parts := value["Fn::Join"].([]any)[1].([]any)
 	for range 200 {
 		key := make([]byte, length)

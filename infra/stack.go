@@ -12,8 +12,8 @@ import (
 )
 
 // NewStack builds the whole deployment in one stack: the jobs table, the
-// tenants table, the quarantine table, the provider rate-limit buckets
-// table, the job queue and its DLQ, the parking bucket, the four functions
+// tenants table, the quarantine table, the side table (rate-limit
+// buckets, tenants' slots, batch records), the job queue and its DLQ, the parking bucket, the four functions
 // (API, worker, scheduled reconciler, notifier) and, when a route offers
 // a batch lane, the scheduled collector (and, for a batch lane on
 // Bedrock, its batch bucket and service role), the callback queue and its DLQ,
@@ -45,7 +45,7 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 	output(stack, "TableName", table.TableName(), "jobs table")
 	output(stack, "TenantsTableName", tenants.TableName(), "tenants table: each tenant's webhook key versions")
 	output(stack, "QuarantineTableName", quarantine.TableName(), "quarantine table: the inputs known to fail, refused at create")
-	output(stack, "BucketsTableName", buckets.TableName(), "provider rate-limit buckets table: each provider key's shared rate-limit state")
+	output(stack, "BucketsTableName", buckets.TableName(), "the side table: each provider key's rate-limit bucket, each tenant's jobs in flight and queued, the batch lane's batch records")
 	output(stack, "QueueUrl", queues.Jobs.QueueUrl(), "job queue")
 	output(stack, "DlqUrl", queues.DLQ.QueueUrl(), "dead letter queue (replay from here)")
 	output(stack, "AlarmTopicArn", alarms.Topic.TopicArn(), "SNS topic every alarm notifies")
@@ -54,7 +54,7 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 	output(stack, "CallbackQueueUrl", queues.Callbacks.QueueUrl(), "callback notices (the notifier's queue)")
 	output(stack, "CallbackDlqUrl", queues.CallbackDLQ.QueueUrl(), "callback notices given up")
 	output(stack, "NotifierFunctionName", fns.Notifier.FunctionName(), "the notifier (delivers callbacks): its log group and metrics")
-	output(stack, "WebhookSecretArn", secret.SecretArn(), "the deployment's webhook signing secret (whsec_...): every tenant's key is derived from it; never give it to a receiver")
+	output(stack, "WebhookSecretArn", secret.SecretArn(), "the deployment's webhook signing secret (whsec_...): every tenant's key is derived from it; the notifier signs with it and the API's webhook key routes derive each tenant's key from it; never give it to a receiver")
 	output(stack, "ParkBucketName", park.BucketName(), "parked outcomes: docs/architecture.md, Parked outcomes")
 	if fns.Collector != nil {
 		output(stack, "CollectorFunctionName", fns.Collector.FunctionName(), "the batch lane's scheduled collector: its log group and metrics")
@@ -66,8 +66,8 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 }
 
 // Shared are the resources the stack's functions run against: the jobs
-// table, the tenants table, the quarantine table, the rate-limit buckets
-// table, the queues, the parking bucket, the webhook signing secret and,
+// table, the tenants table, the quarantine table, the side table (its
+// field Buckets), the queues, the parking bucket, the webhook signing secret and,
 // with a batch lane on Bedrock, its bucket and service role (nil
 // otherwise). They are built before the functions and travel to the
 // function builders together, so each takes one value however many of

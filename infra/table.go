@@ -26,8 +26,9 @@ const (
 	attrEnlistedPK = "enl_pk"
 	attrEnlistedAt = "enl_ms"
 	attrExpires    = "expires_at"
-	// attrProvider is the rate-limit buckets table's key: the provider key
-	// a bucket limits.
+	// attrProvider is the side table's key: the provider key a bucket
+	// limits, or a tenant's item or a batch record's (pkg/dynamodb; named
+	// for the first, and a key's name cannot change on a deployed table).
 	attrProvider = "provider"
 )
 
@@ -192,15 +193,19 @@ func newQuarantineTable(stack awscdk.Stack, cfg Config) awsdynamodb.Table {
 	})
 }
 
-// newBucketsTable is the provider rate-limit buckets table
-// (<prefix>-buckets, pkg/config's AIJOBS_BUCKETS_TABLE default): one item per
-// provider key, the shared rate-limit state every worker takes from
-// before a model call (docs/architecture.md, "Provider rate limits"; the
-// GCRA times req_tat_us and tok_tat_us, numbers, which need no
-// declaration). Keyed by provider alone: no sort key, no index, no TTL
-// (an item is a provider's, for as long as the provider is routed to).
-// Kept like the quarantine table, though losing it costs no record: a
-// lost item reads as a full bucket: at worst one burst over the limit.
+// newBucketsTable is the side table (<prefix>-buckets, pkg/config's
+// AIJOBS_BUCKETS_TABLE default; the name, the construct id and the key's
+// name are its first use's, kept so that a deploy does not replace it):
+// what the functions share besides the jobs. One item per provider key,
+// the shared rate-limit state every worker takes from before a model call
+// (docs/architecture.md, "Provider rate limits"; the GCRA times
+// req_tat_us and tok_tat_us, numbers, which need no declaration); one per
+// tenant, "tenant#<tenant>", its jobs in flight and queued ("Tenant
+// fairness"); one per batch of the batch lane, "batch#<id>", and the list
+// of open ones ("The batch lane"). Keyed by that string alone: no sort
+// key, no index, no TTL. Kept like the quarantine table, though losing it
+// costs little: a lost bucket reads as a full one (at worst one burst
+// over the limit), lost slots as free ones.
 func newBucketsTable(stack awscdk.Stack, cfg Config) awsdynamodb.Table {
 	return awsdynamodb.NewTable(stack, jsii.String("Buckets"), &awsdynamodb.TableProps{
 		TableName:    jsii.String(cfg.Settings.BucketsTableName()),

@@ -17,7 +17,7 @@ const webhookKeyChars = 48
 // webhookSecretPrefix starts every signing secret (Standard Webhooks).
 const webhookSecretPrefix = "whsec_"
 
-// newWebhookSecret is the signing secret the notifier reads,
+// newWebhookSecret is the signing secret the notifier and the API read,
 // <prefix>/webhook-signing-secret, holding "whsec_" + base64 from the
 // first deploy on, with nobody pasting anything.
 //
@@ -49,9 +49,13 @@ func newWebhookSecret(stack awscdk.Stack, cfg Config) awssecretsmanager.Secret {
 	})
 	secret := awssecretsmanager.NewSecret(stack, jsii.String("WebhookSecret"), &awssecretsmanager.SecretProps{
 		SecretName: jsii.String(name),
-		// Stale on purpose: the API reads it too now (the tenants' keys are
-		// derived from it), but a new description would make CloudFormation
-		// update the secret and set its value back to the seed's.
+		// Stale on purpose, and pinned (TestWebhookSecret): the API reads
+		// it too (its webhook key routes derive each tenant's key from it,
+		// and hand that key to the tenant), but a new description would
+		// make CloudFormation update the secret and set its value back to
+		// the seed's, undoing any rotation (docs/deploy.md, "The webhook
+		// signing secret"). The stack's WebhookSecretArn output and the
+		// API's role description say who reads it.
 		Description:       jsii.String("aijobs: the webhook signing secret(s), \"whsec_...\" (a second one after a space during a rotation); only the notifier reads it"),
 		SecretStringValue: awscdk.SecretValue_UnsafePlainText(jsii.String(webhookSecretPrefix + *seed.SecretValue().UnsafeUnwrap())),
 		RemovalPolicy:     removalPolicy(cfg),
