@@ -20,7 +20,7 @@ import (
 //     the record back with GetItem); never PutItem, never a scan;
 //   - the enlisted index: the jobs waiting in each batch lane (Query), and
 //     no other index;
-//   - the side table, where its batch records live: PutItem opens and
+//   - the buckets table, where its batch records live: PutItem opens and
 //     saves a record (each conditional), GetItem reads the list of open
 //     batches and each record, UpdateItem adds to and takes from that list;
 //   - the job queue: SendMessage, for a job it hands back to the queue
@@ -54,7 +54,7 @@ const collectorConcurrency = 1
 // that runs it every CollectEvery, only when a route offers a batch lane
 // (without one, it would have nothing to collect), with a role for
 // exactly what it calls. Besides the shared environment it gets the
-// side table, where its batch records are.
+// buckets table, where its batch records are.
 func newCollector(stack awscdk.Stack, cfg Config, sh Shared, env map[string]*string, f *Functions) {
 	if !job.AnyBatchLane(cfg.Routes) {
 		return
@@ -68,7 +68,7 @@ func newCollector(stack awscdk.Stack, cfg Config, sh Shared, env map[string]*str
 	statements := []awsiam.PolicyStatement{
 		allow(collectorTableActions, sh.Table.TableArn()),
 		allow(collectorIndexActions, indexArn(sh.Table, s.EnlistedIndex)),
-		allowIf(collectorBatchesActions, sh.Buckets.TableArn(), leadingKeys(collectorSideTableKeys)),
+		allowIf(collectorBatchesActions, sh.Buckets.TableArn(), leadingKeys(collectorBucketsKeys)),
 		allow(collectorQueueActions, sh.Queues.Jobs.QueueArn()),
 	}
 	if len(secrets) > 0 {

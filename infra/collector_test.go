@@ -150,11 +150,14 @@ func collectorGrants(t *testing.T, s *synthesized) []string {
 	table := jobsTable(t, s)
 	queue, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.QueueName()))
 	buckets, _ := s.one(t, "AWS::DynamoDB::Table", named("TableName", st.BucketsTableName()))
+	const batchKeys = ` if ForAllValues:StringLike dynamodb:LeadingKeys=["batch#*","batches#open"]`
 	return []string{
 		"dynamodb:GetItem on " + table, "dynamodb:UpdateItem on " + table, // reads, collects, settles, hands back
 		"dynamodb:Query on ${" + table + ".Arn}/index/" + st.EnlistedIndex, // the jobs waiting in each lane
-		// its batch records: opened and saved, read, listed open
-		"dynamodb:GetItem on " + buckets, "dynamodb:PutItem on " + buckets, "dynamodb:UpdateItem on " + buckets,
+		// its batch records: opened and saved, read, listed open; those
+		// items only (batch#<id>, batches#open)
+		"dynamodb:GetItem on " + buckets + batchKeys, "dynamodb:PutItem on " + buckets + batchKeys,
+		"dynamodb:UpdateItem on " + buckets + batchKeys,
 		"sqs:SendMessage on " + queue, // a job handed back
 	}
 }

@@ -110,7 +110,7 @@ func ContextLookup(node constructs.Node) Lookup {
 // into the functions' environment: Lambda sets the region, the endpoint is
 // real AWS, the stack sets the resource names (the callback queues, the
 // signing secret, the parking bucket and the tables it creates included,
-// the side table among them, and a Bedrock batch
+// the buckets table among them, and a Bedrock batch
 // lane's bucket and service role: newBedrockBatch), the listen address is
 // the dev server's, and a secret never goes into a template.
 var notFromContext = map[string]bool{

@@ -56,7 +56,7 @@ var (
 	// recorded and a cancel take it out: UpdateItem only, a refused add
 	// returning the item it saw.
 	apiBucketsActions = []string{"dynamodb:UpdateItem"}
-	// Each function's grant on the side table is held to the partition
+	// Each function's grant on the buckets table is held to the partition
 	// keys of the items it keeps there, so that a bug or a stolen role
 	// cannot reach another function's items (DynamoDB Developer Guide,
 	// "Using IAM policy conditions for fine-grained access control",
@@ -66,12 +66,12 @@ var (
 	// "tenant#<tenant>" (slots.go: its queued set, which the API writes,
 	// and its in-flight set, which the worker does), a batch record
 	// "batch#<id>" and the list of open batches "batches#open"
-	// (batches.go: the collector's); TestSideTableKeysArePkgDynamodbs
+	// (batches.go: the collector's); TestBucketsKeysArePkgDynamodbs
 	// checks them against the code. The worker's grant has none: its
 	// provider keys' buckets are keyed by the entries' names, which the
 	// routes choose.
-	apiSideTableKeys       = []string{"tenant#*"}
-	collectorSideTableKeys = []string{"batch#*", "batches#open"}
+	apiBucketsKeys       = []string{"tenant#*"}
+	collectorBucketsKeys = []string{"batch#*", "batches#open"}
 
 	workerQuarantineActions = []string{"dynamodb:PutItem"}
 	workerTableActions      = []string{"dynamodb:UpdateItem", "dynamodb:GetItem"}
@@ -82,7 +82,7 @@ var (
 	// creates a provider's first item: no PutItem), and reads a bucket
 	// (GetItem; pkg/dynamodb.Buckets calls nothing else).
 	// Only the worker calls models, so only it reads the buckets; the
-	// API writes its tenants' queued sets in the same side table.
+	// API writes its tenants' queued sets in the same table.
 	workerBucketsActions = []string{"dynamodb:GetItem", "dynamodb:UpdateItem"}
 	// SendMessage: at its receive limit a message whose job is alive is
 	// replaced by a fresh, delayed one (docs/architecture.md, step 6).
@@ -177,7 +177,7 @@ func newAPIFunction(stack awscdk.Stack, cfg Config, sh Shared, env map[string]*s
 		allow(apiTenantsActions, sh.Tenants.TableArn()),
 		allow(apiSecretActions, sh.WebhookSecret.SecretArn()),
 		allow(apiQuarantineActions, sh.Quarantine.TableArn()),
-		allowIf(apiBucketsActions, sh.Buckets.TableArn(), leadingKeys(apiSideTableKeys)))
+		allowIf(apiBucketsActions, sh.Buckets.TableArn(), leadingKeys(apiBucketsKeys)))
 	own := withEnv(env, map[string]*string{
 		"AIJOBS_TENANTS_TABLE":     sh.Tenants.TableName(),
 		"AIJOBS_WEBHOOK_SECRET_ID": sh.WebhookSecret.SecretArn(),
@@ -207,7 +207,7 @@ func withEnv(env, own map[string]*string) map[string]*string {
 // newWorker is the worker function and its job queue event source, with a
 // role for exactly what the worker calls, the routes' models and their
 // rate-limit buckets included. Besides the shared environment it gets the
-// side table, where its buckets and its tenants' in-flight slots are.
+// buckets table, where its buckets and its tenants' in-flight slots are.
 func newWorker(stack awscdk.Stack, cfg Config, sh Shared, env map[string]*string, logs awslogs.LogGroup) awslambda.Function {
 	s := cfg.Settings
 	// The routes' models and keys: computed (and checked) by LoadConfig.
@@ -230,7 +230,7 @@ func newWorker(stack awscdk.Stack, cfg Config, sh Shared, env map[string]*string
 	worker := goFunction(stack, cfg, functionSpec{
 		ID: "Worker", Name: "worker", Description: "aijobs worker: SQS batches of job ids, one claim per message",
 		AssetDir: cfg.WorkerAssetDir, MemoryMB: s.WorkerMemoryMB, Timeout: s.WorkerTimeout, Role: role, Logs: logs,
-		// The side table, as its grant.
+		// The buckets table, as its grant.
 		Env: withEnv(env, map[string]*string{"AIJOBS_BUCKETS_TABLE": sh.Buckets.TableName()}),
 		// At least the mapping's MaxConcurrency (settings.Validate), so no
 		// other function can starve the worker into throttling: a throttled

@@ -85,10 +85,10 @@ func refuseKeyEnv(routes string) error {
 
 // stackEnvSize bounds from above what the stack adds to cfg.Env for any
 // function: every variable it sets for one of them (the notifier, which
-// gets the most, has all but the side table): the table name,
+// gets the most, has all but the buckets table): the table name,
 // the two job queue URLs, the parking bucket's name, the two callback
 // queue URLs, the signing secret's ARN, the tenants, quarantine and
-// side tables' names, which are only known at deploy
+// buckets tables' names, which are only known at deploy
 // (https://sqs.<region>.amazonaws.com[.cn]/<12-digit account>/<name>; the
 // longest region name is 14 characters, 16 leaves room; a secret's ARN ends
 // in "-" and six random characters; CloudFormation names the bucket, and

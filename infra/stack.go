@@ -12,7 +12,7 @@ import (
 )
 
 // NewStack builds the whole deployment in one stack: the jobs table, the
-// tenants table, the quarantine table, the side table (rate-limit
+// tenants table, the quarantine table, the buckets table (rate-limit
 // buckets, tenants' slots, batch records), the job queue and its DLQ, the parking bucket, the four functions
 // (API, worker, scheduled reconciler, notifier) and, when a route offers
 // a batch lane, the scheduled collector (and, for a batch lane on
@@ -45,7 +45,7 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 	output(stack, "TableName", table.TableName(), "jobs table")
 	output(stack, "TenantsTableName", tenants.TableName(), "tenants table: each tenant's webhook key versions")
 	output(stack, "QuarantineTableName", quarantine.TableName(), "quarantine table: the inputs known to fail, refused at create")
-	output(stack, "BucketsTableName", buckets.TableName(), "the side table: each provider key's rate-limit bucket, each tenant's jobs in flight and queued, the batch lane's batch records")
+	output(stack, "BucketsTableName", buckets.TableName(), "the buckets table: each provider key's rate-limit bucket, each tenant's jobs in flight and queued, the batch lane's batch records")
 	output(stack, "QueueUrl", queues.Jobs.QueueUrl(), "job queue")
 	output(stack, "DlqUrl", queues.DLQ.QueueUrl(), "dead letter queue (replay from here)")
 	output(stack, "AlarmTopicArn", alarms.Topic.TopicArn(), "SNS topic every alarm notifies")
@@ -66,8 +66,8 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 }
 
 // Shared are the resources the stack's functions run against: the jobs
-// table, the tenants table, the quarantine table, the side table (its
-// field Buckets), the queues, the parking bucket, the webhook signing secret and,
+// table, the tenants table, the quarantine table, the buckets table
+// (rate-limit buckets, tenants' slots, batch records), the queues, the parking bucket, the webhook signing secret and,
 // with a batch lane on Bedrock, its bucket and service role (nil
 // otherwise). They are built before the functions and travel to the
 // function builders together, so each takes one value however many of

@@ -26,7 +26,7 @@ const (
 	attrEnlistedPK = "enl_pk"
 	attrEnlistedAt = "enl_ms"
 	attrExpires    = "expires_at"
-	// attrProvider is the side table's key: the provider key a bucket
+	// attrProvider is the buckets table's key: the provider key a bucket
 	// limits, or a tenant's item or a batch record's (pkg/dynamodb; named
 	// for the first, and a key's name cannot change on a deployed table).
 	attrProvider = "provider"
@@ -193,7 +193,7 @@ func newQuarantineTable(stack awscdk.Stack, cfg Config) awsdynamodb.Table {
 	})
 }
 
-// newBucketsTable is the side table (<prefix>-buckets, pkg/config's
+// newBucketsTable is the buckets table (<prefix>-buckets, pkg/config's
 // AIJOBS_BUCKETS_TABLE default; the name, the construct id and the key's
 // name are its first use's, kept so that a deploy does not replace it):
 // what the functions share besides the jobs. One item per provider key,

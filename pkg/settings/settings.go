@@ -223,7 +223,7 @@ func (s Settings) QuarantineTableName() string { return s.Prefix + "-quarantine"
 // BatchBucketName is a Bedrock batch lane's bucket on an emulator.
 func (s Settings) BatchBucketName() string { return s.Prefix + "-batches" }
 
-// BucketsTableName is the side table: the providers' rate-limit buckets
+// BucketsTableName is the buckets table: the providers' rate-limit buckets
 // (job.Bucket), the tenants' in-flight and queued slots (job.Slot) and the
 // batch lane's batch records (job.BatchRecord). It is named for the
 // first, which it once held alone; the name stays, since a new one would

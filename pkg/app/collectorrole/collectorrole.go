@@ -52,7 +52,7 @@ func New(ctx context.Context, b *roles.Base, o providers.Options) (*collector.Co
 }
 
 // Over is the batch lane's collector over providers, its batch records
-// on the side table; nil when no route offers a batch lane. The dev
+// on the buckets table; nil when no route offers a batch lane. The dev
 // server's collector shares the worker's providers.
 func Over(b *roles.Base, providers map[string]model.Provider) *collector.Collector {
 	if !job.AnyBatchLane(b.Config.Routes) {

@@ -108,11 +108,11 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Base, error) {
 				return nil, fmt.Errorf("app: create quarantine table: %w", err)
 			}
 		}
-		// The side table holds the rate-limit buckets, the tenants' slots
+		// The buckets table holds the rate-limit buckets, the tenants' slots
 		// and the batch lane's batch records.
 		if cfg.SharedLimits() || job.AnyBatchLane(cfg.Routes) {
 			if err := dynamodb.CreateBucketsTable(ctx, ddb, cfg.BucketsTable); err != nil {
-				return nil, fmt.Errorf("app: create the side table: %w", err)
+				return nil, fmt.Errorf("app: create the buckets table: %w", err)
 			}
 		}
 		if cfg.Callbacks {

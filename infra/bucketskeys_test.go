@@ -2,9 +2,7 @@ package main
 
 import (
 	"context"
-	"fmt"
 	"slices"
-	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -16,14 +14,14 @@ import (
 	"github.com/aijobs/aijobs/pkg/job"
 )
 
-// The API's and the collector's grants on the side table hold each to
+// The API's and the collector's grants on the buckets table hold each to
 // its own items, as IAM decides it (policyeval_test.go): the API may
 // update a tenant's item and no provider's bucket, batch record or the
 // open batches' list; the collector may read, put and update its batch
 // records and their list, and no tenant's item or provider's bucket.
-func TestSideTableGrantsHoldEachRoleToItsKeys(t *testing.T) {
+func TestBucketsTableGrantsHoldEachRoleToItsKeys(t *testing.T) {
 	s := batched(t)
-	env := anyArns(s)
+	env := roleEnv(s)
 	table, _ := s.one(t, "AWS::DynamoDB::Table", named("TableName", s.cfg.Settings.BucketsTableName()))
 	keys := []string{"tenant#jwt:tenant-a", "batch#b-1", "batches#open", "openai", "model#openai#gpt-4o", "tenant", "batch", "batches#closed"}
 	for fn, tc := range map[string]struct {
@@ -50,7 +48,7 @@ func TestSideTableGrantsHoldEachRoleToItsKeys(t *testing.T) {
 // records and their list (the collector's) are the batch records'. Each
 // store is driven against a recording client, and every key it reaches
 // must match its function's patterns and not the other's.
-func TestSideTableKeysArePkgDynamodbs(t *testing.T) {
+func TestBucketsKeysArePkgDynamodbs(t *testing.T) {
 	ctx := context.Background()
 	queued, batches := &keyRecorder{}, &keyRecorder{}
 	slots := dynamodb.NewQueueSlots(queued, "side")
@@ -69,8 +67,8 @@ func TestSideTableKeysArePkgDynamodbs(t *testing.T) {
 		rec        *keyRecorder
 		own, other []string
 	}{
-		{"the API's queued slots", queued, apiSideTableKeys, collectorSideTableKeys},
-		{"the collector's batch records", batches, collectorSideTableKeys, apiSideTableKeys},
+		{"the API's queued slots", queued, apiBucketsKeys, collectorBucketsKeys},
+		{"the collector's batch records", batches, collectorBucketsKeys, apiBucketsKeys},
 	} {
 		got := tc.rec.seen()
 		if len(got) == 0 {
@@ -134,15 +132,4 @@ func rolePolicy(t *testing.T, s *synthesized, fn string) any {
 		t.Fatalf("%s's role has %d inline policies, want one", fn, len(policies))
 	}
 	return policies[0].(map[string]any)["PolicyDocument"]
-}
-
-// anyArns resolves every resource of s to an ARN of its own (its Ref,
-// Arn and StreamArn), so that a role's policy can be evaluated.
-func anyArns(s *synthesized) map[string]string {
-	env := map[string]string{}
-	for id := range s.json["Resources"].(map[string]any) {
-		arn := fmt.Sprintf("arn:aws:test:us-east-1:111122223333:%s/%s", strings.ToLower(id), id)
-		env[id], env[id+".Arn"], env[id+".StreamArn"] = arn, arn, arn+"/stream"
-	}
-	return env
 }
