@@ -116,3 +116,43 @@ func TestLinkProblemsFindsBrokenLinks(t *testing.T) {
 		t.Error("a shell comment in fenced code was taken for a heading")
 	}
 }
+
+// unlisted are the documents of names the index does not link to.
+func unlisted(index string, names []string) []string {
+	var out []string
+	for _, n := range names {
+		if !strings.Contains(index, "]("+n+")") {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// TestTheDocsIndexListsEveryDoc: docs/README.md is the reading order a
+// newcomer follows, so a document missing from it is one nobody finds.
+func TestTheDocsIndexListsEveryDoc(t *testing.T) {
+	root := os.DirFS(filepath.Join("..", ".."))
+	index, err := fs.ReadFile(root, "docs/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	docs, err := fs.Glob(root, "docs/*.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, p := range docs {
+		if n := slashpath.Base(p); n != "README.md" {
+			names = append(names, n)
+		}
+	}
+	if len(names) == 0 {
+		t.Fatal("no docs/*.md found: the check read nothing")
+	}
+	for _, n := range unlisted(string(index), names) {
+		t.Errorf("docs/README.md does not list docs/%s", n)
+	}
+	if got := unlisted("[a](a.md) see b.md", []string{"a.md", "b.md"}); len(got) != 1 || got[0] != "b.md" {
+		t.Errorf("a document named but not linked was not reported: %q", got)
+	}
+}
