@@ -43,7 +43,10 @@ func jsonNames(t reflect.Type) []string {
 // ParseCreate decodes a create body for tenant under the Idempotency-Key
 // key and holds it to the limits. Every refusal is an *Error: code
 // invalid_request naming the field, payload_too_large, or unauthorized
-// without a tenant.
+// without a tenant. A refusal of a body that is a JSON object comes with
+// the request's tenant, key and InputHash set: a rule that depends on the
+// configuration (the models, the limits) may refuse today the body of a
+// job accepted before, and the caller looks for that job first.
 func ParseCreate(tenant, key string, body []byte, l job.Limits) (job.CreateRequest, error) {
 	if tenant == "" {
 		return job.CreateRequest{}, refuse(wire.CodeUnauthorized, "", "no tenant in the request")
