@@ -115,15 +115,17 @@ func (h *Handler) repeat(ctx context.Context, log *slog.Logger, want, existing j
 
 // refusedUnlessRepeat answers a create that a check refused (a limit or
 // model of today's configuration, its route, its callback target, its
-// quarantined input) or could not check. A retry of a create
-// whose first try was recorded is still a repeat whatever changed since:
-// its callback host stopped resolving, its input was quarantined by
-// another job's failure, its route lost the lanes it allows or got
-// dearer, its model left the offer, a limit was lowered. The job exists and runs, so it is answered as one
-// (docs/architecture.md, "Idempotency"). Only a key never used gets the
-// refusal; a store that cannot say which it is gets 503, so the caller
-// retries rather than gives up on a job that may exist. The lookup costs
-// one read, on this path only; the checks still precede every write.
+// quarantined input) or could not check. A retry of a create whose first
+// try was recorded is still a repeat whatever changed since: its callback
+// host stopped resolving, its input was quarantined by another job's
+// failure, its route lost the lanes it allows or got dearer, its model
+// left the offer, a limit was lowered. The job exists and runs, so it is
+// answered as one (docs/architecture.md, "Idempotency"). Only a key
+// never used gets the refusal; a store that cannot say which it is gets
+// 503, so the caller retries rather than gives up on a job that may
+// exist. The lookup costs one read, on this path only (an accepted
+// create's repeat is found by the conditional put); the checks still
+// precede every write.
 func (h *Handler) refusedUnlessRepeat(ctx context.Context, log *slog.Logger, want job.Job, op string, bad error) events.APIGatewayV2HTTPResponse {
 	existing, err := h.store.Get(ctx, want.ID)
 	switch {
