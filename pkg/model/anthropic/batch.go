@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -225,25 +224,13 @@ func (c *Client) BatchResults(ctx context.Context, id string, each func(string, 
 		return err
 	}
 	defer resp.Body.Close()
-	br := bufio.NewReader(resp.Body)
-	for {
-		raw, err := br.ReadBytes('\n')
-		var l resultLine
-		// A line that names no request is skipped: its job, with no
-		// result, is handed back by the collector.
-		if json.Unmarshal(raw, &l) == nil && l.CustomID != "" {
-			out, rerr := l.result()
-			if err := each(l.CustomID, out, rerr); err != nil {
-				return err
-			}
-		}
-		if errors.Is(err, io.EOF) {
+	return model.EachResult(resp.Body, "anthropic: read batch "+id+" results", func(l resultLine) error {
+		if l.CustomID == "" {
 			return nil
 		}
-		if err != nil {
-			return fmt.Errorf("anthropic: read batch %s results: %w", id, err)
-		}
-	}
+		out, err := l.result()
+		return each(l.CustomID, out, err)
+	})
 }
 
 // result is l's answer, or its error: an errored item is classified as a

@@ -1,11 +1,9 @@
 package openai
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"mime/multipart"
@@ -208,24 +206,12 @@ func (c *Client) readLines(ctx context.Context, file string, each func(resultLin
 		return err
 	}
 	defer resp.Body.Close()
-	br := bufio.NewReader(resp.Body)
-	for {
-		raw, err := br.ReadBytes('\n')
-		var l resultLine
-		// A line that names no request is skipped: its job, with no
-		// result, is handed back by the collector.
-		if json.Unmarshal(raw, &l) == nil && l.CustomID != "" {
-			if err := each(l); err != nil {
-				return err
-			}
-		}
-		if errors.Is(err, io.EOF) {
+	return model.EachResult(resp.Body, "openai: read batch file "+file, func(l resultLine) error {
+		if l.CustomID == "" {
 			return nil
 		}
-		if err != nil {
-			return fmt.Errorf("openai: read batch file %s: %w", file, err)
-		}
-	}
+		return each(l)
+	})
 }
 
 // result is line l's answer, or its error (billed nothing: a batch bills
