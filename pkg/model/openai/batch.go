@@ -279,22 +279,19 @@ func (c *Client) batchCall(ctx context.Context, w wire, out any) error {
 // is not a 2xx is its classified error. Nothing on this wire is billed:
 // only the batch's answers are.
 func (c *Client) send(ctx context.Context, w wire) (*http.Response, error) {
-	hr, err := http.NewRequestWithContext(ctx, w.method, w.url, w.body)
+	hr, err := c.api().Request(ctx, w.method, w.url, w.body)
 	if err != nil {
-		return nil, &model.Error{Class: job.InvalidRequest, Detail: "openai: bad base URL", Err: fmt.Errorf("openai: build request: %w", err)}
+		return nil, err
 	}
 	if w.contentType != "" {
 		hr.Header.Set("Content-Type", w.contentType)
-	}
-	if c.cfg.APIKey != "" {
-		hr.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
 	}
 	resp, err := c.cfg.HTTPClient.Do(hr)
 	if err != nil {
 		return nil, transportError(ctx, err, model.Usage{})
 	}
 	if resp.StatusCode/100 != 2 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		b := model.ErrorBody(resp.Body)
 		_ = resp.Body.Close()
 		return nil, statusError(resp.StatusCode, b, job.Batch)
 	}
