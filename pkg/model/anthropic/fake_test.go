@@ -43,7 +43,7 @@ func TestAgainstTheFake(t *testing.T) {
 						t.Fatalf("Generate: %v", err)
 					}
 					b := modeltest.OnlyBill(t, s.Billed())
-					modeltest.CacheApart(t, got.Usage, b.Input, 1800, 240, b.Output)
+					modeltest.CacheApart(t, got.Usage, modeltest.Counts{Input: b.Input, CacheRead: 1800, CacheWrite: 240, Output: b.Output})
 					if cost, bill := got.Usage.Cost(cachedPrice), b.Bill(300, 1500); int64(cost) != bill {
 						t.Fatalf("cost %d, Anthropic bills %d", cost, bill)
 					}

@@ -55,7 +55,7 @@ func TestAgainstTheFake(t *testing.T) {
 						t.Fatalf("Generate: %v", err)
 					}
 					b := modeltest.OnlyBill(t, s.Billed())
-					modeltest.CacheApart(t, got.Usage, b.Input, 2048, 512, b.Output)
+					modeltest.CacheApart(t, got.Usage, modeltest.Counts{Input: b.Input, CacheRead: 2048, CacheWrite: 512, Output: b.Output})
 					bill := b.Bill(int64(price.InputPerToken), int64(price.CachedInputPerToken), int64(price.CacheWritePerToken), int64(price.OutputPerToken))
 					if cost := got.Usage.Cost(price); int64(cost) != bill {
 						t.Fatalf("cost %d, Bedrock bills %d", cost, bill)

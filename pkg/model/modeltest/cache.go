@@ -29,14 +29,20 @@ func OnlyBill[B any](t testing.TB, billed []B) B {
 	return billed[0]
 }
 
-// CacheApart fails t unless got is one answer's usage from a provider
-// that counts the prompt cache apart from its input (Anthropic, Bedrock):
-// input is the answer's own input count, which leaves the cache's read
-// and write out, so every input token is all three, the cache's named
-// apart.
-func CacheApart(t testing.TB, got model.Usage, input, read, write, output int64) {
+// Counts are one answer's counts as a provider that counts the prompt
+// cache apart from its input (Anthropic, Bedrock) reports them: Input
+// leaves the cache's reads and writes out.
+type Counts struct {
+	Input, CacheRead, CacheWrite, Output int64
+}
+
+// CacheApart fails t unless got is the usage of an answer that reported
+// c: every input token, the cache's reads and writes included, and those
+// named apart.
+func CacheApart(t testing.TB, got model.Usage, c Counts) {
 	t.Helper()
-	want := model.Usage{InputTokens: input + read + write, OutputTokens: output, CachedInputTokens: read, CacheWriteTokens: write}
+	want := model.Usage{InputTokens: c.Input + c.CacheRead + c.CacheWrite, OutputTokens: c.Output,
+		CachedInputTokens: c.CacheRead, CacheWriteTokens: c.CacheWrite}
 	if got != want {
 		t.Fatalf("usage %+v, want %+v", got, want)
 	}
