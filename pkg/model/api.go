@@ -1,6 +1,7 @@
 package model
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -45,6 +46,25 @@ func (a API) Request(ctx context.Context, method, u string, body io.Reader) (*ht
 		hr.Header.Set("Content-Type", "application/json")
 	}
 	return hr, nil
+}
+
+// Post is a generation's request: v as a POST to u, asking for an event
+// stream when stream, under a context (the request's) that traces
+// whether it was sent, which decides what a lost answer is billed.
+func (a API) Post(ctx context.Context, u string, v any, stream bool) (*http.Request, *Sent, error) {
+	body, err := a.Encode(v)
+	if err != nil {
+		return nil, nil, err
+	}
+	ctx, sent := TraceSent(ctx)
+	hr, err := a.Request(ctx, http.MethodPost, u, bytes.NewReader(body))
+	if err != nil {
+		return nil, nil, err
+	}
+	if stream {
+		hr.Header.Set("Accept", "text/event-stream")
+	}
+	return hr, sent, nil
 }
 
 // ErrorBody is an answer's error body, at most 64 KiB of it: enough for

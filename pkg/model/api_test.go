@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -42,5 +43,35 @@ func TestAPIFailuresAreClassified(t *testing.T) {
 func TestErrorBodyIsBounded(t *testing.T) {
 	if n := len(model.ErrorBody(strings.NewReader(strings.Repeat("x", 100<<10)))); n != 64<<10 {
 		t.Errorf("read %d bytes of an error body, want 64 KiB", n)
+	}
+}
+
+// A generation's request asks for a stream only when streamed, and
+// traces its sending: Sent is done once the server has it.
+func TestAPIPostTracesItsSending(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Accept") != "text/event-stream" || r.Header.Get("Content-Type") != "application/json" {
+			t.Errorf("headers %v", r.Header)
+		}
+	}))
+	defer srv.Close()
+	a := model.API{Provider: "p"}
+	hr, sent, err := a.Post(context.Background(), srv.URL, map[string]int{"n": 1}, true)
+	if err != nil || sent.Done() {
+		t.Fatalf("before sending: done %v, %v", sent != nil && sent.Done(), err)
+	}
+	resp, err := srv.Client().Do(hr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_ = resp.Body.Close()
+	if !sent.Done() {
+		t.Error("a request the server answered is not traced as sent")
+	}
+	if hr, _, _ := a.Post(context.Background(), srv.URL, nil, false); hr.Header.Get("Accept") != "" {
+		t.Errorf("a request not streamed asks for %q", hr.Header.Get("Accept"))
+	}
+	if _, _, err := a.Post(context.Background(), srv.URL, make(chan int), false); err == nil {
+		t.Error("a value that does not encode was posted")
 	}
 }

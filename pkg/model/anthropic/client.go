@@ -12,7 +12,6 @@
 package anthropic
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -159,18 +158,11 @@ func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response,
 	if r.MaxTokens == 0 { // the API requires a limit: the worst case is the one sent
 		r.MaxTokens = DefaultMaxTokens
 	}
-	body, err := c.api().Encode(c.request(r))
+	hr, sent, err := c.api().Post(ctx, c.url, c.request(r), c.cfg.Stream)
 	if err != nil {
 		return model.Response{}, err
 	}
-	ctx, sent := model.TraceSent(ctx)
-	hr, err := c.api().Request(ctx, http.MethodPost, c.url, bytes.NewReader(body))
-	if err != nil {
-		return model.Response{}, err
-	}
-	if c.cfg.Stream {
-		hr.Header.Set("Accept", "text/event-stream")
-	}
+	ctx = hr.Context()
 	resp, err := c.cfg.HTTPClient.Do(hr)
 	if err != nil {
 		return model.Response{}, transportError(ctx, err, "", sent.Unanswered(r, c.cfg.Stream))

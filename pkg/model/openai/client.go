@@ -7,7 +7,6 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -146,18 +145,11 @@ func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response,
 	if c.cfg.Stream {
 		req.StreamOptions = &streamOptions{IncludeUsage: true}
 	}
-	body, err := c.api().Encode(req)
+	hr, sent, err := c.api().Post(ctx, c.url, req, c.cfg.Stream)
 	if err != nil {
 		return model.Response{}, err
 	}
-	ctx, sent := model.TraceSent(ctx)
-	hr, err := c.api().Request(ctx, http.MethodPost, c.url, bytes.NewReader(body))
-	if err != nil {
-		return model.Response{}, err
-	}
-	if c.cfg.Stream {
-		hr.Header.Set("Accept", "text/event-stream")
-	}
+	ctx = hr.Context()
 	resp, err := c.cfg.HTTPClient.Do(hr)
 	if err != nil {
 		return model.Response{}, transportError(ctx, err, sent.Unanswered(r, c.cfg.Stream))

@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -176,15 +175,11 @@ func (b *call) create(ctx context.Context) (responseObject, error) {
 	for _, m := range b.r.Messages {
 		req.Input = append(req.Input, chatMessage{Role: m.Role, Content: m.Content})
 	}
-	body, err := b.c.api().Encode(req)
+	hr, sent, err := b.c.api().Post(ctx, b.c.responses, req, false)
 	if err != nil {
 		return responseObject{}, err
 	}
-	ctx, sent := model.TraceSent(ctx)
-	hr, err := b.c.api().Request(ctx, http.MethodPost, b.c.responses, bytes.NewReader(body))
-	if err != nil {
-		return responseObject{}, err
-	}
+	ctx = hr.Context()
 	resp, err := b.c.cfg.HTTPClient.Do(hr)
 	if err != nil {
 		return responseObject{}, transportError(ctx, err, sent.Unanswered(b.r, false))
