@@ -3,7 +3,6 @@ package dynamodb
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -17,13 +16,13 @@ import (
 // tenants table and the quarantine table. What each keeps and decides is
 // in its own file; what they all do alike is here, once: the key, one
 // item's read, its conditional write (a refusal is an answer, not an
-// error), its delete, the pages of a query or a scan, and the table's
-// making. Every failed call ends as a job package error (unavailable),
-// so no AWS error leaves the package.
+// error), its delete and the pages of a query or a scan; the table's
+// making is layout.create, in table.go. Every failed call ends as a job
+// package error (unavailable), so no AWS error leaves the package.
 
 // layout is a side table's shape: its key attributes (sort empty: keyed
-// by hash alone) and whether TTL deletes its items (on expires_at, as the
-// jobs table's: expiresAt).
+// by hash alone) and whether TTL deletes its items (on expires_at, the
+// jobs table's TTL attribute too; an item's value is expiresAt's).
 type layout struct {
 	hash, sort string
 	ttl        bool
@@ -42,35 +41,6 @@ func (l layout) key(hash string, sort ...string) map[string]types.AttributeValue
 		k[l.sort] = avS(sort[0])
 	}
 	return k
-}
-
-// create makes the table as the CDK stack does (on demand, l's keys and
-// TTL), for local stacks; idempotent, it returns once the table is ACTIVE.
-func (l layout) create(ctx context.Context, c TableAPI, table string) error {
-	in := &ddb.CreateTableInput{TableName: aws.String(table), BillingMode: types.BillingModePayPerRequest}
-	for _, k := range []struct {
-		attr string
-		kind types.KeyType
-	}{{l.hash, types.KeyTypeHash}, {l.sort, types.KeyTypeRange}} {
-		if k.attr == "" {
-			continue
-		}
-		in.AttributeDefinitions = append(in.AttributeDefinitions,
-			types.AttributeDefinition{AttributeName: aws.String(k.attr), AttributeType: types.ScalarAttributeTypeS})
-		in.KeySchema = append(in.KeySchema, types.KeySchemaElement{AttributeName: aws.String(k.attr), KeyType: k.kind})
-	}
-	_, err := c.CreateTable(ctx, in)
-	var inUse *types.ResourceInUseException
-	if err != nil && !errors.As(err, &inUse) {
-		return fmt.Errorf("create table %s: %w", table, err)
-	}
-	if err := waitActive(ctx, c, table); err != nil {
-		return err
-	}
-	if l.ttl {
-		return enableTTL(ctx, c, table)
-	}
-	return nil
 }
 
 // expiresAt is the TTL attribute's value for an item that must stay until
