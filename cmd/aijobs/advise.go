@@ -7,7 +7,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/aijobs/aijobs/pkg/advise"
@@ -234,16 +233,16 @@ func printDecision(w io.Writer, format string, in advise.Input, d advise.Decisio
 	if d.Mode == advise.Async {
 		what = "asynchronous: a job, then a poll or a callback"
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintf(tw, "decision\t%s (rule %d)\n", what, d.Rule)
-	fmt.Fprintf(tw, "hop\t%s, %s; synchronous up to %s (%d%%)\n", in.Hop.Name, in.Hop.Timeout, d.Limit, advise.HeadroomPercent)
-	fmt.Fprintf(tw, "p99\t%s with retries and fallback rungs\n", in.P99)
+	t := newTable(w)
+	t.row("decision", fmt.Sprintf("%s (rule %d)", what, d.Rule))
+	t.row("hop", fmt.Sprintf("%s, %s; synchronous up to %s (%d%%)", in.Hop.Name, in.Hop.Timeout, d.Limit, advise.HeadroomPercent))
+	t.row("p99", fmt.Sprintf("%s with retries and fallback rungs", in.P99))
 	for i, r := range d.Reasons {
 		k := ""
 		if i == 0 {
 			k = "why"
 		}
-		fmt.Fprintf(tw, "%s\t- %s\n", k, r)
+		t.row(k, "- "+r)
 	}
-	return tw.Flush()
+	return t.flush()
 }

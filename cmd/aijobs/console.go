@@ -45,7 +45,7 @@ func (f *consoleFlags) register(fs *flag.FlagSet) {
 	fs.StringVar(&f.certFile, "tls-cert", "", "serve HTTPS with this certificate `file` (PEM), with --tls-key")
 	fs.StringVar(&f.keyFile, "tls-key", "", "the private key `file` (PEM) of --tls-cert")
 	fs.BoolVar(&f.proxy, "behind-proxy", false, "a reverse proxy in front serves the console over HTTPS (docs/cli.md, console); the cookie is marked Secure")
-	fs.BoolVar(&f.open, "open", false, "open the console's URL in your browser")
+	fs.BoolVar(&f.open, "open", false, "open the console in your browser (with a one-time code, never the token, on the opener's command line)")
 	fs.DurationVar(&f.refresh, "refresh", 5*time.Second, "how often live pages poll; the overview's reads are cached as long")
 	fs.DurationVar(&f.window, "window", 48*time.Hour, "how far back the overview and the tenant-less jobs page read")
 }
@@ -123,18 +123,24 @@ func runConsole(ctx context.Context, c *cli, args []string) error {
 	if tlsCfg != nil {
 		scheme = "https"
 	}
-	c.announce(con.AccessURL(scheme+"://"+ln.Addr().String()), f.open, fmt.Sprintf("as %s, table %s", who, op.cfg.Table))
+	c.announce(con, scheme+"://"+ln.Addr().String(), f.open, fmt.Sprintf("as %s, table %s", who, op.cfg.Table))
 	return serveConsole(ctx, &http.Server{Handler: con, ReadHeaderTimeout: 10 * time.Second, TLSConfig: tlsCfg}, ln)
 }
 
-// announce prints the console's URL, the one place its access token is
-// shown, and opens it in a browser when asked (as Jupyter does).
-func (c *cli) announce(u string, open bool, about string) {
-	fmt.Fprintf(c.env.stdout, "aijobs console: %s (%s)\n", u, about)
+// announce prints the console's URL at base, the one place its access
+// token is shown, and opens the console in a browser when asked (as
+// Jupyter does). The opener gets a one-time code, not the token: its
+// command line is readable by every local user while it runs.
+func (c *cli) announce(con *console.Console, base string, open bool, about string) {
+	fmt.Fprintf(c.env.stdout, "aijobs console: %s (%s)\n", con.AccessURL(base), about)
 	if !open {
 		return
 	}
-	if err := c.env.openURL(u); err != nil {
+	u, err := con.OpenURL(base)
+	if err == nil {
+		err = c.env.openURL(u)
+	}
+	if err != nil {
 		fmt.Fprintf(c.env.stderr, "aijobs console: could not open a browser (%v): open the URL above\n", err)
 	}
 }

@@ -56,7 +56,7 @@ type stack struct {
 	store   *dynamodb.Store
 	api     string
 	console string
-	// access is the URL the console opened, with its access token.
+	// access is the URL the console opened, with a one-time code.
 	access  string
 	log     *syncBuffer
 	browser context.Context
@@ -103,8 +103,8 @@ func startStack(t *testing.T) *stack {
 	case <-time.After(20 * time.Second):
 		t.Fatalf("aijobs console opened no URL: %q %s", out, s.log)
 	}
-	if !strings.Contains(out.String(), s.access) {
-		t.Fatalf("the console opened %s but printed %q", s.access, out)
+	if !strings.Contains(out.String(), "/?token=") || !strings.Contains(s.access, "/?code=") {
+		t.Fatalf("the console opened %s and printed %q", s.access, out)
 	}
 	s.console = regexp.MustCompile(`^http://127\.0\.0\.1:\d+`).FindString(s.access)
 	s.browser = browser(t)

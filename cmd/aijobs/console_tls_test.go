@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -42,7 +43,7 @@ func TestTheConsoleServesTLSAndMarksItsCookieSecure(t *testing.T) {
 	case <-time.After(20 * time.Second):
 		t.Fatal("the console opened no URL")
 	}
-	if !strings.HasPrefix(u, "https://127.0.0.1:") || !strings.Contains(u, "/?token=") {
+	if !strings.HasPrefix(u, "https://127.0.0.1:") || !strings.Contains(u, "/?code=") {
 		t.Fatalf("URL %s", u)
 	}
 	cl := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}},
@@ -54,6 +55,49 @@ func TestTheConsoleServesTLSAndMarksItsCookieSecure(t *testing.T) {
 	resp.Body.Close()
 	if cks := resp.Cookies(); resp.StatusCode != http.StatusSeeOther || len(cks) != 1 || !cks[0].Secure || !cks[0].HttpOnly {
 		t.Fatalf("%d, cookies %+v", resp.StatusCode, cks)
+	}
+}
+
+// TestConsoleOpenNeverPutsTheTokenOnACommandLine: the opener's argument
+// is on its command line, readable by every local user while it runs
+// (/proc/<pid>/cmdline). --open hands it a URL with a one-time code,
+// not the access token the console prints; the code's visit sets the
+// cookie once, and a second visit with it is refused (issue O item 5.2).
+func TestConsoleOpenNeverPutsTheTokenOnACommandLine(t *testing.T) {
+	vars, _ := operatorEnv(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	opened := make(chan string, 1)
+	out := &syncBuffer{}
+	e := &env{stdin: strings.NewReader(""), stdout: out, stderr: &syncBuffer{}, getenv: func(k string) string { return vars[k] },
+		loadAWS: loadAWS, openURL: func(u string) error { opened <- u; return nil }}
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, []string{"console", "--listen", "127.0.0.1:0", "--open"}, e) }()
+	t.Cleanup(func() { cancel(); <-done })
+	var u string
+	select {
+	case u = <-opened:
+	case err := <-done:
+		t.Fatalf("console ended: %v %s", err, e.stderr)
+	case <-time.After(20 * time.Second):
+		t.Fatal("the console opened no URL")
+	}
+	token := regexp.MustCompile(`\?token=([0-9a-f]+)`).FindStringSubmatch(out.String())
+	if token == nil {
+		t.Fatalf("the console printed no token: %q", out)
+	}
+	if strings.Contains(u, token[1]) || !strings.Contains(u, "/?code=") {
+		t.Fatalf("the opener got %s; the token is %s", u, token[1])
+	}
+	cl := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+	for i, want := range []int{http.StatusSeeOther, http.StatusUnauthorized} {
+		resp, err := cl.Get(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want || len(resp.Cookies()) != i^1 {
+			t.Fatalf("visit %d: %d, cookies %+v; want %d", i+1, resp.StatusCode, resp.Cookies(), want)
+		}
 	}
 }
 

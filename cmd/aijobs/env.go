@@ -28,7 +28,9 @@ type env struct {
 	// loadAWS loads the shared AWS configuration (profile, SSO, env)
 	// for --sigv4.
 	loadAWS func(ctx context.Context, region string) (aws.Config, error)
-	// openURL opens a URL in the person's browser (console --open).
+	// openURL opens a URL in the person's browser (console --open). Its
+	// argument is on a command line any local user can read: the
+	// console hands it a one-time code, never its access token.
 	openURL func(string) error
 	// http, now and sleep go to client.Config; nil means its defaults.
 	http  client.Doer

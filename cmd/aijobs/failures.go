@@ -6,7 +6,6 @@ import (
 	"io"
 	"slices"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/aijobs/aijobs/pkg/job"
@@ -134,27 +133,27 @@ func totals(ts []job.Total) []total {
 func printFailures(w io.Writer, r failuresReport) error {
 	fmt.Fprintf(w, "%d failed or abandoned jobs, %s cents (%s cents saved by cheaper lanes), ended %s .. %s\n\n", r.Jobs, r.Cost,
 		r.Saved, r.Since.UTC().Format(time.RFC3339), r.Until.UTC().Format(time.RFC3339))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ERROR_CLASS\tJOBS\tCOST_CENTS\tSAVED_CENTS")
+	tw := newTable(w)
+	tw.row("ERROR_CLASS", "JOBS", "COST_CENTS", "SAVED_CENTS")
 	for _, t := range r.ByClass {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\n", t.Key, t.Jobs, t.Cost, t.Saved)
+		tw.row(t.Key, fmt.Sprint(t.Jobs), t.Cost.String(), t.Saved.String())
 	}
-	fmt.Fprintln(tw, "\t\t")
-	fmt.Fprintln(tw, "INPUT_HASH\tJOBS\tCOST_CENTS\tSAVED_CENTS\tCLASSES")
+	tw.row("", "", "")
+	tw.row("INPUT_HASH", "JOBS", "COST_CENTS", "SAVED_CENTS", "CLASSES")
 	for _, t := range r.ByInput {
 		names := make([]string, len(t.Classes))
 		for i, c := range t.Classes {
 			names[i] = string(c)
 		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\n", t.Key, t.Jobs, t.Cost, t.Saved, strings.Join(names, ","))
+		tw.row(t.Key, fmt.Sprint(t.Jobs), t.Cost.String(), t.Saved.String(), strings.Join(names, ","))
 	}
 	if len(r.Failures) > 0 {
-		fmt.Fprintln(tw, "\t\t")
-		fmt.Fprintln(tw, "ID\tSTATE\tERROR_CLASS\tATTEMPTS\tCOST_CENTS\tSAVED_CENTS\tENDED_AT\tINPUT_HASH\tMODEL\tTENANT")
+		tw.row("", "", "")
+		tw.row("ID", "STATE", "ERROR_CLASS", "ATTEMPTS", "COST_CENTS", "SAVED_CENTS", "ENDED_AT", "INPUT_HASH", "MODEL", "TENANT")
 		for _, f := range r.Failures {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", f.ID, f.State, f.Class, f.Attempts, f.Cost, f.Saved,
+			tw.row(f.ID, string(f.State), string(f.Class), fmt.Sprint(f.Attempts), f.Cost.String(), f.Saved.String(),
 				stamp(f.EndedAt), f.InputHash, f.Model, f.Tenant)
 		}
 	}
-	return tw.Flush()
+	return tw.flush()
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/aijobs/aijobs/pkg/client"
@@ -27,8 +26,8 @@ func printView(w io.Writer, format string, v client.View) error {
 	if format == "json" {
 		return printJSON(w, v)
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	row := func(k, v string) { fmt.Fprintf(tw, "%s\t%s\n", k, v) }
+	t := newTable(w)
+	row := func(k, v string) { t.row(k, v) }
 	row("id", v.ID)
 	row("state", string(v.State))
 	row("error_class", orDash(string(v.Class())))
@@ -51,7 +50,7 @@ func printView(w io.Writer, format string, v client.View) error {
 	if len(v.Result) > 0 {
 		row("result", string(v.Result))
 	}
-	return tw.Flush()
+	return t.flush()
 }
 
 // printPage writes a list of jobs: the API's page shape as JSON, or one
@@ -61,17 +60,17 @@ func printPage(w io.Writer, format string, p client.Page) error {
 	if format == "json" {
 		return printJSON(w, p)
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "ID\tSTATE\tERROR_CLASS\tATTEMPTS\tCOST_CENTS\tCREATED_AT\tMODEL")
+	t := newTable(w)
+	t.row("ID", "STATE", "ERROR_CLASS", "ATTEMPTS", "COST_CENTS", "CREATED_AT", "MODEL")
 	for _, v := range p.Jobs {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d/%d\t%s\t%s\t%s\n", v.ID, v.State, orDash(string(v.Class())),
-			v.Attempts, v.MaxAttempts, v.CostCents, stamp(v.CreatedAt.Time), v.Model)
+		t.row(v.ID, string(v.State), orDash(string(v.Class())),
+			fmt.Sprintf("%d/%d", v.Attempts, v.MaxAttempts), v.CostCents.String(), stamp(v.CreatedAt.Time), v.Model)
 	}
-	if err := tw.Flush(); err != nil {
+	if err := t.flush(); err != nil {
 		return err
 	}
 	if p.NextCursor != "" {
-		_, err := fmt.Fprintf(w, "more: --cursor %s (or --all)\n", p.NextCursor)
+		_, err := fmt.Fprintf(w, "more: --cursor %s (or --all)\n", cell(p.NextCursor))
 		return err
 	}
 	return nil

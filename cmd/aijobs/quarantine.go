@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/aijobs/aijobs/pkg/job"
@@ -179,22 +178,22 @@ func printQuarantines(w io.Writer, rows []quarantineRow) error {
 	if len(rows) == 0 {
 		return nil
 	}
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TENANT\tROUTE\tINPUT_HASH\tERROR_CLASS\tJOB_ID\tSINCE\tUNTIL")
+	t := newTable(w)
+	t.row("TENANT", "ROUTE", "INPUT_HASH", "ERROR_CLASS", "JOB_ID", "SINCE", "UNTIL")
 	for _, r := range rows {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Tenant, r.Route, r.InputHash, r.Class, r.JobID, stamp(r.Since), stamp(r.Until))
+		t.row(r.Tenant, r.Route, r.InputHash, string(r.Class), r.JobID, stamp(r.Since), stamp(r.Until))
 	}
-	return tw.Flush()
+	return t.flush()
 }
 
 func printLift(w io.Writer, r liftReport) error {
 	if !r.Lifted {
 		_, err := fmt.Fprintf(w, "no quarantine in force for tenant %s, route %s, input %s: nothing to lift (tenants carry their namespace, such as jwt:; see aijobs quarantine list)\n",
-			r.Tenant, r.Route, r.InputHash)
+			cell(r.Tenant), cell(r.Route), cell(r.InputHash))
 		return err
 	}
 	q := r.Quarantine
 	_, err := fmt.Fprintf(w, "lifted the quarantine of tenant %s, route %s, input %s (%s since %s, job %s, until %s): creates of it are accepted again\n",
-		r.Tenant, r.Route, r.InputHash, q.Class, stamp(q.Since), q.JobID, stamp(q.Until))
+		cell(r.Tenant), cell(r.Route), cell(r.InputHash), q.Class, stamp(q.Since), q.JobID, stamp(q.Until))
 	return err
 }

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"sync"
-	"text/tabwriter"
 	"time"
 
 	"github.com/aijobs/aijobs/pkg/replay"
@@ -108,11 +107,11 @@ func printReplay(w io.Writer, format string, r replayReport) error {
 		what = "replay (dry run: nothing changed)"
 	}
 	fmt.Fprintf(w, "%s from %s: %d jobs in %.1fs (%.0f/s)\n", what, r.From, r.Total, r.Seconds, r.PerSec)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	t := newTable(w)
 	for _, k := range replay.Outcomes() {
-		fmt.Fprintf(tw, "  %s\t%d\n", k, r.Outcomes[string(k)])
+		t.row("  "+string(k), fmt.Sprint(r.Outcomes[string(k)]))
 	}
-	return tw.Flush()
+	return t.flush()
 }
 
 // replayBar is the replay's progress line on a terminal: jobs done so far

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"net/netip"
 	"slices"
@@ -91,6 +92,34 @@ func TestCreateRefusesACallbackItMayNotCall(t *testing.T) {
 				t.Fatalf("%d %+v", resp.StatusCode, p)
 			}
 		})
+	}
+}
+
+// TestACallbackPortOutsideTheTCPRangeIsRefused: a port no connection
+// can be made to (0, above 65535, or named with a colon and no digits)
+// would be accepted and then fail every delivery until the job
+// dead-letters twelve hours later (issue O item 5.3). Ports 1 to 65535
+// are callable.
+func TestACallbackPortOutsideTheTCPRangeIsRefused(t *testing.T) {
+	for _, url := range []string{"https://hooks.example.com:0/x", "https://hooks.example.com:99999/x", "https://hooks.example.com:65536/x",
+		"https://hooks.example.com:/x", "https://hooks.example.com:", "https://hooks.example.com:00/x", "https://[2606:2800:220:1::]:/x"} {
+		t.Run(url, func(t *testing.T) {
+			e := newEnv(t)
+			resp := e.do(t, createReq(t, "k", withInput(`,"callback_url":"`+url+`"`)))
+			p := wantProblem(t, resp, http.StatusBadRequest, wire.CodeInvalidRequest, "callback_url")
+			if !strings.Contains(p.Detail, "port") {
+				t.Errorf("detail %q does not say the port is the matter", p.Detail)
+			}
+			if e.store.Len() != 0 || e.queue.count() != 0 {
+				t.Fatalf("a refused create wrote %d records and sent %d messages", e.store.Len(), e.queue.count())
+			}
+		})
+	}
+	for i, url := range []string{"https://hooks.example.com:1/x", "https://hooks.example.com:8443/x", "https://hooks.example.com:65535/x", "https://hooks.example.com/x"} {
+		e := newEnv(t)
+		if resp := e.do(t, createReq(t, fmt.Sprint("ok-", i), withInput(`,"callback_url":"`+url+`"`))); resp.StatusCode != http.StatusAccepted {
+			t.Errorf("%s: %d %s", url, resp.StatusCode, resp.Body)
+		}
 	}
 }
 

@@ -36,10 +36,16 @@ func (h *Handler) create(ctx context.Context, log *slog.Logger, ev events.APIGat
 	}
 	key, _ := header(ev, "Idempotency-Key")
 	req, err := ParseCreate(tenant, key, b, h.limits)
-	if err != nil {
+	if err != nil && req.InputHash == "" {
 		return h.clientProblem(ctx, log, "parse create", err)
 	}
 	j := req.NewJob(h.clock.Now(), h.retention.Failed)
+	if err != nil {
+		// The body is well-formed JSON, but a rule refused it, and most
+		// rules are today's configuration (the models offered, the
+		// limits): an accepted job's retry is still its repeat.
+		return h.refusedUnlessRepeat(ctx, log, j, "parse create", err)
+	}
 	if req.Callback.URL != "" {
 		if bad := h.checkCallback(ctx, req.Callback.URL); bad != nil {
 			return h.refusedUnlessRepeat(ctx, log, j, "check callback", bad)
@@ -48,19 +54,8 @@ func (h *Handler) create(ctx context.Context, log *slog.Logger, ev events.APIGat
 	if bad := h.checkQuarantine(ctx, log, j); bad != nil {
 		return h.refusedUnlessRepeat(ctx, log, j, "check quarantine", bad)
 	}
-	if bad := h.routes[j.Model].CheckOffered(j.Model, j.Lanes); bad != nil {
-		return h.clientProblem(ctx, log, "create", bad)
-	}
-	if bad := h.routes[j.Model].CheckOptions(j.Model, req.Input, j.Lanes); bad != nil {
-		return h.clientProblem(ctx, log, "create", bad)
-	}
-	j.Reserve = h.routes[j.Model].Reserve(req.Input, j.Lanes)
-	if !job.Covers(j.Budget, j.Reserve) {
-		// Not one attempt could start: refuse now rather than record a job
-		// that can only be abandoned.
-		return h.clientProblem(ctx, log, "create", invalid("budget_cents",
-			"the budget (%s cents) is below the worst case of one attempt of route %q for this input (%s cents): raise budget_cents or lower input.max_tokens",
-			j.Budget, j.Model, j.Reserve))
+	if bad := h.checkRoute(&j, req.Input); bad != nil {
+		return h.refusedUnlessRepeat(ctx, log, j, "check route", bad)
 	}
 	log = log.With(slog.String("job_id", j.ID))
 	if bad := h.enterQueue(ctx, log, j); bad != nil {
@@ -118,15 +113,19 @@ func (h *Handler) repeat(ctx context.Context, log *slog.Logger, want, existing j
 	return resp
 }
 
-// refusedUnlessRepeat answers a create that a check refused (its callback
-// target, its quarantined input) or could not check. A retry of a create
-// whose first try was recorded is still a repeat whatever changed since:
-// its callback host stopped resolving, or its input was quarantined by
-// another job's failure. The job exists and runs, so it is answered as one
-// (docs/architecture.md, "Idempotency"). Only a key never used gets the
-// refusal; a store that cannot say which it is gets 503, so the caller
-// retries rather than gives up on a job that may exist. The lookup costs
-// one read, on this path only; the checks still precede every write.
+// refusedUnlessRepeat answers a create that a check refused (a limit or
+// model of today's configuration, its route, its callback target, its
+// quarantined input) or could not check. A retry of a create whose first
+// try was recorded is still a repeat whatever changed since: its callback
+// host stopped resolving, its input was quarantined by another job's
+// failure, its route lost the lanes it allows or got dearer, its model
+// left the offer, a limit was lowered. The job exists and runs, so it is
+// answered as one (docs/architecture.md, "Idempotency"). Only a key
+// never used gets the refusal; a store that cannot say which it is gets
+// 503, so the caller retries rather than gives up on a job that may
+// exist. The lookup costs one read, on this path only (an accepted
+// create's repeat is found by the conditional put); the checks still
+// precede every write.
 func (h *Handler) refusedUnlessRepeat(ctx context.Context, log *slog.Logger, want job.Job, op string, bad error) events.APIGatewayV2HTTPResponse {
 	existing, err := h.store.Get(ctx, want.ID)
 	switch {
@@ -137,6 +136,30 @@ func (h *Handler) refusedUnlessRepeat(ctx context.Context, log *slog.Logger, wan
 	default:
 		return h.serverProblem(ctx, log, "create", fmt.Errorf("look for a repeat of %s: %w", want.ID, err))
 	}
+}
+
+// checkRoute refuses a new job its route cannot serve as configured
+// today (no lane it allows, an option a rung refuses, a budget below one
+// attempt's worst case) and otherwise sets its Reserve. A route that
+// changed since a job was accepted must not refuse that job's repeat, so
+// its refusal goes through refusedUnlessRepeat.
+func (h *Handler) checkRoute(j *job.Job, in job.Input) error {
+	r := h.routes[j.Model]
+	if bad := r.CheckOffered(j.Model, j.Lanes); bad != nil {
+		return bad
+	}
+	if bad := r.CheckOptions(j.Model, in, j.Lanes); bad != nil {
+		return bad
+	}
+	j.Reserve = r.Reserve(in, j.Lanes)
+	if !job.Covers(j.Budget, j.Reserve) {
+		// Not one attempt could start: refuse now rather than record a job
+		// that can only be abandoned.
+		return invalid("budget_cents",
+			"the budget (%s cents) is below the worst case of one attempt of route %q for this input (%s cents): raise budget_cents or lower input.max_tokens",
+			j.Budget, j.Model, j.Reserve)
+	}
+	return nil
 }
 
 // checkQuarantine refuses j when its tenant's same input on its route is

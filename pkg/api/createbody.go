@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/url"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -43,7 +45,10 @@ func jsonNames(t reflect.Type) []string {
 // ParseCreate decodes a create body for tenant under the Idempotency-Key
 // key and holds it to the limits. Every refusal is an *Error: code
 // invalid_request naming the field, payload_too_large, or unauthorized
-// without a tenant.
+// without a tenant. A refusal of a body that is a JSON object comes with
+// the request's tenant, key and InputHash set: a rule that depends on the
+// configuration (the models, the limits) may refuse today the body of a
+// job accepted before, and the caller looks for that job first.
 func ParseCreate(tenant, key string, body []byte, l job.Limits) (job.CreateRequest, error) {
 	if tenant == "" {
 		return job.CreateRequest{}, refuse(wire.CodeUnauthorized, "", "no tenant in the request")
@@ -165,8 +170,12 @@ func parseCallback(b map[string]json.RawMessage, r *job.CreateRequest) error {
 			return invalid("callback_url", "callback_url has the wrong type (want a string)")
 		}
 		var bad *webhook.ErrTarget
-		if _, err := webhook.ParseTarget(r.Callback.URL); errors.As(err, &bad) {
+		u, err := webhook.ParseTarget(r.Callback.URL)
+		if errors.As(err, &bad) {
 			return invalid("callback_url", "callback_url refused: %s", bad.Reason)
+		}
+		if err == nil && !callablePort(u) {
+			return invalid("callback_url", "callback_url refused: the port must be a number from 1 to 65535 (or left out, with no colon)")
 		}
 	}
 	raw := b["callback_events"]
@@ -189,6 +198,18 @@ func parseCallback(b map[string]json.RawMessage, r *job.CreateRequest) error {
 	}
 	r.Callback.Events = job.CanonicalEvents(events)
 	return nil
+}
+
+// callablePort reports whether a connection can be made to u's port:
+// none given, or 1 to 65535. url.Parse takes any digits and a colon with
+// none ("https://host:/x"); such a target can never be delivered to, so
+// the job would retry its callback until it dead-letters, hours later.
+func callablePort(u *url.URL) bool {
+	if !strings.HasSuffix(u.Host, ":") && u.Port() == "" {
+		return true
+	}
+	n, err := strconv.Atoi(u.Port())
+	return err == nil && n >= 1 && n <= 65535
 }
 
 // parseInput decodes the input member strictly, then holds it to the

@@ -100,6 +100,8 @@ func (h *Handler) route(ctx context.Context, log *slog.Logger, ev events.APIGate
 		return problemFor(wire.CodeUnauthorized, "", "the request carries no caller identity")
 	case len(tenant) > maxTenantBytes:
 		return problemFor(wire.CodeUnauthorized, "", fmt.Sprintf("the caller identity is too long (over %d bytes)", maxTenantBytes))
+	case !displayable(tenant):
+		return problemFor(wire.CodeUnauthorized, "", "the caller identity holds control or invisible formatting characters, or is not UTF-8")
 	}
 	log = log.With(slog.String("route", op))
 	if ep.id != "" {

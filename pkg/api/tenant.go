@@ -2,6 +2,8 @@ package api
 
 import (
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/aws/aws-lambda-go/events"
 )
@@ -12,6 +14,25 @@ import (
 // long subjects) is refused as unusable before any store call, instead of
 // failing the write as too large or the list as unavailable.
 const maxTenantBytes = 1024
+
+// displayable reports whether a tenant can be shown as it is. The tenant
+// is stored on every record and reaches operators' terminals (the CLI's
+// tables) and pages, and whatever an authorizer passes on is taken: a
+// Lambda authorizer's "tenant" may be what a caller sent. Refused are
+// invalid UTF-8 (a terminal may read its bytes as C1 controls), category
+// Cc (C0, DEL and C1: an escape sequence rewrites the screen or the
+// window title), Cf (bidi overrides and isolates reorder what is shown,
+// zero-width characters make two tenants look alike) and Zl and Zp (line
+// breaks). Spaces, letters, marks, symbols and private-use characters
+// pass: an IdP may use them, and they change no more than the glyphs.
+func displayable(tenant string) bool {
+	if !utf8.ValidString(tenant) {
+		return false
+	}
+	return !strings.ContainsFunc(tenant, func(r rune) bool {
+		return unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp)
+	})
+}
 
 // tenantOf is the caller's tenant from the authorizer context, "" if none:
 // the JWT subject, else a Lambda authorizer's "tenant" key, else the IAM

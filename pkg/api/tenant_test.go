@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 	"testing"
@@ -181,5 +182,41 @@ func TestOverlongTenantIs401(t *testing.T) {
 	ok := strings.Repeat("s", maxTenantBytes-len("jwt:"))
 	if resp := e.do(t, asTenant(createReq(t, "k", simpleBody), ok)); resp.StatusCode != http.StatusAccepted {
 		t.Fatalf("tenant at the bound: %d %s", resp.StatusCode, resp.Body)
+	}
+}
+
+// TestATenantWithControlCharactersIs401: the tenant reaches operators'
+// terminals (the CLI's tables, where an escape sequence rewrites the
+// screen) and pages, so an identity holding control characters, bidi
+// overrides, zero-width or line-breaking characters, or bytes that are
+// not UTF-8 is refused as unusable before any store call, on every
+// route (issue O item 5.4). Spaces and letters beyond ASCII are a tenant
+// like any other.
+func TestATenantWithControlCharactersIs401(t *testing.T) {
+	e := newEnv(t)
+	e.h = e.handler(&stubStore{}) // any store call panics
+	for _, bad := range []string{"evil\x1b[2J", "a\x00b", "tab\there", "line\nbreak", "del\x7f", "csi\u009b31m", "rtl\u202eexe.txt",
+		"zero\u200bwidth", "line\u2028sep", "bom\ufeff", "not utf-8 \xff"} {
+		for _, ev := range []events.APIGatewayV2HTTPRequest{
+			asTenant(createReq(t, "k", simpleBody), bad),
+			asTenant(listReq(t, ""), bad),
+			asTenant(request(t, "GET", "/jobs/"+job.NewID("jwt:"+bad, "k"), ""), bad),
+		} {
+			p := wantProblem(t, e.do(t, ev), http.StatusUnauthorized, wire.CodeUnauthorized, "")
+			if !strings.Contains(p.Detail, "control") || strings.Contains(p.Detail, bad) {
+				t.Errorf("%q: detail %q", bad, p.Detail)
+			}
+		}
+	}
+	// A Lambda authorizer's tenant is held to the same rule.
+	ev := createReq(t, "k", simpleBody)
+	ev.RequestContext.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{Lambda: map[string]any{"tenant": "x\x1b]0;owned\x07"}}
+	wantProblem(t, e.do(t, ev), http.StatusUnauthorized, wire.CodeUnauthorized, "")
+
+	e = newEnv(t)
+	for i, ok := range []string{"tenant a", "Zoë", "用户", "a\u00a0b", "emoji 🙂"} {
+		if resp := e.do(t, asTenant(createReq(t, fmt.Sprint("k", i), simpleBody), ok)); resp.StatusCode != http.StatusAccepted {
+			t.Errorf("%q: %d %s", ok, resp.StatusCode, resp.Body)
+		}
 	}
 }

@@ -3,10 +3,10 @@ package awsclient
 import (
 	"context"
 	"io"
+	"reflect"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws/middleware"
-	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	smithymw "github.com/aws/smithy-go/middleware"
 )
@@ -42,8 +42,8 @@ func deadline(d time.Duration) func(*smithymw.Stack) error {
 				ctx, cancel := context.WithCancel(ctx)
 				timer := time.AfterFunc(limit, cancel)
 				out, md, err := next.HandleInitialize(ctx, in)
-				if obj, ok := out.Result.(*s3.GetObjectOutput); ok && err == nil && obj.Body != nil {
-					obj.Body = &idleBody{ReadCloser: obj.Body, timer: timer, limit: limit, cancel: cancel}
+				if body := streamed(ctx, out.Result); err == nil && body.IsValid() {
+					body.Set(reflect.ValueOf(&idleBody{ReadCloser: body.Interface().(io.ReadCloser), timer: timer, limit: limit, cancel: cancel}))
 					return out, md, nil
 				}
 				timer.Stop()
@@ -51,6 +51,24 @@ func deadline(d time.Duration) func(*smithymw.Stack) error {
 				return out, md, err
 			}), smithymw.Before)
 	}
+}
+
+// streamed is GetObject's Body field in result, settable, or the zero
+// Value. It is found by reflection so that this package, linked by every
+// function, does not link the S3 client into those that use no S3.
+func streamed(ctx context.Context, result any) reflect.Value {
+	if middleware.GetServiceID(ctx) != "S3" || middleware.GetOperationName(ctx) != "GetObject" {
+		return reflect.Value{}
+	}
+	v := reflect.ValueOf(result)
+	if v.Kind() != reflect.Pointer || v.IsNil() {
+		return reflect.Value{}
+	}
+	f := v.Elem().FieldByName("Body")
+	if !f.IsValid() || !f.CanSet() || f.Type() != reflect.TypeFor[io.ReadCloser]() || f.IsNil() {
+		return reflect.Value{}
+	}
+	return f
 }
 
 // idleBody is a GetObject body whose call deadline restarts with every

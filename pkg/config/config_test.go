@@ -78,30 +78,31 @@ func TestSecretsNeverInErrors(t *testing.T) {
 	}
 }
 
-var updateREADME = flag.Bool("update-readme", false, "rewrite README.md's configuration table")
+var updateTable = flag.Bool("update-table", false, "rewrite docs/configuration.md's configuration table")
 
-// TestREADMEDocumentsEveryVariable keeps the README's table equal to vars.go.
-// Regenerate it with: go test ./pkg/config -run README -update-readme
-func TestREADMEDocumentsEveryVariable(t *testing.T) {
-	const path, begin, end = "../../README.md", "<!-- config-table -->\n", "<!-- /config-table -->"
-	readme, err := os.ReadFile(path)
+// TestTheConfigurationDocListsEveryVariable keeps docs/configuration.md's
+// table equal to vars.go. Regenerate it with:
+// go test ./pkg/config -run ConfigurationDoc -update-table
+func TestTheConfigurationDocListsEveryVariable(t *testing.T) {
+	const path, begin, end = "../../docs/configuration.md", "<!-- config-table -->\n", "<!-- /config-table -->"
+	doc, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := string(readme)
+	s := string(doc)
 	i, j := strings.Index(s, begin), strings.Index(s, end)
 	if i < 0 || j < i {
-		t.Fatalf("README.md lacks the %q ... %q markers", begin, end)
+		t.Fatalf("docs/configuration.md lacks the %q ... %q markers", begin, end)
 	}
 	want := s[:i+len(begin)] + config.Markdown() + s[j:]
-	if *updateREADME {
+	if *updateTable {
 		if err := os.WriteFile(path, []byte(want), 0o644); err != nil {
 			t.Fatal(err)
 		}
 		return
 	}
 	if want != s {
-		t.Fatal("README.md's configuration table is out of date: go test ./pkg/config -run README -update-readme")
+		t.Fatal("docs/configuration.md's configuration table is out of date: go test ./pkg/config -run ConfigurationDoc -update-table")
 	}
 }
 

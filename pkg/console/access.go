@@ -1,12 +1,15 @@
 package console
 
 import (
+	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
 	"net/http"
 	"net/url"
 	"strings"
+	"sync"
+	"time"
 )
 
 // Who may use the console. Loopback alone is no gate: every local user of
@@ -20,11 +23,63 @@ import (
 // comes from another site or another origin (Fetch Metadata, the
 // Sec-Fetch-Site header) is refused before anything else, since SameSite
 // counts 127.0.0.1:8000 and 127.0.0.1:9090 as one site and would send the
-// cookie from the other port's page. docs/cli.md, "console", has the
-// operator's side.
+// cookie from the other port's page. A browser that --open starts gets a
+// one-time code instead of the token (OpenURL). docs/cli.md, "console",
+// has the operator's side.
 
 // tokenParam is the query parameter of the URL the console prints.
 const tokenParam = "token"
+
+// codeParam is the query parameter of the URL --open hands the browser
+// (OpenURL): a one-time code, which its first visit trades for the
+// cookie as the token's does.
+const codeParam = "code"
+
+// codeLife is how long a one-time code may be redeemed: the time a
+// browser takes to start and load its first page.
+const codeLife = time.Minute
+
+// openCodes are the one-time codes OpenURL minted, by code, with when
+// each expires.
+type openCodes struct {
+	mu   sync.Mutex
+	live map[string]time.Time
+}
+
+// OpenURL is the URL to hand a browser opener: base with a fresh
+// one-time code, never the access token. The opener's command line is
+// readable by every local user (ps, /proc/<pid>/cmdline) while it runs;
+// the code works once and for codeLife only, and tells nothing of the
+// token. A local user who redeems it before the browser does gets the
+// session, but the browser is then refused (code_refused): the operator
+// sees it, and stops the console.
+func (c *Console) OpenURL(base string) (string, error) {
+	b := make([]byte, 32)
+	if _, err := rand.Read(b); err != nil {
+		return "", err
+	}
+	code := hex.EncodeToString(b)
+	now := c.cfg.Clock.Now()
+	c.codes.mu.Lock()
+	defer c.codes.mu.Unlock()
+	for k, until := range c.codes.live {
+		if !now.Before(until) {
+			delete(c.codes.live, k)
+		}
+	}
+	c.codes.live[code] = now.Add(codeLife)
+	return strings.TrimSuffix(base, "/") + "/?" + codeParam + "=" + code, nil
+}
+
+// redeem reports whether code is a live one-time code, and spends it.
+func (c *Console) redeem(code string) bool {
+	now := c.cfg.Clock.Now()
+	c.codes.mu.Lock()
+	defer c.codes.mu.Unlock()
+	until, ok := c.codes.live[code]
+	delete(c.codes.live, code)
+	return ok && now.Before(until)
+}
 
 // AccessURL is the URL to open: base (scheme and host of the listener)
 // with the access token, which its first visit trades for a cookie.
@@ -56,12 +111,15 @@ func (c *Console) admitted(w http.ResponseWriter, r *http.Request) bool {
 			c.refused(w, r, http.StatusUnauthorized, "token_refused", "this is not the console's access token: open the URL `aijobs console` printed when it started")
 			return false
 		}
-		http.SetCookie(w, &http.Cookie{Name: c.cookieName(), Value: c.cfg.Access, Path: "/", HttpOnly: true,
-			Secure: c.cfg.Secure, SameSite: http.SameSiteStrictMode})
-		q := r.URL.Query()
-		q.Del(tokenParam)
-		to := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
-		http.Redirect(w, r, to.String(), http.StatusSeeOther)
+		c.enter(w, r)
+		return false
+	}
+	if given := r.URL.Query().Get(codeParam); given != "" {
+		if !c.redeem(given) {
+			c.refused(w, r, http.StatusUnauthorized, "code_refused", "this one-time code was used already, has expired or was never given: open the URL `aijobs console` printed when it started")
+			return false
+		}
+		c.enter(w, r)
 		return false
 	}
 	if ck, err := r.Cookie(c.cookieName()); err == nil && c.isAccess(ck.Value) {
@@ -73,6 +131,18 @@ func (c *Console) admitted(w http.ResponseWriter, r *http.Request) bool {
 	w.Header().Set("WWW-Authenticate", `Bearer realm="aijobs console"`)
 	c.refused(w, r, http.StatusUnauthorized, "token_required", "the console needs its access token: open the URL `aijobs console` printed when it started")
 	return false
+}
+
+// enter sets the cookie and redirects to the page asked for without the
+// token or code, so it leaves the address bar and the history.
+func (c *Console) enter(w http.ResponseWriter, r *http.Request) {
+	http.SetCookie(w, &http.Cookie{Name: c.cookieName(), Value: c.cfg.Access, Path: "/", HttpOnly: true,
+		Secure: c.cfg.Secure, SameSite: http.SameSiteStrictMode})
+	q := r.URL.Query()
+	q.Del(tokenParam)
+	q.Del(codeParam)
+	to := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
+	http.Redirect(w, r, to.String(), http.StatusSeeOther)
 }
 
 func (c *Console) isAccess(given string) bool {

@@ -1,9 +1,12 @@
 package console_test
 
 import (
+	"io"
 	"net/http"
+	"net/url"
 	"strings"
 	"testing"
+	"time"
 )
 
 // TestEveryRequestNeedsTheAccessToken: without the token, or with another,
@@ -92,5 +95,73 @@ func TestABrowserRequestFromAnotherSiteIsRefused(t *testing.T) {
 	}
 	if n := f.store.failures.Load(); n != 2 {
 		t.Fatalf("the failure index was read %d times, want 2 (same-origin and none)", n)
+	}
+}
+
+// TestTheOpenedURLCarriesAOneTimeCodeNotTheToken: the URL --open hands
+// the browser opener is on its command line, which every local user can
+// read (/proc/<pid>/cmdline). It carries a one-time code instead of the
+// access token: its first visit trades it for the cookie, as the
+// token's does; a second visit, or one after a minute, is refused and
+// sets nothing (issue O item 5.2).
+func TestTheOpenedURLCarriesAOneTimeCodeNotTheToken(t *testing.T) {
+	f := setup(t)
+	open := func(t *testing.T) string {
+		t.Helper()
+		u, err := f.con.OpenURL(f.srv.URL + "/")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(u, access) || !strings.HasPrefix(u, f.srv.URL+"/?code=") {
+			t.Fatalf("opened URL %q", u)
+		}
+		return u
+	}
+	visit := func(t *testing.T, u string) (*http.Response, string) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodGet, u, nil)
+		cl := &http.Client{CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }}
+		resp, err := cl.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp, string(b)
+	}
+	refused := func(t *testing.T, u, why string) {
+		t.Helper()
+		resp, body := visit(t, u)
+		if resp.StatusCode != http.StatusUnauthorized || problemCode(t, body) != "code_refused" || len(resp.Cookies()) != 0 {
+			t.Fatalf("%s: %d %s, cookies %v; want 401 code_refused and no cookie", why, resp.StatusCode, body, resp.Cookies())
+		}
+	}
+
+	u := open(t)
+	if other := open(t); other == u {
+		t.Fatalf("two opens gave one code: %s", u)
+	}
+	resp, body := visit(t, u)
+	cks := resp.Cookies()
+	if resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" || len(cks) != 1 || cks[0].Value != access || !cks[0].HttpOnly {
+		t.Fatalf("first visit: %d to %q, cookies %+v (%s)", resp.StatusCode, resp.Header.Get("Location"), cks, body)
+	}
+	if code, _ := f.get(t, "/failures?since=1h", "Authorization", "", "Cookie", cks[0].Name+"="+cks[0].Value); code != http.StatusOK {
+		t.Fatalf("with the cookie the code gave: %d", code)
+	}
+	refused(t, u, "the code again")
+
+	late := open(t)
+	f.clock.at.Add((time.Minute - time.Millisecond).Milliseconds())
+	if resp, _ := visit(t, open(t)); resp.StatusCode != http.StatusSeeOther {
+		t.Fatalf("a fresh code: %d", resp.StatusCode)
+	}
+	f.clock.at.Add(time.Millisecond.Milliseconds())
+	refused(t, late, "a code a minute old")
+	guess, _ := url.Parse(u)
+	guess.RawQuery = "code=" + strings.Repeat("0", 64)
+	refused(t, guess.String(), "a code never given")
+	if used, _ := url.Parse(u); strings.Contains(f.log.String(), used.Query().Get("code")) {
+		t.Fatalf("the log shows a code: %s", f.log)
 	}
 }

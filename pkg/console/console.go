@@ -86,6 +86,8 @@ type Console struct {
 	snap *snapshots
 	mux  *http.ServeMux
 	tmpl map[string]*template.Template
+	// codes are the one-time codes of the URLs opened for a browser.
+	codes *openCodes
 }
 
 // New returns a console over cfg.
@@ -116,7 +118,7 @@ func New(cfg Config) (*Console, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Console{cfg: cfg, log: log, snap: &snapshots{cfg: &cfg}, tmpl: tmpl}
+	c := &Console{cfg: cfg, log: log, snap: &snapshots{cfg: &cfg}, tmpl: tmpl, codes: &openCodes{live: map[string]time.Time{}}}
 	c.routes()
 	return c, nil
 }

@@ -64,6 +64,7 @@ type fixture struct {
 	store *counting
 	queue *queue
 	srv   *httptest.Server
+	con   *console.Console
 	log   *bytes.Buffer
 	ids   map[string]string
 	token string
@@ -128,6 +129,7 @@ func setup(t *testing.T) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
+	f.con = c
 	f.srv = httptest.NewServer(c)
 	t.Cleanup(f.srv.Close)
 	return f

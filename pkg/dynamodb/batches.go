@@ -3,13 +3,11 @@ package dynamodb
 import (
 	"cmp"
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -72,13 +70,24 @@ type BatchClient interface {
 }
 
 // Batches are the collectors' batch records in the buckets table.
-type Batches struct {
-	c     BatchClient
-	table string
-}
+type Batches struct{ t side }
 
 // NewBatches returns the batch records store over the buckets table.
-func NewBatches(c BatchClient, table string) *Batches { return &Batches{c: c, table: table} }
+func NewBatches(c BatchClient, table string) *Batches {
+	return &Batches{t: side{layout: bucketsLayout, table: table, get: c, put: c, update: c}}
+}
+
+// keyed conditions a put on an item of the key being there (exists) or
+// not.
+func keyed(exists bool) *expr {
+	e := newExpr()
+	if exists {
+		e.when("attribute_exists(" + e.name(bProvider) + ")")
+	} else {
+		e.when("attribute_not_exists(" + e.name(bProvider) + ")")
+	}
+	return e
+}
 
 // OpenBatch puts r unless a batch with its id exists (then
 // job.CodeConflict), and lists it open. A caller that died between the
@@ -89,17 +98,14 @@ func (b *Batches) OpenBatch(ctx context.Context, r job.BatchRecord) error {
 	if err != nil {
 		return err
 	}
-	_, err = b.c.PutItem(ctx, &ddb.PutItemInput{TableName: aws.String(b.table), Item: it,
-		ConditionExpression: aws.String("attribute_not_exists(#k)"), ExpressionAttributeNames: map[string]string{"#k": bProvider},
-		ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
-	var ccf *types.ConditionalCheckFailedException
+	o, err := b.t.write(ctx, "put batch", it, keyed(false))
 	switch {
-	case err == nil:
+	case err != nil:
+		return err
+	case !o.refused:
 		return b.list(ctx, r.ID, true)
-	case !errors.As(err, &ccf):
-		return unavailable("put batch", err)
 	}
-	cur, found, err := b.read(ctx, r.ID, ccf.Item)
+	cur, found, err := b.read(ctx, r.ID, o.item)
 	if err != nil {
 		return err
 	}
@@ -119,14 +125,12 @@ func (b *Batches) SaveBatch(ctx context.Context, r job.BatchRecord) error {
 	if err != nil {
 		return err
 	}
-	_, err = b.c.PutItem(ctx, &ddb.PutItemInput{TableName: aws.String(b.table), Item: it,
-		ConditionExpression: aws.String("attribute_exists(#k)"), ExpressionAttributeNames: map[string]string{"#k": bProvider}})
-	var ccf *types.ConditionalCheckFailedException
+	o, err := b.t.write(ctx, "save batch", it, keyed(true))
 	switch {
-	case errors.As(err, &ccf):
-		return &job.Error{Code: job.CodeNotFound, Message: "no batch with this id was opened"}
 	case err != nil:
-		return unavailable("save batch", err)
+		return err
+	case o.refused:
+		return &job.Error{Code: job.CodeNotFound, Message: "no batch with this id was opened"}
 	}
 	return b.list(ctx, r.ID, r.State != job.Settled)
 }
@@ -136,11 +140,11 @@ func (b *Batches) SaveBatch(ctx context.Context, r job.BatchRecord) error {
 // (its save died before the list was told) or gone is dropped from the
 // list here.
 func (b *Batches) Batches(ctx context.Context) ([]job.BatchRecord, error) {
-	out, err := b.c.GetItem(ctx, &ddb.GetItemInput{TableName: aws.String(b.table), Key: bucketKey(openBatchesKey), ConsistentRead: aws.Bool(true)})
+	open, err := b.t.read(ctx, "read open batches", b.t.key(openBatchesKey), true)
 	if err != nil {
-		return nil, unavailable("read open batches", err)
+		return nil, err
 	}
-	set, _ := out.Item[bOpen].(*types.AttributeValueMemberSS)
+	set, _ := open[bOpen].(*types.AttributeValueMemberSS)
 	if set == nil {
 		return nil, nil
 	}
@@ -167,14 +171,9 @@ func (b *Batches) Batches(ctx context.Context) ([]job.BatchRecord, error) {
 // read is batch id's record: it when a refused write returned it, else a
 // consistent read; found is false when there is none.
 func (b *Batches) read(ctx context.Context, id string, it map[string]types.AttributeValue) (job.BatchRecord, bool, error) {
-	if len(it) == 0 {
-		out, err := b.c.GetItem(ctx, &ddb.GetItemInput{TableName: aws.String(b.table), Key: bucketKey(batchPrefix + id), ConsistentRead: aws.Bool(true)})
-		if err != nil {
-			return job.BatchRecord{}, false, unavailable("read batch", err)
-		}
-		if it = out.Item; len(it) == 0 {
-			return job.BatchRecord{}, false, nil
-		}
+	it, err := b.t.standing(ctx, "read batch", b.t.key(batchPrefix+id), it)
+	if err != nil || len(it) == 0 {
+		return job.BatchRecord{}, false, err
 	}
 	r, err := batchOf(it)
 	return r, err == nil, err
@@ -183,17 +182,15 @@ func (b *Batches) read(ctx context.Context, id string, it map[string]types.Attri
 // list adds id to the open list, or (open false) deletes it: a set's ADD
 // and DELETE need no read and no condition, and repeat harmlessly.
 func (b *Batches) list(ctx context.Context, id string, open bool) error {
-	op := "DELETE"
+	e := newExpr()
+	op := e.name(bOpen) + " " + e.value("id", stringSet(id))
 	if open {
-		op = "ADD"
+		e.add = append(e.add, op)
+	} else {
+		e.del = append(e.del, op)
 	}
-	_, err := b.c.UpdateItem(ctx, &ddb.UpdateItemInput{TableName: aws.String(b.table), Key: bucketKey(openBatchesKey),
-		UpdateExpression: aws.String(op + " #o :id"), ExpressionAttributeNames: map[string]string{"#o": bOpen},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":id": &types.AttributeValueMemberSS{Value: []string{id}}}})
-	if err != nil {
-		return unavailable("list open batches", err)
-	}
-	return nil
+	_, err := b.t.change(ctx, "list open batches", b.t.key(openBatchesKey), e)
+	return err
 }
 
 // batchItem is r's item, refused before any write when it has no id or

@@ -2,14 +2,10 @@ package dynamodb
 
 import (
 	"context"
-	"errors"
-	"fmt"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -56,19 +52,14 @@ type BucketClient interface {
 
 // Buckets is the buckets table.
 type Buckets struct {
-	c     BucketClient
-	table string
-	mu    sync.Mutex
-	seen  map[string]job.Bucket // the last item seen of each provider
+	t    side
+	mu   sync.Mutex
+	seen map[string]job.Bucket // the last item seen of each provider
 }
 
 // NewBuckets returns the store over the buckets table.
 func NewBuckets(c BucketClient, table string) *Buckets {
-	return &Buckets{c: c, table: table, seen: map[string]job.Bucket{}}
-}
-
-func bucketKey(provider string) map[string]types.AttributeValue {
-	return map[string]types.AttributeValue{bProvider: avS(provider)}
+	return &Buckets{t: side{layout: bucketsLayout, table: table, get: c, update: c}, seen: map[string]job.Bucket{}}
 }
 
 func us(t time.Time) types.AttributeValue { return avN(t.UnixMicro()) }
@@ -85,16 +76,15 @@ func (s *Buckets) seenOf(key string) job.Bucket {
 func (s *Buckets) Take(ctx context.Context, t job.Take) (job.Taken, error) {
 	b := s.seenOf(t.Provider)
 	for range takeTries {
-		out, err := s.c.UpdateItem(ctx, s.take(t, b))
-		if err == nil {
-			s.saw(t.Provider, out.Attributes)
+		o, err := s.t.change(ctx, "take from bucket", s.t.key(t.Provider), take(t, b))
+		if err != nil {
+			return job.Taken{}, err
+		}
+		if !o.refused {
+			s.saw(t.Provider, o.item)
 			return job.Taken{OK: true, Limit: t.On(b).Limit}, nil
 		}
-		var ccf *types.ConditionalCheckFailedException
-		if !errors.As(err, &ccf) {
-			return job.Taken{}, unavailable("take from bucket", err)
-		}
-		if b, err = s.current(ctx, t.Provider, ccf.Item); err != nil {
+		if b, err = s.current(ctx, t.Provider, o.item); err != nil {
 			return job.Taken{}, err
 		}
 		if w := t.Wait(b); w > 0 {
@@ -104,57 +94,8 @@ func (s *Buckets) Take(ctx context.Context, t job.Take) (job.Taken, error) {
 	return job.Taken{Wait: lostWait}, nil
 }
 
-// expr gathers one UpdateItem's conditions, update and attributes.
-type expr struct {
-	names    map[string]string
-	values   map[string]types.AttributeValue
-	conds    []string
-	set, add []string
-}
-
-func newExpr() *expr {
-	return &expr{names: map[string]string{}, values: map[string]types.AttributeValue{}}
-}
-
-// name is attr's placeholder.
-func (e *expr) name(attr string) string {
-	e.names["#"+attr] = attr
-	return "#" + attr
-}
-
-// is conditions the write on attr holding n, or being absent when n is 0.
-func (e *expr) is(attr string, n int64) {
-	if n == 0 {
-		e.conds = append(e.conds, "attribute_not_exists("+e.name(attr)+")")
-		return
-	}
-	e.values[":was_"+attr] = avN(n)
-	e.conds = append(e.conds, e.name(attr)+" = :was_"+attr)
-}
-
-func (e *expr) update() string {
-	u := ""
-	if len(e.set) > 0 {
-		u = "SET " + strings.Join(e.set, ", ")
-	}
-	if len(e.add) > 0 {
-		u += " ADD " + strings.Join(e.add, ", ")
-	}
-	return strings.TrimSpace(u)
-}
-
-func (s *Buckets) input(key string, e *expr) *ddb.UpdateItemInput {
-	in := &ddb.UpdateItemInput{TableName: aws.String(s.table), Key: bucketKey(key),
-		UpdateExpression: aws.String(e.update()), ExpressionAttributeNames: e.names, ExpressionAttributeValues: e.values,
-		ReturnValues: types.ReturnValueAllNew, ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld}
-	if len(e.conds) > 0 {
-		in.ConditionExpression = aws.String(strings.Join(e.conds, " AND "))
-	}
-	return in
-}
-
-// take is the UpdateItem of t on a bucket guessed to be b.
-func (s *Buckets) take(t job.Take, b job.Bucket) *ddb.UpdateItemInput {
+// take is the write of t on a bucket guessed to be b.
+func take(t job.Take, b job.Bucket) *expr {
 	rc, tc := t.On(b).Cost()
 	e := newExpr()
 	e.values[":now"] = us(t.Now)
@@ -186,19 +127,16 @@ func (s *Buckets) take(t job.Take, b job.Bucket) *ddb.UpdateItemInput {
 	if len(e.set)+len(e.add) == 0 {
 		e.set = append(e.set, e.name(bTaken)+" = :now") // a write, for its condition
 	}
-	return s.input(t.Provider, e)
+	return e
 }
 
 // current is the bucket after a refused take: the item DynamoDB returned
 // with the failure (real DynamoDB), else a consistent read (emulators
 // return none).
 func (s *Buckets) current(ctx context.Context, provider string, it map[string]types.AttributeValue) (job.Bucket, error) {
-	if len(it) == 0 {
-		out, err := s.c.GetItem(ctx, &ddb.GetItemInput{TableName: aws.String(s.table), Key: bucketKey(provider), ConsistentRead: aws.Bool(true)})
-		if err != nil {
-			return job.Bucket{}, unavailable("read bucket", err)
-		}
-		it = out.Item
+	it, err := s.t.standing(ctx, "read bucket", s.t.key(provider), it)
+	if err != nil {
+		return job.Bucket{}, err
 	}
 	return s.saw(provider, it), nil
 }
@@ -230,14 +168,12 @@ func (s *Buckets) Give(ctx context.Context, g job.Give) error {
 	if back <= 0 {
 		return nil
 	}
-	_, err := s.c.UpdateItem(ctx, &ddb.UpdateItemInput{TableName: aws.String(s.table), Key: bucketKey(g.Provider),
-		ConditionExpression: aws.String("attribute_exists(#t)"), UpdateExpression: aws.String("ADD #t :back"),
-		ExpressionAttributeNames: map[string]string{"#t": bTokens}, ExpressionAttributeValues: map[string]types.AttributeValue{":back": avN(-back.Microseconds())}})
-	var ccf *types.ConditionalCheckFailedException
-	if err != nil && !errors.As(err, &ccf) {
-		return unavailable("give to bucket", err)
-	}
-	return nil
+	e := newExpr()
+	n := e.name(bTokens)
+	e.when("attribute_exists(" + n + ")")
+	e.add = append(e.add, n+" "+e.value("back", avN(-back.Microseconds())))
+	_, err := s.t.change(ctx, "give to bucket", s.t.key(g.Provider), e) // refused: nothing was taken
+	return err
 }
 
 // Learn records l (job.Learn) on its bucket: a compare-and-set of the
@@ -252,16 +188,15 @@ func (s *Buckets) Learn(ctx context.Context, l job.Learn) error {
 		if !changed {
 			return nil
 		}
-		out, err := s.c.UpdateItem(ctx, s.input(l.Provider, learnExpr(l, b, next)))
-		if err == nil {
-			s.saw(l.Provider, out.Attributes)
+		o, err := s.t.change(ctx, "learn a bucket's limit", s.t.key(l.Provider), learnExpr(l, b, next))
+		if err != nil {
+			return err
+		}
+		if !o.refused {
+			s.saw(l.Provider, o.item)
 			return nil
 		}
-		var ccf *types.ConditionalCheckFailedException
-		if !errors.As(err, &ccf) {
-			return unavailable("learn a bucket's limit", err)
-		}
-		if b, err = s.current(ctx, l.Provider, ccf.Item); err != nil {
+		if b, err = s.current(ctx, l.Provider, o.item); err != nil {
 			return err
 		}
 	}
@@ -317,12 +252,12 @@ func (s *Buckets) Raise(ctx context.Context, r job.Raise) error {
 		if at.IsZero() || !at.After(map[string]time.Time{bRequests: seen.Requests, bTokens: seen.Tokens}[attr]) {
 			continue
 		}
-		_, err := s.c.UpdateItem(ctx, &ddb.UpdateItemInput{TableName: aws.String(s.table), Key: bucketKey(r.Provider),
-			ConditionExpression: aws.String("attribute_not_exists(#d) OR #d < :at"), UpdateExpression: aws.String("SET #d = :at"),
-			ExpressionAttributeNames: map[string]string{"#d": attr}, ExpressionAttributeValues: map[string]types.AttributeValue{":at": us(at)}})
-		var ccf *types.ConditionalCheckFailedException
-		if err != nil && !errors.As(err, &ccf) {
-			return unavailable("raise bucket", err)
+		e := newExpr()
+		n, v := e.name(attr), e.value("at", us(at))
+		e.when("attribute_not_exists(" + n + ") OR " + n + " < " + v)
+		e.set = append(e.set, n+" = "+v)
+		if _, err := s.t.change(ctx, "raise bucket", s.t.key(r.Provider), e); err != nil { // refused: already later
+			return err
 		}
 	}
 	return nil
@@ -336,15 +271,5 @@ func (s *Buckets) Bucket(ctx context.Context, provider string) (job.Bucket, erro
 // CreateBucketsTable makes the buckets table as the CDK stack does (on
 // demand, key provider), for local stacks; idempotent.
 func CreateBucketsTable(ctx context.Context, c TableAPI, table string) error {
-	_, err := c.CreateTable(ctx, &ddb.CreateTableInput{
-		TableName:            aws.String(table),
-		BillingMode:          types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(bProvider), AttributeType: types.ScalarAttributeTypeS}},
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(bProvider), KeyType: types.KeyTypeHash}},
-	})
-	var inUse *types.ResourceInUseException
-	if err != nil && !errors.As(err, &inUse) {
-		return fmt.Errorf("create table %s: %w", table, err)
-	}
-	return waitActive(ctx, c, table)
+	return bucketsLayout.create(ctx, c, table)
 }

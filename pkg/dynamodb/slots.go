@@ -2,10 +2,7 @@ package dynamodb
 
 import (
 	"context"
-	"errors"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
 	"github.com/aijobs/aijobs/pkg/job"
@@ -27,44 +24,45 @@ const (
 // Slots are one kind of the tenants' slots in the buckets table: in
 // flight or queued.
 type Slots struct {
-	c     BucketClient
-	table string
-	set   string
+	t   side
+	set string
 }
 
 // NewSlots returns the in-flight slots store over the buckets table.
-func NewSlots(c BucketClient, table string) *Slots { return &Slots{c: c, table: table, set: bSlots} }
+func NewSlots(c BucketClient, table string) *Slots { return newSlots(c, table, bSlots) }
 
 // NewQueueSlots returns the queued slots store over the buckets table: a
 // job's place among its tenant's queued jobs, from its create until its
 // first call starts.
-func NewQueueSlots(c BucketClient, table string) *Slots {
-	return &Slots{c: c, table: table, set: bQueued}
+func NewQueueSlots(c BucketClient, table string) *Slots { return newSlots(c, table, bQueued) }
+
+func newSlots(c BucketClient, table, set string) *Slots {
+	return &Slots{t: side{layout: bucketsLayout, table: table, get: c, update: c}, set: set}
 }
 
-func slotKey(tenant string) map[string]types.AttributeValue { return bucketKey("tenant#" + tenant) }
+func (s *Slots) key(tenant string) map[string]types.AttributeValue {
+	return s.t.key("tenant#" + tenant)
+}
 
 // Enter takes sl when its tenant has fewer than sl.Limit slots (one
 // conditional UpdateItem; on a full set, one more to clear what has
 // ended, and the take again).
 func (s *Slots) Enter(ctx context.Context, sl job.Slot) (bool, error) {
 	for try := range 2 {
-		_, err := s.c.UpdateItem(ctx, &ddb.UpdateItemInput{TableName: aws.String(s.table), Key: slotKey(sl.Tenant),
-			ConditionExpression: aws.String("attribute_not_exists(#s) OR size(#s) < :limit"), UpdateExpression: aws.String("ADD #s :e"),
-			ExpressionAttributeNames: map[string]string{"#s": s.set},
-			ExpressionAttributeValues: map[string]types.AttributeValue{":e": &types.AttributeValueMemberSS{Value: []string{sl.Entry()}},
-				":limit": avN(int64(sl.Limit))},
-			ReturnValuesOnConditionCheckFailure: types.ReturnValuesOnConditionCheckFailureAllOld})
-		var ccf *types.ConditionalCheckFailedException
+		e := newExpr()
+		n := e.name(s.set)
+		e.when("attribute_not_exists(" + n + ") OR size(" + n + ") < " + e.value("limit", avN(int64(sl.Limit))))
+		e.add = append(e.add, n+" "+e.value("e", stringSet(sl.Entry())))
+		o, err := s.t.change(ctx, "enter a tenant slot", s.key(sl.Tenant), e)
 		switch {
-		case err == nil:
+		case err != nil:
+			return false, err
+		case !o.refused:
 			return true, nil
-		case !errors.As(err, &ccf):
-			return false, unavailable("enter a tenant slot", err)
 		case try > 0:
 			return false, nil
 		}
-		cleared, err := s.clear(ctx, sl, ccf.Item)
+		cleared, err := s.clear(ctx, sl, o.item)
 		if err != nil || !cleared {
 			return false, err
 		}
@@ -75,12 +73,9 @@ func (s *Slots) Enter(ctx context.Context, sl job.Slot) (bool, error) {
 // clear deletes the ended entries of sl's tenant's set as it (the
 // refused take's item, or a read) shows it, and reports whether any were.
 func (s *Slots) clear(ctx context.Context, sl job.Slot, it map[string]types.AttributeValue) (bool, error) {
-	if len(it) == 0 {
-		out, err := s.c.GetItem(ctx, &ddb.GetItemInput{TableName: aws.String(s.table), Key: slotKey(sl.Tenant), ConsistentRead: aws.Bool(true)})
-		if err != nil {
-			return false, unavailable("read tenant slots", err)
-		}
-		it = out.Item
+	it, err := s.t.standing(ctx, "read tenant slots", s.key(sl.Tenant), it)
+	if err != nil {
+		return false, err
 	}
 	set, _ := it[s.set].(*types.AttributeValueMemberSS)
 	var ended []string
@@ -103,11 +98,8 @@ func (s *Slots) Leave(ctx context.Context, sl job.Slot) error {
 }
 
 func (s *Slots) remove(ctx context.Context, tenant string, entries []string) error {
-	_, err := s.c.UpdateItem(ctx, &ddb.UpdateItemInput{TableName: aws.String(s.table), Key: slotKey(tenant),
-		UpdateExpression: aws.String("DELETE #s :e"), ExpressionAttributeNames: map[string]string{"#s": s.set},
-		ExpressionAttributeValues: map[string]types.AttributeValue{":e": &types.AttributeValueMemberSS{Value: entries}}})
-	if err != nil {
-		return unavailable("leave a tenant slot", err)
-	}
-	return nil
+	e := newExpr()
+	e.del = append(e.del, e.name(s.set)+" "+e.value("e", stringSet(entries...)))
+	_, err := s.t.change(ctx, "leave a tenant slot", s.key(tenant), e)
+	return err
 }

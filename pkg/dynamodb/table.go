@@ -107,6 +107,35 @@ func CreateTable(ctx context.Context, c TableAPI, table string, st settings.Sett
 	return enableTTL(ctx, c, table)
 }
 
+// create makes the table as the CDK stack does (on demand, l's keys and
+// TTL), for local stacks; idempotent, it returns once the table is ACTIVE.
+func (l layout) create(ctx context.Context, c TableAPI, table string) error {
+	in := &ddb.CreateTableInput{TableName: aws.String(table), BillingMode: types.BillingModePayPerRequest}
+	for _, k := range []struct {
+		attr string
+		kind types.KeyType
+	}{{l.hash, types.KeyTypeHash}, {l.sort, types.KeyTypeRange}} {
+		if k.attr == "" {
+			continue
+		}
+		in.AttributeDefinitions = append(in.AttributeDefinitions,
+			types.AttributeDefinition{AttributeName: aws.String(k.attr), AttributeType: types.ScalarAttributeTypeS})
+		in.KeySchema = append(in.KeySchema, types.KeySchemaElement{AttributeName: aws.String(k.attr), KeyType: k.kind})
+	}
+	_, err := c.CreateTable(ctx, in)
+	var inUse *types.ResourceInUseException
+	if err != nil && !errors.As(err, &inUse) {
+		return fmt.Errorf("create table %s: %w", table, err)
+	}
+	if err := waitActive(ctx, c, table); err != nil {
+		return err
+	}
+	if l.ttl {
+		return enableTTL(ctx, c, table)
+	}
+	return nil
+}
+
 // waitActive polls until the table (and so the index created with it) is
 // ACTIVE, or ctx ends.
 func waitActive(ctx context.Context, c TableAPI, table string) error {

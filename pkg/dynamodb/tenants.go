@@ -2,11 +2,9 @@ package dynamodb
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
 	ddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 
@@ -31,27 +29,25 @@ type TenantsClient interface {
 }
 
 // Tenants is the tenants table.
-type Tenants struct {
-	c     TenantsClient
-	table string
-}
+type Tenants struct{ t side }
 
 // NewTenants returns the store over the tenants table.
-func NewTenants(c TenantsClient, table string) *Tenants { return &Tenants{c: c, table: table} }
+func NewTenants(c TenantsClient, table string) *Tenants {
+	return &Tenants{t: side{layout: tenantsLayout, table: table, get: c, update: c}}
+}
 
 // WebhookKeys reads tenant's key versions with a strongly consistent read,
 // so a rotation is seen at once by the next delivery and the next read of
 // the key.
 func (t *Tenants) WebhookKeys(ctx context.Context, tenant string) (job.WebhookKeys, error) {
-	out, err := t.c.GetItem(ctx, &ddb.GetItemInput{TableName: aws.String(t.table),
-		Key: map[string]types.AttributeValue{tTenant: avS(tenant)}, ConsistentRead: aws.Bool(true)})
+	it, err := t.t.read(ctx, "get tenant", t.t.key(tenant), true)
 	if err != nil {
-		return job.WebhookKeys{}, unavailable("get tenant", err)
+		return job.WebhookKeys{}, err
 	}
-	if len(out.Item) == 0 {
+	if len(it) == 0 {
 		return job.FirstWebhookKeys(tenant), nil
 	}
-	return webhookKeysOf(tenant, out.Item)
+	return webhookKeysOf(tenant, it)
 }
 
 // RotateWebhookKeys rotates tenant's key away from version from
@@ -70,28 +66,31 @@ func (t *Tenants) RotateWebhookKeys(ctx context.Context, tenant string, from int
 		if err != nil || !rotate {
 			return next, err
 		}
-		cond, v := "#ver = :cur", map[string]types.AttributeValue{":cur": avN(int64(cur.Current))}
-		if cur.Previous == 0 && cur.Current == 1 {
-			cond = "attribute_not_exists(#ver) OR #ver = :cur"
-		}
-		v[":next"], v[":prev"], v[":now"] = avN(int64(next.Current)), avN(int64(next.Previous)), avN(next.RotatedAt.UnixMilli())
-		_, err = t.c.UpdateItem(ctx, &ddb.UpdateItemInput{
-			TableName:                 aws.String(t.table),
-			Key:                       map[string]types.AttributeValue{tTenant: avS(tenant)},
-			ConditionExpression:       aws.String(cond),
-			UpdateExpression:          aws.String("SET #ver = :next, #prev = :prev, #rot = :now"),
-			ExpressionAttributeNames:  map[string]string{"#prev": tPrevVer, "#ver": tKeyVer, "#rot": tRotatedMS},
-			ExpressionAttributeValues: v,
-		})
-		var ccf *types.ConditionalCheckFailedException
+		o, err := t.t.change(ctx, "rotate webhook key", t.t.key(tenant), rotation(cur, next))
 		switch {
-		case err == nil:
+		case err != nil:
+			return job.WebhookKeys{}, err
+		case !o.refused:
 			return next, nil
-		case !errors.As(err, &ccf):
-			return job.WebhookKeys{}, unavailable("rotate webhook key", err)
 		}
 	}
 	return job.WebhookKeys{}, unavailable("rotate webhook key", fmt.Errorf("tenant %s: rotated by others %d times", tenant, rotateTries))
+}
+
+// rotation is the write from cur to next, conditioned on cur's version
+// (or, for a tenant never rotated, on there being none).
+func rotation(cur, next job.WebhookKeys) *expr {
+	e := newExpr()
+	ver, was := e.name(tKeyVer), e.value("cur", avN(int64(cur.Current)))
+	if cur.Previous == 0 && cur.Current == 1 {
+		e.when("attribute_not_exists(" + ver + ") OR " + ver + " = " + was)
+	} else {
+		e.when(ver + " = " + was)
+	}
+	e.set = append(e.set, ver+" = "+e.value("next", avN(int64(next.Current))),
+		e.name(tPrevVer)+" = "+e.value("prev", avN(int64(next.Previous))),
+		e.name(tRotatedMS)+" = "+e.value("now", avN(next.RotatedAt.UnixMilli())))
+	return e
 }
 
 // rotateTries bounds the re-reads of a rotation that others keep racing.
@@ -111,15 +110,5 @@ func webhookKeysOf(tenant string, it map[string]types.AttributeValue) (job.Webho
 // demand, keyed by tenant), for local stacks; idempotent, it returns once
 // the table is ACTIVE.
 func CreateTenantsTable(ctx context.Context, c TableAPI, table string) error {
-	_, err := c.CreateTable(ctx, &ddb.CreateTableInput{
-		TableName:            aws.String(table),
-		BillingMode:          types.BillingModePayPerRequest,
-		AttributeDefinitions: []types.AttributeDefinition{{AttributeName: aws.String(tTenant), AttributeType: types.ScalarAttributeTypeS}},
-		KeySchema:            []types.KeySchemaElement{{AttributeName: aws.String(tTenant), KeyType: types.KeyTypeHash}},
-	})
-	var inUse *types.ResourceInUseException
-	if err != nil && !errors.As(err, &inUse) {
-		return fmt.Errorf("create table %s: %w", table, err)
-	}
-	return waitActive(ctx, c, table)
+	return tenantsLayout.create(ctx, c, table)
 }

@@ -5,7 +5,6 @@ import (
 	"context"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/aijobs/aijobs/pkg/job"
@@ -14,24 +13,20 @@ import (
 // Batches are the collectors' batch records in memory, for tests: the
 // same contract as the DynamoDB store's (the batch conformance suite).
 type Batches struct {
-	mu sync.Mutex
-	rs map[string]job.BatchRecord // settled ones too: an id is never reused
+	t table[string, job.BatchRecord] // settled ones too: an id is never reused
 }
 
 // NewBatches returns no batches.
-func NewBatches() *Batches { return &Batches{rs: map[string]job.BatchRecord{}} }
+func NewBatches() *Batches { return &Batches{} }
 
 // OpenBatch keeps r unless a batch with its id exists (job.CodeConflict).
 func (s *Batches) OpenBatch(_ context.Context, r job.BatchRecord) error {
 	if err := checkBatch(r); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.rs[r.ID]; ok {
+	if !s.t.putIf(r.ID, cloneBatch(r), false) {
 		return &job.Error{Code: job.CodeConflict, Message: "a batch with this id exists"}
 	}
-	s.rs[r.ID] = cloneBatch(r)
 	return nil
 }
 
@@ -41,26 +36,19 @@ func (s *Batches) SaveBatch(_ context.Context, r job.BatchRecord) error {
 	if err := checkBatch(r); err != nil {
 		return err
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if _, ok := s.rs[r.ID]; !ok {
+	if !s.t.putIf(r.ID, cloneBatch(r), true) {
 		return &job.Error{Code: job.CodeNotFound, Message: "no batch with this id was opened"}
 	}
-	s.rs[r.ID] = cloneBatch(r)
 	return nil
 }
 
 // Batches answers every open batch record (State not Settled), oldest
 // first (ties by id).
 func (s *Batches) Batches(context.Context) ([]job.BatchRecord, error) {
-	s.mu.Lock()
-	var rs []job.BatchRecord
-	for _, r := range s.rs {
-		if r.State != job.Settled {
-			rs = append(rs, cloneBatch(r))
-		}
+	rs := s.t.values(func(r job.BatchRecord) bool { return r.State != job.Settled })
+	for i := range rs {
+		rs[i] = cloneBatch(rs[i]) // a kept record's jobs are never changed in place
 	}
-	s.mu.Unlock()
 	slices.SortFunc(rs, func(x, y job.BatchRecord) int {
 		return cmp.Or(x.CreatedAt.Compare(y.CreatedAt), strings.Compare(x.ID, y.ID))
 	})

@@ -106,7 +106,7 @@ func (s *Store) Resume(_ context.Context, r job.Resume) (job.Job, error) {
 	}
 	cur = r.Apply(cur)
 	s.jobs[r.ID] = cur
-	s.settle(r.ID, mark, "")
+	s.markApplied(r.ID, mark)
 	return clone(cur), nil
 }
 
@@ -205,11 +205,11 @@ func (s *Store) apply(id string, allows func(job.Job) bool, effect func(job.Job)
 		case !set.settles.IsZero():
 			cur = job.AddCost(cur, set.owner, set.settles, now)
 			s.jobs[id] = cur
-			s.settle(id, mark, "")
+			s.markApplied(id, mark)
 		}
 		return job.Job{}, job.Conflict(clone(cur))
 	}
-	s.settle(id, token, "")
+	s.markApplied(id, token)
 	// The effect may carry the caller's buffers (Succeed.Result): store a
 	// copy, so a caller reusing them cannot change the record.
 	next := clone(effect(cur))
@@ -234,14 +234,17 @@ func (set write) token() string {
 	return set.owner + "#" + set.kind
 }
 
-func (s *Store) settle(id, token, suffix string) {
+// markApplied records that the write token names was applied to job id
+// (DynamoDB's ADD of the token to the settled set), so a repeat of it is
+// recognised; an unowned write (no token) leaves no mark.
+func (s *Store) markApplied(id, token string) {
 	if token == "" {
 		return
 	}
 	if s.settled[id] == nil {
 		s.settled[id] = map[string]bool{}
 	}
-	s.settled[id][token+suffix] = true
+	s.settled[id][token] = true
 }
 
 func clone(j job.Job) job.Job {

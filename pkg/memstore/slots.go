@@ -2,53 +2,54 @@ package memstore
 
 import (
 	"context"
-	"sync"
 
 	"github.com/aijobs/aijobs/pkg/job"
 )
 
 // Slots are the tenants' in-flight slots in memory, for tests.
 type Slots struct {
-	mu sync.Mutex
-	by map[string]map[string]bool // tenant: entries
+	t table[string, map[string]bool] // tenant: entries
 }
 
 // NewSlots returns no slots taken.
-func NewSlots() *Slots { return &Slots{by: map[string]map[string]bool{}} }
+func NewSlots() *Slots { return &Slots{} }
 
 // Enter takes s when its tenant has fewer than s.Limit slots that have
 // not ended.
 func (m *Slots) Enter(_ context.Context, s job.Slot) (bool, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	es := m.by[s.Tenant]
-	if es == nil {
-		es = map[string]bool{}
-		m.by[s.Tenant] = es
-	}
-	for e := range es {
-		if job.SlotEnded(e, s.Now) {
-			delete(es, e)
+	entered := false
+	m.t.change(s.Tenant, func(es map[string]bool, _ bool) (map[string]bool, bool) {
+		if es == nil {
+			es = map[string]bool{}
 		}
-	}
-	if len(es) >= s.Limit {
-		return false, nil
-	}
-	es[s.Entry()] = true
-	return true, nil
+		for e := range es {
+			if job.SlotEnded(e, s.Now) {
+				delete(es, e)
+			}
+		}
+		if entered = len(es) < s.Limit; entered {
+			es[s.Entry()] = true
+		}
+		return es, true
+	})
+	return entered, nil
 }
 
 // Leave gives s back.
 func (m *Slots) Leave(_ context.Context, s job.Slot) error {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	delete(m.by[s.Tenant], s.Entry())
+	m.t.change(s.Tenant, func(es map[string]bool, _ bool) (map[string]bool, bool) {
+		delete(es, s.Entry()) // the set is the table's own: changed in place
+		return es, false
+	})
 	return nil
 }
 
 // Len is how many entries tenant's set holds, ended or not, for tests.
 func (m *Slots) Len(tenant string) int {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return len(m.by[tenant])
+	n := 0
+	m.t.change(tenant, func(es map[string]bool, _ bool) (map[string]bool, bool) {
+		n = len(es) // read under the lock: Enter changes the set in place
+		return es, false
+	})
+	return n
 }

@@ -1,6 +1,13 @@
 package model
 
-import "context"
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
 
 // Batcher is a provider that also takes generations in batches, the
 // batch lane (docs/architecture.md, "The batch lane"): a collector
@@ -22,4 +29,30 @@ type Batcher interface {
 	// batch id: its job id and its answer, or its error (an *Error whose
 	// Usage is what it was billed).
 	BatchResults(ctx context.Context, id string, each func(jobID string, resp Response, err error) error) error
+}
+
+// EachResult calls each with every line of a batch's JSONL results read
+// from r (OpenAI's output and error files, Anthropic's results, Bedrock's
+// .jsonl.out), decoded as an L, in order. A line that does not decode is
+// skipped, as one that names no request is by each: its job, with no
+// result, is handed back by the collector. The error is each's as it
+// returned it, or r's read error after what (the caller's words for what
+// it read).
+func EachResult[L any](r io.Reader, what string, each func(L) error) error {
+	br := bufio.NewReader(r)
+	for {
+		raw, err := br.ReadBytes('\n')
+		var l L
+		if json.Unmarshal(raw, &l) == nil {
+			if err := each(l); err != nil {
+				return err
+			}
+		}
+		if errors.Is(err, io.EOF) {
+			return nil
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+	}
 }

@@ -27,19 +27,13 @@ import (
 // (pkg/model/modeltest), over this wire format.
 func TestConformance(t *testing.T) { modeltest.RunHTTP(t, wire()) }
 
-// promptCeiling is job.PromptCeiling of the suite's prompt, what a call is
-// billed for the prompt the server never counted: (29+1)/2 + 8.
-const promptCeiling = 23
-
 // worstCase is the bill of a non-streamed call sent whose answer was lost:
 // the prompt ceiling and every token asked for, request()'s being the
 // default max_tokens the client sends.
-var worstCase = model.Usage{InputTokens: promptCeiling, OutputTokens: anthropic.DefaultMaxTokens, Estimated: true}
+var worstCase = model.Usage{InputTokens: modeltest.PromptCeiling, OutputTokens: anthropic.DefaultMaxTokens, Estimated: true}
 
 // request is a generation that leaves every option to the defaults.
-func request() model.Request {
-	return model.Request{JobID: "job-1", Messages: []job.Message{{Role: "user", Content: modeltest.Prompt}}}
-}
+var request = modeltest.Bare
 
 // clientAt is the provider against url with the test key.
 func clientAt(t *testing.T, url string, stream bool) model.Provider {
@@ -368,7 +362,7 @@ func TestStreamFailures(t *testing.T) {
 			name:  "error before message_start is estimated",
 			write: func(w http.ResponseWriter) { sse(w, errorEvent("overloaded_error", "Overloaded")) },
 			class: job.Overloaded, detail: "stream overloaded_error " + reqID,
-			usage: model.Usage{InputTokens: promptCeiling, Estimated: true},
+			usage: model.Usage{InputTokens: modeltest.PromptCeiling, Estimated: true},
 		},
 		{
 			name: "event is not JSON",

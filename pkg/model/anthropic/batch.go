@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -225,25 +224,13 @@ func (c *Client) BatchResults(ctx context.Context, id string, each func(string, 
 		return err
 	}
 	defer resp.Body.Close()
-	br := bufio.NewReader(resp.Body)
-	for {
-		raw, err := br.ReadBytes('\n')
-		var l resultLine
-		// A line that names no request is skipped: its job, with no
-		// result, is handed back by the collector.
-		if json.Unmarshal(raw, &l) == nil && l.CustomID != "" {
-			out, rerr := l.result()
-			if err := each(l.CustomID, out, rerr); err != nil {
-				return err
-			}
-		}
-		if errors.Is(err, io.EOF) {
+	return model.EachResult(resp.Body, "anthropic: read batch "+id+" results", func(l resultLine) error {
+		if l.CustomID == "" {
 			return nil
 		}
-		if err != nil {
-			return fmt.Errorf("anthropic: read batch %s results: %w", id, err)
-		}
-	}
+		out, err := l.result()
+		return each(l.CustomID, out, err)
+	})
 }
 
 // result is l's answer, or its error: an errored item is classified as a
@@ -294,23 +281,16 @@ func (c *Client) batchCall(ctx context.Context, method, u string, body io.Reader
 // answer that is not a 2xx is its classified error. Nothing on this wire
 // is billed: only the batch's answers are.
 func (c *Client) send(ctx context.Context, method, u string, body io.Reader) (*http.Response, error) {
-	hr, err := http.NewRequestWithContext(ctx, method, u, body)
+	hr, err := c.api().Request(ctx, method, u, body)
 	if err != nil {
-		return nil, &model.Error{Class: job.InvalidRequest, Detail: "anthropic: bad base URL", Err: fmt.Errorf("anthropic: build request: %w", err)}
-	}
-	if body != nil {
-		hr.Header.Set("Content-Type", "application/json")
-	}
-	hr.Header.Set("Anthropic-Version", c.cfg.Version)
-	if c.cfg.APIKey != "" {
-		hr.Header.Set("X-Api-Key", c.cfg.APIKey)
+		return nil, err
 	}
 	resp, err := c.cfg.HTTPClient.Do(hr)
 	if err != nil {
 		return nil, transportError(ctx, err, "", model.Usage{})
 	}
 	if resp.StatusCode/100 != 2 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		b := model.ErrorBody(resp.Body)
 		_ = resp.Body.Close()
 		return nil, &answered{status: resp.StatusCode, err: statusError(resp.StatusCode, requestID(resp.Header), b)}
 	}

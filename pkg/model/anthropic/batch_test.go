@@ -205,18 +205,5 @@ func TestTheMessageBatchWiresRefusalsAreClassified(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_, err = c.SubmitBatch(t.Context(), "b_x", []model.Request{batchRequest("job-a", "hi")})
-	var me *model.Error
-	if !errors.As(err, &me) || me.Class != job.Auth || strings.Contains(err.Error(), batchSecret) {
-		t.Errorf("submit with a bad key: %v", err)
-	}
-	s := &anthropictest.Server{Polls: 5}
-	c = batchClient(t, s)
-	id, err := c.SubmitBatch(t.Context(), "b_running", []model.Request{batchRequest("job-a", "hi")})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := c.BatchResults(t.Context(), id, func(string, model.Response, error) error { return nil }); err == nil {
-		t.Error("the results of a processing batch were read")
-	}
+	modeltest.BatchRefusals(t, c, batchClient(t, &anthropictest.Server{Polls: 5}), batchRequest("job-a", "hi"), batchSecret)
 }

@@ -12,12 +12,10 @@
 package anthropic
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -160,23 +158,11 @@ func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response,
 	if r.MaxTokens == 0 { // the API requires a limit: the worst case is the one sent
 		r.MaxTokens = DefaultMaxTokens
 	}
-	body, err := json.Marshal(c.request(r))
+	hr, sent, err := c.api().Post(ctx, c.url, c.request(r), c.cfg.Stream)
 	if err != nil {
-		return model.Response{}, &model.Error{Class: job.Internal, Detail: "anthropic: encode request", Err: fmt.Errorf("anthropic: encode request: %w", err)}
+		return model.Response{}, err
 	}
-	ctx, sent := model.TraceSent(ctx)
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
-	if err != nil {
-		return model.Response{}, &model.Error{Class: job.InvalidRequest, Detail: "anthropic: bad base URL", Err: fmt.Errorf("anthropic: build request: %w", err)}
-	}
-	hr.Header.Set("Content-Type", "application/json")
-	hr.Header.Set("Anthropic-Version", c.cfg.Version)
-	if c.cfg.Stream {
-		hr.Header.Set("Accept", "text/event-stream")
-	}
-	if c.cfg.APIKey != "" {
-		hr.Header.Set("X-Api-Key", c.cfg.APIKey)
-	}
+	ctx = hr.Context()
 	resp, err := c.cfg.HTTPClient.Do(hr)
 	if err != nil {
 		return model.Response{}, transportError(ctx, err, "", sent.Unanswered(r, c.cfg.Stream))
@@ -187,12 +173,22 @@ func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response,
 	return model.Heard(out, err, resp.Header, at)
 }
 
+// api is the Messages API as every request calls it: the version, and
+// the key when there is one.
+func (c *Client) api() model.API {
+	h := http.Header{}
+	h.Set("Anthropic-Version", c.cfg.Version)
+	if c.cfg.APIKey != "" {
+		h.Set("X-Api-Key", c.cfg.APIKey)
+	}
+	return model.API{Provider: "anthropic", Header: h}
+}
+
 // answer reads what the server answered, whatever its status.
 func (c *Client) answer(ctx context.Context, resp *http.Response, r model.Request) (model.Response, error) {
 	reqID := requestID(resp.Header)
 	if resp.StatusCode/100 != 2 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return model.Response{}, statusError(resp.StatusCode, reqID, b)
+		return model.Response{}, statusError(resp.StatusCode, reqID, model.ErrorBody(resp.Body))
 	}
 	if c.cfg.Stream {
 		return readStream(ctx, resp.Body, r, reqID)

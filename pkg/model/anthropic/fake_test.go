@@ -13,6 +13,7 @@ import (
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/model"
 	"github.com/aijobs/aijobs/pkg/model/anthropic/anthropictest"
+	"github.com/aijobs/aijobs/pkg/model/modeltest"
 )
 
 // claude4 are Claude 4 model ids, as the Messages API names them.
@@ -41,15 +42,8 @@ func TestAgainstTheFake(t *testing.T) {
 					if err != nil {
 						t.Fatalf("Generate: %v", err)
 					}
-					billed := s.Billed()
-					if len(billed) != 1 {
-						t.Fatalf("%d answers billed, want 1", len(billed))
-					}
-					b := billed[0]
-					want := model.Usage{InputTokens: b.Input + 1800 + 240, OutputTokens: b.Output, CachedInputTokens: 1800, CacheWriteTokens: 240}
-					if got.Usage != want {
-						t.Fatalf("usage %+v, want %+v", got.Usage, want)
-					}
+					b := modeltest.OnlyBill(t, s.Billed())
+					modeltest.CacheApart(t, got.Usage, modeltest.Counts{Input: b.Input, CacheRead: 1800, CacheWrite: 240, Output: b.Output})
 					if cost, bill := got.Usage.Cost(cachedPrice), b.Bill(300, 1500); int64(cost) != bill {
 						t.Fatalf("cost %d, Anthropic bills %d", cost, bill)
 					}

@@ -2,7 +2,6 @@ package anthropic_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/model"
+	"github.com/aijobs/aijobs/pkg/model/modeltest"
 )
 
 // slack is how much shorter than the headers said a pause may come back:
@@ -114,24 +114,7 @@ func TestPause(t *testing.T) {
 			}))
 			defer srv.Close()
 			resp, err := clientAt(t, srv.URL, tt.stream).Generate(context.Background(), request())
-			var got time.Duration
-			if tt.class == "" {
-				if err != nil {
-					t.Fatalf("Generate: %v", err)
-				}
-				if resp.Left != tt.left {
-					t.Fatalf("left %+v, want %+v", resp.Left, tt.left)
-				}
-			} else {
-				var me *model.Error
-				if !errors.As(err, &me) || me.Class != tt.class {
-					t.Fatalf("got %v, want a *model.Error of class %q", err, tt.class)
-				}
-				got = me.Pause
-			}
-			if got > tt.want || got < 0 || tt.want-got >= slack {
-				t.Fatalf("pause %v, want %v (less at most %v)", got, tt.want, slack)
-			}
+			modeltest.Heard{Class: tt.class, Left: tt.left, Pause: tt.want, Slack: slack}.Check(t, resp, err)
 		})
 	}
 }

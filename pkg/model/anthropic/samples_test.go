@@ -4,14 +4,13 @@ import (
 	"context"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/model"
 	"github.com/aijobs/aijobs/pkg/model/anthropic"
+	"github.com/aijobs/aijobs/pkg/model/modeltest"
 )
 
 // The samples in testdata/samples are answers as Anthropic's documentation
@@ -25,14 +24,7 @@ import (
 // Each must parse into the response or error it stands for.
 
 // sample is testdata/samples/name.
-func sample(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "samples", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+var sample = modeltest.Sample
 
 func TestSamples(t *testing.T) {
 	tests := []struct {

@@ -1,14 +1,12 @@
 package bedrock
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -287,29 +285,14 @@ func (c *Client) readOutput(ctx context.Context, b *Batch, key string, each func
 		return controlError(ctx, err)
 	}
 	defer obj.Body.Close()
-	br := bufio.NewReader(obj.Body)
-	for {
-		raw, err := br.ReadBytes('\n')
-		var rec outputRecord
-		id, herr := []byte(nil), error(nil)
-		if json.Unmarshal(raw, &rec) == nil {
-			id, herr = hex.DecodeString(rec.RecordID)
-		}
-		// A line that names no job of ours is skipped: its job, with no
-		// result, is handed back by the collector.
-		if herr == nil && len(id) > 0 {
-			out, rerr := c.record(rec)
-			if err := each(string(id), out, rerr); err != nil {
-				return err
-			}
-		}
-		if errors.Is(err, io.EOF) {
+	return model.EachResult(obj.Body, "bedrock: read batch output "+key, func(rec outputRecord) error {
+		id, err := hex.DecodeString(rec.RecordID)
+		if err != nil || len(id) == 0 { // names no job of ours
 			return nil
 		}
-		if err != nil {
-			return fmt.Errorf("bedrock: read batch output %s: %w", key, err)
-		}
-	}
+		out, rerr := c.record(rec)
+		return each(string(id), out, rerr)
+	})
 }
 
 // record is rec's answer, or its error (billed nothing: a batch bills

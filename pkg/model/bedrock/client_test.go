@@ -19,6 +19,7 @@ import (
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/model"
 	"github.com/aijobs/aijobs/pkg/model/bedrock"
+	"github.com/aijobs/aijobs/pkg/model/modeltest"
 )
 
 func TestGenerateRequestAndResponse(t *testing.T) {
@@ -143,7 +144,7 @@ func TestConverseJoinsTextBlocksAndEstimatesMissingUsage(t *testing.T) {
 	}
 	// An upper estimate: the prompt ceiling, the text at two bytes a token.
 	want := model.Response{Output: "0123456789", Model: modelID, FinishReason: "max_tokens",
-		Usage: model.Usage{InputTokens: promptCeiling, OutputTokens: 5, Estimated: true}}
+		Usage: model.Usage{InputTokens: modeltest.PromptCeiling, OutputTokens: 5, Estimated: true}}
 	if resp != want {
 		t.Fatalf("got %+v\nwant %+v", resp, want)
 	}

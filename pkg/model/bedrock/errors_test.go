@@ -93,7 +93,7 @@ func TestStreamExceptions(t *testing.T) {
 			if me.Class != tt.class || me.Detail != tt.detail {
 				t.Fatalf("class %q detail %q, want %q %q (%v)", me.Class, me.Detail, tt.class, tt.detail, err)
 			}
-			if want := (model.Usage{InputTokens: promptCeiling, OutputTokens: 2, Estimated: true}); me.Usage != want {
+			if want := (model.Usage{InputTokens: modeltest.PromptCeiling, OutputTokens: 2, Estimated: true}); me.Usage != want {
 				t.Fatalf("usage %+v, want %+v: the deltas streamed are billed", me.Usage, want)
 			}
 			if n := requests.Load(); n != 1 {

@@ -7,9 +7,9 @@ import (
 	"testing"
 
 	"github.com/aijobs/aijobs/pkg/job"
-	"github.com/aijobs/aijobs/pkg/model"
 	"github.com/aijobs/aijobs/pkg/model/bedrock"
 	"github.com/aijobs/aijobs/pkg/model/bedrock/bedrocktest"
+	"github.com/aijobs/aijobs/pkg/model/modeltest"
 )
 
 // Against the fake, as Bedrock answers, a Converse call, whole or
@@ -54,15 +54,8 @@ func TestAgainstTheFake(t *testing.T) {
 					if err != nil {
 						t.Fatalf("Generate: %v", err)
 					}
-					billed := s.Billed()
-					if len(billed) != 1 {
-						t.Fatalf("%d answers billed, want 1", len(billed))
-					}
-					b := billed[0]
-					want := model.Usage{InputTokens: b.Input + 2048 + 512, OutputTokens: b.Output, CachedInputTokens: 2048, CacheWriteTokens: 512}
-					if got.Usage != want {
-						t.Fatalf("usage %+v, want %+v", got.Usage, want)
-					}
+					b := modeltest.OnlyBill(t, s.Billed())
+					modeltest.CacheApart(t, got.Usage, modeltest.Counts{Input: b.Input, CacheRead: 2048, CacheWrite: 512, Output: b.Output})
 					bill := b.Bill(int64(price.InputPerToken), int64(price.CachedInputPerToken), int64(price.CacheWritePerToken), int64(price.OutputPerToken))
 					if cost := got.Usage.Cost(price); int64(cost) != bill {
 						t.Fatalf("cost %d, Bedrock bills %d", cost, bill)

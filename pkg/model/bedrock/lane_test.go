@@ -147,7 +147,7 @@ func TestFlexRefusalInStream(t *testing.T) {
 			if me.Class != want || me.Detail != "stream ServiceUnavailableException" {
 				t.Fatalf("class %q detail %q, want %q", me.Class, me.Detail, want)
 			}
-			if u := (model.Usage{InputTokens: promptCeiling, OutputTokens: 1, Estimated: true}); me.Usage != u {
+			if u := (model.Usage{InputTokens: modeltest.PromptCeiling, OutputTokens: 1, Estimated: true}); me.Usage != u {
 				t.Fatalf("usage %+v, want %+v: the delta streamed is billed", me.Usage, u)
 			}
 		})

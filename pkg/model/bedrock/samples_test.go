@@ -6,8 +6,6 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
-	"os"
-	"path/filepath"
 	"testing"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -19,6 +17,7 @@ import (
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/model"
 	"github.com/aijobs/aijobs/pkg/model/bedrock"
+	"github.com/aijobs/aijobs/pkg/model/modeltest"
 )
 
 // The samples in testdata/samples are answers as Bedrock's API reference
@@ -32,14 +31,7 @@ import (
 // Each must parse into the response or error it stands for.
 
 // sample is testdata/samples/name.
-func sample(t *testing.T, name string) []byte {
-	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "samples", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return b
-}
+var sample = modeltest.Sample
 
 func TestConverseSample(t *testing.T) {
 	body := sample(t, "converse_cache.json")

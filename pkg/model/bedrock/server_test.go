@@ -29,10 +29,6 @@ const (
 	modelID = "anthropic.claude-3-haiku-20240307-v1:0"
 )
 
-// promptCeiling is job.PromptCeiling of the test prompt, what a call is
-// billed for the prompt Bedrock never counted: (29+1)/2 + 8.
-const promptCeiling = 23
-
 // TestConformance holds the provider to the contract every provider keeps
 // (pkg/model/modeltest), over Bedrock's wire format and the real SDK.
 func TestConformance(t *testing.T) { modeltest.RunHTTP(t, wire()) }

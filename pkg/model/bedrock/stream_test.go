@@ -17,6 +17,7 @@ import (
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/model"
 	"github.com/aijobs/aijobs/pkg/model/bedrock"
+	"github.com/aijobs/aijobs/pkg/model/modeltest"
 )
 
 // A frame cut in its middle is a cut connection; a frame whose checksum
@@ -56,7 +57,7 @@ func TestBrokenFrames(t *testing.T) {
 			defer srv.Close()
 			_, err := newClient(t, srv.URL, true).Generate(context.Background(), request())
 			me := asModelError(t, err)
-			if want := (model.Usage{InputTokens: promptCeiling, OutputTokens: 1, Estimated: true}); me.Class != tt.class || me.Usage != want {
+			if want := (model.Usage{InputTokens: modeltest.PromptCeiling, OutputTokens: 1, Estimated: true}); me.Class != tt.class || me.Usage != want {
 				t.Fatalf("got %q %+v (%v), want %q %+v", me.Class, me.Usage, err, tt.class, want)
 			}
 			if n := requests.Load(); n != 1 {

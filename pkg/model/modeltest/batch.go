@@ -1,6 +1,7 @@
 package modeltest
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"testing"
@@ -37,4 +38,24 @@ func BatchOutcomes(t *testing.T, b model.Batcher, id string, hidden ...string) m
 		t.Fatal(err)
 	}
 	return got
+}
+
+// BatchRefusals holds a batch wire's refusals to a call's standard:
+// refusing's server answers every request 401 with a body that quotes
+// secret, and submitting req to it must fail Auth without showing it;
+// running's batch never ends, and its results must not be read.
+func BatchRefusals(t *testing.T, refusing, running model.Batcher, req model.Request, secret string) {
+	t.Helper()
+	_, err := refusing.SubmitBatch(t.Context(), "b_x", []model.Request{req})
+	var me *model.Error
+	if !errors.As(err, &me) || me.Class != job.Auth || strings.Contains(err.Error(), secret) {
+		t.Errorf("submit with a bad key: %v", err)
+	}
+	id, err := running.SubmitBatch(t.Context(), "b_running", []model.Request{req})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := running.BatchResults(t.Context(), id, func(string, model.Response, error) error { return nil }); err == nil {
+		t.Error("the results of a batch still running were read")
+	}
 }

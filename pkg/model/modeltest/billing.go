@@ -105,8 +105,8 @@ func withoutCounts(t *testing.T, s suite, wi Wire) {
 		maxTokens int
 		usage     model.Usage
 	}{
-		{false, MaxTokens, model.Usage{InputTokens: promptCeiling, OutputTokens: int64(len(fullText)+1) / 2, Estimated: true}},
-		{false, 4, model.Usage{InputTokens: promptCeiling, OutputTokens: 4, Estimated: true}},
+		{false, MaxTokens, model.Usage{InputTokens: PromptCeiling, OutputTokens: int64(len(fullText)+1) / 2, Estimated: true}},
+		{false, 4, model.Usage{InputTokens: PromptCeiling, OutputTokens: 4, Estimated: true}},
 		{true, MaxTokens, wi.seen(int64(len(pieces)))},
 	} {
 		srv := serve(t, func(w http.ResponseWriter, _ *http.Request) { wi.answer(w, tt.stream, nil) })

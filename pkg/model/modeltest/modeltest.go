@@ -44,6 +44,12 @@ func Request() model.Request {
 	return model.Request{JobID: "job-1", Messages: []job.Message{{Role: "user", Content: Prompt}}, MaxTokens: MaxTokens}
 }
 
+// Bare is Request() with every option left to its default: no
+// MaxTokens, so the provider sends its own.
+func Bare() model.Request {
+	return model.Request{JobID: "job-1", Messages: []job.Message{{Role: "user", Content: Prompt}}}
+}
+
 // Provider is a provider under test, as Run drives it: each function
 // arranges one call, its side of the call included, and returns it.
 type Provider struct {

@@ -76,21 +76,21 @@ var (
 	full     = model.Usage{InputTokens: 12, OutputTokens: 7}
 )
 
-// promptCeiling is job.PromptCeiling of Prompt, what a call is billed for
+// PromptCeiling is job.PromptCeiling of Prompt, what a call is billed for
 // the prompt when the provider never counted it: (29+1)/2 + 8.
-const promptCeiling = 23
+const PromptCeiling = 23
 
 // The bills of a call sent and never answered (docs/errors.md): a whole
 // answer's worst case, the prompt alone for a stream.
 var (
-	worstCase  = model.Usage{InputTokens: promptCeiling, OutputTokens: MaxTokens, Estimated: true}
-	promptOnly = model.Usage{InputTokens: promptCeiling, Estimated: true}
+	worstCase  = model.Usage{InputTokens: PromptCeiling, OutputTokens: MaxTokens, Estimated: true}
+	promptOnly = model.Usage{InputTokens: PromptCeiling, Estimated: true}
 )
 
 // seen is the bill of a stream cut after deltas deltas: the prompt count
 // its start reported, else the ceiling, and a token a delta, estimated.
 func (wi Wire) seen(deltas int64) model.Usage {
-	u := model.Usage{InputTokens: promptCeiling, OutputTokens: deltas, Estimated: true}
+	u := model.Usage{InputTokens: PromptCeiling, OutputTokens: deltas, Estimated: true}
 	if wi.StartsWithInput {
 		u.InputTokens = full.InputTokens
 	}

@@ -1,11 +1,9 @@
 package openai
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"mime/multipart"
@@ -208,24 +206,12 @@ func (c *Client) readLines(ctx context.Context, file string, each func(resultLin
 		return err
 	}
 	defer resp.Body.Close()
-	br := bufio.NewReader(resp.Body)
-	for {
-		raw, err := br.ReadBytes('\n')
-		var l resultLine
-		// A line that names no request is skipped: its job, with no
-		// result, is handed back by the collector.
-		if json.Unmarshal(raw, &l) == nil && l.CustomID != "" {
-			if err := each(l); err != nil {
-				return err
-			}
-		}
-		if errors.Is(err, io.EOF) {
+	return model.EachResult(resp.Body, "openai: read batch file "+file, func(l resultLine) error {
+		if l.CustomID == "" {
 			return nil
 		}
-		if err != nil {
-			return fmt.Errorf("openai: read batch file %s: %w", file, err)
-		}
-	}
+		return each(l)
+	})
 }
 
 // result is line l's answer, or its error (billed nothing: a batch bills
@@ -293,22 +279,19 @@ func (c *Client) batchCall(ctx context.Context, w wire, out any) error {
 // is not a 2xx is its classified error. Nothing on this wire is billed:
 // only the batch's answers are.
 func (c *Client) send(ctx context.Context, w wire) (*http.Response, error) {
-	hr, err := http.NewRequestWithContext(ctx, w.method, w.url, w.body)
+	hr, err := c.api().Request(ctx, w.method, w.url, w.body)
 	if err != nil {
-		return nil, &model.Error{Class: job.InvalidRequest, Detail: "openai: bad base URL", Err: fmt.Errorf("openai: build request: %w", err)}
+		return nil, err
 	}
 	if w.contentType != "" {
 		hr.Header.Set("Content-Type", w.contentType)
-	}
-	if c.cfg.APIKey != "" {
-		hr.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
 	}
 	resp, err := c.cfg.HTTPClient.Do(hr)
 	if err != nil {
 		return nil, transportError(ctx, err, model.Usage{})
 	}
 	if resp.StatusCode/100 != 2 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+		b := model.ErrorBody(resp.Body)
 		_ = resp.Body.Close()
 		return nil, statusError(resp.StatusCode, b, job.Batch)
 	}

@@ -7,12 +7,10 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -147,22 +145,11 @@ func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response,
 	if c.cfg.Stream {
 		req.StreamOptions = &streamOptions{IncludeUsage: true}
 	}
-	body, err := json.Marshal(req)
+	hr, sent, err := c.api().Post(ctx, c.url, req, c.cfg.Stream)
 	if err != nil {
-		return model.Response{}, &model.Error{Class: job.Internal, Detail: "openai: encode request", Err: fmt.Errorf("openai: encode request: %w", err)}
+		return model.Response{}, err
 	}
-	ctx, sent := model.TraceSent(ctx)
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, c.url, bytes.NewReader(body))
-	if err != nil {
-		return model.Response{}, &model.Error{Class: job.InvalidRequest, Detail: "openai: bad base URL", Err: fmt.Errorf("openai: build request: %w", err)}
-	}
-	hr.Header.Set("Content-Type", "application/json")
-	if c.cfg.Stream {
-		hr.Header.Set("Accept", "text/event-stream")
-	}
-	if c.cfg.APIKey != "" {
-		hr.Header.Set("Authorization", "Bearer "+c.cfg.APIKey)
-	}
+	ctx = hr.Context()
 	resp, err := c.cfg.HTTPClient.Do(hr)
 	if err != nil {
 		return model.Response{}, transportError(ctx, err, sent.Unanswered(r, c.cfg.Stream))
@@ -228,11 +215,20 @@ func heard(out model.Response, err error, h http.Header, at time.Time) (model.Re
 	return out, err
 }
 
+// api is the API as every request calls it: with the key when there is
+// one.
+func (c *Client) api() model.API {
+	h := http.Header{}
+	if c.cfg.APIKey != "" {
+		h.Set("Authorization", "Bearer "+c.cfg.APIKey)
+	}
+	return model.API{Provider: "openai", Header: h}
+}
+
 // answer reads what the server answered, whatever its status.
 func (c *Client) answer(ctx context.Context, resp *http.Response, r model.Request) (model.Response, error) {
 	if resp.StatusCode/100 != 2 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return model.Response{}, statusError(resp.StatusCode, b, r.Lane)
+		return model.Response{}, statusError(resp.StatusCode, model.ErrorBody(resp.Body), r.Lane)
 	}
 	if c.cfg.Stream {
 		return readStream(ctx, resp.Body, r)

@@ -24,17 +24,11 @@ import (
 // (pkg/model/modeltest), over this wire format.
 func TestConformance(t *testing.T) { modeltest.RunHTTP(t, wire()) }
 
-// promptCeiling is job.PromptCeiling of the suite's prompt, what a call is
-// billed for the prompt the server never counted: (29+1)/2 + 8.
-const promptCeiling = 23
-
 // worstCase is the bill of a non-streamed call sent whose answer was lost.
-var worstCase = model.Usage{InputTokens: promptCeiling, OutputTokens: modeltest.MaxTokens, Estimated: true}
+var worstCase = model.Usage{InputTokens: modeltest.PromptCeiling, OutputTokens: modeltest.MaxTokens, Estimated: true}
 
 // request is a generation that leaves every option to the defaults.
-func request() model.Request {
-	return model.Request{JobID: "job-1", Messages: []job.Message{{Role: "user", Content: modeltest.Prompt}}}
-}
+var request = modeltest.Bare
 
 func TestGenerateRequest(t *testing.T) {
 	zero := 0.0
@@ -219,7 +213,7 @@ func TestBadSuccessfulResponses(t *testing.T) {
 				sse(w, "{not json")
 			},
 			class: job.ProviderError,
-			usage: model.Usage{InputTokens: promptCeiling, OutputTokens: 1, Estimated: true},
+			usage: model.Usage{InputTokens: modeltest.PromptCeiling, OutputTokens: 1, Estimated: true},
 		},
 		{
 			// An error object of a type nobody knows, after a 200: the
@@ -232,7 +226,7 @@ func TestBadSuccessfulResponses(t *testing.T) {
 				sse(w, errorJSON("The server had an error processing "+modeltest.Prompt, "server_error"))
 			},
 			class: job.ProviderError,
-			usage: model.Usage{InputTokens: promptCeiling, OutputTokens: 2, Estimated: true},
+			usage: model.Usage{InputTokens: modeltest.PromptCeiling, OutputTokens: 2, Estimated: true},
 		},
 	}
 	for _, tt := range tests {

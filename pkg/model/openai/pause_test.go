@@ -2,7 +2,6 @@ package openai_test
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
@@ -120,24 +119,7 @@ func TestPause(t *testing.T) {
 			}))
 			defer srv.Close()
 			resp, err := wire().Client(t, srv.URL, tt.stream, nil).Generate(context.Background(), modeltest.Request())
-			var got time.Duration
-			if tt.class == "" {
-				if err != nil {
-					t.Fatalf("Generate: %v", err)
-				}
-				if resp.Left != tt.left {
-					t.Fatalf("left %+v, want %+v", resp.Left, tt.left)
-				}
-			} else {
-				var me *model.Error
-				if !errors.As(err, &me) || me.Class != tt.class {
-					t.Fatalf("got %v, want a *model.Error of class %q", err, tt.class)
-				}
-				got = me.Pause
-			}
-			if got > tt.want || got < 0 || tt.want-got >= slack {
-				t.Fatalf("pause %v, want %v (less at most %v)", got, tt.want, slack)
-			}
+			modeltest.Heard{Class: tt.class, Left: tt.left, Pause: tt.want, Slack: slack}.Check(t, resp, err)
 		})
 	}
 }

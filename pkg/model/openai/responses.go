@@ -1,7 +1,6 @@
 package openai
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -176,15 +175,11 @@ func (b *call) create(ctx context.Context) (responseObject, error) {
 	for _, m := range b.r.Messages {
 		req.Input = append(req.Input, chatMessage{Role: m.Role, Content: m.Content})
 	}
-	body, err := json.Marshal(req)
-	if err != nil {
-		return responseObject{}, &model.Error{Class: job.Internal, Detail: "openai: encode request", Err: fmt.Errorf("openai: encode request: %w", err)}
-	}
-	ctx, sent := model.TraceSent(ctx)
-	hr, err := b.request(ctx, http.MethodPost, b.c.responses, bytes.NewReader(body))
+	hr, sent, err := b.c.api().Post(ctx, b.c.responses, req, false)
 	if err != nil {
 		return responseObject{}, err
 	}
+	ctx = hr.Context()
 	resp, err := b.c.cfg.HTTPClient.Do(hr)
 	if err != nil {
 		return responseObject{}, transportError(ctx, err, sent.Unanswered(b.r, false))
@@ -192,8 +187,7 @@ func (b *call) create(ctx context.Context) (responseObject, error) {
 	defer resp.Body.Close()
 	b.h, b.at = resp.Header, time.Now()
 	if resp.StatusCode/100 != 2 {
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-		return responseObject{}, statusError(resp.StatusCode, msg, b.r.Lane)
+		return responseObject{}, statusError(resp.StatusCode, model.ErrorBody(resp.Body), b.r.Lane)
 	}
 	// From here the server took the generation: whatever became of the
 	// answer, it may be generating, and is billed the worst case.
@@ -243,7 +237,7 @@ func (b *call) poll(ctx context.Context, tick bool) (model.Response, error) {
 // poll is a free, idempotent read); every error but errNotFound is a
 // *model.Error, billed nothing.
 func (b *call) fetch(ctx context.Context) (responseObject, bool, error) {
-	hr, err := b.request(ctx, http.MethodGet, b.url(""), nil)
+	hr, err := b.c.api().Request(ctx, http.MethodGet, b.url(""), nil)
 	if err != nil {
 		return responseObject{}, false, err
 	}
@@ -256,11 +250,10 @@ func (b *call) fetch(ctx context.Context) (responseObject, bool, error) {
 	case resp.StatusCode == http.StatusNotFound:
 		return responseObject{}, false, errNotFound
 	case resp.StatusCode/100 != 2:
-		msg, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
 		retry := resp.StatusCode >= 500 || resp.StatusCode == http.StatusTooManyRequests
 		// A poll reads a generation the server already took: no lane's
 		// capacity is asked for, so its 429 is the key's.
-		return responseObject{}, retry, statusError(resp.StatusCode, msg, "")
+		return responseObject{}, retry, statusError(resp.StatusCode, model.ErrorBody(resp.Body), "")
 	}
 	o, derr := decodeResponse(ctx, resp.Body)
 	if derr != nil {
@@ -438,7 +431,7 @@ func (b *call) gone() *model.Error {
 func (b *call) cancel(ctx context.Context) {
 	ctx, done := context.WithTimeout(context.WithoutCancel(ctx), cancelWithin)
 	defer done()
-	hr, err := b.request(ctx, http.MethodPost, b.url("/cancel"), nil)
+	hr, err := b.c.api().Request(ctx, http.MethodPost, b.url("/cancel"), nil)
 	if err != nil {
 		return
 	}
@@ -454,21 +447,6 @@ func (b *call) cancel(ctx context.Context) {
 // wire or from the job's record.
 func (b *call) url(suffix string) string {
 	return b.c.responses + "/" + url.PathEscape(b.id) + suffix
-}
-
-// request builds a request carrying the key, which every endpoint needs.
-func (b *call) request(ctx context.Context, method, u string, body io.Reader) (*http.Request, error) {
-	hr, err := http.NewRequestWithContext(ctx, method, u, body)
-	if err != nil {
-		return nil, &model.Error{Class: job.InvalidRequest, Detail: "openai: bad base URL", Err: fmt.Errorf("openai: build request: %w", err)}
-	}
-	if body != nil {
-		hr.Header.Set("Content-Type", "application/json")
-	}
-	if b.c.cfg.APIKey != "" {
-		hr.Header.Set("Authorization", "Bearer "+b.c.cfg.APIKey)
-	}
-	return hr, nil
 }
 
 // sleep waits d, or until ctx ends.

@@ -304,7 +304,7 @@ func TestBackgroundFinal(t *testing.T) {
 		{name: "cancelled with usage", body: object("cancelled", responsesUsage(spent)), class: job.Cancelled, usage: spent},
 		{name: "cancelled", body: object("cancelled", ""), class: job.Cancelled, usage: worstCase, resumed: &model.Usage{}},
 		{name: "without counts", body: object("completed", output("Once")), reason: "stop",
-			usage: model.Usage{InputTokens: promptCeiling, OutputTokens: 2, Estimated: true}},
+			usage: model.Usage{InputTokens: modeltest.PromptCeiling, OutputTokens: 2, Estimated: true}},
 	}
 	for _, tt := range tests {
 		for _, resume := range []bool{false, true} {

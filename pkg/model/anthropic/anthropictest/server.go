@@ -22,10 +22,11 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/aijobs/aijobs/pkg/model/batchtest"
 )
 
 // Server is the wire's state. Its zero value is ready; Handler serves it.
@@ -45,12 +46,7 @@ type Server struct {
 	Tier string
 
 	mu      sync.Mutex
-	batches []*batch // newest last
-	lose    int
-	refuse  int
-	made    map[string]int
-	expired map[string]bool
-	calls   int
+	batches batchtest.Batches[*batch]
 	billed  []Usage
 }
 
@@ -80,7 +76,6 @@ type batch struct {
 	id      string
 	created time.Time
 	reqs    []Request
-	polls   int
 	results [][]byte
 }
 
@@ -106,7 +101,7 @@ type Request struct {
 func (s *Server) LoseCreates(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.lose = n
+	s.batches.LoseCreates(n)
 }
 
 // RefuseCreates makes the next n creates answer 429 without making a
@@ -114,14 +109,14 @@ func (s *Server) LoseCreates(n int) {
 func (s *Server) RefuseCreates(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.refuse = n
+	s.batches.RefuseCreates(n)
 }
 
 // Batches is how many batches were made.
 func (s *Server) Batches() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.batches)
+	return s.batches.Len()
 }
 
 // Requests are every batch's requests, in order.
@@ -129,8 +124,8 @@ func (s *Server) Requests() []Request {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var out []Request
-	for _, b := range s.batches {
-		out = append(out, b.reqs...)
+	for _, b := range s.batches.All() {
+		out = append(out, b.Wire.reqs...)
 	}
 	return out
 }
@@ -139,14 +134,14 @@ func (s *Server) Requests() []Request {
 func (s *Server) Generated(id string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.made[id]
+	return s.batches.Generated(id)
 }
 
 // Calls is how many Messages calls were answered (outside batches).
 func (s *Server) Calls() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.calls
+	return s.batches.Calls()
 }
 
 // Handler serves the wire at the API root.
@@ -169,82 +164,59 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	if s.refuse > 0 {
-		s.refuse--
+	if s.batches.Refused() {
 		s.mu.Unlock()
 		problem(w, http.StatusTooManyRequests, "rate_limit_error")
 		return
 	}
-	b := &batch{id: fmt.Sprintf("msgbatch_%06d", len(s.batches)+1), created: time.Now().UTC(), reqs: in.Requests}
-	s.batches = append(s.batches, b)
-	lose := s.lose > 0
-	if lose {
-		s.lose--
-	}
+	b := &batch{id: fmt.Sprintf("msgbatch_%06d", s.batches.Len()+1), created: time.Now().UTC(), reqs: in.Requests}
+	s.batches.Add(b.id, b)
+	lost := s.batches.Lost()
 	obj := b.object()
 	s.mu.Unlock()
-	if lose {
-		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-			_ = conn.Close()
-			return
-		}
-	}
-	reply(w, obj)
+	batchtest.Created(w, obj, lost)
 }
 
 // list answers the newest batches first, limit a page (20 unless
 // given), from the one after after_id.
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
-	limit, err := strconv.Atoi(r.URL.Query().Get("limit"))
-	if err != nil || limit < 1 || limit > 1000 {
-		limit = 20
-	}
 	s.mu.Lock()
-	from := len(s.batches) - 1
-	if after := r.URL.Query().Get("after_id"); after != "" {
-		for i, b := range s.batches {
-			if b.id == after {
-				from = i - 1
-			}
-		}
-	}
+	page, more := s.batches.Page(r.URL.Query().Get("after_id"), batchtest.Limit(r.URL.Query().Get("limit"), 1000))
 	var data []map[string]any
 	last := ""
-	i := from
-	for ; i >= 0 && len(data) < limit; i-- {
-		data = append(data, s.batches[i].object())
-		last = s.batches[i].id
+	for _, b := range page {
+		data, last = append(data, b.Wire.object()), b.ID
 	}
 	s.mu.Unlock()
-	reply(w, map[string]any{"data": data, "has_more": i >= 0, "last_id": last})
+	batchtest.Reply(w, map[string]any{"data": data, "has_more": more, "last_id": last})
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := s.findLocked(r.PathValue("id"))
+	b := s.batches.Find(r.PathValue("id"))
 	if b == nil {
 		problem(w, http.StatusNotFound, "not_found_error")
 		return
 	}
-	if b.polls++; b.polls > s.Polls && b.results == nil {
-		for _, q := range b.reqs {
-			b.results = append(b.results, s.answerLocked(q))
+	if b.Read(s.Polls) {
+		for _, q := range b.Wire.reqs {
+			b.Wire.results = append(b.Wire.results, s.answerLocked(q))
 		}
 	}
-	reply(w, b.object())
+	batchtest.Reply(w, b.Wire.object())
 }
 
 func (s *Server) results(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	b := s.findLocked(r.PathValue("id"))
-	if b == nil || b.results == nil {
+	b := s.batches.Find(r.PathValue("id"))
+	if b == nil || !b.Ran() {
 		problem(w, http.StatusNotFound, "not_found_error")
 		return
 	}
 	w.Header().Set("Content-Type", "application/binary")
-	for _, l := range b.results {
+	for _, l := range b.Wire.results {
 		_, _ = w.Write(l)
 	}
 }
@@ -260,15 +232,14 @@ func (s *Server) call(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.mu.Lock()
-	s.calls++
-	q.CustomID = fmt.Sprint("call", s.calls)
+	q.CustomID = fmt.Sprint("call", s.batches.Call())
 	m := s.messageLocked(q, true, false)
 	s.mu.Unlock()
 	if q.Params.Stream {
 		stream(w, m)
 		return
 	}
-	reply(w, m)
+	batchtest.Reply(w, m)
 }
 
 // claude4 names the Claude 4 models (claude-opus-4*, claude-sonnet-4*,
@@ -340,16 +311,7 @@ func stream(w http.ResponseWriter, m map[string]any) {
 	}
 }
 
-func (s *Server) findLocked(id string) *batch {
-	for _, b := range s.batches {
-		if b.id == id {
-			return b
-		}
-	}
-	return nil
-}
-
-var errorMarker = regexp.MustCompile(`\[\[anthropic:error=([a-z_]+)\]\]`)
+var markers = batchtest.NewMarkers("anthropic", `error=([a-z_]+)`)
 
 // answerLocked is q's result line (s.mu held).
 func (s *Server) answerLocked(q Request) []byte {
@@ -357,23 +319,19 @@ func (s *Server) answerLocked(q Request) []byte {
 	if n := len(q.Params.Messages); n > 0 {
 		last = q.Params.Messages[n-1].Content
 	}
-	if s.expired == nil {
-		s.expired, s.made = map[string]bool{}, map[string]int{}
-	}
 	var res map[string]any
-	switch m := errorMarker.FindStringSubmatch(last); {
-	case strings.Contains(last, "[[anthropic:expire]]") && !s.expired[q.CustomID]:
-		s.expired[q.CustomID] = true
+	switch sc := markers.Read(last); {
+	case sc.Expire && s.batches.ExpireOnce(q.CustomID):
 		res = map[string]any{"type": "expired"}
-	case m != nil:
+	case sc.Fail != "":
 		res = map[string]any{"type": "errored", "error": map[string]any{"type": "error",
-			"error": map[string]any{"type": m[1], "message": "scripted"}}}
+			"error": map[string]any{"type": sc.Fail, "message": "scripted"}}}
 	case refusal(q) != "":
 		res = map[string]any{"type": "errored", "error": map[string]any{"type": "error",
 			"error": map[string]any{"type": "invalid_request_error", "message": refusal(q)}}}
 	default:
-		s.made[q.CustomID]++
-		res = map[string]any{"type": "succeeded", "message": s.messageLocked(q, !strings.Contains(last, "[[anthropic:nousage]]"), true)}
+		s.batches.Generate(q.CustomID)
+		res = map[string]any{"type": "succeeded", "message": s.messageLocked(q, !sc.NoUsage, true)}
 	}
 	b, _ := json.Marshal(map[string]any{"custom_id": q.CustomID, "result": res})
 	return append(b, '\n')
@@ -426,11 +384,6 @@ func (b *batch) object() map[string]any {
 	return map[string]any{"id": b.id, "type": "message_batch", "processing_status": status, "request_counts": counts,
 		"created_at": b.created.Format(time.RFC3339Nano), "expires_at": b.created.Add(24 * time.Hour).Format(time.RFC3339Nano),
 		"results_url": nil}
-}
-
-func reply(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(v)
 }
 
 func problem(w http.ResponseWriter, status int, typ string) { refuse(w, status, typ, "refused") }

@@ -32,6 +32,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/aijobs/aijobs/pkg/model/batchtest"
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/aws/protocol/eventstream"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
@@ -57,13 +58,10 @@ type Server struct {
 	// https://docs.aws.amazon.com/bedrock/latest/userguide/service-tiers-inference.html).
 	Downgrade bool
 
-	s3      *s3.Client
-	mu      sync.Mutex
-	jobs    []*invocation
-	made    map[string]int
-	expired map[string]bool
-	calls   int
-	billed  []Usage
+	s3     *s3.Client
+	mu     sync.Mutex
+	jobs   batchtest.Batches[*invocation]
+	billed []Usage
 }
 
 // Usage is an answer's counts in Bedrock's own words: Input is its
@@ -92,12 +90,11 @@ func (s *Server) Billed() []Usage {
 func (s *Server) Calls() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.calls
+	return s.jobs.Calls()
 }
 
 type invocation struct {
 	arn, token, input, output string
-	polls                     int
 	status                    string
 }
 
@@ -108,14 +105,14 @@ func New(objects *s3.Client) *Server { return &Server{s3: objects} }
 func (s *Server) Jobs() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.jobs)
+	return s.jobs.Len()
 }
 
 // Generated is how often the record of job id was answered (billed).
 func (s *Server) Generated(id string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.made[hex.EncodeToString([]byte(id))]
+	return s.jobs.Generated(hex.EncodeToString([]byte(id)))
 }
 
 // Handler serves the control plane at the endpoint's root.
@@ -136,7 +133,7 @@ func (s *Server) converse(w http.ResponseWriter, r *http.Request) {
 		fail(w, http.StatusBadRequest, "ValidationException")
 		return
 	}
-	reply(w, out)
+	batchtest.Reply(w, out)
 }
 
 // converseStream answers one ConverseStream call: the answer's text as
@@ -212,8 +209,7 @@ func (s *Server) call(r *http.Request) (converseOutput, bool) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.calls++
-	rec, _ := json.Marshal(map[string]any{"recordId": fmt.Sprint("call", s.calls), "modelInput": json.RawMessage(body)})
+	rec, _ := json.Marshal(map[string]any{"recordId": fmt.Sprint("call", s.jobs.Call()), "modelInput": json.RawMessage(body)})
 	billed := len(s.billed)
 	line, _ := s.answerLocked(rec)
 	var out struct {
@@ -260,37 +256,37 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, j := range s.jobs {
-		if in.ClientRequestToken != "" && j.token == in.ClientRequestToken {
-			reply(w, map[string]any{"jobArn": j.arn})
+	for _, j := range s.jobs.All() {
+		if in.ClientRequestToken != "" && j.Wire.token == in.ClientRequestToken {
+			batchtest.Reply(w, map[string]any{"jobArn": j.ID})
 			return
 		}
 	}
-	j := &invocation{arn: fmt.Sprintf("arn:aws:bedrock:us-east-1:123456789012:model-invocation-job/job%08d", len(s.jobs)+1),
+	j := &invocation{arn: fmt.Sprintf("arn:aws:bedrock:us-east-1:123456789012:model-invocation-job/job%08d", s.jobs.Len()+1),
 		token: in.ClientRequestToken, input: in.InputDataConfig.S3.URI, output: in.OutputDataConfig.Out.URI, status: "Submitted"}
-	s.jobs = append(s.jobs, j)
-	reply(w, map[string]any{"jobArn": j.arn})
+	s.jobs.Add(j.arn, j)
+	batchtest.Reply(w, map[string]any{"jobArn": j.arn})
 }
 
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	id := r.PathValue("id")
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, j := range s.jobs {
-		if j.arn != id {
-			continue
-		}
-		if j.polls++; j.polls > s.Polls && j.status == "Submitted" {
-			if err := s.runLocked(r.Context(), j); err != nil {
-				fail(w, http.StatusInternalServerError, "InternalServerException")
-				return
-			}
-		}
-		reply(w, map[string]any{"jobArn": j.arn, "status": j.status,
-			"outputDataConfig": map[string]any{"s3OutputDataConfig": map[string]any{"s3Uri": j.output}}})
+	b := s.jobs.Find(id)
+	if b == nil {
+		fail(w, http.StatusNotFound, "ResourceNotFoundException")
 		return
 	}
-	fail(w, http.StatusNotFound, "ResourceNotFoundException")
+	j := b.Wire
+	if b.Read(s.Polls) {
+		if err := s.runLocked(r.Context(), j); err != nil {
+			b.Unrun() // still Submitted: the next read tries again
+			fail(w, http.StatusInternalServerError, "InternalServerException")
+			return
+		}
+	}
+	batchtest.Reply(w, map[string]any{"jobArn": j.arn, "status": j.status,
+		"outputDataConfig": map[string]any{"s3OutputDataConfig": map[string]any{"s3Uri": j.output}}})
 }
 
 // runLocked answers the job's records and writes its output (s.mu held).
@@ -328,7 +324,7 @@ func (s *Server) runLocked(ctx context.Context, j *invocation) error {
 	return nil
 }
 
-var errorMarker = regexp.MustCompile(`\[\[bedrock:error=(\d{3})\]\]`)
+var markers = batchtest.NewMarkers("bedrock", `error=(\d{3})`)
 
 // answerLocked is one input record's output line, and false when it is
 // left out (expired).
@@ -351,23 +347,19 @@ func (s *Server) answerLocked(raw []byte) ([]byte, bool) {
 			last, prompt = c.Text, prompt+len(c.Text)/4+1
 		}
 	}
-	if s.made == nil {
-		s.made, s.expired = map[string]int{}, map[string]bool{}
-	}
 	res := map[string]any{"recordId": rec.RecordID, "modelInput": rec.ModelInput}
-	switch m := errorMarker.FindStringSubmatch(last); {
-	case strings.Contains(last, "[[bedrock:expire]]") && !s.expired[rec.RecordID]:
-		s.expired[rec.RecordID] = true
+	switch sc := markers.Read(last); {
+	case sc.Expire && s.jobs.ExpireOnce(rec.RecordID):
 		return nil, false
-	case m != nil:
-		code, _ := strconv.Atoi(m[1])
+	case sc.Fail != "":
+		code, _ := strconv.Atoi(sc.Fail)
 		res["error"] = map[string]any{"errorCode": code, "errorMessage": "scripted"}
 	default:
-		s.made[rec.RecordID]++
+		s.jobs.Generate(rec.RecordID)
 		text := "echo " + rec.RecordID[:min(8, len(rec.RecordID))]
 		o := map[string]any{"output": map[string]any{"message": map[string]any{"role": "assistant", "content": []map[string]any{{"text": text}}}},
 			"stopReason": "end_turn"}
-		if !strings.Contains(last, "[[bedrock:nousage]]") {
+		if !sc.NoUsage {
 			u := Usage{Input: int64(prompt), CacheRead: s.CacheRead, CacheWrite: s.CacheWrite, Output: int64(min(2, max(body.InferenceConfig.MaxTokens, 1)))}
 			s.billed = append(s.billed, u)
 			counts := map[string]any{"inputTokens": u.Input, "outputTokens": u.Output, "totalTokens": u.Input + u.CacheRead + u.CacheWrite + u.Output}
@@ -387,11 +379,6 @@ func split(uri string) (string, string) {
 	rest := strings.TrimPrefix(uri, "s3://")
 	bucket, key, _ := strings.Cut(rest, "/")
 	return bucket, key
-}
-
-func reply(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(v)
 }
 
 func fail(w http.ResponseWriter, status int, code string) {

@@ -109,8 +109,7 @@ func (s *Server) admit(w http.ResponseWriter, b Body, refuse func(Body) map[stri
 		flexRefusal(w)
 		return Bill{}, false
 	}
-	s.calls++
-	id := fmt.Sprint(prefix, s.calls)
+	id := fmt.Sprint(prefix, s.batches.Call())
 	return s.billLocked(id, b, servedTier(b.ServiceTier, s.DowngradePriority)), true
 }
 

@@ -20,11 +20,12 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/aijobs/aijobs/pkg/model/batchtest"
 )
 
 // Server is the batch wire's state. Its zero value is ready; Handler
@@ -55,17 +56,12 @@ type Server struct {
 	bills   []Bill
 	resps   map[string]map[string]any
 	files   map[string][]byte
-	batches []*batch // newest last
-	lose    int
-	made    map[string]int
-	expired map[string]bool
-	calls   int
+	batches batchtest.Batches[*batch]
 	seq     int
 }
 
 type batch struct {
-	obj   map[string]any
-	polls int
+	obj map[string]any
 }
 
 // Line is one request of an input file.
@@ -112,21 +108,21 @@ func (b Body) Cap() int {
 func (s *Server) LoseCreates(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.lose = n
+	s.batches.LoseCreates(n)
 }
 
 // Batches is how many batches were made.
 func (s *Server) Batches() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return len(s.batches)
+	return s.batches.Len()
 }
 
 // Generated is how often the request custom id was answered (billed).
 func (s *Server) Generated(id string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.made[id]
+	return s.batches.Generated(id)
 }
 
 // Calls is how many calls were answered outside batches: chat
@@ -134,7 +130,7 @@ func (s *Server) Generated(id string) int {
 func (s *Server) Calls() int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.calls
+	return s.batches.Calls()
 }
 
 // Inputs are the lines of every input file uploaded, in no order.
@@ -194,7 +190,7 @@ func (s *Server) upload(w http.ResponseWriter, r *http.Request) {
 	}
 	s.files[id] = b
 	s.mu.Unlock()
-	reply(w, map[string]any{"id": id, "object": "file", "purpose": "batch", "bytes": len(b)})
+	batchtest.Reply(w, map[string]any{"id": id, "object": "file", "purpose": "batch", "bytes": len(b)})
 }
 
 func (s *Server) content(w http.ResponseWriter, r *http.Request) {
@@ -226,70 +222,51 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusBadRequest, "invalid_request_error")
 		return
 	}
-	b := &batch{obj: map[string]any{"id": s.nextLocked("batch_"), "object": "batch", "endpoint": in.Endpoint,
+	id := s.nextLocked("batch_")
+	b := &batch{obj: map[string]any{"id": id, "object": "batch", "endpoint": in.Endpoint,
 		"input_file_id": in.InputFileID, "completion_window": in.CompletionWindow, "status": "validating",
 		"metadata": in.Metadata, "created_at": time.Now().Unix()}}
-	s.batches = append(s.batches, b)
-	lose := s.lose > 0
-	if lose {
-		s.lose--
-	}
+	s.batches.Add(id, b)
+	lost := s.batches.Lost()
 	obj := b.snapshot()
 	s.mu.Unlock()
-	if lose {
-		if conn, _, err := http.NewResponseController(w).Hijack(); err == nil {
-			_ = conn.Close()
-			return
-		}
-	}
-	reply(w, obj)
+	batchtest.Created(w, obj, lost)
 }
 
-// list answers the batches newest first, a page at a time (limit, after).
+// list answers the batches newest first, a page at a time (limit,
+// after); an after that names no batch pages past them all.
 func (s *Server) list(w http.ResponseWriter, r *http.Request) {
-	limit, err := strconv.Atoi(r.URL.Query().Get("limit"))
-	if err != nil || limit < 1 || limit > 100 {
-		limit = 20
-	}
 	after := r.URL.Query().Get("after")
 	s.mu.Lock()
+	batches, more := s.batches.Page(after, batchtest.Limit(r.URL.Query().Get("limit"), 100))
+	if after != "" && s.batches.Find(after) == nil {
+		batches, more = nil, false
+	}
 	var data []map[string]any
-	skipping := after != ""
-	for i := len(s.batches) - 1; i >= 0; i-- {
-		o := s.batches[i].snapshot()
-		if skipping {
-			skipping = o["id"] != after
-			continue
-		}
-		data = append(data, o)
+	for _, b := range batches {
+		data = append(data, b.Wire.snapshot())
 	}
 	s.mu.Unlock()
-	more := len(data) > limit
-	if more {
-		data = data[:limit]
-	}
 	page := map[string]any{"object": "list", "data": data, "has_more": more}
 	if len(data) > 0 {
 		page["first_id"], page["last_id"] = data[0]["id"], data[len(data)-1]["id"]
 	}
-	reply(w, page)
+	batchtest.Reply(w, page)
 }
 
 // get answers a batch, ending it once it has been read Polls times.
 func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for _, b := range s.batches {
-		if b.obj["id"] != r.PathValue("id") {
-			continue
-		}
-		if b.polls++; b.polls > s.Polls && b.obj["status"] == "validating" {
-			s.runLocked(b)
-		}
-		reply(w, b.snapshot())
+	b := s.batches.Find(r.PathValue("id"))
+	if b == nil {
+		problem(w, http.StatusNotFound, "invalid_request_error")
 		return
 	}
-	problem(w, http.StatusNotFound, "invalid_request_error")
+	if b.Read(s.Polls) {
+		s.runLocked(b.Wire)
+	}
+	batchtest.Reply(w, b.Wire.snapshot())
 }
 
 // runLocked answers every request of b and ends it (s.mu held).
@@ -329,7 +306,7 @@ func (s *Server) runLocked(b *batch) {
 	}
 }
 
-var statusMarker = regexp.MustCompile(`\[\[openai:status=(\d{3})\]\]`)
+var markers = batchtest.NewMarkers("openai", `status=(\d{3})`)
 
 // answerLocked is l's result line, whether it goes to the error file, and
 // whether it expired.
@@ -340,27 +317,21 @@ func (s *Server) answerLocked(l Line) ([]byte, bool, bool) {
 	}
 	res := map[string]any{"id": "batch_req_" + l.CustomID, "custom_id": l.CustomID, "response": nil, "error": nil}
 	failed, expired := true, false
-	if s.expired == nil {
-		s.expired = map[string]bool{}
-	}
-	switch m := statusMarker.FindStringSubmatch(last); {
-	case strings.Contains(last, "[[openai:expire]]") && !s.expired[l.CustomID]:
-		expired, s.expired[l.CustomID] = true, true
+	switch sc := markers.Read(last); {
+	case sc.Expire && s.batches.ExpireOnce(l.CustomID):
+		expired = true
 		res["error"] = map[string]any{"code": "batch_expired", "message": "not run before the completion window ended"}
-	case m != nil:
-		code, _ := strconv.Atoi(m[1])
+	case sc.Fail != "":
+		code, _ := strconv.Atoi(sc.Fail)
 		res["response"] = map[string]any{"status_code": code, "body": map[string]any{
 			"error": map[string]any{"message": "scripted", "type": "invalid_request_error", "code": nil}}}
 	case refusal(l.Body) != nil: // a batch line is refused as the call would be
 		res["response"] = map[string]any{"status_code": http.StatusBadRequest, "body": refusal(l.Body)}
 	default:
 		failed = false
-		if s.made == nil {
-			s.made = map[string]int{}
-		}
-		s.made[l.CustomID]++
+		s.batches.Generate(l.CustomID)
 		bill := s.billLocked(l.CustomID, l.Body, servedTier(l.Body.ServiceTier, false))
-		res["response"] = map[string]any{"status_code": 200, "body": completion(l.CustomID, bill, !strings.Contains(last, "[[openai:nousage]]"))}
+		res["response"] = map[string]any{"status_code": 200, "body": completion(l.CustomID, bill, !sc.NoUsage)}
 	}
 	b, _ := json.Marshal(res)
 	return append(b, '\n'), failed, expired
@@ -377,11 +348,6 @@ func (b *batch) snapshot() map[string]any {
 func (s *Server) nextLocked(prefix string) string {
 	s.seq++
 	return fmt.Sprintf("%s%06d", prefix, s.seq)
-}
-
-func reply(w http.ResponseWriter, v any) {
-	w.Header().Set("Content-Type", "application/json")
-	_ = json.NewEncoder(w).Encode(v)
 }
 
 func problem(w http.ResponseWriter, status int, typ string) {
