@@ -267,3 +267,25 @@ func seededHash(t *testing.T, input []byte) string {
 func num(v map[string]any, field string) string { return fmt.Sprint(v[field]) }
 
 var _ model.Provider = (*fake.Provider)(nil)
+
+// awaitProgress polls check every poll until it reports done, and fails
+// the test, with stalled's account, only when check's progress figure
+// has not moved for stall. A bound on the whole wait would be a benchmark
+// of the machine: a run that keeps moving on a loaded laptop is slow, not
+// stuck, and only one that stops moving is.
+func awaitProgress(t *testing.T, stall, poll time.Duration, check func() (progress int, done bool), stalled func() string) {
+	t.Helper()
+	last, since := 0, time.Now()
+	for first := true; ; first = false {
+		n, done := check()
+		if done {
+			return
+		}
+		if first || n != last {
+			last, since = n, time.Now()
+		} else if time.Since(since) > stall {
+			t.Fatalf("no progress for %s: %s", stall, stalled())
+		}
+		time.Sleep(poll)
+	}
+}
