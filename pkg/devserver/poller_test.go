@@ -128,10 +128,11 @@ func TestPollerMetersInvocationsAsLambdaBills(t *testing.T) {
 		t.Fatalf("%d invocations metered, want 2", u.Invocations)
 	}
 	// The overrun is billed its 300 ms exactly; the first at least what
-	// its handler took and at most what the run did (and its rounding up),
-	// however slow the machine.
-	if u.Billed%time.Millisecond != 0 || u.Billed < first+300*time.Millisecond || u.Billed > ran+time.Millisecond {
-		t.Fatalf("billed %s, want %s (the first invocation) + the 300 ms timeout, in whole milliseconds, within the run's %s", u.Billed, first, ran)
+	// its handler took (up to the timeout: a loaded machine can stretch
+	// its 100 ms past it) and at most what the run did (and its rounding
+	// up), however slow the machine.
+	if least := min(first, 300*time.Millisecond) + 300*time.Millisecond; u.Billed%time.Millisecond != 0 || u.Billed < least || u.Billed > ran+time.Millisecond {
+		t.Fatalf("billed %s, want %s (the first invocation, at most its timeout) + the 300 ms timeout, in whole milliseconds, within the run's %s", u.Billed, first, ran)
 	}
 	if want := u.Billed.Seconds() * 2; u.GBSeconds < want-1e-9 || u.GBSeconds > want+1e-9 {
 		t.Fatalf("%.6f GB-s, want %.6f (billed x 2 GB)", u.GBSeconds, want)
