@@ -94,13 +94,13 @@ func caseOf(i int) laneCase {
 
 // TestEachJobRunsInTheCheapestLaneItsDeadlineAllows sends jobs with mixed
 // deadlines over a route offering batch, flex, standard and priority, at
-// a steady rate: each job ends once, succeeded before its deadline, in
-// the cheapest lane whose p99 fits the time it had left when its worker
-// planned (checkLane: on an idle machine, the lane of its case; a job
-// claimed late on a loaded one rightly runs faster, or ends
-// deadline_exceeded when no lane had time) (a flex refusal moving
-// it to standard within its one attempt; a batch job collected,
-// submitted and settled by the collector), its cost exact at that lane's
+// a steady rate: each job ends once, in one attempt, in the cheapest
+// lane whose p99 fits the time it had left when its worker planned its
+// calls (checkLane: on an idle machine, its case's lane, succeeded
+// before its deadline; a job claimed late on a loaded one rightly runs
+// faster, or ends deadline_exceeded when no lane had time), a flex
+// refusal moving it to standard within its one attempt, a batch job
+// collected, submitted and settled by the collector; its cost exact at that lane's
 // price and what it saved against standard on the record. It logs each
 // lane's share, p50 and p99 completion, and the money saved
 // (docs/benchmarks.md, "Cost lanes").
@@ -225,6 +225,10 @@ func checkLane(t *testing.T, s *stack, c laneCase, k int, j job.Job) (ok, asIdle
 	}
 	if j.Attempts != 1 || (!late && j.UpdatedAt.After(j.Deadline)) {
 		t.Errorf("job %s (%s): succeeded after %d attempts, %s of %ds, first call with %s left", j.ID, c.name, j.Attempts, took(j), c.deadline*k, lo)
+		return false, false
+	}
+	if len(got) == 0 {
+		t.Errorf("job %s (%s): succeeded with no call", j.ID, c.name)
 		return false, false
 	}
 	last := got[len(got)-1]
