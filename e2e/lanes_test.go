@@ -190,6 +190,11 @@ func TestEachJobRunsInTheCheapestLaneItsDeadlineAllows(t *testing.T) {
 	if moved > 0 {
 		t.Logf("%d of %d jobs were planned with less time left than an idle machine leaves them: a faster lane, or their deadline missed", moved, n)
 	}
+	if len(byLane[job.Batch]) == 0 {
+		// Half the jobs are due in an hour or more: no machine is slow
+		// enough to make all of them miss, only a broken worker.
+		t.Errorf("no job succeeded in the batch lane")
+	}
 	if late.Load() > 0 {
 		t.Logf("%d creates took over 500 ms: the machine is loaded", late.Load())
 	}
@@ -200,11 +205,12 @@ func TestEachJobRunsInTheCheapestLaneItsDeadlineAllows(t *testing.T) {
 // left when its worker planned its calls, which is between its creation
 // and its first call (its end, in the batch lane, which makes none): on
 // an idle machine milliseconds apart, and the lanes are c.want. A job
-// queued behind a loaded machine's work rightly takes a faster lane, or,
-// planned with no time for any lane it allows, may end
-// deadline_exceeded; the rule holds either way, and the machine's speed
-// stays out of the assertion. ok says j passed, asIdle that it ran in
-// c.want's lanes.
+// queued behind a loaded machine's work rightly takes a faster lane, and
+// one whose call a loaded machine stretches past its deadline, or that
+// is claimed after it, rightly ends deadline_exceeded, but never before
+// its deadline: the rule and that promise hold either way, and the
+// machine's speed stays out of the assertion. ok says j passed, asIdle
+// that it succeeded in c.want's lanes.
 func checkLane(t *testing.T, s *stack, c laneCase, k int, j job.Job) (ok, asIdle bool) {
 	t.Helper()
 	planned := j.UpdatedAt
@@ -212,31 +218,25 @@ func checkLane(t *testing.T, s *stack, c laneCase, k int, j job.Job) (ok, asIdle
 		planned = at
 	}
 	lo, hi := j.Deadline.Sub(planned), j.Deadline.Sub(j.CreatedAt)
-	fastest := plannedCalls(c, k, 0)[0]
-	late := lo < p99Of(fastest, k) // it may have been planned with no lane in time
 	got := s.fake.Lanes(j.ID)
+	plans := plansBetween(c, k, lo, hi)
+	if len(got) > 0 && !slices.ContainsFunc(plans, func(p []job.Lane) bool { return slices.Equal(p, got) }) {
+		t.Errorf("job %s (%s): %s, lanes called %v, want one of %v (planned with %s to %s left)",
+			j.ID, c.name, j.State, got, plans, lo.Round(time.Millisecond), hi)
+		return false, false
+	}
 	if j.State != job.Succeeded {
-		if !late || j.ErrorClass != job.DeadlineExceeded || j.Attempts > 1 {
-			t.Errorf("job %s (%s): %s after %d attempts, %s of %ds, first call with %s left (%s %s)", j.ID, c.name,
-				j.State, j.Attempts, took(j), c.deadline*k, lo, j.ErrorClass, j.ErrorDetail)
+		if j.ErrorClass != job.DeadlineExceeded || j.Attempts > 1 || j.UpdatedAt.Before(j.Deadline) || j.Held != 0 {
+			t.Errorf("job %s (%s): %s after %d attempts, %s of %ds, first call with %s left, holding %s (%s %s)", j.ID, c.name,
+				j.State, j.Attempts, took(j), c.deadline*k, lo.Round(time.Millisecond), j.Held, j.ErrorClass, j.ErrorDetail)
 			return false, false
 		}
 		return true, false
 	}
-	if j.Attempts != 1 || (!late && j.UpdatedAt.After(j.Deadline)) {
-		t.Errorf("job %s (%s): succeeded after %d attempts, %s of %ds, first call with %s left", j.ID, c.name, j.Attempts, took(j), c.deadline*k, lo)
-		return false, false
-	}
-	if len(got) == 0 {
-		t.Errorf("job %s (%s): succeeded with no call", j.ID, c.name)
-		return false, false
-	}
-	last := got[len(got)-1]
-	plans := plansBetween(c, k, lo, hi)
-	if !slices.ContainsFunc(plans, func(p []job.Lane) bool { return slices.Equal(p, got) }) || j.ResultLane != last ||
-		!slices.Equal(j.AttemptLanes, []job.AttemptLane{{Attempt: 1, Lane: last}}) {
-		t.Errorf("job %s (%s): lanes called %v, result lane %s, attempt lanes %v, want one of %v (planned with %s to %s left)",
-			j.ID, c.name, got, j.ResultLane, j.AttemptLanes, plans, lo.Round(time.Millisecond), hi)
+	if j.Attempts != 1 || len(got) == 0 || j.ResultLane != got[len(got)-1] ||
+		!slices.Equal(j.AttemptLanes, []job.AttemptLane{{Attempt: 1, Lane: got[len(got)-1]}}) {
+		t.Errorf("job %s (%s): succeeded after %d attempts, lanes called %v, result lane %s, attempt lanes %v",
+			j.ID, c.name, j.Attempts, got, j.ResultLane, j.AttemptLanes)
 		return false, false
 	}
 	return true, slices.Equal(got, c.want)
