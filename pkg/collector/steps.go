@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/aijobs/aijobs/pkg/finish"
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/model"
 )
@@ -505,7 +506,7 @@ func (c *Collector) settle(ctx context.Context, l lane, b job.BatchRecord, r res
 	if j.LeaseOwner != owner && !slices.Contains(j.WrittenOff, owner) {
 		set.Held = 0 // handed back: its hold was returned then
 	}
-	f := finish{j: j, owner: owner, set: set}
+	f := finish.Of{Job: j, Owner: owner, Now: now, Settlement: set, Retention: c.cfg.Retention}
 	if callErr == nil {
 		return c.succeed(ctx, l, f, resp)
 	}
@@ -528,12 +529,4 @@ type result struct {
 	id   string
 	resp model.Response
 	err  error
-}
-
-// finish is what settling a job of a batch writes: to job j, under the
-// batch's owner, settlement set.
-type finish struct {
-	j     job.Job
-	owner string
-	set   job.Settlement
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/aijobs/aijobs/pkg/finish"
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/parking"
 )
@@ -518,14 +519,14 @@ func (r *Reconciler) markDeadLettered(ctx context.Context, now time.Time) marked
 // a worker would before deciding: its parked outcome recorded, or it is
 // written off (pkg/parking).
 func (r *Reconciler) endDeadLettered(ctx context.Context, id string, now, sentAt time.Time) error {
-	end := job.End{ID: id, Now: now, Class: job.DeadLettered, Detail: "message dead-lettered",
-		ExpiresAt: r.cfg.Retention.ExpiresAt(job.Failed, now), NotReplayedSince: sentAt}
-	_, err := r.cfg.Store.End(ctx, end)
+	end := finish.Of{Job: job.Job{ID: id}, Now: now, Retention: r.cfg.Retention}.End(job.DeadLettered, "message dead-lettered")
+	end.End.NotReplayedSince = sentAt
+	_, err := end.Apply(ctx, r.cfg.Store)
 	cur, refused := job.ConflictJob(err)
 	if !refused || !cur.DeadAttempt(now) {
 		return err
 	}
-	how, _, err := parking.Settle(ctx, r.cfg.Store, r.cfg.Parking, cur, now)
+	how, _, err := parking.Recover(ctx, r.cfg.Store, r.cfg.Parking, cur, now)
 	if err != nil {
 		return err
 	}
@@ -537,6 +538,6 @@ func (r *Reconciler) endDeadLettered(ctx context.Context, id string, now, sentAt
 	default:
 		r.cfg.Logger.Warn("a dead attempt was written off: its hold is charged as an estimate", "job_id", id, "charged_cents", cur.Held.String())
 	}
-	_, err = r.cfg.Store.End(ctx, end)
+	_, err = end.Apply(ctx, r.cfg.Store)
 	return err
 }

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/aijobs/aijobs/pkg/finish"
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/model"
 	"github.com/aijobs/aijobs/pkg/parking"
@@ -20,13 +21,12 @@ type attempt struct {
 	store Store
 	queue Queue
 	lot   parking.Lot // nil parks nothing
-	// quarantine keeps an input that ended the job deterministically,
-	// for quarantineFor (nil: nothing is kept).
-	quarantine    Quarantiner
-	quarantineFor time.Duration
-	providers     map[string]model.Provider
-	buckets       Buckets // nil: no rate limits
-	taken         taken   // the last allowed take, which its give returns at
+	// afterEnd follows an end that landed (the input's quarantine, the
+	// count), as it does every finisher's.
+	afterEnd  finish.AfterEnd
+	providers map[string]model.Provider
+	buckets   Buckets // nil: no rate limits
+	taken     taken   // the last allowed take, which its give returns at
 	// slots and inFlight keep each tenant to its limit of jobs in flight
 	// (nil: no limit); slot is this attempt's, once entered.
 	slots    Slots

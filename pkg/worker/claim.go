@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/aijobs/aijobs/pkg/finish"
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/parking"
 )
@@ -74,12 +75,11 @@ func (w *Worker) refused(ctx context.Context, m message, cur job.Job, now time.T
 		w.meter.count("DuplicatesAbsorbed", nil)
 		return outcomeKeep, false
 	case job.Stop:
-		_, err := w.cfg.Store.End(ctx, job.End{ID: m.jobID, Now: now, Class: d.Class,
-			ExpiresAt: w.cfg.Retention.ExpiresAt(d.Class.FinalState(), now)})
+		_, err := finish.Of{Job: job.Job{ID: m.jobID}, Now: now, Retention: w.cfg.Retention}.End(d.Class, "").Apply(ctx, w.cfg.Store)
 		switch job.ErrorCode(err) {
 		case "":
 			m.log.Info("job ended before an attempt", "error_class", d.Class)
-			w.meter.ended(d.Class)
+			w.afterEnd.Count(d.Class)
 			return outcomeDelete, false
 		case job.CodeConflict:
 			return outcomeKeep, true
@@ -97,8 +97,8 @@ func (w *Worker) refused(ctx context.Context, m message, cur job.Job, now time.T
 func (w *Worker) newAttempt(m message, j job.Job, owner string, start time.Time) *attempt {
 	return &attempt{
 		store: w.cfg.Store, queue: w.cfg.Queue, lot: w.cfg.Parking, providers: w.cfg.Providers, buckets: w.cfg.Buckets, slots: w.cfg.Slots, inFlight: w.cfg.InFlight, queued: w.cfg.Queued, queuedMax: w.cfg.QueuedLimit, routes: w.cfg.Routes,
-		quarantine: w.cfg.Quarantine, quarantineFor: w.cfg.QuarantineFor,
-		clock: w.cfg.Clock, timing: w.cfg.Timing, retention: w.cfg.Retention, rand: w.cfg.Rand, meter: w.meter,
+		afterEnd: w.afterEnd,
+		clock:    w.cfg.Clock, timing: w.cfg.Timing, retention: w.cfg.Retention, rand: w.cfg.Rand, meter: w.meter,
 		m: m, j: j, owner: owner, start: start, log: m.log.With("attempt", j.Attempts), held: j.Reserve,
 	}
 }
@@ -111,7 +111,7 @@ func (w *Worker) newAttempt(m message, j job.Job, owner string, start time.Time)
 // decide again (the settlement landed, or the record moved) and, if not,
 // what becomes of the message.
 func (w *Worker) recover(ctx context.Context, cur job.Job, now time.Time, log *slog.Logger) (outcome, bool) {
-	how, j, err := parking.Settle(ctx, w.cfg.Store, w.cfg.Parking, cur, now)
+	how, j, err := parking.Recover(ctx, w.cfg.Store, w.cfg.Parking, cur, now)
 	switch code := job.ErrorCode(err); {
 	case code == "" && how == parking.Returned:
 		log.Warn("a job no collector took from the batch lane was given back, its hold returned", "dead_owner", cur.LeaseOwner)

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/aijobs/aijobs/pkg/finish"
 	"github.com/aijobs/aijobs/pkg/job"
 )
 
@@ -61,12 +62,12 @@ func (w *Worker) handOff(ctx context.Context, m message, o outcome) outcome {
 func (w *Worker) markDeadLettered(ctx context.Context, id string, log *slog.Logger) {
 	for range 2 {
 		now := w.cfg.Clock.Now()
-		_, err := w.cfg.Store.End(ctx, job.End{ID: id, Now: now, Class: job.DeadLettered, Detail: "message dead-lettered at its receive limit",
-			ExpiresAt: w.cfg.Retention.ExpiresAt(job.Failed, now)})
+		_, err := finish.Of{Job: job.Job{ID: id}, Now: now, Retention: w.cfg.Retention}.
+			End(job.DeadLettered, "message dead-lettered at its receive limit").Apply(ctx, w.cfg.Store)
 		cur, refused := job.ConflictJob(err)
 		switch {
 		case err == nil:
-			w.meter.ended(job.DeadLettered)
+			w.afterEnd.Count(job.DeadLettered)
 			return
 		case refused && cur.DeadAttempt(now):
 			if _, again := w.recover(ctx, cur, now, log); !again {

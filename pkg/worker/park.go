@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/aijobs/aijobs/pkg/finish"
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/parking"
 )
@@ -26,7 +27,7 @@ type parked struct {
 
 // park puts o in the lot in the background, hedged (see hedge) until it
 // lands, or ctx (the finish context) ends, or settle stops it.
-func (a *attempt) park(ctx context.Context, o parking.Outcome) *parked {
+func (a *attempt) park(ctx context.Context, o finish.Outcome) *parked {
 	pctx, stop := context.WithCancel(ctx)
 	p := &parked{lot: a.lot, key: parking.Key(a.j.ID, a.owner), stop: stop, done: make(chan error, 1)}
 	go func() {

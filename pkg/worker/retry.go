@@ -5,7 +5,6 @@ import (
 	"time"
 
 	"github.com/aijobs/aijobs/pkg/job"
-	"github.com/aijobs/aijobs/pkg/parking"
 )
 
 // failed is how an attempt failed, for the decision that follows it: its
@@ -28,8 +27,7 @@ func (a *attempt) retryOrEnd(ctx context.Context, f failed) outcome {
 	if d.Action == job.Stop {
 		return a.end(ctx, d.Class, f.detail, f.paid)
 	}
-	err := a.record(ctx, parking.Outcome{Release: &job.Release{ID: a.j.ID, Owner: a.owner, Now: now, Settlement: a.settlement(f.paid, now),
-		Class: f.class, Detail: f.detail, NotBefore: now.Add(d.Delay)}})
+	err := a.record(ctx, a.finishAt(f.paid, now).Release(f.class, f.detail, now.Add(d.Delay)))
 	if err != nil {
 		return a.outcomeOf(err)
 	}

@@ -5,17 +5,17 @@ import (
 	"errors"
 	"time"
 
+	"github.com/aijobs/aijobs/pkg/finish"
 	"github.com/aijobs/aijobs/pkg/job"
-	"github.com/aijobs/aijobs/pkg/parking"
 )
 
-// settlement is what the attempt's finish at now settles (job.Settlement):
-// what its calls cost (paid, from the climb, with its last call's lane),
-// everything it holds, how long it ran, and which attempt it is. Every
-// finishing write the attempt makes takes it from here.
-func (a *attempt) settlement(paid job.Settlement, now time.Time) job.Settlement {
+// finishAt is the attempt's finish at now (a stamp), settling what its
+// calls cost (paid, from the climb, with its last call's lane), everything
+// it holds, how long it ran, and which attempt it is. Every finishing
+// write the attempt makes is built from here.
+func (a *attempt) finishAt(paid job.Settlement, now time.Time) finish.Of {
 	paid.Held, paid.Ran, paid.Attempt = a.held, now.Sub(a.start), a.j.Attempts
-	return paid
+	return finish.Of{Job: a.j, Owner: a.owner, Now: now, Settlement: paid, Retention: a.retention}
 }
 
 // record writes o until it lands, is refused, or ctx (the finish context)
@@ -24,7 +24,7 @@ func (a *attempt) settlement(paid job.Settlement, now time.Time) job.Settlement 
 // the outcome decided it. The first write the store fails parks o in the
 // lot as well, beside the retries (see park): an answer whose write never
 // lands is settled from there by the next worker, not generated again.
-func (a *attempt) record(ctx context.Context, o parking.Outcome) error {
+func (a *attempt) record(ctx context.Context, o finish.Outcome) error {
 	var p *parked
 	err := retryWrite(ctx, a.rand, func() error {
 		_, err := o.Apply(ctx, a.store)
@@ -46,8 +46,7 @@ func (a *attempt) record(ctx context.Context, o parking.Outcome) error {
 func (a *attempt) succeed(ctx context.Context, r climbed) outcome {
 	now := a.stamp()
 	result, _ := job.EncodeJSON(r.resp.Result())
-	err := a.record(ctx, parking.Outcome{Succeed: &job.Succeed{ID: a.j.ID, Owner: a.owner, Now: now, Settlement: a.settlement(r.paid, now),
-		Result: result, Model: r.rung.Provider + "/" + r.resp.Model, Lane: r.rung.Lane, ExpiresAt: a.retention.ExpiresAt(job.Succeeded, now)}})
+	err := a.record(ctx, a.finishAt(r.paid, now).Succeed(result, r.rung.Provider+"/"+r.resp.Model, r.rung.Lane))
 	if job.ErrorCode(err) == job.CodeTooLarge {
 		// The record cannot hold this result: end the job for good,
 		// keeping what the call cost, rather than generate it again.
@@ -64,7 +63,7 @@ func (a *attempt) succeed(ctx context.Context, r climbed) outcome {
 // which still settles the attempt, and says what became of the job.
 func (a *attempt) settleLost(ctx context.Context, class job.ErrorClass, paid job.Settlement) outcome {
 	now := a.stamp()
-	err := a.record(ctx, parking.Outcome{Release: &job.Release{ID: a.j.ID, Owner: a.owner, Now: now, Settlement: a.settlement(paid, now), Class: class}})
+	err := a.record(ctx, a.finishAt(paid, now).Release(class, "", time.Time{}))
 	return a.outcomeOf(err)
 }
 

@@ -23,15 +23,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/aijobs/aijobs/pkg/finish"
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/model"
 	"github.com/aijobs/aijobs/pkg/parking"
 )
-
-// Quarantiner keeps the inputs known to fail.
-type Quarantiner interface {
-	Quarantine(ctx context.Context, q job.Quarantine) error
-}
 
 // Store is the part of the job store the worker drives.
 type Store interface {
@@ -74,15 +70,6 @@ type meter struct{ Metrics }
 
 func (m meter) count(metric string, dims map[string]string) {
 	m.Emit(metric, 1, "Count", dims)
-}
-
-// ended counts a job that reached a terminal state for good.
-func (m meter) ended(class job.ErrorClass) {
-	if class.FinalState() == job.Abandoned {
-		m.count("JobsAbandoned", map[string]string{"ErrorClass": string(class)})
-		return
-	}
-	m.count("JobsFailed", map[string]string{"ErrorClass": string(class)})
 }
 
 // spent reports money an attempt cost, in cents (metrics need no exactness;
@@ -158,7 +145,7 @@ type Config struct {
 	// Quarantine is where a job that ended with a deterministic class
 	// puts its input (job.Quarantine), for QuarantineFor; nil, or a zero
 	// QuarantineFor, quarantines nothing.
-	Quarantine    Quarantiner
+	Quarantine    finish.Quarantiner
 	QuarantineFor time.Duration
 	Timing        Timing
 	// ReceiveLimit is the queue's maxReceiveCount (0: none). A message the
@@ -178,8 +165,9 @@ type Config struct {
 
 // Worker handles SQS batches of job messages.
 type Worker struct {
-	cfg   Config
-	meter meter
+	cfg      Config
+	meter    meter
+	afterEnd finish.AfterEnd
 }
 
 // New returns a worker; nil Rand, NewOwner and Logger get defaults.
@@ -199,7 +187,8 @@ func New(cfg Config) *Worker {
 	if cfg.Clock == nil {
 		cfg.Clock = job.SystemClock{}
 	}
-	return &Worker{cfg: cfg, meter: meter{cfg.Metrics}}
+	return &Worker{cfg: cfg, meter: meter{cfg.Metrics},
+		afterEnd: finish.AfterEnd{Quarantine: cfg.Quarantine, QuarantineFor: cfg.QuarantineFor, Metrics: cfg.Metrics}}
 }
 
 // Handle processes every message of the batch concurrently, each with its
