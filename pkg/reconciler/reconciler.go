@@ -362,7 +362,7 @@ func (s *sweep) examine(id string, head bool) {
 		defer func() { <-s.sem }()
 		did := s.r.one(s.ctx, job.Nudge{ID: id, Now: s.now, Stale: s.stale, Queued: mode})
 		if took {
-			s.quota.settle(did == resentQueued)
+			s.quota.confirm(did == resentQueued)
 		}
 		switch did {
 		case resentQueued:
@@ -408,9 +408,9 @@ func (q *quota) take() bool {
 	return true
 }
 
-// settle answers a take: used if the nudge re-sent a queued job, given
+// confirm answers a take: used if the nudge re-sent a queued job, given
 // back otherwise.
-func (q *quota) settle(used bool) {
+func (q *quota) confirm(used bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.tentative--

@@ -191,7 +191,7 @@ func (a *attempt) finish(ctx context.Context, r climbed, why error, next job.Nan
 		if r.err == nil {
 			class = job.Cancelled // a result that arrived after the lease was lost
 		}
-		return a.settleLost(ctx, class, r.paid)
+		return a.releaseLost(ctx, class, r.paid)
 	}
 	class, detail := failureOf(r, why)
 	a.log.Info("attempt failed", "error_class", class, "rungs", r.tried, "cost_cents", r.paid.Cost.String(),

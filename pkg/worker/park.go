@@ -26,7 +26,7 @@ type parked struct {
 }
 
 // park puts o in the lot in the background, hedged (see hedge) until it
-// lands, or ctx (the finish context) ends, or settle stops it.
+// lands, or ctx (the finish context) ends, or close stops it.
 func (a *attempt) park(ctx context.Context, o finish.Outcome) *parked {
 	pctx, stop := context.WithCancel(ctx)
 	p := &parked{lot: a.lot, key: parking.Key(a.j.ID, a.owner), stop: stop, done: make(chan error, 1)}
@@ -101,14 +101,14 @@ func hedge(ctx context.Context, rnd func() float64, after time.Duration, put fun
 // the job is settled from there once this attempt's lease has run out.
 var errParked = errors.New("the outcome could not be recorded and is parked")
 
-// settle ends the parking once the writes ended with err. A write that
+// close ends the parking once the writes ended with err. A write that
 // landed, or was refused (the store settled the cost either way), leaves
 // nothing to park: the copy is deleted (the bucket's lifecycle rule
 // removes one whose delete fails). A write that never landed answers
 // errParked when the outcome is in the lot, and err when it could not be
 // parked either: then the answer is lost, and its hold is what the record
 // will charge for it (a write-off).
-func (p *parked) settle(ctx context.Context, err error, log *slog.Logger) error {
+func (p *parked) close(ctx context.Context, err error, log *slog.Logger) error {
 	if job.ErrorCode(err) != job.CodeUnavailable {
 		p.stop()
 		<-p.done

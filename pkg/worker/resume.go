@@ -52,7 +52,7 @@ func (a *attempt) awaiter(ctx context.Context, rung job.Rung, paid job.Settlemen
 // resume fetches the generation a written-off attempt left with its
 // provider (job.Job.Resumable) before anything is generated, and reports
 // whether it answered. The answer was billed to the dead attempt, once:
-// its cost replaces that attempt's estimate (settleResumed), and this
+// its cost replaces that attempt's estimate (replaceEstimate), and this
 // attempt pays nothing for fetching it. A generation that is gone,
 // failed, or cannot be fetched is generated again by the climb, as if
 // there had been none; the dead attempt's estimate then stays.
@@ -84,7 +84,7 @@ func (a *attempt) resume(ctx context.Context, route job.Route, in job.Input) (cl
 		resp.Model = rung.Model
 	}
 	u, rung := resp.Usage, rung.Served(resp.Served)
-	a.settleResumed(ctx, job.Resume{ID: a.j.ID, Of: p, Cost: u.Cost(rung.Price), Estimated: u.Estimated,
+	a.replaceEstimate(ctx, job.Resume{ID: a.j.ID, Of: p, Cost: u.Cost(rung.Price), Estimated: u.Estimated,
 		Saved: u.Saved(rung)})
 	// Nothing of the bucket's take was used: the generation was taken for
 	// when it was started.
@@ -95,11 +95,11 @@ func (a *attempt) resume(ctx context.Context, route job.Route, in job.Input) (cl
 	return climbed{resp: resp, rung: rung, tried: 1}, true
 }
 
-// settleResumed replaces the dead attempt's estimate with what its
+// replaceEstimate replaces the dead attempt's estimate with what its
 // generation cost, and adds what its lane saved (job.Resume, stamped
 // here). A write that never lands leaves the estimate, an upper bound the
 // record already says is estimated.
-func (a *attempt) settleResumed(ctx context.Context, r job.Resume) {
+func (a *attempt) replaceEstimate(ctx context.Context, r job.Resume) {
 	err := retryWrite(ctx, a.rand, func() error {
 		r.Now = a.stamp()
 		_, err := a.store.Resume(ctx, r)

@@ -34,7 +34,7 @@ func (a *attempt) record(ctx context.Context, o finish.Outcome) error {
 		return err
 	})
 	if p != nil {
-		err = p.settle(ctx, err, a.log)
+		err = p.close(ctx, err, a.log)
 	}
 	if a.beatsDone != nil {
 		a.beatsDone()
@@ -58,10 +58,10 @@ func (a *attempt) succeed(ctx context.Context, r climbed) outcome {
 	return a.outcomeOf(err)
 }
 
-// settleLost records what an attempt cost after its lease was lost or the
+// releaseLost records what an attempt cost after its lease was lost or the
 // job cancelled: the record is no longer ours, so the release is refused,
 // which still settles the attempt, and says what became of the job.
-func (a *attempt) settleLost(ctx context.Context, class job.ErrorClass, paid job.Settlement) outcome {
+func (a *attempt) releaseLost(ctx context.Context, class job.ErrorClass, paid job.Settlement) outcome {
 	now := a.stamp()
 	err := a.record(ctx, a.finishAt(paid, now).Release(class, "", time.Time{}))
 	return a.outcomeOf(err)

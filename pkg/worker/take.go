@@ -98,7 +98,7 @@ func (a *attempt) renew(ctx context.Context) (outcome, bool) {
 		a.j.LeaseUntil, a.j.UpdatedAt = j.LeaseUntil, j.UpdatedAt
 		return outcomeKeep, true
 	case job.CodeConflict:
-		return a.settleLost(ctx, job.Cancelled, job.Settlement{}), false
+		return a.releaseLost(ctx, job.Cancelled, job.Settlement{}), false
 	}
 	a.log.Warn("renewing the lease after waiting for the bucket failed; deferring", "err", err)
 	return a.deferFor(ctx, a.timing.LeaseTTL, job.RateLimited, "the lease could not be renewed after waiting for the provider's rate limit"), false
