@@ -8,39 +8,15 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/aijobs/aijobs/pkg/finish"
 	"github.com/aijobs/aijobs/pkg/job"
-	"github.com/aijobs/aijobs/pkg/model"
-	"github.com/aijobs/aijobs/pkg/parking"
 )
 
 // attempt is one claimed attempt, from its claim to its recorded outcome.
-// Like River's job executor, it is handed what it uses when the claim wins
-// it (Worker.newAttempt) and reaches for nothing else.
+// Like River's job executor, it is handed its worker's crew once, when the
+// claim wins it (Worker.newAttempt), and reaches for nothing else.
 type attempt struct {
-	store Store
-	queue Queue
-	lot   parking.Lot // nil parks nothing
-	// afterEnd follows an end that landed (the input's quarantine, the
-	// count), as it does every finisher's.
-	afterEnd  finish.AfterEnd
-	providers map[string]model.Provider
-	buckets   Buckets // nil: no rate limits
-	taken     taken   // the last allowed take, which its give returns at
-	// slots and inFlight keep each tenant to its limit of jobs in flight
-	// (nil: no limit); slot is this attempt's, once entered.
-	slots    Slots
-	inFlight func(tenant string) int
-	slot     job.Slot
-	// queued and queuedMax are the tenants' queued slots (nil: no limit).
-	queued    Slots
-	queuedMax func(tenant string) int
-	routes    map[string]job.Route
-	clock     job.Clock
-	timing    Timing
-	retention job.Retention
-	rand      func() float64
-	meter     meter
+	*crew
+	granted granted // what admission granted: its slot, its take
 
 	// The attempt itself: its message, the record as the claim left it
 	// (Attempts counts this attempt, Held holds its reserve), the lease

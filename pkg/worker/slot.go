@@ -42,15 +42,15 @@ func (a *attempt) enter(ctx context.Context, route job.Route) bool {
 	if dl, ok := ctx.Deadline(); ok {
 		until = dl
 	}
-	a.slot = job.Slot{Tenant: a.j.Tenant, JobID: a.j.ID, Now: a.clock.Now(), Until: until, Limit: limit}
-	ok, err := a.slots.Enter(ctx, a.slot)
+	a.granted.slot = job.Slot{Tenant: a.j.Tenant, JobID: a.j.ID, Now: a.clock.Now(), Until: until, Limit: limit}
+	ok, err := a.slots.Enter(ctx, a.granted.slot)
 	if err != nil {
 		a.log.Warn("the tenant's slots did not answer; running without one", "err", err)
-		a.slot = job.Slot{}
+		a.granted.slot = job.Slot{}
 		return true
 	}
 	if !ok {
-		a.slot = job.Slot{}
+		a.granted.slot = job.Slot{}
 	}
 	return ok
 }
@@ -62,12 +62,12 @@ const leaveTimeout = 2 * time.Second
 // leave gives the attempt's slot back, whatever became of the attempt
 // (its end is the slot's own bound if this fails).
 func (a *attempt) leave(ctx context.Context) {
-	if a.slot.Tenant == "" {
+	if a.granted.slot.Tenant == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaveTimeout)
 	defer cancel()
-	if err := a.slots.Leave(ctx, a.slot); err != nil {
+	if err := a.slots.Leave(ctx, a.granted.slot); err != nil {
 		a.log.Warn("leaving the tenant's slot failed; it frees itself at its end", "err", err)
 	}
 }

@@ -69,7 +69,7 @@ func (a *attempt) take(ctx context.Context, rung job.Rung, in job.Input, inline 
 			a.log.Warn("the provider's bucket did not answer; calling without a take", "bucket", key, "err", err)
 			return 0, waited
 		case got.OK:
-			a.taken = taken{bucket: key, limit: got.Limit}
+			a.granted.taken = taken{bucket: key, limit: got.Limit}
 			return 0, waited
 		case got.Wait > inline || ctx.Err() != nil:
 			return got.Wait, waited
@@ -144,8 +144,8 @@ func (a *attempt) untake(ctx context.Context, rung job.Rung, in job.Input, resp 
 // give returns back tokens the attempt's take on bucket key over-took, at
 // the limit the take was priced at; nothing when no take was made there.
 func (a *attempt) give(ctx context.Context, key string, back int64) {
-	t := a.taken
-	a.taken = taken{}
+	t := a.granted.taken
+	a.granted.taken = taken{}
 	if t.bucket != key || back <= 0 {
 		return
 	}

@@ -165,9 +165,46 @@ type Config struct {
 
 // Worker handles SQS batches of job messages.
 type Worker struct {
-	cfg      Config
-	meter    meter
-	afterEnd finish.AfterEnd
+	cfg Config
+	*crew
+}
+
+// crew is what a worker and each of its attempts work with, made once from
+// the Config: the store, queue and lot they write, the providers and
+// routes they call, the rules they follow (timing, retention, admission,
+// what follows an end) and the meter they count in.
+type crew struct {
+	store     Store
+	queue     Queue
+	lot       parking.Lot // nil parks nothing
+	afterEnd  finish.AfterEnd
+	providers map[string]model.Provider
+	routes    map[string]job.Route
+	clock     job.Clock
+	timing    Timing
+	retention job.Retention
+	rand      func() float64
+	meter     meter
+	admission
+}
+
+// admission is who may call now: a tenant keeps to its limit of jobs in
+// flight (slots, inFlight), gives back its queued place when its first
+// call starts (queued, queuedMax), and a provider key to its rate limit
+// (buckets). A nil collaborator is no limit.
+type admission struct {
+	buckets   Buckets
+	slots     Slots
+	inFlight  func(tenant string) int
+	queued    Slots
+	queuedMax func(tenant string) int
+}
+
+// granted is what admission granted one attempt: its slot in flight, once
+// entered, and its last allowed take, which its give returns at.
+type granted struct {
+	slot  job.Slot
+	taken taken
 }
 
 // New returns a worker; nil Rand, NewOwner and Logger get defaults.
@@ -187,8 +224,11 @@ func New(cfg Config) *Worker {
 	if cfg.Clock == nil {
 		cfg.Clock = job.SystemClock{}
 	}
-	return &Worker{cfg: cfg, meter: meter{cfg.Metrics},
-		afterEnd: finish.AfterEnd{Quarantine: cfg.Quarantine, QuarantineFor: cfg.QuarantineFor, Metrics: cfg.Metrics}}
+	return &Worker{cfg: cfg, crew: &crew{store: cfg.Store, queue: cfg.Queue, lot: cfg.Parking,
+		afterEnd:  finish.AfterEnd{Quarantine: cfg.Quarantine, QuarantineFor: cfg.QuarantineFor, Metrics: cfg.Metrics},
+		providers: cfg.Providers, routes: cfg.Routes, clock: cfg.Clock, timing: cfg.Timing, retention: cfg.Retention,
+		rand: cfg.Rand, meter: meter{cfg.Metrics},
+		admission: admission{buckets: cfg.Buckets, slots: cfg.Slots, inFlight: cfg.InFlight, queued: cfg.Queued, queuedMax: cfg.QueuedLimit}}}
 }
 
 // Handle processes every message of the batch concurrently, each with its
@@ -196,7 +236,7 @@ func New(cfg Config) *Worker {
 // back as batch item failures (Lambda deletes the rest).
 func (w *Worker) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	keep := make([]bool, len(ev.Records))
-	renew := newRenewals(ctx, w.cfg.Queue, w.cfg.Timing.Heartbeat)
+	renew := newRenewals(ctx, w.queue, w.timing.Heartbeat)
 	var wg sync.WaitGroup
 	for i, m := range ev.Records {
 		wg.Add(1)
