@@ -3,7 +3,6 @@ package worker
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"sync/atomic"
 	"time"
@@ -106,73 +105,6 @@ func (a *attempt) run(ctx context.Context) outcome {
 	a.confirmHold(ctx)
 	a.meter.spent(r.paid.Cost)
 	return a.finish(ctx, r, why, max(first, a.j.Reserve))
-}
-
-// admit lets the attempt's first call go, or hands the job back
-// uncounted (job.Defer) and answers what becomes of the message: its
-// tenant must have a free slot among its jobs in flight, and the first
-// rung's key room in its bucket. A short wait for the bucket is waited in
-// place and the lease renewed after it. An admitted attempt holds its
-// tenant's slot until it leaves.
-func (a *attempt) admit(ctx context.Context, route job.Route, in job.Input) (outcome, bool) {
-	if !a.enter(ctx, route) {
-		return a.deferFor(ctx, a.timing.tenantWait(a.m.receives(), a.rand), job.RateLimited, "the tenant has its limit of jobs in flight"), false
-	}
-	entry, _ := route.Entry(a.j.Lanes)
-	wait, waited := a.take(ctx, entry, in, a.inlineWait(ctx, route))
-	o, ok := outcomeKeep, true
-	switch {
-	case wait > 0:
-		o, ok = a.deferFor(ctx, wait, job.RateLimited, "the provider's rate limit is spent"), false
-	case waited:
-		o, ok = a.renew(ctx)
-	}
-	if !ok {
-		a.leave(ctx)
-		return o, false
-	}
-	a.started(ctx)
-	// The attempt starts when its call may go: a wait for the bucket is
-	// neither run time nor part of the route's timeout, and the lease's
-	// cap counts from here.
-	if now := a.clock.Now(); now.After(a.start) {
-		a.start = now
-	}
-	return o, true
-}
-
-// finish records how the climb r ended, why being the cause its calls were
-// stopped with, and next the worst case a next attempt would need.
-func (a *attempt) finish(ctx context.Context, r climbed, why error, next job.Nanocents) outcome {
-	if r.enlisted {
-		return outcomeDelete // the batch lane holds the job; its collector settles it
-	}
-	if r.err == nil && !errors.Is(why, errLeaseLost) {
-		a.log.Info("attempt succeeded", "model", r.rung.Provider+"/"+r.resp.Model, "lane", r.rung.Lane, "rungs", r.tried, "cost_cents", r.paid.Cost.String(),
-			"saved_cents", r.paid.Saved.String(),
-			"cost_estimated", r.paid.Estimated, "duration_ms", r.took.Milliseconds(),
-			"input_tokens", r.resp.Usage.InputTokens, "output_tokens", r.resp.Usage.OutputTokens)
-		return a.succeed(ctx, r)
-	}
-	if a.deferrable(r, why) {
-		return a.deferFor(ctx, max(pauseOf(r.err), job.Burst), job.RateLimited, "the provider answered 429: its rate limit is spent")
-	}
-	if wait, ok := a.outOfCapacity(r, why); ok {
-		return a.deferFor(ctx, wait, job.CapacityUnavailable, "no lane the job allows had capacity")
-	}
-	if errors.Is(why, errLeaseLost) {
-		a.log.Info("attempt stopped: lease lost or job cancelled", "cost_cents", r.paid.Cost.String(), "duration_ms", r.took.Milliseconds())
-		a.meter.count("LeasesLost", nil)
-		class := r.class
-		if r.err == nil {
-			class = job.Cancelled // a result that arrived after the lease was lost
-		}
-		return a.releaseLost(ctx, class, r.paid)
-	}
-	class, detail := failureOf(r, why)
-	a.log.Info("attempt failed", "error_class", class, "rungs", r.tried, "cost_cents", r.paid.Cost.String(),
-		"cost_estimated", r.paid.Estimated, "duration_ms", r.took.Milliseconds())
-	return a.retryOrEnd(ctx, failed{class: class, detail: detail, paid: r.paid, next: next})
 }
 
 // limit is how long the calls may run and what ends them then: the

@@ -6,10 +6,15 @@
 //
 // The files follow a message and its attempt: a message is received
 // (receive.go), its job claimed (claim.go) and, near the receive limit,
-// handed off (handoff.go); an attempt runs (attempt.go), climbing the
-// route's rungs (climb.go), each a model call (call.go); its finish
-// settles what it cost (settle.go) as a success, a retry (retry.go) or an
-// end (end.go), parked when the store will not take it (park.go); its
+// handed off (handoff.go); the worker's crew and Config are in worker.go.
+// An attempt runs (attempt.go) once admission lets its call go (admit.go:
+// its tenant's slot, its bucket's take, its queued place, a deferral, the
+// lease renewed after a wait), climbing the route's rungs and lanes,
+// enlisted in a batch lane or resuming a paid generation (climb.go), each
+// rung a model call (call.go) that tells its provider's bucket how it
+// went (bucket.go); its finish (finish.go) records what it cost as a
+// success, a retry or an end (pkg/finish builds the writes and follows
+// the end), or a deferral, parked when the store will not take it. Its
 // lease is kept by the heartbeat (heartbeat.go), the lease guard
 // (guard.go) and the invocation's batched renewals (renewals.go).
 package worker
