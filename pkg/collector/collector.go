@@ -26,10 +26,8 @@ type Store interface {
 	Get(context.Context, string) (job.Job, error)
 	Enlisted(ctx context.Context, lane string, limit int) ([]job.Enlistee, error)
 	Collect(context.Context, job.Collect) (job.Job, error)
-	Succeed(context.Context, job.Succeed) (job.Job, error)
-	Release(context.Context, job.Release) (job.Job, error)
+	finish.Finisher // the finishing writes, recorded as every finisher records them
 	Defer(context.Context, job.Defer) (job.Job, error)
-	End(context.Context, job.End) (job.Job, error)
 }
 
 // Batches keeps the collector's batch records.

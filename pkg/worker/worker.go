@@ -40,10 +40,8 @@ type Store interface {
 	Claim(context.Context, job.Claim) (job.Job, error)
 	Heartbeat(context.Context, job.Heartbeat) (job.Job, error)
 	HoldMore(context.Context, job.HoldMore) (job.Job, error)
-	Succeed(context.Context, job.Succeed) (job.Job, error)
-	Release(context.Context, job.Release) (job.Job, error)
+	finish.Finisher // the finishing writes, recorded as every finisher records them
 	Defer(context.Context, job.Defer) (job.Job, error)
-	End(context.Context, job.End) (job.Job, error)
 	WriteOff(context.Context, job.WriteOff) (job.Job, error)
 	Await(context.Context, job.Await) (job.Job, error)
 	Resume(context.Context, job.Resume) (job.Job, error)
