@@ -89,28 +89,36 @@ func (a *attempt) started(ctx context.Context) {
 	}
 }
 
-// admit lets the attempt's first call go, or hands the job back
-// uncounted (job.Defer) and answers what becomes of the message: its
-// tenant must have a free slot among its jobs in flight, and the first
-// rung's key room in its bucket. A short wait for the bucket is waited in
-// place and the lease renewed after it. An admitted attempt holds its
-// tenant's slot until it leaves.
-func (a *attempt) admit(ctx context.Context, route job.Route, in job.Input) (outcome, bool) {
+// refusal is why admission kept the attempt's call from going, for the
+// finish to record (attempt.refused): the job deferred for wait (class
+// and detail say why: a wait, never a failure), or its lease lost
+// meanwhile (lost). Admission decides; only the finish writes.
+type refusal struct {
+	lost   bool
+	wait   time.Duration
+	class  job.ErrorClass
+	detail string
+}
+
+// admit lets the attempt's first call go, or answers why not (a refusal
+// the finish records, uncounted, before the slot is left): its tenant
+// must have a free slot among its jobs in flight, and the first rung's
+// key room in its bucket. A short wait for the bucket is waited in place
+// and the lease renewed after it. An admitted attempt holds its tenant's
+// slot until it leaves.
+func (a *attempt) admit(ctx context.Context, route job.Route, in job.Input) (refusal, bool) {
 	if !a.enter(ctx, route) {
-		return a.deferFor(ctx, a.timing.tenantWait(a.m.receives(), a.rand), job.RateLimited, "the tenant has its limit of jobs in flight"), false
+		return refusal{wait: a.timing.tenantWait(a.m.receives(), a.rand), class: job.RateLimited, detail: "the tenant has its limit of jobs in flight"}, false
 	}
 	entry, _ := route.Entry(a.j.Lanes)
 	wait, waited := a.take(ctx, entry, in, a.inlineWait(ctx, route))
-	o, ok := outcomeKeep, true
 	switch {
 	case wait > 0:
-		o, ok = a.deferFor(ctx, wait, job.RateLimited, "the provider's rate limit is spent"), false
+		return refusal{wait: wait, class: job.RateLimited, detail: "the provider's rate limit is spent"}, false
 	case waited:
-		o, ok = a.renew(ctx)
-	}
-	if !ok {
-		a.leave(ctx)
-		return o, false
+		if r, ok := a.renew(ctx); !ok {
+			return r, false
+		}
 	}
 	a.started(ctx)
 	// The attempt starts when its call may go: a wait for the bucket is
@@ -119,7 +127,7 @@ func (a *attempt) admit(ctx context.Context, route job.Route, in job.Input) (out
 	if now := a.clock.Now(); now.After(a.start) {
 		a.start = now
 	}
-	return o, true
+	return refusal{}, true
 }
 
 // inlineWait is the longest a first rung's take may wait in place for
@@ -174,53 +182,18 @@ func (a *attempt) take(ctx context.Context, rung job.Rung, in job.Input, inline 
 // before the heartbeat starts: the call begins with a whole lease ahead
 // of it, as if claimed now, or a slow store's first renewal could come
 // after the lease guard had stopped a call the provider bills. A lease
-// lost meanwhile (a cancel) settles the attempt as lost; a store that
-// does not answer defers the job, since the call would run on a short
-// lease.
-func (a *attempt) renew(ctx context.Context) (outcome, bool) {
+// lost meanwhile (a cancel) refuses the call as lost; a store that does
+// not answer defers the job, since the call would run on a short lease.
+func (a *attempt) renew(ctx context.Context) (refusal, bool) {
 	now := a.clock.Now()
 	j, err := a.store.Heartbeat(ctx, job.Heartbeat{ID: a.j.ID, Owner: a.owner, Now: now, LeaseUntil: now.Add(a.timing.LeaseTTL)})
 	switch job.ErrorCode(err) {
 	case "":
 		a.j.LeaseUntil, a.j.UpdatedAt = j.LeaseUntil, j.UpdatedAt
-		return outcomeKeep, true
+		return refusal{}, true
 	case job.CodeConflict:
-		return a.releaseLost(ctx, job.Cancelled, job.Settlement{}), false
+		return refusal{lost: true}, false
 	}
 	a.log.Warn("renewing the lease after waiting for the bucket failed; deferring", "err", err)
-	return a.deferFor(ctx, a.timing.LeaseTTL, job.RateLimited, "the lease could not be renewed after waiting for the provider's rate limit"), false
-}
-
-// deferFor hands the claimed job back to the queue for wait (job.Defer):
-// its attempt uncounted, its hold returned, its message hidden until then.
-// A defer refused means the lease was lost (or this defer landed and its
-// answer was lost): the job is not this attempt's either way.
-func (a *attempt) deferFor(ctx context.Context, wait time.Duration, class job.ErrorClass, detail string) outcome {
-	ctx, cancel := a.finishContext(ctx)
-	defer cancel()
-	now := a.stamp()
-	d := job.Defer{ID: a.j.ID, Owner: a.owner, Now: now, Held: a.held, Class: class, Detail: detail, NotBefore: now.Add(wait)}
-	err := retryWrite(ctx, a.rand, func() error {
-		_, err := a.store.Defer(ctx, d)
-		return err
-	})
-	if a.beatsDone != nil {
-		// A renewal landing after the hiding below would undo it.
-		a.beatsDone()
-	}
-	switch job.ErrorCode(err) {
-	case "":
-	case job.CodeConflict:
-		a.log.Info("deferring the job was refused: the lease is no longer this attempt's", "err", err)
-		return outcomeKeep
-	default:
-		a.log.Error("deferring the job failed; its lease runs out and its hold is written off", "err", err)
-		return outcomeTrouble
-	}
-	if err := a.queue.ChangeVisibility(ctx, a.m.ReceiptHandle, wait); err != nil {
-		a.log.Warn("hiding a deferred job's message failed; it returns at its current visibility", "err", err)
-	}
-	a.log.Info("job deferred: a wait, not an attempt", "error_class", class, "wait_ms", wait.Milliseconds(), "detail", detail)
-	a.meter.count("JobsDeferred", nil)
-	return outcomeKeep
+	return refusal{wait: a.timing.LeaseTTL, class: job.RateLimited, detail: "the lease could not be renewed after waiting for the provider's rate limit"}, false
 }

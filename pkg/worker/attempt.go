@@ -66,7 +66,9 @@ func (a *attempt) run(ctx context.Context) outcome {
 		return a.end(ctx, job.BudgetExhausted, "remaining budget below the first rung's worst case "+first.String()+" cents", job.Settlement{})
 	}
 
-	if o, ok := a.admit(ctx, route, in); !ok {
+	if r, ok := a.admit(ctx, route, in); !ok {
+		o := a.refused(ctx, r)
+		a.leave(ctx)
 		return o
 	}
 	defer a.leave(ctx)

@@ -376,3 +376,47 @@ func (a *attempt) outOfCapacity(r climbed, why error) (time.Duration, bool) {
 	wait := max(job.Backoff(a.j.Attempts, a.timing.BackoffBase, a.timing.BackoffMax, a.rand()), r.wait)
 	return wait, a.clock.Now().Add(wait).Before(a.j.Deadline)
 }
+
+// deferFor hands the claimed job back to the queue for wait (job.Defer):
+// its attempt uncounted, its hold returned, its message hidden until then.
+// A defer refused means the lease was lost (or this defer landed and its
+// answer was lost): the job is not this attempt's either way.
+func (a *attempt) deferFor(ctx context.Context, wait time.Duration, class job.ErrorClass, detail string) outcome {
+	ctx, cancel := a.finishContext(ctx)
+	defer cancel()
+	now := a.stamp()
+	d := job.Defer{ID: a.j.ID, Owner: a.owner, Now: now, Held: a.held, Class: class, Detail: detail, NotBefore: now.Add(wait)}
+	err := retryWrite(ctx, a.rand, func() error {
+		_, err := a.store.Defer(ctx, d)
+		return err
+	})
+	if a.beatsDone != nil {
+		// A renewal landing after the hiding below would undo it.
+		a.beatsDone()
+	}
+	switch job.ErrorCode(err) {
+	case "":
+	case job.CodeConflict:
+		a.log.Info("deferring the job was refused: the lease is no longer this attempt's", "err", err)
+		return outcomeKeep
+	default:
+		a.log.Error("deferring the job failed; its lease runs out and its hold is written off", "err", err)
+		return outcomeTrouble
+	}
+	if err := a.queue.ChangeVisibility(ctx, a.m.ReceiptHandle, wait); err != nil {
+		a.log.Warn("hiding a deferred job's message failed; it returns at its current visibility", "err", err)
+	}
+	a.log.Info("job deferred: a wait, not an attempt", "error_class", class, "wait_ms", wait.Milliseconds(), "detail", detail)
+	a.meter.count("JobsDeferred", nil)
+	return outcomeKeep
+}
+
+// refused records what admission refused (see refusal): an attempt whose
+// lease was lost meanwhile releases the job as lost, having spent
+// nothing; any other is deferred.
+func (a *attempt) refused(ctx context.Context, r refusal) outcome {
+	if r.lost {
+		return a.releaseLost(ctx, job.Cancelled, job.Settlement{})
+	}
+	return a.deferFor(ctx, r.wait, r.class, r.detail)
+}
