@@ -201,27 +201,6 @@ func (a *attempt) holdFor(ctx context.Context, need job.Nanocents) bool {
 	return true
 }
 
-// confirmHold reads what the record holds for the attempt when a raise of
-// its hold went unanswered (the write may have landed and its answer been
-// lost): every cent held on the record while the attempt's lease is on it
-// is the attempt's, and a settlement that returned less would leave a
-// hold on a finished job for ever. The read is retried like the finishing
-// writes; if it never answers, the settlement returns what the attempt
-// knows it holds.
-func (a *attempt) confirmHold(ctx context.Context) {
-	if !a.holdUnsure {
-		return
-	}
-	_ = retryWrite(ctx, a.rand, func() error {
-		cur, err := a.store.Get(ctx, a.j.ID)
-		if err == nil && cur.LeaseOwner == a.owner && cur.Held > a.held {
-			a.log.Info("a raise of the hold whose answer was lost had landed", "held_cents", cur.Held.String())
-			a.held = cur.Held
-		}
-		return err
-	})
-}
-
 // errEnlistRefused is an enlist the record refused or never answered:
 // the attempt made no call and fails, retried.
 var errEnlistRefused = errors.New("handing the job to the batch lane failed")

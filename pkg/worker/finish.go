@@ -8,6 +8,7 @@ import (
 
 	"github.com/aijobs/aijobs/pkg/finish"
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/model"
 	"github.com/aijobs/aijobs/pkg/parking"
 )
 
@@ -419,4 +420,62 @@ func (a *attempt) refused(ctx context.Context, r refusal) outcome {
 		return a.releaseLost(ctx, job.Cancelled, job.Settlement{})
 	}
 	return a.deferFor(ctx, r.wait, r.class, r.detail)
+}
+
+// failureOf names what ended a failed climb: why, the cause the call was
+// stopped with, wins over the class of the error the call saw (a call cut
+// by the route's timeout sees a cancelled context, not a timeout).
+func failureOf(r climbed, why error) (job.ErrorClass, string) {
+	class, detail := r.class, detailOf(r.err)
+	switch {
+	case errors.Is(why, errLeaseExpiring):
+		class, detail = job.Timeout, "the lease could not be renewed"
+	case errors.Is(why, errHeartbeatPanic):
+		class, detail = job.Internal, "the heartbeat failed"
+	case errors.Is(why, errJobDeadline):
+		class, detail = job.DeadlineExceeded, "the job's deadline passed during the call"
+	case errors.Is(why, errLambdaDeadline):
+		class, detail = job.Timeout, "stopped before the function's deadline"
+	case errors.Is(why, errRouteTimeout):
+		class, detail = job.Timeout, "the model route's timeout passed"
+	case class == job.Cancelled:
+		// Only a lost lease may cancel a call; any other end of the
+		// invocation's context (shutdown) is a timeout, and retried.
+		class, detail = job.Timeout, "the invocation ended during the call"
+	}
+	return class, detail
+}
+
+// detailOf is the error detail a model error carries, cut to 200 bytes.
+func detailOf(err error) string {
+	var me *model.Error
+	if errors.As(err, &me) {
+		d := me.Detail
+		if len(d) > 200 {
+			d = d[:200]
+		}
+		return d
+	}
+	return ""
+}
+
+// confirmHold reads what the record holds for the attempt when a raise of
+// its hold went unanswered (the write may have landed and its answer been
+// lost): every cent held on the record while the attempt's lease is on it
+// is the attempt's, and a settlement that returned less would leave a
+// hold on a finished job for ever. The read is retried like the finishing
+// writes; if it never answers, the settlement returns what the attempt
+// knows it holds.
+func (a *attempt) confirmHold(ctx context.Context) {
+	if !a.holdUnsure {
+		return
+	}
+	_ = retryWrite(ctx, a.rand, func() error {
+		cur, err := a.store.Get(ctx, a.j.ID)
+		if err == nil && cur.LeaseOwner == a.owner && cur.Held > a.held {
+			a.log.Info("a raise of the hold whose answer was lost had landed", "held_cents", cur.Held.String())
+			a.held = cur.Held
+		}
+		return err
+	})
 }
