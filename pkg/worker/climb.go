@@ -108,10 +108,7 @@ func (a *attempt) climbLanes(ctx context.Context, r *climbed, plan []job.Rung, i
 			if !first || moved || !ok {
 				continue // a job enters a batch lane only before any call, with time to wait
 			}
-			r.rung, r.enlisted = lane, true
-			if r.err = a.enlist(ctx, lane, in, until); r.err != nil {
-				r.class, r.enlisted = job.Internal, false
-			}
+			a.enlistIn(ctx, r, lane, in, until)
 			return true
 		}
 		if !a.holdFor(ctx, r.paid.Cost+lane.WorstCase(in)) {
@@ -121,14 +118,8 @@ func (a *attempt) climbLanes(ctx context.Context, r *climbed, plan []job.Rung, i
 			}
 			return true
 		}
-		if !first || moved {
-			// No wait in place here: the route's timeout and the lease's
-			// cap are already running.
-			if wait, _ := a.take(ctx, lane, in, 0); wait > 0 {
-				a.log.Info("no fallback: the next call's provider is rate limited", "error_class", r.class, "lane", lane.String(), "wait_ms", wait.Milliseconds())
-				r.wait = wait
-				return true
-			}
+		if (!first || moved) && !a.takeLater(ctx, r, lane, in) {
+			return true
 		}
 		if moved {
 			a.log.Info("moving to the rung's next lane", "error_class", r.class, "lane", lane.String())
@@ -138,26 +129,14 @@ func (a *attempt) climbLanes(ctx context.Context, r *climbed, plan []job.Rung, i
 		if k+1 < len(plan) {
 			lane.Timeout = a.laneTimeout(lane, plan[k+1])
 		}
-		r.rung = lane
-		a.progress.Store(0)
-		resp, err, timedOut := a.call(ctx, lane, in, a.awaiter(ctx, lane, r.paid))
-		class, usage := model.Classify(err)
-		if err == nil {
-			usage = resp.Usage
-		}
-		// Priced at the tier that served the call: a priority call the
-		// provider served (and billed) at standard saved nothing.
-		r.rung = lane.Served(resp.Served)
-		r.pay(usage, r.rung)
-		a.untake(context.WithoutCancel(ctx), lane, in, resp, err)
-		r.resp, r.err, r.class = resp, err, class
-		if err == nil || ctx.Err() != nil {
+		timedOut := a.callLane(ctx, r, lane, in)
+		if r.err == nil || ctx.Err() != nil {
 			return true // answered, or the attempt itself is over
 		}
 		if timedOut {
 			r.class = job.Timeout
 		}
-		if !timedOut && class != job.CapacityUnavailable {
+		if !timedOut && r.class != job.CapacityUnavailable {
 			return false
 		}
 	}
@@ -168,6 +147,50 @@ func (a *attempt) climbLanes(ctx context.Context, r *climbed, plan []job.Rung, i
 		r.err, r.class = errNoLaneInTime, job.DeadlineExceeded
 	}
 	return false
+}
+
+// enlistIn hands the job to lane, a batch lane, for its lease there
+// (until): the climb r ends enlisted, or failed (Internal) when the
+// enlist is refused.
+func (a *attempt) enlistIn(ctx context.Context, r *climbed, lane job.Rung, in job.Input, until time.Time) {
+	r.rung, r.enlisted = lane, true
+	if r.err = a.enlist(ctx, lane, in, until); r.err != nil {
+		r.class, r.enlisted = job.Internal, false
+	}
+}
+
+// takeLater takes a later call's worst case (a fallback rung's, or the
+// rung's next lane's) from its bucket with no wait in place: the route's
+// timeout and the lease's cap are already running. It reports whether
+// the call may go; a wait the bucket asks for ends the climb r with it.
+func (a *attempt) takeLater(ctx context.Context, r *climbed, lane job.Rung, in job.Input) bool {
+	wait, _ := a.take(ctx, lane, in, 0)
+	if wait <= 0 {
+		return true
+	}
+	a.log.Info("no fallback: the next call's provider is rate limited", "error_class", r.class, "lane", lane.String(), "wait_ms", wait.Milliseconds())
+	r.wait = wait
+	return false
+}
+
+// callLane calls lane for the climb r and records on r what it answered
+// and what it cost, and tells the lane's bucket how it went; it reports
+// whether the call ran out of its time.
+func (a *attempt) callLane(ctx context.Context, r *climbed, lane job.Rung, in job.Input) bool {
+	r.rung = lane
+	a.progress.Store(0)
+	resp, err, timedOut := a.call(ctx, lane, in, a.awaiter(ctx, lane, r.paid))
+	class, usage := model.Classify(err)
+	if err == nil {
+		usage = resp.Usage
+	}
+	// Priced at the tier that served the call: a priority call the
+	// provider served (and billed) at standard saved nothing.
+	r.rung = lane.Served(resp.Served)
+	r.pay(usage, r.rung)
+	a.untake(context.WithoutCancel(ctx), lane, in, resp, err)
+	r.resp, r.err, r.class = resp, err, class
+	return timedOut
 }
 
 // laneTimeout is how long a call in lane may run when next is the lane
