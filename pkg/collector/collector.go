@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aijobs/aijobs/pkg/finish"
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/model"
 )
@@ -25,10 +26,8 @@ type Store interface {
 	Get(context.Context, string) (job.Job, error)
 	Enlisted(ctx context.Context, lane string, limit int) ([]job.Enlistee, error)
 	Collect(context.Context, job.Collect) (job.Job, error)
-	Succeed(context.Context, job.Succeed) (job.Job, error)
-	Release(context.Context, job.Release) (job.Job, error)
+	finish.Finisher // the finishing writes, recorded as every finisher records them
 	Defer(context.Context, job.Defer) (job.Job, error)
-	End(context.Context, job.End) (job.Job, error)
 }
 
 // Batches keeps the collector's batch records.
@@ -74,12 +73,22 @@ type Config struct {
 	NewID func() string
 	// Metrics counts what operators are alarmed on (none when nil).
 	Metrics Metrics
+	// Quarantine is where a batch item that ended the job with a
+	// deterministic class puts its input, for QuarantineFor, as a
+	// worker's end does (finish.AfterEnd); nil, or a zero QuarantineFor,
+	// quarantines nothing.
+	Quarantine    finish.Quarantiner
+	QuarantineFor time.Duration
 }
 
 // Collector runs the batch lane.
 type Collector struct {
 	cfg Config
 	log *slog.Logger
+	// afterEnd follows a batch item's end as every finisher's: it counts
+	// nothing, since the collector's ends were never among the worker's
+	// JobsFailed (the alarms read those).
+	afterEnd finish.AfterEnd
 }
 
 // New returns a collector; a nil Logger, Clock, NewID or Metrics get
@@ -100,7 +109,7 @@ func New(cfg Config) *Collector {
 	if cfg.Metrics == nil {
 		cfg.Metrics = noMetrics{}
 	}
-	return &Collector{cfg: cfg, log: cfg.Logger}
+	return &Collector{cfg: cfg, log: cfg.Logger, afterEnd: finish.AfterEnd{Quarantine: cfg.Quarantine, QuarantineFor: cfg.QuarantineFor}}
 }
 
 // Run carries every open batch one step on, then collects new ones. An

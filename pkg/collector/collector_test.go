@@ -116,7 +116,7 @@ func setup(t *testing.T, batchLatency time.Duration, wrap func(*fake.Provider) m
 func (f *fixture) enlisted(key, content string, until time.Time) job.Job {
 	ctx, now := context.Background(), time.Now()
 	in, _ := json.Marshal(job.Input{Messages: []job.Message{{Role: "user", Content: content}}, MaxTokens: 10})
-	j := job.Job{ID: job.NewID("t1", key), Tenant: "t1", RequestKey: key, Model: "default", Input: in, State: job.Queued,
+	j := job.Job{ID: job.NewID("t1", key), Tenant: "t1", RequestKey: key, InputHash: "sha256:" + key, Model: "default", Input: in, State: job.Queued,
 		MaxAttempts: 3, Budget: job.Cents(1), Deadline: now.Add(2 * time.Hour), Version: 1, CreatedAt: job.Millis(now), UpdatedAt: job.Millis(now)}
 	j.Reserve = f.route.Reserve(job.Input{Messages: []job.Message{{Role: "user", Content: content}}, MaxTokens: 10}, nil)
 	if _, err := f.store.Create(ctx, j); err != nil {

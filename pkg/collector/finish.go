@@ -2,15 +2,16 @@ package collector
 
 import (
 	"context"
+	"time"
 
+	"github.com/aijobs/aijobs/pkg/finish"
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/model"
 )
 
-// succeed records j's answer from its batch. A refused finish (the job
+// succeed records f's answer from its batch. A refused finish (the job
 // was handed back, cancelled or written off) still settles its cost.
-func (c *Collector) succeed(ctx context.Context, l lane, f finish, resp model.Response) error {
-	j, owner, set := f.j, f.owner, f.set
+func (c *Collector) succeed(ctx context.Context, l lane, f finish.Of, resp model.Response) error {
 	if resp.Model == "" {
 		resp.Model = l.rung.Model
 	}
@@ -18,26 +19,25 @@ func (c *Collector) succeed(ctx context.Context, l lane, f finish, resp model.Re
 	if err != nil {
 		return err
 	}
-	now := job.NextUpdate(j.UpdatedAt, c.cfg.Clock.Now())
-	_, err = c.cfg.Store.Succeed(ctx, job.Succeed{ID: j.ID, Owner: owner, Now: now, Settlement: set, Result: result,
-		Model: l.rung.Provider + "/" + resp.Model, Lane: job.Batch, ExpiresAt: c.cfg.Retention.ExpiresAt(job.Succeeded, now)})
+	_, err = f.Succeed(result, l.rung.Provider+"/"+resp.Model, job.Batch).Apply(ctx, c.cfg.Store)
 	return refusedIsSettled(err)
 }
 
-// fail records j's failed item: released to the queue (and re-sent: its
+// fail records f's failed item: released to the queue (and re-sent: its
 // message went when it was enlisted) while another attempt may fix it,
-// else ended.
-func (c *Collector) fail(ctx context.Context, f finish, class job.ErrorClass) error {
-	j, owner, set := f.j, f.owner, f.set
-	now := job.NextUpdate(j.UpdatedAt, c.cfg.Clock.Now())
-	d := job.AfterError(j, now, class, set.Cost, job.NextAttempt{Reserve: j.Reserve})
+// else ended, and the end followed as every finisher's is (its input
+// quarantined when its class is deterministic).
+func (c *Collector) fail(ctx context.Context, f finish.Of, class job.ErrorClass) error {
+	j := f.Job
+	d := job.AfterError(j, f.Now, class, f.Settlement.Cost, job.NextAttempt{Reserve: j.Reserve})
 	if d.Action == job.Stop {
-		_, err := c.cfg.Store.End(ctx, job.End{ID: j.ID, Owner: owner, Now: now, Settlement: set, Class: d.Class,
-			Detail: "the batch item failed", ExpiresAt: c.cfg.Retention.ExpiresAt(d.Class.FinalState(), now)})
+		_, err := f.End(d.Class, "the batch item failed").Apply(ctx, c.cfg.Store)
+		if err == nil {
+			c.afterEnd.Ended(ctx, j, d.Class, f.Now, c.log.With("job_id", j.ID))
+		}
 		return refusedIsSettled(err)
 	}
-	_, err := c.cfg.Store.Release(ctx, job.Release{ID: j.ID, Owner: owner, Now: now, Settlement: set, Class: class,
-		Detail: "the batch item failed"})
+	_, err := f.Release(class, "the batch item failed", time.Time{}).Apply(ctx, c.cfg.Store)
 	if err != nil {
 		return refusedIsSettled(err)
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/aijobs/aijobs/pkg/finish"
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/model"
 )
@@ -379,7 +380,7 @@ func (c *Collector) poll(ctx context.Context, l lane, b job.BatchRecord) error {
 	answered, settled := map[string]bool{}, map[string]bool{}
 	err = bt.BatchResults(ctx, b.ProviderID, func(id string, resp model.Response, callErr error) error {
 		answered[id] = true
-		if err := c.settle(ctx, l, b, result{id: id, resp: resp, err: callErr}); err != nil {
+		if err := c.recordResult(ctx, l, b, result{id: id, resp: resp, err: callErr}); err != nil {
 			errs = append(errs, err)
 		} else {
 			settled[id] = true
@@ -413,7 +414,7 @@ func (c *Collector) poll(ctx context.Context, l lane, b job.BatchRecord) error {
 
 // handBack releases each job of b whose lease ends before b does: it goes
 // back to the queue for a faster lane while its deadline allows. Its
-// result, if it still comes, is settled as billed (settle).
+// result, if it still comes, is settled as billed (recordResult).
 func (c *Collector) handBack(ctx context.Context, b job.BatchRecord) error {
 	owner, now := job.BatchOwner(b.ID), c.cfg.Clock.Now()
 	var errs []error
@@ -473,13 +474,13 @@ func (c *Collector) unanswered(ctx context.Context, b job.BatchRecord, answered 
 	return errors.Join(errs...)
 }
 
-// settle records job id's result in batch b through the same finishing
+// recordResult records job id's result in batch b through the same finishing
 // transitions as any attempt, with b's lease (job.BatchOwner): an answer
 // succeeds, a failure is released or ended as job.AfterError decides. A
 // job no longer b's (handed back, cancelled, written off) is still
 // settled: the store refuses the finish and keeps its cost (a written-off
 // stay's cost replacing its estimate), at the batch price.
-func (c *Collector) settle(ctx context.Context, l lane, b job.BatchRecord, r result) error {
+func (c *Collector) recordResult(ctx context.Context, l lane, b job.BatchRecord, r result) error {
 	id, resp, callErr := r.id, r.resp, r.err
 	i := slices.IndexFunc(b.Jobs, func(bj job.BatchJob) bool { return bj.ID == id })
 	if i < 0 {
@@ -505,7 +506,7 @@ func (c *Collector) settle(ctx context.Context, l lane, b job.BatchRecord, r res
 	if j.LeaseOwner != owner && !slices.Contains(j.WrittenOff, owner) {
 		set.Held = 0 // handed back: its hold was returned then
 	}
-	f := finish{j: j, owner: owner, set: set}
+	f := finish.Of{Job: j, Owner: owner, Now: now, Settlement: set, Retention: c.cfg.Retention}
 	if callErr == nil {
 		return c.succeed(ctx, l, f, resp)
 	}
@@ -528,12 +529,4 @@ type result struct {
 	id   string
 	resp model.Response
 	err  error
-}
-
-// finish is what settling a job of a batch writes: to job j, under the
-// batch's owner, settlement set.
-type finish struct {
-	j     job.Job
-	owner string
-	set   job.Settlement
 }

@@ -15,56 +15,14 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/aijobs/aijobs/pkg/finish"
 	"github.com/aijobs/aijobs/pkg/job"
 )
 
-// Outcome is an attempt's finishing transition: exactly one field is set.
-// Parked, it is stored as this JSON, read back by the same or a later
-// release of the code; a field is only ever added.
-type Outcome struct {
-	Succeed *job.Succeed `json:"succeed,omitempty"`
-	Release *job.Release `json:"release,omitempty"`
-	End     *job.End     `json:"end,omitempty"`
-}
-
-// ids are the job and the attempt's lease owner the outcome settles.
-func (o Outcome) ids() (id, owner string) {
-	switch {
-	case o.Succeed != nil:
-		return o.Succeed.ID, o.Succeed.Owner
-	case o.Release != nil:
-		return o.Release.ID, o.Release.Owner
-	case o.End != nil:
-		return o.End.ID, o.End.Owner
-	}
-	return "", ""
-}
-
 // of reports whether o settles cur's attempt.
-func (o Outcome) of(cur job.Job) bool {
-	id, owner := o.ids()
+func of(o finish.Outcome, cur job.Job) bool {
+	id, owner := o.IDs()
 	return id == cur.ID && owner == cur.LeaseOwner
-}
-
-// Finisher is the part of the job store that records an outcome.
-type Finisher interface {
-	Succeed(context.Context, job.Succeed) (job.Job, error)
-	Release(context.Context, job.Release) (job.Job, error)
-	End(context.Context, job.End) (job.Job, error)
-}
-
-// Apply records o in s. A repeat of an outcome already applied (its first
-// answer lost) is recognised by the store and answers the record.
-func (o Outcome) Apply(ctx context.Context, s Finisher) (job.Job, error) {
-	switch {
-	case o.Succeed != nil:
-		return s.Succeed(ctx, *o.Succeed)
-	case o.Release != nil:
-		return s.Release(ctx, *o.Release)
-	case o.End != nil:
-		return s.End(ctx, *o.End)
-	}
-	return job.Job{}, errors.New("parking: an empty outcome")
 }
 
 // Lot is where outcomes are parked, by key (the S3 adapter, pkg/s3).
@@ -82,8 +40,8 @@ type Lot interface {
 func Key(id, owner string) string { return "parked/" + id + "/" + owner }
 
 // Park puts o in the lot under its attempt's key.
-func Park(ctx context.Context, lot Lot, o Outcome) error {
-	id, owner := o.ids()
+func Park(ctx context.Context, lot Lot, o finish.Outcome) error {
+	id, owner := o.IDs()
 	if id == "" || owner == "" {
 		return errors.New("parking: an outcome without a job or an owner cannot be parked")
 	}
@@ -96,7 +54,7 @@ func Park(ctx context.Context, lot Lot, o Outcome) error {
 
 // Store is the part of the job store that settles a dead attempt.
 type Store interface {
-	Finisher
+	finish.Finisher
 	WriteOff(context.Context, job.WriteOff) (job.Job, error)
 }
 
@@ -125,17 +83,17 @@ const (
 // because no collector took it before its lease ended.
 const UncollectedDetail = "no collector took the job from the batch lane before its lease ended; nothing was billed"
 
-// Settle settles cur's dead attempt (cur.DeadAttempt(now)): from its
+// Recover settles cur's dead attempt (cur.DeadAttempt(now)): from its
 // parked outcome when lot holds one, else by writing it off; a job that
 // waited in the batch lane uncollected is released with its hold
 // (Returned). A nil lot
 // parks nothing. A refused write answers the store's Conflict (the record
 // moved: decide again); a lot that cannot be read answers its error
 // until Patience has passed since the lease ended.
-func Settle(ctx context.Context, s Store, lot Lot, cur job.Job, now time.Time) (How, job.Job, error) {
+func Recover(ctx context.Context, s Store, lot Lot, cur job.Job, now time.Time) (How, job.Job, error) {
 	if cur.Enlisted != "" && cur.InBatchLane() {
-		j, err := s.Release(ctx, job.Release{ID: cur.ID, Owner: cur.LeaseOwner, Now: job.NextUpdate(cur.UpdatedAt, now),
-			Settlement: job.Settlement{Held: cur.Held}, Class: job.Timeout, Detail: UncollectedDetail})
+		f := finish.Of{Job: cur, Owner: cur.LeaseOwner, Now: job.NextUpdate(cur.UpdatedAt, now), Settlement: job.Settlement{Held: cur.Held}}
+		j, err := f.Release(job.Timeout, UncollectedDetail, time.Time{}).Apply(ctx, s)
 		return Returned, j, err
 	}
 	if lot != nil {
@@ -143,8 +101,8 @@ func Settle(ctx context.Context, s Store, lot Lot, cur job.Job, now time.Time) (
 		body, err := lot.Get(ctx, key)
 		switch {
 		case err == nil:
-			var o Outcome
-			if json.Unmarshal(body, &o) != nil || !o.of(cur) {
+			var o finish.Outcome
+			if json.Unmarshal(body, &o) != nil || !of(o, cur) {
 				break // not this attempt's outcome: as good as none
 			}
 			j, err := o.Apply(ctx, s)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aijobs/aijobs/pkg/finish"
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/memstore"
 	"github.com/aijobs/aijobs/pkg/parking"
@@ -66,11 +67,11 @@ func deadAs(t *testing.T, s *memstore.Store, until time.Time, change func(*job.J
 func TestSettleRecordsAParkedOutcome(t *testing.T) {
 	s, l := memstore.New(), &lot{objects: map[string][]byte{}}
 	j := dead(t, s, now.Add(-time.Second))
-	o := parking.Outcome{Succeed: &job.Succeed{ID: j.ID, Owner: "dead", Now: now.Add(-2 * time.Second), Settlement: job.Settlement{Cost: 40, Held: 100}, Result: []byte(`{"output":"hi"}`)}}
+	o := finish.Outcome{Succeed: &job.Succeed{ID: j.ID, Owner: "dead", Now: now.Add(-2 * time.Second), Settlement: job.Settlement{Cost: 40, Held: 100}, Result: []byte(`{"output":"hi"}`)}}
 	if err := parking.Park(t.Context(), l, o); err != nil {
 		t.Fatal(err)
 	}
-	how, got, err := parking.Settle(t.Context(), s, l, j, now)
+	how, got, err := parking.Recover(t.Context(), s, l, j, now)
 	if err != nil || how != parking.Unparked {
 		t.Fatalf("settle: %v %v", how, err)
 	}
@@ -87,7 +88,7 @@ func TestSettleWritesOffWhatWasNotParked(t *testing.T) {
 	for name, l := range map[string]parking.Lot{"no lot": nil, "an empty lot": &lot{objects: map[string][]byte{}}} {
 		t.Run(name, func(t *testing.T) {
 			j := dead(t, s, now.Add(-time.Second))
-			how, got, err := parking.Settle(t.Context(), s, l, j, now)
+			how, got, err := parking.Recover(t.Context(), s, l, j, now)
 			if err != nil || how != parking.WrittenOff || got.Cost != 100 || !got.CostEstimated || got.State != job.Queued {
 				t.Fatalf("settle: %v %+v %v, want written off", how, got, err)
 			}
@@ -96,9 +97,9 @@ func TestSettleWritesOffWhatWasNotParked(t *testing.T) {
 	t.Run("another attempt's outcome", func(t *testing.T) {
 		j := dead(t, s, now.Add(-time.Second))
 		l := &lot{objects: map[string][]byte{}}
-		_ = parking.Park(t.Context(), l, parking.Outcome{Succeed: &job.Succeed{ID: "j_other", Owner: "dead", Settlement: job.Settlement{Cost: 1}}})
+		_ = parking.Park(t.Context(), l, finish.Outcome{Succeed: &job.Succeed{ID: "j_other", Owner: "dead", Settlement: job.Settlement{Cost: 1}}})
 		l.objects[parking.Key(j.ID, "dead")] = l.objects[parking.Key("j_other", "dead")]
-		if how, got, err := parking.Settle(t.Context(), s, l, j, now); err != nil || how != parking.WrittenOff || got.Cost != 100 {
+		if how, got, err := parking.Recover(t.Context(), s, l, j, now); err != nil || how != parking.WrittenOff || got.Cost != 100 {
 			t.Fatalf("settle: %v %+v %v, want written off", how, got, err)
 		}
 	})
@@ -110,14 +111,14 @@ func TestSettleWritesOffWhatWasNotParked(t *testing.T) {
 func TestALotThatCannotBeReadDelaysTheWriteOff(t *testing.T) {
 	s, l := memstore.New(), &lot{err: &job.Error{Code: job.CodeUnavailable}}
 	j := dead(t, s, now.Add(-time.Second))
-	if _, _, err := parking.Settle(t.Context(), s, l, j, now); job.ErrorCode(err) != job.CodeUnavailable {
+	if _, _, err := parking.Recover(t.Context(), s, l, j, now); job.ErrorCode(err) != job.CodeUnavailable {
 		t.Fatalf("settle: %v, want the lot's error", err)
 	}
 	if cur, _ := s.Get(t.Context(), j.ID); cur.Held != 100 || cur.Version != j.Version {
 		t.Fatalf("record changed: %+v", cur)
 	}
 	k := dead(t, s, now.Add(-parking.Patience))
-	if how, got, err := parking.Settle(t.Context(), s, l, k, now); err != nil || how != parking.WrittenOff || got.Cost != 100 {
+	if how, got, err := parking.Recover(t.Context(), s, l, k, now); err != nil || how != parking.WrittenOff || got.Cost != 100 {
 		t.Fatalf("settle past patience: %v %+v %v, want written off", how, got, err)
 	}
 }
@@ -132,8 +133,8 @@ func TestAParkedOutcomeOfACancelledJobKeepsItsCost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	_ = parking.Park(t.Context(), l, parking.Outcome{Release: &job.Release{ID: j.ID, Owner: "dead", Settlement: job.Settlement{Cost: 40, Held: 100}, Class: job.Timeout}})
-	how, _, err := parking.Settle(t.Context(), s, l, c, now)
+	_ = parking.Park(t.Context(), l, finish.Outcome{Release: &job.Release{ID: j.ID, Owner: "dead", Settlement: job.Settlement{Cost: 40, Held: 100}, Class: job.Timeout}})
+	how, _, err := parking.Recover(t.Context(), s, l, c, now)
 	cur, _ := job.ConflictJob(err)
 	if how != parking.Unparked || job.ErrorCode(err) != job.CodeConflict || cur.State != job.Abandoned || cur.Cost != 40 || cur.Held != 0 || cur.LeaseOwner != "" {
 		t.Fatalf("settle: %v %+v %v", how, cur, err)
@@ -149,13 +150,13 @@ func TestAnUncollectedJobsHoldIsReturnedNotCharged(t *testing.T) {
 	waiting := deadAs(t, s, now.Add(-time.Second), func(j *job.Job) {
 		j.LeaseOwner, j.Enlisted, j.EnlistedAt = job.BatchOwner("w_1"), "default#0", now.Add(-time.Hour)
 	})
-	how, got, err := parking.Settle(t.Context(), s, nil, waiting, now)
+	how, got, err := parking.Recover(t.Context(), s, nil, waiting, now)
 	if err != nil || how != parking.Returned || got.State != job.Queued || got.Cost != 0 || got.CostEstimated || got.Held != 0 ||
 		got.LeaseOwner != "" || got.Enlisted != "" || got.ErrorDetail != parking.UncollectedDetail {
 		t.Fatalf("uncollected: %v %+v %v, want queued with its hold returned", how, got, err)
 	}
 	collected := deadAs(t, s, now.Add(-time.Second), func(j *job.Job) { j.LeaseOwner, j.Batch = job.BatchOwner("b_1"), "b_1" })
-	if how, got, err := parking.Settle(t.Context(), s, nil, collected, now); err != nil || how != parking.WrittenOff || got.Cost != 100 || !got.CostEstimated {
+	if how, got, err := parking.Recover(t.Context(), s, nil, collected, now); err != nil || how != parking.WrittenOff || got.Cost != 100 || !got.CostEstimated {
 		t.Fatalf("collected: %v %+v %v, want written off", how, got, err)
 	}
 }

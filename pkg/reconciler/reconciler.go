@@ -23,6 +23,7 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/aijobs/aijobs/pkg/finish"
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/parking"
 )
@@ -361,7 +362,7 @@ func (s *sweep) examine(id string, head bool) {
 		defer func() { <-s.sem }()
 		did := s.r.one(s.ctx, job.Nudge{ID: id, Now: s.now, Stale: s.stale, Queued: mode})
 		if took {
-			s.quota.settle(did == resentQueued)
+			s.quota.confirm(did == resentQueued)
 		}
 		switch did {
 		case resentQueued:
@@ -407,9 +408,9 @@ func (q *quota) take() bool {
 	return true
 }
 
-// settle answers a take: used if the nudge re-sent a queued job, given
+// confirm answers a take: used if the nudge re-sent a queued job, given
 // back otherwise.
-func (q *quota) settle(used bool) {
+func (q *quota) confirm(used bool) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
 	q.tentative--
@@ -518,14 +519,14 @@ func (r *Reconciler) markDeadLettered(ctx context.Context, now time.Time) marked
 // a worker would before deciding: its parked outcome recorded, or it is
 // written off (pkg/parking).
 func (r *Reconciler) endDeadLettered(ctx context.Context, id string, now, sentAt time.Time) error {
-	end := job.End{ID: id, Now: now, Class: job.DeadLettered, Detail: "message dead-lettered",
-		ExpiresAt: r.cfg.Retention.ExpiresAt(job.Failed, now), NotReplayedSince: sentAt}
-	_, err := r.cfg.Store.End(ctx, end)
+	end := finish.Of{Job: job.Job{ID: id}, Now: now, Retention: r.cfg.Retention}.End(job.DeadLettered, "message dead-lettered")
+	end.End.NotReplayedSince = sentAt
+	_, err := end.Apply(ctx, r.cfg.Store)
 	cur, refused := job.ConflictJob(err)
 	if !refused || !cur.DeadAttempt(now) {
 		return err
 	}
-	how, _, err := parking.Settle(ctx, r.cfg.Store, r.cfg.Parking, cur, now)
+	how, _, err := parking.Recover(ctx, r.cfg.Store, r.cfg.Parking, cur, now)
 	if err != nil {
 		return err
 	}
@@ -537,6 +538,6 @@ func (r *Reconciler) endDeadLettered(ctx context.Context, id string, now, sentAt
 	default:
 		r.cfg.Logger.Warn("a dead attempt was written off: its hold is charged as an estimate", "job_id", id, "charged_cents", cur.Held.String())
 	}
-	_, err = r.cfg.Store.End(ctx, end)
+	_, err = end.Apply(ctx, r.cfg.Store)
 	return err
 }

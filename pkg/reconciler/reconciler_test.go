@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aijobs/aijobs/pkg/finish"
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/memstore"
 	"github.com/aijobs/aijobs/pkg/parking"
@@ -309,7 +310,7 @@ func TestADeadLetteredJobsParkedAnswerIsRecorded(t *testing.T) {
 		t.Fatal(err)
 	}
 	l := lot{}
-	if err := parking.Park(ctx, l, parking.Outcome{Succeed: &job.Succeed{ID: j.ID, Owner: "w", Now: now.Add(-2 * time.Second),
+	if err := parking.Park(ctx, l, finish.Outcome{Succeed: &job.Succeed{ID: j.ID, Owner: "w", Now: now.Add(-2 * time.Second),
 		Settlement: job.Settlement{Cost: 40, Held: 100}, Result: json.RawMessage(`{"output":"hi"}`)}}); err != nil {
 		t.Fatal(err)
 	}

@@ -3,44 +3,19 @@ package worker
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"log/slog"
 	"sync/atomic"
 	"time"
 
 	"github.com/aijobs/aijobs/pkg/job"
-	"github.com/aijobs/aijobs/pkg/model"
-	"github.com/aijobs/aijobs/pkg/parking"
 )
 
 // attempt is one claimed attempt, from its claim to its recorded outcome.
-// Like River's job executor, it is handed what it uses when the claim wins
-// it (Worker.newAttempt) and reaches for nothing else.
+// Like River's job executor, it is handed its worker's crew once, when the
+// claim wins it (Worker.newAttempt), and reaches for nothing else.
 type attempt struct {
-	store Store
-	queue Queue
-	lot   parking.Lot // nil parks nothing
-	// quarantine keeps an input that ended the job deterministically,
-	// for quarantineFor (nil: nothing is kept).
-	quarantine    Quarantiner
-	quarantineFor time.Duration
-	providers     map[string]model.Provider
-	buckets       Buckets // nil: no rate limits
-	taken         taken   // the last allowed take, which its give returns at
-	// slots and inFlight keep each tenant to its limit of jobs in flight
-	// (nil: no limit); slot is this attempt's, once entered.
-	slots    Slots
-	inFlight func(tenant string) int
-	slot     job.Slot
-	// queued and queuedMax are the tenants' queued slots (nil: no limit).
-	queued    Slots
-	queuedMax func(tenant string) int
-	routes    map[string]job.Route
-	clock     job.Clock
-	timing    Timing
-	retention job.Retention
-	rand      func() float64
-	meter     meter
+	*crew
+	granted granted // what admission granted: its slot, its take
 
 	// The attempt itself: its message, the record as the claim left it
 	// (Attempts counts this attempt, Held holds its reserve), the lease
@@ -91,7 +66,9 @@ func (a *attempt) run(ctx context.Context) outcome {
 		return a.end(ctx, job.BudgetExhausted, "remaining budget below the first rung's worst case "+first.String()+" cents", job.Settlement{})
 	}
 
-	if o, ok := a.admit(ctx, route, in); !ok {
+	if r, ok := a.admit(ctx, route, in); !ok {
+		o := a.refused(ctx, r)
+		a.leave(ctx)
 		return o
 	}
 	defer a.leave(ctx)
@@ -130,73 +107,6 @@ func (a *attempt) run(ctx context.Context) outcome {
 	a.confirmHold(ctx)
 	a.meter.spent(r.paid.Cost)
 	return a.finish(ctx, r, why, max(first, a.j.Reserve))
-}
-
-// admit lets the attempt's first call go, or hands the job back
-// uncounted (job.Defer) and answers what becomes of the message: its
-// tenant must have a free slot among its jobs in flight, and the first
-// rung's key room in its bucket. A short wait for the bucket is waited in
-// place and the lease renewed after it. An admitted attempt holds its
-// tenant's slot until it leaves.
-func (a *attempt) admit(ctx context.Context, route job.Route, in job.Input) (outcome, bool) {
-	if !a.enter(ctx, route) {
-		return a.deferFor(ctx, a.timing.tenantWait(a.m.receives(), a.rand), job.RateLimited, "the tenant has its limit of jobs in flight"), false
-	}
-	entry, _ := route.Entry(a.j.Lanes)
-	wait, waited := a.take(ctx, entry, in, a.inlineWait(ctx, route))
-	o, ok := outcomeKeep, true
-	switch {
-	case wait > 0:
-		o, ok = a.deferFor(ctx, wait, job.RateLimited, "the provider's rate limit is spent"), false
-	case waited:
-		o, ok = a.renew(ctx)
-	}
-	if !ok {
-		a.leave(ctx)
-		return o, false
-	}
-	a.started(ctx)
-	// The attempt starts when its call may go: a wait for the bucket is
-	// neither run time nor part of the route's timeout, and the lease's
-	// cap counts from here.
-	if now := a.clock.Now(); now.After(a.start) {
-		a.start = now
-	}
-	return o, true
-}
-
-// finish records how the climb r ended, why being the cause its calls were
-// stopped with, and next the worst case a next attempt would need.
-func (a *attempt) finish(ctx context.Context, r climbed, why error, next job.Nanocents) outcome {
-	if r.enlisted {
-		return outcomeDelete // the batch lane holds the job; its collector settles it
-	}
-	if r.err == nil && !errors.Is(why, errLeaseLost) {
-		a.log.Info("attempt succeeded", "model", r.rung.Provider+"/"+r.resp.Model, "lane", r.rung.Lane, "rungs", r.tried, "cost_cents", r.paid.Cost.String(),
-			"saved_cents", r.paid.Saved.String(),
-			"cost_estimated", r.paid.Estimated, "duration_ms", r.took.Milliseconds(),
-			"input_tokens", r.resp.Usage.InputTokens, "output_tokens", r.resp.Usage.OutputTokens)
-		return a.succeed(ctx, r)
-	}
-	if a.deferrable(r, why) {
-		return a.deferFor(ctx, max(pauseOf(r.err), job.Burst), job.RateLimited, "the provider answered 429: its rate limit is spent")
-	}
-	if wait, ok := a.outOfCapacity(r, why); ok {
-		return a.deferFor(ctx, wait, job.CapacityUnavailable, "no lane the job allows had capacity")
-	}
-	if errors.Is(why, errLeaseLost) {
-		a.log.Info("attempt stopped: lease lost or job cancelled", "cost_cents", r.paid.Cost.String(), "duration_ms", r.took.Milliseconds())
-		a.meter.count("LeasesLost", nil)
-		class := r.class
-		if r.err == nil {
-			class = job.Cancelled // a result that arrived after the lease was lost
-		}
-		return a.settleLost(ctx, class, r.paid)
-	}
-	class, detail := failureOf(r, why)
-	a.log.Info("attempt failed", "error_class", class, "rungs", r.tried, "cost_cents", r.paid.Cost.String(),
-		"cost_estimated", r.paid.Estimated, "duration_ms", r.took.Milliseconds())
-	return a.retryOrEnd(ctx, failed{class: class, detail: detail, paid: r.paid, next: next})
 }
 
 // limit is how long the calls may run and what ends them then: the

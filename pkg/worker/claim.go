@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/aijobs/aijobs/pkg/finish"
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/parking"
 )
@@ -18,11 +19,11 @@ const claimTries = 4
 // refused, decides from the record what the message still means.
 func (w *Worker) claim(ctx context.Context, m message) outcome {
 	for range claimTries {
-		now := w.cfg.Clock.Now()
+		now := w.clock.Now()
 		owner := w.cfg.NewOwner()
 		// won runs the attempt this claim made ours.
 		won := func(j job.Job) outcome { return w.newAttempt(m, j, owner, now).run(ctx) }
-		j, err := w.cfg.Store.Claim(ctx, job.Claim{ID: m.jobID, Owner: owner, Now: now, LeaseUntil: now.Add(w.cfg.Timing.LeaseTTL)})
+		j, err := w.store.Claim(ctx, job.Claim{ID: m.jobID, Owner: owner, Now: now, LeaseUntil: now.Add(w.timing.LeaseTTL)})
 		switch job.ErrorCode(err) {
 		case "":
 			return won(j)
@@ -33,7 +34,7 @@ func (w *Worker) claim(ctx context.Context, m message) outcome {
 			// The claim may have been applied and only its answer lost
 			// (the SDK's retries ran out): then the job, and the hold the
 			// claim took, are ours, and leaving them would leak both.
-			if cur, gerr := w.cfg.Store.Get(ctx, m.jobID); gerr == nil && cur.State == job.Running && cur.LeaseOwner == owner {
+			if cur, gerr := w.store.Get(ctx, m.jobID); gerr == nil && cur.State == job.Running && cur.LeaseOwner == owner {
 				return won(cur)
 			}
 			m.log.Error("claim failed", "err", err)
@@ -67,19 +68,18 @@ func (w *Worker) refused(ctx context.Context, m message, cur job.Job, now time.T
 		// Another worker holds a live lease, or the job waits out a
 		// retry backoff: hide the message until that ends, so it
 		// returns only if the owner dies or the backoff is over.
-		if err := w.cfg.Queue.ChangeVisibility(ctx, m.ReceiptHandle, d.Delay+100*time.Millisecond); err != nil {
+		if err := w.queue.ChangeVisibility(ctx, m.ReceiptHandle, d.Delay+100*time.Millisecond); err != nil {
 			m.log.Warn("hiding a message behind a lease or backoff failed", "err", err)
 		}
 		m.log.Info("job held by another worker or backing off", "wait", d.Delay.String())
 		w.meter.count("DuplicatesAbsorbed", nil)
 		return outcomeKeep, false
 	case job.Stop:
-		_, err := w.cfg.Store.End(ctx, job.End{ID: m.jobID, Now: now, Class: d.Class,
-			ExpiresAt: w.cfg.Retention.ExpiresAt(d.Class.FinalState(), now)})
+		_, err := finish.Of{Job: job.Job{ID: m.jobID}, Now: now, Retention: w.retention}.End(d.Class, "").Apply(ctx, w.store)
 		switch job.ErrorCode(err) {
 		case "":
 			m.log.Info("job ended before an attempt", "error_class", d.Class)
-			w.meter.ended(d.Class)
+			w.afterEnd.Count(d.Class)
 			return outcomeDelete, false
 		case job.CodeConflict:
 			return outcomeKeep, true
@@ -92,15 +92,10 @@ func (w *Worker) refused(ctx context.Context, m message, cur job.Job, now time.T
 }
 
 // newAttempt is the attempt a claim at start by owner won on j, handed
-// what it uses: the store, queue, lot, quarantine and providers it calls, the clock,
-// timing and retention it follows, and the meter it counts in.
+// the worker's crew: what it calls, the rules it follows and the meter it
+// counts in.
 func (w *Worker) newAttempt(m message, j job.Job, owner string, start time.Time) *attempt {
-	return &attempt{
-		store: w.cfg.Store, queue: w.cfg.Queue, lot: w.cfg.Parking, providers: w.cfg.Providers, buckets: w.cfg.Buckets, slots: w.cfg.Slots, inFlight: w.cfg.InFlight, queued: w.cfg.Queued, queuedMax: w.cfg.QueuedLimit, routes: w.cfg.Routes,
-		quarantine: w.cfg.Quarantine, quarantineFor: w.cfg.QuarantineFor,
-		clock: w.cfg.Clock, timing: w.cfg.Timing, retention: w.cfg.Retention, rand: w.cfg.Rand, meter: w.meter,
-		m: m, j: j, owner: owner, start: start, log: m.log.With("attempt", j.Attempts), held: j.Reserve,
-	}
+	return &attempt{crew: w.crew, m: m, j: j, owner: owner, start: start, log: m.log.With("attempt", j.Attempts), held: j.Reserve}
 }
 
 // recover settles the dead attempt cur carries: its lease ran out
@@ -111,7 +106,7 @@ func (w *Worker) newAttempt(m message, j job.Job, owner string, start time.Time)
 // decide again (the settlement landed, or the record moved) and, if not,
 // what becomes of the message.
 func (w *Worker) recover(ctx context.Context, cur job.Job, now time.Time, log *slog.Logger) (outcome, bool) {
-	how, j, err := parking.Settle(ctx, w.cfg.Store, w.cfg.Parking, cur, now)
+	how, j, err := parking.Recover(ctx, w.store, w.lot, cur, now)
 	switch code := job.ErrorCode(err); {
 	case code == "" && how == parking.Returned:
 		log.Warn("a job no collector took from the batch lane was given back, its hold returned", "dead_owner", cur.LeaseOwner)

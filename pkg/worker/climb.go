@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"errors"
 	"math"
 	"time"
 
@@ -107,10 +108,7 @@ func (a *attempt) climbLanes(ctx context.Context, r *climbed, plan []job.Rung, i
 			if !first || moved || !ok {
 				continue // a job enters a batch lane only before any call, with time to wait
 			}
-			r.rung, r.enlisted = lane, true
-			if r.err = a.enlist(ctx, lane, in, until); r.err != nil {
-				r.class, r.enlisted = job.Internal, false
-			}
+			a.enlistIn(ctx, r, lane, in, until)
 			return true
 		}
 		if !a.holdFor(ctx, r.paid.Cost+lane.WorstCase(in)) {
@@ -120,14 +118,8 @@ func (a *attempt) climbLanes(ctx context.Context, r *climbed, plan []job.Rung, i
 			}
 			return true
 		}
-		if !first || moved {
-			// No wait in place here: the route's timeout and the lease's
-			// cap are already running.
-			if wait, _ := a.take(ctx, lane, in, 0); wait > 0 {
-				a.log.Info("no fallback: the next call's provider is rate limited", "error_class", r.class, "lane", lane.String(), "wait_ms", wait.Milliseconds())
-				r.wait = wait
-				return true
-			}
+		if (!first || moved) && !a.takeLater(ctx, r, lane, in) {
+			return true
 		}
 		if moved {
 			a.log.Info("moving to the rung's next lane", "error_class", r.class, "lane", lane.String())
@@ -137,26 +129,14 @@ func (a *attempt) climbLanes(ctx context.Context, r *climbed, plan []job.Rung, i
 		if k+1 < len(plan) {
 			lane.Timeout = a.laneTimeout(lane, plan[k+1])
 		}
-		r.rung = lane
-		a.progress.Store(0)
-		resp, err, timedOut := a.call(ctx, lane, in, a.awaiter(ctx, lane, r.paid))
-		class, usage := model.Classify(err)
-		if err == nil {
-			usage = resp.Usage
-		}
-		// Priced at the tier that served the call: a priority call the
-		// provider served (and billed) at standard saved nothing.
-		r.rung = lane.Served(resp.Served)
-		r.pay(usage, r.rung)
-		a.untake(context.WithoutCancel(ctx), lane, in, resp, err)
-		r.resp, r.err, r.class = resp, err, class
-		if err == nil || ctx.Err() != nil {
+		timedOut := a.callLane(ctx, r, lane, in)
+		if r.err == nil || ctx.Err() != nil {
 			return true // answered, or the attempt itself is over
 		}
 		if timedOut {
 			r.class = job.Timeout
 		}
-		if !timedOut && class != job.CapacityUnavailable {
+		if !timedOut && r.class != job.CapacityUnavailable {
 			return false
 		}
 	}
@@ -167,6 +147,50 @@ func (a *attempt) climbLanes(ctx context.Context, r *climbed, plan []job.Rung, i
 		r.err, r.class = errNoLaneInTime, job.DeadlineExceeded
 	}
 	return false
+}
+
+// enlistIn hands the job to lane, a batch lane, for its lease there
+// (until): the climb r ends enlisted, or failed (Internal) when the
+// enlist is refused.
+func (a *attempt) enlistIn(ctx context.Context, r *climbed, lane job.Rung, in job.Input, until time.Time) {
+	r.rung, r.enlisted = lane, true
+	if r.err = a.enlist(ctx, lane, in, until); r.err != nil {
+		r.class, r.enlisted = job.Internal, false
+	}
+}
+
+// takeLater takes a later call's worst case (a fallback rung's, or the
+// rung's next lane's) from its bucket with no wait in place: the route's
+// timeout and the lease's cap are already running. It reports whether
+// the call may go; a wait the bucket asks for ends the climb r with it.
+func (a *attempt) takeLater(ctx context.Context, r *climbed, lane job.Rung, in job.Input) bool {
+	wait, _ := a.take(ctx, lane, in, 0)
+	if wait <= 0 {
+		return true
+	}
+	a.log.Info("no fallback: the next call's provider is rate limited", "error_class", r.class, "lane", lane.String(), "wait_ms", wait.Milliseconds())
+	r.wait = wait
+	return false
+}
+
+// callLane calls lane for the climb r and records on r what it answered
+// and what it cost, and tells the lane's bucket how it went; it reports
+// whether the call ran out of its time.
+func (a *attempt) callLane(ctx context.Context, r *climbed, lane job.Rung, in job.Input) bool {
+	r.rung = lane
+	a.progress.Store(0)
+	resp, err, timedOut := a.call(ctx, lane, in, a.awaiter(ctx, lane, r.paid))
+	class, usage := model.Classify(err)
+	if err == nil {
+		usage = resp.Usage
+	}
+	// Priced at the tier that served the call: a priority call the
+	// provider served (and billed) at standard saved nothing.
+	r.rung = lane.Served(resp.Served)
+	r.pay(usage, r.rung)
+	a.untake(context.WithoutCancel(ctx), lane, in, resp, err)
+	r.resp, r.err, r.class = resp, err, class
+	return timedOut
 }
 
 // laneTimeout is how long a call in lane may run when next is the lane
@@ -200,23 +224,155 @@ func (a *attempt) holdFor(ctx context.Context, need job.Nanocents) bool {
 	return true
 }
 
-// confirmHold reads what the record holds for the attempt when a raise of
-// its hold went unanswered (the write may have landed and its answer been
-// lost): every cent held on the record while the attempt's lease is on it
-// is the attempt's, and a settlement that returned less would leave a
-// hold on a finished job for ever. The read is retried like the finishing
-// writes; if it never answers, the settlement returns what the attempt
-// knows it holds.
-func (a *attempt) confirmHold(ctx context.Context) {
-	if !a.holdUnsure {
-		return
+// errEnlistRefused is an enlist the record refused or never answered:
+// the attempt made no call and fails, retried.
+var errEnlistRefused = errors.New("handing the job to the batch lane failed")
+
+// batchLease is how long the batch lane would hold the job: until it
+// must come back to meet its deadline in the plan's next lane (then),
+// else until its deadline; false when that leaves less than the lane's
+// window and one collector period, so the collector would hand it back
+// before any batch could serve it, or, with a next lane, less than the
+// batch's p99: the job would usually be handed back to that lane before
+// its batch answers, and the late answer is billed too. Alone in the
+// plan, the lane is the job's one chance, and it waits to its deadline.
+func (a *attempt) batchLease(rung job.Rung, then []job.Rung) (time.Time, bool) {
+	until := a.j.Deadline
+	if len(then) > 0 {
+		until = until.Add(-then[0].P99())
 	}
-	_ = retryWrite(ctx, a.rand, func() error {
-		cur, err := a.store.Get(ctx, a.j.ID)
-		if err == nil && cur.LeaseOwner == a.owner && cur.Held > a.held {
-			a.log.Info("a raise of the hold whose answer was lost had landed", "held_cents", cur.Held.String())
-			a.held = cur.Held
-		}
+	stay := until.Sub(a.clock.Now())
+	return until, stay > rung.Window+a.timing.CollectEvery && (len(then) == 0 || stay >= rung.P99())
+}
+
+// enlist hands the job to rung's batch lane (job.Enlist) until until
+// instead of calling, the hold raised to the batch price's worst case
+// first. A collector submits it in a provider batch and settles it
+// (docs/architecture.md, "The batch lane").
+func (a *attempt) enlist(ctx context.Context, rung job.Rung, in job.Input, until time.Time) error {
+	defer a.untake(context.WithoutCancel(ctx), rung, in, model.Response{}, nil) // nothing is called now
+	if !a.holdFor(ctx, rung.WorstCase(in)) {
+		return errEnlistRefused
+	}
+	e := job.Enlist{ID: a.j.ID, Owner: a.owner, Now: a.stamp(), Lane: job.LaneKey(a.j.Model, a.rungIndex(rung)), Until: until}
+	err := retryWrite(ctx, a.rand, func() error {
+		_, err := a.store.Enlist(ctx, e)
 		return err
 	})
+	if cur, ok := job.ConflictJob(err); ok && cur.LeaseOwner == job.BatchOwner(a.owner) {
+		err = nil // a retry of an enlist that landed, its answer lost
+	}
+	if err != nil {
+		a.log.Warn("enlisting the job in the batch lane failed", "err", err)
+		return errEnlistRefused
+	}
+	a.log.Info("job enlisted in the batch lane", "lane", e.Lane, "until", until.Format(time.RFC3339))
+	a.meter.count("JobsEnlisted", nil)
+	return nil
+}
+
+// rungIndex is the index of rung in the job's route.
+func (a *attempt) rungIndex(rung job.Rung) int {
+	return a.routes[a.j.Model].RungOf(rung.Provider, rung.Model)
+}
+
+// resumer is a provider that keeps generations by id (OpenAI's background
+// responses), so a call can fetch one an earlier attempt started instead
+// of generating again (model.Request.Resume).
+type resumer interface {
+	Resumes() bool
+}
+
+// awaitWrite bounds the write that records a pending generation: the
+// provider is generating meanwhile, and a store that does not answer
+// within it costs only the chance to resume (the call goes on).
+const awaitWrite = 2 * time.Second
+
+// awaiter is the Started hook of a call on rung, paid being what the
+// attempt's earlier rungs cost: it records the generation the provider
+// keeps (job.Await) before the call waits for it, so that if this attempt
+// dies, the worker that takes the job over resumes it rather than paying
+// for it again (docs/architecture.md, "Resuming a paid generation").
+func (a *attempt) awaiter(ctx context.Context, rung job.Rung, paid job.Settlement) func(id string) {
+	return func(id string) {
+		if id == "" || len(id) > job.MaxPendingID {
+			a.log.Warn("the provider's generation id is not recordable; it cannot be resumed", "id_bytes", len(id))
+			return
+		}
+		p := job.Pending{Owner: a.owner, Provider: rung.Provider, Model: rung.Model, ID: id,
+			Held: a.held, Paid: paid.Cost, Estimated: paid.Estimated}
+		if rung.Lane != job.Standard {
+			p.Lane = rung.Lane
+		}
+		wctx, cancel := context.WithTimeout(ctx, awaitWrite)
+		defer cancel()
+		err := retryWrite(wctx, a.rand, func() error {
+			_, err := a.store.Await(wctx, job.Await{ID: a.j.ID, Owner: a.owner, Now: a.stamp(), Pending: p})
+			return err
+		})
+		if err != nil {
+			a.log.Warn("recording the pending generation failed: it cannot be resumed if this attempt dies", "err", err)
+		}
+	}
+}
+
+// resume fetches the generation a written-off attempt left with its
+// provider (job.Job.Resumable) before anything is generated, and reports
+// whether it answered. The answer was billed to the dead attempt, once:
+// its cost replaces that attempt's estimate (replaceEstimate), and this
+// attempt pays nothing for fetching it. A generation that is gone,
+// failed, or cannot be fetched is generated again by the climb, as if
+// there had been none; the dead attempt's estimate then stays.
+func (a *attempt) resume(ctx context.Context, route job.Route, in job.Input) (climbed, bool) {
+	if !a.j.Resumable() {
+		return climbed{}, false
+	}
+	p := *a.j.Pending
+	rung, laned := job.Rung{}, false
+	if i := route.RungOf(p.Provider, p.Model); i >= 0 {
+		rung, laned = route.Rungs[i].InLane(p.Lane)
+	}
+	prov, ok := a.providers[p.Provider]
+	if r, can := prov.(resumer); !laned || !ok || !can || !r.Resumes() {
+		a.log.Info("the pending generation's rung is no longer a resumable one; generating again", "provider", p.Provider, "model", p.Model, "lane", p.Lane)
+		return climbed{}, false
+	}
+	rctx, cancel := context.WithTimeoutCause(ctx, rung.Timeout, errRungTimeout)
+	defer cancel()
+	resp, err := prov.Generate(rctx, model.Request{JobID: a.j.ID, Model: rung.Model, Messages: in.Messages,
+		MaxTokens: rung.OutputCap(in), Temperature: in.Temperature, Resume: p.ID})
+	if err != nil {
+		class, _ := model.Classify(err)
+		a.log.Info("the pending generation could not be resumed; generating again", "gone", errors.Is(err, model.ErrGone), "error_class", class)
+		a.meter.count("ResumesFailed", nil)
+		return climbed{}, false
+	}
+	if resp.Model == "" {
+		resp.Model = rung.Model
+	}
+	u, rung := resp.Usage, rung.Served(resp.Served)
+	a.replaceEstimate(ctx, job.Resume{ID: a.j.ID, Of: p, Cost: u.Cost(rung.Price), Estimated: u.Estimated,
+		Saved: u.Saved(rung)})
+	// Nothing of the bucket's take was used: the generation was taken for
+	// when it was started.
+	entry, _ := route.Entry(a.j.Lanes)
+	a.untake(context.WithoutCancel(ctx), entry, in, model.Response{}, nil)
+	a.log.Info("resumed the pending generation of a written-off attempt", "provider", p.Provider, "model", p.Model)
+	a.meter.count("GenerationsResumed", nil)
+	return climbed{resp: resp, rung: rung, tried: 1}, true
+}
+
+// replaceEstimate replaces the dead attempt's estimate with what its
+// generation cost, and adds what its lane saved (job.Resume, stamped
+// here). A write that never lands leaves the estimate, an upper bound the
+// record already says is estimated.
+func (a *attempt) replaceEstimate(ctx context.Context, r job.Resume) {
+	err := retryWrite(ctx, a.rand, func() error {
+		r.Now = a.stamp()
+		_, err := a.store.Resume(ctx, r)
+		return err
+	})
+	if err != nil {
+		a.log.Warn("replacing the written-off attempt's estimate with its resumed generation's cost failed; the estimate stays", "err", err)
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/aijobs/aijobs/pkg/finish"
 	"github.com/aijobs/aijobs/pkg/job"
 )
 
@@ -31,11 +32,11 @@ func (w *Worker) atReceiveLimit(m message) bool {
 // If the hand-off itself fails, the message goes back: its last receive
 // is the next try, and the reconciler marks the job if redrive wins.
 func (w *Worker) handOff(ctx context.Context, m message, o outcome) outcome {
-	ctx, cancel := detached(ctx, w.cfg.Timing.handOffMargin())
+	ctx, cancel := detached(ctx, w.timing.handOffMargin())
 	defer cancel()
 	if o == outcomeKeep && m.jobID != "" {
 		delay, tenant := w.unneeded(ctx, m)
-		if err := w.cfg.Queue.SendAfter(ctx, m.jobID, tenant, delay); err != nil {
+		if err := w.queue.SendAfter(ctx, m.jobID, tenant, delay); err != nil {
 			m.log.Warn("renewing a message at its receive limit failed; it goes back", "err", err)
 			return o
 		}
@@ -43,7 +44,7 @@ func (w *Worker) handOff(ctx context.Context, m message, o outcome) outcome {
 		w.meter.count("MessagesRenewed", nil)
 		return outcomeDelete
 	}
-	if err := w.cfg.Queue.DeadLetter(ctx, m.Body, "receive_limit"); err != nil {
+	if err := w.queue.DeadLetter(ctx, m.Body, "receive_limit"); err != nil {
 		m.log.Warn("dead-lettering a message at its receive limit failed; it goes back", "err", err)
 		return o
 	}
@@ -60,13 +61,13 @@ func (w *Worker) handOff(ctx context.Context, m message, o outcome) outcome {
 // becomes cost; see recover).
 func (w *Worker) markDeadLettered(ctx context.Context, id string, log *slog.Logger) {
 	for range 2 {
-		now := w.cfg.Clock.Now()
-		_, err := w.cfg.Store.End(ctx, job.End{ID: id, Now: now, Class: job.DeadLettered, Detail: "message dead-lettered at its receive limit",
-			ExpiresAt: w.cfg.Retention.ExpiresAt(job.Failed, now)})
+		now := w.clock.Now()
+		_, err := finish.Of{Job: job.Job{ID: id}, Now: now, Retention: w.retention}.
+			End(job.DeadLettered, "message dead-lettered at its receive limit").Apply(ctx, w.store)
 		cur, refused := job.ConflictJob(err)
 		switch {
 		case err == nil:
-			w.meter.ended(job.DeadLettered)
+			w.afterEnd.Count(job.DeadLettered)
 			return
 		case refused && cur.DeadAttempt(now):
 			if _, again := w.recover(ctx, cur, now, log); !again {
@@ -88,13 +89,13 @@ func (w *Worker) markDeadLettered(ctx context.Context, id string, log *slog.Logg
 // gets one at once; a record that cannot be read gets one lease TTL. It
 // answers the job's tenant too, the fresh message's group.
 func (w *Worker) unneeded(ctx context.Context, m message) (time.Duration, string) {
-	j, err := w.cfg.Store.Get(ctx, m.jobID)
+	j, err := w.store.Get(ctx, m.jobID)
 	if err != nil {
 		// The group SQS delivered the message in, where it says (AWS,
 		// moto; kumo does not).
-		return w.cfg.Timing.LeaseTTL, m.Attributes["MessageGroupId"]
+		return w.timing.LeaseTTL, m.Attributes["MessageGroupId"]
 	}
-	if d := job.WhyRefused(j, w.cfg.Clock.Now()); d.Action == job.Wait {
+	if d := job.WhyRefused(j, w.clock.Now()); d.Action == job.Wait {
 		return d.Delay, j.Tenant
 	}
 	return 0, j.Tenant

@@ -32,7 +32,7 @@ import (
 //
 // It runs until ctx ends (the outcome is recorded), past the call's end:
 // the lease reaches caps.call at most while the call runs, and
-// caps.settle once it has ended and its outcome waits to be written.
+// caps.record once it has ended and its outcome waits to be written.
 func (a *attempt) heartbeat(ctx, call context.Context, caps leaseCaps) {
 	defer func() {
 		if v := recover(); v != nil {
@@ -111,14 +111,14 @@ func (a *attempt) heartbeat(ctx, call context.Context, caps leaseCaps) {
 
 // leaseCaps are how far an attempt's lease may reach: call while its
 // model call runs (the attempt's deadline: a worker whose call overran it
-// gives the job up), settle once the call has ended and the outcome is
+// gives the job up), record once the call has ended and the outcome is
 // being written (the end of the finish context: until then this worker
 // may still record the paid answer, so no one else should claim it).
-type leaseCaps struct{ call, settle time.Time }
+type leaseCaps struct{ call, record time.Time }
 
 func (c leaseCaps) at(call context.Context) time.Time {
-	if call.Err() != nil && c.settle.After(c.call) {
-		return c.settle
+	if call.Err() != nil && c.record.After(c.call) {
+		return c.record
 	}
 	return c.call
 }
@@ -132,9 +132,9 @@ func (a *attempt) startHeartbeat(ctx, call context.Context, route job.Route) {
 	beating := make(chan struct{})
 	a.beatsDone = sync.OnceFunc(func() { stopBeats(); a.awaitHeartbeat(beating) })
 	caps := leaseCaps{call: a.start.Add(route.Timeout() + a.timing.AttemptMargin)}
-	caps.settle = caps.call
+	caps.record = caps.call
 	if dl, ok := ctx.Deadline(); ok {
-		caps.settle = dl.Add(-a.timing.finishMargin())
+		caps.record = dl.Add(-a.timing.finishMargin())
 	}
 	go func() {
 		defer close(beating)

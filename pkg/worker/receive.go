@@ -77,7 +77,7 @@ func (w *Worker) receive(ctx context.Context, sqsm events.SQSMessage, renew *ren
 // queue itself, with a reason, instead of letting it loop until
 // maxReceiveCount.
 func (w *Worker) poison(ctx context.Context, m message, reason string) outcome {
-	if err := w.cfg.Queue.DeadLetter(ctx, m.Body, reason); err != nil {
+	if err := w.queue.DeadLetter(ctx, m.Body, reason); err != nil {
 		m.log.Error("dead-lettering a poison message failed", "reason", reason, "err", err)
 		return outcomeTrouble
 	}
@@ -94,10 +94,10 @@ func (w *Worker) poison(ctx context.Context, m message, reason string) outcome {
 // the bound, and the reconciler's (docs/architecture.md) for a job whose
 // message is lost.
 func (w *Worker) backOff(ctx context.Context, m message) {
-	ctx, cancel := detached(ctx, w.cfg.Timing.handOffMargin())
+	ctx, cancel := detached(ctx, w.timing.handOffMargin())
 	defer cancel()
-	d := job.Backoff(m.receives(), w.cfg.Timing.BackoffBase, w.cfg.Timing.BackoffMax, w.cfg.Rand())
-	if err := w.cfg.Queue.ChangeVisibility(ctx, m.ReceiptHandle, d); err != nil {
+	d := job.Backoff(m.receives(), w.timing.BackoffBase, w.timing.BackoffMax, w.rand())
+	if err := w.queue.ChangeVisibility(ctx, m.ReceiptHandle, d); err != nil {
 		m.log.Warn("bringing a failed message back early failed; it returns at its visibility timeout", "err", err)
 	}
 }

@@ -6,10 +6,15 @@
 //
 // The files follow a message and its attempt: a message is received
 // (receive.go), its job claimed (claim.go) and, near the receive limit,
-// handed off (handoff.go); an attempt runs (attempt.go), climbing the
-// route's rungs (climb.go), each a model call (call.go); its finish
-// settles what it cost (settle.go) as a success, a retry (retry.go) or an
-// end (end.go), parked when the store will not take it (park.go); its
+// handed off (handoff.go); the worker's crew and Config are in worker.go.
+// An attempt runs (attempt.go) once admission lets its call go (admit.go:
+// its tenant's slot, its bucket's take, its queued place, a deferral, the
+// lease renewed after a wait), climbing the route's rungs and lanes,
+// enlisted in a batch lane or resuming a paid generation (climb.go), each
+// rung a model call (call.go) that tells its provider's bucket how it
+// went (bucket.go); its finish (finish.go) records what it cost as a
+// success, a retry or an end (pkg/finish builds the writes and follows
+// the end), or a deferral, parked when the store will not take it. Its
 // lease is kept by the heartbeat (heartbeat.go), the lease guard
 // (guard.go) and the invocation's batched renewals (renewals.go).
 package worker
@@ -23,15 +28,11 @@ import (
 
 	"github.com/aws/aws-lambda-go/events"
 
+	"github.com/aijobs/aijobs/pkg/finish"
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/model"
 	"github.com/aijobs/aijobs/pkg/parking"
 )
-
-// Quarantiner keeps the inputs known to fail.
-type Quarantiner interface {
-	Quarantine(ctx context.Context, q job.Quarantine) error
-}
 
 // Store is the part of the job store the worker drives.
 type Store interface {
@@ -39,10 +40,8 @@ type Store interface {
 	Claim(context.Context, job.Claim) (job.Job, error)
 	Heartbeat(context.Context, job.Heartbeat) (job.Job, error)
 	HoldMore(context.Context, job.HoldMore) (job.Job, error)
-	Succeed(context.Context, job.Succeed) (job.Job, error)
-	Release(context.Context, job.Release) (job.Job, error)
+	finish.Finisher // the finishing writes, recorded as every finisher records them
 	Defer(context.Context, job.Defer) (job.Job, error)
-	End(context.Context, job.End) (job.Job, error)
 	WriteOff(context.Context, job.WriteOff) (job.Job, error)
 	Await(context.Context, job.Await) (job.Job, error)
 	Resume(context.Context, job.Resume) (job.Job, error)
@@ -74,15 +73,6 @@ type meter struct{ Metrics }
 
 func (m meter) count(metric string, dims map[string]string) {
 	m.Emit(metric, 1, "Count", dims)
-}
-
-// ended counts a job that reached a terminal state for good.
-func (m meter) ended(class job.ErrorClass) {
-	if class.FinalState() == job.Abandoned {
-		m.count("JobsAbandoned", map[string]string{"ErrorClass": string(class)})
-		return
-	}
-	m.count("JobsFailed", map[string]string{"ErrorClass": string(class)})
 }
 
 // spent reports money an attempt cost, in cents (metrics need no exactness;
@@ -158,7 +148,7 @@ type Config struct {
 	// Quarantine is where a job that ended with a deterministic class
 	// puts its input (job.Quarantine), for QuarantineFor; nil, or a zero
 	// QuarantineFor, quarantines nothing.
-	Quarantine    Quarantiner
+	Quarantine    finish.Quarantiner
 	QuarantineFor time.Duration
 	Timing        Timing
 	// ReceiveLimit is the queue's maxReceiveCount (0: none). A message the
@@ -178,8 +168,46 @@ type Config struct {
 
 // Worker handles SQS batches of job messages.
 type Worker struct {
-	cfg   Config
-	meter meter
+	cfg Config
+	*crew
+}
+
+// crew is what a worker and each of its attempts work with, made once from
+// the Config: the store, queue and lot they write, the providers and
+// routes they call, the rules they follow (timing, retention, admission,
+// what follows an end) and the meter they count in.
+type crew struct {
+	store     Store
+	queue     Queue
+	lot       parking.Lot // nil parks nothing
+	afterEnd  finish.AfterEnd
+	providers map[string]model.Provider
+	routes    map[string]job.Route
+	clock     job.Clock
+	timing    Timing
+	retention job.Retention
+	rand      func() float64
+	meter     meter
+	admission
+}
+
+// admission is who may call now: a tenant keeps to its limit of jobs in
+// flight (slots, inFlight), gives back its queued place when its first
+// call starts (queued, queuedMax), and a provider key to its rate limit
+// (buckets). A nil collaborator is no limit.
+type admission struct {
+	buckets   Buckets
+	slots     Slots
+	inFlight  func(tenant string) int
+	queued    Slots
+	queuedMax func(tenant string) int
+}
+
+// granted is what admission granted one attempt: its slot in flight, once
+// entered, and its last allowed take, which its give returns at.
+type granted struct {
+	slot  job.Slot
+	taken taken
 }
 
 // New returns a worker; nil Rand, NewOwner and Logger get defaults.
@@ -199,7 +227,11 @@ func New(cfg Config) *Worker {
 	if cfg.Clock == nil {
 		cfg.Clock = job.SystemClock{}
 	}
-	return &Worker{cfg: cfg, meter: meter{cfg.Metrics}}
+	return &Worker{cfg: cfg, crew: &crew{store: cfg.Store, queue: cfg.Queue, lot: cfg.Parking,
+		afterEnd:  finish.AfterEnd{Quarantine: cfg.Quarantine, QuarantineFor: cfg.QuarantineFor, Metrics: cfg.Metrics},
+		providers: cfg.Providers, routes: cfg.Routes, clock: cfg.Clock, timing: cfg.Timing, retention: cfg.Retention,
+		rand: cfg.Rand, meter: meter{cfg.Metrics},
+		admission: admission{buckets: cfg.Buckets, slots: cfg.Slots, inFlight: cfg.InFlight, queued: cfg.Queued, queuedMax: cfg.QueuedLimit}}}
 }
 
 // Handle processes every message of the batch concurrently, each with its
@@ -207,7 +239,7 @@ func New(cfg Config) *Worker {
 // back as batch item failures (Lambda deletes the rest).
 func (w *Worker) Handle(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 	keep := make([]bool, len(ev.Records))
-	renew := newRenewals(ctx, w.cfg.Queue, w.cfg.Timing.Heartbeat)
+	renew := newRenewals(ctx, w.queue, w.timing.Heartbeat)
 	var wg sync.WaitGroup
 	for i, m := range ev.Records {
 		wg.Add(1)
