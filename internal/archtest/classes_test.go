@@ -14,10 +14,11 @@ import (
 // the rest.
 
 // libraries are shared code below the handlers: the settings, the
-// configuration, the model interface, the webhook signatures, the client.
+// configuration, the model interface, the webhook signatures, the client,
+// the finishing writes every finisher builds.
 // A handler may import them; one that reached an adapter would make each
 // handler importing it reach one too (handlerViolations looks through).
-var libraries = []string{"pkg/config", "pkg/settings", "pkg/model", "pkg/webhook", "pkg/client"}
+var libraries = []string{"pkg/config", "pkg/settings", "pkg/model", "pkg/webhook", "pkg/client", "pkg/finish"}
 
 // wiring hands adapters to handlers: the role packages, the dev server,
 // the commands, the Lambda functions and the CDK stack.
