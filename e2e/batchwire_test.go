@@ -74,8 +74,15 @@ func runBatchLane(t *testing.T, srv batchServer) {
 	routes := `{"providers": {"p": {"kind": "` + srv.kind + `", ` + srv.entry(hs.URL) + `, "stream": false}},
   "routes": {"default": {"rungs": [{"provider": "p", "model": "m-test", "price": {"input": "100", "output": "400"}, "timeout": "10s", "p99": "5s",
     "lanes": {"batch": {"price": {"input": "50", "output": "200"}, "p99": "60s", "window": "300ms", "min_jobs": ` + fmt.Sprint(max(srv.min, 1)) + `}}}]}}}`
-	s := startStackWith(t, map[string]string{"AIJOBS_ROUTES": routes, "AIJOBS_COLLECT_EVERY": "250ms", "AIJOBS_BATCH_ROLE_ARN": "arn:aws:iam::123456789012:role/batch",
-		"AIJOBS_WORKER_TIMEOUT": "20s", "AIJOBS_VISIBILITY_TIMEOUT": "21s"}, false)
+	// The steady lease: the standard calls are counted exactly (two), and
+	// a heartbeat late under load with the harness's 1 s lease would
+	// rightly make one of them two.
+	env := map[string]string{"AIJOBS_ROUTES": routes, "AIJOBS_COLLECT_EVERY": "250ms", "AIJOBS_BATCH_ROLE_ARN": "arn:aws:iam::123456789012:role/batch",
+		"AIJOBS_WORKER_TIMEOUT": "20s", "AIJOBS_VISIBILITY_TIMEOUT": "21s"}
+	for k, v := range steadyLease {
+		env[k] = v
+	}
+	s := startStackWith(t, env, false)
 	rung := s.app.Config.Routes["default"].Rungs[0]
 	batch, _ := rung.InLane(job.Batch)
 	var ids []string

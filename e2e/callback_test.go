@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -214,6 +215,7 @@ func TestCallbackLatencyAndCallsPerJob(t *testing.T) {
 	s := startStack(t, callbackEnv)
 	r := newReceiver(t, s)
 	const n = 40
+	var ran []time.Duration // the plain jobs' create to finish: what this machine does now
 	run := func(name, extra string) map[string]int {
 		s.calls.Reset()
 		var ids []string
@@ -223,15 +225,22 @@ func TestCallbackLatencyAndCallsPerJob(t *testing.T) {
 		for _, id := range ids {
 			s.wait("tenant-a", id, 20*time.Second, "succeeded")
 		}
-		if extra != "" {
-			deadline := time.Now().Add(20 * time.Second)
-			for {
-				acked, _, _, _, _ := r.snapshot()
-				if len(acked) >= n || time.Now().After(deadline) {
-					break
+		if extra == "" {
+			for _, id := range ids {
+				j, err := s.app.Store.Get(context.Background(), id)
+				if err != nil {
+					t.Fatal(err)
 				}
-				time.Sleep(50 * time.Millisecond)
+				ran = append(ran, j.UpdatedAt.Sub(j.CreatedAt))
 			}
+		} else {
+			awaitProgress(t, 20*time.Second, 50*time.Millisecond, func() (int, bool) {
+				acked, _, _, _, _ := r.snapshot()
+				return len(acked), len(acked) >= n
+			}, func() string {
+				acked, _, _, _, _ := r.snapshot()
+				return fmt.Sprintf("%d of %d acknowledged", len(acked), n)
+			})
 			time.Sleep(500 * time.Millisecond) // the last delivery's record write
 		}
 		return s.calls.Snapshot()
@@ -262,8 +271,15 @@ func TestCallbackLatencyAndCallsPerJob(t *testing.T) {
 		float64(a)/n, float64(b)/n, float64(b-a)/n)
 	t.Logf("without: %s", strings.Join(aops, " "))
 	t.Logf("with:    %s", strings.Join(bops, " "))
-	if p(0.99) > 10*time.Second {
-		t.Errorf("p99 callback latency %s on a healthy receiver", p(0.99))
+	// A delivery is a chain of AWS calls and polls as long as a job's own
+	// run: its p99 within 10 s, or within four times the p99 of the plain
+	// jobs' create to finish when this machine is too busy to run those
+	// in 2.5 s. A delivery that waited for a retry, a visibility timeout
+	// or a sweep is over it either way.
+	slices.Sort(ran)
+	base := ran[min(len(ran)-1, len(ran)*99/100)]
+	if bound := max(10*time.Second, 4*base); p(0.99) > bound {
+		t.Errorf("p99 callback latency %s on a healthy receiver, over %s (plain jobs' p99 create to finish %s)", p(0.99), bound, base)
 	}
 }
 

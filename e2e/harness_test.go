@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -101,6 +102,8 @@ type stack struct {
 	url  string
 	app  *app.App
 	fake *fake.Provider
+	// called is when the fake's first call for each job came.
+	called *firstCalls
 	// calls counts every AWS call the stack's handlers make.
 	calls  *awsclient.Counter
 	ddb    *awsddb.Client
@@ -126,11 +129,12 @@ func startStackWith(t *testing.T, overrides map[string]string, fakeModel bool) *
 		t.Fatal(err)
 	}
 	f := fake.New(fake.Config{Latency: cfg.Shortcut.FakeLatency, Price: cfg.Shortcut.Price})
+	called := &firstCalls{Provider: f, at: map[string]time.Time{}}
 	ctx, cancel := context.WithCancel(context.Background())
 	calls := awsclient.NewCounter()
 	opts := app.Options{CreateResources: true, Counter: calls}
 	if fakeModel {
-		opts.EveryProvider = f
+		opts.EveryProvider = called
 	}
 	a, err := app.New(ctx, cfg, opts)
 	if err != nil {
@@ -151,15 +155,46 @@ func startStackWith(t *testing.T, overrides map[string]string, fakeModel bool) *
 		}
 	})
 	awsCfg := awstest.Config(t, nil)
-	return &stack{t: t, url: "http://" + ln.Addr().String(), app: a, fake: f, calls: calls,
+	return &stack{t: t, url: "http://" + ln.Addr().String(), app: a, fake: f, called: called, calls: calls,
 		ddb: awsclient.DynamoDB(awsCfg), sqs: awsclient.SQS(awsCfg), client: apiClient(t)}
+}
+
+// firstCalls is the counting fake, noting when each job's first call
+// came: the latest moment its worker can have planned the call, so a test
+// can hold a choice to the time the job had left then, not to the time
+// an idle machine would have left it.
+type firstCalls struct {
+	*fake.Provider // its batch lane, and its counts, unchanged
+	mu             sync.Mutex
+	at             map[string]time.Time
+}
+
+func (p *firstCalls) Generate(ctx context.Context, r model.Request) (model.Response, error) {
+	p.mu.Lock()
+	if _, ok := p.at[r.JobID]; !ok {
+		p.at[r.JobID] = time.Now()
+	}
+	p.mu.Unlock()
+	return p.Provider.Generate(ctx, r)
+}
+
+// of is when the job's first call came, and false before any (a job
+// that ran in the batch lane has none).
+func (p *firstCalls) of(jobID string) (time.Time, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	at, ok := p.at[jobID]
+	return at, ok
 }
 
 // apiClient is the HTTP client every test talks to the API with: each
 // request and answer is held to docs/openapi.yaml, and one the document
-// does not declare fails the test.
+// does not declare fails the test. It waits past the dev gateway's own
+// limits (the API function's 10 s, HTTP API's 30 s integration timeout),
+// so a slow answer reaches the test as the gateway's, not as the
+// client's timeout racing it.
 func apiClient(t *testing.T) *http.Client {
-	return &http.Client{Timeout: 10 * time.Second, Transport: apispec.Transport(t, nil)}
+	return &http.Client{Timeout: 35 * time.Second, Transport: apispec.Transport(t, nil)}
 }
 
 type response struct {
@@ -267,3 +302,25 @@ func seededHash(t *testing.T, input []byte) string {
 func num(v map[string]any, field string) string { return fmt.Sprint(v[field]) }
 
 var _ model.Provider = (*fake.Provider)(nil)
+
+// awaitProgress polls check every poll until it reports done, and fails
+// the test, with stalled's account, only when check's progress figure
+// has not moved for stall. A bound on the whole wait would be a benchmark
+// of the machine: a run that keeps moving on a loaded laptop is slow, not
+// stuck, and only one that stops moving is.
+func awaitProgress(t *testing.T, stall, poll time.Duration, check func() (progress int, done bool), stalled func() string) {
+	t.Helper()
+	last, since := 0, time.Now()
+	for first := true; ; first = false {
+		n, done := check()
+		if done {
+			return
+		}
+		if first || n != last {
+			last, since = n, time.Now()
+		} else if time.Since(since) > stall {
+			t.Fatalf("no progress for %s: %s", stall, stalled())
+		}
+		time.Sleep(poll)
+	}
+}

@@ -26,6 +26,14 @@ var (
 	lanesScale = flag.Int("lanes.scale", 4, "multiply the lanes run's deadlines, p99s and timeouts")
 )
 
+// laneP99 is each lane's p99 in the lanes route at scale 1, in order of
+// price, cheapest first (and so slowest first): batch at half the
+// standard price, flex at 60%, standard, priority at 1.75 times.
+var laneP99 = []struct {
+	lane job.Lane
+	ms   int
+}{{job.Batch, 20000}, {job.Flex, 6000}, {job.Standard, 2500}, {job.Priority, 1000}}
+
 // lanesRoutes is the lanes route at scale k: one fake rung (standard
 // 100/400 cents per million tokens, p99 2.5 s) offering batch at half the
 // price (p99 20 s; the collector runs every 250 ms, a batch waits 500 ms
@@ -35,11 +43,12 @@ var (
 // multiplied by k.
 func lanesRoutes(k int) string {
 	d := func(ms int) string { return fmt.Sprintf("%dms", ms*k) }
+	p99 := func(l job.Lane) string { return fmt.Sprintf("%dms", p99Of(l, k).Milliseconds()) }
 	return `{"providers": {"f": {"kind": "fake", "latency": "200ms"}},
-  "routes": {"default": {"rungs": [{"provider": "f", "price": {"input": "100", "output": "400"}, "timeout": "` + d(3000) + `", "p99": "` + d(2500) + `",
-    "lanes": {"batch": {"price": {"input": "50", "output": "200"}, "p99": "` + d(20000) + `", "window": "500ms"},
-              "flex": {"price": {"input": "60", "output": "240"}, "timeout": "` + d(8000) + `", "p99": "` + d(6000) + `"},
-              "priority": {"price": {"input": "175", "output": "700"}, "timeout": "` + d(2000) + `", "p99": "` + d(1000) + `"}}}]}}}`
+  "routes": {"default": {"rungs": [{"provider": "f", "price": {"input": "100", "output": "400"}, "timeout": "` + d(3000) + `", "p99": "` + p99(job.Standard) + `",
+    "lanes": {"batch": {"price": {"input": "50", "output": "200"}, "p99": "` + p99(job.Batch) + `", "window": "500ms"},
+              "flex": {"price": {"input": "60", "output": "240"}, "timeout": "` + d(8000) + `", "p99": "` + p99(job.Flex) + `"},
+              "priority": {"price": {"input": "175", "output": "700"}, "timeout": "` + d(2000) + `", "p99": "` + p99(job.Priority) + `"}}}]}}}`
 }
 
 // laneCase is one kind of job of the run: its deadline, the lanes it
@@ -85,23 +94,31 @@ func caseOf(i int) laneCase {
 
 // TestEachJobRunsInTheCheapestLaneItsDeadlineAllows sends jobs with mixed
 // deadlines over a route offering batch, flex, standard and priority, at
-// a steady rate: each job ends once, succeeded before its deadline, in
-// the cheapest lane whose p99 fits the time it had (a flex refusal moving
-// it to standard within its one attempt; a batch job collected,
-// submitted and settled by the collector), its cost exact at that lane's
+// a steady rate: each job ends once, in one attempt, in the cheapest
+// lane whose p99 fits the time it had left when its worker planned its
+// calls (checkLane: on an idle machine, its case's lane, succeeded
+// before its deadline; a job claimed late on a loaded one rightly runs
+// faster, or ends deadline_exceeded when no lane had time), a flex
+// refusal moving it to standard within its one attempt, a batch job
+// collected, submitted and settled by the collector; its cost exact at that lane's
 // price and what it saved against standard on the record. It logs each
 // lane's share, p50 and p99 completion, and the money saved
 // (docs/benchmarks.md, "Cost lanes").
 //
 // Not parallel: its deadlines are seconds, and the package's parallel load
-// tests (the 2,000-job replay) would keep its jobs queued past them; a job
-// claimed late rightly takes a faster lane than the test expects.
+// tests (the 2,000-job replay) would keep its jobs queued past them, and
+// the run would check the late path more than the cheapest lane.
 func TestEachJobRunsInTheCheapestLaneItsDeadlineAllows(t *testing.T) {
 	// The route's lanes, one after another, take 13 s (at scale 1): the
 	// worker's timeout must hold them (settings.Validate). A lease of 5 s
 	// renewed every 500 ms, as the other load tests', so a heartbeat late
 	// under load does not cut a call.
 	k := max(*lanesScale, 1)
+	for _, c := range laneCases {
+		if got := plannedCalls(c, k, time.Duration(c.deadline*k)*time.Second); !slices.Equal(got, c.want) {
+			t.Fatalf("%s: the test's lane rule plans %v with the whole deadline left, the case wants %v", c.name, got, c.want)
+		}
+	}
 	s := startStackWith(t, map[string]string{"AIJOBS_ROUTES": lanesRoutes(k), "AIJOBS_FAKE_LATENCY": "200ms",
 		"AIJOBS_WORKER_TIMEOUT": fmt.Sprint(20*k, "s"), "AIJOBS_VISIBILITY_TIMEOUT": fmt.Sprint(20*k+1, "s"), "AIJOBS_COLLECT_EVERY": "250ms",
 		"AIJOBS_LEASE_TTL": "5s", "AIJOBS_HEARTBEAT": "500ms"}, true)
@@ -142,18 +159,15 @@ func TestEachJobRunsInTheCheapestLaneItsDeadlineAllows(t *testing.T) {
 	wg.Wait()
 	byLane := map[job.Lane][]time.Duration{}
 	var cost, saved job.Nanocents
+	moved := 0
 	for _, j := range awaitAll(t, s, ids, 3*time.Minute) {
 		i := slices.Index(ids, j.ID)
 		c := caseOf(i)
-		took := j.UpdatedAt.Sub(j.CreatedAt)
-		if j.State != job.Succeeded || j.Attempts != 1 || j.UpdatedAt.After(j.Deadline) {
-			t.Errorf("job %d (%s): %s after %d attempts, %s of %ds (%s %s)", i, c.name, j.State, j.Attempts, took, c.deadline*k, j.ErrorClass, j.ErrorDetail)
-			continue
+		ok, asIdle := checkLane(t, s, c, k, j)
+		if !asIdle {
+			moved++
 		}
-		last := c.want[len(c.want)-1]
-		if got := s.fake.Lanes(j.ID); !slices.Equal(got, c.want) || j.ResultLane != last ||
-			!slices.Equal(j.AttemptLanes, []job.AttemptLane{{Attempt: 1, Lane: last}}) {
-			t.Errorf("job %s (%s): lanes called %v, result lane %s, attempt lanes %v, want %v", j.ID, c.name, got, j.ResultLane, j.AttemptLanes, c.want)
+		if !ok || j.State != job.Succeeded {
 			continue
 		}
 		var res struct{ Usage model.Usage }
@@ -169,15 +183,124 @@ func TestEachJobRunsInTheCheapestLaneItsDeadlineAllows(t *testing.T) {
 			t.Errorf("job %s (%s): cost %s saved %s held %s, want %s at %s's price, saved %s", j.ID, c.name, j.Cost, j.Saved, j.Held,
 				want, j.ResultLane, wantSaved)
 		}
-		byLane[j.ResultLane] = append(byLane[j.ResultLane], took)
+		byLane[j.ResultLane] = append(byLane[j.ResultLane], took(j))
 		cost += j.Cost
 		saved += j.Saved
+	}
+	if moved > 0 {
+		t.Logf("%d of %d jobs were planned with less time left than an idle machine leaves them: a faster lane, or their deadline missed", moved, n)
+	}
+	if len(byLane[job.Batch]) == 0 {
+		// Half the jobs are due in an hour or more: no machine is slow
+		// enough to make all of them miss, only a broken worker.
+		t.Errorf("no job succeeded in the batch lane")
 	}
 	if late.Load() > 0 {
 		t.Logf("%d creates took over 500 ms: the machine is loaded", late.Load())
 	}
 	logLanes(t, n, byLane, cost, saved)
 }
+
+// checkLane holds job j of case c to the lane rule at the time it had
+// left when its worker planned its calls, which is between its creation
+// and its first call (its end, in the batch lane, which makes none): on
+// an idle machine milliseconds apart, and the lanes are c.want. A job
+// queued behind a loaded machine's work rightly takes a faster lane, and
+// one whose call a loaded machine stretches past its deadline, or that
+// is claimed after it, rightly ends deadline_exceeded, but never before
+// its deadline: the rule and that promise hold either way, and the
+// machine's speed stays out of the assertion. ok says j passed, asIdle
+// that it succeeded in c.want's lanes.
+func checkLane(t *testing.T, s *stack, c laneCase, k int, j job.Job) (ok, asIdle bool) {
+	t.Helper()
+	planned := j.UpdatedAt
+	if at, called := s.called.of(j.ID); called {
+		planned = at
+	}
+	lo, hi := j.Deadline.Sub(planned), j.Deadline.Sub(j.CreatedAt)
+	got := s.fake.Lanes(j.ID)
+	plans := plansBetween(c, k, lo, hi)
+	if len(got) > 0 && !slices.ContainsFunc(plans, func(p []job.Lane) bool { return slices.Equal(p, got) }) {
+		t.Errorf("job %s (%s): %s, lanes called %v, want one of %v (planned with %s to %s left)",
+			j.ID, c.name, j.State, got, plans, lo.Round(time.Millisecond), hi)
+		return false, false
+	}
+	if j.State != job.Succeeded {
+		if j.ErrorClass != job.DeadlineExceeded || j.Attempts > 1 || j.UpdatedAt.Before(j.Deadline) || j.Held != 0 {
+			t.Errorf("job %s (%s): %s after %d attempts, %s of %ds, first call with %s left, holding %s (%s %s)", j.ID, c.name,
+				j.State, j.Attempts, took(j), c.deadline*k, lo.Round(time.Millisecond), j.Held, j.ErrorClass, j.ErrorDetail)
+			return false, false
+		}
+		return true, false
+	}
+	if j.Attempts != 1 || len(got) == 0 || j.ResultLane != got[len(got)-1] ||
+		!slices.Equal(j.AttemptLanes, []job.AttemptLane{{Attempt: 1, Lane: got[len(got)-1]}}) {
+		t.Errorf("job %s (%s): succeeded after %d attempts, lanes called %v, result lane %s, attempt lanes %v",
+			j.ID, c.name, j.Attempts, got, j.ResultLane, j.AttemptLanes)
+		return false, false
+	}
+	return true, slices.Equal(got, c.want)
+}
+
+// plannedCalls is the lanes a job of case c calls, in order, when its
+// worker plans them with left until its deadline: of the lanes it allows,
+// those whose p99 fits in left, cheapest first, or, when none fits, the
+// fastest alone; the first of them answers unless it is flex and flex
+// refuses the job. Worked out here from the route's table, not by
+// job.Rung.Plan.
+func plannedCalls(c laneCase, k int, left time.Duration) []job.Lane {
+	var allowed []job.Lane
+	if c.lanes != "" {
+		if err := json.Unmarshal([]byte(c.lanes), &allowed); err != nil {
+			panic(err)
+		}
+	}
+	var fit []job.Lane
+	var fastest job.Lane
+	for _, p := range laneP99 {
+		if len(allowed) > 0 && !slices.Contains(allowed, p.lane) {
+			continue
+		}
+		fastest = p.lane // laneP99 goes from slowest to fastest
+		if p99Of(p.lane, k) <= left {
+			fit = append(fit, p.lane)
+		}
+	}
+	if len(fit) == 0 {
+		return []job.Lane{fastest}
+	}
+	for i, l := range fit {
+		if l != job.Flex || !c.refused {
+			return fit[:i+1]
+		}
+	}
+	return fit
+}
+
+// plansBetween is every call sequence plannedCalls gives a job of case c
+// planned with between lo and hi left: the plan changes only where a
+// lane's p99 is crossed.
+func plansBetween(c laneCase, k int, lo, hi time.Duration) [][]job.Lane {
+	plans := [][]job.Lane{plannedCalls(c, k, hi), plannedCalls(c, k, lo)}
+	for _, p := range laneP99 {
+		if at := p99Of(p.lane, k); at > lo && at < hi {
+			plans = append(plans, plannedCalls(c, k, at))
+		}
+	}
+	return plans
+}
+
+func p99Of(l job.Lane, k int) time.Duration {
+	for _, p := range laneP99 {
+		if p.lane == l {
+			return time.Duration(p.ms*k) * time.Millisecond
+		}
+	}
+	panic(l)
+}
+
+// took is a job's completion time, create to finish.
+func took(j job.Job) time.Duration { return j.UpdatedAt.Sub(j.CreatedAt) }
 
 // savedSign reports whether saved has the sign lane's price gives it:
 // more than nothing in the cheaper lanes, less in priority, none in

@@ -290,16 +290,12 @@ func (r rateRun) hold(t *testing.T, name string, jobs int, refusedShare float64)
 }
 
 // awaitAll reads the jobs of ids from the store until every one has
-// ended, and answers them.
-func awaitAll(t *testing.T, s *stack, ids []string, timeout time.Duration) []job.Job {
+// ended, and answers them; it fails when no job ended for stall.
+func awaitAll(t *testing.T, s *stack, ids []string, stall time.Duration) []job.Job {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
 	ended := make([]job.Job, 0, len(ids))
 	pending := slices.Clone(ids)
-	for len(pending) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("%d of %d jobs had not ended after %s", len(pending), len(ids), timeout)
-		}
+	awaitProgress(t, stall, time.Second, func() (int, bool) {
 		var still []string
 		for _, id := range pending {
 			j, err := s.app.Store.Get(context.Background(), id)
@@ -310,10 +306,8 @@ func awaitAll(t *testing.T, s *stack, ids []string, timeout time.Duration) []job
 			ended = append(ended, j)
 		}
 		pending = still
-		if len(pending) > 0 {
-			time.Sleep(time.Second)
-		}
-	}
+		return len(ended), len(pending) == 0
+	}, func() string { return fmt.Sprintf("%d of %d jobs had not ended", len(pending), len(ids)) })
 	return ended
 }
 

@@ -46,12 +46,25 @@ func TestReplayOf2000JobsNeverRunsASucceededOneAgain(t *testing.T) {
 	// its only call (the guard doing its job, the test's count off). 4 s
 	// was not enough inside make test on 2 cores (8 of 2,000 jobs, once):
 	// 15 s, renewed every second.
+	// A worker timeout no batch reaches here, for the same reason: with the
+	// harness's 6 s, a batch of ten whose claims queue behind a busy kumo
+	// reaches its function's deadline less the Lambda margin before its
+	// calls, each single-attempt job ends as a timeout never called, and
+	// the first run's "every job called once" is a benchmark of the
+	// machine (1,995 of 2,000, once, beside another test run). What a
+	// function timeout does to a batch is pkg/devserver's
+	// TestPollerLateInvocationFailsTheBatch; no job here waits for a
+	// visibility timeout (a failed attempt ends its job, a retry's message
+	// comes back after its backoff), so the longer one costs nothing; a
+	// message whose early return failed comes back within it, inside the
+	// waits' stall bound.
 	// Quarantine off: the bad hour fails most creates (1,590) of one input with
 	// content_filtered, which would quarantine that input after the first
 	// failure and refuse the rest at create (its own test is
 	// TestAnInputThatFailedDeterministicallyIsQuarantined).
 	s := startStack(t, map[string]string{"AIJOBS_FAKE_LATENCY": "0s", "AIJOBS_MAX_CONCURRENCY": "8", "AIJOBS_BATCH_SIZE": "10",
-		"AIJOBS_LEASE_TTL": "15s", "AIJOBS_HEARTBEAT": "1s", "AIJOBS_QUARANTINE_FOR": "0s"})
+		"AIJOBS_LEASE_TTL": "15s", "AIJOBS_HEARTBEAT": "1s", "AIJOBS_QUARANTINE_FOR": "0s",
+		"AIJOBS_WORKER_TIMEOUT": "2m", "AIJOBS_VISIBILITY_TIMEOUT": "2m"})
 	ctx := context.Background()
 
 	const tenant = "ops"
@@ -78,13 +91,17 @@ func TestReplayOf2000JobsNeverRunsASucceededOneAgain(t *testing.T) {
 	}
 	ids := createMany(t, s, tenant, kinds, bodies)
 	// Wait for the first run to end everywhere: every job called once.
-	deadline := time.Now().Add(90 * time.Second)
-	for s.totalCalls(ids) < len(ids) || s.unfinished(ctx, ids) > 0 {
-		if time.Now().After(deadline) {
-			t.Fatalf("first run: %d of %d called, %d unfinished; never called: %v", s.totalCalls(ids), len(ids), s.unfinished(ctx, ids), s.uncalled(ctx, ids))
+	// Fails only when the run stops moving (awaitProgress).
+	awaitProgress(t, 3*time.Minute, 200*time.Millisecond, func() (int, bool) {
+		called := s.totalCalls(ids)
+		if called < len(ids) {
+			return called, false // the store's 2,000 reads wait until every job was called
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		left := s.unfinished(ctx, ids)
+		return called + len(ids) - left, left == 0
+	}, func() string {
+		return fmt.Sprintf("first run: %d of %d called, %d unfinished; never called: %v", s.totalCalls(ids), len(ids), s.unfinished(ctx, ids), s.uncalled(ctx, ids))
+	})
 	if g := s.fake.TotalGenerations(); g != succeeded {
 		t.Fatalf("first run: %d generations, want %d", g, succeeded)
 	}
@@ -155,13 +172,13 @@ func TestReplayOf2000JobsNeverRunsASucceededOneAgain(t *testing.T) {
 	for range stuck {
 		kinds = append(kinds, "stuck")
 	}
-	deadline = time.Now().Add(90 * time.Second)
-	for s.fake.TotalGenerations() < succeeded+failed+len(stuck) {
-		if time.Now().After(deadline) {
-			t.Fatalf("after the replay: %d generations, want %d", s.fake.TotalGenerations(), succeeded+failed+len(stuck))
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	want := succeeded + failed + len(stuck)
+	awaitProgress(t, 3*time.Minute, 200*time.Millisecond, func() (int, bool) {
+		g := s.fake.TotalGenerations()
+		return g, g >= want
+	}, func() string {
+		return fmt.Sprintf("after the replay: %d generations, want %d", s.fake.TotalGenerations(), want)
+	})
 	time.Sleep(500 * time.Millisecond) // room for any second generation to show
 	for i, id := range ids {
 		want := 1
@@ -186,13 +203,16 @@ func TestReplayOf2000JobsNeverRunsASucceededOneAgain(t *testing.T) {
 	}
 }
 
-// createMany creates one job per kind over HTTP, 32 at a time, and returns
-// their ids in order.
+// createMany creates one job per kind over HTTP, 8 at a time, and returns
+// their ids in order. More in flight only queue at the emulator: on a
+// loaded machine each create then waits past the API function's 10 s
+// timeout (32 at a time did, beside another test run), which is no part
+// of what a caller of it tests.
 func createMany(t *testing.T, s *stack, tenant string, kinds []string, bodies map[string]string) []string {
 	t.Helper()
 	ids := make([]string, len(kinds))
 	errs := make(chan error, len(kinds))
-	sem := make(chan struct{}, 32)
+	sem := make(chan struct{}, 8)
 	var wg sync.WaitGroup
 	for i, kind := range kinds {
 		wg.Add(1)

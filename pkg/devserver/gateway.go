@@ -134,7 +134,7 @@ func (g *Gateway) invoke(parent context.Context, ev events.APIGatewayV2HTTPReque
 	done := make(chan result, 1) // a late handler's send never blocks
 	start := time.Now()
 	go func() {
-		defer func() { g.meter.record(min(time.Since(start), g.Timeout), g.MemoryMB) }()
+		defer func() { g.meter.record(time.Since(start), g.Timeout, g.MemoryMB) }()
 		defer func() {
 			if v := recover(); v != nil {
 				g.Logger.Error("gateway: the API handler panicked; API Gateway answers 500",

@@ -142,7 +142,7 @@ func (p *Poller) call(ctx context.Context, batch []events.SQSMessage) (events.SQ
 	in := invocation{function: "worker", failed: "the whole batch returns to the queue", timeout: p.FunctionTimeout,
 		inflight: &p.inflight, logger: p.Logger}
 	start := time.Now()
-	defer func() { p.meter.record(time.Since(start), p.MemoryMB) }()
+	defer func() { p.meter.record(time.Since(start), p.FunctionTimeout, p.MemoryMB) }()
 	return invoke(ctx, in, p.Handler, events.SQSEvent{Records: batch}, len(batch))
 }
 

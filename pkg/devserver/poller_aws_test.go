@@ -10,25 +10,22 @@ import (
 	"github.com/aws/aws-lambda-go/events"
 )
 
-// runPoller runs p over src until every batch was taken and handled, then
-// stops it.
-func runPoller(t *testing.T, p *Poller, handled *atomic.Int64, want int64) {
+// runPoller runs p over src until every batch was taken and handled (the
+// source drained: with one poller goroutine, each batch's invocation and
+// deletes came before), then stops it, late handlers included.
+func runPoller(t *testing.T, p *Poller, src *source, handled *atomic.Int64, want int64) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
+	src.drained = cancel
 	stopped := make(chan struct{})
 	go func() { p.Run(ctx); close(stopped) }()
-	deadline := time.Now().Add(5 * time.Second)
-	for handled.Load() < want && time.Now().Before(deadline) {
-		time.Sleep(10 * time.Millisecond)
-	}
-	time.Sleep(100 * time.Millisecond) // let the last invocation's deletes land
-	cancel()
 	select {
 	case <-stopped:
-	case <-time.After(5 * time.Second):
-		t.Fatal("the poller did not stop")
+	case <-time.After(time.Minute):
+		cancel()
+		t.Fatal("the poller did not drain its source and stop")
 	}
-	if handled.Load() < want {
+	if handled.Load() != want {
 		t.Fatalf("%d invocations, want %d", handled.Load(), want)
 	}
 }
@@ -53,7 +50,7 @@ func TestPollerLateInvocationFailsTheBatch(t *testing.T) {
 			}
 			return events.SQSEventResponse{}, nil
 		}}
-	runPoller(t, p, &handled, 2)
+	runPoller(t, p, src, &handled, 2)
 	if !slices.Equal(src.deleted, []string{"next"}) {
 		t.Fatalf("deleted %v: the late invocation's messages must all stay", src.deleted)
 	}
@@ -82,7 +79,7 @@ func TestPollerPanicFailsTheBatch(t *testing.T) {
 			}
 			return events.SQSEventResponse{}, nil
 		}}
-	runPoller(t, p, &handled, 2)
+	runPoller(t, p, src, &handled, 2)
 	if !slices.Equal(src.deleted, []string{"next"}) {
 		t.Fatalf("deleted %v: the panicked invocation's messages must all stay", src.deleted)
 	}
@@ -91,7 +88,7 @@ func TestPollerPanicFailsTheBatch(t *testing.T) {
 	}
 	select {
 	case <-neighbour:
-	case <-time.After(time.Second):
+	case <-time.After(30 * time.Second): // the poller has stopped: only a missing cancel keeps it
 		t.Error("the invocation's context was not cancelled after the panic")
 	}
 }

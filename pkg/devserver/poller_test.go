@@ -17,12 +17,20 @@ type source struct {
 	mu      sync.Mutex
 	batches [][]events.SQSMessage
 	deleted []string
+	// drained, when set, is called by each receive that finds no batch
+	// left: with one poller goroutine, every batch before has been
+	// handled, and its deletes made, by then, so a test stops the poller
+	// on it, not on a timer a loaded machine can outrun.
+	drained func()
 }
 
 func (s *source) Receive(ctx context.Context, max int, wait time.Duration) ([]events.SQSMessage, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(s.batches) == 0 {
+		if s.drained != nil {
+			s.drained()
+		}
 		return nil, nil
 	}
 	b := s.batches[0]
@@ -71,14 +79,17 @@ func TestPollerDeletesLikeLambda(t *testing.T) {
 					return c.resp, c.err
 				}}
 			ctx, cancel := context.WithCancel(context.Background())
-			time.AfterFunc(300*time.Millisecond, cancel)
+			src.drained = cancel
 			start := time.Now()
 			p.Run(ctx)
+			ran := time.Since(start)
 			if len(got.Records) != 3 || got.Records[0].EventSourceARN != "arn:q" || got.Records[0].AWSRegion != "r" {
 				t.Fatalf("event: %+v", got)
 			}
-			if d := deadline.Sub(start); d < 2*time.Second || d > 4*time.Second {
-				t.Fatalf("invocation deadline %s after start, want the function timeout", d)
+			// The invocation began at or after start, and before Run
+			// returned: its deadline is the timeout after that.
+			if d := deadline.Sub(start); d < 3*time.Second || d > 3*time.Second+ran {
+				t.Fatalf("invocation deadline %s after start, want the function timeout of 3s (the run took %s)", d, ran)
 			}
 			if !slices.Equal(src.deleted, c.deleted) {
 				t.Fatalf("deleted %v, want %v", src.deleted, c.deleted)
@@ -93,28 +104,54 @@ func TestPollerDeletesLikeLambda(t *testing.T) {
 func TestPollerMetersInvocationsAsLambdaBills(t *testing.T) {
 	src := &source{batches: [][]events.SQSMessage{batch(2), batch(1)}}
 	var n int
+	var first time.Duration // the first invocation's handler, timed inside it
 	p := &Poller{Source: src, BatchSize: 10, Concurrency: 1, FunctionTimeout: 300 * time.Millisecond, MemoryMB: 2048,
 		Logger: slog.New(slog.DiscardHandler),
 		Handler: func(ctx context.Context, ev events.SQSEvent) (events.SQSEventResponse, error) {
 			n++
 			if n == 1 {
+				start := time.Now()
 				time.Sleep(100 * time.Millisecond)
+				first = time.Since(start)
 			} else {
 				<-ctx.Done() // overruns the timeout
 			}
 			return events.SQSEventResponse{}, nil
 		}}
 	ctx, cancel := context.WithCancel(context.Background())
-	time.AfterFunc(800*time.Millisecond, cancel)
+	src.drained = cancel
+	start := time.Now()
 	p.Run(ctx)
+	ran := time.Since(start)
 	u := p.Usage()
 	if u.Invocations != 2 {
 		t.Fatalf("%d invocations metered, want 2", u.Invocations)
 	}
-	if u.Billed%time.Millisecond != 0 || u.Billed < 400*time.Millisecond || u.Billed > 550*time.Millisecond {
-		t.Fatalf("billed %s, want 100 ms + the 300 ms timeout, in whole milliseconds", u.Billed)
+	// The overrun is billed its 300 ms exactly; the first at least what
+	// its handler took (up to the timeout: a loaded machine can stretch
+	// its 100 ms past it) and at most what the run did (and its rounding
+	// up), however slow the machine.
+	if least := min(first, 300*time.Millisecond) + 300*time.Millisecond; u.Billed%time.Millisecond != 0 || u.Billed < least || u.Billed > ran+time.Millisecond {
+		t.Fatalf("billed %s, want %s (the first invocation, at most its timeout) + the 300 ms timeout, in whole milliseconds, within the run's %s", u.Billed, first, ran)
 	}
 	if want := u.Billed.Seconds() * 2; u.GBSeconds < want-1e-9 || u.GBSeconds > want+1e-9 {
 		t.Fatalf("%.6f GB-s, want %.6f (billed x 2 GB)", u.GBSeconds, want)
+	}
+}
+
+// TestMeterBillsAsLambda: a duration is rounded up to the millisecond, an
+// overrun billed its timeout, and GB-seconds are the billed time times the
+// memory in GB of 1,024 MB.
+func TestMeterBillsAsLambda(t *testing.T) {
+	var m meter
+	m.record(1500*time.Microsecond, time.Second, 1024) // 2 ms
+	m.record(3*time.Millisecond, time.Second, 1024)    // 3 ms, already whole
+	m.record(1700*time.Millisecond, time.Second, 512)  // an overrun: the 1 s timeout, at half a GB
+	u := m.usage()
+	if u.Invocations != 3 || u.Billed != 1005*time.Millisecond {
+		t.Fatalf("%d invocations billed %s, want 3 billed 1.005s", u.Invocations, u.Billed)
+	}
+	if want := 0.002 + 0.003 + 0.5; u.GBSeconds < want-1e-9 || u.GBSeconds > want+1e-9 {
+		t.Fatalf("%.6f GB-s, want %.6f", u.GBSeconds, want)
 	}
 }

@@ -297,6 +297,6 @@ func (p *StreamPoller) call(ctx context.Context, batch []events.DynamoDBEventRec
 	in := invocation{function: "stream", failed: "the whole batch is retried", timeout: p.FunctionTimeout,
 		inflight: &p.inflight, logger: p.Logger}
 	start := time.Now()
-	defer func() { p.meter.record(time.Since(start), p.MemoryMB) }()
+	defer func() { p.meter.record(time.Since(start), p.FunctionTimeout, p.MemoryMB) }()
 	return invoke(ctx, in, p.Handler, events.DynamoDBEvent{Records: batch}, len(batch))
 }

@@ -7,7 +7,7 @@ import (
 
 // Usage is what a poller's invocations would be billed for by Lambda:
 // each invocation's duration, from the handler's start to its answer (or
-// to the function timeout), rounded up to the millisecond, times the
+// to the function timeout, where Lambda stops it), rounded up to the millisecond, times the
 // function's configured memory (Lambda rounds each invocation's duration
 // up to the nearest millisecond, with no minimum:
 // https://aws.amazon.com/blogs/aws/new-for-aws-lambda-1ms-billing-granularity-adds-cost-savings/).
@@ -28,7 +28,14 @@ type meter struct {
 	u  Usage
 }
 
-func (m *meter) record(took time.Duration, memoryMB int) {
+// record adds an invocation that took took, of a function with timeout
+// and memoryMB. An overrun is billed the timeout: Lambda stops the
+// function there, and the emulator's own lateness in noticing it (a
+// loaded machine's timer firing late) is no part of the bill.
+func (m *meter) record(took, timeout time.Duration, memoryMB int) {
+	if timeout > 0 {
+		took = min(took, timeout)
+	}
 	billed := (took + time.Millisecond - 1).Truncate(time.Millisecond)
 	m.mu.Lock()
 	m.u.Invocations++
