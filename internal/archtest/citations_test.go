@@ -209,3 +209,116 @@ func TestDecisionCitationProblems(t *testing.T) {
 		}
 	}
 }
+
+// Sections move between documents (issue O split the README and
+// docs/architecture.md into files of their own): a comment citing a
+// section where it no longer is sends its reader nowhere. Any document of
+// docs/ (and the README) is cited by heading the same way as the decision
+// log; the heading must be one the cited document has, or begin it (a
+// citation may shorten "Timing rules and why" to "Timing rules").
+var (
+	docCitation   = regexp.MustCompile(`(docs/[\w-]+\.md|README(?:\.md)?)(?:'s|,)? "([^"]+)"`)
+	headingPrefix = func(heads map[string]bool, h string) bool {
+		if heads[h] {
+			return true
+		}
+		for k := range heads {
+			if strings.HasPrefix(k, h+" ") {
+				return true
+			}
+		}
+		return false
+	}
+)
+
+// docHeadings are every heading of doc (any level), outside fenced code.
+func docHeadings(doc string) map[string]bool {
+	out := map[string]bool{}
+	fenced := false
+	for _, line := range strings.Split(doc, "\n") {
+		if strings.HasPrefix(line, "```") {
+			fenced = !fenced
+		}
+		if m := anyHeading.FindStringSubmatch(line); m != nil && !fenced {
+			out[m[1]] = true
+		}
+	}
+	return out
+}
+
+// sectionCitationProblems lists, by line, the citations in src of a
+// document's section that the document (read by read) does not have.
+func sectionCitationProblems(src string, read func(doc string) (map[string]bool, bool)) []string {
+	text, at := prose(src)
+	lineOf := func(off int) int {
+		n := 0
+		for n < len(at) && at[n] <= off {
+			n++
+		}
+		return n
+	}
+	var out []string
+	for _, m := range docCitation.FindAllStringSubmatchIndex(text, -1) {
+		doc, h := text[m[2]:m[3]], text[m[4]:m[5]]
+		if doc == decisionsDoc {
+			continue // TestDecisionCitationsNameAHeading
+		}
+		if doc == "README" {
+			doc = "README.md"
+		}
+		heads, ok := read(doc)
+		switch {
+		case !ok:
+			out = append(out, fmt.Sprintf("%d: %s does not exist (cited for %q)", lineOf(m[0]), doc, h))
+		case !headingPrefix(heads, h):
+			out = append(out, fmt.Sprintf("%d: %s has no heading %q", lineOf(m[0]), doc, h))
+		}
+	}
+	return out
+}
+
+func TestSectionCitationsNameAHeading(t *testing.T) {
+	cache := map[string]map[string]bool{}
+	read := func(doc string) (map[string]bool, bool) {
+		if h, ok := cache[doc]; ok {
+			return h, h != nil
+		}
+		b, err := os.ReadFile(filepath.Join("..", "..", filepath.FromSlash(doc)))
+		if err != nil {
+			cache[doc] = nil
+			return nil, false
+		}
+		cache[doc] = docHeadings(string(b))
+		return cache[doc], true
+	}
+	eachCitingFile(t, func(p string, b []byte) {
+		if strings.HasSuffix(p, "citations_test.go") {
+			return // its own examples
+		}
+		for _, problem := range sectionCitationProblems(string(b), read) {
+			t.Errorf("%s:%s", p, problem)
+		}
+	})
+}
+
+func TestSectionCitationProblems(t *testing.T) {
+	read := func(doc string) (map[string]bool, bool) {
+		if doc != "docs/lanes.md" {
+			return nil, false
+		}
+		return map[string]bool{"Cost lanes": true, "The batch lane": true}, true
+	}
+	for _, c := range []struct{ src, want string }{
+		{`// (docs/lanes.md, "The batch lane")`, ""},
+		{`// (docs/lanes.md, "Cost")`, ""}, // a shortened heading
+		{"x\n// (docs/lanes.md,\n// \"The batch\n// lane\")", ""},
+		{`// (docs/lanes.md, "The batch lanes")`, `1: docs/lanes.md has no heading "The batch lanes"`},
+		{"x\n// (docs/architecture.md, \"Cost lanes\")", `2: docs/architecture.md does not exist (cited for "Cost lanes")`},
+		{`"see docs/lanes.md's \"Batches\""`, `1: docs/lanes.md has no heading "Batches"`},
+	} {
+		got := strings.Join(sectionCitationProblems(c.src, read), "; ")
+		if got != c.want {
+			t.Errorf("%q: got %q, want %q", c.src, got, c.want)
+		}
+	}
+}
