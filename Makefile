@@ -41,7 +41,7 @@ chromium:
 	  $$sudo apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$sudo apt-get install -y -qq chromium >/dev/null; }
 	@command -v chromium >/dev/null 2>&1 || { echo "chromium is still missing"; exit 1; }
 
-# The console's screenshots in docs/ (README, docs/cli.md), redrawn by the
+# The console's screenshots in docs/ (docs/operations.md, docs/cli.md), redrawn by the
 # browser test.
 screenshots: bin/kumo chromium
 	KUMO_BIN=$(CURDIR)/bin/kumo go test -count=1 -run TestConsoleInABrowser ./cmd/aijobs -console.screenshots

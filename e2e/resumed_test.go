@@ -71,7 +71,7 @@ func (s *responsesServer) counts() (creates, polls, cancels int) {
 // for it again. The provider sees one generation, the job succeeds, and
 // its cost is that generation's, once: the dead attempt's hold, charged
 // as an estimate when it was written off, is replaced by it
-// (docs/architecture.md, "Resuming a paid generation").
+// (docs/resume.md, "Resuming a paid generation").
 func TestAKilledWorkersBackgroundGenerationIsResumedNotPaidAgain(t *testing.T) {
 	t.Parallel()
 	bin := buildDevServer(t)

@@ -14,7 +14,7 @@ import (
 )
 
 // A Bedrock batch lane's batches are model invocation jobs over files in
-// S3 (docs/architecture.md, "The providers' batch wires"; docs/deploy.md,
+// S3 (docs/lanes.md, "The providers' batch wires"; docs/deploy.md,
 // "The collector"). The collector (pkg/model/bedrock) writes a batch's
 // Converse requests to batches/<batch id>/input.jsonl in the batch
 // bucket, makes the job (CreateModelInvocationJob, naming the service

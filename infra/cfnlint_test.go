@@ -19,8 +19,8 @@ import (
 // cfnLintIgnored are the cfn-lint rules the repository's .cfnlintrc may
 // turn off, each for the reason its comment there gives: every other rule
 // stays on, and TestCfnLintConfigIsPinned fails when the file ignores
-// anything else (or anything without a reason). docs/deploy.md, "Testing
-// the stack", lists them.
+// anything else (or anything without a reason). docs/deploy.md, "Tests",
+// lists them.
 var cfnLintIgnored = []string{"W3005"}
 
 // cfnLintConfig is the committed configuration, from the repository root.

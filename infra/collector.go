@@ -12,7 +12,7 @@ import (
 	"github.com/aijobs/aijobs/pkg/job"
 )
 
-// What the batch lane's collector calls (docs/architecture.md, "The batch
+// What the batch lane's collector calls (docs/lanes.md, "The batch
 // lane"; pkg/collector over pkg/dynamodb and pkg/sqs), and nothing else:
 //   - the jobs table: it reads a job (GetItem, consistent) and moves it
 //     through the lane with the store's conditional transitions, collect,

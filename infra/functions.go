@@ -46,11 +46,11 @@ var (
 	// one conditional update.
 	apiTenantsActions = []string{"dynamodb:GetItem", "dynamodb:UpdateItem"}
 	apiSecretActions  = []string{"secretsmanager:GetSecretValue"}
-	// Quarantine (docs/architecture.md, "Quarantine"): a create reads
+	// Quarantine (docs/quarantine.md, "Quarantine"): a create reads
 	// whether its input is quarantined; a job that ends deterministically
 	// puts its input there.
 	apiQuarantineActions = []string{"dynamodb:GetItem"}
-	// A tenant's queued limit (docs/architecture.md, "Tenant fairness"): a
+	// A tenant's queued limit (docs/fairness.md, "Tenant fairness"): a
 	// create adds its job to the tenant's queued set with one conditional
 	// UpdateItem (or clears ended entries and adds again), a create not
 	// recorded and a cancel take it out: UpdateItem only, a refused add
@@ -75,7 +75,7 @@ var (
 
 	workerQuarantineActions = []string{"dynamodb:PutItem"}
 	workerTableActions      = []string{"dynamodb:UpdateItem", "dynamodb:GetItem"}
-	// Provider rate limits (docs/architecture.md, "Provider rate limits"):
+	// Provider rate limits (docs/ratelimits.md, "Provider rate limits"):
 	// before a model call the worker takes from its provider key's bucket,
 	// gives back what the call did not use and holds the bucket back when
 	// the provider says its limit is spent, each one UpdateItem (which also
@@ -94,7 +94,7 @@ var (
 	// The DLQ sweep receives every dead letter (with a short visibility
 	// timeout) to mark its job dead_lettered, and deletes nothing.
 	reconcilerDLQActions = []string{"sqs:ReceiveMessage"}
-	// The parking lot (docs/architecture.md, "Parked outcomes"), on
+	// The parking lot (docs/parking.md, "Parked outcomes"), on
 	// parked/* only: the worker parks a paid outcome the table keeps
 	// refusing (PutObject), deletes it once a later write records it
 	// (DeleteObject), and, finding another attempt dead, reads that

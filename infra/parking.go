@@ -138,5 +138,5 @@ const parkedWildcardReason = "A parked outcome's key is parked/<job id>/<lease o
 // parkAccessLogsReason is why the parking bucket has no server access
 // logs (cdk-nag AwsSolutions-S1).
 const parkAccessLogsReason = "Objects are written only when DynamoDB refuses a worker's finishing write, read once and deleted " +
-	"(docs/architecture.md, section Parked outcomes), by the worker and reconciler roles only. CloudTrail data events for S3 can " +
+	"(docs/parking.md), by the worker and reconciler roles only. CloudTrail data events for S3 can " +
 	"audit every request if wanted; server access logs would need a second bucket for almost no traffic."

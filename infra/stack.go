@@ -55,7 +55,7 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 	output(stack, "CallbackDlqUrl", queues.CallbackDLQ.QueueUrl(), "callback notices given up")
 	output(stack, "NotifierFunctionName", fns.Notifier.FunctionName(), "the notifier (delivers callbacks): its log group and metrics")
 	output(stack, "WebhookSecretArn", secret.SecretArn(), "the deployment's webhook signing secret (whsec_...): every tenant's key is derived from it; the notifier signs with it and the API's webhook key routes derive each tenant's key from it; never give it to a receiver")
-	output(stack, "ParkBucketName", park.BucketName(), "parked outcomes: docs/architecture.md, Parked outcomes")
+	output(stack, "ParkBucketName", park.BucketName(), "parked outcomes: docs/parking.md")
 	if fns.Collector != nil {
 		output(stack, "CollectorFunctionName", fns.Collector.FunctionName(), "the batch lane's scheduled collector: its log group and metrics")
 	}

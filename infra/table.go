@@ -198,7 +198,7 @@ func newQuarantineTable(stack awscdk.Stack, cfg Config) awsdynamodb.Table {
 // name are its first use's, kept so that a deploy does not replace it):
 // what the functions share besides the jobs. One item per provider key,
 // the shared rate-limit state every worker takes from before a model call
-// (docs/architecture.md, "Provider rate limits"; the GCRA times
+// (docs/ratelimits.md, "Provider rate limits"; the GCRA times
 // req_tat_us and tok_tat_us, numbers, which need no declaration); one per
 // tenant, "tenant#<tenant>", its jobs in flight and queued ("Tenant
 // fairness"); one per batch of the batch lane, "batch#<id>", and the list

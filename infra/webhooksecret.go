@@ -31,7 +31,7 @@ const webhookSecretPrefix = "whsec_"
 // resolves it again only when it updates that resource: the signing
 // secret's properties must never change (TestWebhookSecret pins them), or
 // a deploy would set the value back to the seed's and undo a rotation.
-// After that the value is the operators' (docs/webhooks.md, "The signing secret"); the
+// After that the value is the operators' (docs/webhooks.md, "The deployment's signing secret"); the
 // seed is used once. Both are kept with the table (RETAIN unless
 // throwaway).
 func newWebhookSecret(stack awscdk.Stack, cfg Config) awssecretsmanager.Secret {

@@ -25,7 +25,7 @@ E2E=(./e2e)
 # The one exclusion list: each entry is a test's exact name (subtests
 # joined by /, spaces written as go test writes them, _), excluded because
 # of a moto gap reproduced in internal/moto/gaps_test.go and listed in
-# docs/architecture.md's "Emulator facts". Nothing else is skipped.
+# docs/testing.md's "Emulator facts". Nothing else is skipped.
 EXCLUDE=(
   # (moto's racing conditional UpdateItems on one item, both applied, are
   # kept apart for every test here by internal/moto's Front, which hands

@@ -146,7 +146,7 @@ func (c *cli) measuredP99(ctx context.Context, af awsFlags, m measure) (time.Dur
 
 // laneP99s prints, for each cost lane, the p50 and p99 of how long the
 // jobs of ids that succeeded in it at their first attempt ran: the
-// figure a rung's lane configures as its p99 (docs/architecture.md,
+// figure a rung's lane configures as its p99 (docs/lanes.md,
 // "Cost lanes"). A batch job ran from its batch's opening to its
 // settlement. The index the sample comes from projects no lane, so each
 // job's record is read.

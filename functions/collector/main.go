@@ -1,6 +1,6 @@
 // Command collector is the batch lane's scheduled Lambda: each run
 // submits the batches that are due, polls the submitted ones and settles
-// their results (docs/architecture.md, "The batch lane"). It only wires its
+// their results (docs/lanes.md, "The batch lane"). It only wires its
 // role (pkg/app/collectorrole), and links the model providers its batch
 // lanes call but not the worker's wiring nor the notifier.
 package main

@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode"
 )
 
 // outsideDoc matches a citation of the design brief the project started
@@ -223,7 +224,7 @@ var (
 			return true
 		}
 		for k := range heads {
-			if strings.HasPrefix(k, h+" ") {
+			if rest, ok := strings.CutPrefix(k, h); ok && !unicode.IsLetter(rune(rest[0])) && !unicode.IsDigit(rune(rest[0])) {
 				return true
 			}
 		}
@@ -311,6 +312,7 @@ func TestSectionCitationProblems(t *testing.T) {
 	for _, c := range []struct{ src, want string }{
 		{`// (docs/lanes.md, "The batch lane")`, ""},
 		{`// (docs/lanes.md, "Cost")`, ""}, // a shortened heading
+		{`// (docs/lanes.md, "Cos")`, `1: docs/lanes.md has no heading "Cos"`},
 		{"x\n// (docs/lanes.md,\n// \"The batch\n// lane\")", ""},
 		{`// (docs/lanes.md, "The batch lanes")`, `1: docs/lanes.md has no heading "The batch lanes"`},
 		{"x\n// (docs/architecture.md, \"Cost lanes\")", `2: docs/architecture.md does not exist (cited for "Cost lanes")`},

@@ -12,8 +12,9 @@ import (
 	"testing"
 )
 
-// The house limits (README, "Style"): a function over maxLines lines or
-// over maxParams parameters says why, in a comment that ends on the line
+// The house limits (docs/decisions.md, "Layering and size are tests, not
+// pictures"): a function over maxLines lines or over maxParams parameters
+// says why, in a comment that ends on the line
 // above it (its doc comment, for a declared function) and holds "long
 // because" or "parameters because". Tests are exempt.
 const (

@@ -2,7 +2,7 @@
 // endpoint in AWS_ENDPOINT_URL when set (LocalStack, real AWS), otherwise an
 // emulator this test binary starts on a free loopback port and stops at the
 // end: kumo, or moto's server when AIJOBS_EMULATOR=moto (`make test-moto`,
-// so the same tests meet a second, independent emulator; docs/architecture.md,
+// so the same tests meet a second, independent emulator; docs/testing.md,
 // "Emulator facts"). A missing emulator fails the test; it never skips.
 package awstest
 

@@ -156,7 +156,7 @@ func CostReport(names []string, runs []Result) string {
 // multiples of its standard price: batch and flex at the providers'
 // published half (OpenAI's flex is priced at its Batch API rates), and
 // priority at an example premium of 1.75 (configure your own:
-// docs/architecture.md, "Cost lanes").
+// docs/lanes.md, "Cost lanes").
 var exampleLanes = []struct {
 	name   string
 	factor float64
@@ -190,7 +190,7 @@ func laneReport(b *strings.Builder, names []string, costs []Cost) {
 }
 
 // The batch lane's own plumbing, per job, from its design
-// (docs/architecture.md, "The batch lane"), not measured: the worker's
+// (docs/lanes.md, "The batch lane"), not measured: the worker's
 // enlist and the collector's collect (two writes, each also a write of
 // the enlisted index: in, then out), the collector's three reads of the
 // job (still waiting, its membership, its settlement; the settlement's

@@ -60,7 +60,7 @@ const baselineVisibility = 3 * time.Second
 // The routes: one streaming, one not, one that falls back from a stream to
 // a plain rung, and one on the Responses API's background shape, whose
 // generations a worker taking over a killed one's job resumes instead of
-// paying again (docs/architecture.md, "Resuming a paid generation"). Model
+// paying again (docs/resume.md, "Resuming a paid generation"). Model
 // names are unique per rung, so the model server's ledger prices each
 // generation by the model it was asked for. Every price states its cached
 // input rate, a tenth of the input's as OpenAI's (platform.openai.com/
@@ -104,7 +104,7 @@ func routesJSON(modelURL, who string) string {
 	return string(b)
 }
 
-// lanesOfPlain are the plain rung's other lanes (docs/architecture.md,
+// lanesOfPlain are the plain rung's other lanes (docs/lanes.md,
 // "Cost lanes"): flex at half the price, priority at 1.75 times (cached
 // input too). A priority request the model server serves at standard
 // (its ramp limit) is billed at the rung's own price. The p99s

@@ -3,7 +3,7 @@
 // Reproductions of moto's gaps with the AWS SDK for Go alone (no aijobs
 // code but the starter): each shows a way moto contradicts the AWS
 // documentation it cites, and so why an aijobs test is excluded from the
-// moto run (the Makefile's MOTO_EXCLUDE, docs/architecture.md's "Emulator
+// moto run (the Makefile's MOTO_EXCLUDE, docs/testing.md's "Emulator
 // facts"). Built only with -tags moto (`make test-moto`), so a machine
 // without moto_server compiles none of it. Each test passes while the gap
 // is there and fails once moto closes it: then drop the exclusion.

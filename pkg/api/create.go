@@ -21,7 +21,7 @@ import (
 const recordTooLarge = "the job record this body makes would be over the store's 400 KB limit " +
 	"(the input is stored as JSON, where U+2028 and U+2029 take 6 bytes each): shorten the input"
 
-// create answers POST /jobs (docs/architecture.md, "The API"): validate, record,
+// create answers POST /jobs (docs/api.md, "The API"): validate, record,
 // enqueue. Nothing is written for an invalid request. A record whose message
 // could not be sent stays queued and the caller gets 503 enqueue_failed; the
 // caller's retry with the same key finds it queued with no attempts and sends
@@ -120,7 +120,7 @@ func (h *Handler) repeat(ctx context.Context, log *slog.Logger, want, existing j
 // host stopped resolving, its input was quarantined by another job's
 // failure, its route lost the lanes it allows or got dearer, its model
 // left the offer, a limit was lowered. The job exists and runs, so it is
-// answered as one (docs/architecture.md, "Idempotency"). Only a key
+// answered as one (docs/api.md, "Idempotency"). Only a key
 // never used gets the refusal; a store that cannot say which it is gets
 // 503, so the caller retries rather than gives up on a job that may
 // exist. The lookup costs one read, on this path only (an accepted
@@ -163,7 +163,7 @@ func (h *Handler) checkRoute(j *job.Job, in job.Input) error {
 }
 
 // checkQuarantine refuses j when its tenant's same input on its route is
-// quarantined (docs/architecture.md, "Quarantine"). A quarantine store
+// quarantined (docs/quarantine.md, "Quarantine"). A quarantine store
 // that does not answer lets the create through: the check saves money, it
 // guards nothing, and a job whose input really is bad fails as the first
 // did, one attempt later.

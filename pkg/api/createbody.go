@@ -18,7 +18,7 @@ import (
 	"github.com/aijobs/aijobs/pkg/wire"
 )
 
-// MaxBodyBytes is the largest create body accepted (docs/architecture.md, "The
+// MaxBodyBytes is the largest create body accepted (docs/api.md, "The
 // API").
 const MaxBodyBytes = 256 << 10
 

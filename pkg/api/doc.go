@@ -5,7 +5,7 @@
 // an in-memory store and a fake queue, and so that the local dev server runs
 // exactly the code that runs in AWS.
 //
-// The handler owns only the HTTP contract's behaviour (docs/architecture.md,
+// The handler owns only the HTTP contract's behaviour (docs/api.md,
 // "The API"): routing, tenancy, body and header checks, the strict decoding of a
 // create body (ParseCreate), and the statuses of the problem codes (one table,
 // problem.go, which also says which domain code each answers). The shapes it

@@ -22,7 +22,7 @@ const (
 )
 
 // pollAfter is the Retry-After of a job that is not terminal
-// (docs/architecture.md, "Polls"). Before the first of its route's marks
+// (docs/api.md, "Polls"). Before the first of its route's marks
 // it has not reached (the median, then the 90th and 99th percentile
 // latencies), the time left until that mark, so a poll lands when half,
 // then nine in ten, then 99 in 100 of the route's jobs are done; past
@@ -62,7 +62,7 @@ func notFound() events.APIGatewayV2HTTPResponse {
 // body when If-None-Match matches the ETag.
 //
 // The record is read with a peek (eventually consistent, half the read
-// units: docs/architecture.md, "Polls"), and again with a strongly
+// units: docs/api.md, "Polls"), and again with a strongly
 // consistent read only when the peek cannot be the answer: it found no job
 // (one created a moment ago may not have reached the replica yet), or it is
 // older than a version the caller already holds (its If-None-Match), so a

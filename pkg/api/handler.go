@@ -71,7 +71,7 @@ type Config struct {
 }
 
 // Slots are the tenants' queued slots every API instance shares
-// (docs/architecture.md, "Tenant fairness").
+// (docs/fairness.md, "Tenant fairness").
 type Slots interface {
 	Enter(context.Context, job.Slot) (bool, error)
 	Leave(context.Context, job.Slot) error

@@ -8,7 +8,7 @@ import (
 	"github.com/aijobs/aijobs/pkg/job"
 )
 
-// Learning a route's latency (docs/architecture.md, "Polls").
+// Learning a route's latency (docs/api.md, "Polls").
 const (
 	// latencySamples is how many of a route's latest jobs its marks are
 	// taken over: enough to shrug off a few retried or queued-behind jobs,

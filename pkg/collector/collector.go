@@ -1,5 +1,5 @@
 // Package collector is the batch lane's scheduled side
-// (docs/architecture.md, "The batch lane"): each run carries every open
+// (docs/lanes.md, "The batch lane"): each run carries every open
 // batch one step on (submit, poll, settle), hands back the jobs whose
 // batch is not done in time for their deadline, and collects the jobs
 // waiting in each rung's batch lane into a new batch when enough wait or

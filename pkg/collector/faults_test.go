@@ -20,7 +20,7 @@ import (
 // store, the batch records, the queue or the provider: it goes through;
 // it is refused before it lands; it lands and its answer is lost (an
 // error all the same); or the collector dies there (its run's context
-// ends), as docs/architecture.md, "The batch lane", says a collector may
+// ends), as docs/lanes.md, "The batch lane", says a collector may
 // at any step.
 type faults struct {
 	mu     sync.Mutex

@@ -2,7 +2,7 @@
 // runs with. It is the only package that reads the environment, and it
 // reads it through an injected lookup, so tests never touch the process's
 // environment. Every variable is declared once, in vars, which also renders
-// the README's configuration table (a test keeps the two in step); the
+// docs/configuration.md's table (a test keeps the two in step); the
 // defaults of the deployment's numbers come from settings.Defaults().
 package config
 

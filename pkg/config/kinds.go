@@ -11,7 +11,7 @@ import (
 
 // kind is how a variable's text becomes a value, and how a default value is
 // written back as the text a user would set: one pair, so a default printed
-// in the README always parses to the value it came from.
+// in docs/configuration.md always parses to the value it came from.
 type kind[T any] struct {
 	parse  func(string) (T, error)
 	format func(T) string
@@ -54,7 +54,7 @@ func parseDuration(v string) (time.Duration, error) {
 	return d, nil
 }
 
-// formatDuration writes a default as the README shows it: whole hours as
+// formatDuration writes a default as docs/configuration.md shows it: whole hours as
 // "24h" and whole minutes from five on as "15m" (periods and deadlines),
 // anything shorter or uneven in seconds, "180s" or "1082s", as AWS states
 // function and queue timeouts; below a second, Go's own "500ms".

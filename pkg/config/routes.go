@@ -50,7 +50,7 @@ type ProviderSpec struct {
 	// Background makes an openai entry speak the Responses API in
 	// background mode: the provider keeps each generation by id, which
 	// the worker records on the job, so a worker that takes the job over
-	// fetches the answer instead of paying again (docs/architecture.md,
+	// fetches the answer instead of paying again (docs/resume.md,
 	// "Resuming a paid generation").
 	Background bool
 	// PollEvery is how often a background generation is polled (zero:
@@ -97,7 +97,7 @@ type providerDoc struct {
 	// server that knows only the older name.
 	MaxTokensField string `json:"max_tokens_field"`
 	// Limits are the key's rate limits, shared by every worker through
-	// its bucket (docs/architecture.md, "Provider rate limits"); absent,
+	// its bucket (docs/ratelimits.md, "Provider rate limits"); absent,
 	// the bucket learns them from the provider's answers (a fake entry
 	// without them has no bucket).
 	Limits *limitsDoc `json:"limits"`
@@ -110,7 +110,7 @@ type limitsDoc struct {
 
 // limit is the rate limit of a rung on an entry of kind with these
 // limits declared (nil: none): every keyed entry has a bucket, at the
-// grain its provider limits calls (docs/architecture.md, "Provider rate
+// grain its provider limits calls (docs/ratelimits.md, "Provider rate
 // limits"): OpenAI's per model, the others' per entry; Bedrock, whose
 // answers state no limits, learns one from its throttles. The local fake
 // has no key, and a bucket only when it declares limits.
@@ -144,7 +144,7 @@ type rungDoc struct {
 	// P99 is the standard lane's p99 completion time (default: the
 	// timeout), what the worker's choice of lane holds to a job's deadline.
 	P99 string `json:"p99"`
-	// Lanes are the other lanes the rung offers (docs/architecture.md,
+	// Lanes are the other lanes the rung offers (docs/lanes.md,
 	// "Cost lanes"), by name: flex, priority.
 	Lanes map[string]laneDoc `json:"lanes"`
 }
@@ -187,7 +187,7 @@ func parseRoutes(text string, getenv func(string) string, defaultTimeout time.Du
 	dec.DisallowUnknownFields()
 	dec.UseNumber()
 	if err := dec.Decode(&doc); err != nil {
-		return nil, nil, fmt.Errorf("not the routes document (see README, Model routes): %w", err)
+		return nil, nil, fmt.Errorf("not the routes document (see docs/routes.md): %w", err)
 	}
 	if dec.More() {
 		return nil, nil, fmt.Errorf("trailing data after the routes document")
@@ -394,7 +394,7 @@ func laneFrom(g job.Rung, l job.Lane, d laneDoc, kind string) (job.Rung, error) 
 func batchLaneFrom(g job.Rung, d laneDoc, kind string) (job.Rung, error) {
 	most, ok := batchJobs[kind]
 	if !ok {
-		return g, fmt.Errorf("no batch lane for a %s entry (docs/architecture.md, \"The batch lane\")", kind)
+		return g, fmt.Errorf("no batch lane for a %s entry (docs/lanes.md, \"The batch lane\")", kind)
 	}
 	if d.P99 == "" || d.Timeout != "" {
 		return g, fmt.Errorf("a batch lane needs a p99 (how long its batches take) and takes no timeout")

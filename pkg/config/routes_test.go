@@ -27,7 +27,7 @@ func cachedAt(t *testing.T, p job.Price, read, write string) job.Price {
 	return p
 }
 
-// TestRoutesExample loads the README's example routes file, so the
+// TestRoutesExample loads docs/routes.md's example routes file, so the
 // documented configuration is one that actually starts.
 func TestRoutesExample(t *testing.T) {
 	doc, err := os.ReadFile("testdata/routes.json")

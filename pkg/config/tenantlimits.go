@@ -6,7 +6,7 @@ import (
 	"strings"
 )
 
-// TenantLimits is a count each tenant may have (docs/architecture.md,
+// TenantLimits is a count each tenant may have (docs/fairness.md,
 // "Tenant fairness"): jobs in flight at once, or jobs queued. Default for
 // every tenant, Tenants for those with their own; 0 is no limit.
 type TenantLimits struct {

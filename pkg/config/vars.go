@@ -11,7 +11,7 @@ import (
 // vars are every variable, in documentation order. A variable that sets a
 // settings field is declared with setting(): its default is that field's
 // value in settings.Defaults(), so the numbers live in pkg/settings alone
-// and config.Load, the README's table and the CDK stack all read them from
+// and config.Load, docs/configuration.md's table and the CDK stack all read them from
 // there. The others (region, endpoint, provider, prices) have no settings
 // field and state their own default here.
 var vars = []Var{
@@ -22,15 +22,15 @@ var vars = []Var{
 	{"AIJOBS_TABLE", "", "Jobs table name (the CDK stack sets it; default `<prefix>-jobs`).", into(text, func(c *Config) *string { return &c.Table })},
 	{"AIJOBS_QUEUE_URL", "", "Job queue URL (the CDK stack sets it; the dev server creates the queue and finds it).", into(text, func(c *Config) *string { return &c.QueueURL })},
 	{"AIJOBS_DLQ_URL", "", "Dead letter queue URL, where the worker sends poison messages itself.", into(text, func(c *Config) *string { return &c.DLQURL })},
-	{"AIJOBS_QUARANTINE_TABLE", "", "Quarantine table: the inputs known to fail, refused at create (docs/architecture.md, \"Quarantine\"; the CDK stack sets it). Default `<prefix>-quarantine`, which the dev server creates.", into(text, func(c *Config) *string { return &c.QuarantineTable })},
-	{"AIJOBS_BUCKETS_TABLE", "", "Buckets table (named for its first use): what the functions share besides the jobs: each provider key's rate-limit bucket (every openai, anthropic and bedrock entry; its limits declared or learned from the provider's answers), taken from before a call; each tenant's jobs in flight and queued; and the batch lane's batch records (docs/architecture.md, \"Provider rate limits\", \"Tenant fairness\", \"The batch lane\"; the CDK stack sets it). Default `<prefix>-buckets`, which the dev server creates when a provider entry has a bucket or AIJOBS_TENANT_IN_FLIGHT or AIJOBS_TENANT_QUEUED sets one.", into(text, func(c *Config) *string { return &c.BucketsTable })},
-	{"AIJOBS_TENANT_IN_FLIGHT", "", "How many jobs each tenant may have in flight at once, shared by every worker through the buckets table (AIJOBS_BUCKETS_TABLE): a default and overrides by tenant as the record names it, `8,jwt:tenant-a=2,iam:AROA...:app=0` (0: no limit; at most 5000). A job over it is deferred, its attempt uncounted (docs/architecture.md, \"Tenant fairness\"). Empty: no limit.", into(text, func(c *Config) *string { return &c.InFlightText })},
-	{"AIJOBS_TENANT_QUEUED", "", "How many jobs each tenant may have queued (accepted, their first call not yet started), shared by every API instance through the buckets table (AIJOBS_BUCKETS_TABLE): a default and overrides as for AIJOBS_TENANT_IN_FLIGHT, `1000,jwt:tenant-a=50` (0: no limit; at most 5000). A create over it is refused 429 `too_many_queued` with Retry-After, nothing recorded (docs/architecture.md, \"Tenant fairness\"). Empty: no limit.", into(text, func(c *Config) *string { return &c.QueuedText })},
+	{"AIJOBS_QUARANTINE_TABLE", "", "Quarantine table: the inputs known to fail, refused at create (docs/quarantine.md, \"Quarantine\"; the CDK stack sets it). Default `<prefix>-quarantine`, which the dev server creates.", into(text, func(c *Config) *string { return &c.QuarantineTable })},
+	{"AIJOBS_BUCKETS_TABLE", "", "Buckets table (named for its first use): what the functions share besides the jobs: each provider key's rate-limit bucket (every openai, anthropic and bedrock entry; its limits declared or learned from the provider's answers), taken from before a call; each tenant's jobs in flight and queued; and the batch lane's batch records (docs/ratelimits.md, \"Provider rate limits\", \"Tenant fairness\", \"The batch lane\"; the CDK stack sets it). Default `<prefix>-buckets`, which the dev server creates when a provider entry has a bucket or AIJOBS_TENANT_IN_FLIGHT or AIJOBS_TENANT_QUEUED sets one.", into(text, func(c *Config) *string { return &c.BucketsTable })},
+	{"AIJOBS_TENANT_IN_FLIGHT", "", "How many jobs each tenant may have in flight at once, shared by every worker through the buckets table (AIJOBS_BUCKETS_TABLE): a default and overrides by tenant as the record names it, `8,jwt:tenant-a=2,iam:AROA...:app=0` (0: no limit; at most 5000). A job over it is deferred, its attempt uncounted (docs/fairness.md, \"Tenant fairness\"). Empty: no limit.", into(text, func(c *Config) *string { return &c.InFlightText })},
+	{"AIJOBS_TENANT_QUEUED", "", "How many jobs each tenant may have queued (accepted, their first call not yet started), shared by every API instance through the buckets table (AIJOBS_BUCKETS_TABLE): a default and overrides as for AIJOBS_TENANT_IN_FLIGHT, `1000,jwt:tenant-a=50` (0: no limit; at most 5000). A create over it is refused 429 `too_many_queued` with Retry-After, nothing recorded (docs/fairness.md, \"Tenant fairness\"). Empty: no limit.", into(text, func(c *Config) *string { return &c.QueuedText })},
 	setting("AIJOBS_QUARANTINE_FOR", duration, func(s *settings.Settings) *time.Duration { return &s.QuarantineFor },
 		"How long an input that failed deterministically (context_length_exceeded, content_filtered, invalid_request) is refused at create for its tenant and route with 422 input_quarantined; 0 turns quarantine off."),
 	{"AIJOBS_TENANTS_TABLE", "", "Tenants table: which versions of each tenant's webhook signing key are in use (docs/webhooks.md; the CDK stack sets it). Default `<prefix>-tenants`, which the dev server creates.", into(text, func(c *Config) *string { return &c.TenantsTable })},
-	{"AIJOBS_PARK_BUCKET", "", "S3 bucket where a worker parks a paid outcome the table keeps refusing, for the next worker to record (docs/architecture.md, \"Parked outcomes\"; the CDK stack sets it). Default `<prefix>-parked`, which the dev server creates.", into(text, func(c *Config) *string { return &c.ParkBucket })},
-	{"AIJOBS_BATCH_BUCKET", "", "S3 bucket for a Bedrock batch lane's batches, their input and output (docs/architecture.md, \"The batch lane\"; the CDK stack makes and sets it). Default `<prefix>-batches`, which the dev server creates when a bedrock rung offers a batch lane.", into(text, func(c *Config) *string { return &c.BatchBucket })},
+	{"AIJOBS_PARK_BUCKET", "", "S3 bucket where a worker parks a paid outcome the table keeps refusing, for the next worker to record (docs/parking.md, \"Parked outcomes\"; the CDK stack sets it). Default `<prefix>-parked`, which the dev server creates.", into(text, func(c *Config) *string { return &c.ParkBucket })},
+	{"AIJOBS_BATCH_BUCKET", "", "S3 bucket for a Bedrock batch lane's batches, their input and output (docs/lanes.md, \"The batch lane\"; the CDK stack makes and sets it). Default `<prefix>-batches`, which the dev server creates when a bedrock rung offers a batch lane.", into(text, func(c *Config) *string { return &c.BatchBucket })},
 	{"AIJOBS_BATCH_ROLE_ARN", "", "The service role Bedrock assumes to read and write AIJOBS_BATCH_BUCKET (the CDK stack makes and sets it); required when a bedrock rung offers a batch lane.", into(text, func(c *Config) *string { return &c.BatchRoleARN })},
 	{"AIJOBS_CALLBACK_QUEUE_URL", "", "Callback queue URL: the notifier's notices (the CDK stack sets it; the dev server creates the queue).", into(text, func(c *Config) *string { return &c.CallbackQueueURL })},
 	{"AIJOBS_CALLBACK_DLQ_URL", "", "The callback queue's dead letter queue, where the notifier sends a notice after its last attempt.", into(text, func(c *Config) *string { return &c.CallbackDLQURL })},
@@ -121,7 +121,7 @@ var vars = []Var{
 		"Largest `input.max_tokens` accepted."),
 }
 
-// Markdown renders the variables as the README's configuration table.
+// Markdown renders the variables as docs/configuration.md's table.
 func Markdown() string {
 	var b strings.Builder
 	b.WriteString("| variable | default | meaning |\n|---|---|---|\n")

@@ -49,7 +49,7 @@ func (b countingBody) Read(p []byte) (int, error) {
 // BenchmarkPollRead compares what a poll reads of a job whose input is
 // 1 KiB or 200 KiB (below the 256 KiB create limit): the whole item with a
 // strongly consistent Get (before) and the projected, eventually
-// consistent Peek (docs/architecture.md, "Polls"). resp-B/op is the
+// consistent Peek (docs/api.md, "Polls"). resp-B/op is the
 // response bytes the SDK read; the read units are not measured here
 // (kumo reports none): GetItem's are counted on the whole item either way,
 // halved for the peek by its consistency.

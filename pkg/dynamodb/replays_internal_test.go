@@ -22,7 +22,7 @@ import (
 )
 
 // sizeLimited is the store's client with DynamoDB's item limit, which kumo
-// does not enforce (docs/architecture.md, "Emulator facts"): a write that
+// does not enforce (docs/testing.md, "Emulator facts"): a write that
 // would leave an item over 400 KB is refused as DynamoDB refuses it
 // (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html#limits-items),
 // with a ValidationException "Item size has exceeded the maximum allowed

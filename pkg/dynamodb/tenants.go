@@ -55,7 +55,7 @@ func (t *Tenants) WebhookKeys(ctx context.Context, tenant string) (job.WebhookKe
 // version read, so concurrent or retried rotations from one version make
 // one new version. (One SET with
 // if_not_exists on both sides would save the read, but kumo answers the
-// previous version wrongly there; docs/architecture.md, "Known gaps".)
+// previous version wrongly there; docs/gaps.md, "Known gaps".)
 func (t *Tenants) RotateWebhookKeys(ctx context.Context, tenant string, from int, now time.Time) (job.WebhookKeys, error) {
 	for range rotateTries {
 		cur, err := t.WebhookKeys(ctx, tenant)

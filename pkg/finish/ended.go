@@ -54,7 +54,7 @@ func (r AfterEnd) Count(class job.ErrorClass) {
 
 // quarantineInput keeps j's input when class says the same input on the
 // same route would fail again, so the next create of it is refused at no
-// cost (docs/architecture.md, "Quarantine"). The job has ended whatever
+// cost (docs/quarantine.md, "Quarantine"). The job has ended whatever
 // happens here: a put that fails is logged, and costs at most one more
 // failed attempt of the same input.
 func (r AfterEnd) quarantineInput(ctx context.Context, j job.Job, class job.ErrorClass, now time.Time, log *slog.Logger) {

@@ -9,7 +9,7 @@ import (
 )
 
 // Batch is the lane of a provider's batch API: half the price for an
-// answer within the provider's window (docs/architecture.md, "The batch
+// answer within the provider's window (docs/lanes.md, "The batch
 // lane"). A call in it is not made by the worker: the worker enlists the
 // job (Enlist) and a collector submits, polls and settles it.
 const Batch Lane = "batch"

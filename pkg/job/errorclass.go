@@ -14,7 +14,7 @@ const (
 	// CapacityUnavailable is a lane's refusal for want of capacity (a
 	// flex call the provider cannot serve now): the attempt moves on to
 	// the rung's next lane, and when none is left the job is handed back
-	// uncounted while its deadline allows (docs/architecture.md, "Cost
+	// uncounted while its deadline allows (docs/lanes.md, "Cost
 	// lanes").
 	CapacityUnavailable   ErrorClass = "capacity_unavailable"
 	Timeout               ErrorClass = "timeout"

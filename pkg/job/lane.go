@@ -10,7 +10,7 @@ import (
 
 // Lane is how a provider serves one call of a rung, and at what price: the
 // same generation sold cheaper to a caller who can wait, dearer to one who
-// cannot (docs/architecture.md, "Cost lanes"). A rung's own price is its
+// cannot (docs/lanes.md, "Cost lanes"). A rung's own price is its
 // standard lane's.
 type Lane string
 

@@ -90,7 +90,7 @@ type Price struct {
 	// provider served from its prompt cache and wrote to it. Zero means
 	// the input price: a rate nobody stated is never taken for free, so
 	// the record is never below the bill (config sets each provider's
-	// documented rates, docs/architecture.md, "Prices").
+	// documented rates, docs/architecture.md, "Money").
 	CachedInputPerToken Nanocents
 	CacheWritePerToken  Nanocents
 }

@@ -3,7 +3,7 @@ package job
 import "slices"
 
 // Pending is a generation a provider keeps by id while it runs and for a
-// while after (OpenAI's background responses: docs/architecture.md,
+// while after (OpenAI's background responses: docs/resume.md,
 // "Resuming a paid generation"). The attempt that started it records it
 // on the job (Await) before it waits for the answer, so that if the
 // attempt dies, the worker that takes the job over fetches the answer the

@@ -5,7 +5,7 @@ import "time"
 // A quarantine remembers an input that failed in a way no retry can
 // change (ErrorClass.Deterministic), for one tenant and route, so the
 // same input sent again is refused at create and costs nothing
-// (docs/architecture.md, "Quarantine"). It names the job that failed, so
+// (docs/quarantine.md, "Quarantine"). It names the job that failed, so
 // the caller can read why.
 type Quarantine struct {
 	Tenant    string

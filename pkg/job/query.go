@@ -134,7 +134,7 @@ func (q RecentQuery) Includes(j Job) bool {
 	return !j.CreatedAt.Before(q.Since) || !j.State.Terminal()
 }
 
-// Peeked is what a poll shows of j (docs/architecture.md, "Polls"): all
+// Peeked is what a poll shows of j (docs/api.md, "Polls"): all
 // the view carries, and the tenant it is checked against. Left out are
 // the input (up to the create limit, the largest attribute), the error
 // detail, the lease, the backoff, and the bookkeeping of the reconciler,

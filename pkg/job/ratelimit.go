@@ -3,7 +3,7 @@ package job
 import "time"
 
 // RateLimit is what a provider key may be sent in a minute, shared by every
-// worker (docs/architecture.md, "Provider rate limits"): requests and
+// worker (docs/ratelimits.md, "Provider rate limits"): requests and
 // tokens (input plus output). Zero in a field means no limit of that kind
 // is known: a declared limit sets it, else the key's bucket learns it from
 // the provider's answers (Bucket.Learned).
@@ -67,7 +67,7 @@ func (l RateLimit) Or(o RateLimit) RateLimit {
 
 // Burst is how far ahead of the steady rate a bucket lets calls go: one
 // second's worth of the per-minute limits. Providers enforce a minute's
-// limit over shorter periods (docs/architecture.md, "Provider rate
+// limit over shorter periods (docs/ratelimits.md, "Provider rate
 // limits"), so a whole minute sent at once would be refused.
 const Burst = time.Second
 
@@ -244,7 +244,7 @@ func laterOf(a, b time.Time) time.Time {
 }
 
 // Learn records on a key's bucket what a call's answer taught of the
-// key's limit, for every worker to take at (docs/architecture.md,
+// key's limit, for every worker to take at (docs/ratelimits.md,
 // "Provider rate limits"). An answer's headers state the limit (Limit:
 // each kind stated replaces the learned one); a provider that states none
 // (RateLimit.Throttles) is learned additive-increase, multiplicative-

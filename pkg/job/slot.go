@@ -7,7 +7,7 @@ import (
 )
 
 // Slot is one attempt's place among its tenant's jobs in flight
-// (docs/architecture.md, "Tenant fairness"): an attempt runs only while
+// (docs/fairness.md, "Tenant fairness"): an attempt runs only while
 // its tenant has fewer than Limit others, so one tenant's backlog cannot
 // take every worker. A slot names its job and lasts until Until, the
 // latest its attempt can run: a worker that dies leaves a slot that ends

@@ -149,7 +149,7 @@ func (r Release) Kind() string {
 
 // Defer hands a claimed job back to the queue before its attempt called a
 // model that billed anything: the provider's rate limit is spent
-// (docs/architecture.md, "Provider rate limits"). The attempt is not
+// (docs/ratelimits.md, "Provider rate limits"). The attempt is not
 // counted, its hold is returned, and the job waits until NotBefore, the
 // bucket's refill time. A wait, not a failure: however long the limit
 // lasts, no attempt is spent on it.
@@ -157,7 +157,7 @@ func (r Release) Kind() string {
 // Effect: state = queued, attempts - 1, held - Held, not_before =
 // NotBefore, error_class = Class (rate_limited when unnamed) with Detail,
 // the lease removed. A lane's capacity refusal (capacity_unavailable) is
-// the other wait that defers (docs/architecture.md, "Cost lanes").
+// the other wait that defers (docs/lanes.md, "Cost lanes").
 // A retried defer whose first try landed is refused (the lease is gone),
 // and the hold is returned once.
 type Defer struct {

@@ -6,7 +6,7 @@ import (
 )
 
 // WebhookKeys is which versions of a tenant's webhook signing key are in
-// use (docs/webhooks.md, "The signing key"). Each tenant's deliveries are
+// use (docs/webhooks.md, "Your signing key"). Each tenant's deliveries are
 // signed with a key of its own, derived from the deployment secret and the
 // version, so nothing secret is stored: the record holds only numbers.
 // A rotation makes a new current version and keeps the one before it

@@ -10,7 +10,7 @@ import (
 )
 
 // Batcher is a provider that also takes generations in batches, the
-// batch lane (docs/architecture.md, "The batch lane"): a collector
+// batch lane (docs/lanes.md, "The batch lane"): a collector
 // submits the jobs waiting in a rung's batch lane as one batch, polls it,
 // and settles each job from its result. The provider bills a batch's
 // generations once, at its batch price, however often its results are

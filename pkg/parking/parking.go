@@ -1,6 +1,6 @@
 // Package parking keeps the outcome of an attempt whose finishing write the
 // store kept refusing, so that the answer it paid for is settled later
-// instead of generated (and billed) again (docs/architecture.md, "Parked
+// instead of generated (and billed) again (docs/parking.md, "Parked
 // outcomes"). A worker parks the outcome in a lot (an S3 bucket: another
 // service than the table whose writes are failing) as soon as the first
 // write of it fails; whoever finds the attempt dead later (its lease ran
@@ -74,7 +74,7 @@ const (
 	// with it.
 	Unparked
 	// Returned: the job waited in the batch lane and no collector took it
-	// (docs/architecture.md, "The batch lane"): nothing was called, so
+	// (docs/lanes.md, "The batch lane"): nothing was called, so
 	// its hold was returned, not charged, and it went back to the queue.
 	Returned
 )

@@ -53,7 +53,7 @@ type Settings struct {
 	ReconcileEvery time.Duration
 	ReconcileAfter time.Duration
 	// CollectEvery is how often the batch lane's collector runs
-	// (docs/architecture.md, "The batch lane"): it submits the batches
+	// (docs/lanes.md, "The batch lane"): it submits the batches
 	// that are due, polls the submitted ones and settles their results.
 	CollectEvery time.Duration
 	// CollectorTimeout and CollectorMemoryMB size the collector function,

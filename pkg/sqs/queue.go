@@ -63,7 +63,7 @@ func (q *Queue) Send(ctx context.Context, jobID, tenant string) error {
 }
 
 // group is a job message's MessageGroupId: its tenant, which makes the
-// standard job queue an SQS fair queue (docs/architecture.md, "Tenant
+// standard job queue an SQS fair queue (docs/fairness.md, "Tenant
 // fairness"): a tenant with a backlog is deprioritised so that the
 // others' messages keep their dwell time. None for an unknown tenant.
 func group(tenant string) *string {

@@ -233,7 +233,7 @@ func (r *sendRecorder) SendMessage(_ context.Context, in *awssqs.SendMessageInpu
 
 // TestAJobMessageIsGroupedByItsTenant: every job message names its
 // tenant as its MessageGroupId, which is what makes the standard queue an
-// SQS fair queue (docs/architecture.md, "Tenant fairness"); kumo accepts
+// SQS fair queue (docs/fairness.md, "Tenant fairness"); kumo accepts
 // the field and does not echo it, so the request itself is checked. A
 // send with no tenant names no group.
 func TestAJobMessageIsGroupedByItsTenant(t *testing.T) {

@@ -52,7 +52,7 @@ type CreateBody struct {
 	// CallbackEvents are the states delivered: any of running, succeeded,
 	// failed, abandoned; the terminal three when empty.
 	CallbackEvents []job.State `json:"callback_events,omitempty"`
-	// Lanes are the lanes the job may be served in (docs/architecture.md,
+	// Lanes are the lanes the job may be served in (docs/lanes.md,
 	// "Cost lanes"): any of batch, flex, standard, priority; any the route
 	// offers when empty. Ask for one by naming it alone, forbid one by
 	// leaving it out.

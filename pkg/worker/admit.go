@@ -8,7 +8,7 @@ import (
 )
 
 // Slots are the tenants' in-flight slots every worker shares
-// (docs/architecture.md, "Tenant fairness").
+// (docs/fairness.md, "Tenant fairness").
 type Slots interface {
 	Enter(context.Context, job.Slot) (bool, error)
 	Leave(context.Context, job.Slot) error

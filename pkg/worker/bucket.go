@@ -10,7 +10,7 @@ import (
 )
 
 // Buckets are the providers' rate-limit buckets every worker shares
-// (docs/architecture.md, "Provider rate limits").
+// (docs/ratelimits.md, "Provider rate limits").
 type Buckets interface {
 	Take(context.Context, job.Take) (job.Taken, error)
 	Give(context.Context, job.Give) error

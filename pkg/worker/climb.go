@@ -248,7 +248,7 @@ func (a *attempt) batchLease(rung job.Rung, then []job.Rung) (time.Time, bool) {
 // enlist hands the job to rung's batch lane (job.Enlist) until until
 // instead of calling, the hold raised to the batch price's worst case
 // first. A collector submits it in a provider batch and settles it
-// (docs/architecture.md, "The batch lane").
+// (docs/lanes.md, "The batch lane").
 func (a *attempt) enlist(ctx context.Context, rung job.Rung, in job.Input, until time.Time) error {
 	defer a.untake(context.WithoutCancel(ctx), rung, in, model.Response{}, nil) // nothing is called now
 	if !a.holdFor(ctx, rung.WorstCase(in)) {
@@ -292,7 +292,7 @@ const awaitWrite = 2 * time.Second
 // attempt's earlier rungs cost: it records the generation the provider
 // keeps (job.Await) before the call waits for it, so that if this attempt
 // dies, the worker that takes the job over resumes it rather than paying
-// for it again (docs/architecture.md, "Resuming a paid generation").
+// for it again (docs/resume.md, "Resuming a paid generation").
 func (a *attempt) awaiter(ctx context.Context, rung job.Rung, paid job.Settlement) func(id string) {
 	return func(id string) {
 		if id == "" || len(id) > job.MaxPendingID {

@@ -206,7 +206,7 @@ func (a *attempt) end(ctx context.Context, class job.ErrorClass, detail string, 
 }
 
 // parked is an outcome being parked beside the writes that record it
-// (docs/architecture.md, "Parked outcomes"). It is parked from the first
+// (docs/parking.md, "Parked outcomes"). It is parked from the first
 // write the store fails, not once the writes give up: by then the lease
 // may already be running out (heartbeats fail as the writes do), and a
 // worker that found the attempt dead before the outcome was in the lot
@@ -367,7 +367,7 @@ func (a *attempt) deferrable(r climbed, why error) bool {
 // refusal (every lane the job allows refused, or its deadline leaves no
 // faster one) hands the job back uncounted (job.Defer), and for how long:
 // a backoff, while the job's deadline is beyond it and nothing was paid.
-// A refusal is a wait, never a failed attempt (docs/architecture.md,
+// A refusal is a wait, never a failed attempt (docs/lanes.md,
 // "Cost lanes").
 func (a *attempt) outOfCapacity(r climbed, why error) (time.Duration, bool) {
 	if why != nil || r.err == nil || r.class != job.CapacityUnavailable || !r.paid.IsZero() || a.holdUnsure {

@@ -1,5 +1,5 @@
 // Package collectorrole wires the batch lane's collector function
-// (docs/architecture.md, "The batch lane"): the providers its lanes call
+// (docs/lanes.md, "The batch lane"): the providers its lanes call
 // (pkg/app/providers) and the collector over them. Only the collector
 // function and the dev server import it, so the worker does not link the
 // collector (internal/archtest's TestEachFunctionLinksOnlyItsRole).

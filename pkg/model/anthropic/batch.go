@@ -17,7 +17,7 @@ import (
 	"github.com/aijobs/aijobs/pkg/model"
 )
 
-// The batch lane's wire (docs/architecture.md, "The batch lane"): one
+// The batch lane's wire (docs/lanes.md, "The batch lane"): one
 // Message Batch of the jobs' Messages requests, each under its job's id
 // as custom_id, polled until its processing ends, and its results read
 // line by line.

@@ -19,7 +19,7 @@ import (
 	"github.com/aijobs/aijobs/pkg/model"
 )
 
-// The batch lane's wire (docs/architecture.md, "The batch lane"): a batch
+// The batch lane's wire (docs/lanes.md, "The batch lane"): a batch
 // is one JSONL file of Converse requests written to the batch bucket and
 // one model invocation job over it (invocation type Converse), made with
 // our batch id as its client request token, so a collector that lost the

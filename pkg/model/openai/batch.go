@@ -14,7 +14,7 @@ import (
 	"github.com/aijobs/aijobs/pkg/model"
 )
 
-// The batch lane's wire (docs/architecture.md, "The batch lane"): a batch
+// The batch lane's wire (docs/lanes.md, "The batch lane"): a batch
 // is a JSONL file of chat-completions requests uploaded with purpose
 // "batch", one batch made from it, polled until it ends, and its output
 // and error files read line by line. Each line's custom_id is its job's

@@ -1,5 +1,5 @@
 // Package anthropictest is a local server of Anthropic's Message Batches
-// wire (create, retrieve, list, results: docs/architecture.md, "The
+// wire (create, retrieve, list, results: docs/lanes.md, "The
 // providers' batch wires") for the batch lane's tests, so the lane runs in `make
 // test` without the network. It also answers whole (not streamed)
 // Messages calls, for the lanes a job takes when it cannot wait.

@@ -1,6 +1,6 @@
 // Package bedrocktest is a local server of Bedrock's batch inference
 // control plane (CreateModelInvocationJob, GetModelInvocationJob:
-// docs/architecture.md, "The providers' batch wires") over a real S3 API (kumo's in
+// docs/lanes.md, "The providers' batch wires") over a real S3 API (kumo's in
 // the tests): a job reads its JSONL input from the bucket and writes its
 // output and manifest there, as Bedrock does, so the batch lane's Bedrock
 // wire runs in `make test` without AWS.

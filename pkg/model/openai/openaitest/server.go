@@ -1,5 +1,5 @@
 // Package openaitest is a local OpenAI server for tests: the batch wire
-// (files and batches: docs/architecture.md, "The providers' batch
+// (files and batches: docs/lanes.md, "The providers' batch
 // wires"), so the whole batch lane runs in `make test` without the
 // network, and chat completions (whole and streamed) and background
 // responses, for the lanes a job takes when its deadline cannot wait for
