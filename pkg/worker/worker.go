@@ -12,9 +12,11 @@
 // lease renewed after a wait), climbing the route's rungs and lanes,
 // enlisted in a batch lane or resuming a paid generation (climb.go), each
 // rung a model call (call.go) that tells its provider's bucket how it
-// went (bucket.go); its finish (finish.go) records what it cost as a
-// success, a retry or an end (pkg/finish builds the writes and follows
-// the end), or a deferral, parked when the store will not take it. Its
+// went (bucket.go). What happened is decided first, as a verdict
+// (verdict.go), and its one finish (finish.go) records it, with what it
+// cost, as a success, a retry or an end (pkg/finish builds the writes and
+// follows the end), or a deferral, parked (park.go) when the store will
+// not take it. Its
 // lease is kept by the heartbeat (heartbeat.go), the lease guard
 // (guard.go) and the invocation's batched renewals (renewals.go).
 package worker
