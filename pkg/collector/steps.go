@@ -85,9 +85,8 @@ func (c *Collector) stillWaiting(ctx context.Context, waiting []job.Enlistee) ([
 // job was enlisted). A job no longer running (cancelled) is only settled:
 // the store refuses the release and returns the hold with the lease.
 func (c *Collector) release(ctx context.Context, j job.Job, owner string, held job.Nanocents, why string) error {
-	rel := job.Release{ID: j.ID, Owner: owner, Now: job.NextUpdate(j.UpdatedAt, c.clock.Now()),
-		Settlement: job.Settlement{Held: held}, Class: job.Timeout, Detail: why, HandBack: true}
-	if _, err := c.store.Release(ctx, rel); err != nil {
+	f := finish.Of{Job: j, Owner: owner, Now: job.NextUpdate(j.UpdatedAt, c.clock.Now()), Settlement: job.Settlement{Held: held}}
+	if _, err := f.HandBack(job.Timeout, why).Apply(ctx, c.store); err != nil {
 		return refusedIsSettled(err)
 	}
 	c.log.Info("a job handed back from the batch lane", "job_id", j.ID, "why", why)
