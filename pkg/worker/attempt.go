@@ -15,7 +15,7 @@ import (
 // claim wins it (Worker.newAttempt), and reaches for nothing else.
 type attempt struct {
 	*crew
-	granted granted // what admission granted: its slot, its take
+	admission *admission // its slot, its take, its renewal before the call
 
 	// The attempt itself: its message, the record as the claim left it
 	// (Attempts counts this attempt, Held holds its reserve), the lease
@@ -51,7 +51,7 @@ type attempt struct {
 // finish records it; only then does the heartbeat stop and the slot go
 // back, whatever the verdict.
 func (a *attempt) run(ctx context.Context) outcome {
-	defer a.leave(ctx)
+	defer a.admission.leave(ctx)
 	defer a.stopBeats()
 	return a.finish(ctx, a.decide(ctx))
 }
@@ -76,7 +76,7 @@ func (a *attempt) decide(ctx context.Context) verdict {
 	if !job.Covers(avail, first) {
 		return verdict{write: verdictEnd, class: job.BudgetExhausted, detail: "remaining budget below the first rung's worst case " + first.String() + " cents"}
 	}
-	if r, ok := a.admit(ctx, route, in); !ok {
+	if r, ok := a.admission.admit(ctx, route, in); !ok {
 		return r.verdict()
 	}
 	r, why := a.perform(ctx, route, in, avail)
