@@ -219,3 +219,16 @@ func (ad *admission) renew(ctx context.Context) (refusal, bool) {
 	ad.log.Warn("renewing the lease after waiting for the bucket failed; deferring", "err", err)
 	return refusal{wait: ad.timing.LeaseTTL, class: job.RateLimited, detail: "the lease could not be renewed after waiting for the provider's rate limit"}, false
 }
+
+// give returns back tokens the attempt's take on bucket key over-took, at
+// the limit the take was priced at; nothing when no take was made there.
+func (ad *admission) give(ctx context.Context, key string, back int64) {
+	t := ad.taken
+	ad.taken = taken{}
+	if t.bucket != key || back <= 0 {
+		return
+	}
+	if err := ad.buckets.Give(ctx, job.Give{Provider: key, Limit: t.limit, Tokens: back}); err != nil {
+		ad.log.Warn("giving over-taken tokens back to the provider's bucket failed", "bucket", key, "err", err)
+	}
+}

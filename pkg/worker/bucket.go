@@ -72,19 +72,6 @@ func (a *attempt) untake(ctx context.Context, rung job.Rung, in job.Input, resp 
 	}
 }
 
-// give returns back tokens the attempt's take on bucket key over-took, at
-// the limit the take was priced at; nothing when no take was made there.
-func (ad *admission) give(ctx context.Context, key string, back int64) {
-	t := ad.taken
-	ad.taken = taken{}
-	if t.bucket != key || back <= 0 {
-		return
-	}
-	if err := ad.buckets.Give(ctx, job.Give{Provider: key, Limit: t.limit, Tokens: back}); err != nil {
-		ad.log.Warn("giving over-taken tokens back to the provider's bucket failed", "bucket", key, "err", err)
-	}
-}
-
 // learn records on the bucket what the call taught of the key's limit:
 // the limits an answer's headers stated, or, for a provider that states
 // none (Bedrock), a step of the limit learned from its throttles: an

@@ -7,6 +7,7 @@ import (
 
 	"github.com/aijobs/aijobs/pkg/finish"
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/parking"
 )
 
 // finishAt is the attempt's finish at now (a stamp), settling what its
@@ -47,14 +48,15 @@ func (a *attempt) finish(ctx context.Context, v verdict) outcome {
 // ends, with the heartbeat renewing the lease and the message meanwhile;
 // then it stops the heartbeat, so that no renewal moves the message after
 // the outcome decided it. The first write the store fails parks o in the
-// lot as well, beside the retries (see park): an answer whose write never
+// lot as well, beside the retries (parked.start): an answer whose write never
 // lands is settled from there by the next worker, not generated again.
 func (a *attempt) record(ctx context.Context, o finish.Outcome) error {
 	var p *parked
 	err := retryWrite(ctx, a.rand, func() error {
 		_, err := o.Apply(ctx, a.store)
 		if job.ErrorCode(err) == job.CodeUnavailable && p == nil && a.lot != nil {
-			p = a.park(ctx, o)
+			p = &parked{lot: a.lot, key: parking.Key(a.j.ID, a.owner)}
+			p.start(ctx, o, a.timing.parkHedge(), a.rand)
 		}
 		return err
 	})
@@ -150,16 +152,6 @@ func detached(ctx context.Context, margin time.Duration) (context.Context, conte
 	return context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 }
 
-// failed is how an attempt failed, for the decision that follows it: its
-// class and detail, what its calls cost, and the worst case a next attempt
-// would need.
-type failed struct {
-	class  job.ErrorClass
-	detail string
-	paid   job.Settlement
-	next   job.Nanocents
-}
-
 // retryOrEnd records an attempt that failed as f says: released for a
 // retry after a backoff, or ended for good (failed or abandoned), as
 // job.AfterError decides.
@@ -201,18 +193,6 @@ func retryWrite(ctx context.Context, rnd func() float64, write func() error) err
 		}
 	}
 }
-
-// retryWait is the wait after the i-th failed try (from 0): a random part
-// of a ceiling that doubles from writeRetryBase to writeRetryMax.
-func retryWait(i int, rnd func() float64) time.Duration {
-	ceiling := min(writeRetryBase<<min(i, 16), writeRetryMax)
-	return time.Duration(float64(ceiling) * (0.1 + 0.9*rnd()))
-}
-
-const (
-	writeRetryBase = 100 * time.Millisecond
-	writeRetryMax  = 2 * time.Second
-)
 
 // end ends the held job for good with class, settling what the attempt's
 // calls cost (paid); an end that landed is followed by the rules every

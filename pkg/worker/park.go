@@ -25,15 +25,15 @@ type parked struct {
 	done chan error
 }
 
-// park puts o in the lot in the background, hedged (see hedge) until it
-// lands, or ctx (the finish context) ends, or close stops it.
-func (a *attempt) park(ctx context.Context, o finish.Outcome) *parked {
+// start puts o in the lot in the background, hedged after `after` (see
+// hedge) until it lands, or ctx (the finish context) ends, or close stops
+// it.
+func (p *parked) start(ctx context.Context, o finish.Outcome, after time.Duration, rnd func() float64) {
 	pctx, stop := context.WithCancel(ctx)
-	p := &parked{lot: a.lot, key: parking.Key(a.j.ID, a.owner), stop: stop, done: make(chan error, 1)}
+	p.stop, p.done = stop, make(chan error, 1)
 	go func() {
-		p.done <- hedge(pctx, a.rand, a.timing.parkHedge(), func(ctx context.Context) error { return parking.Park(ctx, p.lot, o) })
+		p.done <- hedge(pctx, rnd, after, func(ctx context.Context) error { return parking.Park(ctx, p.lot, o) })
 	}()
-	return p
 }
 
 // parkHedge is how long a put of a parked outcome may go unanswered before
@@ -124,3 +124,16 @@ func (p *parked) close(ctx context.Context, err error, log *slog.Logger) error {
 	log.Warn("recording the outcome failed; it is parked for the next worker to settle", "err", err, "key", p.key)
 	return errParked
 }
+
+// retryWait is the wait after the i-th failed try (from 0) of a finishing
+// write (retryWrite) or of a put of its parked copy (hedge): a random part
+// of a ceiling that doubles from writeRetryBase to writeRetryMax.
+func retryWait(i int, rnd func() float64) time.Duration {
+	ceiling := min(writeRetryBase<<min(i, 16), writeRetryMax)
+	return time.Duration(float64(ceiling) * (0.1 + 0.9*rnd()))
+}
+
+const (
+	writeRetryBase = 100 * time.Millisecond
+	writeRetryMax  = 2 * time.Second
+)

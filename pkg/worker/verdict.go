@@ -25,6 +25,16 @@ type verdict struct {
 	called bool
 }
 
+// failed is how an attempt failed, for the decision that follows it: its
+// class and detail, what its calls cost, and the worst case a next attempt
+// would need.
+type failed struct {
+	class  job.ErrorClass
+	detail string
+	paid   job.Settlement
+	next   job.Nanocents
+}
+
 // verdictWrite names the finishing write a verdict asks for.
 type verdictWrite int
 
