@@ -16,9 +16,9 @@
 // (verdict.go), and its one finish (finish.go) records it, with what it
 // cost, as a success, a retry or an end (pkg/finish builds the writes and
 // follows the end), or a deferral, parked (park.go) when the store will
-// not take it. Its
-// lease is kept by the heartbeat (heartbeat.go), the lease guard
-// (guard.go) and the invocation's batched renewals (renewals.go).
+// not take it. Its lease is kept by the heartbeat (heartbeat.go), the
+// lease guard (guard.go) and the invocation's batched renewals
+// (renewals.go).
 package worker
 
 import (
