@@ -83,8 +83,25 @@ type Config struct {
 
 // Collector runs the batch lane.
 type Collector struct {
-	cfg Config
-	log *slog.Logger
+	*crew
+}
+
+// crew is what each of the collector's steps works with, made once from
+// the Config (as the worker's crew is): the store, batch records and
+// queue it writes, the providers and routes it calls, its clock, rules
+// and counts.
+type crew struct {
+	store     Store
+	batches   Batches
+	queue     Queue
+	providers map[string]model.Provider
+	routes    map[string]job.Route
+	clock     job.Clock
+	retention job.Retention
+	every     time.Duration
+	newID     func() string
+	metrics   Metrics
+	log       *slog.Logger
 	// afterEnd follows a batch item's end as every finisher's: it counts
 	// nothing, since the collector's ends were never among the worker's
 	// JobsFailed (the alarms read those).
@@ -109,7 +126,10 @@ func New(cfg Config) *Collector {
 	if cfg.Metrics == nil {
 		cfg.Metrics = noMetrics{}
 	}
-	return &Collector{cfg: cfg, log: cfg.Logger, afterEnd: finish.AfterEnd{Quarantine: cfg.Quarantine, QuarantineFor: cfg.QuarantineFor}}
+	return &Collector{crew: &crew{store: cfg.Store, batches: cfg.Batches, queue: cfg.Queue,
+		providers: cfg.Providers, routes: cfg.Routes, clock: cfg.Clock, retention: cfg.Retention,
+		every: cfg.Every, newID: cfg.NewID, metrics: cfg.Metrics, log: cfg.Logger,
+		afterEnd: finish.AfterEnd{Quarantine: cfg.Quarantine, QuarantineFor: cfg.QuarantineFor}}}
 }
 
 // Run carries every open batch one step on, then collects new ones. An
@@ -117,7 +137,7 @@ func New(cfg Config) *Collector {
 // goes on with the next batch or lane: one provider's outage does not
 // stop another's.
 func (c *Collector) Run(ctx context.Context) error {
-	open, err := c.cfg.Batches.Batches(ctx)
+	open, err := c.batches.Batches(ctx)
 	if err != nil {
 		return err
 	}
@@ -154,7 +174,7 @@ type lane struct {
 // lanes are the routes' batch lanes.
 func (c *Collector) lanes() []lane {
 	var out []lane
-	for name, r := range c.cfg.Routes {
+	for name, r := range c.routes {
 		for i, g := range r.Rungs {
 			if b, ok := g.InLane(job.Batch); ok {
 				out = append(out, lane{key: job.LaneKey(name, i), route: name, rung: b})
@@ -177,7 +197,7 @@ func (c *Collector) laneOf(b job.BatchRecord) (lane, bool) {
 
 // batcher is the provider of l's rung as a batcher.
 func (c *Collector) batcher(l lane) (model.Batcher, error) {
-	p, ok := c.cfg.Providers[l.rung.Provider].(model.Batcher)
+	p, ok := c.providers[l.rung.Provider].(model.Batcher)
 	if !ok {
 		return nil, errors.New("provider " + l.rung.Provider + " takes no batches")
 	}

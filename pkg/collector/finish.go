@@ -19,7 +19,7 @@ func (c *Collector) succeed(ctx context.Context, l lane, f finish.Of, resp model
 	if err != nil {
 		return err
 	}
-	_, err = f.Succeed(result, l.rung.Provider+"/"+resp.Model, job.Batch).Apply(ctx, c.cfg.Store)
+	_, err = f.Succeed(result, l.rung.Provider+"/"+resp.Model, job.Batch).Apply(ctx, c.store)
 	return refusedIsSettled(err)
 }
 
@@ -31,17 +31,17 @@ func (c *Collector) fail(ctx context.Context, f finish.Of, class job.ErrorClass)
 	j := f.Job
 	d := job.AfterError(j, f.Now, class, f.Settlement.Cost, job.NextAttempt{Reserve: j.Reserve})
 	if d.Action == job.Stop {
-		_, err := f.End(d.Class, "the batch item failed").Apply(ctx, c.cfg.Store)
+		_, err := f.End(d.Class, "the batch item failed").Apply(ctx, c.store)
 		if err == nil {
 			c.afterEnd.Ended(ctx, j, d.Class, f.Now, c.log.With("job_id", j.ID))
 		}
 		return refusedIsSettled(err)
 	}
-	_, err := f.Release(class, "the batch item failed", time.Time{}).Apply(ctx, c.cfg.Store)
+	_, err := f.Release(class, "the batch item failed", time.Time{}).Apply(ctx, c.store)
 	if err != nil {
 		return refusedIsSettled(err)
 	}
-	return c.cfg.Queue.Send(ctx, j.ID, j.Tenant)
+	return c.queue.Send(ctx, j.ID, j.Tenant)
 }
 
 // refusedIsSettled is nil for a finish the record refused: the store

@@ -39,11 +39,11 @@ func refused(err error, again bool) (job.ErrorClass, string, bool) {
 // uncounted is also generated in b. The refusal is counted once
 // (BatchesRefused), here.
 func (c *Collector) refuse(ctx context.Context, b job.BatchRecord, class job.ErrorClass, detail string) error {
-	b.State, b.Refusal, b.RefusalDetail, b.UpdatedAt = job.Refused, class, detail, c.cfg.Clock.Now()
-	if err := c.cfg.Batches.SaveBatch(ctx, b); err != nil {
+	b.State, b.Refusal, b.RefusalDetail, b.UpdatedAt = job.Refused, class, detail, c.clock.Now()
+	if err := c.batches.SaveBatch(ctx, b); err != nil {
 		return err
 	}
-	c.cfg.Metrics.Emit("BatchesRefused", 1, "Count", nil)
+	c.metrics.Emit("BatchesRefused", 1, "Count", nil)
 	c.log.Warn("the provider refused a batch; its jobs are handed back", "batch", b.ID, "class", class, "detail", detail,
 		"jobs", len(b.Jobs), "lane", b.Lane)
 	return c.handBackRefused(ctx, b)
@@ -72,6 +72,6 @@ func (c *Collector) handBackRefused(ctx context.Context, b job.BatchRecord) erro
 	if err := errors.Join(errs...); err != nil {
 		return err
 	}
-	b.State, b.UpdatedAt = job.Settled, c.cfg.Clock.Now()
-	return c.cfg.Batches.SaveBatch(ctx, b)
+	b.State, b.UpdatedAt = job.Settled, c.clock.Now()
+	return c.batches.SaveBatch(ctx, b)
 }

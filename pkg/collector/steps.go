@@ -19,7 +19,7 @@ import (
 // between the two is carried on by the next (submit collects what is
 // still waiting).
 func (c *Collector) collect(ctx context.Context, l lane) error {
-	waiting, err := c.cfg.Store.Enlisted(ctx, l.key, l.rung.MaxJobs)
+	waiting, err := c.store.Enlisted(ctx, l.key, l.rung.MaxJobs)
 	if err != nil || len(waiting) == 0 {
 		return err
 	}
@@ -35,19 +35,19 @@ func (c *Collector) open(ctx context.Context, l lane, waiting []job.Enlistee) er
 	if len(waiting) == 0 {
 		return nil
 	}
-	now := c.cfg.Clock.Now()
+	now := c.clock.Now()
 	if len(waiting) < l.rung.MinJobs {
 		return nil // fewer than the provider takes: they wait, or are handed back in time
 	}
 	if len(waiting) < l.rung.MaxJobs && l.rung.Window > 0 && now.Sub(waiting[0].At) < l.rung.Window {
 		return nil
 	}
-	b := job.BatchRecord{ID: c.cfg.NewID(), Lane: l.key, Provider: l.rung.Provider, Model: l.rung.Model,
+	b := job.BatchRecord{ID: c.newID(), Lane: l.key, Provider: l.rung.Provider, Model: l.rung.Model,
 		State: job.Collecting, CreatedAt: now, UpdatedAt: now}
 	for _, w := range waiting {
 		b.Jobs = append(b.Jobs, job.BatchJob{ID: w.ID})
 	}
-	if err := c.cfg.Batches.OpenBatch(ctx, b); err != nil {
+	if err := c.batches.OpenBatch(ctx, b); err != nil {
 		return err
 	}
 	return c.submit(ctx, l, b)
@@ -59,11 +59,11 @@ func (c *Collector) open(ctx context.Context, l lane, waiting []job.Enlistee) er
 // waited is settled (its hold returned: nothing was billed). Either
 // leaves the lane with its lease.
 func (c *Collector) stillWaiting(ctx context.Context, waiting []job.Enlistee) ([]job.Enlistee, error) {
-	now := c.cfg.Clock.Now()
+	now := c.clock.Now()
 	var out []job.Enlistee
 	var errs []error
 	for _, w := range waiting {
-		j, err := c.cfg.Store.Get(ctx, w.ID)
+		j, err := c.store.Get(ctx, w.ID)
 		switch {
 		case err != nil:
 			errs = append(errs, err) // left to wait for the next run; the others go on
@@ -71,7 +71,7 @@ func (c *Collector) stillWaiting(ctx context.Context, waiting []job.Enlistee) ([
 			// The index lags the record: it left the lane already.
 		case j.State != job.Running:
 			errs = append(errs, c.release(ctx, j, j.LeaseOwner, j.Held, "cancelled while it waited for a batch"))
-		case !j.LeaseUntil.After(now.Add(c.cfg.Every)):
+		case !j.LeaseUntil.After(now.Add(c.every)):
 			errs = append(errs, c.handBackUnsent(ctx, j, "no batch in time for the job's deadline"))
 		default:
 			out = append(out, w)
@@ -85,13 +85,12 @@ func (c *Collector) stillWaiting(ctx context.Context, waiting []job.Enlistee) ([
 // job was enlisted). A job no longer running (cancelled) is only settled:
 // the store refuses the release and returns the hold with the lease.
 func (c *Collector) release(ctx context.Context, j job.Job, owner string, held job.Nanocents, why string) error {
-	rel := job.Release{ID: j.ID, Owner: owner, Now: job.NextUpdate(j.UpdatedAt, c.cfg.Clock.Now()),
-		Settlement: job.Settlement{Held: held}, Class: job.Timeout, Detail: why, HandBack: true}
-	if _, err := c.cfg.Store.Release(ctx, rel); err != nil {
+	f := finish.Of{Job: j, Owner: owner, Now: job.NextUpdate(j.UpdatedAt, c.clock.Now()), Settlement: job.Settlement{Held: held}}
+	if _, err := f.HandBack(job.Timeout, why).Apply(ctx, c.store); err != nil {
 		return refusedIsSettled(err)
 	}
 	c.log.Info("a job handed back from the batch lane", "job_id", j.ID, "why", why)
-	return c.cfg.Queue.Send(ctx, j.ID, j.Tenant)
+	return c.queue.Send(ctx, j.ID, j.Tenant)
 }
 
 // handBackUnsent returns job j, which no batch was sent for, to the queue
@@ -102,9 +101,9 @@ func (c *Collector) release(ctx context.Context, j job.Job, owner string, held j
 // re-sends all the same (a second message costs a claim); one refused
 // because the job was cancelled meanwhile is settled as a cancel.
 func (c *Collector) handBackUnsent(ctx context.Context, j job.Job, why string) error {
-	d := job.Defer{ID: j.ID, Owner: j.LeaseOwner, Now: job.NextUpdate(j.UpdatedAt, c.cfg.Clock.Now()), Held: j.Held,
+	d := job.Defer{ID: j.ID, Owner: j.LeaseOwner, Now: job.NextUpdate(j.UpdatedAt, c.clock.Now()), Held: j.Held,
 		Class: job.CapacityUnavailable, Detail: why}
-	_, err := c.cfg.Store.Defer(ctx, d)
+	_, err := c.store.Defer(ctx, d)
 	if cur, ok := job.ConflictJob(err); ok {
 		switch {
 		case cur.State == job.Queued:
@@ -119,7 +118,7 @@ func (c *Collector) handBackUnsent(ctx context.Context, j job.Job, why string) e
 		return err
 	}
 	c.log.Info("a job handed back from the batch lane, uncounted", "job_id", j.ID, "why", why)
-	return c.cfg.Queue.Send(ctx, j.ID, j.Tenant)
+	return c.queue.Send(ctx, j.ID, j.Tenant)
 }
 
 // submit collects b's jobs that still wait (a job cancelled or handed
@@ -158,13 +157,13 @@ func (c *Collector) submit(ctx context.Context, l lane, b job.BatchRecord) error
 		return c.putOff(ctx, b, collected) // a collect lost to a cancel meanwhile
 	}
 	b.Jobs, b.State = in, job.Sealed
-	b.UpdatedAt = c.cfg.Clock.Now()
+	b.UpdatedAt = c.clock.Now()
 	b.SealedAt = b.UpdatedAt
 	// Sealed before it is sent: a submit whose answer is lost may have
 	// landed, and the provider (deduplicating on b's id) keeps the jobs
 	// of the first, so the next run must send the same ones, not decide
 	// again.
-	if err := c.cfg.Batches.SaveBatch(ctx, b); err != nil {
+	if err := c.batches.SaveBatch(ctx, b); err != nil {
 		return err
 	}
 	return c.send(ctx, l, b, reqs, false)
@@ -217,8 +216,8 @@ func (c *Collector) putOff(ctx context.Context, b job.BatchRecord, members []job
 	if len(members) > 0 {
 		c.log.Info("a batch below its provider's minimum was not sent", "batch", b.ID, "jobs", len(members), "lane", b.Lane)
 	}
-	b.Jobs, b.State, b.UpdatedAt = nil, job.Settled, c.cfg.Clock.Now()
-	return c.cfg.Batches.SaveBatch(ctx, b)
+	b.Jobs, b.State, b.UpdatedAt = nil, job.Settled, c.clock.Now()
+	return c.batches.SaveBatch(ctx, b)
 }
 
 // resend sends sealed batch b again: its jobs' requests are read from
@@ -273,15 +272,15 @@ func (c *Collector) send(ctx context.Context, l lane, b job.BatchRecord, reqs []
 	if err != nil {
 		return err
 	}
-	b.State, b.UpdatedAt = job.Submitted, c.cfg.Clock.Now()
+	b.State, b.UpdatedAt = job.Submitted, c.clock.Now()
 	c.log.Info("batch submitted", "batch", b.ID, "provider_batch", b.ProviderID, "jobs", len(reqs), "lane", b.Lane)
-	return c.cfg.Batches.SaveBatch(ctx, b)
+	return c.batches.SaveBatch(ctx, b)
 }
 
 // taken is the provider ids of the open batches: never another's to
 // take for a send whose answer was lost.
 func (c *Collector) taken(ctx context.Context) ([]string, error) {
-	open, err := c.cfg.Batches.Batches(ctx)
+	open, err := c.batches.Batches(ctx)
 	var ids []string
 	for _, o := range open {
 		if o.ProviderID != "" {
@@ -319,7 +318,7 @@ func (c *Collector) member(ctx context.Context, b job.BatchRecord, id string) (j
 	case j.Enlisted != b.Lane || j.State != job.Running || !j.InBatchLane():
 		return j, false, nil // not b's
 	}
-	if !j.LeaseUntil.After(c.cfg.Clock.Now().Add(c.cfg.Every)) {
+	if !j.LeaseUntil.After(c.clock.Now().Add(c.every)) {
 		return j, false, c.handBackUnsent(ctx, j, "its batch was not submitted in time for the job's deadline")
 	}
 	return j, true, nil
@@ -332,7 +331,7 @@ func (c *Collector) collectInto(ctx context.Context, b job.BatchRecord, j job.Jo
 	if j.Batch == b.ID {
 		return j, true, nil
 	}
-	got, err := c.cfg.Store.Collect(ctx, job.Collect{ID: j.ID, Owner: j.LeaseOwner, Now: c.cfg.Clock.Now(), Batch: b.ID})
+	got, err := c.store.Collect(ctx, job.Collect{ID: j.ID, Owner: j.LeaseOwner, Now: c.clock.Now(), Batch: b.ID})
 	if err != nil {
 		// A collect whose answer was lost may have landed: read again.
 		if got, err = c.read(ctx, j.ID); err != nil {
@@ -352,7 +351,7 @@ const readTries = 3
 // unavailable.
 func (c *Collector) read(ctx context.Context, id string) (job.Job, error) {
 	for try := 1; ; try++ {
-		j, err := c.cfg.Store.Get(ctx, id)
+		j, err := c.store.Get(ctx, id)
 		if err == nil || try == readTries || job.ErrorCode(err) != job.CodeUnavailable || ctx.Err() != nil {
 			return j, err
 		}
@@ -371,7 +370,7 @@ func (c *Collector) poll(ctx context.Context, l lane, b job.BatchRecord) error {
 		return err
 	}
 	if !ended {
-		if !b.HandBackAt.IsZero() && b.HandBackAt.After(c.cfg.Clock.Now().Add(c.cfg.Every)) {
+		if !b.HandBackAt.IsZero() && b.HandBackAt.After(c.clock.Now().Add(c.every)) {
 			return nil // no job of it is due back before the next run
 		}
 		return c.handBack(ctx, b)
@@ -402,31 +401,31 @@ func (c *Collector) poll(ctx context.Context, l lane, b job.BatchRecord) error {
 				}
 			}
 			b.Jobs = left
-			b.UpdatedAt = c.cfg.Clock.Now()
-			err = errors.Join(err, c.cfg.Batches.SaveBatch(ctx, b))
+			b.UpdatedAt = c.clock.Now()
+			err = errors.Join(err, c.batches.SaveBatch(ctx, b))
 		}
 		return err
 	}
-	b.State, b.UpdatedAt = job.Settled, c.cfg.Clock.Now()
+	b.State, b.UpdatedAt = job.Settled, c.clock.Now()
 	c.log.Info("batch settled", "batch", b.ID, "jobs", len(b.Jobs))
-	return c.cfg.Batches.SaveBatch(ctx, b)
+	return c.batches.SaveBatch(ctx, b)
 }
 
 // handBack releases each job of b whose lease ends before b does: it goes
 // back to the queue for a faster lane while its deadline allows. Its
 // result, if it still comes, is settled as billed (recordResult).
 func (c *Collector) handBack(ctx context.Context, b job.BatchRecord) error {
-	owner, now := job.BatchOwner(b.ID), c.cfg.Clock.Now()
+	owner, now := job.BatchOwner(b.ID), c.clock.Now()
 	var errs []error
 	var next time.Time // the earliest lease end of the jobs it keeps
 	for _, bj := range b.Jobs {
-		j, err := c.cfg.Store.Get(ctx, bj.ID)
+		j, err := c.store.Get(ctx, bj.ID)
 		switch {
 		case err != nil:
 			errs = append(errs, err)
 			next = now // unknown: read again next run
 		case j.LeaseOwner != owner || j.State != job.Running:
-		case j.LeaseUntil.After(now.Add(c.cfg.Every)):
+		case j.LeaseUntil.After(now.Add(c.every)):
 			next = earlier(next, j.LeaseUntil)
 		default:
 			errs = append(errs, c.release(ctx, j, owner, bj.Held, "the batch was not done in time for the job's deadline"))
@@ -437,7 +436,7 @@ func (c *Collector) handBack(ctx context.Context, b job.BatchRecord) error {
 	}
 	if !next.Equal(b.HandBackAt) {
 		b.HandBackAt, b.UpdatedAt = next, now
-		errs = append(errs, c.cfg.Batches.SaveBatch(ctx, b))
+		errs = append(errs, c.batches.SaveBatch(ctx, b))
 	}
 	return errors.Join(errs...)
 }
@@ -464,7 +463,7 @@ func (c *Collector) unanswered(ctx context.Context, b job.BatchRecord, answered 
 		if answered[bj.ID] {
 			continue
 		}
-		j, err := c.cfg.Store.Get(ctx, bj.ID)
+		j, err := c.store.Get(ctx, bj.ID)
 		if err != nil || j.LeaseOwner != owner {
 			errs = append(errs, err)
 			continue
@@ -486,11 +485,11 @@ func (c *Collector) recordResult(ctx context.Context, l lane, b job.BatchRecord,
 	if i < 0 {
 		return nil // settled by an earlier run (poll keeps only the jobs left), or never the batch's
 	}
-	j, err := c.cfg.Store.Get(ctx, id)
+	j, err := c.store.Get(ctx, id)
 	if err != nil {
 		return err
 	}
-	owner, now := job.BatchOwner(b.ID), job.NextUpdate(j.UpdatedAt, c.cfg.Clock.Now())
+	owner, now := job.BatchOwner(b.ID), job.NextUpdate(j.UpdatedAt, c.clock.Now())
 	class, usage := model.Classify(callErr)
 	if callErr == nil {
 		usage = resp.Usage
@@ -506,7 +505,7 @@ func (c *Collector) recordResult(ctx context.Context, l lane, b job.BatchRecord,
 	if j.LeaseOwner != owner && !slices.Contains(j.WrittenOff, owner) {
 		set.Held = 0 // handed back: its hold was returned then
 	}
-	f := finish.Of{Job: j, Owner: owner, Now: now, Settlement: set, Retention: c.cfg.Retention}
+	f := finish.Of{Job: j, Owner: owner, Now: now, Settlement: set, Retention: c.retention}
 	if callErr == nil {
 		return c.succeed(ctx, l, f, resp)
 	}

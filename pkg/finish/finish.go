@@ -82,6 +82,15 @@ func (f Of) Release(class job.ErrorClass, detail string, notBefore time.Time) Ou
 		Class: class, Detail: detail, NotBefore: notBefore}}
 }
 
+// HandBack is the batch lane handing the job back unanswered (a release
+// the store tells apart from a failed item's under the same batch owner:
+// job.Release.HandBack), to be claimed again at once.
+func (f Of) HandBack(class job.ErrorClass, detail string) Outcome {
+	o := f.Release(class, detail, time.Time{})
+	o.Release.HandBack = true
+	return o
+}
+
 // End ends the job for good with class.
 func (f Of) End(class job.ErrorClass, detail string) Outcome {
 	return Outcome{End: &job.End{ID: f.Job.ID, Owner: f.Owner, Now: f.Now, Settlement: f.Settlement,

@@ -19,9 +19,10 @@ func TestAnOutcomeIsParkedUnderItsTransitionsName(t *testing.T) {
 	f := finish.Of{Job: job.Job{ID: "j1"}, Owner: "w1", Now: now, Settlement: job.Settlement{Cost: 7, Held: 9},
 		Retention: job.Retention{Succeeded: time.Hour, Failed: 2 * time.Hour}}
 	for key, o := range map[string]finish.Outcome{
-		`"succeed":`: f.Succeed(json.RawMessage(`{"output":"hi"}`), "p/m", job.Standard),
-		`"release":`: f.Release(job.ProviderError, "d", now.Add(time.Minute)),
-		`"end":`:     f.End(job.ContentFiltered, "d"),
+		`"succeed":`:  f.Succeed(json.RawMessage(`{"output":"hi"}`), "p/m", job.Standard),
+		`"release":`:  f.Release(job.ProviderError, "d", now.Add(time.Minute)),
+		`"end":`:      f.End(job.ContentFiltered, "d"),
+		`"release":{`: f.HandBack(job.Timeout, "d"),
 	} {
 		b, err := json.Marshal(o)
 		if err != nil || !strings.HasPrefix(string(b), "{"+key) {
@@ -84,4 +85,16 @@ func TestAnEndIsFollowedByItsQuarantineAndItsCount(t *testing.T) {
 		t.Errorf("counted %v", c)
 	}
 	finish.AfterEnd{}.Ended(t.Context(), j, job.ContentFiltered, now, log) // nothing wired: no panic
+}
+
+// The batch lane's hand-back is a release apart from a failed item's
+// under the same owner (its own Kind), claimable at once, carrying the
+// settlement.
+func TestAHandBackIsAReleaseOfItsOwnKind(t *testing.T) {
+	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+	f := finish.Of{Job: job.Job{ID: "j1"}, Owner: "batch#b1", Now: now, Settlement: job.Settlement{Held: 9}}
+	h, r := f.HandBack(job.Timeout, "no batch in time").Release, f.Release(job.Timeout, "no batch in time", time.Time{}).Release
+	if h == nil || !h.HandBack || h.Kind() == r.Kind() || !h.NotBefore.IsZero() || h.Settlement != f.Settlement || h.Class != job.Timeout || h.ID != "j1" || h.Owner != "batch#b1" || !h.Now.Equal(now) {
+		t.Errorf("hand-back %+v, want a release of its own kind, at once, settling %+v", h, f.Settlement)
+	}
 }

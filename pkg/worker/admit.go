@@ -2,10 +2,32 @@ package worker
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/aijobs/aijobs/pkg/job"
 )
+
+// admission is one attempt's admission: the limits it is admitted
+// under (the crew's), what they granted it (its slot in flight, its last
+// allowed take), and what it needs besides: the store its lease is
+// renewed in, the clock, timing and jitter its waits follow. It reads the
+// attempt's record and start and moves them (j, start: the attempt's
+// own): a renewal after a wait in place extends the lease, and the
+// attempt starts when its call may go.
+type admission struct {
+	limits
+	granted
+	store    Store
+	clock    job.Clock
+	timing   Timing
+	rand     func() float64
+	log      *slog.Logger
+	j        *job.Job
+	owner    string
+	start    *time.Time
+	receives int // the message's, which the tenant's wait grows with
+}
 
 // Slots are the tenants' in-flight slots every worker shares
 // (docs/fairness.md, "Tenant fairness").
@@ -30,27 +52,27 @@ func (t Timing) tenantWait(receives int, rnd func() float64) time.Duration {
 // invocation's deadline, so a worker that dies frees it by then. A store
 // that does not answer lets the attempt run: fairness must not stop
 // every job when one table is out.
-func (a *attempt) enter(ctx context.Context, route job.Route) bool {
-	if a.slots == nil || a.inFlight == nil {
+func (ad *admission) enter(ctx context.Context, route job.Route) bool {
+	if ad.slots == nil || ad.inFlight == nil {
 		return true
 	}
-	limit := a.inFlight(a.j.Tenant)
+	limit := ad.inFlight(ad.j.Tenant)
 	if limit <= 0 {
 		return true
 	}
-	until := a.start.Add(route.Timeout() + a.timing.AttemptMargin + finishTimeout)
+	until := (*ad.start).Add(route.Timeout() + ad.timing.AttemptMargin + finishTimeout)
 	if dl, ok := ctx.Deadline(); ok {
 		until = dl
 	}
-	a.granted.slot = job.Slot{Tenant: a.j.Tenant, JobID: a.j.ID, Now: a.clock.Now(), Until: until, Limit: limit}
-	ok, err := a.slots.Enter(ctx, a.granted.slot)
+	ad.granted.slot = job.Slot{Tenant: ad.j.Tenant, JobID: ad.j.ID, Now: ad.clock.Now(), Until: until, Limit: limit}
+	ok, err := ad.slots.Enter(ctx, ad.granted.slot)
 	if err != nil {
-		a.log.Warn("the tenant's slots did not answer; running without one", "err", err)
-		a.granted.slot = job.Slot{}
+		ad.log.Warn("the tenant's slots did not answer; running without one", "err", err)
+		ad.granted.slot = job.Slot{}
 		return true
 	}
 	if !ok {
-		a.granted.slot = job.Slot{}
+		ad.granted.slot = job.Slot{}
 	}
 	return ok
 }
@@ -61,14 +83,14 @@ const leaveTimeout = 2 * time.Second
 
 // leave gives the attempt's slot back, whatever became of the attempt
 // (its end is the slot's own bound if this fails).
-func (a *attempt) leave(ctx context.Context) {
-	if a.granted.slot.Tenant == "" {
+func (ad *admission) leave(ctx context.Context) {
+	if ad.granted.slot.Tenant == "" {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaveTimeout)
 	defer cancel()
-	if err := a.slots.Leave(ctx, a.granted.slot); err != nil {
-		a.log.Warn("leaving the tenant's slot failed; it frees itself at its end", "err", err)
+	if err := ad.slots.Leave(ctx, ad.granted.slot); err != nil {
+		ad.log.Warn("leaving the tenant's slot failed; it frees itself at its end", "err", err)
 	}
 }
 
@@ -77,20 +99,20 @@ func (a *attempt) leave(ctx context.Context) {
 // is queued until then, however often it was deferred. Only the first
 // attempt does: a retried job is no longer queued. A lost leave frees the
 // place at the job's deadline.
-func (a *attempt) started(ctx context.Context) {
-	if a.queued == nil || a.queuedMax == nil || a.j.Attempts != 1 || a.queuedMax(a.j.Tenant) <= 0 {
+func (ad *admission) started(ctx context.Context) {
+	if ad.queued == nil || ad.queuedMax == nil || ad.j.Attempts != 1 || ad.queuedMax(ad.j.Tenant) <= 0 {
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, leaveTimeout)
 	defer cancel()
-	sl := job.Slot{Tenant: a.j.Tenant, JobID: a.j.ID, Until: a.j.Deadline}
-	if err := a.queued.Leave(ctx, sl); err != nil {
-		a.log.Warn("giving back the job's queued place failed; it frees itself at the deadline", "err", err)
+	sl := job.Slot{Tenant: ad.j.Tenant, JobID: ad.j.ID, Until: ad.j.Deadline}
+	if err := ad.queued.Leave(ctx, sl); err != nil {
+		ad.log.Warn("giving back the job's queued place failed; it frees itself at the deadline", "err", err)
 	}
 }
 
 // refusal is why admission kept the attempt's call from going, for the
-// finish to record (attempt.refused): the job deferred for wait (class
+// finish to record (refusal.verdict): the job deferred for wait (class
 // and detail say why: a wait, never a failure), or its lease lost
 // meanwhile (lost). Admission decides; only the finish writes.
 type refusal struct {
@@ -106,26 +128,26 @@ type refusal struct {
 // key room in its bucket. A short wait for the bucket is waited in place
 // and the lease renewed after it. An admitted attempt holds its tenant's
 // slot until it leaves.
-func (a *attempt) admit(ctx context.Context, route job.Route, in job.Input) (refusal, bool) {
-	if !a.enter(ctx, route) {
-		return refusal{wait: a.timing.tenantWait(a.m.receives(), a.rand), class: job.RateLimited, detail: "the tenant has its limit of jobs in flight"}, false
+func (ad *admission) admit(ctx context.Context, route job.Route, in job.Input) (refusal, bool) {
+	if !ad.enter(ctx, route) {
+		return refusal{wait: ad.timing.tenantWait(ad.receives, ad.rand), class: job.RateLimited, detail: "the tenant has its limit of jobs in flight"}, false
 	}
-	entry, _ := route.Entry(a.j.Lanes)
-	wait, waited := a.take(ctx, entry, in, a.inlineWait(ctx, route))
+	entry, _ := route.Entry(ad.j.Lanes)
+	wait, waited := ad.take(ctx, entry, in, ad.inlineWait(ctx, route))
 	switch {
 	case wait > 0:
 		return refusal{wait: wait, class: job.RateLimited, detail: "the provider's rate limit is spent"}, false
 	case waited:
-		if r, ok := a.renew(ctx); !ok {
+		if r, ok := ad.renew(ctx); !ok {
 			return r, false
 		}
 	}
-	a.started(ctx)
+	ad.started(ctx)
 	// The attempt starts when its call may go: a wait for the bucket is
 	// neither run time nor part of the route's timeout, and the lease's
 	// cap counts from here.
-	if now := a.clock.Now(); now.After(a.start) {
-		a.start = now
+	if now := ad.clock.Now(); now.After(*ad.start) {
+		*ad.start = now
 	}
 	return refusal{}, true
 }
@@ -137,10 +159,10 @@ func (a *attempt) admit(ctx context.Context, route job.Route, in job.Input) (ref
 // invocation needs for the whole route and its margins after it: a wait
 // that would leave the call to be cut by the function's deadline is a
 // defer, not a gamble on a generation the provider bills.
-func (a *attempt) inlineWait(ctx context.Context, route job.Route) time.Duration {
-	w := min(2*time.Second, a.timing.LeaseTTL/2)
+func (ad *admission) inlineWait(ctx context.Context, route job.Route) time.Duration {
+	w := min(2*time.Second, ad.timing.LeaseTTL/2)
 	if dl, ok := ctx.Deadline(); ok {
-		w = min(w, time.Until(dl)-a.timing.LambdaMargin-route.Timeout()-a.timing.AttemptMargin)
+		w = min(w, time.Until(dl)-ad.timing.LambdaMargin-route.Timeout()-ad.timing.AttemptMargin)
 	}
 	return max(w, 0)
 }
@@ -151,20 +173,20 @@ func (a *attempt) inlineWait(ctx context.Context, route job.Route) time.Duration
 // that cannot answer lets the call go: an outage of the buckets table
 // must not stop every model call, and the provider's own limit still
 // answers for itself.
-func (a *attempt) take(ctx context.Context, rung job.Rung, in job.Input, inline time.Duration) (time.Duration, bool) {
-	key := a.bucketOf(rung)
+func (ad *admission) take(ctx context.Context, rung job.Rung, in job.Input, inline time.Duration) (time.Duration, bool) {
+	key := ad.bucketOf(rung)
 	if key == "" {
 		return 0, false
 	}
 	waited := false
 	for {
-		got, err := a.buckets.Take(ctx, job.Take{Provider: key, Limit: rung.Limit, Now: a.clock.Now(), Tokens: rung.WorstTokens(in)})
+		got, err := ad.buckets.Take(ctx, job.Take{Provider: key, Limit: rung.Limit, Now: ad.clock.Now(), Tokens: rung.WorstTokens(in)})
 		switch {
 		case err != nil:
-			a.log.Warn("the provider's bucket did not answer; calling without a take", "bucket", key, "err", err)
+			ad.log.Warn("the provider's bucket did not answer; calling without a take", "bucket", key, "err", err)
 			return 0, waited
 		case got.OK:
-			a.granted.taken = taken{bucket: key, limit: got.Limit}
+			ad.granted.taken = taken{bucket: key, limit: got.Limit}
 			return 0, waited
 		case got.Wait > inline || ctx.Err() != nil:
 			return got.Wait, waited
@@ -184,16 +206,29 @@ func (a *attempt) take(ctx context.Context, rung job.Rung, in job.Input, inline 
 // after the lease guard had stopped a call the provider bills. A lease
 // lost meanwhile (a cancel) refuses the call as lost; a store that does
 // not answer defers the job, since the call would run on a short lease.
-func (a *attempt) renew(ctx context.Context) (refusal, bool) {
-	now := a.clock.Now()
-	j, err := a.store.Heartbeat(ctx, job.Heartbeat{ID: a.j.ID, Owner: a.owner, Now: now, LeaseUntil: now.Add(a.timing.LeaseTTL)})
+func (ad *admission) renew(ctx context.Context) (refusal, bool) {
+	now := ad.clock.Now()
+	j, err := ad.store.Heartbeat(ctx, job.Heartbeat{ID: ad.j.ID, Owner: ad.owner, Now: now, LeaseUntil: now.Add(ad.timing.LeaseTTL)})
 	switch job.ErrorCode(err) {
 	case "":
-		a.j.LeaseUntil, a.j.UpdatedAt = j.LeaseUntil, j.UpdatedAt
+		ad.j.LeaseUntil, ad.j.UpdatedAt = j.LeaseUntil, j.UpdatedAt
 		return refusal{}, true
 	case job.CodeConflict:
 		return refusal{lost: true}, false
 	}
-	a.log.Warn("renewing the lease after waiting for the bucket failed; deferring", "err", err)
-	return refusal{wait: a.timing.LeaseTTL, class: job.RateLimited, detail: "the lease could not be renewed after waiting for the provider's rate limit"}, false
+	ad.log.Warn("renewing the lease after waiting for the bucket failed; deferring", "err", err)
+	return refusal{wait: ad.timing.LeaseTTL, class: job.RateLimited, detail: "the lease could not be renewed after waiting for the provider's rate limit"}, false
+}
+
+// give returns back tokens the attempt's take on bucket key over-took, at
+// the limit the take was priced at; nothing when no take was made there.
+func (ad *admission) give(ctx context.Context, key string, back int64) {
+	t := ad.taken
+	ad.taken = taken{}
+	if t.bucket != key || back <= 0 {
+		return
+	}
+	if err := ad.buckets.Give(ctx, job.Give{Provider: key, Limit: t.limit, Tokens: back}); err != nil {
+		ad.log.Warn("giving over-taken tokens back to the provider's bucket failed", "bucket", key, "err", err)
+	}
 }

@@ -15,7 +15,7 @@ import (
 // claim wins it (Worker.newAttempt), and reaches for nothing else.
 type attempt struct {
 	*crew
-	granted granted // what admission granted: its slot, its take
+	admission *admission // its slot, its take, its renewal before the call
 
 	// The attempt itself: its message, the record as the claim left it
 	// (Attempts counts this attempt, Held holds its reserve), the lease
@@ -47,15 +47,26 @@ type attempt struct {
 
 // run climbs the route's rungs in order, falling back on the classes the
 // route names, under one lease that covers them all, and records the
-// outcome.
+// outcome. What happened is decided first (decide, a verdict), and one
+// finish records it; only then does the heartbeat stop and the slot go
+// back, whatever the verdict.
 func (a *attempt) run(ctx context.Context) outcome {
+	defer a.admission.leave(ctx)
+	defer a.stopBeats()
+	return a.finish(ctx, a.decide(ctx))
+}
+
+// decide takes the attempt as far as it goes, writing no outcome: an
+// input or route it cannot run, a budget that does not cover the first
+// rung, an admission refused, or the call and how it ended.
+func (a *attempt) decide(ctx context.Context) verdict {
 	var in job.Input
 	if err := json.Unmarshal(a.j.Input, &in); err != nil {
-		return a.end(ctx, job.InvalidRequest, "stored input is not valid", job.Settlement{})
+		return verdict{write: verdictEnd, class: job.InvalidRequest, detail: "stored input is not valid"}
 	}
 	route, ok := a.routes[a.j.Model]
 	if !ok || len(route.Rungs) == 0 {
-		return a.retryOrEnd(ctx, failed{class: job.Internal, detail: "no route for model " + a.j.Model})
+		return verdict{write: verdictRetry, fail: failed{class: job.Internal, detail: "no route for model " + a.j.Model}}
 	}
 	// What this attempt may spend: the budget left once its own hold is
 	// set aside (the claim checked the record's Reserve; the route's price
@@ -63,16 +74,21 @@ func (a *attempt) run(ctx context.Context) outcome {
 	avail := a.j.LeftAfter(0)
 	first := route.Reserve(in, a.j.Lanes) // the first rung's worst case, at today's prices
 	if !job.Covers(avail, first) {
-		return a.end(ctx, job.BudgetExhausted, "remaining budget below the first rung's worst case "+first.String()+" cents", job.Settlement{})
+		return verdict{write: verdictEnd, class: job.BudgetExhausted, detail: "remaining budget below the first rung's worst case " + first.String() + " cents"}
 	}
-
-	if r, ok := a.admit(ctx, route, in); !ok {
-		o := a.refused(ctx, r)
-		a.leave(ctx)
-		return o
+	if r, ok := a.admission.admit(ctx, route, in); !ok {
+		return r.verdict()
 	}
-	defer a.leave(ctx)
+	r, why := a.perform(ctx, route, in, avail)
+	return a.verdictOf(r, why, max(first, a.j.Reserve))
+}
 
+// perform runs the admitted attempt's calls: the resumed generation, or
+// the climb, under the lease guard and with the heartbeat started. It
+// answers how the climb ended and the cause its calls were stopped with.
+// The heartbeat outlives it: it renews the lease while the outcome is
+// written, and the finish stops it.
+func (a *attempt) perform(ctx context.Context, route job.Route, in job.Input, avail job.Nanocents) (climbed, error) {
 	limit, cause := a.limit(ctx, route)
 	callCtx, stopCall := context.WithCancelCause(ctx)
 	defer stopCall(nil)
@@ -89,7 +105,6 @@ func (a *attempt) run(ctx context.Context) outcome {
 	defer a.guard.disarm()
 
 	a.startHeartbeat(ctx, timed, route)
-	defer a.beatsDone()
 
 	began := time.Now()
 	r, resumed := a.resume(timed, route, in)
@@ -101,12 +116,17 @@ func (a *attempt) run(ctx context.Context) outcome {
 	a.guard.disarm() // nothing runs that a lapsing lease must stop
 	r.took = time.Since(began)
 	a.meter.Emit("AttemptDuration", float64(r.took.Milliseconds()), "Milliseconds", nil)
-
-	ctx, cancelWrites := a.finishContext(ctx)
-	defer cancelWrites()
-	a.confirmHold(ctx)
 	a.meter.spent(r.paid.Cost)
-	return a.finish(ctx, r, why, max(first, a.j.Reserve))
+	return r, why
+}
+
+// stopBeats stops the heartbeat, if it started, once the outcome is
+// recorded (record stops it as soon as the write ends; this covers the
+// finishes that write nothing, and a panic).
+func (a *attempt) stopBeats() {
+	if a.beatsDone != nil {
+		a.beatsDone()
+	}
 }
 
 // limit is how long the calls may run and what ends them then: the

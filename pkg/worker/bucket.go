@@ -28,8 +28,8 @@ type taken struct {
 // bucketOf is the key of the bucket rung's calls take from, "" for none
 // (or no buckets at all): every keyed provider entry's, per model for
 // OpenAI's (job.RateLimit.Bucket).
-func (a *attempt) bucketOf(rung job.Rung) string {
-	if a.buckets == nil {
+func (l limits) bucketOf(rung job.Rung) string {
+	if l.buckets == nil {
 		return ""
 	}
 	return rung.Limit.Bucket(rung.Provider, rung.Model)
@@ -51,7 +51,7 @@ func (a *attempt) untake(ctx context.Context, rung job.Rung, in job.Input, resp 
 	if err == nil {
 		used = resp.Usage
 	}
-	a.give(ctx, key, rung.WorstTokens(in)-max(used.InputTokens, 0)-max(used.OutputTokens, 0))
+	a.admission.give(ctx, key, rung.WorstTokens(in)-max(used.InputTokens, 0)-max(used.OutputTokens, 0))
 	a.learn(ctx, key, rung, resp, err)
 	now := a.clock.Now()
 	var raise job.Raise
@@ -69,19 +69,6 @@ func (a *attempt) untake(ctx context.Context, rung job.Rung, in job.Input, resp 
 	}
 	if err := a.buckets.Raise(ctx, raise); err != nil {
 		a.log.Warn("raising the provider's bucket failed", "bucket", key, "err", err)
-	}
-}
-
-// give returns back tokens the attempt's take on bucket key over-took, at
-// the limit the take was priced at; nothing when no take was made there.
-func (a *attempt) give(ctx context.Context, key string, back int64) {
-	t := a.granted.taken
-	a.granted.taken = taken{}
-	if t.bucket != key || back <= 0 {
-		return
-	}
-	if err := a.buckets.Give(ctx, job.Give{Provider: key, Limit: t.limit, Tokens: back}); err != nil {
-		a.log.Warn("giving over-taken tokens back to the provider's bucket failed", "bucket", key, "err", err)
 	}
 }
 

@@ -95,7 +95,10 @@ func (w *Worker) refused(ctx context.Context, m message, cur job.Job, now time.T
 // the worker's crew: what it calls, the rules it follows and the meter it
 // counts in.
 func (w *Worker) newAttempt(m message, j job.Job, owner string, start time.Time) *attempt {
-	return &attempt{crew: w.crew, m: m, j: j, owner: owner, start: start, log: m.log.With("attempt", j.Attempts), held: j.Reserve}
+	a := &attempt{crew: w.crew, m: m, j: j, owner: owner, start: start, log: m.log.With("attempt", j.Attempts), held: j.Reserve}
+	a.admission = &admission{limits: w.limits, store: w.store, clock: w.clock, timing: w.timing, rand: w.rand, log: a.log,
+		j: &a.j, owner: owner, start: &a.start, receives: m.receives()}
+	return a
 }
 
 // recover settles the dead attempt cur carries: its lease ran out

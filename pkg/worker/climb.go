@@ -164,7 +164,7 @@ func (a *attempt) enlistIn(ctx context.Context, r *climbed, lane job.Rung, in jo
 // timeout and the lease's cap are already running. It reports whether
 // the call may go; a wait the bucket asks for ends the climb r with it.
 func (a *attempt) takeLater(ctx context.Context, r *climbed, lane job.Rung, in job.Input) bool {
-	wait, _ := a.take(ctx, lane, in, 0)
+	wait, _ := a.admission.take(ctx, lane, in, 0)
 	if wait <= 0 {
 		return true
 	}

@@ -3,12 +3,10 @@ package worker
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"time"
 
 	"github.com/aijobs/aijobs/pkg/finish"
 	"github.com/aijobs/aijobs/pkg/job"
-	"github.com/aijobs/aijobs/pkg/model"
 	"github.com/aijobs/aijobs/pkg/parking"
 )
 
@@ -21,18 +19,44 @@ func (a *attempt) finishAt(paid job.Settlement, now time.Time) finish.Of {
 	return finish.Of{Job: a.j, Owner: a.owner, Now: now, Settlement: paid, Retention: a.retention}
 }
 
+// finish records v, what happened to the attempt, with the one finishing
+// write it asks for: run's only exit. Once the call went, the writes run
+// on the finish context, and the hold the record has is confirmed first.
+func (a *attempt) finish(ctx context.Context, v verdict) outcome {
+	if v.called {
+		var cancel context.CancelFunc
+		ctx, cancel = a.finishContext(ctx)
+		defer cancel()
+		a.confirmHold(ctx)
+	}
+	switch v.write {
+	case verdictRetry:
+		return a.retryOrEnd(ctx, v.fail)
+	case verdictEnd:
+		return a.end(ctx, v.class, v.detail, job.Settlement{})
+	case verdictDefer:
+		return a.deferFor(ctx, v.wait, v.class, v.detail)
+	case verdictLost:
+		return a.releaseLost(ctx, v.class, v.r.paid)
+	case verdictSucceed:
+		return a.succeed(ctx, v.r, v.result)
+	}
+	return outcomeDelete // enlisted: the batch lane holds the job
+}
+
 // record writes o until it lands, is refused, or ctx (the finish context)
 // ends, with the heartbeat renewing the lease and the message meanwhile;
 // then it stops the heartbeat, so that no renewal moves the message after
 // the outcome decided it. The first write the store fails parks o in the
-// lot as well, beside the retries (see park): an answer whose write never
+// lot as well, beside the retries (parked.start): an answer whose write never
 // lands is settled from there by the next worker, not generated again.
 func (a *attempt) record(ctx context.Context, o finish.Outcome) error {
 	var p *parked
 	err := retryWrite(ctx, a.rand, func() error {
 		_, err := o.Apply(ctx, a.store)
 		if job.ErrorCode(err) == job.CodeUnavailable && p == nil && a.lot != nil {
-			p = a.park(ctx, o)
+			p = &parked{lot: a.lot, key: parking.Key(a.j.ID, a.owner)}
+			p.start(ctx, o, a.timing.parkHedge(), a.rand)
 		}
 		return err
 	})
@@ -45,10 +69,10 @@ func (a *attempt) record(ctx context.Context, o finish.Outcome) error {
 	return err
 }
 
-// succeed records the answer and what the attempt cost.
-func (a *attempt) succeed(ctx context.Context, r climbed) outcome {
+// succeed records the answer (result, encoded by verdictOf) and what the
+// attempt cost.
+func (a *attempt) succeed(ctx context.Context, r climbed, result []byte) outcome {
 	now := a.stamp()
-	result, _ := job.EncodeJSON(r.resp.Result())
 	err := a.record(ctx, a.finishAt(r.paid, now).Succeed(result, r.rung.Provider+"/"+r.resp.Model, r.rung.Lane))
 	if job.ErrorCode(err) == job.CodeTooLarge {
 		// The record cannot hold this result: end the job for good,
@@ -128,16 +152,6 @@ func detached(ctx context.Context, margin time.Duration) (context.Context, conte
 	return context.WithTimeout(context.WithoutCancel(ctx), finishTimeout)
 }
 
-// failed is how an attempt failed, for the decision that follows it: its
-// class and detail, what its calls cost, and the worst case a next attempt
-// would need.
-type failed struct {
-	class  job.ErrorClass
-	detail string
-	paid   job.Settlement
-	next   job.Nanocents
-}
-
 // retryOrEnd records an attempt that failed as f says: released for a
 // retry after a backoff, or ended for good (failed or abandoned), as
 // job.AfterError decides.
@@ -180,18 +194,6 @@ func retryWrite(ctx context.Context, rnd func() float64, write func() error) err
 	}
 }
 
-// retryWait is the wait after the i-th failed try (from 0): a random part
-// of a ceiling that doubles from writeRetryBase to writeRetryMax.
-func retryWait(i int, rnd func() float64) time.Duration {
-	ceiling := min(writeRetryBase<<min(i, 16), writeRetryMax)
-	return time.Duration(float64(ceiling) * (0.1 + 0.9*rnd()))
-}
-
-const (
-	writeRetryBase = 100 * time.Millisecond
-	writeRetryMax  = 2 * time.Second
-)
-
 // end ends the held job for good with class, settling what the attempt's
 // calls cost (paid); an end that landed is followed by the rules every
 // finisher follows (finish.AfterEnd: the input's quarantine, the count).
@@ -203,179 +205,6 @@ func (a *attempt) end(ctx context.Context, class job.ErrorClass, detail string, 
 		a.afterEnd.Ended(ctx, a.j, class, now, a.log)
 	}
 	return a.outcomeOf(err)
-}
-
-// parked is an outcome being parked beside the writes that record it
-// (docs/parking.md, "Parked outcomes"). It is parked from the first
-// write the store fails, not once the writes give up: by then the lease
-// may already be running out (heartbeats fail as the writes do), and a
-// worker that found the attempt dead before the outcome was in the lot
-// would write it off and generate again. Parking costs S3 requests on the
-// failure path only; a write that lands at once parks nothing.
-type parked struct {
-	lot  parking.Lot
-	key  string
-	stop context.CancelFunc
-	done chan error
-}
-
-// park puts o in the lot in the background, hedged (see hedge) until it
-// lands, or ctx (the finish context) ends, or close stops it.
-func (a *attempt) park(ctx context.Context, o finish.Outcome) *parked {
-	pctx, stop := context.WithCancel(ctx)
-	p := &parked{lot: a.lot, key: parking.Key(a.j.ID, a.owner), stop: stop, done: make(chan error, 1)}
-	go func() {
-		p.done <- hedge(pctx, a.rand, a.timing.parkHedge(), func(ctx context.Context) error { return parking.Park(ctx, p.lot, o) })
-	}()
-	return p
-}
-
-// parkHedge is how long a put of a parked outcome may go unanswered before
-// another is sent beside it: 2 s, the S3 performance guidelines' advice
-// for small objects ("Timeouts and Retries for Latency-Sensitive
-// Applications": retry a GET or PUT of an object under 512 KB after 2 s),
-// scaled with the heartbeat (a fifth of it) in test and chaos timings.
-func (t Timing) parkHedge() time.Duration { return min(2*time.Second, t.Heartbeat/5) }
-
-// maxHedged bounds the puts of one outcome in flight at once.
-const maxHedged = 3
-
-// hedge runs put until one try succeeds, one fails with an error other
-// than unavailable, or ctx ends. A try unanswered after `after` gets
-// another beside it (at most maxHedged at once): the put is idempotent
-// (one key, one body), and the outcome it carries is worth more than the
-// requests, so a stalled request does not spend the window alone. After a
-// failure with nothing else in flight, the next try waits as retryWrite's
-// do.
-func hedge(ctx context.Context, rnd func() float64, after time.Duration, put func(context.Context) error) error {
-	hctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	results := make(chan error, maxHedged) // never more senders alive than this
-	inFlight, fails := 0, 0
-	var last error
-	launch := func() {
-		inFlight++
-		go func() { results <- put(hctx) }()
-	}
-	launch()
-	hedgeAt := time.NewTicker(after)
-	defer hedgeAt.Stop()
-	var retry <-chan time.Time
-	for {
-		select {
-		case err := <-results:
-			inFlight--
-			if err == nil || job.ErrorCode(err) != job.CodeUnavailable {
-				return err
-			}
-			last = err
-			if inFlight == 0 {
-				retry = time.After(retryWait(fails, rnd))
-			}
-			fails++
-		case <-hedgeAt.C:
-			if inFlight > 0 && inFlight < maxHedged {
-				launch()
-			}
-		case <-retry:
-			retry = nil
-			if inFlight == 0 {
-				launch()
-			}
-		case <-ctx.Done():
-			if last == nil {
-				last = &job.Error{Code: job.CodeUnavailable, Message: "parking did not finish in time", Err: ctx.Err()}
-			}
-			return last
-		}
-	}
-}
-
-// errParked is a finish that never landed but whose outcome is in the lot:
-// the job is settled from there once this attempt's lease has run out.
-var errParked = errors.New("the outcome could not be recorded and is parked")
-
-// close ends the parking once the writes ended with err. A write that
-// landed, or was refused (the store settled the cost either way), leaves
-// nothing to park: the copy is deleted (the bucket's lifecycle rule
-// removes one whose delete fails). A write that never landed answers
-// errParked when the outcome is in the lot, and err when it could not be
-// parked either: then the answer is lost, and its hold is what the record
-// will charge for it (a write-off).
-func (p *parked) close(ctx context.Context, err error, log *slog.Logger) error {
-	if job.ErrorCode(err) != job.CodeUnavailable {
-		p.stop()
-		<-p.done
-		if derr := p.lot.Delete(ctx, p.key); derr != nil {
-			log.Warn("deleting a parked outcome the store has recorded failed; the lot's lifecycle rule removes it", "err", derr)
-		}
-		return err
-	}
-	if perr := <-p.done; perr != nil {
-		log.Error("recording the outcome failed and parking it failed: the paid answer is lost", "err", err, "park_err", perr)
-		return err
-	}
-	log.Warn("recording the outcome failed; it is parked for the next worker to settle", "err", err, "key", p.key)
-	return errParked
-}
-
-// finish records how the climb r ended, why being the cause its calls were
-// stopped with, and next the worst case a next attempt would need.
-func (a *attempt) finish(ctx context.Context, r climbed, why error, next job.Nanocents) outcome {
-	if r.enlisted {
-		return outcomeDelete // the batch lane holds the job; its collector settles it
-	}
-	if r.err == nil && !errors.Is(why, errLeaseLost) {
-		a.log.Info("attempt succeeded", "model", r.rung.Provider+"/"+r.resp.Model, "lane", r.rung.Lane, "rungs", r.tried, "cost_cents", r.paid.Cost.String(),
-			"saved_cents", r.paid.Saved.String(),
-			"cost_estimated", r.paid.Estimated, "duration_ms", r.took.Milliseconds(),
-			"input_tokens", r.resp.Usage.InputTokens, "output_tokens", r.resp.Usage.OutputTokens)
-		return a.succeed(ctx, r)
-	}
-	if a.deferrable(r, why) {
-		return a.deferFor(ctx, max(pauseOf(r.err), job.Burst), job.RateLimited, "the provider answered 429: its rate limit is spent")
-	}
-	if wait, ok := a.outOfCapacity(r, why); ok {
-		return a.deferFor(ctx, wait, job.CapacityUnavailable, "no lane the job allows had capacity")
-	}
-	if errors.Is(why, errLeaseLost) {
-		a.log.Info("attempt stopped: lease lost or job cancelled", "cost_cents", r.paid.Cost.String(), "duration_ms", r.took.Milliseconds())
-		a.meter.count("LeasesLost", nil)
-		class := r.class
-		if r.err == nil {
-			class = job.Cancelled // a result that arrived after the lease was lost
-		}
-		return a.releaseLost(ctx, class, r.paid)
-	}
-	class, detail := failureOf(r, why)
-	a.log.Info("attempt failed", "error_class", class, "rungs", r.tried, "cost_cents", r.paid.Cost.String(),
-		"cost_estimated", r.paid.Estimated, "duration_ms", r.took.Milliseconds())
-	return a.retryOrEnd(ctx, failed{class: class, detail: detail, paid: r.paid, next: next})
-}
-
-// deferrable reports whether a climb that ended as r, stopped by why,
-// hands its job back uncounted: its one call was refused by the rate
-// limit of a key with a shared bucket (every keyed provider entry has
-// one, limits declared or not), and it paid nothing. A 429 is the limit
-// speaking, not the job failing.
-func (a *attempt) deferrable(r climbed, why error) bool {
-	return why == nil && r.err != nil && r.class == job.RateLimited && r.tried == 1 && a.bucketOf(r.rung) != "" &&
-		r.paid.IsZero() && !a.holdUnsure
-}
-
-// outOfCapacity reports whether a climb that ended on a lane's capacity
-// refusal (every lane the job allows refused, or its deadline leaves no
-// faster one) hands the job back uncounted (job.Defer), and for how long:
-// a backoff, while the job's deadline is beyond it and nothing was paid.
-// A refusal is a wait, never a failed attempt (docs/lanes.md,
-// "Cost lanes").
-func (a *attempt) outOfCapacity(r climbed, why error) (time.Duration, bool) {
-	if why != nil || r.err == nil || r.class != job.CapacityUnavailable || !r.paid.IsZero() || a.holdUnsure {
-		return 0, false
-	}
-	// A faster lane whose key's bucket was empty asked for its own wait.
-	wait := max(job.Backoff(a.j.Attempts, a.timing.BackoffBase, a.timing.BackoffMax, a.rand()), r.wait)
-	return wait, a.clock.Now().Add(wait).Before(a.j.Deadline)
 }
 
 // deferFor hands the claimed job back to the queue for wait (job.Defer):
@@ -410,53 +239,6 @@ func (a *attempt) deferFor(ctx context.Context, wait time.Duration, class job.Er
 	a.log.Info("job deferred: a wait, not an attempt", "error_class", class, "wait_ms", wait.Milliseconds(), "detail", detail)
 	a.meter.count("JobsDeferred", nil)
 	return outcomeKeep
-}
-
-// refused records what admission refused (see refusal): an attempt whose
-// lease was lost meanwhile releases the job as lost, having spent
-// nothing; any other is deferred.
-func (a *attempt) refused(ctx context.Context, r refusal) outcome {
-	if r.lost {
-		return a.releaseLost(ctx, job.Cancelled, job.Settlement{})
-	}
-	return a.deferFor(ctx, r.wait, r.class, r.detail)
-}
-
-// failureOf names what ended a failed climb: why, the cause the call was
-// stopped with, wins over the class of the error the call saw (a call cut
-// by the route's timeout sees a cancelled context, not a timeout).
-func failureOf(r climbed, why error) (job.ErrorClass, string) {
-	class, detail := r.class, detailOf(r.err)
-	switch {
-	case errors.Is(why, errLeaseExpiring):
-		class, detail = job.Timeout, "the lease could not be renewed"
-	case errors.Is(why, errHeartbeatPanic):
-		class, detail = job.Internal, "the heartbeat failed"
-	case errors.Is(why, errJobDeadline):
-		class, detail = job.DeadlineExceeded, "the job's deadline passed during the call"
-	case errors.Is(why, errLambdaDeadline):
-		class, detail = job.Timeout, "stopped before the function's deadline"
-	case errors.Is(why, errRouteTimeout):
-		class, detail = job.Timeout, "the model route's timeout passed"
-	case class == job.Cancelled:
-		// Only a lost lease may cancel a call; any other end of the
-		// invocation's context (shutdown) is a timeout, and retried.
-		class, detail = job.Timeout, "the invocation ended during the call"
-	}
-	return class, detail
-}
-
-// detailOf is the error detail a model error carries, cut to 200 bytes.
-func detailOf(err error) string {
-	var me *model.Error
-	if errors.As(err, &me) {
-		d := me.Detail
-		if len(d) > 200 {
-			d = d[:200]
-		}
-		return d
-	}
-	return ""
 }
 
 // confirmHold reads what the record holds for the attempt when a raise of

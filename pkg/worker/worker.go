@@ -12,11 +12,13 @@
 // lease renewed after a wait), climbing the route's rungs and lanes,
 // enlisted in a batch lane or resuming a paid generation (climb.go), each
 // rung a model call (call.go) that tells its provider's bucket how it
-// went (bucket.go); its finish (finish.go) records what it cost as a
-// success, a retry or an end (pkg/finish builds the writes and follows
-// the end), or a deferral, parked when the store will not take it. Its
-// lease is kept by the heartbeat (heartbeat.go), the lease guard
-// (guard.go) and the invocation's batched renewals (renewals.go).
+// went (bucket.go). What happened is decided first, as a verdict
+// (verdict.go), and its one finish (finish.go) records it, with what it
+// cost, as a success, a retry or an end (pkg/finish builds the writes and
+// follows the end), or a deferral, parked (park.go) when the store will
+// not take it. Its lease is kept by the heartbeat (heartbeat.go), the
+// lease guard (guard.go) and the invocation's batched renewals
+// (renewals.go).
 package worker
 
 import (
@@ -174,7 +176,7 @@ type Worker struct {
 
 // crew is what a worker and each of its attempts work with, made once from
 // the Config: the store, queue and lot they write, the providers and
-// routes they call, the rules they follow (timing, retention, admission,
+// routes they call, the rules they follow (timing, retention, limits,
 // what follows an end) and the meter they count in.
 type crew struct {
 	store     Store
@@ -188,14 +190,15 @@ type crew struct {
 	retention job.Retention
 	rand      func() float64
 	meter     meter
-	admission
+	limits
 }
 
-// admission is who may call now: a tenant keeps to its limit of jobs in
-// flight (slots, inFlight), gives back its queued place when its first
-// call starts (queued, queuedMax), and a provider key to its rate limit
-// (buckets). A nil collaborator is no limit.
-type admission struct {
+// limits are who may call now, which each attempt's admission keeps: a
+// tenant keeps to its limit of jobs in flight (slots, inFlight), gives
+// back its queued place when its first call starts (queued, queuedMax),
+// and a provider key to its rate limit (buckets). A nil collaborator is
+// no limit.
+type limits struct {
 	buckets   Buckets
 	slots     Slots
 	inFlight  func(tenant string) int
@@ -231,7 +234,7 @@ func New(cfg Config) *Worker {
 		afterEnd:  finish.AfterEnd{Quarantine: cfg.Quarantine, QuarantineFor: cfg.QuarantineFor, Metrics: cfg.Metrics},
 		providers: cfg.Providers, routes: cfg.Routes, clock: cfg.Clock, timing: cfg.Timing, retention: cfg.Retention,
 		rand: cfg.Rand, meter: meter{cfg.Metrics},
-		admission: admission{buckets: cfg.Buckets, slots: cfg.Slots, inFlight: cfg.InFlight, queued: cfg.Queued, queuedMax: cfg.QueuedLimit}}}
+		limits: limits{buckets: cfg.Buckets, slots: cfg.Slots, inFlight: cfg.InFlight, queued: cfg.Queued, queuedMax: cfg.QueuedLimit}}}
 }
 
 // Handle processes every message of the batch concurrently, each with its
