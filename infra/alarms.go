@@ -283,7 +283,8 @@ func emfMetric(name, stat string, over time.Duration) awscloudwatch.Metric {
 	})
 }
 
-// sumByClass adds the worker's JobsFailed metric over the given classes.
+// sumByClass adds JobsFailed (the worker's and the collector's ends) over
+// the given classes.
 // Alarms cannot use SEARCH, so the classes are listed (from pkg/job, so a
 // new class is picked up) and stay well under the ten metrics an alarm may
 // use. The dashboard shows every class with a SEARCH instead.

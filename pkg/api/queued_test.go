@@ -56,7 +56,7 @@ func TestACreateOverTheTenantsQueuedLimitIsRefused(t *testing.T) {
 		t.Fatalf("at the limit again: %d %s", resp.StatusCode, resp.Body)
 	}
 	// The worker gives a place back when the job's first call may start
-	// (pkg/worker, attempt.started): the entry, from the record.
+	// (pkg/worker, admission.started): the entry, from the record.
 	second, err := e.store.Get(t.Context(), job.NewID("jwt:tenant-a", "two"))
 	if err != nil {
 		t.Fatal(err)

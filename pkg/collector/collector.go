@@ -102,9 +102,10 @@ type crew struct {
 	newID     func() string
 	metrics   Metrics
 	log       *slog.Logger
-	// afterEnd follows a batch item's end as every finisher's: it counts
-	// nothing, since the collector's ends were never among the worker's
-	// JobsFailed (the alarms read those).
+	// afterEnd follows a batch item's end as every finisher's: the input
+	// quarantined, the end counted in JobsFailed or JobsAbandoned, whose
+	// alarms (a provider refusing the key, retryable failures) hold for a
+	// job that failed in a batch as for one that failed in a call.
 	afterEnd finish.AfterEnd
 }
 
@@ -129,7 +130,7 @@ func New(cfg Config) *Collector {
 	return &Collector{crew: &crew{store: cfg.Store, batches: cfg.Batches, queue: cfg.Queue,
 		providers: cfg.Providers, routes: cfg.Routes, clock: cfg.Clock, retention: cfg.Retention,
 		every: cfg.Every, newID: cfg.NewID, metrics: cfg.Metrics, log: cfg.Logger,
-		afterEnd: finish.AfterEnd{Quarantine: cfg.Quarantine, QuarantineFor: cfg.QuarantineFor}}}
+		afterEnd: finish.AfterEnd{Quarantine: cfg.Quarantine, QuarantineFor: cfg.QuarantineFor, Metrics: cfg.Metrics}}}
 }
 
 // Run carries every open batch one step on, then collects new ones. An

@@ -16,10 +16,11 @@ import (
 // worker's end does, so the API's create (which asks Quarantined) refuses
 // a new job with that input hash; an item that fails for the moment
 // quarantines nothing.
-func TestADeterministicBatchItemQuarantinesTheInput(t *testing.T) {
+func TestADeterministicBatchItemQuarantinesTheInputAndCountsItsEnd(t *testing.T) {
 	f := setup(t, 0, nil)
 	qs := memstore.NewQuarantines()
-	f.c = collector.New(collector.Config{Store: f.store, Batches: f.batches, Queue: f.queue,
+	m := &meter{}
+	f.c = collector.New(collector.Config{Store: f.store, Batches: f.batches, Queue: f.queue, Metrics: m,
 		Providers: map[string]model.Provider{"f": f.prov}, Routes: map[string]job.Route{"default": f.route},
 		Retention: job.Retention{Succeeded: time.Hour, Failed: time.Hour}, Quarantine: qs, QuarantineFor: time.Hour})
 	retry := f.enlisted("r", "[[fake:fail=provider_error]] flaky", time.Now().Add(time.Hour))
@@ -38,5 +39,9 @@ func TestADeterministicBatchItemQuarantinesTheInput(t *testing.T) {
 	}
 	if all, _ := qs.List(t.Context(), "", time.Now()); len(all) != 1 {
 		t.Errorf("a failure of the moment quarantined its input: %+v", all)
+	}
+	// Counted as the worker's ends are, so JobsFailed's alarms see it.
+	if got := m.count("JobsFailed"); got != 1 {
+		t.Errorf("JobsFailed %v, want the one item that ended", got)
 	}
 }
