@@ -23,7 +23,7 @@ var (
 	fairQuiet   = flag.Int("fairness.quiet", 5, "jobs each of the nine quiet tenants submits")
 	fairQueued  = flag.Int("fairness.queued", 20, "every tenant's queued limit in the limited run")
 	fairLatency = flag.Duration("fairness.latency", 500*time.Millisecond, "the fake model's latency")
-	fairFactor  = flag.Float64("fairness.factor", 5, "the quiet tenants' p99 allowed, as a multiple of the idle p99, in the limited run")
+	fairShare   = flag.Float64("fairness.share", 0.5, "the quiet tenants' p99 allowed in the limited run, as a share of the no-limit run's")
 	fairGap     = flag.Duration("fairness.gap", time.Second, "how often each quiet tenant submits (nine of them: 9 a second, under the workers' 20)")
 )
 
@@ -66,8 +66,13 @@ func TestQuietTenantsAreNotQueuedBehindANoisyOne(t *testing.T) {
 	if t.Failed() {
 		return
 	}
-	if limit := time.Duration(*fairFactor * float64(idle.p99)); limited.p99 > limit {
-		t.Errorf("with the queued limit the quiet tenants' p99 was %s, over %.0fx the idle %s", limited.p99, *fairFactor, idle.p99)
+	// Held against the run with no limit, made on the same machine a
+	// minute later, not against the idle run: a loaded machine stretches
+	// every run's waits alike (the limited run was 2.3x idle on an idle
+	// machine and 5.4x with a second make test beside it), but the limit
+	// still cuts the backlog in front of a quiet job to a fifth or a third.
+	if limit := time.Duration(*fairShare * float64(naive.p99)); limited.p99 > limit {
+		t.Errorf("with the queued limit the quiet tenants' p99 was %s, over %.0f%% of the %s with no limit", limited.p99, 100**fairShare, naive.p99)
 	}
 	if limited.refused == 0 {
 		t.Error("the noisy tenant was never refused: the limit was not in force")
