@@ -108,7 +108,7 @@ func TestAnInputThatFailedDeterministicallyIsQuarantined(t *testing.T) {
 		// a poll may see first: a create in between is accepted (and
 		// fails as the first did), so try again under a fresh key.
 		key := "q-2-" + strconv.Itoa(i)
-		if r = s.do("POST", "/jobs", "t", map[string]string{"Idempotency-Key": key}, body); r.status != http.StatusAccepted || time.Now().After(deadline) {
+		if r, _ = s.retried("POST", "/jobs", "t", map[string]string{"Idempotency-Key": key}, body); r.status != http.StatusAccepted || time.Now().After(deadline) {
 			break
 		}
 		s.wait("t", r.body["id"].(string), 10*time.Second, "failed")
@@ -116,7 +116,7 @@ func TestAnInputThatFailedDeterministicallyIsQuarantined(t *testing.T) {
 	if r.status != http.StatusUnprocessableEntity || r.body["code"] != "input_quarantined" || !strings.Contains(fmt.Sprint(r.body["detail"]), first) {
 		t.Fatalf("the same input again: %d %s", r.status, r.raw)
 	}
-	if again := s.do("POST", "/jobs", "t", map[string]string{"Idempotency-Key": "q-1"}, body); again.status != http.StatusOK || again.body["id"] != first {
+	if again, _ := s.retried("POST", "/jobs", "t", map[string]string{"Idempotency-Key": "q-1"}, body); again.status != http.StatusOK || again.body["id"] != first {
 		t.Fatalf("the first key's repeat: %d %s", again.status, again.raw)
 	}
 	if other := s.submit("t-other", "q-1", body); other == first {
@@ -153,10 +153,7 @@ func TestCancelReachesRunningCall(t *testing.T) {
 			t.Fatal("the job is running but its call never started")
 		}
 	}
-	r := s.do("POST", "/jobs/"+id+"/cancel", "t", nil, "")
-	for try := 1; r.status == http.StatusServiceUnavailable && try < 3; try++ {
-		r = s.do("POST", "/jobs/"+id+"/cancel", "t", nil, "") // docs/errors.md: unavailable is retried
-	}
+	r := s.cancel("t", id)
 	if r.status != http.StatusOK || r.body["state"] != "abandoned" || r.body["error_class"] != "cancelled" {
 		t.Fatalf("cancel: %d %s", r.status, r.raw)
 	}
@@ -183,7 +180,7 @@ func TestCancelReachesRunningCall(t *testing.T) {
 	if s.fake.Generations(id) != 0 {
 		t.Fatal("a cancelled job completed a generation")
 	}
-	if again := s.do("POST", "/jobs/"+id+"/cancel", "t", nil, ""); again.status != http.StatusOK {
+	if again := s.cancel("t", id); again.status != http.StatusOK {
 		t.Fatalf("second cancel: %d", again.status)
 	}
 }
