@@ -24,7 +24,12 @@ type inFlightKey struct {
 	mu   sync.Mutex
 	now  map[string]int
 	top  map[string]int
+	// jobs is every call's tenant and job marker ("busy job 3"), in the
+	// order the calls came.
+	jobs []string
 }
+
+var jobMarker = regexp.MustCompile(`job [0-9]+`)
 
 var tenantMarker = regexp.MustCompile(`\[\[tenant:([a-z-]+)\]\]`)
 
@@ -38,6 +43,7 @@ func newInFlightKey(t *testing.T, pause time.Duration, gate chan struct{}) *inFl
 			tenant = string(m[1])
 		}
 		k.mu.Lock()
+		k.jobs = append(k.jobs, tenant+" "+string(jobMarker.Find(buf[:n])))
 		k.now[tenant]++
 		k.top[tenant] = max(k.top[tenant], k.now[tenant])
 		k.mu.Unlock()
@@ -153,7 +159,10 @@ func TestATenantsCreatesOverItsQueuedLimitAreRefused(t *testing.T) {
 		"AIJOBS_WORKER_TIMEOUT": "70s", "AIJOBS_VISIBILITY_TIMEOUT": "71s"}, false)
 	body := func(i int) string { return jobBody(fmt.Sprintf("[[tenant:busy]] job %d", i), "") }
 	create := func(tenant string, i int) response {
-		r, _ := s.retried("POST", "/jobs", tenant, map[string]string{"Idempotency-Key": fmt.Sprint("q-", i)}, body(i))
+		// Each tenant's calls carry its own marker: the key counts the
+		// unlimited tenant's apart from the limited one's.
+		b := jobBody(fmt.Sprintf("[[tenant:%s]] job %d", tenant, i), "")
+		r, _ := s.retried("POST", "/jobs", tenant, map[string]string{"Idempotency-Key": fmt.Sprint("q-", i)}, b)
 		return r
 	}
 	first := s.submit("busy", "q-0", body(0))
@@ -184,7 +193,9 @@ func TestATenantsCreatesOverItsQueuedLimitAreRefused(t *testing.T) {
 	}
 	ids = append(ids, s.submit("busy", "q-4", body(4)))
 	if n := k.inFlight("busy"); n != 1 {
-		t.Fatalf("%d of the tenant's calls at the provider while its limit was checked, want the first alone", n)
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		t.Fatalf("%d of the tenant's calls at the provider while its limit was checked, want the first alone (calls so far: %q)", n, k.jobs)
 	}
 	release()
 	for _, j := range awaitAll(t, s, ids, 2*time.Minute) {
