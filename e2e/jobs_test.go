@@ -23,7 +23,7 @@ func TestJobSucceedsAndReplaysIdempotently(t *testing.T) {
 	t.Parallel()
 	s := startStack(t, steadyLease)
 	body := `{"input":{"messages":[{"role":"user","content":"hello e2e"}],"max_tokens":50},"metadata":{"a":1,"b":2}}`
-	r := s.do("POST", "/jobs", "tenant-a", map[string]string{"Idempotency-Key": "k-1"}, body)
+	r, _ := s.retried("POST", "/jobs", "tenant-a", map[string]string{"Idempotency-Key": "k-1"}, body)
 	if r.status != http.StatusAccepted || r.header.Get("Location") != "/jobs/"+r.body["id"].(string) {
 		t.Fatalf("create: %d %v %s", r.status, r.header, r.raw)
 	}
@@ -38,12 +38,12 @@ func TestJobSucceedsAndReplaysIdempotently(t *testing.T) {
 
 	// Same key, same input (keys reordered, other whitespace): the same job.
 	repeat := `{ "metadata": {"b":2, "a":1}, "input": {"max_tokens":50, "messages":[{"content":"hello e2e","role":"user"}]} }`
-	r = s.do("POST", "/jobs", "tenant-a", map[string]string{"Idempotency-Key": "k-1"}, repeat)
+	r, _ = s.retried("POST", "/jobs", "tenant-a", map[string]string{"Idempotency-Key": "k-1"}, repeat)
 	if r.status != http.StatusOK || r.header.Get("Idempotent-Replayed") != "true" || r.body["id"] != id || r.body["state"] != "succeeded" {
 		t.Fatalf("repeat: %d %v %s", r.status, r.header, r.raw)
 	}
 	// Same key, any field changed: 422, and still one generation.
-	r = s.do("POST", "/jobs", "tenant-a", map[string]string{"Idempotency-Key": "k-1"}, strings.Replace(body, `"b":2`, `"b":3`, 1))
+	r, _ = s.retried("POST", "/jobs", "tenant-a", map[string]string{"Idempotency-Key": "k-1"}, strings.Replace(body, `"b":2`, `"b":3`, 1))
 	if r.status != http.StatusUnprocessableEntity || r.body["code"] != "idempotency_key_reused" {
 		t.Fatalf("reused key: %d %s", r.status, r.raw)
 	}
@@ -190,7 +190,7 @@ func TestDeadlineAndBudgetAbandon(t *testing.T) {
 	s := startStack(t, nil)
 	late := s.submit("t", "deadline", jobBody("[[fake:hang]] slow", `"deadline_seconds":1`))
 	// A budget below one attempt's worst case is refused at the door.
-	r := s.do("POST", "/jobs", "t", map[string]string{"Idempotency-Key": "budget"}, jobBody("cheap please", `"budget_cents":0.000001`))
+	r, _ := s.retried("POST", "/jobs", "t", map[string]string{"Idempotency-Key": "budget"}, jobBody("cheap please", `"budget_cents":0.000001`))
 	if r.status != http.StatusBadRequest || r.body["code"] != "invalid_request" || r.body["field"] != "budget_cents" {
 		t.Fatalf("budget below one attempt: %d %s", r.status, r.raw)
 	}
@@ -322,14 +322,14 @@ func TestBadInputLeavesNothingBehind(t *testing.T) {
 		{"cancel unknown", "POST", "/jobs/job_aaaaaaaaaaaaaaaaaaaaaaaaaa/cancel", "t", nil, "", 404, "not_found"},
 	}
 	for _, c := range cases {
-		r := s.do(c.method, c.path, c.tenant, c.headers, c.body)
+		r, _ := s.retried(c.method, c.path, c.tenant, c.headers, c.body)
 		if r.status != c.status || r.body["code"] != c.code || !strings.HasPrefix(r.header.Get("Content-Type"), "application/problem+json") {
 			t.Errorf("%s: %d %s %q, want %d %s", c.name, r.status, r.header.Get("Content-Type"), r.raw, c.status, c.code)
 		}
 	}
 	// No token: the route's authorizer answers itself, as API Gateway does;
 	// the function never runs.
-	if r := s.do("POST", "/jobs", "", key, jobBody("x", "")); r.status != 401 || r.body["message"] != "Unauthorized" {
+	if r, _ := s.retried("POST", "/jobs", "", key, jobBody("x", "")); r.status != 401 || r.body["message"] != "Unauthorized" {
 		t.Errorf("no tenant: %d %q, want API Gateway's 401", r.status, r.raw)
 	}
 	out, err := s.ddb.Scan(context.Background(), &awsddb.ScanInput{TableName: aws.String(s.app.Config.Table), Select: ddbtypes.SelectCount})
