@@ -52,7 +52,7 @@ func newReceiver(t *testing.T, s *stack) *receiver {
 // signing key the API gives tenant (GET /webhook-key).
 func newReceiverFor(t *testing.T, s *stack, tenant string) *receiver {
 	t.Helper()
-	r := s.do("GET", "/webhook-key", tenant, nil, "")
+	r, _ := s.retried("GET", "/webhook-key", tenant, nil, "")
 	key, _ := r.body["secret"].(string)
 	if r.status != http.StatusOK || key == "" {
 		t.Fatalf("GET /webhook-key as %s: %d %s", tenant, r.status, r.raw)
@@ -286,12 +286,12 @@ func TestCallbackLatencyAndCallsPerJob(t *testing.T) {
 func TestACallbackToAPrivateAddressIsRefusedAtCreate(t *testing.T) {
 	s := startStack(t, callbackEnv)
 	for _, url := range []string{"https://10.0.0.8/hook", "http://169.254.169.254/latest/meta-data/", "https://[fd00:ec2::254]/"} {
-		r := s.do("POST", "/jobs", "tenant-a", map[string]string{"Idempotency-Key": "private-" + url}, jobBody("x", fmt.Sprintf(`"callback_url":%q`, url)))
+		r, _ := s.retried("POST", "/jobs", "tenant-a", map[string]string{"Idempotency-Key": "private-" + url}, jobBody("x", fmt.Sprintf(`"callback_url":%q`, url)))
 		if r.status != http.StatusBadRequest || r.body["code"] != "invalid_request" || r.body["field"] != "callback_url" {
 			t.Fatalf("%s: %d %s", url, r.status, r.raw)
 		}
 	}
-	if r := s.do("GET", "/jobs", "tenant-a", nil, ""); len(r.body["jobs"].([]any)) != 0 {
+	if r, _ := s.retried("GET", "/jobs", "tenant-a", nil, ""); len(r.body["jobs"].([]any)) != 0 {
 		t.Fatalf("a refused create left a job: %s", r.raw)
 	}
 }

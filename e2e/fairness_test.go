@@ -17,15 +17,24 @@ import (
 // answering at once and the most it ever was.
 type inFlightKey struct {
 	srv *httptest.Server
-	mu  sync.Mutex
-	now map[string]int
-	top map[string]int
+	// gate, when set, holds every call until it is closed, before the
+	// pause: a test that needs a call at the provider for as long as it
+	// checks something holds it there, not for a time it guesses.
+	gate chan struct{}
+	mu   sync.Mutex
+	now  map[string]int
+	top  map[string]int
+	// jobs is every call's tenant and job marker ("busy job 3"), in the
+	// order the calls came.
+	jobs []string
 }
+
+var jobMarker = regexp.MustCompile(`job [0-9]+`)
 
 var tenantMarker = regexp.MustCompile(`\[\[tenant:([a-z-]+)\]\]`)
 
-func newInFlightKey(t *testing.T, pause time.Duration) *inFlightKey {
-	k := &inFlightKey{now: map[string]int{}, top: map[string]int{}}
+func newInFlightKey(t *testing.T, pause time.Duration, gate chan struct{}) *inFlightKey {
+	k := &inFlightKey{now: map[string]int{}, top: map[string]int{}, gate: gate}
 	k.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		buf := make([]byte, 4096)
 		n, _ := r.Body.Read(buf)
@@ -34,6 +43,7 @@ func newInFlightKey(t *testing.T, pause time.Duration) *inFlightKey {
 			tenant = string(m[1])
 		}
 		k.mu.Lock()
+		k.jobs = append(k.jobs, tenant+" "+string(jobMarker.Find(buf[:n])))
 		k.now[tenant]++
 		k.top[tenant] = max(k.top[tenant], k.now[tenant])
 		k.mu.Unlock()
@@ -42,6 +52,13 @@ func newInFlightKey(t *testing.T, pause time.Duration) *inFlightKey {
 			k.now[tenant]--
 			k.mu.Unlock()
 		}()
+		if k.gate != nil {
+			select {
+			case <-r.Context().Done():
+				return
+			case <-k.gate:
+			}
+		}
 		select {
 		case <-r.Context().Done(): // the worker stopped the call: it is no longer in flight
 			return
@@ -71,7 +88,7 @@ func (k *inFlightKey) most(tenant string) int {
 // concurrent batches.
 func TestATenantNeverHasMoreThanItsLimitInFlight(t *testing.T) {
 	t.Parallel()
-	k := newInFlightKey(t, time.Second)
+	k := newInFlightKey(t, time.Second, nil)
 	routes := fmt.Sprintf(`{"providers": {"key": {"kind": "openai", "base_url": %q}},
 	  "routes": {"default": {"rungs": [{"provider": "key", "model": "gpt-e2e", "price": {"input": "15", "output": "60"}, "timeout": "3s"}]}}}`, k.srv.URL+"/v1")
 	s := startStackWith(t, map[string]string{"AIJOBS_ROUTES": routes, "AIJOBS_TENANT_IN_FLIGHT": "2,jwt:free=0", "AIJOBS_MAX_CONCURRENCY": "4",
@@ -122,16 +139,31 @@ func (k *inFlightKey) inFlight(tenant string) int {
 // Every accepted job ends as it should, and once they have all started
 // the tenant can queue again. The places are shared through the buckets
 // table by the API and the worker.
+//
+// The first job's call is held at the provider (the key's gate) until
+// the limit's checks are done, on a lease and a route timeout the load
+// cannot outrun: with a call of a fixed time, a machine slow to answer
+// the creates let that call end and the next job start, giving back its
+// queued place, and a fourth create was rightly accepted.
 func TestATenantsCreatesOverItsQueuedLimitAreRefused(t *testing.T) {
 	t.Parallel()
-	k := newInFlightKey(t, 3*time.Second)
+	gate := make(chan struct{})
+	var open sync.Once
+	release := func() { open.Do(func() { close(gate) }) }
+	k := newInFlightKey(t, 100*time.Millisecond, gate)
+	t.Cleanup(release) // before the key's server closes: a failed test leaves no call held
 	routes := fmt.Sprintf(`{"providers": {"key": {"kind": "openai", "base_url": %q}},
-	  "routes": {"default": {"rungs": [{"provider": "key", "model": "gpt-e2e", "price": {"input": "15", "output": "60"}, "timeout": "4s"}]}}}`, k.srv.URL+"/v1")
+	  "routes": {"default": {"rungs": [{"provider": "key", "model": "gpt-e2e", "price": {"input": "15", "output": "60"}, "timeout": "60s"}]}}}`, k.srv.URL+"/v1")
 	s := startStackWith(t, map[string]string{"AIJOBS_ROUTES": routes, "AIJOBS_TENANT_IN_FLIGHT": "1,jwt:free=0",
-		"AIJOBS_TENANT_QUEUED": "3,jwt:free=0", "AIJOBS_LEASE_TTL": "4s", "AIJOBS_HEARTBEAT": "1s"}, false)
+		"AIJOBS_TENANT_QUEUED": "3,jwt:free=0", "AIJOBS_LEASE_TTL": "10s", "AIJOBS_HEARTBEAT": "1s",
+		"AIJOBS_WORKER_TIMEOUT": "70s", "AIJOBS_VISIBILITY_TIMEOUT": "71s"}, false)
 	body := func(i int) string { return jobBody(fmt.Sprintf("[[tenant:busy]] job %d", i), "") }
 	create := func(tenant string, i int) response {
-		return s.do("POST", "/jobs", tenant, map[string]string{"Idempotency-Key": fmt.Sprint("q-", i)}, body(i))
+		// Each tenant's calls carry its own marker: the key counts the
+		// unlimited tenant's apart from the limited one's.
+		b := jobBody(fmt.Sprintf("[[tenant:%s]] job %d", tenant, i), "")
+		r, _ := s.retried("POST", "/jobs", tenant, map[string]string{"Idempotency-Key": fmt.Sprint("q-", i)}, b)
+		return r
 	}
 	first := s.submit("busy", "q-0", body(0))
 	for deadline := time.Now().Add(30 * time.Second); k.inFlight("busy") == 0; time.Sleep(20 * time.Millisecond) {
@@ -156,10 +188,16 @@ func TestATenantsCreatesOverItsQueuedLimitAreRefused(t *testing.T) {
 	if r := create("free", 4); r.status != http.StatusAccepted {
 		t.Fatalf("a tenant with no queued limit: %d %s", r.status, r.raw)
 	}
-	if r := s.do("POST", "/jobs/"+ids[3]+"/cancel", "busy", nil, ""); r.status != http.StatusOK {
+	if r := s.cancel("busy", ids[3]); r.status != http.StatusOK {
 		t.Fatalf("cancel a queued job: %d %s", r.status, r.raw)
 	}
 	ids = append(ids, s.submit("busy", "q-4", body(4)))
+	if n := k.inFlight("busy"); n != 1 {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		t.Fatalf("%d of the tenant's calls at the provider while its limit was checked, want the first alone (calls so far: %q)", n, k.jobs)
+	}
+	release()
 	for _, j := range awaitAll(t, s, ids, 2*time.Minute) {
 		want := job.Succeeded
 		if j.ID == ids[3] {

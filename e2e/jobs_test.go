@@ -23,7 +23,7 @@ func TestJobSucceedsAndReplaysIdempotently(t *testing.T) {
 	t.Parallel()
 	s := startStack(t, steadyLease)
 	body := `{"input":{"messages":[{"role":"user","content":"hello e2e"}],"max_tokens":50},"metadata":{"a":1,"b":2}}`
-	r := s.do("POST", "/jobs", "tenant-a", map[string]string{"Idempotency-Key": "k-1"}, body)
+	r, _ := s.retried("POST", "/jobs", "tenant-a", map[string]string{"Idempotency-Key": "k-1"}, body)
 	if r.status != http.StatusAccepted || r.header.Get("Location") != "/jobs/"+r.body["id"].(string) {
 		t.Fatalf("create: %d %v %s", r.status, r.header, r.raw)
 	}
@@ -38,12 +38,12 @@ func TestJobSucceedsAndReplaysIdempotently(t *testing.T) {
 
 	// Same key, same input (keys reordered, other whitespace): the same job.
 	repeat := `{ "metadata": {"b":2, "a":1}, "input": {"max_tokens":50, "messages":[{"content":"hello e2e","role":"user"}]} }`
-	r = s.do("POST", "/jobs", "tenant-a", map[string]string{"Idempotency-Key": "k-1"}, repeat)
+	r, _ = s.retried("POST", "/jobs", "tenant-a", map[string]string{"Idempotency-Key": "k-1"}, repeat)
 	if r.status != http.StatusOK || r.header.Get("Idempotent-Replayed") != "true" || r.body["id"] != id || r.body["state"] != "succeeded" {
 		t.Fatalf("repeat: %d %v %s", r.status, r.header, r.raw)
 	}
 	// Same key, any field changed: 422, and still one generation.
-	r = s.do("POST", "/jobs", "tenant-a", map[string]string{"Idempotency-Key": "k-1"}, strings.Replace(body, `"b":2`, `"b":3`, 1))
+	r, _ = s.retried("POST", "/jobs", "tenant-a", map[string]string{"Idempotency-Key": "k-1"}, strings.Replace(body, `"b":2`, `"b":3`, 1))
 	if r.status != http.StatusUnprocessableEntity || r.body["code"] != "idempotency_key_reused" {
 		t.Fatalf("reused key: %d %s", r.status, r.raw)
 	}
@@ -108,7 +108,7 @@ func TestAnInputThatFailedDeterministicallyIsQuarantined(t *testing.T) {
 		// a poll may see first: a create in between is accepted (and
 		// fails as the first did), so try again under a fresh key.
 		key := "q-2-" + strconv.Itoa(i)
-		if r = s.do("POST", "/jobs", "t", map[string]string{"Idempotency-Key": key}, body); r.status != http.StatusAccepted || time.Now().After(deadline) {
+		if r, _ = s.retried("POST", "/jobs", "t", map[string]string{"Idempotency-Key": key}, body); r.status != http.StatusAccepted || time.Now().After(deadline) {
 			break
 		}
 		s.wait("t", r.body["id"].(string), 10*time.Second, "failed")
@@ -116,7 +116,7 @@ func TestAnInputThatFailedDeterministicallyIsQuarantined(t *testing.T) {
 	if r.status != http.StatusUnprocessableEntity || r.body["code"] != "input_quarantined" || !strings.Contains(fmt.Sprint(r.body["detail"]), first) {
 		t.Fatalf("the same input again: %d %s", r.status, r.raw)
 	}
-	if again := s.do("POST", "/jobs", "t", map[string]string{"Idempotency-Key": "q-1"}, body); again.status != http.StatusOK || again.body["id"] != first {
+	if again, _ := s.retried("POST", "/jobs", "t", map[string]string{"Idempotency-Key": "q-1"}, body); again.status != http.StatusOK || again.body["id"] != first {
 		t.Fatalf("the first key's repeat: %d %s", again.status, again.raw)
 	}
 	if other := s.submit("t-other", "q-1", body); other == first {
@@ -153,10 +153,7 @@ func TestCancelReachesRunningCall(t *testing.T) {
 			t.Fatal("the job is running but its call never started")
 		}
 	}
-	r := s.do("POST", "/jobs/"+id+"/cancel", "t", nil, "")
-	for try := 1; r.status == http.StatusServiceUnavailable && try < 3; try++ {
-		r = s.do("POST", "/jobs/"+id+"/cancel", "t", nil, "") // docs/errors.md: unavailable is retried
-	}
+	r := s.cancel("t", id)
 	if r.status != http.StatusOK || r.body["state"] != "abandoned" || r.body["error_class"] != "cancelled" {
 		t.Fatalf("cancel: %d %s", r.status, r.raw)
 	}
@@ -183,7 +180,7 @@ func TestCancelReachesRunningCall(t *testing.T) {
 	if s.fake.Generations(id) != 0 {
 		t.Fatal("a cancelled job completed a generation")
 	}
-	if again := s.do("POST", "/jobs/"+id+"/cancel", "t", nil, ""); again.status != http.StatusOK {
+	if again := s.cancel("t", id); again.status != http.StatusOK {
 		t.Fatalf("second cancel: %d", again.status)
 	}
 }
@@ -193,7 +190,7 @@ func TestDeadlineAndBudgetAbandon(t *testing.T) {
 	s := startStack(t, nil)
 	late := s.submit("t", "deadline", jobBody("[[fake:hang]] slow", `"deadline_seconds":1`))
 	// A budget below one attempt's worst case is refused at the door.
-	r := s.do("POST", "/jobs", "t", map[string]string{"Idempotency-Key": "budget"}, jobBody("cheap please", `"budget_cents":0.000001`))
+	r, _ := s.retried("POST", "/jobs", "t", map[string]string{"Idempotency-Key": "budget"}, jobBody("cheap please", `"budget_cents":0.000001`))
 	if r.status != http.StatusBadRequest || r.body["code"] != "invalid_request" || r.body["field"] != "budget_cents" {
 		t.Fatalf("budget below one attempt: %d %s", r.status, r.raw)
 	}
@@ -325,14 +322,14 @@ func TestBadInputLeavesNothingBehind(t *testing.T) {
 		{"cancel unknown", "POST", "/jobs/job_aaaaaaaaaaaaaaaaaaaaaaaaaa/cancel", "t", nil, "", 404, "not_found"},
 	}
 	for _, c := range cases {
-		r := s.do(c.method, c.path, c.tenant, c.headers, c.body)
+		r, _ := s.retried(c.method, c.path, c.tenant, c.headers, c.body)
 		if r.status != c.status || r.body["code"] != c.code || !strings.HasPrefix(r.header.Get("Content-Type"), "application/problem+json") {
 			t.Errorf("%s: %d %s %q, want %d %s", c.name, r.status, r.header.Get("Content-Type"), r.raw, c.status, c.code)
 		}
 	}
 	// No token: the route's authorizer answers itself, as API Gateway does;
 	// the function never runs.
-	if r := s.do("POST", "/jobs", "", key, jobBody("x", "")); r.status != 401 || r.body["message"] != "Unauthorized" {
+	if r, _ := s.retried("POST", "/jobs", "", key, jobBody("x", "")); r.status != 401 || r.body["message"] != "Unauthorized" {
 		t.Errorf("no tenant: %d %q, want API Gateway's 401", r.status, r.raw)
 	}
 	out, err := s.ddb.Scan(context.Background(), &awsddb.ScanInput{TableName: aws.String(s.app.Config.Table), Select: ddbtypes.SelectCount})

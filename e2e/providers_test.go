@@ -282,7 +282,7 @@ func TestRoutesOverTheProvidersWireFormats(t *testing.T) {
 		if progress <= 0 || progress >= 1 {
 			t.Fatalf("progress %v while streaming, want between 0 and 1 (tokens so far / 100)", progress)
 		}
-		if r := s.do("POST", "/jobs/"+id+"/cancel", "t", nil, ""); r.status != http.StatusOK {
+		if r := s.cancel("t", id); r.status != http.StatusOK {
 			t.Fatalf("cancel: %d %s", r.status, r.raw)
 		}
 		// From the cancel's answer, when its write has landed: the worker's
