@@ -159,7 +159,7 @@ func (b *call) run(ctx context.Context) (model.Response, error) {
 	}
 	switch {
 	case !pending(o.Status):
-		return b.settle(ctx, o)
+		return b.conclude(ctx, o)
 	case b.id == "":
 		return model.Response{}, &model.Error{Class: job.ProviderError, Detail: "openai: response has no id",
 			Usage: b.lost(), Err: errors.New("openai: background response has no id")}
@@ -220,7 +220,7 @@ func (b *call) poll(ctx context.Context, tick bool) (model.Response, error) {
 			failed = 0
 			continue
 		case err == nil:
-			return b.settle(ctx, o)
+			return b.conclude(ctx, o)
 		case ctx.Err() != nil:
 			return b.stop(ctx)
 		case errors.Is(err, errNotFound):
@@ -282,8 +282,8 @@ func decodeResponse(ctx context.Context, body io.Reader) (responseObject, *model
 	return o, nil
 }
 
-// settle turns a final response into the call's answer or error.
-func (b *call) settle(ctx context.Context, o responseObject) (model.Response, error) {
+// conclude turns a final response into the call's answer or error.
+func (b *call) conclude(ctx context.Context, o responseObject) (model.Response, error) {
 	out := o.text()
 	switch o.Status {
 	case "completed":

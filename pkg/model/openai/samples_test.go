@@ -66,7 +66,7 @@ func TestResponseSample(t *testing.T) {
 		t.Fatal(derr)
 	}
 	b := &call{c: &Client{}, r: sampleRequest()}
-	out, err := b.settle(context.Background(), o)
+	out, err := b.conclude(context.Background(), o)
 	want := model.Usage{InputTokens: 75, OutputTokens: 1186, ReasoningTokens: 1024}
 	if err != nil || out.Usage != want || out.Served != job.Standard || out.FinishReason != "stop" {
 		t.Fatalf("got %+v, %v; want %+v served standard", out, err, want)
