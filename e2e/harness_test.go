@@ -205,17 +205,8 @@ type response struct {
 	raw    []byte
 }
 
-func (s *stack) do(method, path, tenant string, headers map[string]string, body string) response {
-	s.t.Helper()
-	r, err := s.send(method, path, tenant, headers, body)
-	if err != nil {
-		s.t.Fatal(err)
-	}
-	return r
-}
-
-// send is do's request, its transport error returned, not fatal: the
-// retried requests try again on it.
+// send makes one request of the stack's API; a transport error is
+// returned, not fatal: the retried requests try again on it.
 func (s *stack) send(method, path, tenant string, headers map[string]string, body string) (response, error) {
 	req, err := http.NewRequest(method, s.url+path, strings.NewReader(body))
 	if err != nil {
