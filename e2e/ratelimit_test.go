@@ -219,9 +219,15 @@ func runRateLimited(t *testing.T, c rateCase) rateRun {
 	routes := fmt.Sprintf(`{"providers": {"key": {"kind": "openai", "base_url": %q%s}},
 	  "routes": {"default": %s, "summarise": %s, "classify": %s}}`, k.srv.URL+"/v1", limits, rung, rung, rung)
 	// Leases of 4 s, so a take may wait in place for up to 2 s before
-	// its job is deferred (worker.Timing.maxInlineWait).
+	// its job is deferred (worker.Timing.maxInlineWait). The worker's
+	// function timeout is 2 min, not the harness's 6 s: a take's wait, a
+	// 3 s call and the finish fit 6 s on an idle machine only, and an
+	// invocation overrun under load hands its whole batch back while its
+	// answers are written, which is the function timeout at work, not the
+	// rate limit under test (seen as jobs answered twice beside a second
+	// make test).
 	s := startStackWith(t, map[string]string{"AIJOBS_ROUTES": routes, "AIJOBS_LEASE_TTL": "4s", "AIJOBS_HEARTBEAT": "500ms",
-		"AIJOBS_MAX_CONCURRENCY": "8"}, false)
+		"AIJOBS_MAX_CONCURRENCY": "8", "AIJOBS_WORKER_TIMEOUT": "2m", "AIJOBS_VISIBILITY_TIMEOUT": "2m"}, false)
 	start := time.Now()
 	ids := make([]string, c.jobs)
 	var wg sync.WaitGroup
