@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -399,7 +400,12 @@ func (s *stack) deadLetterReasons(want int, timeout time.Duration) []string {
 // says no once the first owner's heartbeat has renewed it.
 func (s *stack) takenOver(id string) bool {
 	s.t.Helper()
-	s.expireLease(id)
+	if !s.expireLease(id) {
+		// Not running at this moment: between the write-off of a dead
+		// attempt and the next claim, the record is briefly queued.
+		time.Sleep(200 * time.Millisecond)
+		return s.attemptsOf(id) > 1
+	}
 	s.sendRaw(`{"job_id":"` + id + `"}`)
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
 		out, err := s.ddb.GetItem(context.Background(), &awsddb.GetItemInput{TableName: aws.String(s.app.Config.Table),
@@ -419,9 +425,26 @@ func (s *stack) takenOver(id string) bool {
 	return false
 }
 
+// attemptsOf is the record's attempts, read consistently; 0 when the read
+// fails (a slow emulator; the caller tries again).
+func (s *stack) attemptsOf(id string) int {
+	out, err := s.ddb.GetItem(context.Background(), &awsddb.GetItemInput{TableName: aws.String(s.app.Config.Table),
+		Key: map[string]ddbtypes.AttributeValue{"id": &ddbtypes.AttributeValueMemberS{Value: id}}, ConsistentRead: aws.Bool(true)})
+	if err != nil {
+		return 0
+	}
+	n, _ := out.Item["attempts"].(*ddbtypes.AttributeValueMemberN)
+	if n == nil {
+		return 0
+	}
+	a, _ := strconv.Atoi(n.Value)
+	return a
+}
+
 // expireLease moves a running job's lease into the past, as if its worker
-// had stalled past it, without touching the owner.
-func (s *stack) expireLease(id string) {
+// had stalled past it, without touching the owner. It answers false when
+// the job is not running at that moment (the condition refused).
+func (s *stack) expireLease(id string) bool {
 	s.t.Helper()
 	_, err := s.ddb.UpdateItem(context.Background(), &awsddb.UpdateItemInput{
 		TableName:                 aws.String(s.app.Config.Table),
@@ -431,9 +454,14 @@ func (s *stack) expireLease(id string) {
 		ExpressionAttributeNames:  map[string]string{"#s": "state"},
 		ExpressionAttributeValues: map[string]ddbtypes.AttributeValue{":past": &ddbtypes.AttributeValueMemberN{Value: "1"}, ":running": &ddbtypes.AttributeValueMemberS{Value: "running"}},
 	})
+	var refused *ddbtypes.ConditionalCheckFailedException
+	if errors.As(err, &refused) {
+		return false
+	}
 	if err != nil {
 		s.t.Fatalf("expire lease: %v", err)
 	}
+	return true
 }
 
 func contains(list []string, s string) bool {
