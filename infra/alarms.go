@@ -495,7 +495,7 @@ func stackAlarmSpecs(cfg Config, sig Signals) []alarmSpec {
 		// backlog (fair queues at work), both mean the quiet tenants starve.
 		{ID: "OldestQuietJobAge", What: fmt.Sprintf("A job id of a tenant SQS does not count as noisy has waited in the job queue longer than the "+
 			"default job deadline (%s), although fair queues deprioritise the noisy tenants: a tenant's backlog is starving the others beyond "+
-			"what fair queues fix. Check the per-tenant in-flight limit (docs/fairness.md), then OldestJobAge's causes.",
+			"what fair queues fix. Check the per-tenant in-flight limit (docs/fairness.md, Tenant fairness), then OldestJobAge's causes.",
 			s.Limits.DefaultDeadline), Metric: sig.OldestQuietJob, Threshold: s.Limits.DefaultDeadline.Seconds()},
 		{ID: "WorkerErrors", What: "The worker function failed an invocation (crash, timeout, out of memory).", Metric: sig.WorkerErrors, Threshold: 1},
 		{ID: "WorkerThrottles", What: "The worker function was throttled (account concurrency).", Metric: sig.WorkerThrottles, Threshold: 1},
