@@ -25,14 +25,8 @@ var (
 // outside fenced code (where a line starting with # is a shell comment).
 func headingAnchors(doc string) map[string]bool {
 	out := map[string]bool{}
-	fenced := false
-	for _, line := range strings.Split(doc, "\n") {
-		if strings.HasPrefix(line, "```") {
-			fenced = !fenced
-		}
-		if m := anyHeading.FindStringSubmatch(line); m != nil && !fenced {
-			out[anchor(m[1])] = true
-		}
+	for h := range docHeadings(doc) {
+		out[anchor(h)] = true
 	}
 	return out
 }
