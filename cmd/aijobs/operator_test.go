@@ -44,10 +44,13 @@ func operatorEnv(t *testing.T) (map[string]string, *dynamodb.Store) {
 
 // endJob creates a job and ends it with class at ended, having cost cost
 // and saved half as much (its calls ran in a cheaper lane).
+// Its expiry is a day from the real clock, not the invocation's: kumo's
+// TTL reaper (every 30 s) deletes an item whose expiry has passed, and
+// one that ran between two commands of a test emptied the second report.
 func endJob(t *testing.T, st *dynamodb.Store, key, hash string, class job.ErrorClass, cost job.Nanocents, ended time.Time) string {
 	t.Helper()
 	ctx := context.Background()
-	created := ended.Add(-time.Minute)
+	created, keep := ended.Add(-time.Minute), time.Now().Add(24*time.Hour)
 	j := job.Job{ID: job.NewID("t", key), Tenant: "t", RequestKey: key, InputHash: hash, Model: "default",
 		Input: json.RawMessage(`{"messages":[{"role":"user","content":"x"}]}`), State: job.Queued, MaxAttempts: 1,
 		Budget: job.Cents(1), Reserve: 10, Deadline: created.Add(time.Hour), Version: 1, CreatedAt: created, UpdatedAt: created}
@@ -57,7 +60,7 @@ func endJob(t *testing.T, st *dynamodb.Store, key, hash string, class job.ErrorC
 	if _, err := st.Claim(ctx, job.Claim{ID: j.ID, Owner: "w", Now: ended.Add(-time.Second), LeaseUntil: ended.Add(time.Minute)}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := st.End(ctx, job.End{ID: j.ID, Owner: "w", Now: ended, Settlement: job.Settlement{Cost: cost, Held: 10, Saved: cost / 2}, Class: class, ExpiresAt: ended.Add(time.Hour)}); err != nil {
+	if _, err := st.End(ctx, job.End{ID: j.ID, Owner: "w", Now: ended, Settlement: job.Settlement{Cost: cost, Held: 10, Saved: cost / 2}, Class: class, ExpiresAt: keep}); err != nil {
 		t.Fatal(err)
 	}
 	return j.ID

@@ -534,21 +534,24 @@ func (h *harness) unrecorded(ctx context.Context, where string, since time.Time)
 	return n
 }
 
-// readTries bounds how often the harness reads one record before giving
-// up: the harness observes the run and is no part of the system under
-// test, so an emulator slow under the run's load (a GetItem past the AWS
-// call timeout on moto, once in CI) must not end it.
-const readTries = 5
+// readPatience bounds how long the harness keeps reading one record that
+// the store answers unavailable: the harness observes the run and is no
+// part of the system under test, so an emulator slow under the run's load
+// must not end it. A count of tries was not enough: moto, with a second
+// make test beside it on 2 cores, failed five GetItems in a row, each
+// past the AWS call timeout, in one CI-like run.
+const readPatience = 2 * time.Minute
 
 // read is the harness's read of a job's record, retried while the store
-// answers unavailable.
+// answers unavailable, for up to readPatience.
 func (h *harness) read(ctx context.Context, id string) (job.Job, error) {
+	giveUp := time.Now().Add(readPatience)
 	for try := 1; ; try++ {
 		j, err := h.setup.Store.Get(ctx, id)
-		if err == nil || job.ErrorCode(err) != job.CodeUnavailable || try == readTries {
+		if err == nil || job.ErrorCode(err) != job.CodeUnavailable || time.Now().After(giveUp) {
 			return j, err
 		}
-		if err := sleep(ctx, time.Duration(try)*time.Second); err != nil {
+		if err := sleep(ctx, min(time.Duration(try), 5)*time.Second); err != nil {
 			return j, err
 		}
 	}
