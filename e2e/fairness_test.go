@@ -92,7 +92,11 @@ func TestATenantNeverHasMoreThanItsLimitInFlight(t *testing.T) {
 	routes := fmt.Sprintf(`{"providers": {"key": {"kind": "openai", "base_url": %q}},
 	  "routes": {"default": {"rungs": [{"provider": "key", "model": "gpt-e2e", "price": {"input": "15", "output": "60"}, "timeout": "3s"}]}}}`, k.srv.URL+"/v1")
 	s := startStackWith(t, map[string]string{"AIJOBS_ROUTES": routes, "AIJOBS_TENANT_IN_FLIGHT": "2,jwt:free=0", "AIJOBS_MAX_CONCURRENCY": "4",
-		"AIJOBS_LEASE_TTL": "4s", "AIJOBS_HEARTBEAT": "500ms"}, false)
+		"AIJOBS_LEASE_TTL": steadyLease["AIJOBS_LEASE_TTL"], "AIJOBS_HEARTBEAT": "500ms",
+		// An invocation that overran its timeout (kumo stalled over 10 s
+		// beside a second make test) has its attempts cut, and a job run
+		// twice is not what is measured here.
+		"AIJOBS_WORKER_TIMEOUT": "30s", "AIJOBS_VISIBILITY_TIMEOUT": "31s"}, false)
 	// Each tenant's jobs are sent all at once (one submitter each), the
 	// unlimited tenant's first, so the queue can hand them out together.
 	var ids []string

@@ -121,7 +121,7 @@ func TestEachJobRunsInTheCheapestLaneItsDeadlineAllows(t *testing.T) {
 	}
 	s := startStackWith(t, map[string]string{"AIJOBS_ROUTES": lanesRoutes(k), "AIJOBS_FAKE_LATENCY": "200ms",
 		"AIJOBS_WORKER_TIMEOUT": fmt.Sprint(20*k, "s"), "AIJOBS_VISIBILITY_TIMEOUT": fmt.Sprint(20*k+1, "s"), "AIJOBS_COLLECT_EVERY": "250ms",
-		"AIJOBS_LEASE_TTL": "5s", "AIJOBS_HEARTBEAT": "500ms"}, true)
+		"AIJOBS_LEASE_TTL": steadyLease["AIJOBS_LEASE_TTL"], "AIJOBS_HEARTBEAT": "500ms"}, true)
 	route := s.app.Config.Routes["default"]
 	n, rate := *lanesJobs, *lanesRate
 	if awstest.Emulator() == "moto" {
@@ -185,7 +185,13 @@ func TestEachJobRunsInTheCheapestLaneItsDeadlineAllows(t *testing.T) {
 		// The saving against the rung's own (standard) price, worked out
 		// here, not by the code that records it; its sign by the lane.
 		wantSaved := res.Usage.Cost(route.Rungs[0].Price) - want
-		if j.Cost != want || j.CostEstimated || j.Saved != wantSaved || !savedSign(j.ResultLane, j.Saved) || j.Held != 0 {
+		switch {
+		case j.Attempts > 1 && (j.Cost < want || j.Held != 0):
+			// An earlier attempt ended unanswered (checkRetried): its
+			// calls are on the record too, perhaps as an estimate, so the
+			// answer's own cost is a floor, not the total.
+			t.Errorf("job %s (%s): cost %s held %s after %d attempts, want at least %s, its answer's cost", j.ID, c.name, j.Cost, j.Held, j.Attempts, want)
+		case j.Attempts == 1 && (j.Cost != want || j.CostEstimated || j.Saved != wantSaved || !savedSign(j.ResultLane, j.Saved) || j.Held != 0):
 			t.Errorf("job %s (%s): cost %s saved %s held %s, want %s at %s's price, saved %s", j.ID, c.name, j.Cost, j.Saved, j.Held,
 				want, j.ResultLane, wantSaved)
 		}

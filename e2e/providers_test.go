@@ -221,10 +221,11 @@ func TestRoutesOverTheProvidersWireFormats(t *testing.T) {
 	    "slow": {"rungs": [{"provider": "anthropic", "model": "claude-e2e", "price": {"input": "300", "output": "1500"}, "timeout": "4s"}]}
 	  }
 	}`, anthropic.srv.URL, bedrock.srv.URL+"/", openai.srv.URL+"/v1")
-	// A lease of seconds: with the harness's 1 s, a kumo call slow on a
+	// A steady lease: with the harness's 1 s, a kumo call slow on a
 	// loaded machine let an attempt's lease lapse, and the next attempt
 	// wrote it off (an estimate where the exact cost is the point).
-	s := startStackWith(t, map[string]string{"AIJOBS_ROUTES": routes, "E2E_ANTHROPIC_KEY": "sk-ant-e2e", "AIJOBS_LEASE_TTL": "5s"}, false)
+	s := startStackWith(t, map[string]string{"AIJOBS_ROUTES": routes, "E2E_ANTHROPIC_KEY": "sk-ant-e2e", "AIJOBS_LEASE_TTL": steadyLease["AIJOBS_LEASE_TTL"],
+		"AIJOBS_WORKER_TIMEOUT": "30s", "AIJOBS_VISIBILITY_TIMEOUT": "31s"}, false)
 	price := func(in, out string) job.Price {
 		p, err := job.PricePerMillion(in, out)
 		if err != nil {
