@@ -35,7 +35,7 @@ func New(b *roles.Base, providers map[string]model.Provider) *worker.Worker {
 	}
 	cfg := worker.Config{
 		Store: b.Store, Queue: b.Queue, Clock: b.Clock, Logger: b.Logger, Retention: s.Retention, Metrics: metrics,
-		Routes: b.Config.Routes, Providers: providers, ReceiveLimit: s.MaxReceiveCount, Parking: lot.New(b),
+		Routes: b.Config.Routes, Providers: providers, ReceiveLimit: s.MaxReceiveCount, Parking: lot.New(b), Workers: s.MaxConcurrency,
 		Timing: worker.Timing{Heartbeat: s.Heartbeat, LeaseTTL: s.LeaseTTL, LeaseMargin: s.GuardMargin(), AttemptMargin: s.AttemptMargin, CollectEvery: s.CollectEvery,
 			LambdaMargin: s.LambdaMargin, BackoffBase: s.BackoffBase, BackoffMax: s.BackoffMax},
 	}
