@@ -43,13 +43,13 @@ func New(b *roles.Base, providers map[string]model.Provider) *worker.Worker {
 		cfg.Quarantine, cfg.QuarantineFor = b.Quarantines, s.QuarantineFor
 	}
 	if b.Config.RateLimited() {
-		cfg.Buckets = dynamodb.NewBuckets(b.DynamoDB, b.Config.BucketsTable)
+		cfg.Buckets = dynamodb.NewBuckets(b.Side, b.Config.BucketsTable)
 	}
 	if b.Config.InFlight.Any() {
-		cfg.Slots, cfg.InFlight = dynamodb.NewSlots(b.DynamoDB, b.Config.BucketsTable), b.Config.InFlight.For
+		cfg.Slots, cfg.InFlight = dynamodb.NewSlots(b.Side, b.Config.BucketsTable), b.Config.InFlight.For
 	}
 	if b.Config.Queued.Any() {
-		cfg.Queued, cfg.QueuedLimit = dynamodb.NewQueueSlots(b.DynamoDB, b.Config.BucketsTable), b.Config.Queued.For
+		cfg.Queued, cfg.QueuedLimit = dynamodb.NewQueueSlots(b.Side, b.Config.BucketsTable), b.Config.Queued.For
 	}
 	return worker.New(cfg)
 }
