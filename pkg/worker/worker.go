@@ -9,7 +9,8 @@
 // handed off (handoff.go); the worker's crew and Config are in worker.go.
 // An attempt runs (attempt.go) once admission lets its call go (admit.go:
 // its tenant's slot, its bucket's take, its queued place, a deferral, the
-// lease renewed after a wait), climbing the route's rungs and lanes,
+// lease renewed after a wait; share.go: the worker's own share of a limit
+// whose table does not answer), climbing the route's rungs and lanes,
 // enlisted in a batch lane or resuming a paid generation (climb.go), each
 // rung a model call (call.go) that tells its provider's bucket how it
 // went (bucket.go). What happened is decided first, as a verdict
