@@ -226,3 +226,42 @@ func TestThrottledSlotsHoldTheTenantToTheWorkersShare(t *testing.T) {
 		t.Fatalf("slots throttled again: %d ran, %d deferred, want 2 and 4 (every local place given back)", ran, deferred)
 	}
 }
+
+// TestALocalTakeCountsTokensAndGetsItsOverTakeBack: the local share
+// counts tokens as the shared bucket does. A key of 5,040 tokens a minute
+// over 4 workers is 21 a second here; a call's worst case is 21 tokens
+// (a second of the share), and the call used 5, so the 16 over-taken come
+// back to the local bucket: the next job waits about a quarter of a
+// second (in place, or deferred that long), not the whole second the take
+// cost.
+func TestALocalTakeCountsTokensAndGetsItsOverTakeBack(t *testing.T) {
+	f := setup(t, func(context.Context, model.Request, int) (model.Response, error) {
+		return model.Response{Output: "hi", Usage: model.Usage{InputTokens: 3, OutputTokens: 2}}, nil
+	})
+	buckets := &throttledBuckets{Buckets: memstore.NewBuckets()}
+	buckets.down.Store(true)
+	routes := f.routes()
+	r := routes["default"]
+	r.Rungs[0].Limit = job.RateLimit{TokensPerMinute: 4 * 21 * 60}
+	routes["default"] = r
+	f.w = f.newWorker(f.store, func(c *worker.Config) { c.Routes, c.Buckets, c.Workers = routes, buckets, 4 })
+	a := f.create("k1", nil)
+	f.deliver(body(a.ID))
+	if got := f.get(a.ID); got.State != job.Succeeded {
+		t.Fatalf("the first job on a full local bucket: %+v", got)
+	}
+	b := f.create("k2", nil)
+	sent := time.Now()
+	f.deliver(body(b.ID))
+	switch got := f.get(b.ID); {
+	case got.State == job.Succeeded:
+		// waited in place: a wait of at most half the lease, 150 ms
+	case got.State == job.Queued && got.NotBefore.Sub(sent) < 600*time.Millisecond:
+	default:
+		t.Fatalf("the second job: %s, deferred %s; want it called or deferred about 240ms (its tokens given back), not a second",
+			got.State, got.NotBefore.Sub(sent))
+	}
+	if n := f.metrics.get("LimitsLocal/bucket"); n < 2 {
+		t.Fatalf("LimitsLocal by bucket %v, want one per take", n)
+	}
+}
