@@ -80,6 +80,15 @@ const period = 5 * time.Minute
 // only exists in periods the reconciler found something.
 const messagesLostExpression = "FILL(queued, 0) + FILL(running, 0)"
 
+// limitsLocalExpression sums the worker's LimitsLocal metric over the two
+// shared limits a worker holds to its own share of when their table does
+// not answer (its EMF lines carry the Limit dimension). FILL because the
+// metric only exists in periods a fallback happened.
+const limitsLocalExpression = "FILL(bucket, 0) + FILL(slots, 0)"
+
+// localLimits are the values of LimitsLocal's Limit dimension.
+var localLimits = []string{"bucket", "slots"}
+
 // callbackDLQArrivalExpression counts the notices arriving in the
 // callback DLQ in a minute, as dlqArrivalExpression does for the job DLQ:
 //
@@ -174,6 +183,10 @@ type Signals struct {
 	// BatchesRefused are the batches whose create a provider refused
 	// (pkg/collector's count); nil without a collector.
 	BatchesRefused awscloudwatch.IMetric
+	// LimitsLocal are the takes and slot enters the worker held to its
+	// own share of a limit because the buckets table did not answer,
+	// both limits.
+	LimitsLocal awscloudwatch.IMetric
 }
 
 // Monitored are the stack's pieces whose own metrics the alarms and the
@@ -241,12 +254,28 @@ func newSignals(m Monitored) Signals {
 			"notices arriving in the callback DLQ (given up, discarded by the stream mapping, or redriven and swept)"),
 		NotifierErrors:  f.Notifier.MetricErrors(metricOptions("Sum", period)),
 		NoticesHeldBack: f.Notifier.Metric(jsii.String("IteratorAge"), metricOptions("Maximum", period)),
+		LimitsLocal:     limitsLocal(),
 	}
 	if f.Collector != nil {
 		sig.CollectorErrors = f.Collector.MetricErrors(metricOptions("Sum", period))
 		sig.BatchesRefused = emfMetric("BatchesRefused", "Sum", period)
 	}
 	return sig
+}
+
+// limitsLocal is the worker's LimitsLocal summed over its Limit dimension
+// (limitsLocalExpression).
+func limitsLocal() awscloudwatch.IMetric {
+	using := map[string]awscloudwatch.IMetric{}
+	for _, l := range localLimits {
+		using[l] = dimensionMetric("LimitsLocal", "Limit", l)
+	}
+	return awscloudwatch.NewMathExpression(&awscloudwatch.MathExpressionProps{
+		Expression:   jsii.String(limitsLocalExpression),
+		UsingMetrics: &using,
+		Label:        jsii.String("limits held locally (the buckets table did not answer)"),
+		Period:       seconds(period),
+	})
 }
 
 // dlqArrivals is the arrivals in a dead letter queue per minute: the
@@ -522,7 +551,22 @@ func stackAlarmSpecs(cfg Config, sig Signals) []alarmSpec {
 			"queue (SQS, permissions) or the notifier fails (NotifierErrors), and the shard waits, in order. DynamoDB Streams keeps a record "+
 			"24 hours and the mapping gives a record up after %s: fix it before then.", noticesHeldBack, streamMaxRecordAge),
 			Metric: sig.NoticesHeldBack, Threshold: float64(noticesHeldBack.Milliseconds())},
+		limitsLocalSpec(s, sig),
 	}
+}
+
+// limitsLocalSpec is the alarm on a shared limit held locally: the buckets
+// table (rate-limit buckets, tenants' slots) did not answer a worker, so
+// each worker held the limit to its share (the limit over the workers)
+// instead of sharing it. Nothing is lost, but the limits are coarser and
+// the table is throttled or out.
+func limitsLocalSpec(s settings.Settings, sig Signals) alarmSpec {
+	return alarmSpec{ID: "LimitsLocal", What: fmt.Sprintf("The buckets table (%s) did not answer a worker's take from a provider's "+
+		"bucket or enter of a tenant's slot, after the SDK's retries: the worker held that limit to its own share, the limit over "+
+		"AIJOBS_MAX_CONCURRENCY (%d), instead of the shared one (docs/ratelimits.md, Provider rate limits; docs/fairness.md, Tenant "+
+		"fairness). Jobs go on, deferred a little more. Read the worker's warnings \"held locally\" (bucket or tenant and error), "+
+		"then the table's ThrottledRequests: a hot bucket or slot item, or the table's capacity.", s.BucketsTableName(), s.MaxConcurrency),
+		Metric: sig.LimitsLocal, Threshold: 1}
 }
 
 // callbackArrivalsWhat is CallbackDlqArrivals' description: the three ways

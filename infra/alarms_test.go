@@ -2,6 +2,9 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -247,8 +250,8 @@ func TestAlarmsNotifyEncryptedTopic(t *testing.T) {
 		t.Errorf("key policy does not let CloudWatch publish: %s", policy)
 	}
 	alarms := s.resources("AWS::CloudWatch::Alarm")
-	if len(alarms) != 15 {
-		t.Errorf("%d alarms, want 15: %v", len(alarms), sortedKeys(alarms))
+	if len(alarms) != 16 {
+		t.Errorf("%d alarms, want 16: %v", len(alarms), sortedKeys(alarms))
 	}
 	for id, r := range alarms {
 		p := r["Properties"].(map[string]any)
@@ -506,5 +509,58 @@ func TestCloudWatchCanPublishAlarms(t *testing.T) {
 	sns, _ := publish("arn:aws:cloudwatch:us-east-1:111122223333:alarm:"+s.cfg.Settings.Prefix+"-DlqArrivals", "111122223333", "false")
 	if ok, _ := allows(t, policy["PolicyDocument"], sns, env); ok {
 		t.Error("the topic accepts a publish without TLS")
+	}
+}
+
+// LimitsLocal fires on one take or slot enter a worker held to its own
+// share because the buckets table did not answer: the worker's
+// LimitsLocal summed over both limits, >= 1 in a period, quiet without
+// datapoints; its description names the buckets table, the share and the
+// sections of the docs it cites, which must be headings there.
+func TestLimitsLocalAlarm(t *testing.T) {
+	s := defaults(t)
+	a := alarm(t, s, "LimitsLocal")
+	expr, metrics := queries(t, a)
+	if expr != limitsLocalExpression {
+		t.Errorf("expression %q, want %q", expr, limitsLocalExpression)
+	}
+	var limits []string
+	for id, m := range metrics {
+		metric := m["Metric"].(map[string]any)
+		dims := metric["Dimensions"].([]any)
+		dim := dims[0].(map[string]any)
+		if metricName(m) != "LimitsLocal" || metric["Namespace"] != emf.Namespace || len(dims) != 1 || dim["Name"] != "Limit" ||
+			dim["Value"] != id || m["Stat"] != "Sum" || m["Period"] != 300.0 {
+			t.Errorf("metric %s = %v, want LimitsLocal{Limit=%s}, summed over 5 minutes", id, m, id)
+		}
+		limits = append(limits, id)
+	}
+	if !equalSets(limits, []string{"bucket", "slots"}) {
+		t.Errorf("LimitsLocal sums limits %v, want bucket and slots", limits)
+	}
+	if a["Threshold"] != 1.0 || a["ComparisonOperator"] != "GreaterThanOrEqualToThreshold" || a["EvaluationPeriods"] != 1.0 ||
+		a["TreatMissingData"] != "notBreaching" {
+		t.Errorf("LimitsLocal %v, want >= 1 in a period, missing data OK", a)
+	}
+	d, _ := a["AlarmDescription"].(string)
+	for _, w := range []string{s.cfg.Settings.BucketsTableName(), "AIJOBS_MAX_CONCURRENCY", "held locally", "ThrottledRequests"} {
+		if !strings.Contains(d, w) {
+			t.Errorf("LimitsLocal description %q does not say %q", d, w)
+		}
+	}
+	for doc, heading := range map[string]string{"docs/ratelimits.md": "Provider rate limits", "docs/fairness.md": "Tenant fairness"} {
+		if !strings.Contains(d, doc+", "+heading) {
+			t.Errorf("LimitsLocal description %q does not cite %s, %s", d, doc, heading)
+		}
+		text, err := os.ReadFile(filepath.Join("..", doc))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !regexp.MustCompile(`(?m)^#+ ` + regexp.QuoteMeta(heading) + `\s*$`).Match(text) {
+			t.Errorf("%s has no heading %q, which LimitsLocal cites", doc, heading)
+		}
+	}
+	if len(d) > 1024 {
+		t.Errorf("LimitsLocal: description of %d characters, CloudWatch allows 1024", len(d))
 	}
 }

@@ -36,6 +36,9 @@ var emitted = map[string][]string{
 	// The worker's count of jobs whose lease ended in the batch lane
 	// before any collector took them (pkg/worker's recover).
 	"AttemptsUncollected": nil,
+	// The worker's count of limits held to its own share while the
+	// buckets table did not answer (pkg/worker's take and enter).
+	"LimitsLocal": {"Limit"},
 	// The collector's count of batches a provider refused to make
 	// (pkg/collector's refuse).
 	"BatchesRefused": nil,

@@ -29,7 +29,10 @@ func (h *Handler) queueSlot(j job.Job) (job.Slot, bool) {
 // enterQueue takes j's place among its tenant's queued jobs before its
 // record is written, and answers the refusal when the tenant has its
 // limit queued. A slots store that does not answer lets the create
-// through: the limit bounds a backlog, it guards no money.
+// through, logged: the limit bounds a backlog, it guards no money. Unlike
+// the worker's limits it has no local share to fall back to
+// (docs/fairness.md, "Tenant fairness"): a place is entered here and
+// given back by a worker, so no one process could count its own.
 func (h *Handler) enterQueue(ctx context.Context, log *slog.Logger, j job.Job) error {
 	sl, ok := h.queueSlot(j)
 	if !ok {

@@ -131,7 +131,10 @@ func certPool(path string) (*x509.CertPool, error) {
 	return roots, nil
 }
 
-// DynamoDB builds a DynamoDB client for cfg.
+// DynamoDB builds a DynamoDB client for cfg. Each client resolves a
+// retryer of its own (cfg sets none, or a constructor), so each has its
+// own retry quota: two clients built here never stop each other's
+// retries.
 func DynamoDB(cfg aws.Config) *dynamodb.Client {
 	local := cfg.BaseEndpoint != nil
 	return dynamodb.NewFromConfig(cfg, func(o *dynamodb.Options) {

@@ -79,7 +79,7 @@ var vars = []Var{
 	setting("AIJOBS_BATCH_WINDOW", duration, func(s *settings.Settings) *time.Duration { return &s.BatchWindow },
 		"Longest wait to fill a batch."),
 	setting("AIJOBS_MAX_CONCURRENCY", count, func(s *settings.Settings) *int { return &s.MaxConcurrency },
-		"Concurrent worker invocations (the event source mapping's MaximumConcurrency)."),
+		"Concurrent worker invocations (the event source mapping's MaximumConcurrency). While the buckets table does not answer, each worker holds a provider's rate limit and a tenant's limit in flight to this share of it: the limit over this (docs/ratelimits.md, \"Provider rate limits\")."),
 
 	setting("AIJOBS_CALLBACK_TIMEOUT", duration, func(s *settings.Settings) *time.Duration { return &s.CallbackTimeout },
 		"How long one callback delivery may take, connection to answer."),

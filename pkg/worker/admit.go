@@ -23,6 +23,7 @@ type admission struct {
 	timing   Timing
 	rand     func() float64
 	log      *slog.Logger
+	meter    meter
 	j        *job.Job
 	owner    string
 	start    *time.Time
@@ -50,8 +51,10 @@ func (t Timing) tenantWait(receives int, rnd func() float64) time.Duration {
 // enter takes the attempt's place among its tenant's jobs in flight, and
 // reports whether it may run; the place lasts at most until the
 // invocation's deadline, so a worker that dies frees it by then. A store
-// that does not answer lets the attempt run: fairness must not stop
-// every job when one table is out.
+// that does not answer holds the tenant to this worker's share of its
+// limit (share.hold), said in LimitsLocal: fairness must neither stop
+// every job when one table is out nor vanish under the load that
+// throttles it.
 func (ad *admission) enter(ctx context.Context, route job.Route) bool {
 	if ad.slots == nil || ad.inFlight == nil {
 		return true
@@ -66,10 +69,14 @@ func (ad *admission) enter(ctx context.Context, route job.Route) bool {
 	}
 	ad.granted.slot = job.Slot{Tenant: ad.j.Tenant, JobID: ad.j.ID, Now: ad.clock.Now(), Until: until, Limit: limit}
 	ok, err := ad.slots.Enter(ctx, ad.granted.slot)
-	if err != nil {
-		ad.log.Warn("the tenant's slots did not answer; running without one", "err", err)
-		ad.granted.slot = job.Slot{}
-		return true
+	switch {
+	case err != nil:
+		ok, ad.granted.slotHere = ad.share.hold(ad.j.Tenant, limit), true
+		ad.log.Warn("the tenant's slots did not answer; its limit is held locally", "tenant", ad.j.Tenant,
+			"local_limit", ad.share.of(int64(limit)), "admitted", ok, "err", err)
+		ad.meter.count("LimitsLocal", map[string]string{"Limit": "slots"})
+	case ok:
+		ad.share.hold(ad.j.Tenant, 0)
 	}
 	if !ok {
 		ad.granted.slot = job.Slot{}
@@ -85,6 +92,10 @@ const leaveTimeout = 2 * time.Second
 // (its end is the slot's own bound if this fails).
 func (ad *admission) leave(ctx context.Context) {
 	if ad.granted.slot.Tenant == "" {
+		return
+	}
+	ad.share.release(ad.granted.slot.Tenant)
+	if ad.granted.slotHere {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaveTimeout)
@@ -170,9 +181,9 @@ func (ad *admission) inlineWait(ctx context.Context, route job.Route) time.Durat
 // take takes rung's worst case from its provider's bucket before a call,
 // waiting in place up to inline. It answers 0 when the call may go, else
 // the wait the bucket asks for, and whether it waited in place. A bucket
-// that cannot answer lets the call go: an outage of the buckets table
-// must not stop every model call, and the provider's own limit still
-// answers for itself.
+// that cannot answer is replaced by this worker's share of it
+// (share.take), said in LimitsLocal: an outage of the buckets table must
+// neither stop every model call nor lift the key's limit.
 func (ad *admission) take(ctx context.Context, rung job.Rung, in job.Input, inline time.Duration) (time.Duration, bool) {
 	key := ad.bucketOf(rung)
 	if key == "" {
@@ -180,13 +191,19 @@ func (ad *admission) take(ctx context.Context, rung job.Rung, in job.Input, inli
 	}
 	waited := false
 	for {
-		got, err := ad.buckets.Take(ctx, job.Take{Provider: key, Limit: rung.Limit, Now: ad.clock.Now(), Tokens: rung.WorstTokens(in)})
+		t := job.Take{Provider: key, Limit: rung.Limit, Now: ad.clock.Now(), Tokens: rung.WorstTokens(in)}
+		got, err := ad.buckets.Take(ctx, t)
+		if err != nil {
+			got = ad.share.take(t)
+			ad.log.Warn("the provider's bucket did not answer; its limit is held locally", "bucket", key,
+				"local_rpm", got.Limit.RequestsPerMinute, "local_tpm", got.Limit.TokensPerMinute, "wait_ms", got.Wait.Milliseconds(), "err", err)
+			ad.meter.count("LimitsLocal", map[string]string{"Limit": "bucket"})
+		} else if got.OK {
+			ad.share.priced(key, got.Limit)
+		}
 		switch {
-		case err != nil:
-			ad.log.Warn("the provider's bucket did not answer; calling without a take", "bucket", key, "err", err)
-			return 0, waited
 		case got.OK:
-			ad.granted.taken = taken{bucket: key, limit: got.Limit}
+			ad.granted.taken = taken{bucket: key, limit: got.Limit, here: err != nil}
 			return 0, waited
 		case got.Wait > inline || ctx.Err() != nil:
 			return got.Wait, waited
@@ -228,7 +245,12 @@ func (ad *admission) give(ctx context.Context, key string, back int64) {
 	if t.bucket != key || back <= 0 {
 		return
 	}
-	if err := ad.buckets.Give(ctx, job.Give{Provider: key, Limit: t.limit, Tokens: back}); err != nil {
+	g := job.Give{Provider: key, Limit: t.limit, Tokens: back}
+	if t.here {
+		ad.share.give(g)
+		return
+	}
+	if err := ad.buckets.Give(ctx, g); err != nil {
 		ad.log.Warn("giving over-taken tokens back to the provider's bucket failed", "bucket", key, "err", err)
 	}
 }

@@ -23,6 +23,7 @@ type Buckets interface {
 type taken struct {
 	bucket string
 	limit  job.RateLimit
+	here   bool // taken from the worker's share (share.take), not the shared bucket
 }
 
 // bucketOf is the key of the bucket rung's calls take from, "" for none
@@ -68,7 +69,8 @@ func (a *attempt) untake(ctx context.Context, rung job.Rung, in job.Input, resp 
 		return
 	}
 	if err := a.buckets.Raise(ctx, raise); err != nil {
-		a.log.Warn("raising the provider's bucket failed", "bucket", key, "err", err)
+		a.log.Warn("raising the provider's bucket failed; raising the local share of it", "bucket", key, "err", err)
+		a.share.raise(raise)
 	}
 }
 
@@ -92,6 +94,7 @@ func (a *attempt) learn(ctx context.Context, key string, rung job.Rung, resp mod
 	default:
 		return
 	}
+	a.share.learn(l) // for a local take while the shared bucket does not answer
 	if err := a.buckets.Learn(ctx, l); err != nil {
 		a.log.Warn("recording what the provider taught of its limit failed", "bucket", key, "err", err)
 	}

@@ -96,7 +96,7 @@ func (w *Worker) refused(ctx context.Context, m message, cur job.Job, now time.T
 // counts in.
 func (w *Worker) newAttempt(m message, j job.Job, owner string, start time.Time) *attempt {
 	a := &attempt{crew: w.crew, m: m, j: j, owner: owner, start: start, log: m.log.With("attempt", j.Attempts), held: j.Reserve}
-	a.admission = &admission{limits: w.limits, store: w.store, clock: w.clock, timing: w.timing, rand: w.rand, log: a.log,
+	a.admission = &admission{limits: w.limits, store: w.store, clock: w.clock, timing: w.timing, rand: w.rand, log: a.log, meter: w.meter,
 		j: &a.j, owner: owner, start: &a.start, receives: m.receives()}
 	return a
 }

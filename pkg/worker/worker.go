@@ -9,7 +9,8 @@
 // handed off (handoff.go); the worker's crew and Config are in worker.go.
 // An attempt runs (attempt.go) once admission lets its call go (admit.go:
 // its tenant's slot, its bucket's take, its queued place, a deferral, the
-// lease renewed after a wait), climbing the route's rungs and lanes,
+// lease renewed after a wait; share.go: the worker's own share of a limit
+// whose table does not answer), climbing the route's rungs and lanes,
 // enlisted in a batch lane or resuming a paid generation (climb.go), each
 // rung a model call (call.go) that tells its provider's bucket how it
 // went (bucket.go). What happened is decided first, as a verdict
@@ -143,6 +144,12 @@ type Config struct {
 	// place back when its call may start. Either nil: no limit.
 	Queued      Slots
 	QueuedLimit func(tenant string) int
+	// Workers is how many workers share Buckets' and Slots' limits at
+	// most (AIJOBS_MAX_CONCURRENCY: the concurrent invocations, one
+	// process each in Lambda). While a shared store does not answer, this
+	// worker holds itself to its share of the limit, the limit over
+	// Workers (docs/ratelimits.md, "Provider rate limits"); below 1 is 1.
+	Workers int
 	// Parking is where an outcome the store keeps refusing is parked, and
 	// where a dead attempt's outcome is looked for before it is written
 	// off (pkg/parking); nil parks nothing.
@@ -197,13 +204,17 @@ type crew struct {
 // tenant keeps to its limit of jobs in flight (slots, inFlight), gives
 // back its queued place when its first call starts (queued, queuedMax),
 // and a provider key to its rate limit (buckets). A nil collaborator is
-// no limit.
+// no limit; a collaborator that does not answer is the worker's share of
+// its limit.
 type limits struct {
 	buckets   Buckets
 	slots     Slots
 	inFlight  func(tenant string) int
 	queued    Slots
 	queuedMax func(tenant string) int
+	// share is this worker's share of the buckets' and slots' limits,
+	// which holds while their stores do not answer.
+	share *share
 }
 
 // granted is what admission granted one attempt: its slot in flight, once
@@ -211,6 +222,9 @@ type limits struct {
 type granted struct {
 	slot  job.Slot
 	taken taken
+	// slotHere says the slot is held in the worker's share only: the
+	// slots did not answer, so nothing of it is in the shared store.
+	slotHere bool
 }
 
 // New returns a worker; nil Rand, NewOwner and Logger get defaults.
@@ -234,7 +248,8 @@ func New(cfg Config) *Worker {
 		afterEnd:  finish.AfterEnd{Quarantine: cfg.Quarantine, QuarantineFor: cfg.QuarantineFor, Metrics: cfg.Metrics},
 		providers: cfg.Providers, routes: cfg.Routes, clock: cfg.Clock, timing: cfg.Timing, retention: cfg.Retention,
 		rand: cfg.Rand, meter: meter{cfg.Metrics},
-		limits: limits{buckets: cfg.Buckets, slots: cfg.Slots, inFlight: cfg.InFlight, queued: cfg.Queued, queuedMax: cfg.QueuedLimit}}}
+		limits: limits{buckets: cfg.Buckets, slots: cfg.Slots, inFlight: cfg.InFlight, queued: cfg.Queued, queuedMax: cfg.QueuedLimit,
+			share: newShare(cfg.Workers)}}}
 }
 
 // Handle processes every message of the batch concurrently, each with its

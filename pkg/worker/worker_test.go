@@ -157,6 +157,9 @@ func (m *metrics) Emit(name string, v float64, _ string, dims map[string]string)
 	if c, ok := dims["ErrorClass"]; ok {
 		name += "/" + c
 	}
+	if l, ok := dims["Limit"]; ok {
+		name += "/" + l
+	}
 	m.counts[name] += v
 }
 

@@ -31,7 +31,7 @@ func New(b *roles.Base) *api.Handler {
 		cfg.Quarantines = b.Quarantines
 	}
 	if b.Config.Queued.Any() {
-		cfg.Queued, cfg.QueuedLimit = dynamodb.NewQueueSlots(b.DynamoDB, b.Config.BucketsTable), b.Config.Queued.For
+		cfg.Queued, cfg.QueuedLimit = dynamodb.NewQueueSlots(b.Side, b.Config.BucketsTable), b.Config.Queued.For
 	}
 	return api.New(cfg)
 }

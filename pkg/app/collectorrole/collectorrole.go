@@ -67,7 +67,7 @@ func Over(b *roles.Base, providers map[string]model.Provider) *collector.Collect
 	}
 	// The next run reaches a job up to a period and a run's longest time
 	// after this one: a job must be handed back before that.
-	cfg := collector.Config{Store: b.Store, Batches: dynamodb.NewBatches(b.DynamoDB, b.Config.BucketsTable), Queue: b.Queue,
+	cfg := collector.Config{Store: b.Store, Batches: dynamodb.NewBatches(b.Side, b.Config.BucketsTable), Queue: b.Queue,
 		Providers: providers, Routes: b.Config.Routes, Clock: b.Clock, Retention: s.Retention, Logger: b.Logger,
 		Every: s.CollectEvery + s.CollectorTimeout, Metrics: m}
 	if b.Quarantines != nil { // a nil *Quarantines in the interface would not be nil

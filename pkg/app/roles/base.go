@@ -60,9 +60,15 @@ type Base struct {
 	Config   config.Config
 	AWS      aws.Config
 	DynamoDB *awsddb.Client
-	SQS      *awssqs.Client
-	Store    *dynamodb.Store
-	Queue    *sqs.Queue
+	// Side is the client of the side tables (buckets, slots and batch
+	// records, quarantine): a client of its own, so a retryer and a retry
+	// quota of its own. Throttles on a hot bucket or slot item spend this
+	// client's quota, and the job store's retries go on (docs/ratelimits.md,
+	// "Provider rate limits").
+	Side  *awsddb.Client
+	SQS   *awssqs.Client
+	Store *dynamodb.Store
+	Queue *sqs.Queue
 	// Tenants is the tenants table (each tenant's webhook key versions),
 	// which the API's key routes and the notifier read.
 	Tenants *dynamodb.Tenants
@@ -127,11 +133,11 @@ func New(ctx context.Context, cfg config.Config, o Options) (*Base, error) {
 	if cfg.QueueURL == "" {
 		return nil, fmt.Errorf("app: no queue URL (set AIJOBS_QUEUE_URL)")
 	}
-	b := &Base{Config: cfg, AWS: awsCfg, DynamoDB: ddb, SQS: sq, Logger: o.Logger, Clock: o.Clock, LoadAWS: o.LoadAWS,
+	b := &Base{Config: cfg, AWS: awsCfg, DynamoDB: ddb, Side: awsclient.DynamoDB(awsCfg), SQS: sq, Logger: o.Logger, Clock: o.Clock, LoadAWS: o.LoadAWS,
 		Store: dynamodb.New(ddb, cfg.Table, cfg.Settings), Queue: sqs.New(sq, cfg.QueueURL, cfg.DLQURL),
 		Tenants: dynamodb.NewTenants(ddb, cfg.TenantsTable)}
 	if cfg.Settings.QuarantineFor > 0 {
-		b.Quarantines = dynamodb.NewQuarantines(ddb, cfg.QuarantineTable)
+		b.Quarantines = dynamodb.NewQuarantines(b.Side, cfg.QuarantineTable)
 	}
 	if cfg.Metrics == "emf" {
 		b.Metrics = emf.New(cmp.Or[io.Writer](o.MetricsOutput, os.Stdout), o.Clock)

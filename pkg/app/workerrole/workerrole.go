@@ -35,7 +35,7 @@ func New(b *roles.Base, providers map[string]model.Provider) *worker.Worker {
 	}
 	cfg := worker.Config{
 		Store: b.Store, Queue: b.Queue, Clock: b.Clock, Logger: b.Logger, Retention: s.Retention, Metrics: metrics,
-		Routes: b.Config.Routes, Providers: providers, ReceiveLimit: s.MaxReceiveCount, Parking: lot.New(b),
+		Routes: b.Config.Routes, Providers: providers, ReceiveLimit: s.MaxReceiveCount, Parking: lot.New(b), Workers: s.MaxConcurrency,
 		Timing: worker.Timing{Heartbeat: s.Heartbeat, LeaseTTL: s.LeaseTTL, LeaseMargin: s.GuardMargin(), AttemptMargin: s.AttemptMargin, CollectEvery: s.CollectEvery,
 			LambdaMargin: s.LambdaMargin, BackoffBase: s.BackoffBase, BackoffMax: s.BackoffMax},
 	}
@@ -43,13 +43,13 @@ func New(b *roles.Base, providers map[string]model.Provider) *worker.Worker {
 		cfg.Quarantine, cfg.QuarantineFor = b.Quarantines, s.QuarantineFor
 	}
 	if b.Config.RateLimited() {
-		cfg.Buckets = dynamodb.NewBuckets(b.DynamoDB, b.Config.BucketsTable)
+		cfg.Buckets = dynamodb.NewBuckets(b.Side, b.Config.BucketsTable)
 	}
 	if b.Config.InFlight.Any() {
-		cfg.Slots, cfg.InFlight = dynamodb.NewSlots(b.DynamoDB, b.Config.BucketsTable), b.Config.InFlight.For
+		cfg.Slots, cfg.InFlight = dynamodb.NewSlots(b.Side, b.Config.BucketsTable), b.Config.InFlight.For
 	}
 	if b.Config.Queued.Any() {
-		cfg.Queued, cfg.QueuedLimit = dynamodb.NewQueueSlots(b.DynamoDB, b.Config.BucketsTable), b.Config.Queued.For
+		cfg.Queued, cfg.QueuedLimit = dynamodb.NewQueueSlots(b.Side, b.Config.BucketsTable), b.Config.Queued.For
 	}
 	return worker.New(cfg)
 }
