@@ -2,6 +2,7 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"net/http"
@@ -23,7 +24,6 @@ var (
 	fairQuiet   = flag.Int("fairness.quiet", 5, "jobs each of the nine quiet tenants submits")
 	fairQueued  = flag.Int("fairness.queued", 20, "every tenant's queued limit in the limited run")
 	fairLatency = flag.Duration("fairness.latency", 500*time.Millisecond, "the fake model's latency")
-	fairShare   = flag.Float64("fairness.share", 0.5, "the quiet tenants' p99 allowed in the limited run, as a share of the no-limit run's")
 	fairGap     = flag.Duration("fairness.gap", time.Second, "how often each quiet tenant submits (nine of them: 9 a second, under the workers' 20)")
 )
 
@@ -63,16 +63,19 @@ func TestQuietTenantsAreNotQueuedBehindANoisyOne(t *testing.T) {
 			r.run.p50.Round(time.Millisecond), r.run.p99.Round(time.Millisecond), float64(r.run.p99)/float64(max(idle.p99, 1)),
 			r.run.accepted, float64(r.run.accepted)/max(r.run.took.Seconds(), 0.001), r.run.refused)
 	}
+	t.Logf("  noisy jobs unfinished in front of a quiet job at its creation, at most: %d with the queued limit, %d with none", limited.front, naive.front)
 	if t.Failed() {
 		return
 	}
-	// Held against the run with no limit, made on the same machine a
-	// minute later, not against the idle run: a loaded machine stretches
-	// every run's waits alike (the limited run was 2.3x idle on an idle
-	// machine and 5.4x with a second make test beside it), but the limit
-	// still cuts the backlog in front of a quiet job to a fifth or a third.
-	if limit := time.Duration(*fairShare * float64(naive.p99)); limited.p99 > limit {
-		t.Errorf("with the queued limit the quiet tenants' p99 was %s, over %.0f%% of the %s with no limit", limited.p99, 100**fairShare, naive.p99)
+	// The guarantee, not its timing: with the limit, a quiet job finds at
+	// most the noisy tenant's queued limit in front of it, plus what the
+	// worker places already run. Times are only logged: held against the
+	// no-limit run, the limited p99 was a third of it on an idle machine,
+	// but 72% with a second make test beside it, where a slow API let
+	// the noisy backlog build slowly in both runs.
+	if most := *fairQueued + fairPlaces; limited.front > most {
+		t.Errorf("with the queued limit a quiet job found %d noisy jobs unfinished in front of it, over the limit %d plus %d places",
+			limited.front, *fairQueued, fairPlaces)
 	}
 	if limited.refused == 0 {
 		t.Error("the noisy tenant was never refused: the limit was not in force")
@@ -82,18 +85,38 @@ func TestQuietTenantsAreNotQueuedBehindANoisyOne(t *testing.T) {
 	}
 }
 
+// fairPlaces are the worker places fairnessEnv gives (2 invocations of
+// batches of 5): the noisy jobs that may run while others queue.
+const fairPlaces = 10
+
+// idList is ids added to from several goroutines.
+type idList struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+func (l *idList) add(id string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.ids = append(l.ids, id)
+}
+
 // fairRun is what one run measured.
 type fairRun struct {
 	p50, p99          time.Duration
 	accepted, refused int64
 	took              time.Duration // from the burst's start to the last quiet job's end
+	noisy             *idList       // the noisy jobs accepted
+	// front is the most noisy jobs created before a quiet job and not
+	// ended when it was created: the backlog it found in front of it.
+	front int
 }
 
 // runFairness runs the quiet tenants' jobs, with the noisy tenant's burst
 // in front of them when noisy, on a stack of its own.
 func runFairness(t *testing.T, env map[string]string, noisy bool) fairRun {
 	s := startStackWith(t, env, true)
-	var run fairRun
+	run := fairRun{noisy: &idList{}}
 	ctx, stop := context.WithCancel(context.Background())
 	defer stop()
 	var wg sync.WaitGroup
@@ -122,19 +145,49 @@ func runFairness(t *testing.T, env map[string]string, noisy bool) fairRun {
 	}
 	quiet.Wait()
 	var times []time.Duration
-	for _, j := range awaitAll(t, s, slices.Concat(ids...), 5*time.Minute) {
+	quietJobs := awaitAll(t, s, slices.Concat(ids...), 5*time.Minute)
+	stop() // the noisy tenant stops submitting: the backlog is measured as it stands
+	wg.Wait()
+	for _, j := range quietJobs {
 		if j.State != job.Succeeded {
 			t.Errorf("quiet job %s: %s (%s)", j.ID, j.State, j.ErrorDetail)
 		}
 		times = append(times, j.UpdatedAt.Sub(j.CreatedAt))
 	}
 	run.took = time.Since(start)
-	stop()
-	wg.Wait()
 	slices.Sort(times)
 	at := func(q float64) time.Duration { return times[min(len(times)-1, int(q*float64(len(times))))] }
 	run.p50, run.p99 = at(0.50), at(0.99)
+	run.front = s.backlogInFront(quietJobs, run.noisy.ids)
 	return run
+}
+
+// backlogInFront is the most noisy jobs any quiet job found created
+// before it and not yet ended (a record not ended now never ended).
+func (s *stack) backlogInFront(quiet []job.Job, noisy []string) int {
+	var ends [][2]time.Time // created, ended (zero: not ended)
+	for _, id := range noisy {
+		j, err := s.app.Store.Get(context.Background(), id)
+		if err != nil {
+			s.t.Fatalf("read noisy job %s: %v", id, err)
+		}
+		var ended time.Time
+		if j.State.Terminal() {
+			ended = j.UpdatedAt
+		}
+		ends = append(ends, [2]time.Time{j.CreatedAt, ended})
+	}
+	most := 0
+	for _, q := range quiet {
+		n := 0
+		for _, e := range ends {
+			if e[0].Before(q.CreatedAt) && (e[1].IsZero() || e[1].After(q.CreatedAt)) {
+				n++
+			}
+		}
+		most = max(most, n)
+	}
+	return most
 }
 
 // submitNoisy creates the noisy tenant's jobs until fairNoisy are
@@ -149,6 +202,12 @@ func (s *stack) submitNoisy(ctx context.Context, next *atomic.Int64, run *fairRu
 		switch r.status {
 		case http.StatusAccepted:
 			atomic.AddInt64(&run.accepted, 1)
+			var v struct{ ID string }
+			if err := json.Unmarshal(r.raw, &v); err != nil || v.ID == "" {
+				s.t.Errorf("noisy create %d: no id in %s", i, r.raw)
+				return
+			}
+			run.noisy.add(v.ID)
 			i = next.Add(1)
 			continue
 		case http.StatusTooManyRequests:
