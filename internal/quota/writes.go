@@ -1,0 +1,258 @@
+package quota
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+)
+
+// change is one item a write touches, and the item before and after it.
+type change struct {
+	table  string
+	schema *schema
+	key    item   // the item's key
+	put    item   // a put's whole item; nil for the others
+	op     string // "put", "update", "delete" or "check" (a transaction's ConditionCheck)
+	before item
+	after  item
+}
+
+func (ch *change) id() string { return ch.table + "\x00" + ch.key.id() }
+
+// errUnread is a write the front cannot read, which the emulator is
+// left to answer.
+var errUnread = errors.New("quota: a write the front cannot read")
+
+// write holds a write (PutItem, UpdateItem, DeleteItem, BatchWriteItem,
+// TransactWriteItems) to the item limit and the key rates, and meters it.
+//
+// A write is billed at the larger of its item before and after (a failed
+// condition at the item as it stays), and the front learns both by
+// reading the item itself, strongly consistent, around the write, with
+// the item's other writes through the front held back meanwhile. Asking
+// the write for ReturnValues instead would give one side only, and would
+// take from the caller the ReturnValues it asked for. The cost is up to
+// two more requests to the emulator a write, and one item's writes made
+// one at a time, which DynamoDB does too (docs/testing.md, "The quota
+// front").
+func (c *call) write() answer {
+	chs, tx, err := c.changes()
+	if err != nil {
+		return c.pass()
+	}
+	for _, ch := range chs {
+		if ch.put != nil && ch.put.size() > c.f.limits.ItemBytes {
+			return c.tooLarge()
+		}
+	}
+	ids := make([]string, 0, len(chs))
+	for _, ch := range chs {
+		ids = append(ids, ch.id())
+	}
+	defer c.f.lock(ids)()
+	for _, ch := range chs {
+		if ch.before, err = c.read(ch.table, ch.key); err != nil {
+			return failed(err)
+		}
+	}
+	if k, ok := c.f.Meter.allow(writeKeys(chs), true); !ok {
+		return c.throttled(k, true)
+	}
+	a, err := c.forward()
+	if err != nil {
+		return failed(err)
+	}
+	if !consumed(a) {
+		return a
+	}
+	if err := c.settle(chs, a.status == http.StatusOK); err != nil {
+		return failed(err)
+	}
+	for _, ch := range chs {
+		if ch.after.size() > c.f.limits.ItemBytes {
+			if err := c.restore(chs); err != nil {
+				return failed(err)
+			}
+			return c.tooLarge()
+		}
+	}
+	c.charge(chs, tx)
+	return a
+}
+
+// changes reads the items a write touches, and whether it is a
+// transaction.
+func (c *call) changes() ([]*change, bool, error) {
+	var in struct {
+		TableName    string
+		Item, Key    item
+		RequestItems map[string][]struct {
+			PutRequest    *struct{ Item item }
+			DeleteRequest *struct{ Key item }
+		}
+		TransactItems []map[string]struct {
+			TableName string
+			Item, Key item
+		}
+	}
+	if json.Unmarshal(c.body, &in) != nil {
+		return nil, false, errUnread
+	}
+	var chs []*change
+	add := func(table, op string, key, put item) {
+		chs = append(chs, &change{table: table, op: op, key: key, put: put})
+	}
+	switch c.action {
+	case "PutItem":
+		add(in.TableName, "put", nil, in.Item)
+	case "UpdateItem", "DeleteItem":
+		add(in.TableName, map[string]string{"UpdateItem": "update", "DeleteItem": "delete"}[c.action], in.Key, nil)
+	case "BatchWriteItem":
+		for table, reqs := range in.RequestItems {
+			for _, r := range reqs {
+				switch {
+				case r.PutRequest != nil:
+					add(table, "put", nil, r.PutRequest.Item)
+				case r.DeleteRequest != nil:
+					add(table, "delete", r.DeleteRequest.Key, nil)
+				}
+			}
+		}
+	case "TransactWriteItems":
+		ops := map[string]string{"Put": "put", "Update": "update", "Delete": "delete", "ConditionCheck": "check"}
+		for _, t := range in.TransactItems {
+			for name, w := range t {
+				add(w.TableName, ops[name], w.Key, w.Item)
+			}
+		}
+	}
+	return chs, c.action == "TransactWriteItems", c.keyChanges(chs)
+}
+
+// keyChanges gives each change its table's schema, and a put its key.
+func (c *call) keyChanges(chs []*change) error {
+	for _, ch := range chs {
+		s, err := c.schemaOf(ch.table)
+		if err != nil || ch.op == "" {
+			return errUnread
+		}
+		ch.schema = s
+		if ch.op == "put" {
+			ch.key = ch.put.only(s.key)
+		} else {
+			ch.put = nil
+		}
+	}
+	return nil
+}
+
+// read is the item at key in table, read strongly consistent; nil when
+// there is none.
+func (c *call) read(table string, key item) (item, error) {
+	a, err := c.ask("GetItem", map[string]any{"TableName": table, "Key": key, "ConsistentRead": true})
+	if err != nil {
+		return nil, err
+	}
+	if a.status != http.StatusOK {
+		return nil, errors.New("quota: GetItem " + table + ": " + string(a.body))
+	}
+	var out struct{ Item item }
+	if err := json.Unmarshal(a.body, &out); err != nil {
+		return nil, err
+	}
+	return out.Item, nil
+}
+
+// settle finds each change's item after the write: what it put, nothing
+// after a delete, the item read again after an update, and the item as
+// it was when the write did not apply (a failed condition, a cancelled
+// transaction).
+func (c *call) settle(chs []*change, applied bool) error {
+	for _, ch := range chs {
+		switch {
+		case !applied || ch.op == "check":
+			ch.after = ch.before
+		case ch.op == "put":
+			ch.after = ch.put
+		case ch.op == "delete":
+			ch.after = nil
+		default:
+			after, err := c.read(ch.table, ch.key)
+			if err != nil {
+				return err
+			}
+			ch.after = after
+		}
+	}
+	return nil
+}
+
+// restore puts back the items a write changed, for an update that left an
+// item over the limit: DynamoDB refuses such an update whole, and the
+// emulator, which applied it, must hold what DynamoDB would. (A stream on
+// the table sees the write and its undoing, which DynamoDB's would not.)
+func (c *call) restore(chs []*change) error {
+	for _, ch := range chs {
+		if equal(ch.before, ch.after) {
+			continue
+		}
+		action, in := "PutItem", map[string]any{"TableName": ch.table, "Item": ch.before}
+		if ch.before == nil {
+			action, in = "DeleteItem", map[string]any{"TableName": ch.table, "Key": ch.key}
+		}
+		a, err := c.ask(action, in)
+		if err != nil {
+			return err
+		}
+		if a.status != http.StatusOK {
+			return errors.New("quota: restoring an item: " + string(a.body))
+		}
+	}
+	return nil
+}
+
+// writeKeys are the keys a write's rate is held to: each item's
+// partition key value, and each index key value of the item as it is
+// and as it is put (an index that cannot take its writes throttles the
+// table's, https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/GSI.ThroughputConsiderations.html).
+func writeKeys(chs []*change) []Scope {
+	var keys []Scope
+	for _, ch := range chs {
+		keys = append(keys, keyScope(ch.table, "", ch.schema.key, ch.key))
+		for _, x := range ch.schema.indexes {
+			for _, it := range []item{ch.before, ch.put} {
+				if e := x.entry(it, ch.schema.key); e != nil {
+					keys = append(keys, keyScope(ch.table, x.name, x.key, e))
+				}
+			}
+		}
+	}
+	return keys
+}
+
+// charge meters a write: each item at the larger of its size before and
+// after, twice in a transaction; each index by the entries it writes
+// (GSI.ThroughputConsiderations, cited at writeKeys): an entry put or
+// deleted costs its own size, an entry whose index key changed costs a
+// delete and a put, one whose projected attributes changed a put, and
+// one that did not change nothing.
+func (c *call) charge(chs []*change, tx bool) {
+	times := 1.0
+	if tx {
+		times = 2
+	}
+	for _, ch := range chs {
+		units := writeUnits(max(ch.before.size(), ch.after.size())) * times
+		c.f.Meter.charge(keyScope(ch.table, "", ch.schema.key, ch.key), units, true)
+		for _, x := range ch.schema.indexes {
+			b, a := x.entry(ch.before, ch.schema.key), x.entry(ch.after, ch.schema.key)
+			moved := b != nil && a != nil && !equal(b.only(x.key), a.only(x.key))
+			if b != nil && (a == nil || moved) {
+				c.f.Meter.charge(keyScope(ch.table, x.name, x.key, b), writeUnits(b.size()), true)
+			}
+			if a != nil && (b == nil || moved || !equal(a, b)) {
+				c.f.Meter.charge(keyScope(ch.table, x.name, x.key, a), writeUnits(a.size()), true)
+			}
+		}
+	}
+}
