@@ -44,11 +44,11 @@ func newRig(t *testing.T, limits quota.Limits) *rig {
 		t.Fatal(err)
 	}
 	t.Cleanup(f.Stop)
-	via := cfg.Copy()
-	via.BaseEndpoint = aws.String(f.Endpoint)
-	once := via.Copy()
+	through := cfg.Copy()
+	through.BaseEndpoint = aws.String(f.Endpoint)
+	once := through.Copy()
 	once.RetryMaxAttempts = 1
-	many := via.Copy()
+	many := through.Copy()
 	many.RetryMaxAttempts = 10
 	r := &rig{front: f, table: awstest.Prefix(t), via: awsclient.DynamoDB(once), bare: bare, viaRetrying: awsclient.DynamoDB(many)}
 	_, err = bare.CreateTable(t.Context(), &dynamodb.CreateTableInput{

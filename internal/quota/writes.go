@@ -19,6 +19,15 @@ type change struct {
 
 func (ch *change) id() string { return ch.table + "\x00" + ch.key.id() }
 
+// request names the change as a batch names it among its unprocessed
+// items: a put by its whole item, a delete by its key.
+func (ch *change) request() string {
+	if ch.put != nil {
+		return ch.table + "\x00" + ch.put.id()
+	}
+	return ch.id()
+}
+
 // errUnread is a write the front cannot read, which the emulator is
 // left to answer.
 var errUnread = errors.New("quota: a write the front cannot read")
@@ -51,8 +60,10 @@ func (c *call) write() answer {
 	}
 	defer c.f.lock(ids)()
 	for _, ch := range chs {
+		// An item the front cannot read (a key the emulator refuses) is a
+		// write the emulator will refuse too: it answers it, unmetered.
 		if ch.before, err = c.read(ch.table, ch.key); err != nil {
-			return failed(err)
+			return c.pass()
 		}
 	}
 	if k, ok := c.f.Meter.allow(writeKeys(chs), true); !ok {
@@ -65,7 +76,7 @@ func (c *call) write() answer {
 	if !consumed(a) {
 		return a
 	}
-	if err := c.settle(chs, a.status == http.StatusOK); err != nil {
+	if err := c.settle(chs, a.status == http.StatusOK, unprocessed(a)); err != nil {
 		return failed(err)
 	}
 	for _, ch := range chs {
@@ -166,11 +177,11 @@ func (c *call) read(table string, key item) (item, error) {
 // settle finds each change's item after the write: what it put, nothing
 // after a delete, the item read again after an update, and the item as
 // it was when the write did not apply (a failed condition, a cancelled
-// transaction).
-func (c *call) settle(chs []*change, applied bool) error {
+// transaction, a batch's item left unprocessed).
+func (c *call) settle(chs []*change, applied bool, skipped map[string]bool) error {
 	for _, ch := range chs {
 		switch {
-		case !applied || ch.op == "check":
+		case !applied || ch.op == "check" || skipped[ch.request()]:
 			ch.after = ch.before
 		case ch.op == "put":
 			ch.after = ch.put
@@ -185,6 +196,32 @@ func (c *call) settle(chs []*change, applied bool) error {
 		}
 	}
 	return nil
+}
+
+// unprocessed are the ids of the items a BatchWriteItem answered it left
+// unwritten (UnprocessedItems): they cost nothing.
+func unprocessed(a answer) map[string]bool {
+	var out struct {
+		UnprocessedItems map[string][]struct {
+			PutRequest    *struct{ Item item }
+			DeleteRequest *struct{ Key item }
+		}
+	}
+	if json.Unmarshal(a.body, &out) != nil {
+		return nil
+	}
+	ids := map[string]bool{}
+	for table, reqs := range out.UnprocessedItems {
+		for _, r := range reqs {
+			switch {
+			case r.PutRequest != nil:
+				ids[table+"\x00"+r.PutRequest.Item.id()] = true
+			case r.DeleteRequest != nil:
+				ids[table+"\x00"+r.DeleteRequest.Key.id()] = true
+			}
+		}
+	}
+	return ids
 }
 
 // restore puts back the items a write changed, for an update that left an
