@@ -97,7 +97,12 @@ func (f *Front) Stop() {
 // serve holds a DynamoDB item request to the quotas and passes every other
 // request (another action, another service) on as it is.
 func (f *Front) serve(w http.ResponseWriter, r *http.Request) {
-	action, ok := strings.CutPrefix(r.Header.Get("X-Amz-Target"), dynamoTarget)
+	target := r.Header.Get("X-Amz-Target")
+	action, ok := strings.CutPrefix(target, dynamoTarget)
+	if target == sqsTarget+"ReceiveMessage" && f.limits.InFlight > 0 {
+		f.receive(w, r)
+		return
+	}
 	if !ok {
 		f.proxy.ServeHTTP(w, r)
 		return
@@ -107,7 +112,7 @@ func (f *Front) serve(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		return
 	}
-	c := &call{f: f, r: r, action: action, body: body}
+	c := &call{f: f, r: r, service: dynamoTarget, action: action, body: body}
 	// Every DynamoDB answer is read whole before it is sent on, the ones
 	// the front does not measure too: through httputil.ReverseProxy one
 	// DescribeTable of the store's suite came back cut short (its
@@ -137,10 +142,11 @@ var handlers = map[string]func(*call) answer{
 
 // call is one request the front measures.
 type call struct {
-	f      *Front
-	r      *http.Request
-	action string
-	body   []byte
+	f       *Front
+	r       *http.Request
+	service string // its X-Amz-Target's prefix: dynamoTarget or sqsTarget
+	action  string
+	body    []byte
 }
 
 // answer is what the front sends back: the emulator's, or its own refusal.
@@ -185,7 +191,7 @@ func (c *call) send(action string, body []byte) (answer, error) {
 		return answer{}, err
 	}
 	req.Header = c.r.Header.Clone()
-	req.Header.Set("X-Amz-Target", dynamoTarget+action)
+	req.Header.Set("X-Amz-Target", c.service+action)
 	req.Header.Del("Content-Length")
 	req.Header.Del("Accept-Encoding") // the body is read here, so plain
 	resp, err := c.f.client.Do(req)

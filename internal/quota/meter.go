@@ -24,17 +24,26 @@ type Limits struct {
 	// (ProvisionedThroughputExceededException); otherwise as an on-demand
 	// table, the stack's mode (ThrottlingException).
 	Provisioned bool
+	// InFlight is the most messages a queue may have in flight (received
+	// and neither deleted nor visible again); 0 is no limit. SQS's is
+	// about 120,000 on a standard queue
+	// (https://docs.aws.amazon.com/AWSSimpleQueueService/latest/SQSDeveloperGuide/quotas-queues.html).
+	InFlight int
 }
 
 // AWS is DynamoDB's own quotas per partition
 // (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html).
-func AWS() Limits { return Limits{ItemBytes: dynamodb.MaxItemBytes, WriteUnits: 1000, ReadUnits: 3000} }
+func AWS() Limits {
+	return Limits{ItemBytes: dynamodb.MaxItemBytes, WriteUnits: 1000, ReadUnits: 3000, InFlight: 120000}
+}
 
-// Scaled is l with its rates times f: a test driving a hundredth of a
-// real load meets the walls where a real load would with f = 0.01.
+// Scaled is l with its rates and its in-flight count times f: a test
+// driving a hundredth of a real load meets the walls where a real load
+// would with f = 0.01.
 func (l Limits) Scaled(f float64) Limits {
 	l.WriteUnits *= f
 	l.ReadUnits *= f
+	l.InFlight = int(math.Ceil(float64(l.InFlight) * f))
 	return l
 }
 
