@@ -290,3 +290,43 @@ func indexUnits(t *testing.T, r *rig) {
 		t.Fatalf("a query of a 3,000-byte item's index entry read %v units, want 0.5 (the entry, not the item)", read)
 	}
 }
+
+// TestBatchAndTransactionReadsAreMeteredPerItem: a BatchGetItem pays for
+// each key as a GetItem of its own (a missing one too), a TransactGetItems
+// twice a strongly consistent read, and a Scan the sum of the items it
+// read, rounded once, against the table alone.
+func TestBatchAndTransactionReadsAreMeteredPerItem(t *testing.T) {
+	r := newRig(t, quota.Limits{})
+	ctx := t.Context()
+	for pk, size := range map[string]int{"a": 5000, "b": 3000} {
+		if err := r.put(t, r.bare, sized(pk, size)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, err := r.via.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: map[string]types.KeysAndAttributes{
+		r.table: {Keys: []map[string]types.AttributeValue{key("a"), key("b"), key("none")}, ConsistentRead: aws.Bool(true)}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for pk, want := range map[string]float64{"a": 2, "b": 1, "none": 1} {
+		if read, _ := r.units("", pk); read != want {
+			t.Fatalf("BatchGetItem: key %q read %v units, want %v", pk, read, want)
+		}
+	}
+	_, err = r.via.TransactGetItems(ctx, &dynamodb.TransactGetItemsInput{TransactItems: []types.TransactGetItem{
+		{Get: &types.Get{TableName: aws.String(r.table), Key: key("a")}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if read, _ := r.units("", "a"); read != 2+4 {
+		t.Fatalf("TransactGetItems of 5,000 bytes: key a read %v units in all, want 6 (2, then 2 twice)", read)
+	}
+	before, _ := r.units("", "")
+	if _, err := r.via.Scan(ctx, &dynamodb.ScanInput{TableName: aws.String(r.table)}); err != nil {
+		t.Fatal(err)
+	}
+	// 8,000 bytes in two 4 KB blocks, eventually consistent.
+	if after, _ := r.units("", ""); after-before != 1 {
+		t.Fatalf("a Scan of 8,000 bytes read %v units, want 1", after-before)
+	}
+}
