@@ -2,6 +2,7 @@ package quota_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -328,5 +329,37 @@ func TestBatchAndTransactionReadsAreMeteredPerItem(t *testing.T) {
 	// 8,000 bytes in two 4 KB blocks, eventually consistent.
 	if after, _ := r.units("", ""); after-before != 1 {
 		t.Fatalf("a Scan of 8,000 bytes read %v units, want 1", after-before)
+	}
+}
+
+// TestAnUpdateAnswersWhatItAskedFor: the front asks an UpdateItem for
+// the item after, to meter it without reading it again; the caller still
+// gets what it asked: nothing when it asked nothing, the new item, or the
+// old one.
+func TestAnUpdateAnswersWhatItAskedFor(t *testing.T) {
+	r := newRig(t, quota.Limits{})
+	if err := r.put(t, r.via, sized("u", 100)); err != nil {
+		t.Fatal(err)
+	}
+	for i, asked := range []types.ReturnValue{"", types.ReturnValueAllNew, types.ReturnValueAllOld} {
+		out, err := r.via.UpdateItem(t.Context(), &dynamodb.UpdateItemInput{TableName: aws.String(r.table), Key: key("u"),
+			UpdateExpression: aws.String("SET n = :n"), ReturnValues: asked,
+			ExpressionAttributeValues: map[string]types.AttributeValue{":n": &types.AttributeValueMemberN{Value: fmt.Sprint(i)}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n, _ := out.Attributes["n"].(*types.AttributeValueMemberN)
+		switch {
+		case asked == "" && len(out.Attributes) != 0:
+			t.Fatalf("an update that asked for nothing got %d attributes back", len(out.Attributes))
+		case asked == types.ReturnValueAllNew && (n == nil || n.Value != "1" || out.Attributes["pad"] == nil):
+			t.Fatalf("ALL_NEW got %v", out.Attributes)
+		case asked == types.ReturnValueAllOld && (n == nil || n.Value != "1"):
+			t.Fatalf("ALL_OLD got %v, want n = 1 from before", out.Attributes)
+		}
+	}
+	// 100 bytes then 104 or so: each update one unit, the put one.
+	if _, w := r.units("", "u"); w != 4 {
+		t.Fatalf("a put and three small updates: %v write units, want 4", w)
 	}
 }

@@ -35,6 +35,15 @@ func (x index) entry(it item, tableKey []string) item {
 	return it.only(slices.Concat(x.key, tableKey, x.include))
 }
 
+// size is the size of entry, x's entry of an item of itemSize bytes: the
+// item's own size when x projects all of it.
+func (x index) size(entry item, itemSize int) int {
+	if x.projection == "ALL" {
+		return itemSize
+	}
+	return entry.size()
+}
+
 // schemaOf is table's schema, asked of the emulator once: a request
 // names its table, not the table's key or indexes.
 func (c *call) schemaOf(table string) (*schema, error) {

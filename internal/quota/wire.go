@@ -1,6 +1,7 @@
 package quota
 
 import (
+	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -69,7 +70,7 @@ func equal(a, b item) bool {
 	}
 	for k, v := range a {
 		w, ok := b[k]
-		if !ok || canonical(v) != canonical(w) {
+		if !ok || !bytes.Equal(v, w) && canonical(v) != canonical(w) {
 			return false
 		}
 	}

@@ -15,6 +15,12 @@ type change struct {
 	op     string // "put", "update", "delete" or "check" (a transaction's ConditionCheck)
 	before item
 	after  item
+	// The sizes of put, before and after, each counted once: counting
+	// converts every value, and a 400 KB item's cost showed.
+	putSize, beforeSize, afterSize int
+	// returned is an update's item after, when its answer carried it
+	// (ReturnValues ALL_NEW), so the front need not read it again.
+	returned item
 }
 
 func (ch *change) id() string { return ch.table + "\x00" + ch.key.id() }
@@ -50,7 +56,7 @@ func (c *call) write() answer {
 		return c.pass()
 	}
 	for _, ch := range chs {
-		if ch.put != nil && ch.put.size() > c.f.limits.ItemBytes {
+		if ch.putSize = ch.put.size(); ch.putSize > c.f.limits.ItemBytes {
 			return c.tooLarge()
 		}
 	}
@@ -65,11 +71,12 @@ func (c *call) write() answer {
 		if ch.before, err = c.read(ch.table, ch.key); err != nil {
 			return c.pass()
 		}
+		ch.beforeSize = ch.before.size()
 	}
 	if k, ok := c.f.Meter.allow(writeKeys(chs), true); !ok {
 		return c.throttled(k, true)
 	}
-	a, err := c.forward()
+	a, err := c.forwardWrite(chs)
 	if err != nil {
 		return failed(err)
 	}
@@ -80,7 +87,7 @@ func (c *call) write() answer {
 		return failed(err)
 	}
 	for _, ch := range chs {
-		if ch.after.size() > c.f.limits.ItemBytes {
+		if ch.afterSize > c.f.limits.ItemBytes {
 			if err := c.restore(chs); err != nil {
 				return failed(err)
 			}
@@ -182,20 +189,59 @@ func (c *call) settle(chs []*change, applied bool, skipped map[string]bool) erro
 	for _, ch := range chs {
 		switch {
 		case !applied || ch.op == "check" || skipped[ch.request()]:
-			ch.after = ch.before
+			ch.after, ch.afterSize = ch.before, ch.beforeSize
 		case ch.op == "put":
-			ch.after = ch.put
+			ch.after, ch.afterSize = ch.put, ch.putSize
 		case ch.op == "delete":
-			ch.after = nil
+			ch.after, ch.afterSize = nil, 0
+		case ch.returned != nil:
+			ch.after, ch.afterSize = ch.returned, ch.returned.size()
 		default:
 			after, err := c.read(ch.table, ch.key)
 			if err != nil {
 				return err
 			}
-			ch.after = after
+			ch.after, ch.afterSize = after, after.size()
 		}
 	}
 	return nil
+}
+
+// forwardWrite passes the write on. A lone UpdateItem that asked for no
+// ReturnValues, or for ALL_NEW, is sent asking ALL_NEW, so its answer
+// carries the item after and the front need not read it again; what the
+// caller did not ask for is taken off the answer.
+func (c *call) forwardWrite(chs []*change) (answer, error) {
+	var in map[string]json.RawMessage
+	if c.action != "UpdateItem" || json.Unmarshal(c.body, &in) != nil {
+		return c.forward()
+	}
+	var asked string
+	_ = json.Unmarshal(in["ReturnValues"], &asked)
+	if asked != "" && asked != "NONE" && asked != "ALL_NEW" {
+		return c.forward()
+	}
+	in["ReturnValues"] = json.RawMessage(`"ALL_NEW"`)
+	body, err := json.Marshal(in)
+	if err != nil {
+		return c.forward()
+	}
+	a, err := c.send(c.action, body)
+	if err != nil || a.status != http.StatusOK {
+		return a, err
+	}
+	var out map[string]json.RawMessage
+	if err := json.Unmarshal(a.body, &out); err != nil {
+		return a, err
+	}
+	// No Attributes (an emulator that left them out) leaves returned nil,
+	// and the item is read again.
+	_ = json.Unmarshal(out["Attributes"], &chs[0].returned)
+	if asked != "ALL_NEW" {
+		delete(out, "Attributes")
+		a.body, err = json.Marshal(out)
+	}
+	return a, err
 }
 
 // unprocessed are the ids of the items a BatchWriteItem answered it left
@@ -279,16 +325,16 @@ func (c *call) charge(chs []*change, tx bool) {
 		times = 2
 	}
 	for _, ch := range chs {
-		units := writeUnits(max(ch.before.size(), ch.after.size())) * times
+		units := writeUnits(max(ch.beforeSize, ch.afterSize)) * times
 		c.f.Meter.charge(keyScope(ch.table, "", ch.schema.key, ch.key), units, true)
 		for _, x := range ch.schema.indexes {
 			b, a := x.entry(ch.before, ch.schema.key), x.entry(ch.after, ch.schema.key)
 			moved := b != nil && a != nil && !equal(b.only(x.key), a.only(x.key))
 			if b != nil && (a == nil || moved) {
-				c.f.Meter.charge(keyScope(ch.table, x.name, x.key, b), writeUnits(b.size()), true)
+				c.f.Meter.charge(keyScope(ch.table, x.name, x.key, b), writeUnits(x.size(b, ch.beforeSize)), true)
 			}
 			if a != nil && (b == nil || moved || !equal(a, b)) {
-				c.f.Meter.charge(keyScope(ch.table, x.name, x.key, a), writeUnits(a.size()), true)
+				c.f.Meter.charge(keyScope(ch.table, x.name, x.key, a), writeUnits(x.size(a, ch.afterSize)), true)
 			}
 		}
 	}
