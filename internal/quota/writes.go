@@ -42,14 +42,14 @@ var errUnread = errors.New("quota: a write the front cannot read")
 // TransactWriteItems) to the item limit and the key rates, and meters it.
 //
 // A write is billed at the larger of its item before and after (a failed
-// condition at the item as it stays), and the front learns both by
-// reading the item itself, strongly consistent, around the write, with
-// the item's other writes through the front held back meanwhile. Asking
-// the write for ReturnValues instead would give one side only, and would
-// take from the caller the ReturnValues it asked for. The cost is up to
-// two more requests to the emulator a write, and one item's writes made
-// one at a time, which DynamoDB does too (docs/testing.md, "The quota
-// front").
+// condition at the item as it stays). The front reads the item before
+// itself, strongly consistent, with the item's other writes through the
+// front held back until the write is done; the after is what the write
+// put, or an update's own answer (forwardWrite), or read again.
+// ReturnValues alone gives one side of a write, never both. The cost is
+// one or two more requests to the emulator a write, and one item's writes
+// made one at a time, which DynamoDB does too (docs/testing.md, "The
+// quota front").
 func (c *call) write() answer {
 	chs, tx, err := c.changes()
 	if err != nil {
