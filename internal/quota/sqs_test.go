@@ -28,9 +28,8 @@ func TestAQueueAtItsInFlightCapGivesNoMore(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(f.Stop)
-	through := cfg.Copy()
+	through := transportOnly(cfg)
 	through.BaseEndpoint = aws.String(f.Endpoint)
-	through.RetryMaxAttempts = 1
 	bare, via := awsclient.SQS(cfg), awsclient.SQS(through)
 	queue := func(name string) *string {
 		out, err := bare.CreateQueue(ctx, &sqs.CreateQueueInput{QueueName: aws.String(awstest.Prefix(t) + name)})

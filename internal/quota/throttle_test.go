@@ -15,8 +15,9 @@ import (
 )
 
 // writeLimit is the scaled-down write units a second per key in these
-// tests (DynamoDB's 1,000 over 50).
-const writeLimit = 20
+// tests (DynamoDB's 1,000 over 100): low, so that a busy machine still
+// writes past it.
+const writeLimit = 10
 
 // hammer puts 1 KB items on one key through db as fast as they go for d,
 // and answers how many went through and the first refusal.
@@ -45,11 +46,11 @@ func TestAHotKeyIsThrottledAndAColdOneIsNot(t *testing.T) {
 	cold := make(chan error, 1)
 	go func() {
 		var first error
-		for i := range 10 {
+		for i := range 5 {
 			if err := r.put(t, r.via, sized("cold", 1000)); err != nil && first == nil {
 				first = fmt.Errorf("cold write %d: %w", i, err)
 			}
-			time.Sleep(200 * time.Millisecond) // 5 units a second
+			time.Sleep(400 * time.Millisecond) // 2.5 units a second
 		}
 		cold <- first
 	}()
@@ -128,5 +129,45 @@ func TestAHotIndexKeyThrottlesTheTable(t *testing.T) {
 	}
 	if u := r.front.Meter.Usage(quota.Scope{Table: r.table, Index: index, Key: "shared"}); u.Throttled == 0 {
 		t.Fatalf("the index key's meter shows no refusal: %+v", u)
+	}
+}
+
+// TestAHotKeyIsThrottledForReads: reads of one key past the read rate are
+// refused as reads of the table's key, a query of an index key past it as
+// the index's, and the refusals are counted against each key.
+func TestAHotKeyIsThrottledForReads(t *testing.T) {
+	r := newRig(t, quota.Limits{ReadUnits: 5})
+	it := sized("read", 4000)
+	it["g"] = s("hotg")
+	if err := r.put(t, r.via, it); err != nil {
+		t.Fatal(err)
+	}
+	reads := map[string]func() error{
+		"TableReadKeyRangeThroughputExceeded": func() error {
+			_, err := r.via.GetItem(t.Context(), &dynamodb.GetItemInput{TableName: aws.String(r.table), Key: key("read"), ConsistentRead: aws.Bool(true)})
+			return err
+		},
+		"IndexReadKeyRangeThroughputExceeded": func() error {
+			_, err := r.via.Query(t.Context(), &dynamodb.QueryInput{TableName: aws.String(r.table), IndexName: aws.String(index),
+				KeyConditionExpression: aws.String("g = :g"), ExpressionAttributeValues: map[string]types.AttributeValue{":g": s("hotg")}})
+			return err
+		},
+	}
+	for want, read := range reads {
+		var refused error
+		for range 200 {
+			if refused = read(); refused != nil {
+				break
+			}
+		}
+		var te *types.ThrottlingException
+		if !errors.As(refused, &te) || len(te.ThrottlingReasons) != 1 || aws.ToString(te.ThrottlingReasons[0].Reason) != want {
+			t.Fatalf("reads past 5 units a second: got %v, want a ThrottlingException for %s", refused, want)
+		}
+	}
+	for _, sc := range []quota.Scope{{Table: r.table, Key: "read"}, {Table: r.table, Index: index, Key: "hotg"}} {
+		if u := r.front.Meter.Usage(sc); u.Throttled == 0 {
+			t.Fatalf("%+v shows no refusal", u)
+		}
 	}
 }
