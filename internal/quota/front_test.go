@@ -252,14 +252,19 @@ func TestUnitsAreMeteredFromItemSizes(t *testing.T) {
 				ExpressionAttributeValues: map[string]types.AttributeValue{":k": s("b")}, ProjectionExpression: aws.String("pk")})
 			return err
 		}, "b", 3, 10, 20},
+		{"a get of it projecting only its key reads the whole 5,000 bytes: 2", func() error {
+			_, err := r.via.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(r.table), Key: key("b"),
+				ConsistentRead: aws.Bool(true), ProjectionExpression: aws.String("pk")})
+			return err
+		}, "b", 5, 10, 20},
 		{"delete it: its 5 KB", func() error {
 			_, err := r.via.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: aws.String(r.table), Key: key("b")})
 			return err
-		}, "b", 3, 15, 25},
+		}, "b", 5, 15, 25},
 		{"a get of nothing: 1", func() error {
 			_, err := r.via.GetItem(ctx, &dynamodb.GetItemInput{TableName: aws.String(r.table), Key: key("b"), ConsistentRead: aws.Bool(true)})
 			return err
-		}, "b", 4, 15, 25},
+		}, "b", 6, 15, 25},
 	}
 	for _, st := range steps {
 		if err := st.do(); err != nil {

@@ -20,12 +20,14 @@ func (c *call) pass() answer {
 	return a
 }
 
-// getItem meters a GetItem by the item it answered.
+// getItem meters a GetItem by the item it read.
 func (c *call) getItem() answer {
 	var in struct {
-		TableName      string
-		Key            item
-		ConsistentRead bool
+		TableName            string
+		Key                  item
+		ConsistentRead       bool
+		ProjectionExpression string
+		AttributesToGet      []string
 	}
 	if json.Unmarshal(c.body, &in) != nil {
 		return c.pass()
@@ -42,11 +44,23 @@ func (c *call) getItem() answer {
 	if err != nil {
 		return failed(err)
 	}
-	if a.status == http.StatusOK {
-		var out struct{ Item item }
-		_ = json.Unmarshal(a.body, &out)
-		c.f.Meter.charge(key, readUnits(out.Item.size(), in.ConsistentRead), false)
+	if a.status != http.StatusOK {
+		return a
 	}
+	var out struct{ Item item }
+	_ = json.Unmarshal(a.body, &out)
+	size := out.Item.size()
+	// A projection trims what is answered, not what is read: GetItem's
+	// units are counted on the whole item, so a projected get is measured
+	// by reading the whole item again.
+	if in.ProjectionExpression != "" || len(in.AttributesToGet) > 0 {
+		whole, err := c.read(in.TableName, in.Key)
+		if err != nil {
+			return failed(err)
+		}
+		size = whole.size()
+	}
+	c.f.Meter.charge(key, readUnits(size, in.ConsistentRead), false)
 	return a
 }
 
