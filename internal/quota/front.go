@@ -4,8 +4,9 @@
 // read and write units every request consumes from the sizes of the
 // items it reads and writes, and throttles a partition key value (of the
 // table or of an index) past a set number of units a second, answering
-// as DynamoDB does. docs/testing.md, "The quota front", says what it
-// enforces, what it does not, and its sources.
+// as DynamoDB does; and it caps the messages in flight on an SQS queue as
+// SQS does. docs/testing.md, "The quota front", says what it enforces,
+// what it does not, and its sources.
 package quota
 
 import (
@@ -28,7 +29,8 @@ import (
 const dynamoTarget = "DynamoDB_20120810."
 
 // Front serves an emulator's API on a loopback port of its own, every
-// DynamoDB item request held to Limits and metered on Meter.
+// DynamoDB item request held to Limits and metered on Meter, and every
+// SQS receive held to Limits.InFlight.
 type Front struct {
 	// Endpoint is the front's URL, for AWS_ENDPOINT_URL.
 	Endpoint string
@@ -94,8 +96,9 @@ func (f *Front) Stop() {
 	<-f.done
 }
 
-// serve holds a DynamoDB item request to the quotas and passes every other
-// request (another action, another service) on as it is.
+// serve holds a DynamoDB item request and an SQS receive to the quotas
+// and passes every other request (another action, another service) on as
+// it is.
 func (f *Front) serve(w http.ResponseWriter, r *http.Request) {
 	target := r.Header.Get("X-Amz-Target")
 	action, ok := strings.CutPrefix(target, dynamoTarget)
