@@ -3,6 +3,7 @@ package quota_test
 import (
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"strings"
 	"testing"
@@ -387,5 +388,44 @@ func TestAnUpdateAnswersWhatItAskedFor(t *testing.T) {
 	// 100 bytes then 104 or so: each update one unit, the put one.
 	if _, w := r.units("", "u"); w != 4 {
 		t.Fatalf("a put and three small updates: %v write units, want 4", w)
+	}
+}
+
+// TestRacingWritesToOneItemAreEachMeteredOnce: 16 updates racing to grow
+// one item, each by its own 600-byte set member, are each billed at the
+// item as that update left it: whatever their order, the k-th to land
+// leaves 8 + 600k bytes more than the bare key, so the sum is known.
+// Half ask for ALL_OLD, so the front reads their item after the write
+// itself, which is right only while the item's other writes wait.
+func TestRacingWritesToOneItemAreEachMeteredOnce(t *testing.T) {
+	r := newRig(t, quota.Limits{})
+	if err := r.put(t, r.via, map[string]types.AttributeValue{"pk": s("race")}); err != nil {
+		t.Fatal(err)
+	}
+	const racers, member = 16, 600
+	errs := make(chan error, racers)
+	for i := range racers {
+		go func() {
+			v := fmt.Sprintf("%02d", i) + strings.Repeat("m", member-2)
+			_, err := r.via.UpdateItem(t.Context(), &dynamodb.UpdateItemInput{TableName: aws.String(r.table), Key: key("race"),
+				UpdateExpression: aws.String("ADD ss :v"), ReturnValues: []types.ReturnValue{"", types.ReturnValueAllOld}[i%2],
+				ExpressionAttributeValues: map[string]types.AttributeValue{":v": &types.AttributeValueMemberSS{Value: []string{v}}}})
+			errs <- err
+		}()
+	}
+	for range racers {
+		if err := <-errs; err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := 1.0 // the put of the bare key, 6 bytes
+	for k := 1; k <= racers; k++ {
+		want += math.Ceil(float64(len("pk")+len("race")+len("ss")+member*k) / 1024)
+	}
+	if _, w := r.units("", "race"); w != want {
+		t.Fatalf("16 racing updates growing one item: %v write units, want %v", w, want)
+	}
+	if ss, _ := r.stored(t, "race")["ss"].(*types.AttributeValueMemberSS); ss == nil || len(ss.Value) != racers {
+		t.Fatalf("the item holds %v, want all %d members", ss, racers)
 	}
 }
