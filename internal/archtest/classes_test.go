@@ -35,7 +35,7 @@ var wiring = []string{
 // e2e, are test files only, which the graph leaves out.)
 var support = []string{
 	"internal/apispec", "internal/awstest", "internal/bench", "internal/chaos", "internal/kumo", "internal/modelfuzz",
-	"internal/moto", "pkg/storetest", "pkg/model/modeltest", "pkg/client/clienttest",
+	"internal/moto", "internal/quota", "pkg/storetest", "pkg/model/modeltest", "pkg/client/clienttest",
 	"pkg/model/openai/openaitest", "pkg/model/anthropic/anthropictest", "pkg/model/bedrock/bedrocktest", "pkg/model/batchtest",
 }
 

@@ -50,6 +50,15 @@ const (
 	endRoom = 1536
 )
 
+// MaxItemBytes is DynamoDB's item size limit, and ItemSize its count of an
+// item: exported for internal/quota, the test front that holds an emulator
+// to the limit and meters capacity units, so that the front and the store
+// count an item one way.
+const MaxItemBytes = maxItemBytes
+
+// ItemSize is itemSize for internal/quota (MaxItemBytes says why).
+func ItemSize(it map[string]types.AttributeValue) int { return itemSize(it) }
+
 // lifeRoom is the room a life of n attempts (a create's max_attempts, a
 // replay's fresh attempts) may need on its record: every finishing write of
 // the life must fit, or the cost it settles is lost with it.
