@@ -137,7 +137,7 @@ func TestParseCreateRefuses(t *testing.T) {
 		{name: "unknown top-level field", body: body(`"priority":1`), field: "priority"},
 		{name: "top-level field in another case", body: `{"Input":` + okInput + `}`, field: "Input"},
 		{name: "option in another case", body: body(`"MAX_ATTEMPTS":2`), field: "MAX_ATTEMPTS"},
-		{name: "unknown input field", body: withInput(`"messages":[{"role":"user","content":"x"}],"top_p":1`), field: "input.top_p"},
+		{name: "unknown input field", body: withInput(`"messages":[{"role":"user","content":"x"}],"top_k":1`), field: "input.top_k"},
 		{name: "input field in another case", body: withInput(`"messages":[{"role":"user","content":"x"}],"Max_Tokens":5`), field: "input.Max_Tokens"},
 		{name: "unknown message field", body: withInput(`"messages":[{"role":"user","content":"x"},{"role":"user","content":"y","name":"z"}]`), field: "input.messages[1].name"},
 		{name: "message field in another case", body: withInput(`"messages":[{"ROLE":"user","content":"x"}]`), field: "input.messages[0].ROLE"},

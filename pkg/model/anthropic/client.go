@@ -97,7 +97,20 @@ type messagesRequest struct {
 	Messages    []message `json:"messages"`
 	MaxTokens   int       `json:"max_tokens"`
 	Temperature *float64  `json:"temperature,omitempty"`
-	Stream      bool      `json:"stream,omitempty"`
+	// TopP, StopSequences and Thinking are job.Options as the Messages
+	// API names them (docs.anthropic.com/en/api/messages; docs/providers.md,
+	// "Sampling and reasoning options"): the reasoning option's thinking
+	// budget is extended thinking, {"type": "enabled", "budget_tokens": N}.
+	TopP          *float64  `json:"top_p,omitempty"`
+	StopSequences []string  `json:"stop_sequences,omitempty"`
+	Thinking      *thinking `json:"thinking,omitempty"`
+	Stream        bool      `json:"stream,omitempty"`
+}
+
+// thinking is the Messages API's extended thinking configuration.
+type thinking struct {
+	Type         string `json:"type"`
+	BudgetTokens int    `json:"budget_tokens"`
 }
 
 // usage is the API's token count. input_tokens leaves out the prompt
@@ -249,7 +262,10 @@ func servedBy(tier string) func(model.Response, error) (model.Response, error) {
 // to the top-level system prompt, the rest stay in order.
 func (c *Client) request(r model.Request) messagesRequest {
 	req := messagesRequest{Model: r.Model, MaxTokens: r.MaxTokens, Temperature: r.Temperature, Stream: c.cfg.Stream,
-		Messages: make([]message, 0, len(r.Messages))}
+		TopP: r.Options.TopP, StopSequences: r.Options.Stop, Messages: make([]message, 0, len(r.Messages))}
+	if t := r.Options.Reasoning; t != nil && t.BudgetTokens > 0 {
+		req.Thinking = &thinking{Type: "enabled", BudgetTokens: t.BudgetTokens}
+	}
 	var system []string
 	for _, m := range r.Messages {
 		if m.Role == "system" {
