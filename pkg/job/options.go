@@ -64,7 +64,8 @@ type Takes struct {
 	// for this model").
 	TemperatureOrTopP bool
 	// ReasoningTopP is the lowest top_p the model takes while it reasons,
-	// when it reasons (a temperature other than 1 is then refused): 1 on
+	// a temperature other than 1 being then refused too (zero: it reasons
+	// with any, as the fake provider does): 1 on
 	// OpenAI's reasoning models (temperature and top_p only at effort
 	// "none", platform.openai.com/docs/guides/latest-model), 0.95 with
 	// Claude's thinking ("Thinking isn't compatible with temperature or
@@ -145,6 +146,8 @@ func (g Rung) reasoningRefusal(in Input) (field, why string) {
 		return "input.reasoning.budget_tokens", "takes reasoning as a thinking budget: give reasoning.budget_tokens"
 	case t.Budget && r.BudgetTokens != 0 && r.BudgetTokens >= g.OutputCap(in):
 		return "input.reasoning.budget_tokens", fmt.Sprintf("caps the output at %d tokens, which the thinking budget must stay below", g.OutputCap(in))
+	case t.ReasoningTopP == 0:
+		return "", ""
 	case in.Temperature != nil && *in.Temperature != 1:
 		return "input.temperature", "takes no temperature but the default 1 while its model reasons"
 	case in.TopP != nil && *in.TopP < t.ReasoningTopP:

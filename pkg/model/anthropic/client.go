@@ -168,6 +168,9 @@ func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response,
 	if r.Model == "" {
 		r.Model = c.cfg.Model
 	}
+	if err := unsendable(r.Options); err != nil {
+		return model.Response{}, err
+	}
 	if r.MaxTokens == 0 { // the API requires a limit: the worst case is the one sent
 		r.MaxTokens = DefaultMaxTokens
 	}
@@ -256,6 +259,17 @@ func servedBy(tier string) func(model.Response, error) (model.Response, error) {
 		}
 		return resp, err
 	}
+}
+
+// unsendable refuses, unsent and unbilled, options the Messages API has
+// no place for: a seed, and a reasoning effort without a thinking
+// budget. Config refuses such a job at create; one accepted when its
+// route was another is refused here rather than run without them.
+func unsendable(o job.Options) error {
+	if o.Seed != nil || o.Reasoning != nil && o.Reasoning.BudgetTokens == 0 {
+		return model.Errorf(job.InvalidRequest, "anthropic: the Messages API takes no seed and no reasoning effort")
+	}
+	return nil
 }
 
 // request maps a model request onto the Messages API: system messages go

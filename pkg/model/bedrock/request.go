@@ -28,6 +28,12 @@ type prompt struct {
 // and an OpenAI-style conversation need not.
 func buildPrompt(r model.Request) (prompt, error) {
 	var p prompt
+	if o := r.Options; o.Seed != nil || o.Reasoning != nil && o.Reasoning.BudgetTokens == 0 {
+		// Config refuses such a job at create; one accepted when its
+		// route was another is refused here, unsent, rather than run
+		// without what it asked for.
+		return prompt{}, model.Errorf(job.InvalidRequest, "bedrock: Converse takes no seed and no reasoning effort")
+	}
 	for i, m := range r.Messages {
 		var role types.ConversationRole
 		switch m.Role {

@@ -147,6 +147,12 @@ func (c *Client) background(ctx context.Context, r model.Request) (model.Respons
 	if r.Model == "" {
 		r.Model = c.cfg.Model
 	}
+	if o := r.Options; r.Resume == "" && (o.Stop != nil || o.Seed != nil) {
+		// Config refuses such a job at create on a background rung; one
+		// accepted when its route was another is refused here, unsent
+		// and unbilled, rather than run without what it asked for.
+		return model.Response{}, model.Errorf(job.InvalidRequest, "openai: the Responses API takes no stop or seed")
+	}
 	b := &call{c: c, r: r, id: r.Resume, resumed: r.Resume != ""}
 	out, err := b.run(ctx)
 	return heard(out, err, b.h, b.at)
