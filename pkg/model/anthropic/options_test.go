@@ -97,6 +97,20 @@ func TestAnOptionTheMessagesAPIHasNoPlaceForIsRefusedUnsent(t *testing.T) {
 	}
 }
 
+// A message batch holding such a request is refused unsent too: none is
+// made.
+func TestABatchWithAnOptionTheMessagesAPIHasNoPlaceForIsRefused(t *testing.T) {
+	s := &anthropictest.Server{}
+	seed := int64(1)
+	r := batchRequest("job-a", "hi")
+	r.Options.Seed = &seed
+	_, err := batchClient(t, s).SubmitBatch(t.Context(), "b_seed", []model.Request{batchRequest("job-b", "ok"), r})
+	var me *model.Error
+	if !errors.As(err, &me) || me.Class != job.InvalidRequest || s.Batches() != 0 {
+		t.Fatalf("err %v with %d batches, want invalid_request and none made", err, s.Batches())
+	}
+}
+
 // The fake refuses what Anthropic refuses, so a wrong mapping fails.
 func TestTheFakeRefusesOptionsAsAnthropicDoes(t *testing.T) {
 	fake := httptest.NewServer((&anthropictest.Server{}).Handler())

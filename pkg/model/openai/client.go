@@ -143,6 +143,9 @@ type chatResponse struct {
 // Generate makes one chat-completions call, or one background generation
 // (Config.Background).
 func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response, error) {
+	if err := unsendable(r.Options); err != nil && r.Resume == "" {
+		return model.Response{}, err
+	}
 	if c.cfg.Background {
 		return c.background(ctx, r)
 	}
@@ -186,6 +189,17 @@ func (c *Client) chat(r model.Request) chatRequest {
 		req.Messages = append(req.Messages, chatMessage{Role: m.Role, Content: m.Content})
 	}
 	return req
+}
+
+// unsendable refuses, unsent and unbilled, a reasoning option without an
+// effort: a thinking budget alone has no place in OpenAI's bodies. Config
+// refuses such a job at create; one accepted when its route was another
+// is refused here rather than run without it.
+func unsendable(o job.Options) error {
+	if o.Reasoning != nil && o.Reasoning.Effort == "" {
+		return model.Errorf(job.InvalidRequest, "openai: a reasoning option needs an effort")
+	}
+	return nil
 }
 
 // serviceTier is what a lane asks of the server. Standard (and no lane)

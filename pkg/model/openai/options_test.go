@@ -169,3 +169,27 @@ func TestTheFakeRefusesOptionsAsOpenAIDoes(t *testing.T) {
 		}
 	}
 }
+
+// A thinking budget alone has no place in OpenAI's bodies: a call or a
+// batch asking for it is refused unsent rather than made without it.
+func TestABudgetWithoutAnEffortIsRefusedUnsent(t *testing.T) {
+	s := &openaitest.Server{}
+	srv := httptest.NewServer(s.Handler())
+	defer srv.Close()
+	r := fakeRequest("o4-mini", job.Standard)
+	r.Options.Reasoning = &job.Reasoning{BudgetTokens: 2048}
+	for _, w := range fakeWires {
+		_, err := fakeClient(t, srv.URL, w.stream, w.background).Generate(context.Background(), r)
+		var me *model.Error
+		if !errors.As(err, &me) || me.Class != job.InvalidRequest || s.Calls() != 0 {
+			t.Fatalf("%s: err %v with %d calls, want invalid_request and nothing sent", w.name, err, s.Calls())
+		}
+	}
+	b := &openaitest.Server{}
+	r.JobID, r.Lane = "job-1", job.Batch
+	_, err := batchClient(t, b).SubmitBatch(t.Context(), "b_budget", []model.Request{r})
+	var me *model.Error
+	if !errors.As(err, &me) || me.Class != job.InvalidRequest || b.Batches() != 0 {
+		t.Fatalf("batch: err %v with %d batches, want invalid_request and none made", err, b.Batches())
+	}
+}
