@@ -102,7 +102,7 @@ func (r Route) CheckOptions(model string, in Input, lanes []Lane) error {
 		}
 		if field, why := g.refusal(in); field != "" {
 			return &Error{Code: CodeUnsupported, Field: field, Message: fmt.Sprintf(
-				"route %q rung %d (%s/%s) %s: leave %s out or name another route",
+				"route %q rung %d (%s/%s) %s: change %s or name another route",
 				model, i, g.Provider, g.Model, why, field)}
 		}
 	}
