@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/aijobs/aijobs/pkg/api"
@@ -20,7 +22,9 @@ const submitAbout = `Create a job (POST /jobs) under an idempotency key. The bod
 request ({"model":..., "input":{"messages":[...],"max_tokens":N},
 "deadline_seconds":..., "budget_cents":..., "max_attempts":..., "metadata":{...}})
 read from --file (- for stdin) or from stdin when it is piped, or built from
---prompt. The option flags override the body's fields.
+--prompt. The option flags override the body's fields, the input's
+sampling and reasoning options (--top-p, --stop, --seed, --reasoning-effort,
+--thinking-budget) included.
 
 The same key with the same body shows the job it created before (noted on
 stderr as a repeat); the same key with another body is
@@ -35,7 +39,26 @@ type submitFlags struct {
 	maxTokens, maxAttempts                     int
 	deadline, timeout                          time.Duration
 	wait                                       bool
+	// The input's sampling and reasoning options (job.Options).
+	topP           float64
+	stop           stopFlag
+	seed           int64
+	effort         string
+	thinkingBudget int
 }
+
+// stopFlag collects --stop, one stop sequence per use.
+type stopFlag []string
+
+func (s *stopFlag) String() string { return strings.Join(*s, ",") }
+
+func (s *stopFlag) Set(v string) error {
+	*s = append(*s, v)
+	return nil
+}
+
+// optionFlags are the flags that set the input's options.
+var optionFlags = []string{"top-p", "stop", "seed", "reasoning-effort", "thinking-budget"}
 
 // runSubmit creates a job and optionally waits for it.
 func runSubmit(ctx context.Context, c *cli, args []string) error {
@@ -50,6 +73,11 @@ func runSubmit(ctx context.Context, c *cli, args []string) error {
 	fs.DurationVar(&f.deadline, "deadline", 0, "deadline from creation, whole seconds, e.g. 15m (default: the server's)")
 	fs.IntVar(&f.maxAttempts, "max-attempts", 0, "most attempts the job may make (default: the server's)")
 	fs.StringVar(&f.metadata, "metadata", "", "a JSON `object` returned with the job as given")
+	fs.Float64Var(&f.topP, "top-p", 0, "input.top_p, from 0 to 1")
+	fs.Var(&f.stop, "stop", "a stop `sequence` for input.stop; repeat for up to 4")
+	fs.Int64Var(&f.seed, "seed", 0, "input.seed (OpenAI chat models only)")
+	fs.StringVar(&f.effort, "reasoning-effort", "", "input.reasoning.effort: low, medium or high (OpenAI's reasoning models)")
+	fs.IntVar(&f.thinkingBudget, "thinking-budget", 0, "input.reasoning.budget_tokens, at least 1024 and below max_tokens (Claude's extended thinking)")
 	fs.BoolVar(&f.wait, "wait", false, "wait for the job to end; exit with its outcome")
 	fs.DurationVar(&f.timeout, "timeout", 0, "with --wait: give up after this long (exit 6)")
 	if _, err := c.parse(fs, args, 0); err != nil {
@@ -112,6 +140,10 @@ func (c *cli) createRequest(f submitFlags, set map[string]bool) (client.CreateBo
 			return req, err
 		}
 	}
+	var err error
+	if req.Input, err = withOptions(req.Input, f, set); err != nil {
+		return req, err
+	}
 	if set["model"] {
 		req.Model = f.model
 	}
@@ -142,6 +174,54 @@ func (c *cli) createRequest(f submitFlags, set map[string]bool) (client.CreateBo
 		req.Metadata = m
 	}
 	return req, nil
+}
+
+// withOptions is input with the options given as flags set on it, the
+// rest of it left as it is; input itself when none was given. The flags'
+// bounds are checked here, before sending; the rest is the server's.
+func withOptions(input json.RawMessage, f submitFlags, set map[string]bool) (json.RawMessage, error) {
+	if !slices.ContainsFunc(optionFlags, func(name string) bool { return set[name] }) {
+		return input, nil
+	}
+	var in job.Input
+	dec := json.NewDecoder(bytes.NewReader(input))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&in); err != nil {
+		return nil, usageErrorf("submit: the body's input is not a model input: %v", err)
+	}
+	switch {
+	case set["top-p"] && !(f.topP >= 0 && f.topP <= 1):
+		return nil, usageErrorf("submit: --top-p must be between 0 and 1")
+	case set["stop"] && len(f.stop) > job.MaxStop:
+		return nil, usageErrorf("submit: at most %d --stop sequences", job.MaxStop)
+	case set["reasoning-effort"] && !slices.Contains(job.Efforts, f.effort):
+		return nil, usageErrorf("submit: --reasoning-effort must be one of %s", strings.Join(job.Efforts, ", "))
+	}
+	if set["top-p"] {
+		in.TopP = &f.topP
+	}
+	if set["stop"] {
+		in.Stop = f.stop
+	}
+	if set["seed"] {
+		in.Seed = &f.seed
+	}
+	if set["reasoning-effort"] || set["thinking-budget"] {
+		if in.Reasoning == nil {
+			in.Reasoning = &job.Reasoning{}
+		}
+		if set["reasoning-effort"] {
+			in.Reasoning.Effort = f.effort
+		}
+		if set["thinking-budget"] {
+			in.Reasoning.BudgetTokens = f.thinkingBudget
+		}
+	}
+	b, err := job.EncodeJSON(in)
+	if err != nil {
+		return nil, usageErrorf("submit: encode the input: %v", err)
+	}
+	return b, nil
 }
 
 // readBody reads the create body from a file, or from stdin ("-", or no

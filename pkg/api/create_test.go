@@ -61,7 +61,7 @@ func TestCreateRefusesBadInputWithoutWriting(t *testing.T) {
 		{name: "a lane twice", body: withInput(`,"lanes":["flex","flex"]`), status: 400, code: wire.CodeInvalidRequest, field: "lanes"},
 		{name: "lanes a string", body: withInput(`,"lanes":"flex"`), status: 400, code: wire.CodeInvalidRequest, field: "lanes"},
 		{name: "a lane the route does not offer", body: withInput(`,"lanes":["priority"]`), status: 400, code: wire.CodeInvalidRequest, field: "lanes"},
-		{name: "unknown input field", body: `{"input":{"messages":[{"role":"user","content":"x"}],"top_p":1}}`, status: 400, code: wire.CodeInvalidRequest, field: "input.top_p"},
+		{name: "unknown input field", body: `{"input":{"messages":[{"role":"user","content":"x"}],"top_k":1}}`, status: 400, code: wire.CodeInvalidRequest, field: "input.top_k"},
 		{name: "deadline 0", body: withInput(`,"deadline_seconds":0`), status: 400, code: wire.CodeInvalidRequest, field: "deadline_seconds"},
 		{name: "deadline above limit", body: withInput(`,"deadline_seconds":86401`), status: 400, code: wire.CodeInvalidRequest, field: "deadline_seconds"},
 		{name: "deadline 1.5", body: withInput(`,"deadline_seconds":1.5`), status: 400, code: wire.CodeInvalidRequest, field: "deadline_seconds"},

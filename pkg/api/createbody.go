@@ -27,16 +27,24 @@ const MaxBodyBytes = 256 << 10
 // "Input" or "MAX_ATTEMPTS" would pass for a known field (and hash as a
 // different body than the same request spelled correctly).
 var (
-	bodyFields    = jsonNames(reflect.TypeFor[wire.CreateBody]())
-	inputFields   = jsonNames(reflect.TypeFor[job.Input]())
-	messageFields = jsonNames(reflect.TypeFor[job.Message]())
+	bodyFields      = jsonNames(reflect.TypeFor[wire.CreateBody]())
+	inputFields     = jsonNames(reflect.TypeFor[job.Input]())
+	messageFields   = jsonNames(reflect.TypeFor[job.Message]())
+	reasoningFields = jsonNames(reflect.TypeFor[job.Reasoning]())
 )
 
-// jsonNames are the member names of a struct's JSON, from its tags.
+// jsonNames are the member names of a struct's JSON, from its tags; an
+// embedded struct without a tag lends its own (job.Input's Options), as
+// encoding/json does.
 func jsonNames(t reflect.Type) []string {
 	names := make([]string, 0, t.NumField())
 	for i := range t.NumField() {
-		name, _, _ := strings.Cut(t.Field(i).Tag.Get("json"), ",")
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
+			names = append(names, jsonNames(f.Type)...)
+			continue
+		}
 		names = append(names, name)
 	}
 	return names
@@ -243,16 +251,26 @@ func parseInput(raw json.RawMessage, l job.Limits, r *job.CreateRequest) error {
 	return nil
 }
 
-// inputKeys applies exactKeys to the input object and to each message.
+// inputKeys applies exactKeys to the input object, its reasoning and
+// each message.
 func inputKeys(b []byte) error {
 	if err := exactKeys(b, "input.", inputFields); err != nil {
 		return err
 	}
 	var in struct {
-		Messages json.RawMessage `json:"messages"`
+		Messages  json.RawMessage `json:"messages"`
+		Reasoning json.RawMessage `json:"reasoning"`
+	}
+	if json.Unmarshal(b, &in) != nil {
+		return nil
+	}
+	if given(in.Reasoning) {
+		if err := exactKeys(in.Reasoning, "input.reasoning.", reasoningFields); err != nil {
+			return err
+		}
 	}
 	var msgs []json.RawMessage
-	if json.Unmarshal(b, &in) != nil || json.Unmarshal(in.Messages, &msgs) != nil {
+	if json.Unmarshal(in.Messages, &msgs) != nil {
 		return nil
 	}
 	for i, m := range msgs {

@@ -75,6 +75,7 @@ func TestOpenAPIFieldsAreTheWireTypes(t *testing.T) {
 		"CreateRequest": reflect.TypeFor[wire.CreateBody](),
 		"Input":         reflect.TypeFor[job.Input](),
 		"Message":       reflect.TypeFor[job.Message](),
+		"Reasoning":     reflect.TypeFor[job.Reasoning](),
 		"Result":        reflect.TypeFor[wire.Result](),
 		"Usage":         reflect.TypeFor[wire.Usage](),
 		"CallbackView":  reflect.TypeFor[wire.CallbackView](),
@@ -83,8 +84,11 @@ func TestOpenAPIFieldsAreTheWireTypes(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			s := schema(t, doc, name)
 			var members, always []string
-			for f := range typ.Fields() {
+			for _, f := range reflect.VisibleFields(typ) {
 				tag, opts, _ := strings.Cut(f.Tag.Get("json"), ",")
+				if f.Anonymous && tag == "" {
+					continue // its fields are promoted: VisibleFields lists them
+				}
 				if tag == "-" || !f.IsExported() {
 					continue
 				}

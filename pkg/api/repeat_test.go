@@ -26,6 +26,8 @@ func TestARepeatIsARepeatWhateverTheConfigurationSaysToday(t *testing.T) {
 	dear.Price = job.Price{InputPerToken: job.Cents(1), OutputPerToken: job.Cents(1)}
 	fixed := cheap
 	fixed.FixedTemperature = true
+	takesTopP := cheap
+	takesTopP.Takes.TopP = true
 	routes := func(g job.Rung) map[string]job.Route {
 		return map[string]job.Route{"default": {Rungs: []job.Rung{g}}, "other": {Rungs: []job.Rung{cheap}}}
 	}
@@ -49,6 +51,8 @@ func TestARepeatIsARepeatWhateverTheConfigurationSaysToday(t *testing.T) {
 			status: http.StatusBadRequest, code: wire.CodeInvalidRequest, field: "model"},
 		{name: "the route's model refuses the option now", body: `{"input":{"messages":[{"role":"user","content":"hello"}],"temperature":0.2}}`,
 			before: routes(cheap), after: routes(fixed), status: http.StatusUnprocessableEntity, code: wire.CodeOptionUnsupported, field: "input.temperature"},
+		{name: "the route's model no longer takes top_p", body: `{"input":{"messages":[{"role":"user","content":"hello"}],"top_p":0.5}}`,
+			before: routes(takesTopP), after: routes(cheap), status: http.StatusUnprocessableEntity, code: wire.CodeOptionUnsupported, field: "input.top_p"},
 		{name: "a limit was lowered", body: `{"max_attempts":6,"input":{"messages":[{"role":"user","content":"hello"}]}}`,
 			before: routes(cheap), after: routes(cheap), limitsAfter: func(l *job.Limits) { l.MaxMaxAttempts, l.DefaultMaxAttempts = 4, 2 },
 			status: http.StatusBadRequest, code: wire.CodeInvalidRequest, field: "max_attempts"},

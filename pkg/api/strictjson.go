@@ -21,7 +21,8 @@ func strictDecode(b []byte, v any) error {
 		var te *json.UnmarshalTypeError
 		switch {
 		case errors.As(err, &te):
-			return invalid(te.Field, "%s has the wrong type (want %s)", te.Field, jsonKind(te.Type))
+			f := jsonPath(te.Field)
+			return invalid(f, "%s has the wrong type (want %s)", f, jsonKind(te.Type))
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
 			f := strings.Trim(strings.TrimPrefix(err.Error(), "json: unknown field "), `"`)
 			return invalid(f, "unknown field %q", Clip(f, 64))
@@ -33,6 +34,21 @@ func strictDecode(b []byte, v any) error {
 		return invalid("", "the body holds data after the JSON object")
 	}
 	return nil
+}
+
+// jsonPath is a type error's field path as the caller wrote it:
+// encoding/json names an embedded struct's member through the struct's
+// Go name ("Options.top_p" for job.Input's top_p). Every member a body
+// may hold is lower case, so a capitalised segment is such a Go name.
+func jsonPath(field string) string {
+	parts := strings.Split(field, ".")
+	kept := parts[:0]
+	for _, p := range parts {
+		if p == "" || p[0] < 'A' || p[0] > 'Z' {
+			kept = append(kept, p)
+		}
+	}
+	return strings.Join(kept, ".")
 }
 
 // duplicateKey finds an object, at any depth, that names a member twice.

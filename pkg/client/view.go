@@ -31,11 +31,32 @@ type (
 // TimeFormat is how the API writes times (RFC 3339, UTC, milliseconds).
 const TimeFormat = wire.TimeFormat
 
+// The input's own types, for a caller that builds one whole (Input) or
+// with UserPromptWith.
+type (
+	// Input is a job's model input: messages, max_tokens, temperature and
+	// the Options.
+	Input = job.Input
+	// Options are the sampling and reasoning options (docs/providers.md,
+	// "Sampling and reasoning options"): a route with a rung that cannot
+	// honour one refuses the job, 422 option_unsupported.
+	Options = job.Options
+	// Reasoning is the reasoning option: an effort, a thinking budget, or
+	// both.
+	Reasoning = job.Reasoning
+)
+
 // UserPrompt is the input of one user message; maxTokens 0 leaves
 // max_tokens to the server's default.
 func UserPrompt(prompt string, maxTokens int) json.RawMessage {
-	b, err := json.Marshal(job.Input{Messages: []job.Message{{Role: "user", Content: prompt}}, MaxTokens: maxTokens})
-	if err != nil { // strings and ints always encode
+	return UserPromptWith(prompt, maxTokens, Options{})
+}
+
+// UserPromptWith is UserPrompt with the sampling and reasoning options o.
+// It panics on a NaN or infinite top_p, which JSON cannot carry.
+func UserPromptWith(prompt string, maxTokens int, o Options) json.RawMessage {
+	b, err := json.Marshal(Input{Messages: []job.Message{{Role: "user", Content: prompt}}, MaxTokens: maxTokens, Options: o})
+	if err != nil { // strings, ints and finite numbers always encode
 		panic(fmt.Sprintf("client: encode a prompt: %v", err))
 	}
 	return b

@@ -297,7 +297,7 @@ func request(l lane, j job.Job) (model.Request, error) {
 		return model.Request{}, err
 	}
 	return model.Request{JobID: j.ID, Model: l.rung.Model, Messages: input.Messages,
-		MaxTokens: l.rung.OutputCap(input), Temperature: input.Temperature, Lane: job.Batch}, nil
+		MaxTokens: l.rung.OutputCap(input), Temperature: input.Temperature, Options: input.Options, Lane: job.Batch}, nil
 }
 
 // member is job id of batch b as the record has it, and true when it is

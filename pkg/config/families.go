@@ -3,6 +3,8 @@ package config
 import (
 	"regexp"
 	"strings"
+
+	"github.com/aijobs/aijobs/pkg/job"
 )
 
 // fixedTemperature reports whether kind's model takes no temperature but
@@ -51,4 +53,69 @@ var opusWithoutTemperature = regexp.MustCompile(`(^|\.)claude-opus-4-([7-9]|[1-9
 // and on Bedrock alike.
 func noTemperature(kind, model string) bool {
 	return (kind == KindAnthropic || kind == KindBedrock) && opusWithoutTemperature.MatchString(model)
+}
+
+// claude4 matches the Claude 4.x ids (opus, sonnet, haiku; 4, 4.1, 4.5
+// and on), bare or as Bedrock names them.
+var claude4 = regexp.MustCompile(`(^|\.)claude-(opus|sonnet|haiku)-4($|[-@:])`)
+
+// thinkingLast matches the Claude 4.x ids from 4.7 on, which refuse a
+// thinking budget: "Claude 4.7 and later models do not support it and
+// reject requests that use it, returning a 400 error"
+// (platform.claude.com/docs/en/build-with-claude/extended-thinking).
+var thinkingLast = regexp.MustCompile(`(^|\.)claude-(opus|sonnet|haiku)-4-([7-9]|[1-9][0-9])($|[-@:])`)
+
+// thinks reports whether a Claude model id takes an extended thinking
+// budget: Claude 3.7 Sonnet and the 4.x models before 4.7
+// (docs.aws.amazon.com/bedrock/latest/userguide/claude-messages-extended-thinking.html
+// lists them for Bedrock; Anthropic's API takes the same models).
+func thinks(model string) bool {
+	return (strings.Contains(model, "claude-3-7-sonnet") || claude4.MatchString(model)) && !thinkingLast.MatchString(model)
+}
+
+// takes are the input options (job.Options) a rung of kind's model
+// honours, background for an openai entry speaking the Responses API;
+// docs/providers.md, "Sampling and reasoning options", tables them with
+// their sources.
+func takes(kind, model string, background bool) job.Takes {
+	switch kind {
+	case KindFake:
+		// The fake generates canned text: every option is accepted, and
+		// none changes its answer.
+		return job.Takes{TopP: true, Stop: true, Seed: true, Effort: true, Budget: true}
+	case KindOpenAI:
+		return openAITakes(model, background)
+	case KindAnthropic, KindBedrock:
+		// Messages and Converse both take top_p and stop sequences
+		// (Anthropic's top_p and stop_sequences; Converse's
+		// inferenceConfig topP and stopSequences), neither a seed. Claude
+		// 4.x takes temperature or top_p, not both (issue K;
+		// BerriAI/litellm#15097), on Bedrock as on Anthropic's API.
+		t := job.Takes{TopP: true, Stop: true, TemperatureOrTopP: claude4.MatchString(model)}
+		if thinks(model) {
+			t.Budget, t.ReasoningTopP = true, 0.95
+		}
+		return t
+	}
+	return job.Takes{}
+}
+
+// openAITakes are takes for an openai entry. Chat completions take top_p,
+// stop and seed (platform.openai.com/docs/api-reference/chat/create); the
+// reasoning family takes reasoning_effort and refuses stop with 400
+// unsupported_parameter ("Unsupported parameter: 'stop' is not supported
+// with this model.", huggingface/smolagents#1671 for gpt-5-mini,
+// crewAIInc/crewAI#2738 for o3, huggingface/smolagents#1893 for gpt-5.2).
+// The Responses API has no stop and no seed at all
+// (platform.openai.com/docs/api-reference/responses/create).
+func openAITakes(model string, background bool) job.Takes {
+	reasoning := fixedTemperature(KindOpenAI, model) || strings.HasPrefix(model, "gpt-5") && !strings.HasPrefix(model, "gpt-5-chat")
+	t := job.Takes{TopP: true, Stop: !reasoning, Seed: true}
+	if reasoning {
+		t.Effort, t.ReasoningTopP = true, 1
+	}
+	if background {
+		t.Stop, t.Seed = false, false
+	}
+	return t
 }

@@ -107,3 +107,47 @@ func TestClaudeOpus47TakesNoTemperature(t *testing.T) {
 		}
 	}
 }
+
+// Each rung carries the input options its provider and model family
+// honour (docs/providers.md, "Sampling and reasoning options").
+func TestARungTakesTheOptionsItsFamilyHonours(t *testing.T) {
+	doc := `{"providers":{"oa":{"kind":"openai","base_url":"http://x"},"bg":{"kind":"openai","base_url":"http://x","background":true},
+	    "an":{"kind":"anthropic"},"br":{"kind":"bedrock"},"fk":{"kind":"fake"}},
+	  "routes":{"default":{"rungs":[
+	    {"provider":"oa","model":"gpt-4o-mini","price":{"input":15,"output":60},"timeout":"10s"},
+	    {"provider":"oa","model":"o4-mini","price":{"input":110,"output":440},"timeout":"10s"},
+	    {"provider":"oa","model":"gpt-5.1","price":{"input":125,"output":1000},"timeout":"10s"},
+	    {"provider":"oa","model":"gpt-5-chat-latest","price":{"input":125,"output":1000},"timeout":"10s"},
+	    {"provider":"bg","model":"gpt-5-mini","price":{"input":25,"output":200},"timeout":"10s"},
+	    {"provider":"an","model":"claude-sonnet-4-5","price":{"input":300,"output":1500},"timeout":"10s"},
+	    {"provider":"an","model":"claude-3-5-haiku-20241022","price":{"input":80,"output":400},"timeout":"10s"},
+	    {"provider":"an","model":"claude-opus-4-7","price":{"input":500,"output":2500},"timeout":"10s"},
+	    {"provider":"br","model":"us.anthropic.claude-3-7-sonnet-20250219-v1:0","price":{"input":300,"output":1500},"timeout":"10s"},
+	    {"provider":"br","model":"amazon.nova-pro-v1:0","price":{"input":80,"output":320},"timeout":"10s"},
+	    {"provider":"fk","model":"fake","price":{"input":1,"output":1},"timeout":"10s"}
+	  ],"fallback_on":["timeout"]}}}`
+	c, err := config.Load(env(map[string]string{"AIJOBS_ROUTES": doc}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	chat := job.Takes{TopP: true, Stop: true, Seed: true}
+	reasoning := job.Takes{TopP: true, Seed: true, Effort: true, ReasoningTopP: 1}
+	want := []job.Takes{
+		chat,      // gpt-4o-mini
+		reasoning, // o4-mini: no stop
+		reasoning, // gpt-5.1 reasons when asked
+		chat,      // gpt-5-chat does not reason
+		{TopP: true, Effort: true, ReasoningTopP: 1},                                         // the Responses API has no stop, no seed
+		{TopP: true, Stop: true, Budget: true, TemperatureOrTopP: true, ReasoningTopP: 0.95}, // Claude 4.x
+		{TopP: true, Stop: true},                                         // Claude 3.5 neither thinks nor minds top_p with temperature
+		{TopP: true, Stop: true, TemperatureOrTopP: true},                // Opus 4.7 refuses a thinking budget
+		{TopP: true, Stop: true, Budget: true, ReasoningTopP: 0.95},      // Claude 3.7 on Bedrock
+		{TopP: true, Stop: true},                                         // Nova: no thinking
+		{TopP: true, Stop: true, Seed: true, Effort: true, Budget: true}, // the fake takes all
+	}
+	for i, g := range c.Routes["default"].Rungs {
+		if g.Takes != want[i] {
+			t.Errorf("%s/%s: takes %+v, want %+v", g.Provider, g.Model, g.Takes, want[i])
+		}
+	}
+}

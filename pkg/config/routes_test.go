@@ -49,21 +49,23 @@ func TestRoutesExample(t *testing.T) {
 	}
 	retryable := []job.ErrorClass{job.RateLimited, job.Overloaded, job.ProviderError, job.Timeout, job.Network}
 	perModel := job.RateLimit{Grain: job.GrainModel} // every keyed entry has a bucket; OpenAI's per model
+	claude := job.Takes{TopP: true, Stop: true, Budget: true, TemperatureOrTopP: true, ReasoningTopP: 0.95}
+	chat := job.Takes{TopP: true, Stop: true, Seed: true}
 	wantRoutes := map[string]job.Route{
 		"default": {Rungs: []job.Rung{
 			{Provider: "anthropic", Model: "claude-sonnet-4-5", Price: cachedAt(t, price(t, "300", "1500"), "30", "375"), MaxTokens: 4096, Timeout: 60 * time.Second,
-				Limit: job.RateLimit{RequestsPerMinute: 4000, TokensPerMinute: 2_000_000, Grain: job.GrainEntry}},
+				Limit: job.RateLimit{RequestsPerMinute: 4000, TokensPerMinute: 2_000_000, Grain: job.GrainEntry}, Takes: claude},
 			{Provider: "bedrock", Model: "us.anthropic.claude-sonnet-4-5-20250929-v1:0", Price: cachedAt(t, price(t, "300", "1500"), "30", "375"), MaxTokens: 4096, Timeout: 60 * time.Second,
-				Limit: job.RateLimit{Grain: job.GrainEntry, Throttles: true}},
-			{Provider: "openai", Model: "gpt-4o", Price: cachedAt(t, price(t, "250", "1000"), "125", "250"), Timeout: 40 * time.Second, Limit: perModel},
+				Limit: job.RateLimit{Grain: job.GrainEntry, Throttles: true}, Takes: claude},
+			{Provider: "openai", Model: "gpt-4o", Price: cachedAt(t, price(t, "250", "1000"), "125", "250"), Timeout: 40 * time.Second, Limit: perModel, Takes: chat},
 		}, FallbackOn: retryable},
 		"cheap": {Rungs: []job.Rung{
-			{Provider: "openai", Model: "gpt-4o-mini", Price: cachedAt(t, price(t, "15", "60"), "7.5", "15"), Timeout: 30 * time.Second, Completion: 10 * time.Second, Limit: perModel,
+			{Provider: "openai", Model: "gpt-4o-mini", Price: cachedAt(t, price(t, "15", "60"), "7.5", "15"), Timeout: 30 * time.Second, Completion: 10 * time.Second, Limit: perModel, Takes: chat,
 				Lanes: []job.Rung{{Provider: "openai", Model: "gpt-4o-mini", Price: cachedAt(t, price(t, "7.5", "30"), "3.75", "7.5"), Timeout: 120 * time.Second,
-					Completion: time.Minute, Lane: job.Flex, Base: cachedAt(t, price(t, "15", "60"), "7.5", "15"), Limit: perModel}}},
+					Completion: time.Minute, Lane: job.Flex, Base: cachedAt(t, price(t, "15", "60"), "7.5", "15"), Limit: perModel, Takes: chat}}},
 		}},
 		"local": {Rungs: []job.Rung{
-			{Provider: "ollama", Model: "llama3.2", Price: price(t, "0", "0"), Timeout: 90 * time.Second, Limit: perModel},
+			{Provider: "ollama", Model: "llama3.2", Price: price(t, "0", "0"), Timeout: 90 * time.Second, Limit: perModel, Takes: chat},
 		}},
 	}
 	if !reflect.DeepEqual(c.Routes, wantRoutes) {
@@ -103,7 +105,7 @@ func TestARungOffersLanes(t *testing.T) {
 	}
 	g := c.Routes["default"].Rungs[0]
 	std := job.Rung{Provider: "oa", Model: "gpt", Price: price(t, "100", "400"), MaxTokens: 500, Timeout: 30 * time.Second, Completion: 10 * time.Second,
-		Limit: job.RateLimit{Grain: job.GrainModel}}
+		Limit: job.RateLimit{Grain: job.GrainModel}, Takes: job.Takes{TopP: true, Stop: true, Seed: true}}
 	flex := std
 	flex.Lane, flex.Base, flex.Price, flex.Timeout, flex.Completion = job.Flex, std.Price, price(t, "50", "200"), time.Minute, 45*time.Second
 	prio := std
@@ -160,7 +162,7 @@ func TestShortcutIsOneDefaultRoute(t *testing.T) {
 	}
 	// An OpenAI key has its bucket per model, its limits learned.
 	want := map[string]job.Route{"default": {Rungs: []job.Rung{{Provider: "default", Model: "m", Price: c.Shortcut.Price, Timeout: 30 * time.Second,
-		Limit: job.RateLimit{Grain: job.GrainModel}}}}}
+		Limit: job.RateLimit{Grain: job.GrainModel}, Takes: job.Takes{TopP: true, Stop: true, Seed: true}}}}}
 	if !reflect.DeepEqual(c.Routes, want) || c.Providers["default"].APIKey != "sk-1" || c.Providers["default"].Kind != "openai" {
 		t.Fatalf("routes %+v providers %+v", c.Routes, c.Providers)
 	}

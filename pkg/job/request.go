@@ -36,6 +36,9 @@ type Input struct {
 	Messages    []Message `json:"messages"`
 	MaxTokens   int       `json:"max_tokens,omitempty"`
 	Temperature *float64  `json:"temperature,omitempty"`
+	// Options are embedded so that their members are the input's own
+	// ("input.top_p"), as a caller writes them.
+	Options
 }
 
 // CreateRequest is a validated create, defaults applied: what a new job is
@@ -64,7 +67,8 @@ func invalid(field, format string, args ...any) *Error {
 // CheckInput holds in to the rules every model input obeys, whoever asks:
 // one to MaxMessages messages, each with a role a provider knows and some
 // content; max_tokens from 1 to MaxMaxTokens (DefaultMaxTokens when 0); a
-// temperature from 0 to 2. A refusal is an invalid_request naming the
+// temperature from 0 to 2; the Options within every provider's bounds
+// (checkOptions). A refusal is an invalid_request naming the
 // field by its path in the input ("input.messages[1].role").
 func (l Limits) CheckInput(in *Input) error {
 	if len(in.Messages) == 0 {
@@ -92,7 +96,7 @@ func (l Limits) CheckInput(in *Input) error {
 	if in.Temperature != nil && (*in.Temperature < 0 || *in.Temperature > 2) {
 		return invalid("input.temperature", "temperature must be between 0 and 2")
 	}
-	return nil
+	return checkOptions(*in)
 }
 
 // NewJob is the record a validated request creates at now. Its expiry

@@ -64,6 +64,9 @@ type Rung struct {
 	// (Claude Opus 4.7 answers 400 "`temperature` is deprecated for this
 	// model."), set by config like FixedTemperature.
 	NoTemperature bool
+	// Takes are the input Options the rung honours, set by config from
+	// its provider and model family like FixedTemperature.
+	Takes Takes
 }
 
 // Timeout is the longest an attempt on the route may run: the timeout of
@@ -93,20 +96,15 @@ func (r Route) RungOf(provider, model string) int {
 // Nothing is dropped silently either: the caller hears which option and
 // which rung.
 func (r Route) CheckOptions(model string, in Input, lanes []Lane) error {
-	if in.Temperature == nil {
-		return nil
-	}
 	for i, g := range r.Rungs {
-		if _, reached := g.cheapest(Input{}, lanes); !reached || !g.NoTemperature && (!g.FixedTemperature || *in.Temperature == 1) {
+		if _, reached := g.cheapest(Input{}, lanes); !reached {
 			continue
 		}
-		takes := "no temperature but the default 1"
-		if g.NoTemperature {
-			takes = "no temperature at all"
+		if field, why := g.refusal(in); field != "" {
+			return &Error{Code: CodeUnsupported, Field: field, Message: fmt.Sprintf(
+				"route %q rung %d (%s/%s) %s: change %s or name another route",
+				model, i, g.Provider, g.Model, why, field)}
 		}
-		return &Error{Code: CodeUnsupported, Field: "input.temperature", Message: fmt.Sprintf(
-			"route %q rung %d (%s/%s) takes %s, as its model family refuses any other: leave input.temperature out or name another route",
-			model, i, g.Provider, g.Model, takes)}
 	}
 	return nil
 }

@@ -16,12 +16,12 @@ import "github.com/aijobs/aijobs/pkg/job"
 // billed the prompt ceiling only: a stream's generation is taken to stop
 // when its reader goes away.
 //
-// A reasoning model (r.Reasons) is billed every output token it asked for
+// A reasoning model (r.reasons) is billed every output token it asked for
 // either way: it reasons before its first delta, billed as output, so a
 // stream that heard nothing may already owe the whole cap.
 func Unanswered(r Request, stream bool) Usage {
 	u := Usage{InputTokens: job.PromptCeiling(r.Messages), Estimated: true}
-	if !stream || r.Reasons {
+	if !stream || r.reasons() {
 		u.OutputTokens = int64(max(r.MaxTokens, 0))
 	}
 	return u
@@ -38,12 +38,18 @@ func Unreported(r Request, output string) Usage {
 	out := (int64(len(output)) + 1) / 2
 	if r.MaxTokens > 0 {
 		out = min(out, int64(r.MaxTokens))
-		if r.Reasons {
+		if r.reasons() {
 			out = int64(r.MaxTokens)
 		}
 	}
 	return Usage{InputTokens: job.PromptCeiling(r.Messages), OutputTokens: out, Estimated: true}
 }
+
+// reasons reports whether the call's model reasons before it answers:
+// by default (Reasons), or because the job asked it to (a reasoning
+// effort, a thinking budget). Either way its reasoning is billed as
+// output that no answer text or stream delta shows.
+func (r Request) reasons() bool { return r.Reasons || r.Options.Reasoning != nil }
 
 // BatchUnreported is the usage of a batch's answer that came without its
 // counts: the output at two bytes a token, estimated. A batch's result
@@ -63,7 +69,7 @@ func BatchUnreported(output string) Usage {
 // token asked for: its reasoning came before the deltas and is billed.
 func StreamUsage(r Request, input, deltas, output int64, final bool) Usage {
 	u := Usage{InputTokens: input, OutputTokens: max(deltas, output), Estimated: !final}
-	if !final && r.Reasons {
+	if !final && r.reasons() {
 		u.OutputTokens = max(u.OutputTokens, int64(r.MaxTokens))
 	}
 	if input <= 0 {

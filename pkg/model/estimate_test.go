@@ -51,13 +51,25 @@ func TestEstimates(t *testing.T) {
 }
 
 // A reasoning model bills reasoning tokens as output that no delta and no
-// answer text shows: a call of one whose counts never came is estimated
-// at every output token it asked for, streamed or not, cut early or
+// answer text shows: a call of one (reasoning by default, or asked to by
+// the job's reasoning option) whose counts never came is estimated at
+// every output token it asked for, streamed or not, cut early or
 // answered without counts; another model's estimates are unchanged.
 func TestAReasoningModelsLostCountsAreEstimatedAtItsWholeCap(t *testing.T) {
 	r := model.Request{Messages: []job.Message{{Role: "user", Content: "think hard"}}, MaxTokens: 500}
-	thinker := r
-	thinker.Reasons = true
+	for _, asked := range []bool{false, true} {
+		thinker := r
+		if asked { // a model asked to reason (an effort, a thinking budget)
+			thinker.Options.Reasoning = &job.Reasoning{BudgetTokens: 1024}
+		} else { // a model that reasons by default
+			thinker.Reasons = true
+		}
+		reasonerEstimates(t, r, thinker)
+	}
+}
+
+func reasonerEstimates(t *testing.T, r, thinker model.Request) {
+	t.Helper()
 	for _, c := range []struct {
 		name       string
 		plain, got model.Usage

@@ -21,6 +21,11 @@ type Request struct {
 	Messages    []job.Message
 	MaxTokens   int
 	Temperature *float64
+	// Options are the job's other sampling and reasoning options, each
+	// mapped onto the provider's wire where it takes it; the job was
+	// refused at create if a rung of its route could not honour one
+	// (job.Route.CheckOptions), so a client sends every one it is given.
+	Options job.Options
 	// Progress, when set, is told the number of output tokens received so
 	// far; streaming providers call it as tokens arrive. It must not block.
 	Progress func(outputTokens int)

@@ -34,8 +34,10 @@ func ValidKey(k string) bool {
 type CreateBody struct {
 	// Model names a route the server knows; "" means its default.
 	Model string `json:"model,omitempty"`
-	// Input is the model input: {"messages": [...], "max_tokens": N}
-	// (job.Input); client.UserPrompt builds the common case.
+	// Input is the model input: {"messages": [...], "max_tokens": N},
+	// with temperature and the sampling and reasoning options (top_p,
+	// stop, seed, reasoning; job.Input); client.UserPrompt builds the
+	// common case, client.UserPromptWith one with options.
 	Input json.RawMessage `json:"input"`
 	// DeadlineSeconds is how long the job may take, from its creation.
 	DeadlineSeconds int `json:"deadline_seconds,omitempty"`

@@ -34,7 +34,7 @@ func (a *attempt) call(ctx context.Context, rung job.Rung, in job.Input, started
 	defer cancel()
 	out := rung.OutputCap(in)
 	resp, err := p.Generate(rctx, model.Request{
-		JobID: a.j.ID, Model: rung.Model, Messages: in.Messages, MaxTokens: out, Temperature: in.Temperature,
+		JobID: a.j.ID, Model: rung.Model, Messages: in.Messages, MaxTokens: out, Temperature: in.Temperature, Options: in.Options,
 		Progress: func(tokens int) {
 			v := math.Min(float64(tokens)/float64(max(out, 1)), 1)
 			a.progress.Store(math.Float64bits(v))

@@ -83,6 +83,9 @@ func (c *Client) SubmitBatch(ctx context.Context, key string, reqs []model.Reque
 		if r.MaxTokens == 0 {
 			r.MaxTokens = DefaultMaxTokens
 		}
+		if err := unsendable(r.Options); err != nil {
+			return "", err
+		}
 		p := c.request(r)
 		p.Stream = false
 		in.Requests = append(in.Requests, batchRequest{CustomID: r.JobID, Params: p})

@@ -97,7 +97,20 @@ type messagesRequest struct {
 	Messages    []message `json:"messages"`
 	MaxTokens   int       `json:"max_tokens"`
 	Temperature *float64  `json:"temperature,omitempty"`
-	Stream      bool      `json:"stream,omitempty"`
+	// TopP, StopSequences and Thinking are job.Options as the Messages
+	// API names them (docs.anthropic.com/en/api/messages; docs/providers.md,
+	// "Sampling and reasoning options"): the reasoning option's thinking
+	// budget is extended thinking, {"type": "enabled", "budget_tokens": N}.
+	TopP          *float64  `json:"top_p,omitempty"`
+	StopSequences []string  `json:"stop_sequences,omitempty"`
+	Thinking      *thinking `json:"thinking,omitempty"`
+	Stream        bool      `json:"stream,omitempty"`
+}
+
+// thinking is the Messages API's extended thinking configuration.
+type thinking struct {
+	Type         string `json:"type"`
+	BudgetTokens int    `json:"budget_tokens"`
 }
 
 // usage is the API's token count. input_tokens leaves out the prompt
@@ -154,6 +167,9 @@ type messagesResponse struct {
 func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response, error) {
 	if r.Model == "" {
 		r.Model = c.cfg.Model
+	}
+	if err := unsendable(r.Options); err != nil {
+		return model.Response{}, err
 	}
 	if r.MaxTokens == 0 { // the API requires a limit: the worst case is the one sent
 		r.MaxTokens = DefaultMaxTokens
@@ -245,11 +261,25 @@ func servedBy(tier string) func(model.Response, error) (model.Response, error) {
 	}
 }
 
+// unsendable refuses, unsent and unbilled, options the Messages API has
+// no place for: a seed, and a reasoning effort without a thinking
+// budget. Config refuses such a job at create; one accepted when its
+// route was another is refused here rather than run without them.
+func unsendable(o job.Options) error {
+	if o.Seed != nil || o.Reasoning != nil && o.Reasoning.BudgetTokens == 0 {
+		return model.Errorf(job.InvalidRequest, "anthropic: the Messages API takes no seed and no reasoning effort")
+	}
+	return nil
+}
+
 // request maps a model request onto the Messages API: system messages go
 // to the top-level system prompt, the rest stay in order.
 func (c *Client) request(r model.Request) messagesRequest {
 	req := messagesRequest{Model: r.Model, MaxTokens: r.MaxTokens, Temperature: r.Temperature, Stream: c.cfg.Stream,
-		Messages: make([]message, 0, len(r.Messages))}
+		TopP: r.Options.TopP, StopSequences: r.Options.Stop, Messages: make([]message, 0, len(r.Messages))}
+	if t := r.Options.Reasoning; t != nil && t.BudgetTokens > 0 {
+		req.Thinking = &thinking{Type: "enabled", BudgetTokens: t.BudgetTokens}
+	}
 	var system []string
 	for _, m := range r.Messages {
 		if m.Role == "system" {

@@ -84,8 +84,9 @@ func TestTheFakesBatchAnswersCarryTheCache(t *testing.T) {
 	}
 }
 
-// aijobs sends no top_p, so a Claude 4 model never sees it with a
-// temperature; the fake, as Anthropic, refuses the pair on those models
+// A job with both temperature and top_p is refused at create on a
+// Claude 4 rung (job.Takes.TemperatureOrTopP), so such a model never
+// sees the pair; the fake, as Anthropic, refuses it on those models
 // only.
 func TestTemperatureWithTopPIsRefusedOnClaude4(t *testing.T) {
 	var sent map[string]any

@@ -62,6 +62,9 @@ type converseBody struct {
 	Messages        []converseMessage `json:"messages"`
 	System          []converseText    `json:"system,omitempty"`
 	InferenceConfig *inferenceConfig  `json:"inferenceConfig,omitempty"`
+	// AdditionalModelRequestFields is the model's own fields, as
+	// Converse takes them (prompt.additional).
+	AdditionalModelRequestFields map[string]any `json:"additionalModelRequestFields,omitempty"`
 }
 
 type converseMessage struct {
@@ -74,8 +77,10 @@ type converseText struct {
 }
 
 type inferenceConfig struct {
-	MaxTokens   *int32   `json:"maxTokens,omitempty"`
-	Temperature *float32 `json:"temperature,omitempty"`
+	MaxTokens     *int32   `json:"maxTokens,omitempty"`
+	Temperature   *float32 `json:"temperature,omitempty"`
+	TopP          *float32 `json:"topP,omitempty"`
+	StopSequences []string `json:"stopSequences,omitempty"`
 }
 
 type batchRecord struct {
@@ -218,8 +223,10 @@ func converseJSON(r model.Request) (converseBody, error) {
 		body.Messages = append(body.Messages, cm)
 	}
 	if p.inference != nil {
-		body.InferenceConfig = &inferenceConfig{MaxTokens: p.inference.MaxTokens, Temperature: p.inference.Temperature}
+		body.InferenceConfig = &inferenceConfig{MaxTokens: p.inference.MaxTokens, Temperature: p.inference.Temperature,
+			TopP: p.inference.TopP, StopSequences: p.inference.StopSequences}
 	}
+	body.AdditionalModelRequestFields = p.additional
 	return body, nil
 }
 

@@ -141,6 +141,8 @@ func (c *Client) converse(ctx context.Context, r model.Request, p prompt, sent *
 		System:          p.system,
 		InferenceConfig: p.inference,
 		ServiceTier:     serviceTier(r.Lane),
+		// Converse passes these to the model as they are.
+		AdditionalModelRequestFields: p.additionalDocument(),
 	})
 	if err != nil {
 		return model.Response{}, callError(ctx, err, sent.Done(), model.Unanswered(r, false), r.Lane)

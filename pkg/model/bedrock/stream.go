@@ -26,6 +26,8 @@ func (c *Client) converseStream(ctx context.Context, r model.Request, p prompt, 
 		System:          p.system,
 		InferenceConfig: p.inference,
 		ServiceTier:     serviceTier(r.Lane),
+		// Converse passes these to the model as they are.
+		AdditionalModelRequestFields: p.additionalDocument(),
 	})
 	if err != nil {
 		return model.Response{}, callError(ctx, err, sent.Done(), model.Unanswered(r, true), r.Lane)

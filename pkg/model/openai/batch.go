@@ -134,6 +134,9 @@ func (c *Client) uploadBatch(ctx context.Context, key string, reqs []model.Reque
 	var lines bytes.Buffer
 	enc := json.NewEncoder(&lines)
 	for _, r := range reqs {
+		if err := unsendable(r.Options); err != nil {
+			return "", err
+		}
 		if err := enc.Encode(batchLine{CustomID: r.JobID, Method: http.MethodPost, URL: batchEndpoint, Body: c.chat(r)}); err != nil {
 			return "", fmt.Errorf("openai: encode batch line: %w", err)
 		}

@@ -88,11 +88,18 @@ type chatRequest struct {
 	// MaxCompletionTokens is the output cap every OpenAI model takes;
 	// MaxTokens is sent instead only to a server configured for the old
 	// name (Config.MaxTokensField). At most one is set.
-	MaxCompletionTokens int            `json:"max_completion_tokens,omitempty"`
-	MaxTokens           int            `json:"max_tokens,omitempty"`
-	Temperature         *float64       `json:"temperature,omitempty"`
-	Stream              bool           `json:"stream,omitempty"`
-	StreamOptions       *streamOptions `json:"stream_options,omitempty"`
+	MaxCompletionTokens int      `json:"max_completion_tokens,omitempty"`
+	MaxTokens           int      `json:"max_tokens,omitempty"`
+	Temperature         *float64 `json:"temperature,omitempty"`
+	// TopP, Stop, Seed and ReasoningEffort are job.Options as chat
+	// completions name them (platform.openai.com/docs/api-reference/chat/create;
+	// docs/providers.md, "Sampling and reasoning options").
+	TopP            *float64       `json:"top_p,omitempty"`
+	Stop            []string       `json:"stop,omitempty"`
+	Seed            *int64         `json:"seed,omitempty"`
+	ReasoningEffort string         `json:"reasoning_effort,omitempty"`
+	Stream          bool           `json:"stream,omitempty"`
+	StreamOptions   *streamOptions `json:"stream_options,omitempty"`
 	// ServiceTier is last and omitted when empty, so a standard call's
 	// body stays what it was before lanes.
 	ServiceTier string `json:"service_tier,omitempty"`
@@ -136,6 +143,9 @@ type chatResponse struct {
 // Generate makes one chat-completions call, or one background generation
 // (Config.Background).
 func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response, error) {
+	if err := unsendable(r.Options); err != nil && r.Resume == "" {
+		return model.Response{}, err
+	}
 	if c.cfg.Background {
 		return c.background(ctx, r)
 	}
@@ -163,7 +173,12 @@ func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response,
 // chat is r as a chat-completions request, in the standard lane and
 // whole (not streamed): a call and a batch's line start from it.
 func (c *Client) chat(r model.Request) chatRequest {
-	req := chatRequest{Model: r.Model, MaxCompletionTokens: r.MaxTokens, Temperature: r.Temperature}
+	o := r.Options
+	req := chatRequest{Model: r.Model, MaxCompletionTokens: r.MaxTokens, Temperature: r.Temperature,
+		TopP: o.TopP, Stop: o.Stop, Seed: o.Seed}
+	if o.Reasoning != nil {
+		req.ReasoningEffort = o.Reasoning.Effort
+	}
 	if c.cfg.MaxTokensField == "max_tokens" {
 		req.MaxCompletionTokens, req.MaxTokens = 0, r.MaxTokens
 	}
@@ -174,6 +189,17 @@ func (c *Client) chat(r model.Request) chatRequest {
 		req.Messages = append(req.Messages, chatMessage{Role: m.Role, Content: m.Content})
 	}
 	return req
+}
+
+// unsendable refuses, unsent and unbilled, a reasoning option without an
+// effort: a thinking budget alone has no place in OpenAI's bodies. Config
+// refuses such a job at create; one accepted when its route was another
+// is refused here rather than run without it.
+func unsendable(o job.Options) error {
+	if o.Reasoning != nil && o.Reasoning.Effort == "" {
+		return model.Errorf(job.InvalidRequest, "openai: a reasoning option needs an effort")
+	}
+	return nil
 }
 
 // serviceTier is what a lane asks of the server. Standard (and no lane)

@@ -50,13 +50,23 @@ type responsesRequest struct {
 	Input           []chatMessage `json:"input"`
 	MaxOutputTokens int           `json:"max_output_tokens,omitempty"`
 	Temperature     *float64      `json:"temperature,omitempty"`
-	Background      bool          `json:"background"`
+	// TopP and Reasoning are the job.Options the Responses API takes
+	// (platform.openai.com/docs/api-reference/responses/create): it has
+	// no stop and no seed, so config refuses them on a background rung.
+	TopP       *float64   `json:"top_p,omitempty"`
+	Reasoning  *reasoning `json:"reasoning,omitempty"`
+	Background bool       `json:"background"`
 	// Store keeps the response past background mode's polling window
 	// (about ten minutes), so a worker taking over a long job can still
 	// fetch it.
 	Store bool `json:"store"`
 	// ServiceTier is last and omitted when empty, as on chat completions.
 	ServiceTier string `json:"service_tier,omitempty"`
+}
+
+// reasoning is the Responses API's reasoning configuration.
+type reasoning struct {
+	Effort string `json:"effort"`
 }
 
 // responsesUsage is a response's counts: input_tokens holds the cached
@@ -137,6 +147,12 @@ func (c *Client) background(ctx context.Context, r model.Request) (model.Respons
 	if r.Model == "" {
 		r.Model = c.cfg.Model
 	}
+	if o := r.Options; r.Resume == "" && (o.Stop != nil || o.Seed != nil) {
+		// Config refuses such a job at create on a background rung; one
+		// accepted when its route was another is refused here, unsent
+		// and unbilled, rather than run without what it asked for.
+		return model.Response{}, model.Errorf(job.InvalidRequest, "openai: the Responses API takes no stop or seed")
+	}
 	b := &call{c: c, r: r, id: r.Resume, resumed: r.Resume != ""}
 	out, err := b.run(ctx)
 	return heard(out, err, b.h, b.at)
@@ -171,7 +187,10 @@ func (b *call) run(ctx context.Context) (model.Response, error) {
 // billed generation.
 func (b *call) create(ctx context.Context) (responseObject, error) {
 	req := responsesRequest{Model: b.r.Model, MaxOutputTokens: b.r.MaxTokens, Temperature: b.r.Temperature,
-		Background: true, Store: true, ServiceTier: serviceTier(b.r.Lane)}
+		TopP: b.r.Options.TopP, Background: true, Store: true, ServiceTier: serviceTier(b.r.Lane)}
+	if r := b.r.Options.Reasoning; r != nil && r.Effort != "" {
+		req.Reasoning = &reasoning{Effort: r.Effort}
+	}
 	for _, m := range b.r.Messages {
 		req.Input = append(req.Input, chatMessage{Role: m.Role, Content: m.Content})
 	}

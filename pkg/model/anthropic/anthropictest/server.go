@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"net/http"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -82,18 +83,49 @@ type batch struct {
 // Request is one request of a batch.
 type Request struct {
 	CustomID string `json:"custom_id"`
-	Params   struct {
-		Model       string   `json:"model"`
-		MaxTokens   int      `json:"max_tokens"`
-		Stream      bool     `json:"stream"`
-		System      string   `json:"system"`
-		Temperature *float64 `json:"temperature"`
-		TopP        *float64 `json:"top_p"`
-		Messages    []struct {
-			Role    string `json:"role"`
-			Content string `json:"content"`
-		} `json:"messages"`
-	} `json:"params"`
+	Params   Params `json:"params"`
+}
+
+// Params is a Messages API body, a call's or a batch request's.
+type Params struct {
+	Model         string   `json:"model"`
+	MaxTokens     int      `json:"max_tokens"`
+	Stream        bool     `json:"stream"`
+	System        string   `json:"system"`
+	Temperature   *float64 `json:"temperature"`
+	TopP          *float64 `json:"top_p"`
+	StopSequences []string `json:"stop_sequences"`
+	Thinking      *struct {
+		Type         string `json:"type"`
+		BudgetTokens int    `json:"budget_tokens"`
+	} `json:"thinking"`
+	Messages []struct {
+		Role    string `json:"role"`
+		Content string `json:"content"`
+	} `json:"messages"`
+	// Unknown are the members the API does not take, which it refuses
+	// (unknownRefusal).
+	Unknown []string `json:"-"`
+}
+
+// UnmarshalJSON decodes p and notes the members it has no field for.
+func (p *Params) UnmarshalJSON(b []byte) error {
+	type plain Params
+	if err := json.Unmarshal(b, (*plain)(p)); err != nil {
+		return err
+	}
+	var members map[string]json.RawMessage
+	if err := json.Unmarshal(b, &members); err != nil {
+		return err
+	}
+	known := []string{"model", "max_tokens", "stream", "system", "temperature", "top_p", "stop_sequences", "thinking", "messages"}
+	for k := range members {
+		if !slices.Contains(known, k) {
+			p.Unknown = append(p.Unknown, k)
+		}
+	}
+	slices.Sort(p.Unknown)
+	return nil
 }
 
 // LoseCreates makes the next n creates lose their answer after the batch
@@ -264,7 +296,18 @@ var opusWithoutTemperature = regexp.MustCompile(`claude-opus-4-([7-9]|[1-9][0-9]
 // migration-guide; UKGovernmentBEIS/inspect_ai#3721, HKUDS/nanobot#3418,
 // and The-PR-Agent/pr-agent#2456 for Opus 4.8). aijobs refuses such a job
 // at create (pkg/config's noTemperature), so no call carries one.
+//
+// A member the API does not take (a seed: the Messages API has none,
+// docs.anthropic.com/en/api/messages) is a 400 "<member>: Extra inputs
+// are not permitted", as reported for other members in amrit110/oli#7
+// and Aider-AI/aider#3367. Thinking: see thinkingRefusal.
 func refusal(q Request) string {
+	if len(q.Params.Unknown) > 0 {
+		return q.Params.Unknown[0] + ": Extra inputs are not permitted"
+	}
+	if msg := thinkingRefusal(q.Params); msg != "" {
+		return msg
+	}
 	if opusWithoutTemperature.MatchString(q.Params.Model) && q.Params.Temperature != nil {
 		return "`temperature` is deprecated for this model."
 	}
@@ -273,6 +316,36 @@ func refusal(q Request) string {
 	}
 	return ""
 }
+
+// thinkingRefusal is why the API refuses p's extended thinking, or "":
+// a budget below 1024 or not below max_tokens ("thinking.budget_tokens:
+// must be >= 1024 and < max_tokens"), a model that does not think with a
+// budget (before Claude 3.7 Sonnet; Claude 4.7 and later "reject requests
+// that use it", platform.claude.com/docs/en/build-with-claude/extended-thinking),
+// and a temperature other than 1 ("`temperature` may only be set to 1
+// when thinking is enabled", as reported in MartialBE/one-hub#529) or a
+// top_p below 0.95 (the same guide: top_p "between 1 and 0.95"). The
+// messages of the last three, the model and top_p, are our reading of
+// the guide, in the API's error shape.
+func thinkingRefusal(p Params) string {
+	t := p.Thinking
+	switch {
+	case t == nil || t.Type != "enabled":
+		return ""
+	case t.BudgetTokens < 1024 || t.BudgetTokens >= p.MaxTokens:
+		return "thinking.budget_tokens: must be >= 1024 and < max_tokens"
+	case !strings.Contains(p.Model, "claude-3-7-sonnet") && !claude4.MatchString(p.Model) || thinkingLast.MatchString(p.Model):
+		return "thinking: extended thinking with budget_tokens is not supported for this model"
+	case p.Temperature != nil && *p.Temperature != 1:
+		return "`temperature` may only be set to 1 when thinking is enabled."
+	case p.TopP != nil && *p.TopP < 0.95:
+		return "`top_p` must be greater than or equal to 0.95 or unset when thinking is enabled."
+	}
+	return ""
+}
+
+// thinkingLast names the Claude 4.x models from 4.7 on.
+var thinkingLast = regexp.MustCompile(`claude-(opus|sonnet|haiku)-4-([7-9]|[1-9][0-9])($|[-@:])`)
 
 // stream writes m as the API streams it ("Streaming Messages",
 // https://docs.anthropic.com/en/docs/build-with-claude/streaming):

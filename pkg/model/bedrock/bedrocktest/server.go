@@ -96,6 +96,8 @@ func (s *Server) Calls() int {
 type invocation struct {
 	arn, token, input, output string
 	status                    string
+	// model is the job's modelId, whose rules its records are held to.
+	model string
 }
 
 // New is a server whose jobs read and write through objects.
@@ -211,7 +213,7 @@ func (s *Server) call(r *http.Request) (converseOutput, bool) {
 	defer s.mu.Unlock()
 	rec, _ := json.Marshal(map[string]any{"recordId": fmt.Sprint("call", s.jobs.Call()), "modelInput": json.RawMessage(body)})
 	billed := len(s.billed)
-	line, _ := s.answerLocked(rec)
+	line, _ := s.answerLocked(r.PathValue("model"), rec)
 	var out struct {
 		ModelOutput *converseOutput `json:"modelOutput"`
 	}
@@ -263,7 +265,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	j := &invocation{arn: fmt.Sprintf("arn:aws:bedrock:us-east-1:123456789012:model-invocation-job/job%08d", s.jobs.Len()+1),
-		token: in.ClientRequestToken, input: in.InputDataConfig.S3.URI, output: in.OutputDataConfig.Out.URI, status: "Submitted"}
+		token: in.ClientRequestToken, input: in.InputDataConfig.S3.URI, output: in.OutputDataConfig.Out.URI, status: "Submitted", model: in.ModelID}
 	s.jobs.Add(j.arn, j)
 	batchtest.Reply(w, map[string]any{"jobArn": j.arn})
 }
@@ -303,7 +305,7 @@ func (s *Server) runLocked(ctx context.Context, j *invocation) error {
 	sc.Buffer(make([]byte, 1<<20), 1<<26)
 	for sc.Scan() {
 		total++
-		if line, ok := s.answerLocked(sc.Bytes()); ok {
+		if line, ok := s.answerLocked(j.model, sc.Bytes()); ok {
 			out.Write(line)
 			answered++
 		}
@@ -326,9 +328,10 @@ func (s *Server) runLocked(ctx context.Context, j *invocation) error {
 
 var markers = batchtest.NewMarkers("bedrock", `error=(\d{3})`)
 
-// answerLocked is one input record's output line, and false when it is
-// left out (expired).
-func (s *Server) answerLocked(raw []byte) ([]byte, bool) {
+// answerLocked is one input record's output line for model, and false
+// when it is left out (expired). A body Bedrock would refuse (refusal) is
+// a record's error, and a call's ValidationException.
+func (s *Server) answerLocked(model string, raw []byte) ([]byte, bool) {
 	var rec struct {
 		RecordID   string          `json:"recordId"`
 		ModelInput json.RawMessage `json:"modelInput"`
@@ -354,6 +357,8 @@ func (s *Server) answerLocked(raw []byte) ([]byte, bool) {
 	case sc.Fail != "":
 		code, _ := strconv.Atoi(sc.Fail)
 		res["error"] = map[string]any{"errorCode": code, "errorMessage": "scripted"}
+	case refusal(model, rec.ModelInput) != "":
+		res["error"] = map[string]any{"errorCode": 400, "errorMessage": refusal(model, rec.ModelInput)}
 	default:
 		s.jobs.Generate(rec.RecordID)
 		text := "echo " + rec.RecordID[:min(8, len(rec.RecordID))]

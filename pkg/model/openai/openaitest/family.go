@@ -58,35 +58,77 @@ func errorBody(message, typ string, param, code any) map[string]any {
 	return map[string]any{"error": map[string]any{"message": message, "type": t, "param": param, "code": code}}
 }
 
-// refusal is OpenAI's 400 to a chat body a reasoning model does not take,
-// or nil.
+// refusal is OpenAI's 400 to a chat body a model does not take, or nil.
 //
 // max_tokens: 400 unsupported_parameter, body as reported verbatim in
 // griptape-ai/ComfyUI-Griptape#312 (gpt-5), fish2018/YPrompt#26
 // (gpt-5.1), teilomillet/gollm#33 (o1, o3-mini), and against
 // langchain-ai/langchainjs#8641 and langgenius/dify#24307.
 //
-// temperature other than 1: 400 unsupported_value, body as reported in
-// gabrii/Cursor-Azure-GPT-5#33 and vercel/ai#6034 (gpt-5),
-// QwenLM/qwen-code#921 (gpt-5-mini), OpenHands/OpenHands#4131 (o1-mini).
+// stop on a reasoning model: 400 unsupported_parameter, body as reported
+// in huggingface/smolagents#1671 (gpt-5-mini), crewAIInc/crewAI#2738
+// (o3) and huggingface/smolagents#1893 (gpt-5.2). More than 4 stop
+// sequences: chat completions take "Up to 4 sequences"
+// (help.openai.com/en/articles/5072263), the body in OpenAI's shape for
+// an array over its length.
+//
+// temperature or top_p other than 1 on a model that reasons: see
+// samplingRefusal.
 func refusal(b Body) map[string]any {
+	if len(b.Stop) > 4 {
+		return errorBody("Invalid 'stop': array too long. Expected an array with maximum length 4, but got an array with length "+
+			strconv.Itoa(len(b.Stop))+" instead.", "invalid_request_error", "stop", "array_above_max_length")
+	}
 	if !reasoningModel(b.Model) {
-		return nil
+		return effortRefusal(b)
 	}
 	if b.MaxTokens != nil {
 		return errorBody("Unsupported parameter: 'max_tokens' is not supported with this model. Use 'max_completion_tokens' instead.",
 			"invalid_request_error", "max_tokens", "unsupported_parameter")
 	}
-	return temperatureRefusal(b)
+	if b.Stop != nil {
+		return errorBody("Unsupported parameter: 'stop' is not supported with this model.",
+			"invalid_request_error", "stop", "unsupported_parameter")
+	}
+	return samplingRefusal(b)
 }
 
-// temperatureRefusal is OpenAI's 400 to a temperature other than 1 on a
-// model that reasons by default, on the chat and the Responses API alike
-// (same sources as refusal), or nil.
-func temperatureRefusal(b Body) map[string]any {
-	if reasonsByDefault(b.Model) && b.Temperature != nil && *b.Temperature != 1 {
-		return errorBody("Unsupported value: 'temperature' does not support "+fmtFloat(*b.Temperature)+
-			" with this model. Only the default (1) value is supported.", "invalid_request_error", "temperature", "unsupported_value")
+// effortRefusal is OpenAI's 400 to a reasoning effort asked of a model
+// that does not reason ("reasoning_effort ... o-series models only",
+// platform.openai.com/docs/api-reference/chat/create; an unsupported
+// parameter answered as max_tokens is), or nil.
+func effortRefusal(b Body) map[string]any {
+	if b.ReasoningEffort == "" || reasoningModel(b.Model) {
+		return nil
+	}
+	return errorBody("Unsupported parameter: 'reasoning_effort' is not supported with this model.",
+		"invalid_request_error", "reasoning_effort", "unsupported_parameter")
+}
+
+// samplingRefusal is OpenAI's 400 to a temperature or top_p other than 1
+// on a model while it reasons, on the chat and the Responses API alike,
+// or nil: by default on the o-series and the first gpt-5 family, and
+// from gpt-5.1 on when an effort other than "none" is asked
+// (platform.openai.com/docs/guides/latest-model: temperature and top_p
+// only at effort none). Bodies as reported in gabrii/Cursor-Azure-GPT-5#33
+// and vercel/ai#6034 (gpt-5), QwenLM/qwen-code#921 (gpt-5-mini),
+// OpenHands/OpenHands#4131 (o1-mini).
+func samplingRefusal(b Body) map[string]any {
+	if m := effortRefusal(b); m != nil {
+		return m
+	}
+	asked := reasoningModel(b.Model) && b.ReasoningEffort != "" && b.ReasoningEffort != "none"
+	if !reasonsByDefault(b.Model) && !asked {
+		return nil
+	}
+	for _, p := range []struct {
+		name string
+		v    *float64
+	}{{"temperature", b.Temperature}, {"top_p", b.TopP}} {
+		if p.v != nil && *p.v != 1 {
+			return errorBody("Unsupported value: '"+p.name+"' does not support "+fmtFloat(*p.v)+
+				" with this model. Only the default (1) value is supported.", "invalid_request_error", p.name, "unsupported_value")
+		}
 	}
 	return nil
 }

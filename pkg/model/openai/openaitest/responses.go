@@ -3,6 +3,7 @@ package openaitest
 import (
 	"encoding/json"
 	"net/http"
+	"slices"
 )
 
 // The Responses API in background mode
@@ -15,25 +16,42 @@ import (
 
 // responsesBody is a create's body.
 type responsesBody struct {
-	Model           string    `json:"model"`
-	MaxOutputTokens int       `json:"max_output_tokens"`
-	Temperature     *float64  `json:"temperature"`
-	Background      bool      `json:"background"`
-	ServiceTier     string    `json:"service_tier"`
-	Input           []Message `json:"input"`
+	Model           string   `json:"model"`
+	MaxOutputTokens int      `json:"max_output_tokens"`
+	Temperature     *float64 `json:"temperature"`
+	TopP            *float64 `json:"top_p"`
+	Reasoning       *struct {
+		Effort string `json:"effort"`
+	} `json:"reasoning"`
+	Background  bool      `json:"background"`
+	ServiceTier string    `json:"service_tier"`
+	Input       []Message `json:"input"`
 }
 
 // createResponse starts one background generation, billed as it starts.
 func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
+	var raw map[string]json.RawMessage
 	var in responsesBody
-	if json.NewDecoder(r.Body).Decode(&in) != nil || in.Model == "" {
+	if json.NewDecoder(r.Body).Decode(&raw) != nil {
+		problem(w, http.StatusBadRequest, "invalid_request_error")
+		return
+	}
+	if e := unknownParameter(raw); e != nil {
+		writeJSON(w, http.StatusBadRequest, e)
+		return
+	}
+	if b, _ := json.Marshal(raw); json.Unmarshal(b, &in) != nil || in.Model == "" {
 		problem(w, http.StatusBadRequest, "invalid_request_error")
 		return
 	}
 	// The output cap goes in max_output_tokens, which every model takes
 	// (https://platform.openai.com/docs/api-reference/responses/create).
-	b := Body{Model: in.Model, MaxCompletionTokens: in.MaxOutputTokens, ServiceTier: in.ServiceTier, Messages: in.Input, Temperature: in.Temperature}
-	bill, ok := s.admit(w, b, temperatureRefusal, "resp_call")
+	b := Body{Model: in.Model, MaxCompletionTokens: in.MaxOutputTokens, ServiceTier: in.ServiceTier, Messages: in.Input,
+		Temperature: in.Temperature, TopP: in.TopP}
+	if in.Reasoning != nil {
+		b.ReasoningEffort = in.Reasoning.Effort
+	}
+	bill, ok := s.admit(w, b, samplingRefusal, "resp_call")
 	if !ok {
 		return
 	}
@@ -80,4 +98,25 @@ func responseObject(id string, bill Bill, status string) map[string]any {
 		"input_tokens_details":  map[string]any{"cached_tokens": bill.Cached},
 		"output_tokens_details": map[string]any{"reasoning_tokens": bill.Reasoning}}
 	return o
+}
+
+// responsesParameters are the create body's members the fake knows, of
+// those the Responses API takes
+// (platform.openai.com/docs/api-reference/responses/create): it has no
+// stop and no seed, and answers a member it does not know 400
+// ("Unknown parameter: 'stop'. Did you mean 'store'?", as reported in
+// openJiuwen-ai/agent-core#768; the code unknown_parameter is our
+// reading, in OpenAI's error shape).
+var responsesParameters = []string{"model", "input", "max_output_tokens", "temperature", "top_p", "reasoning",
+	"background", "store", "service_tier"}
+
+// unknownParameter is the 400 to a create naming a member outside
+// responsesParameters, or nil.
+func unknownParameter(raw map[string]json.RawMessage) map[string]any {
+	for k := range raw {
+		if !slices.Contains(responsesParameters, k) {
+			return errorBody("Unknown parameter: '"+k+"'.", "invalid_request_error", k, "unknown_parameter")
+		}
+	}
+	return nil
 }

@@ -80,6 +80,10 @@ type Body struct {
 	MaxTokens           *int     `json:"max_tokens"`
 	MaxCompletionTokens int      `json:"max_completion_tokens"`
 	Temperature         *float64 `json:"temperature"`
+	TopP                *float64 `json:"top_p"`
+	Stop                []string `json:"stop"`
+	Seed                *int64   `json:"seed"`
+	ReasoningEffort     string   `json:"reasoning_effort"`
 	ServiceTier         string   `json:"service_tier"`
 	Stream              bool     `json:"stream"`
 	StreamOptions       *struct {
