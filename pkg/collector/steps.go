@@ -296,8 +296,9 @@ func request(l lane, j job.Job) (model.Request, error) {
 	if err := json.Unmarshal(j.Input, &input); err != nil {
 		return model.Request{}, err
 	}
-	return model.Request{JobID: j.ID, Model: l.rung.Model, Messages: input.Messages,
-		MaxTokens: l.rung.OutputCap(input), Temperature: input.Temperature, Options: input.Options, Lane: job.Batch}, nil
+	req := model.RequestFor(j.ID, l.rung, input)
+	req.Lane = job.Batch
+	return req, nil
 }
 
 // member is job id of batch b as the record has it, and true when it is

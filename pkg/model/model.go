@@ -55,6 +55,16 @@ type Request struct {
 	Reasons bool
 }
 
+// RequestFor is job id's request to rung for input in: its messages, the
+// rung's output cap, whether it reasons, and every option the input carries. The worker's call
+// and resume and the collector's batch all start from it, so a field the
+// input gains reaches every provider call at once (three copies built
+// field by field once let an option through to one and not the others).
+func RequestFor(id string, rung job.Rung, in job.Input) Request {
+	return Request{JobID: id, Model: rung.Model, Messages: in.Messages, MaxTokens: rung.OutputCap(in),
+		Temperature: in.Temperature, Options: in.Options, Reasons: rung.Reasons}
+}
+
 // ErrGone is what a resumed call (Request.Resume) answers when the
 // provider no longer has the generation: the caller generates again.
 var ErrGone = errors.New("model: the generation is no longer kept")

@@ -32,17 +32,13 @@ func (a *attempt) call(ctx context.Context, rung job.Rung, in job.Input, started
 	}
 	rctx, cancel := context.WithTimeoutCause(ctx, rung.Timeout, errRungTimeout)
 	defer cancel()
-	out := rung.OutputCap(in)
-	resp, err := p.Generate(rctx, model.Request{
-		JobID: a.j.ID, Model: rung.Model, Messages: in.Messages, MaxTokens: out, Temperature: in.Temperature, Options: in.Options,
-		Progress: func(tokens int) {
-			v := math.Min(float64(tokens)/float64(max(out, 1)), 1)
-			a.progress.Store(math.Float64bits(v))
-		},
-		Started: started,
-		Lane:    rung.Lane,
-		Reasons: rung.Reasons,
-	})
+	req := model.RequestFor(a.j.ID, rung, in)
+	req.Progress = func(tokens int) {
+		v := math.Min(float64(tokens)/float64(max(req.MaxTokens, 1)), 1)
+		a.progress.Store(math.Float64bits(v))
+	}
+	req.Started, req.Lane = started, rung.Lane
+	resp, err := p.Generate(rctx, req)
 	if resp.Model == "" {
 		resp.Model = rung.Model
 	}

@@ -339,8 +339,9 @@ func (a *attempt) resume(ctx context.Context, route job.Route, in job.Input) (cl
 	}
 	rctx, cancel := context.WithTimeoutCause(ctx, rung.Timeout, errRungTimeout)
 	defer cancel()
-	resp, err := prov.Generate(rctx, model.Request{JobID: a.j.ID, Model: rung.Model, Messages: in.Messages,
-		MaxTokens: rung.OutputCap(in), Temperature: in.Temperature, Options: in.Options, Resume: p.ID})
+	req := model.RequestFor(a.j.ID, rung, in)
+	req.Resume = p.ID
+	resp, err := prov.Generate(rctx, req)
 	if err != nil {
 		class, _ := model.Classify(err)
 		a.log.Info("the pending generation could not be resumed; generating again", "gone", errors.Is(err, model.ErrGone), "error_class", class)
