@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"net/http/httptrace"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -85,8 +86,15 @@ func TestTraceSent(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			var proto atomic.Int32
+			bodyRead := make(chan struct{})
+			var once sync.Once
 			srv := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 				proto.Store(int32(r.ProtoMajor))
+				// The whole body read here tells the test its request was
+				// written in full (the handler then reads nothing more).
+				if _, err := io.Copy(io.Discard, r.Body); err == nil {
+					once.Do(func() { close(bodyRead) })
+				}
 				tt.handler(w, r)
 			}))
 			srv.EnableHTTP2 = tt.http2
@@ -109,9 +117,22 @@ func TestTraceSent(t *testing.T) {
 			ctx := httptrace.WithClientTrace(context.Background(), &httptrace.ClientTrace{
 				WroteRequest: func(httptrace.WroteRequestInfo) { callerSaw.Store(true) },
 			})
-			ctx, cancel := context.WithTimeout(ctx, 300*time.Millisecond)
+			// A stalled call is given up once the server has its whole
+			// request, as a caller's timeout would: a fixed 300 ms timeout
+			// here once ended a TLS and HTTP/2 call before it was written,
+			// beside a second make test. 10 s bounds a case that never says.
+			ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 			defer cancel()
 			ctx, sent := model.TraceSent(ctx)
+			finished := make(chan struct{})
+			defer close(finished)
+			go func() {
+				select {
+				case <-finished:
+				case <-bodyRead:
+					cancel()
+				}
+			}()
 			req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader([]byte(body)))
 			if err != nil {
 				t.Fatalf("request: %v", err)
