@@ -68,6 +68,8 @@ var vars = []Var{
 		"First retry backoff (doubles per attempt, half of it jittered)."),
 	setting("AIJOBS_BACKOFF_MAX", duration, func(s *settings.Settings) *time.Duration { return &s.BackoffMax },
 		"Longest retry backoff."),
+	setting("AIJOBS_REQUEUE_AFTER", duration, func(s *settings.Settings) *time.Duration { return &s.RequeueAfter },
+		"The longest wait (a deferral, a retry's backoff) a job's message waits out hidden, counted in flight; a longer wait sends a fresh delayed message and deletes the old one, so waiting jobs never fill SQS's in-flight quota (docs/fairness.md, \"Long waits leave the in-flight count\"). At least 1s."),
 	setting("AIJOBS_WORKER_TIMEOUT", duration, func(s *settings.Settings) *time.Duration { return &s.WorkerTimeout },
 		"Worker function timeout (the dev server gives each batch this long)."),
 	setting("AIJOBS_VISIBILITY_TIMEOUT", duration, func(s *settings.Settings) *time.Duration { return &s.VisibilityTimeout },

@@ -110,6 +110,11 @@ type Settings struct {
 	BackoffBase       time.Duration
 	BackoffMax        time.Duration
 	EnqueueRetryAfter time.Duration
+	// RequeueAfter is the longest wait (a deferral, a retry's backoff) a
+	// job's message spends hidden in flight; a longer one is re-sent as a
+	// delayed message instead (docs/fairness.md, "Long waits leave the
+	// in-flight count").
+	RequeueAfter time.Duration
 	// AWSCallTimeout bounds every DynamoDB and SQS call, the SDK's retries
 	// included: a call on a half-open connection fails instead of hanging
 	// a heartbeat or a finishing write.
@@ -180,6 +185,7 @@ func Defaults() Settings {
 		BackoffBase:        2 * time.Second,
 		BackoffMax:         5 * time.Minute,
 		EnqueueRetryAfter:  2 * time.Second,
+		RequeueAfter:       time.Minute,
 		AWSCallTimeout:     5 * time.Second,
 		CallbackTimeout:    10 * time.Second,
 		CallbackRetryBase:  5 * time.Second,
@@ -347,6 +353,7 @@ func (s Settings) Validate() error {
 	check(s.ReconcilerTimeout >= 10*time.Second, "reconciler timeout %s below 10s", s.ReconcilerTimeout)
 	check(s.CollectorTimeout >= 10*time.Second, "collector timeout %s below 10s", s.CollectorTimeout)
 	check(s.BackoffBase > 0 && s.BackoffMax >= s.BackoffBase, "backoff base/max out of order")
+	check(s.RequeueAfter >= time.Second, "requeue after %s: want at least 1s (SQS delays whole seconds)", s.RequeueAfter)
 	check(s.AWSCallTimeout > 0, "AWS call timeout %s is not positive", s.AWSCallTimeout)
 	check(s.CallbackTimeout >= time.Second && s.NotifierTimeout >= s.CallbackTimeout+5*time.Second,
 		"callback timeout %s must be at least 1s, and the notifier timeout %s at least 5s longer (a batch's deliveries run at once)", s.CallbackTimeout, s.NotifierTimeout)

@@ -68,12 +68,10 @@ func (w *Worker) refused(ctx context.Context, m message, cur job.Job, now time.T
 		// Another worker holds a live lease, or the job waits out a
 		// retry backoff: hide the message until that ends, so it
 		// returns only if the owner dies or the backoff is over.
-		if err := w.queue.ChangeVisibility(ctx, m.ReceiptHandle, d.Delay+100*time.Millisecond); err != nil {
-			m.log.Warn("hiding a message behind a lease or backoff failed", "err", err)
-		}
+		o := w.wait(ctx, m, cur.Tenant, d.Delay+100*time.Millisecond, "a lease or a backoff")
 		m.log.Info("job held by another worker or backing off", "wait", d.Delay.String())
 		w.meter.count("DuplicatesAbsorbed", nil)
-		return outcomeKeep, false
+		return o, false
 	case job.Stop:
 		_, err := finish.Of{Job: job.Job{ID: m.jobID}, Now: now, Retention: w.retention}.End(d.Class, "").Apply(ctx, w.store)
 		switch job.ErrorCode(err) {

@@ -166,12 +166,10 @@ func (a *attempt) retryOrEnd(ctx context.Context, f failed) outcome {
 	if err != nil {
 		return a.outcomeOf(err)
 	}
-	if err := a.queue.ChangeVisibility(ctx, a.m.ReceiptHandle, d.Delay); err != nil {
-		a.log.Warn("setting the retry backoff failed; the message returns at its current visibility", "err", err)
-	}
+	o := a.wait(ctx, a.m, a.j.Tenant, d.Delay, "a retry's backoff")
 	a.log.Info("job released for retry", "error_class", f.class, "backoff_ms", d.Delay.Milliseconds())
 	a.meter.count("JobsRetried", map[string]string{"ErrorClass": string(f.class)})
-	return outcomeKeep
+	return o
 }
 
 // retryWrite repeats a finishing write while the store is unavailable,
@@ -233,12 +231,10 @@ func (a *attempt) deferFor(ctx context.Context, wait time.Duration, class job.Er
 		a.log.Error("deferring the job failed; its lease runs out and its hold is written off", "err", err)
 		return outcomeTrouble
 	}
-	if err := a.queue.ChangeVisibility(ctx, a.m.ReceiptHandle, wait); err != nil {
-		a.log.Warn("hiding a deferred job's message failed; it returns at its current visibility", "err", err)
-	}
+	o := a.wait(ctx, a.m, a.j.Tenant, wait, "a deferral")
 	a.log.Info("job deferred: a wait, not an attempt", "error_class", class, "wait_ms", wait.Milliseconds(), "detail", detail)
 	a.meter.count("JobsDeferred", nil)
-	return outcomeKeep
+	return o
 }
 
 // confirmHold reads what the record holds for the attempt when a raise of

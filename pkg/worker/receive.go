@@ -15,7 +15,8 @@ type outcome int
 
 const (
 	// outcomeDelete lets Lambda delete the message: the job needs nothing
-	// more from it.
+	// more from it, or a fresh message now stands in for it (handOff,
+	// crew.wait).
 	outcomeDelete outcome = iota
 	// outcomeKeep reports the message as a batch item failure: it comes back
 	// when its visibility ends, for a job the record says is alive (a retry
@@ -61,6 +62,7 @@ func (w *Worker) receive(ctx context.Context, sqsm events.SQSMessage, renew *ren
 			w.backOff(ctx, m)
 		}
 	}()
+	w.noteReceives(m)
 	body, ok := job.ParseQueueMessage(m.Body)
 	if !ok {
 		return w.poison(ctx, m, "unparseable")

@@ -108,6 +108,10 @@ type Timing struct {
 	LambdaMargin time.Duration
 	BackoffBase  time.Duration
 	BackoffMax   time.Duration
+	// RequeueAfter is the longest wait a message waits out hidden (in
+	// flight); a longer one is re-sent as a delayed message (crew.wait).
+	// Zero hides every wait.
+	RequeueAfter time.Duration
 	// CollectEvery is the batch lane's collector period: a job enters the
 	// lane only if its lease there outlasts the lane's window and one
 	// period, since the collector hands back, a period ahead, a job whose
