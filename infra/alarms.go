@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"strings"
 	"time"
 
@@ -138,6 +139,22 @@ const (
 	noisyGroupsMetric = "ApproximateNumberOfNoisyGroups"
 )
 
+// sqsInFlightQuota is how many messages a standard queue may have in
+// flight (received, neither deleted nor visible again): "approximately
+// 120,000" (SQS developer guide, quotas-messages.html). Past it a receive
+// answers nothing, for every tenant, until messages leave flight. The
+// worker keeps waits longer than AIJOBS_REQUEUE_AFTER out of flight
+// (pkg/worker, crew.wait), so what remains in flight is the jobs being
+// worked and the short waits.
+const sqsInFlightQuota = 120_000
+
+// manyReceives is the receive count from which SQS leaves a message out of
+// ApproximateAgeOfOldestMessage ("messages received three or more times
+// are not included": SQS developer guide,
+// sqs-available-cloudwatch-metrics.html), and the worker reports its age
+// as ReceivedManyTimesAge instead (pkg/worker, manyReceives).
+const manyReceives = 3
+
 // reconcileStates are the values of the reconciler's State dimension.
 var reconcileStates = []string{"queued", "running"}
 
@@ -183,6 +200,13 @@ type Signals struct {
 	// BatchesRefused are the batches whose create a provider refused
 	// (pkg/collector's count); nil without a collector.
 	BatchesRefused awscloudwatch.IMetric
+	// InFlight is the job queue's messages in flight
+	// (ApproximateNumberOfMessagesNotVisible), Maximum.
+	InFlight awscloudwatch.IMetric
+	// ReceivedManyTimesAge is the age of the oldest message a worker
+	// received manyReceives times or more (seconds), which
+	// ApproximateAgeOfOldestMessage leaves out.
+	ReceivedManyTimesAge awscloudwatch.IMetric
 	// LimitsLocal are the takes and slot enters the worker held to its
 	// own share of a limit because the buckets table did not answer,
 	// both limits.
@@ -228,13 +252,15 @@ func newSignals(m Monitored) Signals {
 			Label:  jsii.String("dead letters waiting (hourly average)"),
 			Period: seconds(time.Hour),
 		}),
-		OldestJob:       q.Jobs.MetricApproximateAgeOfOldestMessage(metricOptions("Maximum", period)),
-		OldestQuietJob:  q.Jobs.Metric(jsii.String(oldestQuietMetric), metricOptions("Maximum", period)),
-		WorkerErrors:    f.Worker.MetricErrors(metricOptions("Sum", period)),
-		WorkerThrottles: f.Worker.MetricThrottles(metricOptions("Sum", period)),
-		API5xx:          m.API.HTTP.MetricServerError(metricOptions("Sum", period)),
-		RetryableFailed: sumByClass("jobs failed after retries", retryable),
-		ProviderRefused: sumByClass("jobs refused by the provider (auth, quota)", refused),
+		OldestJob:            q.Jobs.MetricApproximateAgeOfOldestMessage(metricOptions("Maximum", period)),
+		OldestQuietJob:       q.Jobs.Metric(jsii.String(oldestQuietMetric), metricOptions("Maximum", period)),
+		InFlight:             q.Jobs.MetricApproximateNumberOfMessagesNotVisible(metricOptions("Maximum", period)),
+		ReceivedManyTimesAge: emfMetric("ReceivedManyTimesAge", "Maximum", period),
+		WorkerErrors:         f.Worker.MetricErrors(metricOptions("Sum", period)),
+		WorkerThrottles:      f.Worker.MetricThrottles(metricOptions("Sum", period)),
+		API5xx:               m.API.HTTP.MetricServerError(metricOptions("Sum", period)),
+		RetryableFailed:      sumByClass("jobs failed after retries", retryable),
+		ProviderRefused:      sumByClass("jobs refused by the provider (auth, quota)", refused),
 		SpendPerHour: awscloudwatch.NewMetric(&awscloudwatch.MetricProps{
 			Namespace: jsii.String(emf.Namespace), MetricName: jsii.String("CostCents"),
 			Statistic: jsii.String("Sum"), Period: awscdk.Duration_Hours(jsii.Number(1)),
@@ -552,7 +578,35 @@ func stackAlarmSpecs(cfg Config, sig Signals) []alarmSpec {
 			"24 hours and the mapping gives a record up after %s: fix it before then.", noticesHeldBack, streamMaxRecordAge),
 			Metric: sig.NoticesHeldBack, Threshold: float64(noticesHeldBack.Milliseconds())},
 		limitsLocalSpec(s, sig),
+		inFlightSpec(cfg, sig),
+		receivedManyTimesSpec(s, sig),
 	}
+}
+
+// inFlightSpec is the alarm on the job queue's messages in flight nearing
+// SQS's quota (sqsInFlightQuota), at inFlightAlarmShare of it: past the
+// quota every receive answers nothing and the queue stalls for every
+// tenant.
+func inFlightSpec(cfg Config, sig Signals) alarmSpec {
+	threshold := math.Floor(cfg.InFlightShare * sqsInFlightQuota)
+	return alarmSpec{ID: "InFlightNearQuota", What: fmt.Sprintf("The job queue (%s) had %.0f messages in flight or more (%.0f%% of SQS's "+
+		"in-flight quota of about %d on a standard queue): past the quota a receive answers nothing and no tenant's job is worked. "+
+		"Waits longer than AIJOBS_REQUEUE_AFTER (%s) leave flight as delayed messages (docs/fairness.md, Long waits leave the in-flight "+
+		"count), so look for many short waits: lower AIJOBS_REQUEUE_AFTER, check the worker's MessagesRequeued and JobsDeferred, the "+
+		"tenants' limits and WorkerErrors; ask AWS to raise the quota if the load is real.", cfg.Settings.QueueName(), threshold,
+		100*cfg.InFlightShare, sqsInFlightQuota, cfg.Settings.RequeueAfter), Metric: sig.InFlight, Threshold: threshold}
+}
+
+// receivedManyTimesSpec is the alarm on the age of the messages SQS's own
+// age metric leaves out (received manyReceives times or more), against the
+// default deadline as OldestJobAge is.
+func receivedManyTimesSpec(s settings.Settings, sig Signals) alarmSpec {
+	return alarmSpec{ID: "ReceivedManyTimesAge", What: fmt.Sprintf("A job message received %d times or more was older than the default "+
+		"job deadline (%s) when a worker received it again (the worker's ReceivedManyTimesAge; SQS leaves such messages out of "+
+		"ApproximateAgeOfOldestMessage, so OldestJobAge cannot see them): it keeps coming back without its job ending. Read the "+
+		"worker's log for the message's job id: a store or queue that refuses (backoffs after trouble), a crash on the job, or a "+
+		"wait re-hidden again and again.", manyReceives, s.Limits.DefaultDeadline),
+		Metric: sig.ReceivedManyTimesAge, Threshold: s.Limits.DefaultDeadline.Seconds()}
 }
 
 // limitsLocalSpec is the alarm on a shared limit held locally: the buckets

@@ -250,8 +250,8 @@ func TestAlarmsNotifyEncryptedTopic(t *testing.T) {
 		t.Errorf("key policy does not let CloudWatch publish: %s", policy)
 	}
 	alarms := s.resources("AWS::CloudWatch::Alarm")
-	if len(alarms) != 16 {
-		t.Errorf("%d alarms, want 16: %v", len(alarms), sortedKeys(alarms))
+	if len(alarms) != 18 {
+		t.Errorf("%d alarms, want 18: %v", len(alarms), sortedKeys(alarms))
 	}
 	for id, r := range alarms {
 		p := r["Properties"].(map[string]any)
@@ -562,5 +562,81 @@ func TestLimitsLocalAlarm(t *testing.T) {
 	}
 	if len(d) > 1024 {
 		t.Errorf("LimitsLocal: description of %d characters, CloudWatch allows 1024", len(d))
+	}
+}
+
+// InFlightNearQuota fires when the job queue's messages in flight
+// (ApproximateNumberOfMessagesNotVisible, Maximum over 5 minutes) reach
+// inFlightAlarmShare (0.8 by default) of SQS's in-flight quota of 120,000;
+// the share comes from the context, and a share outside (0, 1] fails the
+// synth. Its description names the knob that moves waits out of flight and
+// the section of the docs it cites, which must be a heading there.
+func TestInFlightNearQuotaAlarm(t *testing.T) {
+	s := defaults(t)
+	a := alarm(t, s, "InFlightNearQuota")
+	queueID, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", s.cfg.Settings.QueueName()))
+	dims, _ := a["Dimensions"].([]any)
+	if ns, name, stat, period := single(t, a); ns != "AWS/SQS" || name != "ApproximateNumberOfMessagesNotVisible" || stat != "Maximum" ||
+		period != 300 || len(dims) != 1 || ref(dims[0].(map[string]any)["Value"]) != queueID {
+		t.Errorf("InFlightNearQuota %v, want the job queue's ApproximateNumberOfMessagesNotVisible, Maximum over 5 minutes", a)
+	}
+	if a["Threshold"] != 96_000.0 || a["ComparisonOperator"] != "GreaterThanOrEqualToThreshold" || a["EvaluationPeriods"] != 1.0 ||
+		a["TreatMissingData"] != "notBreaching" {
+		t.Errorf("InFlightNearQuota %v, want >= 96000 (80%% of 120,000) in a period, missing data OK", a)
+	}
+	d, _ := a["AlarmDescription"].(string)
+	for _, w := range []string{"AIJOBS_REQUEUE_AFTER", s.cfg.Settings.RequeueAfter.String(), "120000", "docs/fairness.md, Long waits leave the in-flight count"} {
+		if !strings.Contains(d, w) {
+			t.Errorf("InFlightNearQuota description %q does not say %q", d, w)
+		}
+	}
+	text, err := os.ReadFile(filepath.Join("..", "docs", "fairness.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !regexp.MustCompile(`(?m)^#+ Long waits leave the in-flight count\s*$`).Match(text) {
+		t.Errorf("docs/fairness.md has no heading the InFlightNearQuota alarm cites")
+	}
+	if len(d) > 1024 {
+		t.Errorf("InFlightNearQuota: description of %d characters, CloudWatch allows 1024", len(d))
+	}
+	if a := alarm(t, build(t, map[string]any{"inFlightAlarmShare": "0.5"}, false), "InFlightNearQuota"); a["Threshold"] != 60_000.0 {
+		t.Errorf("threshold %v with inFlightAlarmShare 0.5, want 60000", a["Threshold"])
+	}
+	for _, bad := range []string{"0", "1.5", "-0.2"} {
+		if _, err := LoadConfig(mapLookup(testContext(t, map[string]any{"inFlightAlarmShare": bad}))); err == nil ||
+			!strings.Contains(err.Error(), "inFlightAlarmShare") {
+			t.Errorf("inFlightAlarmShare %s: %v, want refused", bad, err)
+		}
+	}
+}
+
+// ReceivedManyTimesAge watches what ApproximateAgeOfOldestMessage leaves
+// out (messages received three times or more): the worker's
+// ReceivedManyTimesAge, Maximum over 5 minutes, against the default
+// deadline as OldestJobAge is, quiet without datapoints.
+func TestReceivedManyTimesAgeAlarm(t *testing.T) {
+	s := defaults(t)
+	a := alarm(t, s, "ReceivedManyTimesAge")
+	if ns, name, stat, period := single(t, a); ns != emf.Namespace || name != "ReceivedManyTimesAge" || stat != "Maximum" || period != 300 {
+		t.Errorf("ReceivedManyTimesAge %v, want the worker's ReceivedManyTimesAge, Maximum over 5 minutes", a)
+	}
+	old := alarm(t, s, "OldestJobAge")
+	for _, k := range []string{"Threshold", "ComparisonOperator", "EvaluationPeriods", "DatapointsToAlarm", "TreatMissingData"} {
+		if a[k] != old[k] {
+			t.Errorf("%s: ReceivedManyTimesAge %v, OldestJobAge %v, want the same", k, a[k], old[k])
+		}
+	}
+	if a["Threshold"] != s.cfg.Settings.Limits.DefaultDeadline.Seconds() || a["TreatMissingData"] != "notBreaching" {
+		t.Errorf("ReceivedManyTimesAge %v, want the default deadline in seconds, missing data OK", a)
+	}
+	d, _ := a["AlarmDescription"].(string)
+	for _, w := range []string{"3 times or more", "ApproximateAgeOfOldestMessage", "OldestJobAge", s.cfg.Settings.Limits.DefaultDeadline.String()} {
+		if !strings.Contains(d, w) {
+			t.Errorf("ReceivedManyTimesAge description %q does not say %q", d, w)
+		}
+	}
+	if len(d) > 1024 {
+		t.Errorf("ReceivedManyTimesAge: description of %d characters, CloudWatch allows 1024", len(d))
 	}
 }

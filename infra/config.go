@@ -54,6 +54,9 @@ type Config struct {
 	SpendCentsPerHour float64
 	FailedJobsPer5Min float64
 	API5xxPer5Min     float64
+	// InFlightShare is the share of SQS's in-flight quota at which the
+	// InFlightNearQuota alarm fires (0 < share <= 1).
+	InFlightShare float64
 
 	ThrottleRate  float64
 	ThrottleBurst float64
@@ -257,6 +260,10 @@ func (c *Config) loadAlarmsAndThrottling(ctx Lookup, errs *[]string) {
 	c.API5xxPer5Min = number(ctx, "api5xxPer5Min", 5, errs)
 	c.ThrottleRate = number(ctx, "apiThrottleRate", 50, errs)
 	c.ThrottleBurst = number(ctx, "apiThrottleBurst", 100, errs)
+	c.InFlightShare = number(ctx, "inFlightAlarmShare", 0.8, errs)
+	if !(c.InFlightShare > 0 && c.InFlightShare <= 1) {
+		*errs = append(*errs, fmt.Sprintf("inFlightAlarmShare %v: want a share of the in-flight quota above 0 and at most 1", c.InFlightShare))
+	}
 	for name, v := range map[string]float64{"spendAlarmCentsPerHour": c.SpendCentsPerHour, "failedJobsPer5Min": c.FailedJobsPer5Min,
 		"api5xxPer5Min": c.API5xxPer5Min, "apiThrottleRate": c.ThrottleRate, "apiThrottleBurst": c.ThrottleBurst} {
 		if v <= 0 {

@@ -39,6 +39,9 @@ var emitted = map[string][]string{
 	// The worker's count of limits held to its own share while the
 	// buckets table did not answer (pkg/worker's take and enter).
 	"LimitsLocal": {"Limit"},
+	// The worker's report of how old a message received three times or
+	// more is (pkg/worker's noteReceives).
+	"ReceivedManyTimesAge": nil,
 	// The collector's count of batches a provider refused to make
 	// (pkg/collector's refuse).
 	"BatchesRefused": nil,

@@ -6,7 +6,9 @@
 //
 // The files follow a message and its attempt: a message is received
 // (receive.go), its job claimed (claim.go) and, near the receive limit,
-// handed off (handoff.go); the worker's crew and Config are in worker.go.
+// handed off (handoff.go); a wait longer than a bound is re-sent as a
+// delayed message (requeue.go); the worker's crew and Config are in
+// worker.go.
 // An attempt runs (attempt.go) once admission lets its call go (admit.go:
 // its tenant's slot, its bucket's take, its queued place, a deferral, the
 // lease renewed after a wait; share.go: the worker's own share of a limit
