@@ -100,6 +100,11 @@ func order(sl job.Slot, n int) []int {
 	h := fnv.New64a()
 	_, _ = h.Write([]byte(sl.Tenant + "\x00" + sl.Entry()))
 	x := h.Sum64()
+	// FNV's low bits follow its last bytes, and slots differ in a few
+	// digits: a finaliser (MurmurHash3's) spreads them over every bit.
+	x ^= x >> 33
+	x *= 0xff51afd7ed558ccd
+	x ^= x >> 33
 	start, step := x%uint64(n), (x>>32)%uint64(max(n/2, 1))*2+1
 	out := make([]int, 0, min(probes, n))
 	for k := range uint64(min(probes, n)) {

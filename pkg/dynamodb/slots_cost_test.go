@@ -137,3 +137,46 @@ func TestSlotCostsStaySmallAtAnyLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestATenantsSlotWritesSpreadOverItsShards: 200 jobs entering and
+// leaving a tenant of 1,000 write to its 64 shards, none taking more than
+// a tenth of the writes (one key took them all when a tenant was one
+// item), so no one key's 1,000 write units a second caps the tenant.
+func TestATenantsSlotWritesSpreadOverItsShards(t *testing.T) {
+	_, table := sideTable(t, "buckets", dynamodb.CreateBucketsTable)
+	f, err := quota.Start(awstest.Endpoint(t), quota.AWS())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(f.Stop)
+	cfg := awstest.Config(t, nil)
+	cfg.BaseEndpoint = aws.String(f.Endpoint)
+	s := dynamodb.NewSlots(awsclient.DynamoDB(cfg), table)
+	now := time.Now()
+	for i := range 200 {
+		sl := job.Slot{Tenant: "jwt:tenant-a", JobID: fmt.Sprintf("job_%d", i), Now: now, Until: now.Add(time.Hour), Limit: 1000}
+		if ok, err := s.Enter(t.Context(), sl); err != nil || !ok {
+			t.Fatalf("enter %d: %v %v", i, ok, err)
+		}
+		if err := s.Leave(t.Context(), sl); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var total float64
+	var hottest quota.Usage
+	keys := 0
+	for _, u := range f.Meter.All() {
+		if u.Table != table || u.Key == "" || u.Index != "" {
+			continue
+		}
+		keys++
+		total += u.Write
+		if u.Write > hottest.Write {
+			hottest = u
+		}
+	}
+	t.Logf("%.0f write units over %d keys, the hottest %s with %.0f", total, keys, hottest.Key, hottest.Write)
+	if total < 400 || hottest.Write > total/10 {
+		t.Fatalf("%.0f write units, %.0f on the hottest key %s: want 400 or more, at most a tenth on one key", total, hottest.Write, hottest.Key)
+	}
+}
