@@ -62,9 +62,10 @@ var (
 	// "Using IAM policy conditions for fine-grained access control",
 	// https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/specifying-conditions.html:
 	// dynamodb:LeadingKeys with ForAllValues, and StringLike for a key
-	// prefix). The keys are pkg/dynamodb's: a tenant's item
-	// "tenant#<tenant>" (slots.go: its queued set, which the API writes,
-	// and its in-flight set, which the worker does), a batch record
+	// prefix). The keys are pkg/dynamodb's: a tenant's slot
+	// shards "tenant#<kind>#<shard>#<tenant>" (slots.go: its queued
+	// shards, which the API writes, and its in-flight shards, which the
+	// worker does), a batch record
 	// "batch#<id>" and the list of open batches "batches#open"
 	// (batches.go: the collector's); TestBucketsKeysArePkgDynamodbs
 	// checks them against the code. The worker's grant has none: its

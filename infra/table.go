@@ -199,9 +199,9 @@ func newQuarantineTable(stack awscdk.Stack, cfg Config) awsdynamodb.Table {
 // what the functions share besides the jobs. One item per provider key,
 // the shared rate-limit state every worker takes from before a model call
 // (docs/ratelimits.md, "Provider rate limits"; the GCRA times
-// req_tat_us and tok_tat_us, numbers, which need no declaration); one per
-// tenant, "tenant#<tenant>", its jobs in flight and queued ("Tenant
-// fairness"); one per batch of the batch lane, "batch#<id>", and the list
+// req_tat_us and tok_tat_us, numbers, which need no declaration); a
+// tenant's slot shards, "tenant#<kind>#<shard>#<tenant>", its jobs in
+// flight and queued (docs/fairness.md, "How slots scale"); one per batch of the batch lane, "batch#<id>", and the list
 // of open ones ("The batch lane"). Keyed by that string alone: no sort
 // key, no index, no TTL. Kept like the quarantine table, though losing it
 // costs little: a lost bucket reads as a full one (at worst one burst

@@ -21,7 +21,7 @@ import (
 // collector's run finds what to carry on with in one read and one more
 // per open batch (a few per lane), without a scan or an index. Neither
 // key can be a provider's (a provider's name has no '#') or a tenant's
-// slots' ("tenant#<tenant>"), nor each other's.
+// slots' ("tenant#<kind>#<shard>#<tenant>"), nor each other's.
 //
 //	provider                       S, "batch#<id>" (the table's key)
 //	lane, batch_provider, model    S, the batch's lane (job.LaneKey), provider and model

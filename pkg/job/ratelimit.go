@@ -33,7 +33,7 @@ const (
 )
 
 // modelBucket starts the key of a per-model bucket. The buckets table
-// also holds tenants' slots ("tenant#<tenant>") and batch records
+// also holds tenants' slots ("tenant#<kind>#<shard>#<tenant>") and batch records
 // ("batch#<id>", "batches#open"); a provider entry's name holds no '#',
 // so "model#<entry>#<model>" is neither an entry's key nor theirs.
 const modelBucket = "model#"

@@ -11,7 +11,10 @@ import (
 // its tenant has fewer than Limit others, so one tenant's backlog cannot
 // take every worker. A slot names its job and lasts until Until, the
 // latest its attempt can run: a worker that dies leaves a slot that ends
-// by itself.
+// by itself. A store may divide Limit over items (docs/fairness.md, "How
+// slots scale"), so a Leave should say the Limit its Enter used: one
+// write then; a Leave without it (the worker's leave of a queued place)
+// costs the store a search.
 type Slot struct {
 	Tenant string
 	JobID  string

@@ -6,7 +6,10 @@ import (
 	"github.com/aijobs/aijobs/pkg/job"
 )
 
-// Slots are the tenants' in-flight slots in memory, for tests.
+// Slots are the tenants' in-flight slots in memory, for tests: one exact
+// set a tenant, as nothing here is billed by the item or has a hot key
+// (pkg/dynamodb divides a limit over shards: docs/fairness.md, "How slots
+// scale"); it passes the same suite, a Leave with or without its limit.
 type Slots struct {
 	t table[string, map[string]bool] // tenant: entries
 }

@@ -20,7 +20,7 @@ type Slots interface {
 // RunSlots is the slot stores' conformance suite: a tenant enters up to
 // its limit and no further, a slot left is free again, a slot that has
 // ended frees itself, tenants do not share slots, and racing entrants
-// never pass the limit.
+// never pass the limit; and so at limits a store divides (slotlimits.go).
 func RunSlots(t *testing.T, s Slots) {
 	ctx := t.Context()
 	now := time.Now().UTC().Truncate(time.Millisecond)
@@ -60,6 +60,7 @@ func RunSlots(t *testing.T, s Slots) {
 		t.Fatal("a slot that ended was still held")
 	}
 	t.Run("racing entrants never pass the limit", func(t *testing.T) { racingEntrants(t, s, now) })
+	runSlotLimits(t, s, now)
 }
 
 // racingEntrants: 12 entrants at once on a tenant allowed 5 get exactly 5.

@@ -116,7 +116,7 @@ func (ad *admission) started(ctx context.Context) {
 	}
 	ctx, cancel := context.WithTimeout(ctx, leaveTimeout)
 	defer cancel()
-	sl := job.Slot{Tenant: ad.j.Tenant, JobID: ad.j.ID, Until: ad.j.Deadline}
+	sl := job.Slot{Tenant: ad.j.Tenant, JobID: ad.j.ID, Until: ad.j.Deadline, Limit: ad.queuedMax(ad.j.Tenant)}
 	if err := ad.queued.Leave(ctx, sl); err != nil {
 		ad.log.Warn("giving back the job's queued place failed; it frees itself at the deadline", "err", err)
 	}
