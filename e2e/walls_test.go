@@ -94,23 +94,29 @@ func walls(t *testing.T, cfg wallsConfig) wallsReport {
 	r.sent, r.accepted = sent, len(ids)
 	r.settle(t, s, ids)
 	r.took = time.Since(start)
+	r.read(k, front.Meter, c.Table)
+	return r
+}
+
+// read notes what the provider key answered and what the meter saw of
+// every key; every item of the jobs table (a job's own) is a cold key.
+func (r *wallsReport) read(k *limitedKey, m *ddbquota.Meter, jobs string) {
 	r.calls, r.refused = k.calls.Load(), k.refused.Load()
 	k.mu.Lock()
 	if span := k.lastA.Sub(k.firstAnswer); span > 0 {
 		r.callsPerSecond = float64(len(k.answers)-1) / span.Seconds()
 	}
 	k.mu.Unlock()
-	r.usage = front.Meter.All()
+	r.usage = m.All()
 	r.throttled = map[ddbquota.Scope]int{}
 	for _, u := range r.usage {
 		if u.Key != "" && u.Throttled > 0 {
 			r.throttled[u.Scope] = u.Throttled
 		}
-		if u.Table == c.Table && u.Index == "" && u.Key != "" {
-			r.cold = append(r.cold, u.Scope) // a job's own item
+		if u.Table == jobs && u.Index == "" && u.Key != "" {
+			r.cold = append(r.cold, u.Scope)
 		}
 	}
-	return r
 }
 
 // sendAt creates jobs for each tenant at its rate a second for d, each
@@ -254,11 +260,21 @@ func (r wallsReport) coldKeysHeld(t *testing.T) {
 	}
 }
 
+// jobPathSharded says whether the job path's shared items are sharded
+// (issue L, "No hot item on the job path"): false, TestWalls holds what
+// throttles today (wallsReport.today); true, that nothing on the job path
+// throttles and the provider key's limit holds (wallsReport.sharded).
+// Flipping it is the one change TestWalls needs once the sharding is in.
+const jobPathSharded = false
+
 // TestWalls runs one tenant at 2,000 jobs/s and one provider key at 2,000
-// calls/s, a hundredth scale, under the quota front. Once the job path's
-// shared items are sharded, r.today(t) becomes r.sharded(t).
+// calls/s, a hundredth scale, under the quota front.
 func TestWalls(t *testing.T) {
 	r := walls(t, wallsConfig{factor: 100, load: 10 * time.Second, cold: 20})
 	r.log(t)
-	r.today(t)
+	if jobPathSharded {
+		r.sharded(t)
+	} else {
+		r.today(t)
+	}
 }
