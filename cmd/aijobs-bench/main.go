@@ -1,6 +1,7 @@
 // Command aijobs-bench measures the local stack (dev server on kumo, fake
 // model): by default `make bench`'s suite (throughput, latency, AWS calls
-// and GB-s per job, the emulator's ceiling, what a callback adds, runs by
+// and GB-s per job, the emulator's ceiling, DynamoDB capacity units per
+// job and the hottest key through the quota front, what a callback adds, runs by
 // model latency, the functions' log bytes, $ per million jobs, the polls
 // and lag of clients following Retry-After); with
 // -coldstart, each function's size and init time; with -scale, jobs/s and

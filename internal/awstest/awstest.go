@@ -4,6 +4,9 @@
 // end: kumo, or moto's server when AIJOBS_EMULATOR=moto (`make test-moto`,
 // so the same tests meet a second, independent emulator; docs/testing.md,
 // "Emulator facts"). A missing emulator fails the test; it never skips.
+// With AIJOBS_QUOTA=<f> the emulator is served through the quota front
+// at f times a real account's rates (docs/testing.md, "The quota front"),
+// so the tests meet DynamoDB's and SQS's walls scaled to their load.
 package awstest
 
 import (
@@ -12,6 +15,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +24,7 @@ import (
 
 	"github.com/aijobs/aijobs/internal/kumo"
 	"github.com/aijobs/aijobs/internal/moto"
+	"github.com/aijobs/aijobs/internal/quota"
 	"github.com/aijobs/aijobs/pkg/awsclient"
 )
 
@@ -28,6 +33,7 @@ var (
 	endpoint string
 	startErr error
 	stop     func()
+	meter    *quota.Meter
 )
 
 // Emulator is the emulator a test binary starts when AWS_ENDPOINT_URL is
@@ -43,8 +49,45 @@ func Emulator() string {
 // one of moto's own gaps (a reproduction of it with the SDK alone).
 func OnMoto() bool { return os.Getenv("AWS_ENDPOINT_URL") == "" && Emulator() == "moto" }
 
-// start runs the chosen emulator and returns its endpoint and its stop.
+// Quota is the scale of a real account's quotas the emulator is held to,
+// from AIJOBS_QUOTA (a positive number: 0.01 is a hundredth of
+// DynamoDB's units a second per key and of SQS's in-flight messages),
+// and false when unset: no front.
+func Quota() (float64, bool, error) {
+	v := os.Getenv("AIJOBS_QUOTA")
+	if v == "" {
+		return 0, false, nil
+	}
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || f <= 0 {
+		return 0, false, fmt.Errorf("AIJOBS_QUOTA=%q: want a positive number, such as 0.01", v)
+	}
+	return f, true, nil
+}
+
+// start runs the chosen emulator, behind the quota front when AIJOBS_QUOTA
+// asks for one, and returns its endpoint and its stop.
 func start() (string, func(), error) {
+	f, on, err := Quota()
+	if err != nil {
+		return "", nil, err
+	}
+	ep, stopEmulator, err := startEmulator()
+	if err != nil || !on {
+		return ep, stopEmulator, err
+	}
+	front, err := quota.Start(ep, quota.AWS().Scaled(f))
+	if err != nil {
+		stopEmulator()
+		return "", nil, err
+	}
+	meter = front.Meter
+	return front.Endpoint, func() { front.Stop(); stopEmulator() }, nil
+}
+
+// startEmulator runs the chosen emulator and returns its endpoint and its
+// stop.
+func startEmulator() (string, func(), error) {
 	switch e := Emulator(); e {
 	case "kumo":
 		p, err := kumo.Start()
@@ -95,6 +138,15 @@ func Endpoint(t testing.TB) string {
 		t.Fatalf("no AWS endpoint for integration tests: %v (or set AWS_ENDPOINT_URL)", startErr)
 	}
 	return endpoint
+}
+
+// Meter is what the quota front has metered of every test in this binary
+// (the emulator's first user starts it), or nil when AIJOBS_QUOTA is
+// unset or AWS_ENDPOINT_URL names the endpoint: no front.
+func Meter(t testing.TB) *quota.Meter {
+	t.Helper()
+	Endpoint(t)
+	return meter
 }
 
 // Config returns an SDK configuration for Endpoint.

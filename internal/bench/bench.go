@@ -18,6 +18,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/aijobs/aijobs/internal/quota"
 	"github.com/aijobs/aijobs/pkg/devserver"
 )
 
@@ -39,6 +40,12 @@ type Options struct {
 	// a receiver on loopback; the run then ends once every job's callback
 	// has arrived.
 	Callbacks bool
+	// Meter, when set, is the quota front's that o.Endpoint is: it is
+	// reset once the stack is set up and read into Result.Units at the
+	// end (RunUnits).
+	Meter *quota.Meter
+	// Env adds to (or overrides) the stack's environment.
+	Env map[string]string
 }
 
 // Result is one run's figures.
@@ -68,6 +75,9 @@ type Result struct {
 	// Written is what each function wrote to its log stream, by name
 	// (api, worker, reconciler, notifier).
 	Written map[string]Written
+	// Units is what the jobs consumed of DynamoDB's capacity, when the
+	// run went through a quota front (Options.Meter).
+	Units Units
 }
 
 // GetItemSplit is a run's DynamoDB GetItem calls by read consistency.
@@ -86,6 +96,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		return Result{}, err
 	}
 	defer st.stop()
+	if o.Meter != nil {
+		o.Meter.Reset() // meter the jobs, not the setup
+	}
 	url, client := st.url, st.client
 	callback := ""
 	if st.receiver != nil {
@@ -127,6 +140,9 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		time.Sleep(300 * time.Millisecond) // the last delivery's record write and delete
 	}
 	time.Sleep(200 * time.Millisecond) // let the last batch's deletes land
+	if o.Meter != nil {
+		res.Units = unitsOf(o.Meter, st.cfg, o.Jobs, res.Elapsed)
+	}
 	res.Calls = st.counter.Snapshot()
 	res.GetItems.Consistent, res.GetItems.Eventual = st.counter.GetItems()
 	res.Generations = st.fake.TotalGenerations()

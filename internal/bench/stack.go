@@ -61,6 +61,9 @@ func startStack(ctx context.Context, o Options, wrap func(model.Provider) model.
 		// Room for a 120 s call within the shipped worker timeout.
 		"AIJOBS_MODEL_TIMEOUT": max(o.Latency+30*time.Second, settings.Defaults().RouteTimeout).String(),
 	}
+	for k, v := range o.Env {
+		env[k] = v
+	}
 	cfg, err := config.Load(func(k string) string { return env[k] })
 	if err != nil {
 		return nil, err

@@ -20,6 +20,10 @@ type SuiteOptions struct {
 	// makes again, the same way, with callbacks on and a callback on
 	// every job.
 	CallbackJobs int
+	// UnitsJobs, when above zero, is how many jobs the end-to-end run
+	// makes again, the same way, through a quota front that meters
+	// DynamoDB's capacity units (RunUnits).
+	UnitsJobs int
 	// Scale, when on, runs instead of the suite (`make bench-scale`).
 	Scale ScaleOptions
 	// ColdStarts, when above zero, is how many cold starts of each
@@ -37,6 +41,7 @@ func (o *SuiteOptions) Flags(fs *flag.FlagSet) {
 	fs.DurationVar(&o.Run.PollEvery, "poll", 100*time.Millisecond, "poll interval")
 	fs.DurationVar(&o.Run.BatchWindow, "batch-window", 0, "batching window of the event source mapping")
 	fs.IntVar(&o.CallbackJobs, "callback-jobs", 0, "jobs of the end-to-end run made again with a callback each (0: skip it)")
+	fs.IntVar(&o.UnitsJobs, "units-jobs", 300, "jobs of the end-to-end run made again through the quota front, which meters DynamoDB's capacity units (0: skip it)")
 	fs.Func("latencies", "fake model latencies of the by-latency runs, comma-separated (none: skip them; default 1s)", o.Latency.Parse)
 	fs.IntVar(&o.Latency.Jobs, "latency-jobs", 50, "jobs per by-latency run, all in flight at once")
 	fs.IntVar(&o.Latency.BatchSize, "latency-batch", 10, "batch size of the batched by-latency runs")
@@ -74,7 +79,10 @@ type Suite struct {
 	Run, Ceiling Result
 	// Callback is the end-to-end run with a callback on every job (zero
 	// Jobs when skipped).
-	Callback  Result
+	Callback Result
+	// Units is the end-to-end run through the quota front (zero Jobs when
+	// skipped).
+	Units     Result
 	ByLatency []LatencyRun
 	ByCadence []CadenceRun
 }
@@ -98,6 +106,13 @@ func RunSuite(ctx context.Context, o SuiteOptions) (Suite, error) {
 		cb := o.Run
 		cb.Jobs, cb.Callbacks = o.CallbackJobs, true
 		if s.Callback, err = Run(ctx, cb); err != nil {
+			return s, err
+		}
+	}
+	if o.UnitsJobs > 0 {
+		u := o.Run
+		u.Jobs = o.UnitsJobs
+		if s.Units, err = RunUnits(ctx, u); err != nil {
 			return s, err
 		}
 	}
@@ -132,6 +147,11 @@ func (s Suite) Report() string {
 		b.WriteString("\n## With a callback (zero-latency model, callbacks on, every job with a callback to a loopback receiver)\n\n")
 		b.WriteString(CallbackReport(s.Run, s.Callback))
 		names, runs = append(names, "zero latency, with a callback"), append(runs, s.Callback)
+	}
+	if s.Units.Jobs > 0 {
+		fmt.Fprintf(&b, "\n## DynamoDB capacity units (the end-to-end run again, %d jobs, through the quota front: metered, never throttled; tenant limits on, never reached)\n\n", s.Units.Jobs)
+		fmt.Fprintf(&b, "%.1f jobs/s through the front\n\n", jobsPerSecond(s.Units))
+		b.WriteString(UnitsReport(s.Units.Units))
 	}
 	if len(s.ByLatency) > 0 {
 		b.WriteString("\n## By model latency\n\n")

@@ -7,8 +7,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-
-	"github.com/aijobs/aijobs/pkg/dynamodb"
 )
 
 // Limits are the quotas a Front holds the emulator to.
@@ -34,7 +32,7 @@ type Limits struct {
 // AWS is DynamoDB's own quotas per partition
 // (https://docs.aws.amazon.com/amazondynamodb/latest/developerguide/ServiceQuotas.html).
 func AWS() Limits {
-	return Limits{ItemBytes: dynamodb.MaxItemBytes, WriteUnits: 1000, ReadUnits: 3000, InFlight: 120000}
+	return Limits{ItemBytes: maxItemBytes, WriteUnits: 1000, ReadUnits: 3000, InFlight: 120000}
 }
 
 // Scaled is l with its rates and its in-flight count times f: a test
@@ -49,7 +47,7 @@ func (l Limits) Scaled(f float64) Limits {
 
 func (l Limits) withDefaults() Limits {
 	if l.ItemBytes <= 0 {
-		l.ItemBytes = dynamodb.MaxItemBytes
+		l.ItemBytes = maxItemBytes
 	}
 	return l
 }

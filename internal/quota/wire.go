@@ -10,8 +10,6 @@ import (
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
-
-	"github.com/aijobs/aijobs/pkg/dynamodb"
 )
 
 // item is a DynamoDB item as it travels on the wire (JSON 1.0): attribute
@@ -20,8 +18,7 @@ import (
 type item map[string]json.RawMessage
 
 // size is what DynamoDB counts for it, by the store's own count
-// (dynamodb.ItemSize): the front and the store must agree on what is too
-// large. A nil item (none stored) is 0 bytes; a value the front cannot
+// (itemSize): the front and the store must agree on what is too large. A nil item (none stored) is 0 bytes; a value the front cannot
 // read counts its JSON's length, which is never less.
 func (it item) size() int {
 	if it == nil {
@@ -35,7 +32,7 @@ func (it item) size() int {
 		}
 		m[name] = v
 	}
-	return dynamodb.ItemSize(m)
+	return itemSize(m)
 }
 
 // only is the part of it named by names (a key, an index's projection).
