@@ -51,9 +51,10 @@ const (
 )
 
 // MaxItemBytes is DynamoDB's item size limit, and ItemSize its count of an
-// item: exported for internal/quota, the test front that holds an emulator
-// to the limit and meters capacity units, so that the front and the store
-// count an item one way.
+// item: exported for internal/quota's test (TestTheFrontCountsItemsAsTheStoreDoes),
+// which holds the front's own copy of the count equal to the store's: the
+// front cannot import this package, whose in-package tests import
+// internal/awstest, which starts the front.
 const MaxItemBytes = maxItemBytes
 
 // ItemSize is itemSize for internal/quota (MaxItemBytes says why).
