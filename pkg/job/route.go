@@ -67,6 +67,11 @@ type Rung struct {
 	// Takes are the input Options the rung honours, set by config from
 	// its provider and model family like FixedTemperature.
 	Takes Takes
+	// Detached marks a rung whose calls run detached (docs/resume.md,
+	// "Detached routes"): the worker starts the generation, records it and
+	// returns, and a delayed message brings the job back to collect it.
+	// Config allows it only on a provider that keeps generations by id.
+	Detached bool
 }
 
 // Timeout is the longest an attempt on the route may run: the timeout of

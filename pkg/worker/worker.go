@@ -48,6 +48,8 @@ type Store interface {
 	WriteOff(context.Context, job.WriteOff) (job.Job, error)
 	Await(context.Context, job.Await) (job.Job, error)
 	Resume(context.Context, job.Resume) (job.Job, error)
+	Detach(context.Context, job.Detach) (job.Job, error)
+	Reattach(context.Context, job.Reattach) (job.Job, error)
 	Enlist(context.Context, job.Enlist) (job.Job, error)
 }
 

@@ -1,0 +1,167 @@
+package worker_test
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/model"
+	"github.com/aijobs/aijobs/pkg/worker"
+)
+
+// background is a scripted provider that keeps generations by id and
+// runs them detached, as OpenAI's background mode under Request.Peek: a
+// create tells its id and answers still running; a look answers still
+// running until the generation has been looked at doneAfter times, then
+// its 700-token answer. A cancelled one answers cancelled, billed 300.
+type background struct {
+	creates, looks, aborts atomic.Int32
+	doneAfter              int32
+	waited                 atomic.Int32 // calls that were not peeks
+}
+
+func (b *background) Resumes() bool { return true }
+
+func (b *background) Abandon(context.Context, string) { b.aborts.Add(1) }
+
+func (b *background) Generate(_ context.Context, r model.Request) (model.Response, error) {
+	if !r.Peek {
+		b.waited.Add(1)
+	}
+	if r.Resume == "" {
+		b.creates.Add(1)
+		r.Started("resp_1")
+		return model.Response{}, model.ErrStillRunning
+	}
+	switch {
+	case b.aborts.Load() > 0:
+		return model.Response{}, &model.Error{Class: job.Cancelled, Detail: "cancelled", Usage: model.Usage{InputTokens: 300}}
+	case b.looks.Add(1) <= b.doneAfter:
+		return model.Response{}, model.ErrStillRunning
+	}
+	return model.Response{Output: "kept", Model: "m1", Usage: model.Usage{InputTokens: 700}}, nil
+}
+
+// detachedFixture is the fixture's worker on a detached rung of the
+// background provider, on a clock the test moves.
+func detachedFixture(t *testing.T, doneAfter int32) (*fixture, *background, *movedClock) {
+	f := setup(t, nil)
+	b := &background{doneAfter: doneAfter}
+	clock := &movedClock{}
+	f.w = f.newWorker(f.store, func(c *worker.Config) {
+		c.Providers = map[string]model.Provider{"p": b}
+		c.Routes = map[string]job.Route{"default": {Rungs: []job.Rung{{Provider: "p", Model: "m1", Price: f.price, Timeout: 10 * time.Minute, Detached: true}}}}
+		c.Clock = clock
+	})
+	return f, b, clock
+}
+
+// sentSince is the fresh messages the queue was given after the first n.
+func (f *fixture) sentSince(n int) []visibility {
+	f.queue.mu.Lock()
+	defer f.queue.mu.Unlock()
+	return append([]visibility(nil), f.queue.sent[n:]...)
+}
+
+// A detached job's invocation ends as soon as its generation is started
+// and recorded; each delayed message collects it without counting an
+// attempt, and detaches it again while it runs, each wait longer; the
+// answer is the one generation's, billed once at its exact cost.
+func TestADetachedJobIsCollectedUntilItsOneGenerationEnds(t *testing.T) {
+	f, b, clock := detachedFixture(t, 2)
+	j := f.create("k1", func(j *job.Job) { j.Reserve = 1000 })
+	var waits []time.Duration
+	for round := range 4 {
+		if r := f.deliver(body(j.ID)); len(r.BatchItemFailures) != 0 {
+			t.Fatalf("round %d kept %v, want the message deleted (a delayed one stands in)", round, failedIDs(r))
+		}
+		cur := f.get(j.ID)
+		if cur.State == job.Succeeded {
+			break
+		}
+		sent := f.sentSince(len(waits))
+		if cur.State != job.Running || !cur.Detached() || len(sent) != 1 || sent[0].handle != j.ID {
+			t.Fatalf("round %d: state %s, detached %v, fresh messages %v: want running, detached, one delayed message", round, cur.State, cur.Detached(), sent)
+		}
+		if cur.Attempts != 1 || cur.Held != 1000 || cur.Cost != 0 {
+			t.Fatalf("round %d: attempts %d held %d cost %d, want 1 1000 0 while detached", round, cur.Attempts, cur.Held, cur.Cost)
+		}
+		waits = append(waits, sent[0].d)
+		clock.add(sent[0].d)
+	}
+	got := f.get(j.ID)
+	if got.State != job.Succeeded || got.Attempts != 1 || got.Cost != 700 || got.Held != 0 || got.LeaseOwner != "" {
+		t.Fatalf("state %s attempts %d cost %d held %d lease %q: want succeeded, 1, 700, 0, none", got.State, got.Attempts, got.Cost, got.Held, got.LeaseOwner)
+	}
+	if b.creates.Load() != 1 || b.looks.Load() != 3 || b.waited.Load() != 0 {
+		t.Fatalf("creates %d looks %d waiting calls %d: want 1 generation, 3 looks, no call that waits", b.creates.Load(), b.looks.Load(), b.waited.Load())
+	}
+	if len(waits) != 3 || waits[0] != time.Second || waits[2] <= waits[0] {
+		t.Fatalf("waits %v: want 3, from a second, growing with the generation's run", waits)
+	}
+	if f.metrics.get("JobsDetached") != 3 || f.metrics.get("JobsCollected") != 3 {
+		t.Fatalf("JobsDetached %v JobsCollected %v, want 3 3", f.metrics.get("JobsDetached"), f.metrics.get("JobsCollected"))
+	}
+}
+
+// Two deliveries of the same collect message: one collects, the other
+// loses its Reattach and goes; the generation is looked at once.
+func TestADuplicateCollectMessageLosesToTheFirst(t *testing.T) {
+	f, b, clock := detachedFixture(t, 0)
+	j := f.create("k1", nil)
+	f.deliver(body(j.ID))
+	if !f.get(j.ID).Detached() {
+		t.Fatal("the job did not detach")
+	}
+	clock.add(f.sentSince(0)[0].d)
+	r := f.deliver(body(j.ID), body(j.ID))
+	got := f.get(j.ID)
+	if got.State != job.Succeeded || got.Attempts != 1 || got.Cost != 700 {
+		t.Fatalf("state %s attempts %d cost %d: want succeeded, 1, 700", got.State, got.Attempts, got.Cost)
+	}
+	if b.creates.Load() != 1 || b.looks.Load() != 1 {
+		t.Fatalf("creates %d looks %d: want 1 and 1 (the duplicate never looked)", b.creates.Load(), b.looks.Load())
+	}
+	if len(r.BatchItemFailures) != 0 || f.metrics.get("DuplicatesAbsorbed") != 1 {
+		t.Fatalf("kept %v, DuplicatesAbsorbed %v: want both messages gone, one absorbed", failedIDs(r), f.metrics.get("DuplicatesAbsorbed"))
+	}
+}
+
+// A job cancelled while detached: its collect stops the generation at the
+// provider and settles what it made; nothing is generated again.
+func TestACancelWhileDetachedStopsTheGeneration(t *testing.T) {
+	f, b, clock := detachedFixture(t, 5)
+	j := f.create("k1", func(j *job.Job) { j.Reserve = 1000 })
+	f.deliver(body(j.ID))
+	if _, err := f.store.Cancel(context.Background(), job.Cancel{ID: j.ID, Tenant: "t1", Now: clock.Now(), ExpiresAt: clock.Now().Add(time.Hour)}); err != nil {
+		t.Fatal(err)
+	}
+	clock.add(f.sentSince(0)[0].d)
+	if r := f.deliver(body(j.ID)); len(r.BatchItemFailures) != 0 {
+		t.Fatalf("kept %v, want the message gone", failedIDs(r))
+	}
+	got := f.get(j.ID)
+	if got.State != job.Abandoned || got.ErrorClass != job.Cancelled || got.Cost != 300 || got.Held != 0 || got.LeaseOwner != "" {
+		t.Fatalf("state %s class %s cost %d held %d lease %q: want abandoned, cancelled, 300 (what the cancelled generation made), 0, none",
+			got.State, got.ErrorClass, got.Cost, got.Held, got.LeaseOwner)
+	}
+	if b.aborts.Load() != 1 || b.creates.Load() != 1 {
+		t.Fatalf("cancels sent %d, generations %d: want 1 and 1", b.aborts.Load(), b.creates.Load())
+	}
+}
+
+// A message that comes back before the collect is due waits for it,
+// hidden: it neither collects early nor counts an attempt.
+func TestAnEarlyCollectMessageWaitsForItsDueTime(t *testing.T) {
+	f, b, _ := detachedFixture(t, 0)
+	j := f.create("k1", nil)
+	f.deliver(body(j.ID))
+	if r := f.deliver(body(j.ID)); len(r.BatchItemFailures) != 1 {
+		t.Fatalf("kept %v, want the early message kept, hidden", failedIDs(r))
+	}
+	if b.looks.Load() != 0 || f.get(j.ID).Attempts != 1 || !f.get(j.ID).Detached() {
+		t.Fatalf("looks %d, record %+v: want no look, still detached", b.looks.Load(), f.get(j.ID))
+	}
+}
