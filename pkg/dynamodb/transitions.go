@@ -98,6 +98,16 @@ func (s *Store) Detach(ctx context.Context, d job.Detach) (job.Job, error) {
 // owner it was decided from (the record was detached and due at that
 // version, which job.Reattach.Allows checks in code).
 func (s *Store) Reattach(ctx context.Context, r job.Reattach) (job.Job, error) {
+	if p := r.Pending; p.Due.IsZero() || p.Due.After(r.Now) {
+		// Not due at the version it names (the due time lives in the
+		// pending JSON, which no condition can read): refused as the
+		// condition would refuse it, with the record now.
+		cur, err := s.Get(ctx, r.ID)
+		if err != nil {
+			return job.Job{}, err
+		}
+		return job.Job{}, job.Conflict(cur)
+	}
 	b, err := json.Marshal(r.Collected(r.Pending))
 	if err != nil {
 		return job.Job{}, fmt.Errorf("dynamodb: encode pending generation: %w", err)

@@ -82,11 +82,23 @@ func (r Route) Timeout() time.Duration {
 	var d time.Duration
 	for _, g := range r.Rungs {
 		for _, o := range g.Offers() {
+			if o.Detached {
+				// Its call only starts the generation: the collects that
+				// follow hold the rung's own timeout (docs/resume.md,
+				// "Detached routes"), in invocations of their own.
+				d += min(o.Timeout, DetachedStart)
+				continue
+			}
 			d += o.Timeout
 		}
 	}
 	return d
 }
+
+// DetachedStart is the most a detached rung's call counts toward its
+// route's timeout (the attempt's limit, the worker's timeout): it starts
+// the generation and waits for no answer.
+const DetachedStart = 30 * time.Second
 
 // RungOf is the index of the rung that calls provider's model, -1 when
 // none does (the route changed since a generation was started on it).
