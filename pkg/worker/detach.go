@@ -15,8 +15,10 @@ import (
 // delayed message brings the job back, and the claim path collects it
 // (collect: job.Reattach, the same attempt under a new owner) for one look
 // (look). Done, it finishes as any attempt does; still running, it
-// detaches again, each wait as long as the generation has run so far,
-// from detachFirst up to detachMax.
+// detaches again, each wait half as long as the generation has run so
+// far, from detachFirst up to detachMax: a generation is collected at
+// most half its run late (a run's tail), in a number of collects that
+// grows with the log of its length.
 const (
 	detachFirst = time.Second
 	detachMax   = time.Minute
@@ -32,12 +34,12 @@ type abandoner interface {
 }
 
 // collectWait is how long the attempt's generation p runs on detached
-// from now: as long as it has run so far (a wait that doubles), between
+// from now: half as long as it has run so far, between
 // detachFirst and detachMax, and never past the job's deadline or the
 // rung's timeout, when the collect stops it.
 func (a *attempt) collectWait(p job.Pending, rung job.Rung, now time.Time) time.Duration {
 	// Whole seconds: SQS delays a message by whole seconds.
-	w := min(max(now.Sub(p.Since).Truncate(time.Second), detachFirst), detachMax)
+	w := min(max((now.Sub(p.Since) / 2).Truncate(time.Second), detachFirst), detachMax)
 	end := a.j.Deadline
 	if rung.Timeout > 0 && p.Since.Add(rung.Timeout).Before(end) {
 		end = p.Since.Add(rung.Timeout)

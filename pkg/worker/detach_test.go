@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"slices"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -70,10 +71,10 @@ func (f *fixture) sentSince(n int) []visibility {
 // attempt, and detaches it again while it runs, each wait longer; the
 // answer is the one generation's, billed once at its exact cost.
 func TestADetachedJobIsCollectedUntilItsOneGenerationEnds(t *testing.T) {
-	f, b, clock := detachedFixture(t, 2)
+	f, b, clock := detachedFixture(t, 4)
 	j := f.create("k1", func(j *job.Job) { j.Reserve = 1000 })
 	var waits []time.Duration
-	for round := range 4 {
+	for round := range 6 {
 		if r := f.deliver(body(j.ID)); len(r.BatchItemFailures) != 0 {
 			t.Fatalf("round %d kept %v, want the message deleted (a delayed one stands in)", round, failedIDs(r))
 		}
@@ -95,14 +96,16 @@ func TestADetachedJobIsCollectedUntilItsOneGenerationEnds(t *testing.T) {
 	if got.State != job.Succeeded || got.Attempts != 1 || got.Cost != 700 || got.Held != 0 || got.LeaseOwner != "" {
 		t.Fatalf("state %s attempts %d cost %d held %d lease %q: want succeeded, 1, 700, 0, none", got.State, got.Attempts, got.Cost, got.Held, got.LeaseOwner)
 	}
-	if b.creates.Load() != 1 || b.looks.Load() != 3 || b.waited.Load() != 0 {
-		t.Fatalf("creates %d looks %d waiting calls %d: want 1 generation, 3 looks, no call that waits", b.creates.Load(), b.looks.Load(), b.waited.Load())
+	if b.creates.Load() != 1 || b.looks.Load() != 5 || b.waited.Load() != 0 {
+		t.Fatalf("creates %d looks %d waiting calls %d: want 1 generation, 5 looks, no call that waits", b.creates.Load(), b.looks.Load(), b.waited.Load())
 	}
-	if len(waits) != 3 || waits[0] != time.Second || waits[2] <= waits[0] {
-		t.Fatalf("waits %v: want 3, from a second, growing with the generation's run", waits)
+	// Half the run so far, in whole seconds, at least one: 0, 1, 2, 3 and
+	// 4 s into the run.
+	if want := []time.Duration{time.Second, time.Second, time.Second, time.Second, 2 * time.Second}; !slices.Equal(waits, want) {
+		t.Fatalf("waits %v, want %v: growing with the generation's run", waits, want)
 	}
-	if f.metrics.get("JobsDetached") != 3 || f.metrics.get("JobsCollected") != 3 {
-		t.Fatalf("JobsDetached %v JobsCollected %v, want 3 3", f.metrics.get("JobsDetached"), f.metrics.get("JobsCollected"))
+	if f.metrics.get("JobsDetached") != 5 || f.metrics.get("JobsCollected") != 5 {
+		t.Fatalf("JobsDetached %v JobsCollected %v, want 5 5", f.metrics.get("JobsDetached"), f.metrics.get("JobsCollected"))
 	}
 }
 
