@@ -205,3 +205,60 @@ func TestADetachedRouteHoldsNoWorkerWhileItsGenerationRuns(t *testing.T) {
 		t.Fatalf("invocations held a worker %s, open at %d of %d samples: want well under the generation's %s", held, busy, samples, runFor)
 	}
 }
+
+// The worker time a job holds, attached and detached, at calls of 2, 6
+// and 24 s (standing for 10, 30 and 120 s, scaled down by five): an
+// attached job holds a worker for its whole call; a detached one for its
+// start and its collects, a number that grows with the log of the
+// call's length (docs/resume.md, "Detached routes", where the figures
+// are kept).
+func TestDetachedWorkerTimeBarelyGrowsWithTheCall(t *testing.T) {
+	t.Parallel()
+	const jobs = 3
+	held, took := map[string]time.Duration{}, map[string]time.Duration{}
+	var mu sync.Mutex
+	t.Run("runs", func(t *testing.T) {
+		for _, runFor := range []time.Duration{2 * time.Second, 6 * time.Second, 24 * time.Second} {
+			for _, detached := range []bool{false, true} {
+				name := fmt.Sprintf("%s detached=%t", runFor, detached)
+				t.Run(name, func(t *testing.T) {
+					t.Parallel()
+					model := &slowResponses{runFor: runFor, started: map[string]time.Time{}}
+					srv := httptest.NewServer(model)
+					defer srv.Close()
+					s, inv := startCountedStack(t, backgroundEnv(srv.URL, detached, runFor))
+					var ids []string
+					began := time.Now()
+					for i := range jobs {
+						ids = append(ids, s.submit("t", fmt.Sprintf("k%d", i), jobBody("take your time", "")))
+					}
+					for _, id := range ids {
+						if v := s.wait("t", id, runFor*2+60*time.Second, "succeeded"); num(v, "attempts") != "1" {
+							t.Fatalf("attempts %v, want 1", v["attempts"])
+						}
+					}
+					_, n, h := inv.now()
+					all := time.Since(began)
+					if creates, _, _ := model.counts(); creates != jobs {
+						t.Fatalf("%d generations for %d jobs", creates, jobs)
+					}
+					t.Logf("%s: %d invocations, %.2f worker-seconds a job, all done in %s", name, n, h.Seconds()/jobs, all)
+					mu.Lock()
+					held[name], took[name] = h/jobs, all
+					mu.Unlock()
+				})
+			}
+		}
+	})
+	at := func(runFor string, detached bool) time.Duration { return held[fmt.Sprintf("%s detached=%t", runFor, detached)] }
+	done := func(runFor string, detached bool) float64 { return took[fmt.Sprintf("%s detached=%t", runFor, detached)].Seconds() }
+	table := "call (standing for) | worker-s a job attached | detached | all 3 done, attached | detached"
+	for _, c := range []string{"2s", "6s", "24s"} {
+		table += fmt.Sprintf("\n%s | %.2f | %.2f | %.1f s | %.1f s", c, at(c, false).Seconds(), at(c, true).Seconds(), done(c, false), done(c, true))
+	}
+	t.Log(table)
+	if at("24s", true) == 0 || at("24s", true) > at("24s", false)/5 || at("24s", true) > at("2s", true)+2*time.Second {
+		t.Fatalf("detached at 24 s holds %s a job (attached %s; detached at 2 s %s): want a fifth of the attached at most, and nearly flat",
+			at("24s", true), at("24s", false), at("2s", true))
+	}
+}
