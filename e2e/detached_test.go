@@ -165,7 +165,7 @@ func backgroundEnv(url string, detached bool, runFor time.Duration) map[string]s
 
 // A detached route's worker starts the generation, records it and
 // returns: while the provider generates (20 s), no invocation waits for
-// it, only short collects look at it now and then; the job succeeds with
+// it, only short reattaches look at it now and then; the job succeeds with
 // one attempt and one generation, billed once (docs/resume.md, "Detached
 // routes").
 func TestADetachedRouteHoldsNoWorkerWhileItsGenerationRuns(t *testing.T) {
@@ -200,7 +200,7 @@ func TestADetachedRouteHoldsNoWorkerWhileItsGenerationRuns(t *testing.T) {
 		t.Fatalf("creates %d cancels %d, job %v: want one generation, never cancelled, one attempt costing 0.003 cents, nothing held", creates, cancels, v)
 	}
 	// An attached worker holds the whole run; a detached one a few short
-	// collects (about ten over 20 s, each a few store calls on kumo).
+	// reattaches (about ten over 20 s, each a few store calls on kumo).
 	if held > runFor/4 || busy > samples/4 {
 		t.Fatalf("invocations held a worker %s, open at %d of %d samples: want well under the generation's %s", held, busy, samples, runFor)
 	}
@@ -209,7 +209,7 @@ func TestADetachedRouteHoldsNoWorkerWhileItsGenerationRuns(t *testing.T) {
 // The worker time a job holds, attached and detached, at calls of 2, 6
 // and 24 s (standing for 10, 30 and 120 s, scaled down by five): an
 // attached job holds a worker for its whole call; a detached one for its
-// start and its collects, a number that grows with the log of the
+// start and its reattaches, a number that grows with the log of the
 // call's length (docs/resume.md, "Detached routes", where the figures
 // are kept).
 func TestDetachedWorkerTimeBarelyGrowsWithTheCall(t *testing.T) {

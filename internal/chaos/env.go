@@ -100,7 +100,7 @@ func routesJSON(modelURL, who string) string {
 				map[string]any{"provider": "background", "model": "chaos-background", "price": map[string]string{"input": "140", "output": "560", "cached_input": "14"}, "max_tokens": 64, "timeout": "6s"},
 			}},
 			// The same provider, detached: a worker starts the generation
-			// and returns, and delayed messages collect it
+			// and returns, and delayed messages reattach it
 			// (docs/resume.md, "Detached routes").
 			"detached": map[string]any{"rungs": []any{
 				map[string]any{"provider": "background", "model": "chaos-detached", "price": map[string]string{"input": "130", "output": "520", "cached_input": "13"}, "max_tokens": 64, "timeout": "6s", "detached": true},

@@ -352,7 +352,7 @@ func rungFrom(g rungDoc, providers map[string]providerDoc, defaultTimeout time.D
 	}
 	if g.Detached && (p.Kind != KindOpenAI || !p.Background) {
 		// Only a generation the provider keeps by id can be left running
-		// and collected by a later invocation.
+		// and reattached by a later invocation.
 		return r, fmt.Errorf("detached needs a provider that keeps generations by id: an openai entry with \"background\": true")
 	}
 	r.Detached = g.Detached
@@ -399,7 +399,7 @@ func laneFrom(g job.Rung, l job.Lane, d laneDoc, kind string) (job.Rung, error) 
 }
 
 // batchLaneFrom is rung g's batch lane as d prices it: no call is made
-// in it (a collector submits the job in a provider batch), so its p99 is
+// in it (a reattachor submits the job in a provider batch), so its p99 is
 // required (the wait a job's deadline must allow) and its timeout unused.
 func batchLaneFrom(g job.Rung, d laneDoc, kind string) (job.Rung, error) {
 	most, ok := batchJobs[kind]

@@ -108,7 +108,7 @@ func (s *Store) Reattach(ctx context.Context, r job.Reattach) (job.Job, error) {
 		}
 		return job.Job{}, job.Conflict(cur)
 	}
-	b, err := json.Marshal(r.Collected(r.Pending))
+	b, err := json.Marshal(r.Reattached(r.Pending))
 	if err != nil {
 		return job.Job{}, fmt.Errorf("dynamodb: encode pending generation: %w", err)
 	}

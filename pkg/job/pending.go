@@ -34,7 +34,7 @@ type Pending struct {
 	Paid      Nanocents `json:"paid,omitempty"`
 	Estimated bool      `json:"estimated,omitempty"`
 	// Since is when a detached attempt started the generation, and Due,
-	// while it is detached (Detach), when its collect is due: no worker
+	// while it is detached (Detach), when its reattach is due: no worker
 	// waits for it meanwhile (docs/resume.md, "Detached routes"). Both
 	// are zero on an attached attempt's generation.
 	Since time.Time `json:"since,omitzero"`
@@ -57,8 +57,8 @@ func (j Job) Resumable() bool {
 }
 
 // Detached reports whether j's attempt let go of its generation until
-// its collect is due (Detach): nobody waits for it, and the next message
-// collects it (Collect) rather than claiming the job.
+// its reattach is due (Detach): nobody waits for it, and the next message
+// reattaches it (Reattach) rather than claiming the job.
 func (j Job) Detached() bool {
 	return j.Pending != nil && !j.Pending.Due.IsZero() && j.LeaseOwner != "" && j.LeaseOwner == j.Pending.Owner
 }

@@ -69,7 +69,7 @@ type Rung struct {
 	Takes Takes
 	// Detached marks a rung whose calls run detached (docs/resume.md,
 	// "Detached routes"): the worker starts the generation, records it and
-	// returns, and a delayed message brings the job back to collect it.
+	// returns, and a delayed message brings the job back to reattach it.
 	// Config allows it only on a provider that keeps generations by id.
 	Detached bool
 }
@@ -83,7 +83,7 @@ func (r Route) Timeout() time.Duration {
 	for _, g := range r.Rungs {
 		for _, o := range g.Offers() {
 			if o.Detached {
-				// Its call only starts the generation: the collects that
+				// Its call only starts the generation: the reattaches that
 				// follow hold the rung's own timeout (docs/resume.md,
 				// "Detached routes"), in invocations of their own.
 				d += min(o.Timeout, DetachedStart)

@@ -8,7 +8,7 @@ import (
 )
 
 // detach: the attempt holding the job lets its recorded generation run on
-// until its collect is due; anyone else is refused.
+// until its reattach is due; anyone else is refused.
 func detach(t *testing.T, s *suite) {
 	now := base.Add(time.Minute)
 	due := now.Add(30 * time.Second)
@@ -34,8 +34,8 @@ func detach(t *testing.T, s *suite) {
 	})
 }
 
-// reattach: a detached job whose collect is due is taken by one new owner,
-// its attempt uncounted and its hold kept; a collect before it is due, of
+// reattach: a detached job whose reattach is due is taken by one new owner,
+// its attempt uncounted and its hold kept; a reattach before it is due, of
 // another owner's detachment, or a second one decided from the same record
 // (a duplicate delivery), is refused.
 func reattach(t *testing.T, s *suite) {
@@ -47,7 +47,7 @@ func reattach(t *testing.T, s *suite) {
 		muts = append([]func(*job.Job){attempt(now), func(j *job.Job) { j.Pending, j.LeaseUntil = &p, due.Add(time.Minute) }}, muts...)
 		return s.create(t, muts...)
 	}
-	collected := func(j job.Job, at time.Time) job.Job {
+	reattached := func(j job.Job, at time.Time) job.Job {
 		q := p
 		q.Owner, q.Due = "next", time.Time{}
 		j.Pending, j.LeaseOwner, j.LeaseUntil = &q, "next", at.Add(time.Minute)
@@ -59,7 +59,7 @@ func reattach(t *testing.T, s *suite) {
 		j := detached(t)
 		at := due.Add(time.Second)
 		got, err := s.store.Reattach(t.Context(), job.NewReattach(j, "next", at, at.Add(time.Minute)))
-		want := collected(j, at)
+		want := reattached(j, at)
 		s.applied(t, "reattach", got, err, want)
 		_, err = s.store.Reattach(t.Context(), job.NewReattach(j, "dup", at.Add(time.Second), at.Add(time.Minute)))
 		s.refused(t, "a duplicate reattach", err, want)
@@ -69,7 +69,7 @@ func reattach(t *testing.T, s *suite) {
 		j := detached(t, func(j *job.Job) { j.State, j.ErrorClass, j.ErrorDetail, j.ExpiresAt = job.Abandoned, job.Cancelled, "", keep })
 		at := due.Add(time.Second)
 		got, err := s.store.Reattach(t.Context(), job.NewReattach(j, "next", at, at.Add(time.Minute)))
-		s.applied(t, "reattach of a cancelled job", got, err, collected(j, at))
+		s.applied(t, "reattach of a cancelled job", got, err, reattached(j, at))
 	})
 	t.Run("before it is due", func(t *testing.T) {
 		t.Parallel()

@@ -103,7 +103,7 @@ func cases() []testCase {
 		{"await", await},
 		{"a resume replaces a written-off attempt's estimate once", resume},
 		{"detach", detach},
-		{"a detached job is collected once, when due", reattach},
+		{"a detached job is reattached once, when due", reattach},
 		{"cancel", cancel},
 		{"replay", replay},
 		{"nudge", nudge},

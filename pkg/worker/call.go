@@ -41,7 +41,7 @@ func (a *attempt) call(ctx context.Context, rung job.Rung, in job.Input, started
 	resp, err := p.Generate(rctx, req)
 	if errors.Is(err, model.ErrStillRunning) && a.pending == nil && a.started != "" {
 		// A detached generation whose id did not reach the record cannot
-		// be collected by another invocation: this one waits for it, as
+		// be reattached by another invocation: this one waits for it, as
 		// an attached rung does. A failure then bills it nothing.
 		req.Peek, req.Started, req.Resume = false, nil, a.started
 		resp, err = p.Generate(rctx, req)

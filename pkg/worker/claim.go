@@ -60,8 +60,8 @@ func (w *Worker) refused(ctx context.Context, m message, cur job.Job, now time.T
 	switch d.Action {
 	case job.Recover:
 		return w.recover(ctx, cur, now, m.log)
-	case job.CollectDue:
-		return w.collect(ctx, m, cur, now)
+	case job.ReattachDue:
+		return w.reattach(ctx, m, cur, now)
 	case job.Drop:
 		m.log.Info("duplicate delivery absorbed by the claim", "state", cur.State)
 		w.meter.count("DuplicatesAbsorbed", nil)
@@ -115,7 +115,7 @@ func (w *Worker) recover(ctx context.Context, cur job.Job, now time.Time, log *s
 	switch code := job.ErrorCode(err); {
 	case code == "" && how == parking.Returned:
 		log.Warn("a job no collector took from the batch lane was given back, its hold returned", "dead_owner", cur.LeaseOwner)
-		w.meter.count("AttemptsUncollected", nil)
+		w.meter.count("AttemptsUnreattached", nil)
 		return outcomeKeep, true
 	case code == "" && how == parking.Unparked:
 		log.Info("a dead attempt's parked outcome was recorded", "dead_owner_attempt", cur.Attempts, "state", j.State)

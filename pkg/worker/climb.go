@@ -182,7 +182,7 @@ func (a *attempt) callLane(ctx context.Context, r *climbed, lane job.Rung, in jo
 	resp, err, timedOut := a.call(ctx, lane, in, a.awaiter(ctx, lane, r.paid))
 	if errors.Is(err, model.ErrStillRunning) {
 		// Detached: nothing is billed or given back to the bucket yet;
-		// the collect settles the generation (docs/resume.md, "Detached
+		// the reattach settles the generation (docs/resume.md, "Detached
 		// routes"), and the take stays taken while it runs.
 		r.resp, r.err, r.class = model.Response{}, err, ""
 		return false
@@ -238,7 +238,7 @@ var errEnlistRefused = errors.New("handing the job to the batch lane failed")
 // batchLease is how long the batch lane would hold the job: until it
 // must come back to meet its deadline in the plan's next lane (then),
 // else until its deadline; false when that leaves less than the lane's
-// window and one collector period, so the collector would hand it back
+// window and one collector period, so the reattachor would hand it back
 // before any batch could serve it, or, with a next lane, less than the
 // batch's p99: the job would usually be handed back to that lane before
 // its batch answers, and the late answer is billed too. Alone in the
@@ -254,7 +254,7 @@ func (a *attempt) batchLease(rung job.Rung, then []job.Rung) (time.Time, bool) {
 
 // enlist hands the job to rung's batch lane (job.Enlist) until until
 // instead of calling, the hold raised to the batch price's worst case
-// first. A collector submits it in a provider batch and settles it
+// first. A reattachor submits it in a provider batch and settles it
 // (docs/lanes.md, "The batch lane").
 func (a *attempt) enlist(ctx context.Context, rung job.Rung, in job.Input, until time.Time) error {
 	defer a.untake(context.WithoutCancel(ctx), rung, in, model.Response{}, nil) // nothing is called now

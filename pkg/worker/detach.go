@@ -12,17 +12,17 @@ import (
 
 // A detached rung's attempt (docs/resume.md, "Detached routes") starts its
 // generation, records it (Await), and ends its invocation (detach): a
-// delayed message brings the job back, and the claim path collects it
-// (collect: job.Reattach, the same attempt under a new owner) for one look
+// delayed message brings the job back, and the claim path reattaches it
+// (reattach: job.Reattach, the same attempt under a new owner) for one look
 // (look). Done, it finishes as any attempt does; still running, it
 // detaches again, each wait half as long as the generation has run so
-// far, from detachFirst up to detachMax: a generation is collected at
-// most half its run late (a run's tail), in a number of collects that
+// far, from detachFirst up to detachMax: a generation is reattached at
+// most half its run late (a run's tail), in a number of reattaches that
 // grows with the log of its length.
 const (
 	detachFirst = time.Second
 	detachMax   = time.Minute
-	// lookTimeout bounds a collect's one look at its generation: a read,
+	// lookTimeout bounds a reattach's one look at its generation: a read,
 	// not a wait.
 	lookTimeout = 10 * time.Second
 )
@@ -33,11 +33,11 @@ type abandoner interface {
 	Abandon(ctx context.Context, id string)
 }
 
-// collectWait is how long the attempt's generation p runs on detached
+// reattachWait is how long the attempt's generation p runs on detached
 // from now: half as long as it has run so far, between
 // detachFirst and detachMax, and never past the job's deadline or the
-// rung's timeout, when the collect stops it.
-func (a *attempt) collectWait(p job.Pending, rung job.Rung, now time.Time) time.Duration {
+// rung's timeout, when the reattach stops it.
+func (a *attempt) reattachWait(p job.Pending, rung job.Rung, now time.Time) time.Duration {
 	// Whole seconds: SQS delays a message by whole seconds.
 	w := min(max((now.Sub(p.Since) / 2).Truncate(time.Second), detachFirst), detachMax)
 	end := a.j.Deadline
@@ -54,7 +54,7 @@ func (a *attempt) collectWait(p job.Pending, rung job.Rung, now time.Time) time.
 // attempt: the slot shares out workers, and a detached job holds none. Its
 // bucket take stays taken: the generation was taken for when it started.
 // A detach refused (the job cancelled, the lease lost) stops the
-// generation, which nobody would collect.
+// generation, which nobody would reattach.
 func (a *attempt) detach(ctx context.Context, r climbed) outcome {
 	if a.beatsDone != nil {
 		a.beatsDone() // a renewal after the detach would cut its lease short
@@ -66,9 +66,9 @@ func (a *attempt) detach(ctx context.Context, r climbed) outcome {
 	}
 	p := *a.pending
 	now := a.stamp()
-	wait := a.collectWait(p, r.rung, now)
+	wait := a.reattachWait(p, r.rung, now)
 	// Due by the clock, not the stamp (which may be a millisecond ahead of
-	// it): the delayed message must not find its collect not yet due.
+	// it): the delayed message must not find its reattach not yet due.
 	p.Due = job.Millis(a.clock.Now().Add(wait))
 	d := job.Detach{ID: a.j.ID, Owner: a.owner, Now: now, LeaseUntil: p.Due.Add(a.timing.LeaseTTL), Pending: p}
 	err := retryWrite(ctx, a.rand, func() error {
@@ -99,7 +99,7 @@ func (a *attempt) detach(ctx context.Context, r climbed) outcome {
 }
 
 // stopDetached stops the detached generation p of rung (nobody will
-// collect it) and answers the attempt's settlement: paid, what its
+// reattach it) and answers the attempt's settlement: paid, what its
 // earlier rungs cost, and what the generation made, by one more look
 // (a cancelled response states it), else its worst case as an estimate.
 func (a *attempt) stopDetached(ctx context.Context, rung job.Rung, p job.Pending, paid job.Settlement) job.Settlement {
@@ -127,13 +127,13 @@ func (a *attempt) stopDetached(ctx context.Context, rung job.Rung, p job.Pending
 	return r.paid
 }
 
-// collect takes back a detached job whose collect is due (job.Reattach:
+// reattach takes back a detached job whose reattach is due (job.Reattach:
 // the same attempt, uncounted, under a new owner) and looks at its
-// generation once. A collect refused because another worker took the job
+// generation once. A reattach refused because another worker took the job
 // first is a duplicate delivery: it costs this round trip, and the
 // message goes (the winner's own message carries the job on); refused
 // otherwise, the message decides again.
-func (w *Worker) collect(ctx context.Context, m message, cur job.Job, now time.Time) (outcome, bool) {
+func (w *Worker) reattach(ctx context.Context, m message, cur job.Job, now time.Time) (outcome, bool) {
 	owner := w.cfg.NewOwner()
 	re := job.NewReattach(cur, owner, now, now.Add(w.timing.LeaseTTL))
 	j, err := w.store.Reattach(ctx, re)
@@ -145,33 +145,33 @@ func (w *Worker) collect(ctx context.Context, m message, cur job.Job, now time.T
 		got, _ := job.ConflictJob(err)
 		if got.LeaseOwner != owner {
 			if got.LeaseOwner != re.Of && got.LeaseLive(now) {
-				m.log.Info("duplicate collect absorbed: another worker collected the detached job")
+				m.log.Info("duplicate reattach absorbed: another worker reattached the detached job")
 				w.meter.count("DuplicatesAbsorbed", nil)
 				return outcomeDelete, false
 			}
 			return outcomeKeep, true
 		}
-		j = got // our own collect landed, its answer lost
+		j = got // our own reattach landed, its answer lost
 	default:
-		m.log.Error("collecting a detached job failed", "err", err)
+		m.log.Error("reattaching a detached job failed", "err", err)
 		return outcomeTrouble, false
 	}
 	a := w.newAttempt(m, j, owner, now)
 	a.held = j.Held // the detached attempt's whole hold, now this owner's
-	m.log.Info("collecting a detached generation", "attempt", j.Attempts)
-	w.meter.count("JobsCollected", nil)
-	return a.runCollect(ctx), false
+	m.log.Info("reattaching a detached generation", "attempt", j.Attempts)
+	w.meter.count("JobsReattached", nil)
+	return a.runReattached(ctx), false
 }
 
-// runCollect looks at the collected attempt's generation and records what
+// runReattached looks at the reattached attempt's generation and records what
 // it found, as run does for a claimed attempt; it enters no slot and
 // takes nothing (the generation's take was made when it started).
-func (a *attempt) runCollect(ctx context.Context) outcome {
+func (a *attempt) runReattached(ctx context.Context) outcome {
 	defer a.stopBeats()
 	return a.finish(ctx, a.look(ctx))
 }
 
-// look reads the collected attempt's generation once: done, it is the
+// look reads the reattached attempt's generation once: done, it is the
 // attempt's answer or failure, priced as the attempt's own call; still
 // running, it detaches again; a job cancelled meanwhile, or a generation
 // past its rung's timeout or the job's deadline, stops it. A generation
@@ -203,7 +203,7 @@ func (a *attempt) look(ctx context.Context) verdict {
 	req.Resume, req.Peek, req.Lane = p.ID, true, rung.Lane
 	resp, err := prov.Generate(lctx, req)
 	if errors.Is(err, model.ErrStillRunning) {
-		if a.collectWait(p, rung, now) > 0 {
+		if a.reattachWait(p, rung, now) > 0 {
 			a.pending = &p
 			return verdict{write: verdictDetach, called: true, r: r}
 		}

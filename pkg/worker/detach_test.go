@@ -67,10 +67,10 @@ func (f *fixture) sentSince(n int) []visibility {
 }
 
 // A detached job's invocation ends as soon as its generation is started
-// and recorded; each delayed message collects it without counting an
+// and recorded; each delayed message reattaches it without counting an
 // attempt, and detaches it again while it runs, each wait longer; the
 // answer is the one generation's, billed once at its exact cost.
-func TestADetachedJobIsCollectedUntilItsOneGenerationEnds(t *testing.T) {
+func TestADetachedJobIsReattachedUntilItsOneGenerationEnds(t *testing.T) {
 	f, b, clock := detachedFixture(t, 4)
 	j := f.create("k1", func(j *job.Job) { j.Reserve = 1000 })
 	var waits []time.Duration
@@ -104,14 +104,14 @@ func TestADetachedJobIsCollectedUntilItsOneGenerationEnds(t *testing.T) {
 	if want := []time.Duration{time.Second, time.Second, time.Second, time.Second, 2 * time.Second}; !slices.Equal(waits, want) {
 		t.Fatalf("waits %v, want %v: growing with the generation's run", waits, want)
 	}
-	if f.metrics.get("JobsDetached") != 5 || f.metrics.get("JobsCollected") != 5 {
-		t.Fatalf("JobsDetached %v JobsCollected %v, want 5 5", f.metrics.get("JobsDetached"), f.metrics.get("JobsCollected"))
+	if f.metrics.get("JobsDetached") != 5 || f.metrics.get("JobsReattached") != 5 {
+		t.Fatalf("JobsDetached %v JobsReattached %v, want 5 5", f.metrics.get("JobsDetached"), f.metrics.get("JobsReattached"))
 	}
 }
 
-// Two deliveries of the same collect message: one collects, the other
+// Two deliveries of the same reattach message: one reattaches, the other
 // loses its Reattach and goes; the generation is looked at once.
-func TestADuplicateCollectMessageLosesToTheFirst(t *testing.T) {
+func TestADuplicateReattachMessageLosesToTheFirst(t *testing.T) {
 	f, b, clock := detachedFixture(t, 0)
 	j := f.create("k1", nil)
 	f.deliver(body(j.ID))
@@ -132,7 +132,7 @@ func TestADuplicateCollectMessageLosesToTheFirst(t *testing.T) {
 	}
 }
 
-// A job cancelled while detached: its collect stops the generation at the
+// A job cancelled while detached: its reattach stops the generation at the
 // provider and settles what it made; nothing is generated again.
 func TestACancelWhileDetachedStopsTheGeneration(t *testing.T) {
 	f, b, clock := detachedFixture(t, 5)
@@ -155,9 +155,9 @@ func TestACancelWhileDetachedStopsTheGeneration(t *testing.T) {
 	}
 }
 
-// A message that comes back before the collect is due waits for it,
-// hidden: it neither collects early nor counts an attempt.
-func TestAnEarlyCollectMessageWaitsForItsDueTime(t *testing.T) {
+// A message that comes back before the reattach is due waits for it,
+// hidden: it neither reattaches early nor counts an attempt.
+func TestAnEarlyReattachMessageWaitsForItsDueTime(t *testing.T) {
 	f, b, _ := detachedFixture(t, 0)
 	j := f.create("k1", nil)
 	f.deliver(body(j.ID))
