@@ -399,7 +399,7 @@ func laneFrom(g job.Rung, l job.Lane, d laneDoc, kind string) (job.Rung, error) 
 }
 
 // batchLaneFrom is rung g's batch lane as d prices it: no call is made
-// in it (a reattachor submits the job in a provider batch), so its p99 is
+// in it (a collector submits the job in a provider batch), so its p99 is
 // required (the wait a job's deadline must allow) and its timeout unused.
 func batchLaneFrom(g job.Rung, d laneDoc, kind string) (job.Rung, error) {
 	most, ok := batchJobs[kind]

@@ -66,7 +66,7 @@ type Request struct {
 
 // RequestFor is job id's request to rung for input in: its messages, the
 // rung's output cap, whether it reasons, and every option the input carries. The worker's call
-// and resume and the reattachor's batch all start from it, so a field the
+// and resume and the collector's batch all start from it, so a field the
 // input gains reaches every provider call at once (three copies built
 // field by field once let an option through to one and not the others).
 func RequestFor(id string, rung job.Rung, in job.Input) Request {

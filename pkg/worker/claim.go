@@ -115,7 +115,7 @@ func (w *Worker) recover(ctx context.Context, cur job.Job, now time.Time, log *s
 	switch code := job.ErrorCode(err); {
 	case code == "" && how == parking.Returned:
 		log.Warn("a job no collector took from the batch lane was given back, its hold returned", "dead_owner", cur.LeaseOwner)
-		w.meter.count("AttemptsUnreattached", nil)
+		w.meter.count("AttemptsUncollected", nil)
 		return outcomeKeep, true
 	case code == "" && how == parking.Unparked:
 		log.Info("a dead attempt's parked outcome was recorded", "dead_owner_attempt", cur.Attempts, "state", j.State)

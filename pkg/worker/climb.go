@@ -238,7 +238,7 @@ var errEnlistRefused = errors.New("handing the job to the batch lane failed")
 // batchLease is how long the batch lane would hold the job: until it
 // must come back to meet its deadline in the plan's next lane (then),
 // else until its deadline; false when that leaves less than the lane's
-// window and one collector period, so the reattachor would hand it back
+// window and one collector period, so the collector would hand it back
 // before any batch could serve it, or, with a next lane, less than the
 // batch's p99: the job would usually be handed back to that lane before
 // its batch answers, and the late answer is billed too. Alone in the
@@ -254,7 +254,7 @@ func (a *attempt) batchLease(rung job.Rung, then []job.Rung) (time.Time, bool) {
 
 // enlist hands the job to rung's batch lane (job.Enlist) until until
 // instead of calling, the hold raised to the batch price's worst case
-// first. A reattachor submits it in a provider batch and settles it
+// first. A collector submits it in a provider batch and settles it
 // (docs/lanes.md, "The batch lane").
 func (a *attempt) enlist(ctx context.Context, rung job.Rung, in job.Input, until time.Time) error {
 	defer a.untake(context.WithoutCancel(ctx), rung, in, model.Response{}, nil) // nothing is called now

@@ -63,7 +63,7 @@ func (r refusal) verdict() verdict {
 func (a *attempt) verdictOf(r climbed, why error, next job.Nanocents) verdict {
 	v := verdict{r: r, called: true}
 	if r.enlisted {
-		v.write = verdictEnlisted // the batch lane holds the job; its reattachor settles it
+		v.write = verdictEnlisted // the batch lane holds the job; its collector settles it
 		return v
 	}
 	if errors.Is(r.err, model.ErrStillRunning) {
