@@ -22,10 +22,17 @@ import (
 const (
 	detachFirst = time.Second
 	detachMax   = time.Minute
-	// lookTimeout bounds a reattach's one look at its generation: a read,
+	// lookTimeout bounds a reattach's one look at its generation (and at
+	// most half the lease, which no heartbeat renews meanwhile): a read,
 	// not a wait.
 	lookTimeout = 10 * time.Second
 )
+
+// lookFor is how long one look at a generation may take: lookTimeout,
+// within half the lease the reattach took.
+func (a *attempt) lookFor() time.Duration {
+	return min(lookTimeout, a.timing.LeaseTTL/2)
+}
 
 // abandoner is a provider that can stop a generation it keeps by id
 // without a call waiting for it (OpenAI's cancel endpoint).
@@ -113,7 +120,7 @@ func (a *attempt) stopDetached(ctx context.Context, rung job.Rung, p job.Pending
 	}
 	u := model.Unanswered(req, false)
 	if prov != nil && p.ID != "" {
-		lctx, cancel := context.WithTimeout(ctx, lookTimeout)
+		lctx, cancel := context.WithTimeout(ctx, a.lookFor())
 		req.Resume, req.Peek = p.ID, true
 		resp, err := prov.Generate(lctx, req)
 		cancel()
@@ -197,7 +204,7 @@ func (a *attempt) look(ctx context.Context) verdict {
 	if a.j.State != job.Running {
 		return verdict{write: verdictLost, called: true, class: job.Cancelled, r: climbed{paid: a.stopDetached(ctx, rung, p, r.paid)}}
 	}
-	lctx, cancel := context.WithTimeout(ctx, lookTimeout)
+	lctx, cancel := context.WithTimeout(ctx, a.lookFor())
 	defer cancel()
 	req := model.RequestFor(a.j.ID, rung, in)
 	req.Resume, req.Peek, req.Lane = p.ID, true, rung.Lane

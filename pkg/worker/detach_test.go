@@ -168,3 +168,20 @@ func TestAnEarlyReattachMessageWaitsForItsDueTime(t *testing.T) {
 		t.Fatalf("looks %d, record %+v: want no look, still detached", b.looks.Load(), f.get(j.ID))
 	}
 }
+
+// A worker that died between starting a detached generation and its
+// Detach left the generation on the record (Await comes first) under a
+// lease that runs out: it is written off, and the next attempt resumes
+// the generation rather than making another.
+func TestADetachedGenerationWhoseWorkerDiedBeforeDetachingIsResumed(t *testing.T) {
+	f, b, _ := detachedFixture(t, 0)
+	j := f.create("k1", deadAttempt)
+	if r := f.deliver(body(j.ID)); len(r.BatchItemFailures) != 0 {
+		t.Fatalf("kept %v, want the job finished", failedIDs(r))
+	}
+	got := f.get(j.ID)
+	if got.State != job.Succeeded || got.Cost != 705 || got.Held != 0 || b.creates.Load() != 0 {
+		t.Fatalf("state %s cost %d held %d generations %d: want succeeded, 705 (5 + the resumed 700), 0, none made again",
+			got.State, got.Cost, got.Held, b.creates.Load())
+	}
+}
