@@ -143,7 +143,7 @@ func (b *Baseline) handle(ctx context.Context, m sqstypes.Message) {
 	}
 	p := b.Plans[msg.Index]
 	prov := b.Stream
-	if p.Route == "plain" || p.Route == "background" {
+	if p.Route == "plain" || p.Route == "background" || p.Route == "detached" {
 		// Today's naive consumer calls chat completions: it has no id to
 		// come back to, so the background route's jobs are plain calls.
 		prov = b.Plain
@@ -165,7 +165,7 @@ func (b *Baseline) handle(ctx context.Context, m sqstypes.Message) {
 // rung's, priced the same as aijobs' first rung.
 func baselineModel(route string) string {
 	switch route {
-	case "plain", "background":
+	case "plain", "background", "detached":
 		return route
 	case "ladder":
 		return "ladder-1"

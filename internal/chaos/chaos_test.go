@@ -67,6 +67,9 @@ func shortRun(t *testing.T, o Options) *Report {
 	if c := r.Routes["background"]; c == nil || c.Succeeded == 0 || c.AijobsBilled == 0 || r.BackgroundRead == 0 {
 		t.Errorf("the background route did not run: %+v, %d of its generations read whole", c, r.BackgroundRead)
 	}
+	if c := r.Routes["detached"]; c == nil || c.Succeeded == 0 || c.AijobsBilled == 0 {
+		t.Errorf("the detached route did not run: %+v", c)
+	}
 	for _, kind := range []string{AWSThrottle, AWSServerError, AWSStall, AWSHang, AWSLostAnswer, ModelStallHeaders, ModelCut,
 		ModelTrickle, ModelRateLimited, ModelOverloaded, ModelLate, APIKilled, "worker_sigkill", "duplicate_message"} {
 		if r.Faults[kind] == 0 {

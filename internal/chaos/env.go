@@ -58,9 +58,10 @@ const skew = time.Second
 const baselineVisibility = 3 * time.Second
 
 // The routes: one streaming, one not, one that falls back from a stream to
-// a plain rung, and one on the Responses API's background shape, whose
+// a plain rung, and two on the Responses API's background shape, whose
 // generations a worker taking over a killed one's job resumes instead of
-// paying again (docs/resume.md, "Resuming a paid generation"). Model
+// paying again (docs/resume.md, "Resuming a paid generation"), the
+// second detached (docs/resume.md, "Detached routes"). Model
 // names are unique per rung, so the model server's ledger prices each
 // generation by the model it was asked for. Every price states its cached
 // input rate, a tenth of the input's as OpenAI's (platform.openai.com/
@@ -97,6 +98,12 @@ func routesJSON(modelURL, who string) string {
 			},
 			"background": map[string]any{"rungs": []any{
 				map[string]any{"provider": "background", "model": "chaos-background", "price": map[string]string{"input": "140", "output": "560", "cached_input": "14"}, "max_tokens": 64, "timeout": "6s"},
+			}},
+			// The same provider, detached: a worker starts the generation
+			// and returns, and delayed messages reattach it
+			// (docs/resume.md, "Detached routes").
+			"detached": map[string]any{"rungs": []any{
+				map[string]any{"provider": "background", "model": "chaos-detached", "price": map[string]string{"input": "130", "output": "520", "cached_input": "13"}, "max_tokens": 64, "timeout": "6s", "detached": true},
 			}},
 		},
 	}

@@ -96,7 +96,7 @@ type ScheduleOptions struct {
 }
 
 // routes are env.go's, each given an equal share of the jobs.
-var routes = []string{"default", "plain", "ladder", "background"}
+var routes = []string{"default", "plain", "ladder", "background", "detached"}
 
 // NewSchedule draws every job's plan from the seed.
 func NewSchedule(o ScheduleOptions) *Schedule {

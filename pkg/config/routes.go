@@ -147,6 +147,9 @@ type rungDoc struct {
 	// Lanes are the other lanes the rung offers (docs/lanes.md,
 	// "Cost lanes"), by name: flex, priority.
 	Lanes map[string]laneDoc `json:"lanes"`
+	// Detached runs the rung's calls detached (docs/resume.md, "Detached
+	// routes"): only on an entry whose provider keeps generations by id.
+	Detached bool `json:"detached"`
 }
 
 // laneDoc is one lane of a rung: its own price (required), timeout
@@ -347,6 +350,12 @@ func rungFrom(g rungDoc, providers map[string]providerDoc, defaultTimeout time.D
 	if g.MaxTokens < 0 {
 		return r, fmt.Errorf("max_tokens %d below 0", g.MaxTokens)
 	}
+	if g.Detached && (p.Kind != KindOpenAI || !p.Background) {
+		// Only a generation the provider keeps by id can be left running
+		// and reattached by a later invocation.
+		return r, fmt.Errorf("detached needs a provider that keeps generations by id: an openai entry with \"background\": true")
+	}
+	r.Detached = g.Detached
 	var err error
 	if r.Price, r.Timeout, r.Completion, err = termsFrom(g.Price, g.Timeout, g.P99, r.Timeout); err != nil {
 		return r, err

@@ -92,6 +92,21 @@ func TestABackgroundProviderIsNotStreamed(t *testing.T) {
 	}
 }
 
+// A rung on a background entry may run detached; its timeout (a
+// generation may run for ten minutes) is not a worker's wait, so it
+// counts toward the route's timeout only as the call that starts it.
+func TestADetachedRungOnABackgroundProvider(t *testing.T) {
+	doc := `{"providers":{"oa":{"kind":"openai","base_url":"https://api.openai.com/v1","background":true}},"routes":{"default":{"rungs":[{"provider":"oa","model":"gpt","price":{"input":1,"output":2},"timeout":"10m","detached":true}]}}}`
+	c, err := config.Load(env(map[string]string{"AIJOBS_ROUTES": doc}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := c.Routes["default"]
+	if !r.Rungs[0].Detached || r.Rungs[0].Timeout != 10*time.Minute || r.Timeout() != job.DetachedStart {
+		t.Fatalf("rung %+v, route timeout %s: want detached, 10m, counted as %s", r.Rungs[0], r.Timeout(), job.DetachedStart)
+	}
+}
+
 // A rung's lanes are copies of it at their own price, timeout and p99,
 // each measured against the rung's own (standard) price; their timeouts
 // count toward the route's.
@@ -208,6 +223,8 @@ func TestRoutesRefused(t *testing.T) {
 		{"limits misspelt", `{"providers":{"f":{"kind":"fake","limits":{"rpm":5}}},"routes":{"default":{"rungs":[` + rung + `]}}}`, "rpm"},
 		{"background off openai", `{"providers":{"f":{"kind":"anthropic","background":true}},"routes":{"default":{"rungs":[{"provider":"f","model":"m","price":{"input":1,"output":2}}]}}}`, "background is for openai"},
 		{"poll_every without background", `{"providers":{"f":{"kind":"openai","base_url":"http://x","poll_every":"1s"}},"routes":{"default":{"rungs":[{"provider":"f","model":"m","price":{"input":1,"output":2}}]}}}`, "poll_every"},
+		{"detached on a provider that keeps nothing", `{"providers":{"f":{"kind":"openai","base_url":"http://x"}},"routes":{"default":{"rungs":[{"provider":"f","model":"m","price":{"input":1,"output":2},"detached":true}]}}}`, "keeps generations by id"},
+		{"detached on the fake", `{` + fakeP + `,"routes":{"default":{"rungs":[{"provider":"f","price":{"input":1,"output":2},"detached":true}]}}}`, "keeps generations by id"},
 		{"background streamed", `{"providers":{"f":{"kind":"openai","base_url":"http://x","background":true,"stream":true}},"routes":{"default":{"rungs":[{"provider":"f","model":"m","price":{"input":1,"output":2}}]}}}`, "exclusive"},
 		{"a lane named standard", `{` + fakeP + `,"routes":{"default":{"rungs":[{"provider":"f","price":{"input":1,"output":2},"lanes":{"standard":{"price":{"input":1,"output":2}}}}]}}}`, "standard lane"},
 		{"an unknown lane", `{` + fakeP + `,"routes":{"default":{"rungs":[{"provider":"f","price":{"input":1,"output":2},"lanes":{"turbo":{"price":{"input":1,"output":2}}}}]}}}`, "want batch, flex or priority"},

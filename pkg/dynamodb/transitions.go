@@ -82,6 +82,42 @@ func (s *Store) Await(ctx context.Context, a job.Await) (job.Job, error) {
 	return s.apply(ctx, a.ID, a.Now, a.Allows, update{cond: heldCond, expr: "SET #pending = :pending, #updated_ms = :upd ADD #version :one", values: v})
 }
 
+// Detach applies job.Detach.
+func (s *Store) Detach(ctx context.Context, d job.Detach) (job.Job, error) {
+	b, err := json.Marshal(d.Pending)
+	if err != nil {
+		return job.Job{}, fmt.Errorf("dynamodb: encode pending generation: %w", err)
+	}
+	v := map[string]types.AttributeValue{":pending": avS(string(b)), ":lease": avN(d.LeaseUntil.UnixMilli()), ":one": avN(1)}
+	held(v, d.Owner)
+	return s.apply(ctx, d.ID, d.Now, d.Allows, update{cond: heldCond,
+		expr: "SET #pending = :pending, #lease_until_ms = :lease, #updated_ms = :upd ADD #version :one", values: v})
+}
+
+// Reattach applies job.Reattach, under a condition on the version and
+// owner it was decided from (the record was detached and due at that
+// version, which job.Reattach.Allows checks in code).
+func (s *Store) Reattach(ctx context.Context, r job.Reattach) (job.Job, error) {
+	if p := r.Pending; p.Due.IsZero() || p.Due.After(r.Now) {
+		// Not due at the version it names (the due time lives in the
+		// pending JSON, which no condition can read): refused as the
+		// condition would refuse it, with the record now.
+		cur, err := s.Get(ctx, r.ID)
+		if err != nil {
+			return job.Job{}, err
+		}
+		return job.Job{}, job.Conflict(cur)
+	}
+	b, err := json.Marshal(r.Reattached(r.Pending))
+	if err != nil {
+		return job.Job{}, fmt.Errorf("dynamodb: encode pending generation: %w", err)
+	}
+	v := map[string]types.AttributeValue{":pending": avS(string(b)), ":of": avS(r.Of), ":owner": avS(r.Owner),
+		":lease": avN(r.LeaseUntil.UnixMilli()), ":v": avN(r.Version), ":one": avN(1)}
+	return s.apply(ctx, r.ID, r.Now, r.Allows, update{cond: "#version = :v AND #lease_owner = :of",
+		expr: "SET #pending = :pending, #lease_owner = :owner, #lease_until_ms = :lease, #updated_ms = :upd ADD #version :one", values: v})
+}
+
 // Resume applies job.Resume: the written-off attempt's one replacement
 // of its estimate (see refused), ADDed as any settlement is. A resume
 // whose replacement was already made, by an earlier try or by the

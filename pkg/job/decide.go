@@ -24,6 +24,10 @@ const (
 	// settle it first, with its parked outcome if its worker left one,
 	// else by writing it off, then decide again.
 	Recover
+	// ReattachDue means the record's attempt is detached and its reattach
+	// is due (Job.Due): take it back for a look at its generation
+	// (Reattach), counting no new attempt.
+	ReattachDue
 )
 
 // Decision is the outcome of a rule: an action and, for Stop, the class; for
@@ -39,6 +43,13 @@ type Decision struct {
 // that is finished or held.
 func WhyRefused(j Job, now time.Time) Decision {
 	switch {
+	case j.Due(now):
+		// Before a dead attempt: a detached attempt's lease outlives its
+		// due time, and one past it (the reattach message lost) is
+		// reattached, not written off.
+		return Decision{Action: ReattachDue}
+	case j.Detached():
+		return Decision{Action: Wait, Delay: j.Pending.Due.Sub(now)}
 	case j.DeadAttempt(now):
 		return Decision{Action: Recover}
 	case j.State.Terminal() && j.LeaseOwner != "":

@@ -1,6 +1,9 @@
 package job
 
-import "slices"
+import (
+	"slices"
+	"time"
+)
 
 // Pending is a generation a provider keeps by id while it runs and for a
 // while after (OpenAI's background responses: docs/resume.md,
@@ -30,6 +33,12 @@ type Pending struct {
 	Held      Nanocents `json:"held"`
 	Paid      Nanocents `json:"paid,omitempty"`
 	Estimated bool      `json:"estimated,omitempty"`
+	// Since is when a detached attempt started the generation, and Due,
+	// while it is detached (Detach), when its reattach is due: no worker
+	// waits for it meanwhile (docs/resume.md, "Detached routes"). Both
+	// are zero on an attached attempt's generation.
+	Since time.Time `json:"since,omitzero"`
+	Due   time.Time `json:"due,omitzero"`
 }
 
 // MaxPendingID is the longest provider id a record keeps: OpenAI's are
@@ -45,4 +54,11 @@ const MaxPendingID = 128
 // estimate once.
 func (j Job) Resumable() bool {
 	return j.Pending != nil && j.Pending.ID != "" && slices.Contains(j.WrittenOff, j.Pending.Owner)
+}
+
+// Detached reports whether j's attempt let go of its generation until
+// its reattach is due (Detach): nobody waits for it, and the next message
+// reattaches it (Reattach) rather than claiming the job.
+func (j Job) Detached() bool {
+	return j.Pending != nil && !j.Pending.Due.IsZero() && j.LeaseOwner != "" && j.LeaseOwner == j.Pending.Owner
 }

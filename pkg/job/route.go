@@ -67,6 +67,11 @@ type Rung struct {
 	// Takes are the input Options the rung honours, set by config from
 	// its provider and model family like FixedTemperature.
 	Takes Takes
+	// Detached marks a rung whose calls run detached (docs/resume.md,
+	// "Detached routes"): the worker starts the generation, records it and
+	// returns, and a delayed message brings the job back to reattach it.
+	// Config allows it only on a provider that keeps generations by id.
+	Detached bool
 }
 
 // Timeout is the longest an attempt on the route may run: the timeout of
@@ -77,11 +82,23 @@ func (r Route) Timeout() time.Duration {
 	var d time.Duration
 	for _, g := range r.Rungs {
 		for _, o := range g.Offers() {
+			if o.Detached {
+				// Its call only starts the generation: the reattaches that
+				// follow hold the rung's own timeout (docs/resume.md,
+				// "Detached routes"), in invocations of their own.
+				d += min(o.Timeout, DetachedStart)
+				continue
+			}
 			d += o.Timeout
 		}
 	}
 	return d
 }
+
+// DetachedStart is the most a detached rung's call counts toward its
+// route's timeout (the attempt's limit, the worker's timeout): it starts
+// the generation and waits for no answer.
+const DetachedStart = 30 * time.Second
 
 // RungOf is the index of the rung that calls provider's model, -1 when
 // none does (the route changed since a generation was started on it).

@@ -88,6 +88,16 @@ func (s *Store) Await(_ context.Context, a job.Await) (job.Job, error) {
 	return s.apply(a.ID, a.Allows, a.Apply, write{}, a.Now)
 }
 
+// Detach applies job.Detach.
+func (s *Store) Detach(_ context.Context, d job.Detach) (job.Job, error) {
+	return s.apply(d.ID, d.Allows, d.Apply, write{}, d.Now)
+}
+
+// Reattach applies job.Reattach.
+func (s *Store) Reattach(_ context.Context, r job.Reattach) (job.Job, error) {
+	return s.apply(r.ID, r.Allows, r.Apply, write{}, r.Now)
+}
+
 // Resume applies job.Resume: once per written-off attempt, the same one
 // replacement its own late settlement would make (see apply).
 func (s *Store) Resume(_ context.Context, r job.Resume) (job.Job, error) {

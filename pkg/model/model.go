@@ -43,6 +43,15 @@ type Request struct {
 	// made; fetching is free. A generation the provider no longer has
 	// (expired, never made, another key's) is ErrGone.
 	Resume string
+	// Peek, with a provider that keeps generations by id, makes the call
+	// wait for nothing (a detached rung: docs/resume.md, "Detached
+	// routes"): a new generation answers ErrStillRunning as soon as
+	// Started was told its id; a resumed one (Resume) is read once, and
+	// answers its end, or ErrStillRunning while it runs or when the read
+	// itself failed in a way that may pass. A generation the call made and
+	// then left running is neither cancelled nor billed by the call: the
+	// caller reattaches it later, and owns it.
+	Peek bool
 	// Lane is the service tier the call asks for: flex or priority are
 	// sent as the provider's service_tier; "" and standard send nothing.
 	// A flex call the provider refuses for want of capacity fails with
@@ -68,6 +77,10 @@ func RequestFor(id string, rung job.Rung, in job.Input) Request {
 // ErrGone is what a resumed call (Request.Resume) answers when the
 // provider no longer has the generation: the caller generates again.
 var ErrGone = errors.New("model: the generation is no longer kept")
+
+// ErrStillRunning is what a call that peeks (Request.Peek) answers when
+// the generation has not ended yet: nothing is billed by this answer.
+var ErrStillRunning = errors.New("model: the generation is still running")
 
 // Usage is what the provider reported, the only basis of cost: the worker
 // prices it at the configured rung's price, so a provider never needs to

@@ -36,6 +36,8 @@ type Store interface {
 	WriteOff(context.Context, job.WriteOff) (job.Job, error)
 	Await(context.Context, job.Await) (job.Job, error)
 	Resume(context.Context, job.Resume) (job.Job, error)
+	Detach(context.Context, job.Detach) (job.Job, error)
+	Reattach(context.Context, job.Reattach) (job.Job, error)
 	Cancel(context.Context, job.Cancel) (job.Job, error)
 	Replay(context.Context, job.Replay) (job.Job, error)
 	Nudge(context.Context, job.Nudge) (job.Job, error)
@@ -100,6 +102,8 @@ func cases() []testCase {
 		{"a cancelled attempt settles or is written off", cancelledAttempt},
 		{"await", await},
 		{"a resume replaces a written-off attempt's estimate once", resume},
+		{"detach", detach},
+		{"a detached job is reattached once, when due", reattach},
 		{"cancel", cancel},
 		{"replay", replay},
 		{"nudge", nudge},

@@ -33,6 +33,12 @@ type attempt struct {
 	// have landed, and held may be less than the record holds for the
 	// attempt (see confirmHold).
 	holdUnsure bool
+	// started is the id of the last generation a provider that keeps them
+	// told the call (awaiter), and pending that generation as the record
+	// holds it, once its Await landed (nil before): a detached rung's
+	// attempt detaches only from a generation on the record.
+	started string
+	pending *job.Pending
 
 	// While the call runs: the progress the provider last reported (float64
 	// bits, written by the call and read by the heartbeat), the lease

@@ -37,8 +37,15 @@ func (a *attempt) call(ctx context.Context, rung job.Rung, in job.Input, started
 		v := math.Min(float64(tokens)/float64(max(req.MaxTokens, 1)), 1)
 		a.progress.Store(math.Float64bits(v))
 	}
-	req.Started, req.Lane = started, rung.Lane
+	req.Started, req.Lane, req.Peek = started, rung.Lane, rung.Detached
 	resp, err := p.Generate(rctx, req)
+	if errors.Is(err, model.ErrStillRunning) && a.pending == nil && a.started != "" {
+		// A detached generation whose id did not reach the record cannot
+		// be reattached by another invocation: this one waits for it, as
+		// an attached rung does. A failure then bills it nothing.
+		req.Peek, req.Started, req.Resume = false, nil, a.started
+		resp, err = p.Generate(rctx, req)
+	}
 	if resp.Model == "" {
 		resp.Model = rung.Model
 	}

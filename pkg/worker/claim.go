@@ -60,6 +60,8 @@ func (w *Worker) refused(ctx context.Context, m message, cur job.Job, now time.T
 	switch d.Action {
 	case job.Recover:
 		return w.recover(ctx, cur, now, m.log)
+	case job.ReattachDue:
+		return w.reattach(ctx, m, cur, now)
 	case job.Drop:
 		m.log.Info("duplicate delivery absorbed by the claim", "state", cur.State)
 		w.meter.count("DuplicatesAbsorbed", nil)

@@ -130,8 +130,8 @@ func (a *attempt) climbLanes(ctx context.Context, r *climbed, plan []job.Rung, i
 			lane.Timeout = a.laneTimeout(lane, plan[k+1])
 		}
 		timedOut := a.callLane(ctx, r, lane, in)
-		if r.err == nil || ctx.Err() != nil {
-			return true // answered, or the attempt itself is over
+		if r.err == nil || ctx.Err() != nil || errors.Is(r.err, model.ErrStillRunning) {
+			return true // answered, detached, or the attempt itself is over
 		}
 		if timedOut {
 			r.class = job.Timeout
@@ -180,6 +180,13 @@ func (a *attempt) callLane(ctx context.Context, r *climbed, lane job.Rung, in jo
 	r.rung = lane
 	a.progress.Store(0)
 	resp, err, timedOut := a.call(ctx, lane, in, a.awaiter(ctx, lane, r.paid))
+	if errors.Is(err, model.ErrStillRunning) {
+		// Detached: nothing is billed or given back to the bucket yet;
+		// the reattach settles the generation (docs/resume.md, "Detached
+		// routes"), and the take stays taken while it runs.
+		r.resp, r.err, r.class = model.Response{}, err, ""
+		return false
+	}
 	class, usage := model.Classify(err)
 	if err == nil {
 		usage = resp.Usage
@@ -299,10 +306,14 @@ func (a *attempt) awaiter(ctx context.Context, rung job.Rung, paid job.Settlemen
 			a.log.Warn("the provider's generation id is not recordable; it cannot be resumed", "id_bytes", len(id))
 			return
 		}
+		a.started = id
 		p := job.Pending{Owner: a.owner, Provider: rung.Provider, Model: rung.Model, ID: id,
 			Held: a.held, Paid: paid.Cost, Estimated: paid.Estimated}
 		if rung.Lane != job.Standard {
 			p.Lane = rung.Lane
+		}
+		if rung.Detached {
+			p.Since = job.Millis(a.clock.Now())
 		}
 		wctx, cancel := context.WithTimeout(ctx, awaitWrite)
 		defer cancel()
@@ -312,7 +323,9 @@ func (a *attempt) awaiter(ctx context.Context, rung job.Rung, paid job.Settlemen
 		})
 		if err != nil {
 			a.log.Warn("recording the pending generation failed: it cannot be resumed if this attempt dies", "err", err)
+			return
 		}
+		a.pending = &p
 	}
 }
 

@@ -40,6 +40,8 @@ func (a *attempt) finish(ctx context.Context, v verdict) outcome {
 		return a.releaseLost(ctx, v.class, v.r.paid)
 	case verdictSucceed:
 		return a.succeed(ctx, v.r, v.result)
+	case verdictDetach:
+		return a.detach(ctx, v.r)
 	}
 	return outcomeDelete // enlisted: the batch lane holds the job
 }

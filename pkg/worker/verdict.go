@@ -45,6 +45,7 @@ const (
 	verdictLost                         // the lease is lost: settle only (attempt.releaseLost)
 	verdictSucceed                      // record the answer (attempt.succeed)
 	verdictEnlisted                     // nothing: the batch lane holds the job
+	verdictDetach                       // the generation runs on detached (attempt.detach)
 )
 
 // verdict is what admission's refusal asks the finish to record: an
@@ -63,6 +64,12 @@ func (a *attempt) verdictOf(r climbed, why error, next job.Nanocents) verdict {
 	v := verdict{r: r, called: true}
 	if r.enlisted {
 		v.write = verdictEnlisted // the batch lane holds the job; its collector settles it
+		return v
+	}
+	if errors.Is(r.err, model.ErrStillRunning) {
+		// Whatever stopped the attempt meanwhile, the detach decides: a
+		// lease lost refuses it, and the generation is stopped then.
+		v.write = verdictDetach
 		return v
 	}
 	if r.err == nil && !errors.Is(why, errLeaseLost) {

@@ -15,7 +15,9 @@
 // whose table does not answer), climbing the route's rungs and lanes,
 // enlisted in a batch lane or resuming a paid generation (climb.go), each
 // rung a model call (call.go) that tells its provider's bucket how it
-// went (bucket.go). What happened is decided first, as a verdict
+// went (bucket.go); on a detached rung the generation runs on with no
+// worker waiting, and a delayed message reattaches the job to look at it
+// (detach.go). What happened is decided first, as a verdict
 // (verdict.go), and its one finish (finish.go) records it, with what it
 // cost, as a success, a retry or an end (pkg/finish builds the writes and
 // follows the end), or a deferral, parked (park.go) when the store will
@@ -50,6 +52,8 @@ type Store interface {
 	WriteOff(context.Context, job.WriteOff) (job.Job, error)
 	Await(context.Context, job.Await) (job.Job, error)
 	Resume(context.Context, job.Resume) (job.Job, error)
+	Detach(context.Context, job.Detach) (job.Job, error)
+	Reattach(context.Context, job.Reattach) (job.Job, error)
 	Enlist(context.Context, job.Enlist) (job.Job, error)
 }
 

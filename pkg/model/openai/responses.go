@@ -162,6 +162,9 @@ func (c *Client) background(ctx context.Context, r model.Request) (model.Respons
 // it waits leaves a generation already paid for, to be fetched, not made
 // again.
 func (b *call) run(ctx context.Context) (model.Response, error) {
+	if b.resumed && b.r.Peek {
+		return b.peek(ctx)
+	}
 	if b.resumed {
 		return b.poll(ctx, false)
 	}
@@ -179,6 +182,8 @@ func (b *call) run(ctx context.Context) (model.Response, error) {
 	case b.id == "":
 		return model.Response{}, &model.Error{Class: job.ProviderError, Detail: "openai: response has no id",
 			Usage: b.lost(), Err: errors.New("openai: background response has no id")}
+	case b.r.Peek:
+		return model.Response{}, model.ErrStillRunning // the caller collects it later
 	}
 	return b.poll(ctx, true)
 }
@@ -250,6 +255,31 @@ func (b *call) poll(ctx context.Context, tick bool) (model.Response, error) {
 		}
 		return b.giveUp(ctx, err)
 	}
+}
+
+// peek reads a resumed response once (Request.Peek): its end, or
+// ErrStillRunning while it runs or when a read that may pass failed (the
+// caller looks again later). A 404 is ErrGone, as for any resume.
+func (b *call) peek(ctx context.Context) (model.Response, error) {
+	o, retry, err := b.fetch(ctx)
+	switch {
+	case err == nil && pending(o.Status):
+		return model.Response{}, model.ErrStillRunning
+	case err == nil:
+		return b.conclude(ctx, o)
+	case errors.Is(err, errNotFound):
+		return model.Response{}, b.gone()
+	case retry && ctx.Err() == nil:
+		return model.Response{}, model.ErrStillRunning
+	}
+	return model.Response{}, err
+}
+
+// Abandon asks the server to stop generation id, which a detached attempt
+// started and nobody will collect (a cancelled job): best effort, as a
+// stopped call's own cancel is.
+func (c *Client) Abandon(ctx context.Context, id string) {
+	(&call{c: c, id: id}).cancel(ctx)
 }
 
 // fetch reads the response once. retry says the failure may pass (a
