@@ -78,10 +78,11 @@ func FailureOf(j Job) Failure {
 		Class: j.ErrorClass, Cost: j.Cost, Attempts: j.Attempts, EndedAt: j.UpdatedAt}
 }
 
-// Position is where a list page ended: the last job's id and, when the
-// store gave it, its creation time (the tenant index's sort key). Both
-// stores encode it the same way, so a cursor means the same thing
-// whichever store made it.
+// Position is where a list page ended: a job's creation time and id,
+// together its place in newest-first order (the tenant index's sort key).
+// Both stores encode it the same way, so a cursor means the same thing
+// whichever store made it, and a page after it starts strictly below it
+// whatever was created since.
 type Position struct {
 	CreatedAt time.Time
 	ID        string
@@ -106,10 +107,9 @@ func ParseCursor(c string) (Position, error) {
 	}
 	ms, id, ok := strings.Cut(string(b), ".")
 	if !ok || !ValidID(id) {
+		// A cursor with no time, made for kumo before the tenant index
+		// was sharded, is refused too: an id alone is no place in a merge.
 		return Position{}, bad
-	}
-	if ms == "" {
-		return Position{ID: id}, nil
 	}
 	n, err := strconv.ParseInt(ms, 10, 64)
 	if err != nil || n < 0 {
