@@ -35,13 +35,14 @@ var listProjection, listNames = projectionOf(append([]string{aID, aTenantSK}, Te
 // unique and is the cursor's position: every shard is read strictly
 // below it, so a page follows the one before it exactly, whatever was
 // created since (a new job sorts above every cursor). A round queries
-// each shard that may still hold one of the page's jobs for at most
-// Limit+1 items (the +1 is the cursor's own job, read again when since
-// bounds the query), so a page costs TenantShards queries of at most
-// Limit+1 summaries when nothing is filtered, and at most listRounds
-// times that when State or Class skip most of what is read: they filter
-// after the read (a filter expression costs the same read units), so a
-// page may hold fewer than Limit jobs and still have a next one.
+// each shard that may still hold one of the page's jobs for perShard
+// items, one more when since bounds the query (the cursor's own job, read
+// again), so a page nearly always costs TenantShards queries of at most
+// perShard+1 summaries when nothing is filtered, and never more than
+// listRounds times TenantShards queries of at most Limit+1. State and
+// Class filter after the read (a filter expression costs the same read
+// units), so a page may hold fewer than Limit jobs and still have a next
+// one.
 func (s *Store) List(ctx context.Context, q job.ListQuery) (job.Page, error) {
 	q.Limit = job.ClampLimit(q.Limit)
 	m, err := s.newListMerge(q)
@@ -75,10 +76,11 @@ func (s *Store) List(ctx context.Context, q job.ListQuery) (job.Page, error) {
 // listMerge is one list page in the making: the shards' reads so far and
 // the jobs they found that answer the query.
 type listMerge struct {
-	q      job.ListQuery
-	lower  string // the since bound of every shard's sort key; "" for none
-	shards []*listShard
-	found  []listed
+	q        job.ListQuery
+	lower    string // the since bound of every shard's sort key; "" for none
+	perShard int    // the items a shard's query reads
+	shards   []*listShard
+	found    []listed
 }
 
 // listShard is one of the tenant's partition keys, read from the newest
@@ -99,7 +101,7 @@ type listed struct {
 
 // newListMerge starts q's page: every shard below q's cursor, if any.
 func (s *Store) newListMerge(q job.ListQuery) (*listMerge, error) {
-	m := &listMerge{q: q}
+	m := &listMerge{q: q, perShard: perShard(q, s.idx.tenantShards)}
 	if !q.Since.IsZero() {
 		// Below every position of a job created at or after since, above
 		// every one before.
@@ -122,6 +124,19 @@ func (s *Store) newListMerge(q job.ListQuery) (*listMerge, error) {
 		m.shards = append(m.shards, &listShard{pk: tenantShardKey(q.Tenant, n), upper: upper})
 	}
 	return m, nil
+}
+
+// perShard is how many items one query of a shard reads. Unfiltered, the
+// page's jobs fall about evenly over the shards (the shard is a hash of
+// the id), so twice a shard's share and two more nearly always hold every
+// one of them: a shard that held more is read again by the next round,
+// and a page of 100 over 8 shards reads 8 x 27 summaries, not 8 x 100.
+// Filtered, what matches may be anywhere: a whole page's worth.
+func perShard(q job.ListQuery, shards int) int {
+	if q.State != "" || q.Class != "" {
+		return q.Limit
+	}
+	return min(q.Limit, 2*((q.Limit+shards-1)/shards)+2)
 }
 
 // due is the shards the next round reads: those not done that may hold a
@@ -191,7 +206,7 @@ func (m *listMerge) page() (job.Page, error) {
 // bound, newest first, and moves its upper to the last position read.
 // Only sh and its own finds are written: shards are read at once.
 func (s *Store) readShard(ctx context.Context, m *listMerge, sh *listShard) error {
-	limit := m.q.Limit
+	limit := m.perShard
 	in := &ddb.QueryInput{
 		TableName: aws.String(s.table), IndexName: aws.String(s.idx.tenant),
 		KeyConditionExpression:    aws.String("#pk = :pk"),

@@ -154,18 +154,19 @@ func TestListMergesTheTenantShards(t *testing.T) {
 
 // TestAListPageReadsEachShardOnce: with no filter a page is one Query per
 // shard, each of at most the page size (one more when since bounds it,
-// for the cursor's own job), whatever the tenant holds.
+// for the cursor's own job), whatever the tenant holds; with a page of
+// 20 over 8 shards, a query reads 2 x 3 + 2, not 20.
 func TestAListPageReadsEachShardOnce(t *testing.T) {
-	l := newListCase(t, 40)
+	l := newListCase(t, 80)
 	shards := settings.Defaults().TenantShards
-	q := job.ListQuery{Tenant: l.tenant, Limit: 5}
+	q := job.ListQuery{Tenant: l.tenant, Limit: 20}
 	for _, step := range []string{"first page", "second page", "with since"} {
 		l.q.reset()
 		p, err := l.st.List(t.Context(), q)
-		if err != nil || len(p.Jobs) != 5 || p.Next == "" {
+		if err != nil || len(p.Jobs) != 20 || p.Next == "" {
 			t.Fatalf("%s: %d jobs, next %q, %v", step, len(p.Jobs), p.Next, err)
 		}
-		limit := int32(5)
+		limit := int32(2*3 + 2)
 		if !q.Since.IsZero() {
 			limit++
 		}
