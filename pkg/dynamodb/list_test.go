@@ -190,7 +190,7 @@ func TestAListCursorNotOursIsRefused(t *testing.T) {
 	for name, q := range map[string]job.ListQuery{
 		"garbage":       {Cursor: "!!"},
 		"no position":   {Cursor: "bm90LWEtY3Vyc29y"},
-		"no time":       {Cursor: job.Position{ID: id}.Cursor()},
+		"no time":       {Cursor: base64.RawURLEncoding.EncodeToString([]byte("." + id))},
 		"a bad id":      {Cursor: job.Position{CreatedAt: base, ID: "job_nope"}.Cursor()},
 		"before since":  {Cursor: job.Position{CreatedAt: base, ID: id}.Cursor(), Since: base.Add(time.Second)},
 		"negative time": {Cursor: base64.RawURLEncoding.EncodeToString([]byte("-1." + id))},

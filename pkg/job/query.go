@@ -88,13 +88,14 @@ type Position struct {
 	ID        string
 }
 
-// Cursor is p as an opaque, URL-safe string.
+// Cursor is p as an opaque, URL-safe string. A job with no creation time
+// is placed at the epoch, where the DynamoDB store's sort key puts it.
 func (p Position) Cursor() string {
-	ms := ""
+	ms := int64(0)
 	if !p.CreatedAt.IsZero() {
-		ms = strconv.FormatInt(p.CreatedAt.UnixMilli(), 10)
+		ms = p.CreatedAt.UnixMilli()
 	}
-	return base64.RawURLEncoding.EncodeToString([]byte(ms + "." + p.ID))
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(ms, 10) + "." + p.ID))
 }
 
 // ParseCursor reads a cursor back; anything else is an invalid_request
