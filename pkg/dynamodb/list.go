@@ -130,7 +130,7 @@ func (s *Store) newListMerge(q job.ListQuery) (*listMerge, error) {
 // page's jobs fall about evenly over the shards (the shard is a hash of
 // the id), so twice a shard's share and two more nearly always hold every
 // one of them: a shard that held more is read again by the next round,
-// and a page of 100 over 8 shards reads 8 x 27 summaries, not 8 x 100.
+// and a page of 100 over 8 shards reads 8 x 28 summaries, not 8 x 100.
 // Filtered, what matches may be anywhere: a whole page's worth.
 func perShard(q job.ListQuery, shards int) int {
 	if q.State != "" || q.Class != "" {
