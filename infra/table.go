@@ -17,6 +17,8 @@ const (
 	attrID        = "id"
 	attrTenant    = "tenant"
 	attrCreated   = "created_ms"
+	attrTenantPK  = "tnt_pk"
+	attrTenantSK  = "tnt_sk"
 	attrFailPK    = "fail_pk"
 	attrFailSK    = "fail_sk"
 	attrActivePK  = "act_pk"
@@ -37,17 +39,21 @@ const (
 // query, without fetching the (large) input or result.
 var failureProjection = []string{"tenant", "state", "error_class", "input_hash", "cost_nc", "attempts", "model", "updated_ms"}
 
-// tenantProjection is what the tenant index carries besides its keys: a
-// job's summary as GET /jobs lists it. Only attributes that change with
-// the state, so a heartbeat never writes to the index.
-var tenantProjection = []string{"state", "request_key", "input_hash", "model", "attempts", "max_attempts", "cost_nc", "budget_nc",
+// summaryAttributes are a job's summary as GET /jobs lists it: only
+// attributes that change with the state, so a heartbeat never writes to
+// an index that carries them.
+var summaryAttributes = []string{"state", "request_key", "input_hash", "model", "attempts", "max_attempts", "cost_nc", "budget_nc",
 	"error_class", "result_model", "deadline_ms", "replays"}
 
+// tenantProjection is what the tenant index carries besides its keys: the
+// summary, the tenant and the creation time, which its sharded keys no
+// longer are (pkg/dynamodb.TenantProjection, held equal by a test).
+var tenantProjection = append(slices.Clone(summaryAttributes), attrTenant, attrCreated)
+
 // createdProjection is what the created index carries besides its keys:
-// the tenant index's summary, the tenant and the run time, none of which
-// a heartbeat writes (pkg/dynamodb.CreatedProjection, held equal by a
-// test).
-var createdProjection = append(slices.Clone(tenantProjection), "tenant", "run_ms")
+// the summary, the tenant and the run time, none of which a heartbeat
+// writes (pkg/dynamodb.CreatedProjection, held equal by a test).
+var createdProjection = append(slices.Clone(summaryAttributes), attrTenant, "run_ms")
 
 // skippableIndexes are the indexes a deployment may leave out for one
 // deploy (context skipIndexes): DynamoDB creates one global secondary
@@ -84,13 +90,19 @@ func newTable(stack awscdk.Stack, cfg Config) awsdynamodb.Table {
 		// is "<error_class>#<shard>" so one hot class spreads over
 		// FailureShards partitions.
 		{Name: s.FailureIndex, Partition: attrFailPK, PartitionType: str, Sort: attrFailSK, SortType: str, Include: failureProjection},
-		// One tenant's jobs, newest first (GET /jobs).
-		{Name: s.TenantIndex, Partition: attrTenant, PartitionType: str, Sort: attrCreated, SortType: num, Include: tenantProjection},
+		// One tenant's jobs, newest first (GET /jobs), over TenantShards
+		// keys ("<tenant>#<shard>") so that one tenant's writes are not
+		// one partition's; sorted by "<13-digit created ms>#<id>", unique,
+		// so a list merges the shards from one position. A new name (it
+		// was by_tenant, keyed by the tenant): an index's keys cannot
+		// change in place (docs/deploy.md).
+		{Name: s.TenantIndex, Partition: attrTenantPK, PartitionType: str, Sort: attrTenantSK, SortType: str, Include: tenantProjection},
 		// Sparse: only queued and running items carry act_pk
-		// ("active#<shard>"), the reconciler's worklist; it reads the ids
-		// and then the items.
+		// ("active#<shard>", ActiveShards of them), the reconciler's
+		// worklist; it reads the ids and then the items.
 		{Name: s.ActiveIndex, Partition: attrActivePK, PartitionType: str, Sort: attrCreated, SortType: num},
-		// Every job by the UTC day it was created ("<yyyy-mm-dd>#<shard>"):
+		// Every job by the UTC day it was created ("<yyyy-mm-dd>#<shard>",
+		// CreatedShards of them a day):
 		// the console's overview and advise --from-table read the days
 		// they show, not the table.
 		{Name: s.CreatedIndex, Partition: attrCreatedPK, PartitionType: str, Sort: attrCreated, SortType: num, Include: createdProjection},

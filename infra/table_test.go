@@ -31,9 +31,10 @@ func TestTableLayout(t *testing.T) {
 			"AttributeDefinitions": assertions.Match_ArrayWith(&[]any{
 				map[string]any{"AttributeName": "fail_pk", "AttributeType": "S"},
 				map[string]any{"AttributeName": "fail_sk", "AttributeType": "S"},
-				map[string]any{"AttributeName": "tenant", "AttributeType": "S"},
-				map[string]any{"AttributeName": "created_ms", "AttributeType": "N"},
+				map[string]any{"AttributeName": "tnt_pk", "AttributeType": "S"},
+				map[string]any{"AttributeName": "tnt_sk", "AttributeType": "S"},
 				map[string]any{"AttributeName": "act_pk", "AttributeType": "S"},
+				map[string]any{"AttributeName": "created_ms", "AttributeType": "N"},
 				map[string]any{"AttributeName": "crt_pk", "AttributeType": "S"},
 				map[string]any{"AttributeName": "enl_pk", "AttributeType": "S"},
 				map[string]any{"AttributeName": "enl_ms", "AttributeType": "N"},
@@ -46,7 +47,7 @@ func TestTableLayout(t *testing.T) {
 				},
 				map[string]any{
 					"IndexName":  st.TenantIndex,
-					"KeySchema":  []any{key("tenant", "HASH"), key("created_ms", "RANGE")},
+					"KeySchema":  []any{key("tnt_pk", "HASH"), key("tnt_sk", "RANGE")},
 					"Projection": map[string]any{"ProjectionType": "INCLUDE", "NonKeyAttributes": tenantProjection},
 				},
 				map[string]any{
@@ -72,9 +73,9 @@ func TestTableLayout(t *testing.T) {
 			"DeletionPolicy": "Retain", "UpdateReplacePolicy": "Retain",
 		})
 	})
-	if st.FailureIndex != "failures" || st.TenantIndex != "by_tenant" || st.ActiveIndex != "active" || st.CreatedIndex != "by_created" ||
+	if st.FailureIndex != "failures" || st.TenantIndex != "by_tenant_shard" || st.ActiveIndex != "active" || st.CreatedIndex != "by_created" ||
 		st.EnlistedIndex != "enlisted" {
-		t.Errorf("indexes %q %q %q %q %q, the item layout documents failures, by_tenant, active, by_created, enlisted",
+		t.Errorf("indexes %q %q %q %q %q, the item layout documents failures, by_tenant_shard, active, by_created, enlisted",
 			st.FailureIndex, st.TenantIndex, st.ActiveIndex, st.CreatedIndex, st.EnlistedIndex)
 	}
 }
@@ -225,16 +226,17 @@ func TestTenantsTableMatchesStore(t *testing.T) {
 }
 
 // DynamoDB adds one global secondary index per table update: a table
-// deployed before by_tenant, active, by_created and enlisted gets them
-// one deploy at a time.
+// deployed before by_tenant_shard, active, by_created and enlisted gets
+// them one deploy at a time.
 func TestSkipIndexes(t *testing.T) {
 	for skip, want := range map[string][]string{
-		"enlisted":                             {"failures", "by_tenant", "active", "by_created"},
-		"by_created":                           {"failures", "by_tenant", "active", "enlisted"},
-		"by_created,enlisted":                  {"failures", "by_tenant", "active"},
-		"active,by_created":                    {"failures", "by_tenant", "enlisted"},
-		"by_tenant,by_created":                 {"failures", "active", "enlisted"},
-		"by_tenant,active,by_created,enlisted": {"failures"},
+		"enlisted":                   {"failures", "by_tenant_shard", "active", "by_created"},
+		"by_created":                 {"failures", "by_tenant_shard", "active", "enlisted"},
+		"by_created,enlisted":        {"failures", "by_tenant_shard", "active"},
+		"active,by_created":          {"failures", "by_tenant_shard", "enlisted"},
+		"by_tenant_shard":            {"failures", "active", "by_created", "enlisted"},
+		"by_tenant_shard,by_created": {"failures", "active", "enlisted"},
+		"by_tenant_shard,active,by_created,enlisted": {"failures"},
 	} {
 		s := build(t, map[string]any{"skipIndexes": skip}, false)
 		_, props := s.one(t, "AWS::DynamoDB::Table", named("TableName", s.cfg.Settings.TableName()))

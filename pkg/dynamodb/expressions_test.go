@@ -173,9 +173,12 @@ func TestEveryPlaceholderIsUsed(t *testing.T) {
 			_ = st.Unfinished(ctx, now, func(string) error { return nil })
 			_ = st.Finished(ctx, job.FinishedQuery{Model: "default", Limit: 10, Since: now, Now: now}, func(job.Job) error { return nil })
 			_ = st.Recent(ctx, job.RecentQuery{Since: now, Now: now}, func(job.Job) error { return nil })
-			// Finished and Recent each read Now's day and the next, every shard.
-			if len(r.queries) != 2+4+4+2*4+2*4+4 {
-				t.Errorf("%d reads recorded, want 2 lists, 4 failure shards, 4 active shards, finished's 2 days of 4 created shards, and recent's 2 days of 4 created shards and 4 active shards", len(r.queries))
+			// A list reads every tenant shard at once; Finished and Recent
+			// each read Now's day and the next, every shard.
+			d := settings.Defaults()
+			if want := 2*d.TenantShards + d.FailureShards + d.ActiveShards + 2*d.CreatedShards + 2*d.CreatedShards + d.ActiveShards; len(r.queries) != want {
+				t.Errorf("%d reads recorded, want %d: 2 lists of %d tenant shards, %d failure shards, %d active shards, finished's 2 days of %d created shards, and recent's 2 days of %d created shards and %d active shards",
+					len(r.queries), want, d.TenantShards, d.FailureShards, d.ActiveShards, d.CreatedShards, d.CreatedShards, d.ActiveShards)
 			}
 		}
 		for _, in := range r.queries {

@@ -58,6 +58,11 @@ import (
 //	                                             index ("<UTC yyyy-mm-dd of created_ms>#<shard>",
 //	                                             sort key created_ms), what the console's
 //	                                             overview and advise --from-table read
+//	tnt_pk, tnt_sk                               S, set at create, never changed: the tenant
+//	                                             index ("<tenant>#<shard>", and "<13-digit
+//	                                             created unix ms>#<id>", unique, so a list's
+//	                                             position is one key in every shard), what
+//	                                             GET /jobs reads
 //	enl_pk, enl_ms                               S, N, only while the job waits in a batch lane to
 //	                                             be collected (job.Enlist until job.Collect): the
 //	                                             lane (job.LaneKey) and when it was enlisted (unix
@@ -99,6 +104,7 @@ const (
 	aRunMS, aCostEstimated                        = "run_ms", "cost_est"
 	aFailPK, aFailSK                              = "fail_pk", "fail_sk"
 	aActivePK, aCreatedPK                         = "act_pk", "crt_pk"
+	aTenantPK, aTenantSK                          = "tnt_pk", "tnt_sk"
 	aEnlisted, aEnlistedAt, aBatch                = "enl_pk", "enl_ms", "batch"
 	aReplays, aReplayed, aNudges                  = "replays", "replayed_ms", "nudges"
 	aSettled, aPending                            = "settled", "pending"
@@ -112,17 +118,22 @@ const (
 var FailureProjection = []string{aTenant, aState, aErrorClass, aInputHash, aCost, aAttempts, aModel, aUpdated}
 
 // TenantProjection lists what the tenant index carries besides its keys:
-// a job's summary as GET /jobs shows it. Only attributes that change with
-// the state are here (not updated_ms, progress or the lease), so a
-// heartbeat never writes to the index.
-var TenantProjection = []string{aState, aRequestKey, aInputHash, aModel, aAttempts, aMaxAttempts, aCost, aBudget,
+// a job's summary as GET /jobs shows it, with the tenant and the creation
+// time (no longer the index's keys). Only attributes that change with the
+// state are here (not updated_ms, progress or the lease), so a heartbeat
+// never writes to the index.
+var TenantProjection = append(slices.Clone(summaryAttributes), aTenant, aCreated)
+
+// summaryAttributes are the attributes of a job's summary (job.Summary)
+// that change only with its state, which both summary indexes project.
+var summaryAttributes = []string{aState, aRequestKey, aInputHash, aModel, aAttempts, aMaxAttempts, aCost, aBudget,
 	aErrorClass, aResultModel, aDeadline, aReplays}
 
 // CreatedProjection lists what the created index carries besides its
-// keys: job.Summary, which is the tenant index's summary, the tenant and
-// the run time. Like the tenant index's, none of it changes with a
+// keys: job.Summary, which is the summary the tenant index carries, the
+// tenant and the run time. Like the tenant index's, none of it changes with a
 // heartbeat: the run time grows only when an attempt settles.
-var CreatedProjection = append(slices.Clone(TenantProjection), aTenant, aRunMS)
+var CreatedProjection = append(slices.Clone(summaryAttributes), aTenant, aRunMS)
 
 func avS(v string) types.AttributeValue { return &types.AttributeValueMemberS{Value: v} }
 func avN(v int64) types.AttributeValue {
@@ -188,6 +199,9 @@ func toItem(j job.Job, idx indexes) map[string]types.AttributeValue {
 	}
 	if !j.CreatedAt.IsZero() {
 		it[aCreatedPK] = avS(createdKey(j.ID, j.CreatedAt, idx.createdShards))
+	}
+	if j.Tenant != "" {
+		it[aTenantPK], it[aTenantSK] = tenantKeys(j.Tenant, j.ID, j.CreatedAt, idx.tenantShards)
 	}
 	if j.Replays != 0 {
 		it[aReplays] = avN(int64(j.Replays))
@@ -434,6 +448,23 @@ func activeKey(id string, shards int) string {
 func createdKey(id string, created time.Time, shards int) string {
 	return createdDay(created) + "#" + strconv.Itoa(shard(id, shards))
 }
+
+// tenantKeys are the tenant index's keys of a job: its tenant and shard,
+// so one tenant's writes spread over shards partitions, and a sort key
+// that orders its jobs newest first with ties broken by id, as the memory
+// store orders them.
+func tenantKeys(tenant, id string, created time.Time, shards int) (pk, sk types.AttributeValue) {
+	return avS(tenantShardKey(tenant, shard(id, shards))), avS(listPosition(ms(created), id))
+}
+
+// tenantShardKey is the partition key of one of a tenant's shards. A tenant
+// containing '#' cannot take another's key: the shard is what follows the
+// last '#'.
+func tenantShardKey(tenant string, n int) string { return tenant + "#" + strconv.Itoa(n) }
+
+// listPosition is the tenant index's sort key of the job id created at
+// createdMS: 13 digits of unix milliseconds sort as numbers until 2286.
+func listPosition(createdMS int64, id string) string { return fmt.Sprintf("%013d#%s", createdMS, id) }
 
 func createdDay(t time.Time) string { return t.UTC().Format(time.DateOnly) }
 

@@ -187,7 +187,7 @@ func TestOperatorReadsFollowWhatTheyShow(t *testing.T) {
 // advise's sample query matches.
 func seedMonth(t *testing.T, c *ddb.Client, table string, now time.Time, n int) (seeded struct{ bytes, inWindow, sample, entry int }) {
 	t.Helper()
-	idx := indexes{activeShards: 4, createdShards: 4}
+	idx := New(nil, "", settings.Defaults()).idx
 	input, _ := json.Marshal(map[string]any{"messages": []map[string]string{{"role": "user", "content": strings.Repeat("Summarise the ticket. ", 40)}}})
 	var items []map[string]types.AttributeValue
 	for i := range n {

@@ -40,14 +40,15 @@ type Store struct {
 // indexes are the secondary indexes' names and shard counts.
 type indexes struct {
 	failure, tenant, active, created, enlisted string
-	activeShards, createdShards                int
+	activeShards, createdShards, tenantShards  int
 }
 
 // New returns the store over table, with the indexes and shard counts of s.
 func New(c Client, table string, s settings.Settings) *Store {
 	return &Store{c: c, table: table, shards: max(s.FailureShards, 1),
 		idx: indexes{failure: s.FailureIndex, tenant: s.TenantIndex, active: s.ActiveIndex, activeShards: max(s.ActiveShards, 1),
-			created: s.CreatedIndex, createdShards: max(s.CreatedShards, 1), enlisted: s.EnlistedIndex}}
+			created: s.CreatedIndex, createdShards: max(s.CreatedShards, 1), enlisted: s.EnlistedIndex,
+			tenantShards: max(s.TenantShards, 1)}}
 }
 
 // skewRetries bounds how often a write re-stamps updated_at after finding a

@@ -29,12 +29,13 @@ const (
 )
 
 // CreateTable makes the jobs table as the CDK stack does (on demand, the
-// sparse failure index, the tenant, active and created indexes, the sparse
-// enlisted index of the batch lanes, TTL on expires_at,
-// a stream of new and old images for the notifier), for local stacks. It
-// is idempotent and returns once the table is ACTIVE. A table that already
-// exists keeps its shape: one created before the stream was added has
-// none, and pkg/dynamodbstreams.Find says so.
+// sparse failure index, the write-sharded tenant, active and created
+// indexes, the sparse enlisted index of the batch lanes, TTL on
+// expires_at, a stream of new and old images for the notifier), for local
+// stacks. It is idempotent and returns once the table is ACTIVE. A table
+// that already exists keeps its shape: one created before the stream was
+// added has none, and pkg/dynamodbstreams.Find says so; one created before
+// by_tenant_shard lists no jobs until it is created afresh.
 func CreateTable(ctx context.Context, c TableAPI, table string, st settings.Settings) error {
 	_, err := c.CreateTable(ctx, &ddb.CreateTableInput{
 		TableName:   aws.String(table),
@@ -43,7 +44,8 @@ func CreateTable(ctx context.Context, c TableAPI, table string, st settings.Sett
 			{AttributeName: aws.String(aID), AttributeType: types.ScalarAttributeTypeS},
 			{AttributeName: aws.String(aFailPK), AttributeType: types.ScalarAttributeTypeS},
 			{AttributeName: aws.String(aFailSK), AttributeType: types.ScalarAttributeTypeS},
-			{AttributeName: aws.String(aTenant), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(aTenantPK), AttributeType: types.ScalarAttributeTypeS},
+			{AttributeName: aws.String(aTenantSK), AttributeType: types.ScalarAttributeTypeS},
 			{AttributeName: aws.String(aCreated), AttributeType: types.ScalarAttributeTypeN},
 			{AttributeName: aws.String(aActivePK), AttributeType: types.ScalarAttributeTypeS},
 			{AttributeName: aws.String(aCreatedPK), AttributeType: types.ScalarAttributeTypeS},
@@ -66,8 +68,8 @@ func CreateTable(ctx context.Context, c TableAPI, table string, st settings.Sett
 			{
 				IndexName: aws.String(st.TenantIndex),
 				KeySchema: []types.KeySchemaElement{
-					{AttributeName: aws.String(aTenant), KeyType: types.KeyTypeHash},
-					{AttributeName: aws.String(aCreated), KeyType: types.KeyTypeRange},
+					{AttributeName: aws.String(aTenantPK), KeyType: types.KeyTypeHash},
+					{AttributeName: aws.String(aTenantSK), KeyType: types.KeyTypeRange},
 				},
 				Projection: &types.Projection{ProjectionType: types.ProjectionTypeInclude, NonKeyAttributes: TenantProjection},
 			},

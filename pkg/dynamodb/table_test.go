@@ -50,9 +50,9 @@ func TestCreateTable(t *testing.T) {
 	want := map[string]index{
 		st.FailureIndex: {[]string{"fail_pk", "fail_sk"}, types.ProjectionTypeInclude,
 			[]string{"attempts", "cost_nc", "error_class", "input_hash", "model", "state", "tenant", "updated_ms"}},
-		st.TenantIndex: {[]string{"tenant", "created_ms"}, types.ProjectionTypeInclude,
-			[]string{"attempts", "budget_nc", "cost_nc", "deadline_ms", "error_class", "input_hash", "max_attempts", "model",
-				"replays", "request_key", "result_model", "state"}},
+		st.TenantIndex: {[]string{"tnt_pk", "tnt_sk"}, types.ProjectionTypeInclude,
+			[]string{"attempts", "budget_nc", "cost_nc", "created_ms", "deadline_ms", "error_class", "input_hash", "max_attempts", "model",
+				"replays", "request_key", "result_model", "state", "tenant"}},
 		st.ActiveIndex: {[]string{"act_pk", "created_ms"}, types.ProjectionTypeKeysOnly, nil},
 		st.CreatedIndex: {[]string{"crt_pk", "created_ms"}, types.ProjectionTypeInclude,
 			[]string{"attempts", "budget_nc", "cost_nc", "deadline_ms", "error_class", "input_hash", "max_attempts", "model",

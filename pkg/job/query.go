@@ -78,22 +78,24 @@ func FailureOf(j Job) Failure {
 		Class: j.ErrorClass, Cost: j.Cost, Attempts: j.Attempts, EndedAt: j.UpdatedAt}
 }
 
-// Position is where a list page ended: the last job's id and, when the
-// store gave it, its creation time (the tenant index's sort key). Both
-// stores encode it the same way, so a cursor means the same thing
-// whichever store made it.
+// Position is where a list page ended: a job's creation time and id,
+// together its place in newest-first order (the tenant index's sort key).
+// Both stores encode it the same way, so a cursor means the same thing
+// whichever store made it, and a page after it starts strictly below it
+// whatever was created since.
 type Position struct {
 	CreatedAt time.Time
 	ID        string
 }
 
-// Cursor is p as an opaque, URL-safe string.
+// Cursor is p as an opaque, URL-safe string. A job with no creation time
+// is placed at the epoch, where the DynamoDB store's sort key puts it.
 func (p Position) Cursor() string {
-	ms := ""
+	ms := int64(0)
 	if !p.CreatedAt.IsZero() {
-		ms = strconv.FormatInt(p.CreatedAt.UnixMilli(), 10)
+		ms = p.CreatedAt.UnixMilli()
 	}
-	return base64.RawURLEncoding.EncodeToString([]byte(ms + "." + p.ID))
+	return base64.RawURLEncoding.EncodeToString([]byte(strconv.FormatInt(ms, 10) + "." + p.ID))
 }
 
 // ParseCursor reads a cursor back; anything else is an invalid_request
@@ -106,10 +108,9 @@ func ParseCursor(c string) (Position, error) {
 	}
 	ms, id, ok := strings.Cut(string(b), ".")
 	if !ok || !ValidID(id) {
+		// A cursor with no time, made for kumo before the tenant index
+		// was sharded, is refused too: an id alone is no place in a merge.
 		return Position{}, bad
-	}
-	if ms == "" {
-		return Position{ID: id}, nil
 	}
 	n, err := strconv.ParseInt(ms, 10, 64)
 	if err != nil || n < 0 {

@@ -19,7 +19,7 @@ func (s *Store) List(_ context.Context, q job.ListQuery) (job.Page, error) {
 		if err != nil {
 			return job.Page{}, err
 		}
-		if !p.CreatedAt.IsZero() && p.CreatedAt.Before(q.Since) {
+		if p.CreatedAt.Before(q.Since) {
 			return job.Page{}, &job.Error{Code: job.CodeInvalidRequest, Field: "cursor",
 				Message: "the cursor is from before since: keep since as it was for the first page"}
 		}
@@ -41,7 +41,7 @@ func (s *Store) List(_ context.Context, q job.ListQuery) (job.Page, error) {
 	})
 	var page job.Page
 	for _, j := range all {
-		if after != nil && !s.beyond(j, *after) {
+		if after != nil && !beyond(j, *after) {
 			continue
 		}
 		if len(page.Jobs) == q.Limit {
@@ -56,15 +56,8 @@ func (s *Store) List(_ context.Context, q job.ListQuery) (job.Page, error) {
 	return page, nil
 }
 
-// beyond reports whether j comes after p in newest-first order. A
-// position with no time (a cursor as kumo's store makes them) is placed by
-// its job's own creation time.
-func (s *Store) beyond(j job.Job, p job.Position) bool {
-	if p.CreatedAt.IsZero() {
-		s.mu.Lock()
-		p.CreatedAt = s.jobs[p.ID].CreatedAt
-		s.mu.Unlock()
-	}
+// beyond reports whether j comes after p in newest-first order.
+func beyond(j job.Job, p job.Position) bool {
 	if c := j.CreatedAt.Compare(p.CreatedAt); c != 0 {
 		return c < 0
 	}

@@ -46,6 +46,7 @@ func TestValidateRefuses(t *testing.T) {
 		{"no heartbeat", func(s *settings.Settings) { s.Heartbeat = 0 }, "lease TTL"},
 		{"no route timeout", func(s *settings.Settings) { s.RouteTimeout = 0 }, "route timeout"},
 		{"active shards 0", func(s *settings.Settings) { s.ActiveShards = 0 }, "active shards"},
+		{"tenant shards 0", func(s *settings.Settings) { s.TenantShards = 0 }, "tenant shards"},
 		{"reconcile every 30s", func(s *settings.Settings) { s.ReconcileEvery = 30 * time.Second }, "reconcile every"},
 		{"reconcile after one lease", func(s *settings.Settings) { s.ReconcileAfter = s.LeaseTTL }, "reconcile after"},
 		{"reconcile after less than a period", func(s *settings.Settings) { s.ReconcileAfter = s.ReconcileEvery - time.Second }, "reconcile after"},
