@@ -107,7 +107,8 @@ func (s *Buckets) guess(t job.Take, item string) (job.Bucket, int) {
 }
 
 // Take applies t to a part of its key's bucket when one allows it, else
-// answers the shortest wait of the parts it tried (job.PartTries). A part
+// answers the shortest wait of the parts it tried (job.PartTries; a
+// short wait is answered at once, job.PartWait). A part
 // the last item seen of it already says is spent is not written: its
 // times only move forward but for gives, so the write would be refused
 // (a give by another worker not yet seen here makes the wait answered
@@ -124,6 +125,9 @@ func (s *Buckets) Take(ctx context.Context, t job.Take) (job.Taken, error) {
 		}
 		if w := t.In(b, n).Wait(b); w > 0 {
 			wait, order = shortest(wait, w), order[1:]
+			if w <= job.PartWait {
+				break // at its edge, as the others are
+			}
 			continue
 		}
 		o, err := s.t.change(ctx, "take from bucket", s.t.key(item), take(t, b, n))

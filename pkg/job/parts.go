@@ -4,6 +4,7 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // A key's bucket is split into parts, each a bucket of its own holding
@@ -20,11 +21,18 @@ const (
 	// a raise writes every part.
 	MaxParts = 64
 	// PartTries is how many parts a take tries before it answers the
-	// wait: a part spent while another has room costs the key a call it
-	// could have made, and each try costs a write, so a take tries two
-	// others and no more (when the whole key is spent, each is a write
-	// refused).
+	// wait: a part spent while another has room would defer a call the
+	// key has room for, and each try costs a write (refused, when the
+	// whole key is spent), so a take tries two others and no more.
 	PartTries = 3
+	// PartWait is the longest wait a part answers without another part
+	// being tried: the parts are spread evenly, so a short wait says the
+	// part is at its edge like the others (the whole key busy), and the
+	// worker waits it in place, its next take going to a random part; a
+	// longer one (a take of many tokens waiting for an idle part, or a
+	// part fuller than the others) may defer the job, and is worth a
+	// write on another part.
+	PartWait = 100 * time.Millisecond
 	// partPrefix starts a part's item key, "part#<i>#<key>"; a provider
 	// entry's name holds no '#' and the other items of the buckets table
 	// start "model#", "tenant#", "batch#" and "batches#", so no part is

@@ -24,7 +24,8 @@ type Buckets struct {
 func NewBuckets() *Buckets { return &Buckets{parts: map[string]int{}} }
 
 // Take applies t to a part of its key's bucket when one allows it, else
-// answers the shortest wait of the parts it tried (job.PartTries).
+// answers the shortest wait of the parts it tried (job.PartTries; a
+// short wait is answered at once, job.PartWait).
 func (s *Buckets) Take(_ context.Context, t job.Take) (job.Taken, error) {
 	own, _ := s.t.get(t.Provider)
 	n := t.On(own).Limit.Parts(job.PartRequests)
@@ -52,6 +53,9 @@ func (s *Buckets) Take(_ context.Context, t job.Take) (job.Taken, error) {
 		}
 		if wait.Wait == 0 || taken.Wait < wait.Wait {
 			wait = taken
+		}
+		if taken.Wait <= job.PartWait {
+			break
 		}
 	}
 	return wait, nil
