@@ -22,6 +22,7 @@ var (
 	benchRPS     = flag.Float64("buckets.rps", 120, "BenchmarkBucketUnderLoad: the key's limit, calls a second")
 	benchOver    = flag.Float64("buckets.over", 1, "BenchmarkBucketUnderLoad: the takers' offered load as a multiple of the limit")
 	benchFor     = flag.Duration("buckets.for", 10*time.Second, "BenchmarkBucketUnderLoad: how long the takers take")
+	benchInPlace = flag.Bool("buckets.inplace", false, "BenchmarkBucketUnderLoad: a refused take waits its wait and takes again, as a worker waits in place, rather than being dropped")
 	benchPartRPS = flag.Float64("buckets.part", 0, "BenchmarkBucketUnderLoad: the calls a second one part carries (0: the store's default), scaled down with the load")
 )
 
@@ -44,7 +45,9 @@ func (c *writeCounter) UpdateItem(ctx context.Context, in *ddb.UpdateItemInput, 
 // BenchmarkBucketUnderLoad: 64 takers (64 workers, a store each) over one
 // key, each taking at a steady pace so that together they offer
 // -buckets.over times the key's limit for -buckets.for; a refused take
-// is dropped (the worker's deferral), not retried. It reports the grants
+// is dropped (the worker's deferral), or with -buckets.inplace waits its
+// wait and takes again (a worker's wait in place), so that over the
+// limit every taker keeps taking. It reports the grants
 // a second against the limit, the UpdateItems per granted take and the
 // busiest item's writes a second (docs/benchmarks.md, "Provider rate
 // limits (issue I)"). Against kumo:
@@ -73,6 +76,9 @@ func BenchmarkBucketUnderLoad(b *testing.B) {
 				time.Sleep(time.Until(next))
 				asked.Add(1)
 				got, err := s.Take(b.Context(), job.Take{Provider: "key", Limit: limit, Now: time.Now(), Tokens: 1000})
+				for ; err == nil && !got.OK && *benchInPlace && time.Since(start) < *benchFor; got, err = s.Take(b.Context(), job.Take{Provider: "key", Limit: limit, Now: time.Now(), Tokens: 1000}) {
+					time.Sleep(got.Wait)
+				}
 				if err != nil {
 					b.Error(err)
 					return

@@ -9,9 +9,10 @@ import (
 
 // A key's bucket is split into parts, each a bucket of its own holding
 // 1/n of the key's limit, so that no one item takes every call's writes
-// (docs/ratelimits.md, "Parts"): DynamoDB writes one item at most 1,000
-// units a second, and a call costs its bucket 2-3 writes. A take goes to
-// a random part, and so the parts' grants add up to the key's.
+// (docs/ratelimits.md, "A key split into parts"): DynamoDB writes one
+// item at most 1,000 units a second, and a call costs its bucket 2-3
+// writes. A take goes to a random part, and so the parts' grants add up
+// to the key's.
 const (
 	// PartRequests is the requests a minute one part carries at most by
 	// default: 250 a second, which at up to 2.8 writes a call is 700 of

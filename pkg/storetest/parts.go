@@ -22,7 +22,7 @@ func runParts(t *testing.T, s Buckets, now time.Time) {
 		t.Fatalf("the split key has %d parts at the default, want 4", n)
 	}
 	t.Run("64 takers get the key's limit from its parts", func(t *testing.T) {
-		got := tickedTakes(t, s, "split", splitLimit, now, 50)
+		got := tickedTakes(t, s, job.Take{Provider: "split", Limit: splitLimit, Now: now, Tokens: 100}, 50)
 		within5(t, got, 50, "declared")
 	})
 	t.Run("a give goes back to its part", func(t *testing.T) { givenBack(t, s, now) })
@@ -30,7 +30,7 @@ func runParts(t *testing.T, s Buckets, now time.Time) {
 		if err := s.Learn(t.Context(), job.Learn{Provider: "split-learned", Limit: splitLimit, Now: now}); err != nil {
 			t.Fatal(err)
 		}
-		got := tickedTakes(t, s, "split-learned", job.RateLimit{}, now, 25)
+		got := tickedTakes(t, s, job.Take{Provider: "split-learned", Now: now, Tokens: 100}, 25)
 		within5(t, got, 25, "learned")
 		wordOfTheProvider(t, s, "split-learned", now.Add(time.Minute))
 	})
@@ -40,10 +40,10 @@ func runParts(t *testing.T, s Buckets, now time.Time) {
 // calls of the split key's.
 const tick = 20 * time.Millisecond
 
-// tickedTakes has 64 takers take at once at each of ticks instants tick
-// apart from now (3.2 times the split key's 20 a tick) and answers the
-// takes allowed.
-func tickedTakes(t *testing.T, s Buckets, key string, l job.RateLimit, now time.Time, ticks int) int64 {
+// tickedTakes has 64 takers take tk at once at each of ticks instants
+// tick apart from its Now (3.2 times the split key's 20 a tick) and
+// answers the takes allowed.
+func tickedTakes(t *testing.T, s Buckets, tk job.Take, ticks int) int64 {
 	t.Helper()
 	var ok atomic.Int64
 	for k := range ticks {
@@ -52,7 +52,9 @@ func tickedTakes(t *testing.T, s Buckets, key string, l job.RateLimit, now time.
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				got, err := s.Take(t.Context(), job.Take{Provider: key, Limit: l, Now: now.Add(time.Duration(k) * tick), Tokens: 100})
+				at := tk
+				at.Now = tk.Now.Add(time.Duration(k) * tick)
+				got, err := s.Take(t.Context(), at)
 				if err != nil {
 					t.Error(err)
 				}
