@@ -339,14 +339,19 @@ func micros(t time.Time) int64 {
 // r's (job.Raise): the provider's word is of the whole key, and a part's
 // time where exactly so many more of its takes fit (each 1/n of the
 // key's, at n times the cost) is the key's time for as many of the
-// key's. The parts are those of the last take here, or of the limit
-// last seen learned. One conditional write per time: a time already
-// later stays. A time the last item seen of the part already had at or
-// after r's is not written: times only move forward but for gives, so
-// the write would change nothing (or undo a give's few tokens).
+// key's. The parts are those of the last take here, else of the limit
+// last seen learned (a key whose limit is learned from throttles keeps
+// one part however high it grows, which only a take knows). One
+// conditional write per time: a time already later stays. A time the
+// last item seen of the part already had at or after r's is not
+// written: times only move forward but for gives, so the write would
+// change nothing (or undo a give's few tokens).
 func (s *Buckets) Raise(ctx context.Context, r job.Raise) error {
 	s.mu.Lock()
-	n := max(s.parts[r.Provider], s.learned[r.Provider].Parts(s.per))
+	n, ok := s.parts[r.Provider]
+	if !ok {
+		n = s.learned[r.Provider].Parts(s.per)
+	}
 	s.mu.Unlock()
 	for i := range n {
 		if err := s.raisePart(ctx, r, job.PartKey(r.Provider, i)); err != nil {

@@ -69,12 +69,15 @@ func (s *Buckets) Give(_ context.Context, g job.Give) error {
 	return nil
 }
 
-// Raise applies r to every part of its key (those of its last take, or
+// Raise applies r to every part of its key (those of its last take, else
 // of its learned limit).
 func (s *Buckets) Raise(_ context.Context, r job.Raise) error {
 	own, _ := s.t.get(r.Provider)
 	s.mu.Lock()
-	n := max(s.parts[r.Provider], own.Learned.Parts(job.PartRequests))
+	n, ok := s.parts[r.Provider]
+	if !ok {
+		n = own.Learned.Parts(job.PartRequests)
+	}
 	s.mu.Unlock()
 	for i := range n {
 		s.t.change(job.PartKey(r.Provider, i), func(b job.Bucket, _ bool) (job.Bucket, bool) {
