@@ -108,11 +108,11 @@ func (s *Buckets) guess(t job.Take, item string) (job.Bucket, int) {
 
 // Take applies t to a part of its key's bucket when one allows it, else
 // answers the shortest wait of the parts it tried (job.PartTries; a
-// short wait is answered at once, job.PartWait). A part
-// the last item seen of it already says is spent is not written: its
-// times only move forward but for gives, so the write would be refused
-// (a give by another worker not yet seen here makes the wait answered
-// that much too long; the tokens stay in the part for the next take).
+// short wait is answered at once, job.PartWait). A part the last item
+// seen of it already says is spent is not written: its times only move
+// forward but for gives, so the write would be refused (a give by
+// another worker not yet seen here makes the wait answered that much
+// too long; the tokens stay in the part for the next take).
 func (s *Buckets) Take(ctx context.Context, t job.Take) (job.Taken, error) {
 	_, n := s.guess(t, t.Provider)
 	order, wait := job.PartOrder(n), time.Duration(0)
