@@ -102,6 +102,9 @@ func givenBack(t *testing.T, s Buckets, now time.Time) {
 			granted++
 		}
 	}
+	if first.Limit != splitLimit {
+		t.Fatalf("a take from a part priced at %+v, want the whole key's %+v (a worker's local share divides it)", first.Limit, splitLimit)
+	}
 	if got, err := s.Take(ctx, job.Take{Provider: key, Limit: splitLimit, Now: now, Tokens: perPart}); err != nil || got.OK {
 		t.Fatalf("a fifth take from the spent key: %+v %v", got, err)
 	}
