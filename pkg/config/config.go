@@ -55,6 +55,9 @@ type Config struct {
 	// BucketsTable is the providers' rate-limit buckets (job.Bucket),
 	// used when a provider entry declares limits.
 	BucketsTable string
+	// BucketPartRPM is the requests a minute one part of a key's bucket
+	// carries (job.RateLimit.Parts).
+	BucketPartRPM int
 	// TenantsTable is the tenants table: which versions of each tenant's
 	// webhook signing key are in use (docs/webhooks.md).
 	TenantsTable string

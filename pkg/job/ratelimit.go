@@ -163,16 +163,22 @@ type Taken struct {
 	OK    bool
 	Limit RateLimit
 	Wait  time.Duration
+	// Part is the part of the key's bucket the take came from (PartKey),
+	// where its give must go back.
+	Part int
 }
 
 // Give returns tokens a take over-took (the worst case it took less what
 // the call used) to the provider's bucket, at the limit the take was
 // priced at (Taken.Limit): a limit learned since must not price tokens
-// the take never took.
+// the take never took. Part is the part of the bucket the take came
+// from (Taken.Part): tokens given to another part would lend one part
+// what the other took.
 type Give struct {
 	Provider string
 	Limit    RateLimit
 	Tokens   int64
+	Part     int
 }
 
 // Cost is how far the give moves the tokens' time back.

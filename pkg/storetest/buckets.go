@@ -26,7 +26,8 @@ type Buckets interface {
 // every take until its time, and a lower to what the provider said is
 // left lets no more through; racing takers never get more than the
 // limit allows; providers do not share buckets. Then the learned limits
-// (learnedLimits) and the throttle-learned one (throttleLearned).
+// (learnedLimits), the throttle-learned one (throttleLearned) and a key
+// of many calls a second, split into parts (runParts).
 func RunBuckets(t *testing.T, s Buckets) {
 	ctx := t.Context()
 	now := time.Now().UTC().Truncate(time.Millisecond) // the store's times are the callers'; any start will do
@@ -86,6 +87,7 @@ func RunBuckets(t *testing.T, s Buckets) {
 		racingTakes(t, s, now, "race-learned", job.RateLimit{})
 	})
 	t.Run("throttle-learned limits", func(t *testing.T) { throttleLearned(t, s, now) })
+	t.Run("a key split into parts", func(t *testing.T) { runParts(t, s, now) })
 }
 
 // pausesAndLowers: a pause stops every take until its time (an earlier

@@ -203,7 +203,7 @@ func (ad *admission) take(ctx context.Context, rung job.Rung, in job.Input, inli
 		}
 		switch {
 		case got.OK:
-			ad.granted.taken = taken{bucket: key, limit: got.Limit, here: err != nil}
+			ad.granted.taken = taken{bucket: key, limit: got.Limit, here: err != nil, part: got.Part}
 			return 0, waited
 		case got.Wait > inline || ctx.Err() != nil:
 			return got.Wait, waited
@@ -245,7 +245,7 @@ func (ad *admission) give(ctx context.Context, key string, back int64) {
 	if t.bucket != key || back <= 0 {
 		return
 	}
-	g := job.Give{Provider: key, Limit: t.limit, Tokens: back}
+	g := job.Give{Provider: key, Limit: t.limit, Tokens: back, Part: t.part}
 	if t.here {
 		ad.share.give(g)
 		return

@@ -24,6 +24,7 @@ type taken struct {
 	bucket string
 	limit  job.RateLimit
 	here   bool // taken from the worker's share (share.take), not the shared bucket
+	part   int  // the part of the shared bucket it came from (job.Taken.Part)
 }
 
 // bucketOf is the key of the bucket rung's calls take from, "" for none

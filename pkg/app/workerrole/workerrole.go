@@ -43,7 +43,7 @@ func New(b *roles.Base, providers map[string]model.Provider) *worker.Worker {
 		cfg.Quarantine, cfg.QuarantineFor = b.Quarantines, s.QuarantineFor
 	}
 	if b.Config.RateLimited() {
-		cfg.Buckets = dynamodb.NewBuckets(b.Side, b.Config.BucketsTable)
+		cfg.Buckets = dynamodb.NewBuckets(b.Side, b.Config.BucketsTable).SplitAt(int64(b.Config.BucketPartRPM))
 	}
 	if b.Config.InFlight.Any() {
 		cfg.Slots, cfg.InFlight = dynamodb.NewSlots(b.Side, b.Config.BucketsTable), b.Config.InFlight.For
