@@ -35,7 +35,8 @@ func (a *attempt) lookFor() time.Duration {
 }
 
 // abandoner is a provider that can stop a generation it keeps by id
-// without a call waiting for it (OpenAI's cancel endpoint).
+// without a call waiting for it (OpenAI's cancel endpoint). It must not
+// need ctx alive: it is sent for attempts whose context has ended.
 type abandoner interface {
 	Abandon(ctx context.Context, id string)
 }
@@ -180,10 +181,11 @@ func (a *attempt) runReattached(ctx context.Context) outcome {
 
 // look reads the reattached attempt's generation once: done, it is the
 // attempt's answer or failure, priced as the attempt's own call; still
-// running, it detaches again; a job cancelled meanwhile, or a generation
-// past its rung's timeout or the job's deadline, stops it. A generation
-// the provider no longer has was still made, and is billed its worst case
-// (as a call that made one and lost it is), then retried.
+// running (or the read ran out of its time), it detaches again; a job
+// cancelled meanwhile, or a generation past its rung's timeout or the
+// job's deadline, stops it. A generation the provider no longer has was
+// still made, and is billed its worst case (as a call that made one and
+// lost it is), then retried; so is one whose end states no usage.
 func (a *attempt) look(ctx context.Context) verdict {
 	p := *a.j.Pending
 	r := climbed{paid: job.Settlement{Cost: p.Paid, Estimated: p.Estimated}, tried: 1}
@@ -209,6 +211,12 @@ func (a *attempt) look(ctx context.Context) verdict {
 	req := model.RequestFor(a.j.ID, rung, in)
 	req.Resume, req.Peek, req.Lane = p.ID, true, rung.Lane
 	resp, err := prov.Generate(lctx, req)
+	if _, used := model.Classify(err); err != nil && lctx.Err() != nil && used == (model.Usage{}) && !errors.Is(err, model.ErrGone) {
+		// The read, not the generation, ran out of time (a stalled
+		// answer): one that may pass, as a 5xx is. Failing the attempt
+		// here would leave the generation running, billed, and unread.
+		err = model.ErrStillRunning
+	}
 	if errors.Is(err, model.ErrStillRunning) {
 		if a.reattachWait(p, rung, now) > 0 {
 			a.pending = &p
@@ -230,6 +238,12 @@ func (a *attempt) look(ctx context.Context) verdict {
 		usage = resp.Usage
 	case errors.Is(err, model.ErrGone):
 		usage, class = model.Unanswered(req, false), job.ProviderError
+	case usage == (model.Usage{}):
+		// An end that states no usage (a read refused for good, an
+		// unknown status): what the generation made is unknown, and it
+		// may run on. It is stopped and charged what one more look
+		// tells, else its worst case, estimated.
+		r.paid = a.stopDetached(ctx, rung, p, r.paid)
 	}
 	r.rung = rung.Served(resp.Served)
 	r.pay(usage, r.rung)
