@@ -17,7 +17,8 @@ import (
 // runs them detached, as OpenAI's background mode under Request.Peek: a
 // create tells its id and answers still running; a look answers still
 // running until the generation has been looked at doneAfter times, then
-// its 700-token answer. A cancelled one answers cancelled, billed 300.
+// its 700-token answer. One cancelled before that answers cancelled,
+// billed 300.
 type background struct {
 	creates, looks, aborts atomic.Int32
 	doneAfter              int32
@@ -58,7 +59,7 @@ func (b *background) Generate(ctx context.Context, r model.Request) (model.Respo
 	switch {
 	case b.unbilled:
 		return model.Response{}, &model.Error{Class: job.Cancelled, Detail: "cancelled, no usage"}
-	case b.aborts.Load() > 0:
+	case b.aborts.Load() > 0 && b.looks.Load() < b.doneAfter:
 		return model.Response{}, &model.Error{Class: job.Cancelled, Detail: "cancelled", Usage: model.Usage{InputTokens: 300}}
 	case b.looks.Add(1) <= b.doneAfter:
 		return model.Response{}, model.ErrStillRunning
@@ -69,12 +70,17 @@ func (b *background) Generate(ctx context.Context, r model.Request) (model.Respo
 // detachedFixture is the fixture's worker on a detached rung of the
 // background provider, on a clock the test moves.
 func detachedFixture(t *testing.T, doneAfter int32) (*fixture, *background, *movedClock) {
+	return detachedWithin(t, doneAfter, 10*time.Minute)
+}
+
+// detachedWithin is detachedFixture with the rung's timeout.
+func detachedWithin(t *testing.T, doneAfter int32, timeout time.Duration) (*fixture, *background, *movedClock) {
 	f := setup(t, nil)
 	b := &background{doneAfter: doneAfter}
 	clock := &movedClock{}
 	f.w = f.newWorker(f.store, func(c *worker.Config) {
 		c.Providers = map[string]model.Provider{"p": b}
-		c.Routes = map[string]job.Route{"default": {Rungs: []job.Rung{{Provider: "p", Model: "m1", Price: f.price, Timeout: 10 * time.Minute, Detached: true}}}}
+		c.Routes = map[string]job.Route{"default": {Rungs: []job.Rung{{Provider: "p", Model: "m1", Price: f.price, Timeout: timeout, Detached: true}}}}
 		c.Clock = clock
 	})
 	return f, b, clock
@@ -299,5 +305,26 @@ func TestAGenerationWaitedForInPlaceIsChargedWhenTheWaitIsCutOff(t *testing.T) {
 	}
 	if b.waited.Load() != 1 || b.aborts.Load() != 1 {
 		t.Fatalf("waiting calls %d, cancels sent %d: want 1 and 1", b.waited.Load(), b.aborts.Load())
+	}
+}
+
+// A generation that has outrun its rung's timeout when its look stalls is
+// stopped, and the read the stop makes finds it ended with its answer:
+// that answer is the attempt's (one generation, at its exact cost), not
+// a timeout whose retry generates, and pays, again.
+func TestAGenerationThatEndedBeforeItsStopIsTheAnswer(t *testing.T) {
+	f, b, clock := detachedWithin(t, 0, 5*time.Second)
+	j := f.create("k1", func(j *job.Job) { j.Reserve = 1000 })
+	f.deliver(body(j.ID))
+	b.stalls.Store(1)
+	clock.add(10 * time.Second) // a late reattach: the rung's timeout has passed
+	f.deliver(body(j.ID))
+	got := f.get(j.ID)
+	if got.State != job.Succeeded || got.Attempts != 1 || got.Cost != 700 || got.CostEstimated || got.Held != 0 {
+		t.Fatalf("state %s attempts %d cost %d estimated %v held %d: want succeeded, 1, 700, exact, 0",
+			got.State, got.Attempts, got.Cost, got.CostEstimated, got.Held)
+	}
+	if b.creates.Load() != 1 || b.aborts.Load() != 1 {
+		t.Fatalf("generations %d, cancels sent %d: want 1 and 1", b.creates.Load(), b.aborts.Load())
 	}
 }
