@@ -47,7 +47,7 @@ type abandoner interface {
 // rung's timeout, when the reattach stops it.
 func (a *attempt) reattachWait(p job.Pending, rung job.Rung, now time.Time) time.Duration {
 	// Whole seconds: SQS delays a message by whole seconds.
-	w := min(max((now.Sub(p.Since) / 2).Truncate(time.Second), detachFirst), detachMax)
+	w := min(max((now.Sub(p.Since)/2).Truncate(time.Second), detachFirst), detachMax)
 	end := a.j.Deadline
 	if rung.Timeout > 0 && p.Since.Add(rung.Timeout).Before(end) {
 		end = p.Since.Add(rung.Timeout)
