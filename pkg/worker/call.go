@@ -42,12 +42,32 @@ func (a *attempt) call(ctx context.Context, rung job.Rung, in job.Input, started
 	if errors.Is(err, model.ErrStillRunning) && a.pending == nil && a.started != "" {
 		// A detached generation whose id did not reach the record cannot
 		// be reattached by another invocation: this one waits for it, as
-		// an attached rung does. A failure then bills it nothing.
+		// an attached rung does.
 		req.Peek, req.Started, req.Resume = false, nil, a.started
 		resp, err = p.Generate(rctx, req)
+		err = a.writeOffWaited(ctx, p, req, err)
 	}
 	if resp.Model == "" {
 		resp.Model = rung.Model
 	}
 	return resp, err, err != nil && ctx.Err() == nil && errors.Is(context.Cause(rctx), errRungTimeout)
+}
+
+// writeOffWaited is err, how the wait for this attempt's own detached
+// generation (req.Resume) ended, billed as the generation that call made:
+// a resume bills nothing when it fails (its generation is taken to be an
+// earlier call's), but this one made it, and the provider bills it
+// whatever became of the wait. A failure that states no usage (the wait
+// cut off, the generation gone or cancelled unread) stops the generation,
+// which nobody will read, and is billed its worst case, estimated, as an
+// attached call whose answer was lost is.
+func (a *attempt) writeOffWaited(ctx context.Context, p model.Provider, req model.Request, err error) error {
+	class, used := model.Classify(err)
+	if err == nil || used != (model.Usage{}) {
+		return err
+	}
+	if s, ok := p.(abandoner); ok {
+		s.Abandon(ctx, req.Resume)
+	}
+	return &model.Error{Class: class, Detail: detailOf(err), Usage: model.Unanswered(req, false), Err: err}
 }

@@ -35,7 +35,8 @@ func (a *attempt) lookFor() time.Duration {
 }
 
 // abandoner is a provider that can stop a generation it keeps by id
-// without a call waiting for it (OpenAI's cancel endpoint).
+// without a call waiting for it (OpenAI's cancel endpoint). It must not
+// need ctx alive: it is sent for attempts whose context has ended.
 type abandoner interface {
 	Abandon(ctx context.Context, id string)
 }
@@ -46,7 +47,7 @@ type abandoner interface {
 // rung's timeout, when the reattach stops it.
 func (a *attempt) reattachWait(p job.Pending, rung job.Rung, now time.Time) time.Duration {
 	// Whole seconds: SQS delays a message by whole seconds.
-	w := min(max((now.Sub(p.Since) / 2).Truncate(time.Second), detachFirst), detachMax)
+	w := min(max((now.Sub(p.Since)/2).Truncate(time.Second), detachFirst), detachMax)
 	end := a.j.Deadline
 	if rung.Timeout > 0 && p.Since.Add(rung.Timeout).Before(end) {
 		end = p.Since.Add(rung.Timeout)
@@ -107,10 +108,19 @@ func (a *attempt) detach(ctx context.Context, r climbed) outcome {
 
 // stopDetached stops the detached generation p of rung (nobody will
 // reattach it) and answers the attempt's settlement: paid, what its
-// earlier rungs cost, and what the generation made, by one more look
-// (a cancelled response states it), else its worst case as an estimate.
+// earlier rungs cost, and what the generation made (stopped).
 func (a *attempt) stopDetached(ctx context.Context, rung job.Rung, p job.Pending, paid job.Settlement) job.Settlement {
 	r := climbed{paid: paid}
+	u, _, _ := a.stopped(ctx, rung, p)
+	r.pay(u, rung)
+	return r.paid
+}
+
+// stopped stops the detached generation p of rung and reads it once more:
+// what it made (a cancelled response states it), else its worst case as
+// an estimate; and, with a nil error, the answer it had ended with before
+// the stop landed (a read that came late, not a generation that ran long).
+func (a *attempt) stopped(ctx context.Context, rung job.Rung, p job.Pending) (model.Usage, model.Response, error) {
 	var in job.Input
 	_ = json.Unmarshal(a.j.Input, &in) // the claim's record: it was read before the call
 	req := model.RequestFor(a.j.ID, rung, in)
@@ -119,20 +129,24 @@ func (a *attempt) stopDetached(ctx context.Context, rung job.Rung, p job.Pending
 		s.Abandon(ctx, p.ID)
 	}
 	u := model.Unanswered(req, false)
-	if prov != nil && p.ID != "" {
-		lctx, cancel := context.WithTimeout(ctx, a.lookFor())
-		req.Resume, req.Peek = p.ID, true
-		resp, err := prov.Generate(lctx, req)
-		cancel()
-		if _, used := model.Classify(err); err == nil {
-			u = resp.Usage
-		} else if used != (model.Usage{}) {
-			u = used
-		}
+	if prov == nil || p.ID == "" {
+		return u, model.Response{}, errNothingToRead
 	}
-	r.pay(u, rung)
-	return r.paid
+	lctx, cancel := context.WithTimeout(ctx, a.lookFor())
+	defer cancel()
+	req.Resume, req.Peek = p.ID, true
+	resp, err := prov.Generate(lctx, req)
+	if _, used := model.Classify(err); err == nil {
+		u = resp.Usage
+	} else if used != (model.Usage{}) {
+		u = used
+	}
+	return u, resp, err
 }
+
+// errNothingToRead is a stopped generation with no provider or id to read
+// it by.
+var errNothingToRead = errors.New("the stopped generation cannot be read")
 
 // reattach takes back a detached job whose reattach is due (job.Reattach:
 // the same attempt, uncounted, under a new owner) and looks at its
@@ -180,10 +194,13 @@ func (a *attempt) runReattached(ctx context.Context) outcome {
 
 // look reads the reattached attempt's generation once: done, it is the
 // attempt's answer or failure, priced as the attempt's own call; still
-// running, it detaches again; a job cancelled meanwhile, or a generation
-// past its rung's timeout or the job's deadline, stops it. A generation
-// the provider no longer has was still made, and is billed its worst case
-// (as a call that made one and lost it is), then retried.
+// running (or the read ran out of its time), it detaches again; a job
+// cancelled meanwhile, or a generation past its rung's timeout or the
+// job's deadline, stops it (an answer it had ended with by then is still
+// the attempt's). A generation the provider no longer has was still made,
+// and is billed its worst case (as a call that made one and lost it is),
+// then retried; one whose end states no usage is stopped and billed what
+// one more read tells, else its worst case.
 func (a *attempt) look(ctx context.Context) verdict {
 	p := *a.j.Pending
 	r := climbed{paid: job.Settlement{Cost: p.Paid, Estimated: p.Estimated}, tried: 1}
@@ -209,17 +226,28 @@ func (a *attempt) look(ctx context.Context) verdict {
 	req := model.RequestFor(a.j.ID, rung, in)
 	req.Resume, req.Peek, req.Lane = p.ID, true, rung.Lane
 	resp, err := prov.Generate(lctx, req)
+	if _, used := model.Classify(err); err != nil && lctx.Err() != nil && used == (model.Usage{}) && !errors.Is(err, model.ErrGone) {
+		// The read, not the generation, ran out of time (a stalled
+		// answer): one that may pass, as a 5xx is. Failing the attempt
+		// here would leave the generation running, billed, and unread.
+		err = model.ErrStillRunning
+	}
 	if errors.Is(err, model.ErrStillRunning) {
 		if a.reattachWait(p, rung, now) > 0 {
 			a.pending = &p
 			return verdict{write: verdictDetach, called: true, r: r}
 		}
-		r.paid = a.stopDetached(ctx, rung, p, r.paid)
-		class, detail := job.Timeout, "the detached generation outran its rung's timeout"
-		if !a.j.Deadline.After(now) {
-			class, detail = job.DeadlineExceeded, "the job's deadline passed while its generation ran"
+		var u model.Usage
+		if u, resp, err = a.stopped(ctx, rung, p); err != nil {
+			r.pay(u, rung)
+			class, detail := job.Timeout, "the detached generation outran its rung's timeout"
+			if !a.j.Deadline.After(now) {
+				class, detail = job.DeadlineExceeded, "the job's deadline passed while its generation ran"
+			}
+			return verdict{write: verdictRetry, called: true, fail: failed{class: class, detail: detail, paid: r.paid, next: a.j.Reserve}}
 		}
-		return verdict{write: verdictRetry, called: true, fail: failed{class: class, detail: detail, paid: r.paid, next: a.j.Reserve}}
+		// It had ended with its answer (the look before was cut off):
+		// that answer is the attempt's, as if the look had read it.
 	}
 	if resp.Model == "" {
 		resp.Model = rung.Model
@@ -230,6 +258,10 @@ func (a *attempt) look(ctx context.Context) verdict {
 		usage = resp.Usage
 	case errors.Is(err, model.ErrGone):
 		usage, class = model.Unanswered(req, false), job.ProviderError
+	case usage == (model.Usage{}):
+		// A read refused for good, an unknown status: what the
+		// generation made is unknown, and it may run on.
+		r.paid = a.stopDetached(ctx, rung, p, r.paid)
 	}
 	r.rung = rung.Served(resp.Served)
 	r.pay(usage, r.rung)

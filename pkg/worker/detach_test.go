@@ -2,6 +2,7 @@ package worker_test
 
 import (
 	"context"
+	"encoding/json"
 	"slices"
 	"sync/atomic"
 	"testing"
@@ -16,28 +17,49 @@ import (
 // runs them detached, as OpenAI's background mode under Request.Peek: a
 // create tells its id and answers still running; a look answers still
 // running until the generation has been looked at doneAfter times, then
-// its 700-token answer. A cancelled one answers cancelled, billed 300.
+// its 700-token answer. One cancelled before that answers cancelled,
+// billed 300.
 type background struct {
 	creates, looks, aborts atomic.Int32
 	doneAfter              int32
 	waited                 atomic.Int32 // calls that were not peeks
+	// onCreate, when set, runs as a create starts, before it tells its id.
+	onCreate func()
+	// stalls is how many looks stall until their context ends, then fail
+	// billing nothing, as a read whose answer never came does.
+	stalls atomic.Int32
+	// unbilled makes every look answer a cancelled generation with no
+	// usage stated.
+	unbilled bool
+	// hangWaits makes a call that waits for a generation (no peek) hang
+	// until its context ends, billing nothing, as a resumed call does.
+	hangWaits bool
 }
 
 func (b *background) Resumes() bool { return true }
 
 func (b *background) Abandon(context.Context, string) { b.aborts.Add(1) }
 
-func (b *background) Generate(_ context.Context, r model.Request) (model.Response, error) {
+func (b *background) Generate(ctx context.Context, r model.Request) (model.Response, error) {
 	if !r.Peek {
 		b.waited.Add(1)
 	}
 	if r.Resume == "" {
 		b.creates.Add(1)
+		if b.onCreate != nil {
+			b.onCreate()
+		}
 		r.Started("resp_1")
 		return model.Response{}, model.ErrStillRunning
 	}
+	if (!r.Peek && b.hangWaits) || (r.Peek && b.stalls.Add(-1) >= 0) {
+		<-ctx.Done()
+		return model.Response{}, &model.Error{Class: job.Timeout, Detail: "transport", Err: ctx.Err()}
+	}
 	switch {
-	case b.aborts.Load() > 0:
+	case b.unbilled:
+		return model.Response{}, &model.Error{Class: job.Cancelled, Detail: "cancelled, no usage"}
+	case b.aborts.Load() > 0 && b.looks.Load() < b.doneAfter:
 		return model.Response{}, &model.Error{Class: job.Cancelled, Detail: "cancelled", Usage: model.Usage{InputTokens: 300}}
 	case b.looks.Add(1) <= b.doneAfter:
 		return model.Response{}, model.ErrStillRunning
@@ -48,12 +70,17 @@ func (b *background) Generate(_ context.Context, r model.Request) (model.Respons
 // detachedFixture is the fixture's worker on a detached rung of the
 // background provider, on a clock the test moves.
 func detachedFixture(t *testing.T, doneAfter int32) (*fixture, *background, *movedClock) {
+	return detachedWithin(t, doneAfter, 10*time.Minute)
+}
+
+// detachedWithin is detachedFixture with the rung's timeout.
+func detachedWithin(t *testing.T, doneAfter int32, timeout time.Duration) (*fixture, *background, *movedClock) {
 	f := setup(t, nil)
 	b := &background{doneAfter: doneAfter}
 	clock := &movedClock{}
 	f.w = f.newWorker(f.store, func(c *worker.Config) {
 		c.Providers = map[string]model.Provider{"p": b}
-		c.Routes = map[string]job.Route{"default": {Rungs: []job.Rung{{Provider: "p", Model: "m1", Price: f.price, Timeout: 10 * time.Minute, Detached: true}}}}
+		c.Routes = map[string]job.Route{"default": {Rungs: []job.Rung{{Provider: "p", Model: "m1", Price: f.price, Timeout: timeout, Detached: true}}}}
 		c.Clock = clock
 	})
 	return f, b, clock
@@ -183,5 +210,121 @@ func TestADetachedGenerationWhoseWorkerDiedBeforeDetachingIsResumed(t *testing.T
 	if got.State != job.Succeeded || got.Cost != 705 || got.Held != 0 || b.creates.Load() != 0 {
 		t.Fatalf("state %s cost %d held %d generations %d: want succeeded, 705 (5 + the resumed 700), 0, none made again",
 			got.State, got.Cost, got.Held, b.creates.Load())
+	}
+}
+
+// deliverUntilDone delivers j's message, moving the clock by each delay
+// the worker asks for, until j is finished (at most rounds deliveries).
+func (f *fixture) deliverUntilDone(j job.Job, clock *movedClock, rounds int) job.Job {
+	f.t.Helper()
+	for range rounds {
+		sent := len(f.sentSince(0))
+		f.deliver(body(j.ID))
+		if got := f.get(j.ID); got.State.Terminal() {
+			return got
+		}
+		if fresh := f.sentSince(sent); len(fresh) > 0 {
+			clock.add(fresh[len(fresh)-1].d)
+		} else {
+			clock.add(2 * time.Second) // past a retry's backoff
+		}
+	}
+	f.t.Fatalf("job not finished after %d deliveries: %+v", rounds, f.get(j.ID))
+	return job.Job{}
+}
+
+// A look whose read stalls past its time (the provider's answer never
+// came) is a read that may pass, not the generation's end: the job is
+// detached again and the next look reads it, one generation at its exact
+// cost. Failing the attempt instead left the generation running, billed
+// by the provider, and off the record, while a retry paid for another.
+func TestALookThatStallsDetachesAgain(t *testing.T) {
+	f, b, clock := detachedFixture(t, 0)
+	b.stalls.Store(1)
+	j := f.create("k1", func(j *job.Job) { j.Reserve = 1000 })
+	got := f.deliverUntilDone(j, clock, 5)
+	if got.State != job.Succeeded || got.Attempts != 1 || got.Cost != 700 || got.CostEstimated || got.Held != 0 {
+		t.Fatalf("state %s attempts %d cost %d estimated %v held %d: want succeeded, 1, 700, exact, 0",
+			got.State, got.Attempts, got.Cost, got.CostEstimated, got.Held)
+	}
+	if b.creates.Load() != 1 || f.metrics.get("JobsDetached") != 2 {
+		t.Fatalf("generations %d, JobsDetached %v: want 1 generation, detached twice", b.creates.Load(), f.metrics.get("JobsDetached"))
+	}
+}
+
+// A look answered with an end that states no usage (here a generation
+// cancelled behind the worker's back, unread) cannot tell what the
+// generation cost: the attempt is charged its worst case, estimated, and
+// the generation stopped, never recorded as free.
+func TestALookWhoseEndStatesNoUsageChargesTheWorstCase(t *testing.T) {
+	f, b, clock := detachedFixture(t, 0)
+	b.unbilled = true
+	j := f.create("k1", func(j *job.Job) { j.Reserve = 1000; j.MaxAttempts = 1 })
+	f.deliver(body(j.ID))
+	clock.add(f.sentSince(0)[0].d)
+	f.deliver(body(j.ID))
+	got := f.get(j.ID)
+	if want := worstCase(f, j); !got.State.Terminal() || got.Cost != want || !got.CostEstimated || got.Held != 0 {
+		t.Fatalf("state %s cost %d estimated %v held %d: want finished, %d (the worst case), estimated, 0",
+			got.State, got.Cost, got.CostEstimated, got.Held, want)
+	}
+	if b.aborts.Load() != 1 || b.creates.Load() != 1 {
+		t.Fatalf("cancels sent %d, generations %d: want 1 and 1", b.aborts.Load(), b.creates.Load())
+	}
+}
+
+// worstCase is what the fixture's detached rung charges j's generation
+// when nothing says what it made: the rung's worst case.
+func worstCase(f *fixture, j job.Job) job.Nanocents {
+	var in job.Input
+	if err := json.Unmarshal(j.Input, &in); err != nil {
+		f.t.Fatal(err)
+	}
+	return job.Rung{Price: f.price}.WorstCase(in)
+}
+
+// A detached generation whose id did not reach the record (the job was
+// cancelled as it started, so Await was refused) is waited for in place.
+// That wait, cut off when the lease is lost, bills nothing of its own, yet
+// the attempt made the generation and the provider bills it: the record
+// charges its worst case, estimated, and the generation is stopped.
+func TestAGenerationWaitedForInPlaceIsChargedWhenTheWaitIsCutOff(t *testing.T) {
+	f, b, clock := detachedFixture(t, 0)
+	b.hangWaits = true
+	j := f.create("k1", func(j *job.Job) { j.Reserve = 1000 })
+	b.onCreate = func() {
+		if _, err := f.store.Cancel(context.Background(), job.Cancel{ID: j.ID, Tenant: "t1", Now: clock.Now(), ExpiresAt: clock.Now().Add(time.Hour)}); err != nil {
+			t.Error(err)
+		}
+	}
+	f.deliver(body(j.ID))
+	got := f.get(j.ID)
+	if want := worstCase(f, j); got.State != job.Abandoned || got.Cost != want || !got.CostEstimated || got.Held != 0 {
+		t.Fatalf("state %s cost %d estimated %v held %d: want abandoned, %d (the worst case), estimated, 0",
+			got.State, got.Cost, got.CostEstimated, got.Held, want)
+	}
+	if b.waited.Load() != 1 || b.aborts.Load() != 1 {
+		t.Fatalf("waiting calls %d, cancels sent %d: want 1 and 1", b.waited.Load(), b.aborts.Load())
+	}
+}
+
+// A generation that has outrun its rung's timeout when its look stalls is
+// stopped, and the read the stop makes finds it ended with its answer:
+// that answer is the attempt's (one generation, at its exact cost), not
+// a timeout whose retry generates, and pays, again.
+func TestAGenerationThatEndedBeforeItsStopIsTheAnswer(t *testing.T) {
+	f, b, clock := detachedWithin(t, 0, 5*time.Second)
+	j := f.create("k1", func(j *job.Job) { j.Reserve = 1000 })
+	f.deliver(body(j.ID))
+	b.stalls.Store(1)
+	clock.add(10 * time.Second) // a late reattach: the rung's timeout has passed
+	f.deliver(body(j.ID))
+	got := f.get(j.ID)
+	if got.State != job.Succeeded || got.Attempts != 1 || got.Cost != 700 || got.CostEstimated || got.Held != 0 {
+		t.Fatalf("state %s attempts %d cost %d estimated %v held %d: want succeeded, 1, 700, exact, 0",
+			got.State, got.Attempts, got.Cost, got.CostEstimated, got.Held)
+	}
+	if b.creates.Load() != 1 || b.aborts.Load() != 1 {
+		t.Fatalf("generations %d, cancels sent %d: want 1 and 1", b.creates.Load(), b.aborts.Load())
 	}
 }
