@@ -58,8 +58,8 @@ type wallsConfig struct {
 // Tenant slots have no "off" knob: they are shards of at most 20 entries
 // whatever the settings (pkg/dynamodb/slots.go), so the "before" run's
 // slots are already sharded and what one slot item a tenant cost before
-// issue L is the pre-change TestWalls runs' figure in docs/benchmarks.md
-// ("The walls, seen: TestWalls"), not this test's.
+// issue L is the pre-change TestWalls runs' figure (docs/benchmarks.md,
+// "The walls of an account (issue L)"), not this test's.
 
 // wallsReport is what one run saw: every key's usage and the provider
 // key's calls.
@@ -379,7 +379,7 @@ func (r wallsReport) unsharded(t *testing.T) {
 // lends a partition up to 300 s of its unused throughput for such bursts
 // (burst capacity), which the front does not model. A wall is a key
 // refused for about every write it takes, as the "before" run's are
-// (each over 100%, docs/benchmarks.md, "The walls, seen: TestWalls"):
+// (each over 100%; docs/benchmarks.md, "The walls of an account (issue L)"):
 // 5% is a twentieth of that, and the families must also throttle 10
 // times less than before.
 const maxThrottledShare = 0.05
@@ -387,8 +387,8 @@ const maxThrottledShare = 0.05
 // raisesSpread says whether an answer's word of what is left (job.Raise)
 // reaches only the part a call was taken from. It does not yet:
 // dynamodb.Buckets.Raise writes every part of the key on every answer
-// (up to two writes a part, part 0 first, and a throttled part 0 ends the
-// raise), so each part, and part 0 most, still takes writes in
+// (up to two writes a part, part 0 first, and a part 0 throttled past
+// the SDK's retries ends the raise), so each part, and part 0 most, still takes writes in
 // proportion to the whole key's calls: splitting the key into n parts
 // divides its takes and gives by n, not its raises. Measured (2026-12-06,
 // the "after" run with debug counts): part 0 took 596 raise writes of 400
@@ -449,7 +449,8 @@ func (r wallsReport) coldKeysHeld(t *testing.T) {
 // TestWalls runs one tenant at 2,000 jobs/s and one provider key at 2,000
 // calls/s, a hundredth scale, under the quota front: before issue L's
 // sharding (one index key a tenant, one bucket item a key), where they
-// throttle, and after, where they do not.
+// throttle, and after, where the tenant's keys do not (the bucket:
+// raisesSpread).
 func TestWalls(t *testing.T) {
 	const factor = 100
 	cfg := wallsConfig{factor: factor, load: 10 * time.Second, cold: 40, tenantShards: 1}
