@@ -250,8 +250,12 @@ func TestDetachedWorkerTimeBarelyGrowsWithTheCall(t *testing.T) {
 			}
 		}
 	})
-	at := func(runFor string, detached bool) time.Duration { return held[fmt.Sprintf("%s detached=%t", runFor, detached)] }
-	done := func(runFor string, detached bool) float64 { return took[fmt.Sprintf("%s detached=%t", runFor, detached)].Seconds() }
+	at := func(runFor string, detached bool) time.Duration {
+		return held[fmt.Sprintf("%s detached=%t", runFor, detached)]
+	}
+	done := func(runFor string, detached bool) float64 {
+		return took[fmt.Sprintf("%s detached=%t", runFor, detached)].Seconds()
+	}
 	table := "call (standing for) | worker-s a job attached | detached | all 3 done, attached | detached"
 	for _, c := range []string{"2s", "6s", "24s"} {
 		table += fmt.Sprintf("\n%s | %.2f | %.2f | %.1f s | %.1f s", c, at(c, false).Seconds(), at(c, true).Seconds(), done(c, false), done(c, true))

@@ -385,19 +385,16 @@ func (r wallsReport) unsharded(t *testing.T) {
 const maxThrottledShare = 0.05
 
 // raisesSpread says whether an answer's word of what is left (job.Raise)
-// reaches only the part a call was taken from. It does not yet:
-// dynamodb.Buckets.Raise writes every part of the key on every answer
-// (up to two writes a part, part 0 first, and a part 0 throttled past
-// the SDK's retries ends the raise), so each part, and part 0 most, still takes writes in
-// proportion to the whole key's calls: splitting the key into n parts
-// divides its takes and gives by n, not its raises. Measured (2026-12-06,
-// the "after" run with debug counts): part 0 took 596 raise writes of 400
-// answers, the others 70 to 98 each, and the bucket was refused 58% of
-// its units; with Raise turned off, 2.3%, and the key answered 18.6
-// calls a second instead of 10.5. While false, "after" holds that the
-// bucket is still a wall (so the test says when the fix lands, and
-// flipping this is the one change it needs); true, the bucket's claims.
-const raisesSpread = false
+// reaches only the part a call was taken from. Before it did (2026-12-06),
+// dynamodb.Buckets.Raise wrote every part of the key on every answer,
+// part 0 first, so splitting the key divided its takes and gives by n
+// but not its raises: measured, part 0 took 596 raise writes of 400
+// answers, the others 70 to 98 each, and the bucket was refused 49 to 64%
+// of its units; the key answered 8.8 to 11.5 calls a second of its 20.
+// Now a lower goes to its call's part (job.Raise.Part) and only a pause
+// to every part. False, "after" holds that the bucket is still a wall;
+// true, the bucket's claims.
+const raisesSpread = true
 
 // sharded is what the job path must do once its shared items are sharded
 // (issue L, "Done when"): its shared keys throttled at most

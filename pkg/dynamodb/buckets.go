@@ -335,11 +335,14 @@ func micros(t time.Time) int64 {
 	return t.UnixMicro()
 }
 
-// Raise moves each of the times of every part of the key to at least
-// r's (job.Raise): the provider's word is of the whole key, and a part's
-// time where exactly so many more of its takes fit (each 1/n of the
-// key's, at n times the cost) is the key's time for as many of the
-// key's. The parts are those of the last take here, else of the limit
+// Raise moves the times of r's part (a lower: the part the answering
+// call took from), or of every part of the key (a pause), to at least
+// r's (job.Raise): a part's time where exactly so many more of its takes
+// fit (each 1/n of the key's, at n times the cost) is the key's time for
+// as many of the key's, so the whole key's word lowers one part rightly,
+// and a lower is one write, not one per part (which made part 0 the
+// key's hot item again: every answer wrote it). A pause's parts are
+// those of the last take here, else of the limit
 // last seen learned (a key whose limit is learned from throttles keeps
 // one part however high it grows, which only a take knows). One
 // conditional write per time: a time already later stays. A time the
@@ -347,6 +350,9 @@ func micros(t time.Time) int64 {
 // written: times only move forward but for gives, so the write would
 // change nothing (or undo a give's few tokens).
 func (s *Buckets) Raise(ctx context.Context, r job.Raise) error {
+	if !r.EveryPart {
+		return s.raisePart(ctx, r, job.PartKey(r.Provider, r.Part))
+	}
 	s.mu.Lock()
 	n, ok := s.parts[r.Provider]
 	if !ok {

@@ -19,8 +19,8 @@ func TestAKeyIsSplitByItsRequestsAMinute(t *testing.T) {
 		{job.RateLimit{RequestsPerMinute: 500}, 1},
 		{job.RateLimit{RequestsPerMinute: job.PartRequests}, 1},
 		{job.RateLimit{RequestsPerMinute: job.PartRequests + 1}, 2},
-		{job.RateLimit{RequestsPerMinute: 30_000, TokensPerMinute: 150_000_000}, 2},
-		{job.RateLimit{RequestsPerMinute: 120_000}, 8}, // 2,000 calls a second
+		{job.RateLimit{RequestsPerMinute: 30_000, TokensPerMinute: 150_000_000}, 5},
+		{job.RateLimit{RequestsPerMinute: 120_000}, 20}, // 2,000 calls a second
 		{job.RateLimit{RequestsPerMinute: 100_000_000}, job.MaxParts},
 		{job.RateLimit{TokensPerMinute: 150_000_000}, 1},
 		{job.RateLimit{RequestsPerMinute: 120_000, Throttles: true}, 1},

@@ -200,6 +200,15 @@ type Raise struct {
 	Provider string
 	Requests time.Time
 	Tokens   time.Time
+	// Part is the part of a split key's bucket (PartKey) a lower is for:
+	// the part the answering call took from. Each part is lowered by its
+	// own calls' answers, at the same times the whole key's count gives
+	// (a part's share of what is left, at its share of the limit, is the
+	// same wait), so an answer is one write rather than one per part,
+	// which made part 0 the key's hot item again. EveryPart is a pause:
+	// the provider said the whole key is spent.
+	Part      int
+	EveryPart bool
 }
 
 // Apply returns b raised.
@@ -213,13 +222,14 @@ func (r Raise) Apply(b Bucket) Bucket {
 // times move to until plus Burst, so no take is allowed before until.
 func Pause(provider string, until time.Time) Raise {
 	at := until.Add(Burst)
-	return Raise{Provider: provider, Requests: at, Tokens: at}
+	return Raise{Provider: provider, Requests: at, Tokens: at, EveryPart: true}
 }
 
 // Lower is the raise that leaves a bucket under l no more than the
 // provider said is left at now (requests and tokens; a negative count
 // said nothing): each time moves to where exactly that many more takes
-// fit. A count of a burst or more says nothing a bucket does not already
+// fit; of a key split into n parts, to where each part (the raise's Part)
+// fits its n-th of them. A count of a burst or more says nothing a bucket does not already
 // allow, and raises nothing.
 func (l RateLimit) Lower(provider string, now time.Time, requests, tokens int64) Raise {
 	r := Raise{Provider: provider}

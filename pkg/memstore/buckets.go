@@ -69,9 +69,17 @@ func (s *Buckets) Give(_ context.Context, g job.Give) error {
 	return nil
 }
 
-// Raise applies r to every part of its key (those of its last take, else
-// of its learned limit).
+// Raise applies r to its part, or to every part of its key (those of its
+// last take, else of its learned limit) for a pause.
 func (s *Buckets) Raise(_ context.Context, r job.Raise) error {
+	if !r.EveryPart {
+		key := job.PartKey(r.Provider, r.Part)
+		s.t.change(key, func(b job.Bucket, _ bool) (job.Bucket, bool) {
+			b.Provider = key
+			return r.Apply(b), true
+		})
+		return nil
+	}
 	own, _ := s.t.get(r.Provider)
 	s.mu.Lock()
 	n, ok := s.parts[r.Provider]

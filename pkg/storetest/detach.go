@@ -66,7 +66,9 @@ func reattach(t *testing.T, s *suite) {
 	})
 	t.Run("cancelled while detached", func(t *testing.T) {
 		t.Parallel()
-		j := detached(t, func(j *job.Job) { j.State, j.ErrorClass, j.ErrorDetail, j.ExpiresAt = job.Abandoned, job.Cancelled, "", keep })
+		j := detached(t, func(j *job.Job) {
+			j.State, j.ErrorClass, j.ErrorDetail, j.ExpiresAt = job.Abandoned, job.Cancelled, "", keep
+		})
 		at := due.Add(time.Second)
 		got, err := s.store.Reattach(t.Context(), job.NewReattach(j, "next", at, at.Add(time.Minute)))
 		s.applied(t, "reattach of a cancelled job", got, err, reattached(j, at))

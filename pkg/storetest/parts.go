@@ -9,9 +9,9 @@ import (
 	"github.com/aijobs/aijobs/pkg/job"
 )
 
-// splitLimit is a key of 1,000 calls a second (of 100 tokens), which the stores split
+// splitLimit is a key of 400 calls a second (of 100 tokens), which the stores split
 // into four parts at their default job.PartRequests.
-var splitLimit = job.RateLimit{RequestsPerMinute: 60_000, TokensPerMinute: 6_000_000}
+var splitLimit = job.RateLimit{RequestsPerMinute: 4 * job.PartRequests, TokensPerMinute: 400 * job.PartRequests}
 
 // runParts: a key split into parts holds its whole limit, no more and
 // within 5% no less, under 64 concurrent takers; a give goes back to the
@@ -38,7 +38,7 @@ func runParts(t *testing.T, s Buckets, now time.Time) {
 
 // tick is the time between the simulated instants of tickedTakes: 20
 // calls of the split key's.
-const tick = 20 * time.Millisecond
+const tick = 50 * time.Millisecond
 
 // tickedTakes has 64 takers take tk at once at each of ticks instants
 // tick apart from its Now (3.2 times the split key's 20 a tick) and
@@ -138,8 +138,9 @@ func givenBack(t *testing.T, s Buckets, now time.Time) {
 }
 
 // wordOfTheProvider: a pause of the split key stops a take on every
-// part, and once it is over, what the provider says is left of the
-// whole key (100 requests) is what the parts let through together.
+// part; once it is over, an answer's word of what is left of the whole
+// key (100 requests) lowers only its own call's part, and lowered each,
+// the parts let through those 100 together.
 func wordOfTheProvider(t *testing.T, s Buckets, key string, now time.Time) {
 	ctx := t.Context()
 	until := now.Add(10 * time.Second)
@@ -157,8 +158,19 @@ func wordOfTheProvider(t *testing.T, s Buckets, key string, now time.Time) {
 		}
 	}
 	later := until.Add(time.Minute) // every part idle
-	if err := s.Raise(ctx, splitLimit.Lower(key, later, 100, -1)); err != nil {
-		t.Fatal(err)
+	// An answer lowers the part its call took from, and no other: each
+	// part's own answers lower it, so here one answer per part.
+	for p := range 4 {
+		r := splitLimit.Lower(key, later, 100, -1)
+		r.Part = p
+		if err := s.Raise(ctx, r); err != nil {
+			t.Fatal(err)
+		}
+		for i := p + 1; i < 4; i++ {
+			if b, err := s.Bucket(ctx, job.PartKey(key, i)); err != nil || b.Requests.After(later) {
+				t.Fatalf("part %d after a lower of part %d: %+v %v", i, p, b, err)
+			}
+		}
 	}
 	var ok atomic.Int64
 	var wg sync.WaitGroup

@@ -53,6 +53,7 @@ func (a *attempt) untake(ctx context.Context, rung job.Rung, in job.Input, resp 
 	if err == nil {
 		used = resp.Usage
 	}
+	part := a.admission.taken.part // the give forgets the take
 	a.admission.give(ctx, key, rung.WorstTokens(in)-max(used.InputTokens, 0)-max(used.OutputTokens, 0))
 	a.learn(ctx, key, rung, resp, err)
 	now := a.clock.Now()
@@ -66,6 +67,7 @@ func (a *attempt) untake(ctx context.Context, rung job.Rung, in job.Input, resp 
 	case err == nil && (resp.Left.HasRequests || resp.Left.HasTokens):
 		// What is left is counted at the limit the same headers state.
 		raise = rung.Limit.Or(resp.Left.Limit).Lower(key, now, known(resp.Left.Requests, resp.Left.HasRequests), known(resp.Left.Tokens, resp.Left.HasTokens))
+		raise.Part = part
 	default:
 		return
 	}

@@ -165,7 +165,10 @@ func (w *Worker) reattach(ctx context.Context, m message, cur job.Job, now time.
 	case job.CodeConflict:
 		got, _ := job.ConflictJob(err)
 		if got.LeaseOwner != owner {
-			if got.LeaseOwner != re.Of && got.LeaseLive(now) {
+			// Another reattach holds the job, or took it and already
+			// finished it, its hold settled: this message is the
+			// duplicate.
+			if got.State.Terminal() && got.LeaseOwner == "" || got.LeaseOwner != re.Of && got.LeaseLive(now) {
 				m.log.Info("duplicate reattach absorbed: another worker reattached the detached job")
 				w.meter.count("DuplicatesAbsorbed", nil)
 				return outcomeDelete, false

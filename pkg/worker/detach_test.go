@@ -154,8 +154,20 @@ func TestADuplicateReattachMessageLosesToTheFirst(t *testing.T) {
 	if b.creates.Load() != 1 || b.looks.Load() != 1 {
 		t.Fatalf("creates %d looks %d: want 1 and 1 (the duplicate never looked)", b.creates.Load(), b.looks.Load())
 	}
-	if len(r.BatchItemFailures) != 0 || f.metrics.get("DuplicatesAbsorbed") != 1 {
-		t.Fatalf("kept %v, DuplicatesAbsorbed %v: want both messages gone, one absorbed", failedIDs(r), f.metrics.get("DuplicatesAbsorbed"))
+	// The duplicate is absorbed at once, or, when it read the record while
+	// the first held it, waits out that lease like any duplicate of a
+	// held job and is absorbed when it comes back.
+	if len(r.BatchItemFailures) == 1 {
+		clock.add(time.Minute)
+		if again := f.deliver(body(j.ID)); len(again.BatchItemFailures) != 0 {
+			t.Fatalf("the duplicate kept again after the lease: %v", failedIDs(again))
+		}
+	}
+	if len(r.BatchItemFailures) > 1 || f.metrics.get("DuplicatesAbsorbed") < 1 {
+		t.Fatalf("kept %v, DuplicatesAbsorbed %v: want the duplicate absorbed", failedIDs(r), f.metrics.get("DuplicatesAbsorbed"))
+	}
+	if b.creates.Load() != 1 || b.looks.Load() != 1 || f.get(j.ID).Cost != 700 {
+		t.Fatalf("creates %d looks %d cost %d after the duplicate: want 1, 1, 700", b.creates.Load(), b.looks.Load(), f.get(j.ID).Cost)
 	}
 }
 
