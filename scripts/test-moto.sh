@@ -48,6 +48,13 @@ EXCLUDE=(
   # function timeout, so a paid answer is now and then generated again.
   # The bucket and slot conformance suites run on moto, and pass.
   TestEveryWorkerObeysTheProviderKeysRateLimit
+  # Load, not semantics: TestWalls drives 20 jobs a second (and a cold
+  # load beside it) through a quota front of its own; on moto, serial
+  # and under -race, 184 creates were sent in its 10 s and none had
+  # ended 70 s later (2026-12-06). What it holds is kumo's measure of
+  # the walls; the slot, bucket-part and list conformance suites it
+  # rests on run on moto, and pass.
+  TestWalls
 )
 
 skip=
