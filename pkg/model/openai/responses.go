@@ -277,7 +277,9 @@ func (b *call) peek(ctx context.Context) (model.Response, error) {
 
 // Abandon asks the server to stop generation id, which a detached attempt
 // started and nobody will collect (a cancelled job): best effort, as a
-// stopped call's own cancel is.
+// stopped call's own cancel is. OpenAI cancels only a response created
+// with background: true (POST /v1/responses/{id}/cancel,
+// platform.openai.com/docs/api-reference/responses/cancel).
 func (c *Client) Abandon(ctx context.Context, id string) {
 	(&call{c: c, id: id}).cancel(ctx)
 }
