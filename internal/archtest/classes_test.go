@@ -24,7 +24,7 @@ var libraries = []string{"pkg/config", "pkg/settings", "pkg/model", "pkg/webhook
 // the commands, the Lambda functions and the CDK stack.
 var wiring = []string{
 	"pkg/app", "pkg/app/roles", "pkg/app/apirole", "pkg/app/workerrole", "pkg/app/reconcilerrole", "pkg/app/notifierrole",
-	"pkg/app/collectorrole", "pkg/app/providers", "pkg/app/lot", "pkg/devserver",
+	"pkg/app/collectorrole", "pkg/app/providers", "pkg/app/lot", "pkg/app/payloads", "pkg/devserver",
 	"cmd/aijobs", "cmd/aijobs-apidoc", "cmd/aijobs-bench", "cmd/aijobs-chaos", "cmd/aijobs-dev",
 	"functions/api", "functions/worker", "functions/reconciler", "functions/notifier", "functions/collector",
 	"infra",

@@ -43,6 +43,10 @@ var onlyIn = map[string][]string{
 	module + "/pkg/secretsmanager":     {"worker", "notifier", "api", "collector"},
 	module + "/pkg/parking":            {"worker", "reconciler"},
 	module + "/pkg/app/lot":            {"worker", "reconciler"},
+	// The payload store (docs/payloads.md): the API writes large inputs
+	// and signs links, the worker reads inputs and writes answers, the
+	// notifier signs a large answer's link.
+	module + "/pkg/app/payloads": {"api", "worker", "notifier"},
 	// The parking lot (pkg/parking), the worker's and the reconciler's;
 	// and a Bedrock batch lane's bucket (pkg/app/providers), the
 	// collector's.

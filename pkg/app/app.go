@@ -22,6 +22,7 @@ import (
 	"github.com/aijobs/aijobs/pkg/app/collectorrole"
 	"github.com/aijobs/aijobs/pkg/app/lot"
 	"github.com/aijobs/aijobs/pkg/app/notifierrole"
+	"github.com/aijobs/aijobs/pkg/app/payloads"
 	"github.com/aijobs/aijobs/pkg/app/providers"
 	"github.com/aijobs/aijobs/pkg/app/reconcilerrole"
 	"github.com/aijobs/aijobs/pkg/app/roles"
@@ -124,6 +125,9 @@ func New(ctx context.Context, cfg config.Config, o Options) (*App, error) {
 	if o.CreateResources {
 		if err := lot.Create(ctx, b); err != nil {
 			return nil, fmt.Errorf("app: create the parking bucket: %w", err)
+		}
+		if err := payloads.Create(ctx, b); err != nil {
+			return nil, fmt.Errorf("app: create the payload bucket: %w", err)
 		}
 		if err := providers.CreateBatchBucket(ctx, b); err != nil {
 			return nil, fmt.Errorf("app: create the batch bucket: %w", err)

@@ -45,6 +45,9 @@ type Config struct {
 	DLQURL   string
 	// ParkBucket is the parking lot's S3 bucket (pkg/parking).
 	ParkBucket string
+	// PayloadBucket is the payload store's S3 bucket: the inputs and
+	// answers too large for a record, and uploads (docs/payloads.md).
+	PayloadBucket string
 	// BatchBucket and BatchRoleARN are where a Bedrock batch lane's
 	// batches go: the bucket holding their input and output, and the
 	// service role Bedrock assumes to read and write it.
@@ -196,7 +199,8 @@ func (c *Config) nameDefaults() {
 		v    *string
 		name string
 	}{
-		{&c.Table, c.Settings.TableName()}, {&c.ParkBucket, c.Settings.ParkBucketName()}, {&c.BatchBucket, c.Settings.BatchBucketName()},
+		{&c.Table, c.Settings.TableName()}, {&c.ParkBucket, c.Settings.ParkBucketName()}, {&c.PayloadBucket, c.Settings.PayloadBucketName()},
+		{&c.BatchBucket, c.Settings.BatchBucketName()},
 		{&c.TenantsTable, c.Settings.TenantsTableName()}, {&c.QuarantineTable, c.Settings.QuarantineTableName()},
 		{&c.BucketsTable, c.Settings.BucketsTableName()}, {&c.WebhookSecretID, c.Settings.WebhookSecretName()},
 	} {

@@ -1,25 +1,24 @@
-// Package s3 is the parking lot (pkg/parking) on an Amazon S3 bucket: a
-// worker whose finishing writes DynamoDB keeps refusing parks the paid
-// outcome here, in another service, and whoever finds the attempt dead
-// reads it back. Objects are small (an outcome and its result) and short
-// lived: read once, deleted once settled, expired by the bucket's
-// lifecycle rule otherwise (docs/deploy.md). S3 is strongly consistent
-// for a read after a write (the S3 user guide, "Amazon S3 data
-// consistency model"), so an outcome parked before the attempt's lease
-// ends is seen by anyone who looks after it.
+// Package s3 is aijobs' two uses of Amazon S3. The parking lot
+// (pkg/parking, Lot): a worker whose finishing writes DynamoDB keeps
+// refusing parks the paid outcome here, in another service, and whoever
+// finds the attempt dead reads it back. Objects are small (an outcome and
+// its result) and short lived: read once, deleted once settled, expired
+// by the bucket's lifecycle rule otherwise (docs/deploy.md). S3 is
+// strongly consistent for a read after a write (the S3 user guide,
+// "Amazon S3 data consistency model"), so an outcome parked before the
+// attempt's lease ends is seen by anyone who looks after it. And the
+// payload store (Payloads, payloads.go): what does not fit a job's
+// record.
 package s3
 
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	s3 "github.com/aws/aws-sdk-go-v2/service/s3"
-	"github.com/aws/aws-sdk-go-v2/service/s3/types"
-	"github.com/aws/smithy-go"
 
 	"github.com/aijobs/aijobs/pkg/job"
 )
@@ -72,9 +71,7 @@ func (l *Lot) Put(ctx context.Context, key string, body []byte) error {
 func (l *Lot) Get(ctx context.Context, key string) ([]byte, error) {
 	out, err := l.c.GetObject(ctx, &s3.GetObjectInput{Bucket: aws.String(l.bucket), Key: aws.String(key)})
 	if err != nil {
-		var nsk *types.NoSuchKey
-		var api smithy.APIError
-		if errors.As(err, &nsk) || (errors.As(err, &api) && api.ErrorCode() == "NotFound") {
+		if missing(err) {
 			return nil, job.NotFound()
 		}
 		return nil, unavailable("get", err)

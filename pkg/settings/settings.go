@@ -234,6 +234,10 @@ func (s Settings) QueueName() string { return s.Prefix + "-jobs" }
 // a deployment names its own, since S3 bucket names are global.
 func (s Settings) ParkBucketName() string { return s.Prefix + "-parked" }
 
+// PayloadBucketName is the payload store's bucket on an emulator (large
+// inputs and answers, and uploads: docs/payloads.md).
+func (s Settings) PayloadBucketName() string { return s.Prefix + "-payloads" }
+
 // QuarantineTableName is the quarantine table (the inputs known to
 // fail, job.Quarantine).
 func (s Settings) QuarantineTableName() string { return s.Prefix + "-quarantine" }
