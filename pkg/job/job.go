@@ -17,8 +17,11 @@ type Job struct {
 	// input.
 	InputHash string
 	Model     string
-	// Input is the validated model input as JSON (messages, max_tokens, ...).
-	Input json.RawMessage
+	// Input is the validated model input as JSON (messages, max_tokens, ...),
+	// or empty when it lives in the payload store, at InputRef
+	// (docs/payloads.md).
+	Input    json.RawMessage
+	InputRef *Payload
 	// Metadata is the caller's opaque JSON, returned as given.
 	Metadata json.RawMessage
 
@@ -83,7 +86,10 @@ type Job struct {
 	// ErrorDetail is a short, secret-free note (for example a provider's
 	// status code); never shown instead of ErrorClass.
 	ErrorDetail string
-	Result      json.RawMessage
+	// Result is a succeeded job's answer, or empty when it lives in the
+	// payload store, at ResultRef (docs/payloads.md).
+	Result    json.RawMessage
+	ResultRef *Payload
 	// ResultModel names the model that produced Result, and ResultLane
 	// the lane it was served in.
 	ResultModel string
