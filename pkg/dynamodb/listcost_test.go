@@ -2,6 +2,7 @@ package dynamodb_test
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"math"
 	"testing"
@@ -50,8 +51,15 @@ func (c tenantCost) busiest(rate float64) float64 {
 // per shard of at most 9 index entries.
 //
 //	go test ./pkg/dynamodb -run TestATenantsWritesSpreadAndWhatAPageReads -v
+//
+// tenantsJobs is how many jobs TestATenantsWritesSpreadAndWhatAPageReads
+// runs through each layout: enough that every shard is written (make
+// test-moto runs 160, as moto takes minutes over 400).
+var tenantsJobs = flag.Int("tenants.jobs", 400, "TestATenantsWritesSpreadAndWhatAPageReads: jobs run through each layout of the tenant index")
+
 func TestATenantsWritesSpreadAndWhatAPageReads(t *testing.T) {
-	const jobs, limit, rate = 400, 20, 2000
+	const limit, rate = 20, 2000
+	jobs := *tenantsJobs
 	shards := settings.Defaults().TenantShards
 	before, after := tenantCosts(t, 1, jobs, limit), tenantCosts(t, shards, jobs, limit)
 	for _, c := range []tenantCost{before, after} {

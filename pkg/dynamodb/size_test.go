@@ -160,18 +160,28 @@ func TestTheLargestOrdinaryRecordFits(t *testing.T) {
 func TestANewRecordKeepsRoomForItsAttempts(t *testing.T) {
 	c := &putCounter{}
 	st := New(c, "jobs", settings.Defaults())
-	for n := 60_000; ; n += 100 {
+	record := func(n int) (job.Job, int) {
 		j := newJob(t, "jwt:a", `{"input":{"messages":[{"role":"user","content":"`+strings.Repeat("\u2028", n)+`"}]}}`)
-		size := itemSize(toItem(j, indexes{activeShards: 16, createdShards: 16}))
-		if size <= maxItemBytes-growth {
-			continue
+		return j, itemSize(toItem(j, indexes{activeShards: 16, createdShards: 16}))
+	}
+	// The smallest input whose record is over the limit less its room (a
+	// record grows with its input): searched, not stepped, as each try
+	// builds and hashes a record of about 400 KB.
+	// The characters are 3 bytes each: 85,000 is a body under the API's
+	// 256 KiB, whose record is over the limit.
+	lo, hi := 0, 85_000
+	for lo < hi {
+		if mid := (lo + hi) / 2; func() bool { _, size := record(mid); return size > maxItemBytes-growth }() {
+			hi = mid
+		} else {
+			lo = mid + 1
 		}
-		if size > maxItemBytes {
-			t.Fatalf("stepped over the band between the limit less its room and the limit (%d bytes)", size)
-		}
-		if _, err := st.Create(t.Context(), j); job.ErrorCode(err) != job.CodeTooLarge || c.puts.Load() != 0 {
-			t.Fatalf("a %d-byte record (limit %d, room %d): %v, %d puts; want too_large before any write", size, maxItemBytes, growth, err, c.puts.Load())
-		}
-		return
+	}
+	j, size := record(lo)
+	if size > maxItemBytes {
+		t.Fatalf("one more character stepped over the band between the limit less its room and the limit (%d bytes)", size)
+	}
+	if _, err := st.Create(t.Context(), j); job.ErrorCode(err) != job.CodeTooLarge || c.puts.Load() != 0 {
+		t.Fatalf("a %d-byte record (limit %d, room %d): %v, %d puts; want too_large before any write", size, maxItemBytes, growth, err, c.puts.Load())
 	}
 }
