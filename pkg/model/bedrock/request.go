@@ -19,6 +19,8 @@ type prompt struct {
 	// additional are the model's own fields Converse passes through
 	// (additionalModelRequestFields): Claude's extended thinking.
 	additional map[string]any
+	// tools carry the job's response_format (schema.go).
+	tools *types.ToolConfiguration
 }
 
 // buildPrompt maps a request onto Converse: system messages become system
@@ -57,6 +59,7 @@ func buildPrompt(r model.Request) (prompt, error) {
 	}
 	p.inference = inference(r)
 	p.additional = additional(r.Options)
+	p.tools = toolConfig(r.Options.ResponseFormat)
 	return p, nil
 }
 
