@@ -39,8 +39,9 @@ func formatTakes(kind, model string) (takes, forced bool) {
 	case KindAnthropic:
 		return true, true
 	case KindBedrock:
-		nova := strings.Contains(model, "amazon.nova-")
-		return nova || claude.MatchString(model) && !strings.Contains(model, "claude-v2") && !strings.Contains(model, "claude-instant"), true
+		ok := strings.Contains(model, "amazon.nova-") ||
+			claude.MatchString(model) && !strings.Contains(model, "claude-v2") && !strings.Contains(model, "claude-instant")
+		return ok, ok
 	}
 	return false, false
 }
