@@ -265,6 +265,9 @@ func unsendable(o job.Options) error {
 	if o.Seed != nil || o.Reasoning != nil && o.Reasoning.BudgetTokens == 0 {
 		return model.Errorf(job.InvalidRequest, "anthropic: the Messages API takes no seed and no reasoning effort")
 	}
+	if o.ResponseFormat != nil && o.Reasoning != nil { // schema.go: a forced tool refuses thinking
+		return model.Errorf(job.InvalidRequest, "anthropic: a response_format is a forced tool, which Claude refuses with thinking")
+	}
 	return nil
 }
 

@@ -36,6 +36,9 @@ func buildPrompt(r model.Request) (prompt, error) {
 		// without what it asked for.
 		return prompt{}, model.Errorf(job.InvalidRequest, "bedrock: Converse takes no seed and no reasoning effort")
 	}
+	if r.Options.ResponseFormat != nil && r.Options.Reasoning != nil { // schema.go: a forced tool refuses thinking
+		return prompt{}, model.Errorf(job.InvalidRequest, "bedrock: a response_format is a forced tool, which Claude refuses with thinking")
+	}
 	for i, m := range r.Messages {
 		var role types.ConversationRole
 		switch m.Role {
