@@ -92,3 +92,25 @@ func TestARouteFallsBackOnInvalidOutput(t *testing.T) {
 		t.Fatalf("Fallbacks metric = %v", l.metrics.counts)
 	}
 }
+
+// A detached generation read back is held to the schema as a call's
+// answer is: "kept" is no JSON, so the attempt fails invalid_output, its
+// one generation's cost on the record, and the job goes back for a retry.
+func TestADetachedAnswerIsValidatedWhenReadBack(t *testing.T) {
+	f, b, clock := detachedFixture(t, 0)
+	j := f.create("k1", func(j *job.Job) { withSchema(j); j.Reserve = 1000 })
+	f.deliver(body(j.ID)) // starts the generation, detached
+	sent := f.sentSince(0)
+	if len(sent) != 1 {
+		t.Fatalf("fresh messages %v, want the delayed reattach", sent)
+	}
+	clock.add(sent[0].d)
+	f.deliver(body(j.ID)) // reattaches and reads the answer
+	got := f.get(j.ID)
+	if got.State != job.Queued || got.ErrorClass != job.InvalidOutput || got.Cost != 700 || got.Held != 0 || got.Result != nil {
+		t.Fatalf("job = %+v, want queued again invalid_output at the generation's cost", got)
+	}
+	if b.creates.Load() != 1 {
+		t.Fatalf("%d generations, want 1", b.creates.Load())
+	}
+}
