@@ -179,3 +179,19 @@ func TestARungTakesAResponseFormatWhereItsModelCarriesOne(t *testing.T) {
 		}
 	}
 }
+
+// A route may fall back on invalid_output: a provider call ends with it.
+func TestARouteMayFallBackOnInvalidOutput(t *testing.T) {
+	doc := `{"providers":{"oa":{"kind":"openai","base_url":"http://x"},"an":{"kind":"anthropic"}},
+	  "routes":{"default":{"rungs":[
+	    {"provider":"oa","model":"gpt-4o-mini","price":{"input":15,"output":60},"timeout":"10s"},
+	    {"provider":"an","model":"claude-sonnet-4-5","price":{"input":300,"output":1500},"timeout":"10s"}
+	  ],"fallback_on":["invalid_output"]}}}`
+	c, err := config.Load(env(map[string]string{"AIJOBS_ROUTES": doc}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := c.Routes["default"]; !r.FallsBackOn(job.InvalidOutput) {
+		t.Fatalf("fallback_on %v, want invalid_output", r.FallbackOn)
+	}
+}
