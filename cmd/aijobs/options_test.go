@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -60,5 +62,31 @@ func TestSubmitOptionFlagsRefusedBeforeSending(t *testing.T) {
 				t.Fatalf("exit %d, stderr %q; want 2 and %q", r.code, r.stderr, tt.stderr)
 			}
 		})
+	}
+}
+
+// --schema sets input.response_format from a JSON Schema file, named
+// after it and strict; a file that is not a JSON object is a usage error.
+func TestSubmitSchemaFlagSetsTheResponseFormat(t *testing.T) {
+	srv := clienttest.Start(t)
+	env := map[string]string{"AIJOBS_ENDPOINT": srv.URL, "AIJOBS_TOKEN": "tenant-a"}
+	dir := t.TempDir()
+	path := filepath.Join(dir, "summary.schema.json")
+	if err := os.WriteFile(path, []byte(`{"type": "object", "required": ["title"]}`+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	v := view(t, invocation{env: env, args: args("submit", "--key", "s", "--prompt", "hi", "--schema", path)}.run(t))
+	rec, err := srv.Store.Get(context.Background(), v.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := `{"messages":[{"role":"user","content":"hi"}],"max_tokens":1024,"response_format":{"type":"json_schema","json_schema":{"name":"summary","schema":{"type":"object","required":["title"]},"strict":true}}}`
+	if string(rec.Input) != want {
+		t.Fatalf("input recorded\n %s\nwant\n %s", rec.Input, want)
+	}
+	bad := filepath.Join(dir, "list.json")
+	_ = os.WriteFile(bad, []byte(`["not", "a", "schema"]`), 0o600)
+	if r := (invocation{args: args("submit", "--endpoint=http://127.0.0.1:1", "--key", "k", "--prompt", "hi", "--schema", bad)}).run(t); r.code != 2 || !strings.Contains(r.stderr, "--schema") {
+		t.Fatalf("a schema that is not an object: exit %d, stderr %q", r.code, r.stderr)
 	}
 }

@@ -24,7 +24,7 @@ request ({"model":..., "input":{"messages":[...],"max_tokens":N},
 read from --file (- for stdin) or from stdin when it is piped, or built from
 --prompt. The option flags override the body's fields, the input's
 sampling and reasoning options (--top-p, --stop, --seed, --reasoning-effort,
---thinking-budget) included.
+--thinking-budget) and the answer's JSON Schema (--schema) included.
 
 The same key with the same body shows the job it created before (noted on
 stderr as a repeat); the same key with another body is
@@ -45,6 +45,7 @@ type submitFlags struct {
 	seed           int64
 	effort         string
 	thinkingBudget int
+	schema         string // a JSON Schema file: input.response_format (schema.go)
 }
 
 // stopFlag collects --stop, one stop sequence per use.
@@ -58,7 +59,7 @@ func (s *stopFlag) Set(v string) error {
 }
 
 // optionFlags are the flags that set the input's options.
-var optionFlags = []string{"top-p", "stop", "seed", "reasoning-effort", "thinking-budget"}
+var optionFlags = []string{"top-p", "stop", "seed", "reasoning-effort", "thinking-budget", "schema"}
 
 // runSubmit creates a job and optionally waits for it.
 func runSubmit(ctx context.Context, c *cli, args []string) error {
@@ -78,6 +79,7 @@ func runSubmit(ctx context.Context, c *cli, args []string) error {
 	fs.Int64Var(&f.seed, "seed", 0, "input.seed (OpenAI chat models only)")
 	fs.StringVar(&f.effort, "reasoning-effort", "", "input.reasoning.effort: low, medium or high (OpenAI's reasoning models)")
 	fs.IntVar(&f.thinkingBudget, "thinking-budget", 0, "input.reasoning.budget_tokens, at least 1024 and below max_tokens (Claude's extended thinking)")
+	fs.StringVar(&f.schema, "schema", "", "input.response_format: the answer must be JSON the JSON Schema in `PATH` accepts")
 	fs.BoolVar(&f.wait, "wait", false, "wait for the job to end; exit with its outcome")
 	fs.DurationVar(&f.timeout, "timeout", 0, "with --wait: give up after this long (exit 6)")
 	if _, err := c.parse(fs, args, 0); err != nil {
@@ -205,6 +207,12 @@ func withOptions(input json.RawMessage, f submitFlags, set map[string]bool) (jso
 	}
 	if set["seed"] {
 		in.Seed = &f.seed
+	}
+	if set["schema"] {
+		var err error
+		if in.ResponseFormat, err = schemaFormat(f.schema); err != nil {
+			return nil, err
+		}
 	}
 	if set["reasoning-effort"] || set["thinking-budget"] {
 		if in.Reasoning == nil {

@@ -258,11 +258,15 @@ func inputKeys(b []byte) error {
 		return err
 	}
 	var in struct {
-		Messages  json.RawMessage `json:"messages"`
-		Reasoning json.RawMessage `json:"reasoning"`
+		Messages       json.RawMessage `json:"messages"`
+		Reasoning      json.RawMessage `json:"reasoning"`
+		ResponseFormat json.RawMessage `json:"response_format"`
 	}
 	if json.Unmarshal(b, &in) != nil {
 		return nil
+	}
+	if err := formatKeys(in.ResponseFormat); err != nil {
+		return err
 	}
 	if given(in.Reasoning) {
 		if err := exactKeys(in.Reasoning, "input.reasoning.", reasoningFields); err != nil {

@@ -44,6 +44,11 @@ type (
 	// Reasoning is the reasoning option: an effort, a thinking budget, or
 	// both.
 	Reasoning = job.Reasoning
+	// ResponseFormat and JSONSchema ask for an answer a JSON Schema
+	// accepts (docs/providers.md, "Structured output"): the result's
+	// output is then that JSON, validated by the server.
+	ResponseFormat = job.ResponseFormat
+	JSONSchema     = job.JSONSchema
 )
 
 // UserPrompt is the input of one user message; maxTokens 0 leaves

@@ -114,11 +114,16 @@ func setup(t *testing.T, batchLatency time.Duration, wrap func(*fake.Provider) m
 // enlisted is a job a worker claimed and enlisted in the batch lane, its
 // lease until until.
 func (f *fixture) enlisted(key, content string, until time.Time) job.Job {
+	return f.enlistedWith(key, job.Input{Messages: []job.Message{{Role: "user", Content: content}}, MaxTokens: 10}, until)
+}
+
+// enlistedWith is enlisted for input input.
+func (f *fixture) enlistedWith(key string, input job.Input, until time.Time) job.Job {
 	ctx, now := context.Background(), time.Now()
-	in, _ := json.Marshal(job.Input{Messages: []job.Message{{Role: "user", Content: content}}, MaxTokens: 10})
+	in, _ := json.Marshal(input)
 	j := job.Job{ID: job.NewID("t1", key), Tenant: "t1", RequestKey: key, InputHash: "sha256:" + key, Model: "default", Input: in, State: job.Queued,
 		MaxAttempts: 3, Budget: job.Cents(1), Deadline: now.Add(2 * time.Hour), Version: 1, CreatedAt: job.Millis(now), UpdatedAt: job.Millis(now)}
-	j.Reserve = f.route.Reserve(job.Input{Messages: []job.Message{{Role: "user", Content: content}}, MaxTokens: 10}, nil)
+	j.Reserve = f.route.Reserve(input, nil)
 	if _, err := f.store.Create(ctx, j); err != nil {
 		f.t.Fatal(err)
 	}

@@ -507,8 +507,11 @@ func (c *Collector) recordResult(ctx context.Context, l lane, b job.BatchRecord,
 		set.Held = 0 // handed back: its hold was returned then
 	}
 	f := finish.Of{Job: j, Owner: owner, Now: now, Settlement: set, Retention: c.retention}
-	if callErr == nil {
+	if callErr == nil && conforms(j, resp) {
 		return c.succeed(ctx, l, f, resp)
+	}
+	if callErr == nil {
+		class = job.InvalidOutput // paid (set) all the same
 	}
 	return c.fail(ctx, f, class)
 }

@@ -78,6 +78,13 @@ func thinks(model string) bool {
 // docs/providers.md, "Sampling and reasoning options", tables them with
 // their sources.
 func takes(kind, model string, background bool) job.Takes {
+	t := samplingTakes(kind, model, background)
+	t.ResponseFormat, t.ForcedTool = formatTakes(kind, model)
+	return t
+}
+
+// samplingTakes are takes' sampling and reasoning options.
+func samplingTakes(kind, model string, background bool) job.Takes {
 	switch kind {
 	case KindFake:
 		// The fake generates canned text: every option is accepted, and

@@ -130,24 +130,68 @@ func TestARungTakesTheOptionsItsFamilyHonours(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	chat := job.Takes{TopP: true, Stop: true, Seed: true}
-	reasoning := job.Takes{TopP: true, Seed: true, Effort: true, ReasoningTopP: 1}
+	// Every rung here takes a response_format (pkg/config/schema.go):
+	// Anthropic's and Bedrock's as a forced tool.
+	chat := job.Takes{TopP: true, Stop: true, Seed: true, ResponseFormat: true}
+	reasoning := job.Takes{TopP: true, Seed: true, Effort: true, ReasoningTopP: 1, ResponseFormat: true}
 	want := []job.Takes{
 		chat,      // gpt-4o-mini
 		reasoning, // o4-mini: no stop
 		reasoning, // gpt-5.1 reasons when asked
 		chat,      // gpt-5-chat does not reason
-		{TopP: true, Effort: true, ReasoningTopP: 1},                                         // the Responses API has no stop, no seed
-		{TopP: true, Stop: true, Budget: true, TemperatureOrTopP: true, ReasoningTopP: 0.95}, // Claude 4.x
-		{TopP: true, Stop: true},                                         // Claude 3.5 neither thinks nor minds top_p with temperature
-		{TopP: true, Stop: true, TemperatureOrTopP: true},                // Opus 4.7 refuses a thinking budget
-		{TopP: true, Stop: true, Budget: true, ReasoningTopP: 0.95},      // Claude 3.7 on Bedrock
-		{TopP: true, Stop: true},                                         // Nova: no thinking
-		{TopP: true, Stop: true, Seed: true, Effort: true, Budget: true}, // the fake takes all
+		{TopP: true, Effort: true, ReasoningTopP: 1, ResponseFormat: true},                                                           // the Responses API has no stop, no seed
+		{TopP: true, Stop: true, Budget: true, TemperatureOrTopP: true, ReasoningTopP: 0.95, ResponseFormat: true, ForcedTool: true}, // Claude 4.x
+		{TopP: true, Stop: true, ResponseFormat: true, ForcedTool: true},                                                             // Claude 3.5 neither thinks nor minds top_p with temperature
+		{TopP: true, Stop: true, TemperatureOrTopP: true, ResponseFormat: true, ForcedTool: true},                                    // Opus 4.7 refuses a thinking budget
+		{TopP: true, Stop: true, Budget: true, ReasoningTopP: 0.95, ResponseFormat: true, ForcedTool: true},                          // Claude 3.7 on Bedrock
+		{TopP: true, Stop: true, ResponseFormat: true, ForcedTool: true},                                                             // Nova: no thinking
+		{TopP: true, Stop: true, Seed: true, Effort: true, Budget: true, ResponseFormat: true},                                       // the fake takes all
 	}
 	for i, g := range c.Routes["default"].Rungs {
 		if g.Takes != want[i] {
 			t.Errorf("%s/%s: takes %+v, want %+v", g.Provider, g.Model, g.Takes, want[i])
 		}
+	}
+}
+
+// A rung takes a response_format where its provider documents a way to
+// carry it for its model (pkg/config/schema.go): OpenAI's models from
+// Structured Outputs on, Claude on both its wires, Nova on Bedrock; not
+// the older OpenAI models nor Bedrock's other models.
+func TestARungTakesAResponseFormatWhereItsModelCarriesOne(t *testing.T) {
+	doc := `{"providers":{"oa":{"kind":"openai","base_url":"http://x"},"br":{"kind":"bedrock"}},
+	  "routes":{"default":{"rungs":[
+	    {"provider":"oa","model":"gpt-4o-2024-08-06","price":{"input":1,"output":1},"timeout":"10s"},
+	    {"provider":"oa","model":"gpt-4-turbo","price":{"input":1,"output":1},"timeout":"10s"},
+	    {"provider":"oa","model":"gpt-3.5-turbo","price":{"input":1,"output":1},"timeout":"10s"},
+	    {"provider":"oa","model":"o1-mini","price":{"input":1,"output":1},"timeout":"10s"},
+	    {"provider":"br","model":"us.anthropic.claude-sonnet-4-5-20250929-v1:0","price":{"input":1,"output":1},"timeout":"10s"},
+	    {"provider":"br","model":"meta.llama3-70b-instruct-v1:0","price":{"input":1,"output":1},"timeout":"10s"}
+	  ],"fallback_on":["timeout"]}}}`
+	c, err := config.Load(env(map[string]string{"AIJOBS_ROUTES": doc}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []bool{true, false, false, false, true, false}
+	for i, g := range c.Routes["default"].Rungs {
+		if g.Takes.ResponseFormat != want[i] || g.Takes.ForcedTool != (want[i] && g.Provider == "br") {
+			t.Errorf("%s/%s: takes a response_format %v (forced tool %v), want %v", g.Provider, g.Model, g.Takes.ResponseFormat, g.Takes.ForcedTool, want[i])
+		}
+	}
+}
+
+// A route may fall back on invalid_output: a provider call ends with it.
+func TestARouteMayFallBackOnInvalidOutput(t *testing.T) {
+	doc := `{"providers":{"oa":{"kind":"openai","base_url":"http://x"},"an":{"kind":"anthropic"}},
+	  "routes":{"default":{"rungs":[
+	    {"provider":"oa","model":"gpt-4o-mini","price":{"input":15,"output":60},"timeout":"10s"},
+	    {"provider":"an","model":"claude-sonnet-4-5","price":{"input":300,"output":1500},"timeout":"10s"}
+	  ],"fallback_on":["invalid_output"]}}}`
+	c, err := config.Load(env(map[string]string{"AIJOBS_ROUTES": doc}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := c.Routes["default"]; !r.FallsBackOn(job.InvalidOutput) {
+		t.Fatalf("fallback_on %v, want invalid_output", r.FallbackOn)
 	}
 }

@@ -49,8 +49,8 @@ func TestRoutesExample(t *testing.T) {
 	}
 	retryable := []job.ErrorClass{job.RateLimited, job.Overloaded, job.ProviderError, job.Timeout, job.Network}
 	perModel := job.RateLimit{Grain: job.GrainModel} // every keyed entry has a bucket; OpenAI's per model
-	claude := job.Takes{TopP: true, Stop: true, Budget: true, TemperatureOrTopP: true, ReasoningTopP: 0.95}
-	chat := job.Takes{TopP: true, Stop: true, Seed: true}
+	claude := job.Takes{TopP: true, Stop: true, Budget: true, TemperatureOrTopP: true, ReasoningTopP: 0.95, ResponseFormat: true, ForcedTool: true}
+	chat := job.Takes{TopP: true, Stop: true, Seed: true, ResponseFormat: true}
 	wantRoutes := map[string]job.Route{
 		"default": {Rungs: []job.Rung{
 			{Provider: "anthropic", Model: "claude-sonnet-4-5", Price: cachedAt(t, price(t, "300", "1500"), "30", "375"), MaxTokens: 4096, Timeout: 60 * time.Second,
@@ -120,7 +120,7 @@ func TestARungOffersLanes(t *testing.T) {
 	}
 	g := c.Routes["default"].Rungs[0]
 	std := job.Rung{Provider: "oa", Model: "gpt", Price: price(t, "100", "400"), MaxTokens: 500, Timeout: 30 * time.Second, Completion: 10 * time.Second,
-		Limit: job.RateLimit{Grain: job.GrainModel}, Takes: job.Takes{TopP: true, Stop: true, Seed: true}}
+		Limit: job.RateLimit{Grain: job.GrainModel}, Takes: job.Takes{TopP: true, Stop: true, Seed: true, ResponseFormat: true}}
 	flex := std
 	flex.Lane, flex.Base, flex.Price, flex.Timeout, flex.Completion = job.Flex, std.Price, price(t, "50", "200"), time.Minute, 45*time.Second
 	prio := std
@@ -177,7 +177,7 @@ func TestShortcutIsOneDefaultRoute(t *testing.T) {
 	}
 	// An OpenAI key has its bucket per model, its limits learned.
 	want := map[string]job.Route{"default": {Rungs: []job.Rung{{Provider: "default", Model: "m", Price: c.Shortcut.Price, Timeout: 30 * time.Second,
-		Limit: job.RateLimit{Grain: job.GrainModel}, Takes: job.Takes{TopP: true, Stop: true, Seed: true}}}}}
+		Limit: job.RateLimit{Grain: job.GrainModel}, Takes: job.Takes{TopP: true, Stop: true, Seed: true, ResponseFormat: true}}}}}
 	if !reflect.DeepEqual(c.Routes, want) || c.Providers["default"].APIKey != "sk-1" || c.Providers["default"].Kind != "openai" {
 		t.Fatalf("routes %+v providers %+v", c.Routes, c.Providers)
 	}

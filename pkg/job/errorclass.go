@@ -16,10 +16,14 @@ const (
 	// the rung's next lane, and when none is left the job is handed back
 	// uncounted while its deadline allows (docs/lanes.md, "Cost
 	// lanes").
-	CapacityUnavailable   ErrorClass = "capacity_unavailable"
-	Timeout               ErrorClass = "timeout"
-	ProviderError         ErrorClass = "provider_error"
-	Network               ErrorClass = "network"
+	CapacityUnavailable ErrorClass = "capacity_unavailable"
+	Timeout             ErrorClass = "timeout"
+	ProviderError       ErrorClass = "provider_error"
+	Network             ErrorClass = "network"
+	// InvalidOutput is an answer that is not JSON its job's
+	// response_format schema accepts: paid for, and retried, as a new
+	// generation may conform (docs/providers.md, "Structured output").
+	InvalidOutput         ErrorClass = "invalid_output"
 	ContextLengthExceeded ErrorClass = "context_length_exceeded"
 	ContentFiltered       ErrorClass = "content_filtered"
 	InvalidRequest        ErrorClass = "invalid_request"
@@ -44,6 +48,7 @@ var classes = map[ErrorClass]classRule{
 	Timeout:               {true, Failed},
 	ProviderError:         {true, Failed},
 	Network:               {true, Failed},
+	InvalidOutput:         {true, Failed},
 	ContextLengthExceeded: {false, Failed},
 	ContentFiltered:       {false, Failed},
 	InvalidRequest:        {false, Failed},
@@ -59,7 +64,7 @@ var classes = map[ErrorClass]classRule{
 // Classes lists every class, in the order of the design table.
 func Classes() []ErrorClass {
 	return []ErrorClass{RateLimited, Overloaded, CapacityUnavailable, Timeout, ProviderError, Network,
-		ContextLengthExceeded, ContentFiltered, InvalidRequest, Auth, QuotaExhausted,
+		InvalidOutput, ContextLengthExceeded, ContentFiltered, InvalidRequest, Auth, QuotaExhausted,
 		DeadlineExceeded, BudgetExhausted, Cancelled, DeadLettered, Internal}
 }
 

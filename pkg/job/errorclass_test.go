@@ -22,6 +22,7 @@ var designClasses = []struct {
 	{job.Timeout, "timeout", true, job.Failed},
 	{job.ProviderError, "provider_error", true, job.Failed},
 	{job.Network, "network", true, job.Failed},
+	{job.InvalidOutput, "invalid_output", true, job.Failed},
 	{job.ContextLengthExceeded, "context_length_exceeded", false, job.Failed},
 	{job.ContentFiltered, "content_filtered", false, job.Failed},
 	{job.InvalidRequest, "invalid_request", false, job.Failed},

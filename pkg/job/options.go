@@ -43,6 +43,10 @@ type Options struct {
 	// thinking). A rung takes the one its provider knows and needs it
 	// given.
 	Reasoning *Reasoning `json:"reasoning,omitempty"`
+	// ResponseFormat asks for an answer that a JSON Schema accepts
+	// (docs/providers.md, "Structured output"); the worker validates
+	// every answer against it.
+	ResponseFormat *ResponseFormat `json:"response_format,omitempty"`
 }
 
 // Reasoning is the reasoning option: Effort one of Efforts, BudgetTokens
@@ -72,6 +76,13 @@ type Takes struct {
 	// top_k modifications", top_p "between 1 and 0.95", extended
 	// thinking guide, "Feature compatibility").
 	ReasoningTopP float64
+	// ResponseFormat takes response_format; ForcedTool says the rung
+	// carries it as a forced tool call, which Claude refuses with a
+	// thinking budget ("Thinking may not be enabled when tool_choice
+	// forces tool use";
+	// docs.anthropic.com/en/docs/build-with-claude/extended-thinking,
+	// "Extended thinking with tool use").
+	ResponseFormat, ForcedTool bool
 }
 
 // checkOptions holds in's Options to the rules every provider's bounds
@@ -87,6 +98,9 @@ func checkOptions(in Input) error {
 		if s == "" || len(s) > MaxStopBytes {
 			return invalid(fmt.Sprintf("input.stop[%d]", i), "a stop sequence must be 1 to %d bytes", MaxStopBytes)
 		}
+	}
+	if err := checkFormat(in.ResponseFormat); err != nil {
+		return err
 	}
 	r := in.Reasoning
 	if r == nil {
@@ -125,6 +139,10 @@ func (g Rung) refusal(in Input) (field, why string) {
 		return "input.stop", "takes no stop sequences"
 	case in.Seed != nil && !t.Seed:
 		return "input.seed", "takes no seed"
+	case in.ResponseFormat != nil && !t.ResponseFormat:
+		return "input.response_format", "takes no response_format"
+	case in.ResponseFormat != nil && t.ForcedTool && in.Reasoning != nil && in.Reasoning.BudgetTokens > 0 && t.Budget:
+		return "input.response_format", "takes response_format as a forced tool call, which its model refuses with a thinking budget (reasoning.budget_tokens)"
 	}
 	return g.reasoningRefusal(in)
 }

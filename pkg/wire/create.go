@@ -36,7 +36,8 @@ type CreateBody struct {
 	Model string `json:"model,omitempty"`
 	// Input is the model input: {"messages": [...], "max_tokens": N},
 	// with temperature and the sampling and reasoning options (top_p,
-	// stop, seed, reasoning; job.Input); client.UserPrompt builds the
+	// stop, seed, reasoning; job.Input) and a response_format (a JSON
+	// Schema the answer must follow); client.UserPrompt builds the
 	// common case, client.UserPromptWith one with options.
 	Input json.RawMessage `json:"input"`
 	// DeadlineSeconds is how long the job may take, from its creation.

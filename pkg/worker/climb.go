@@ -196,6 +196,7 @@ func (a *attempt) callLane(ctx context.Context, r *climbed, lane job.Rung, in jo
 	r.rung = lane.Served(resp.Served)
 	r.pay(usage, r.rung)
 	a.untake(context.WithoutCancel(ctx), lane, in, resp, err)
+	class, err = checked(in, resp, class, err) // paid above whatever it says
 	r.resp, r.err, r.class = resp, err, class
 	return timedOut
 }
@@ -373,7 +374,9 @@ func (a *attempt) resume(ctx context.Context, route job.Route, in job.Input) (cl
 	a.untake(context.WithoutCancel(ctx), entry, in, model.Response{}, nil)
 	a.log.Info("resumed the pending generation of a written-off attempt", "provider", p.Provider, "model", p.Model)
 	a.meter.count("GenerationsResumed", nil)
-	return climbed{resp: resp, rung: rung, tried: 1}, true
+	// Its cost is on the record already (replaceEstimate), whatever it says.
+	class, err := checked(in, resp, "", nil)
+	return climbed{resp: resp, err: err, class: class, rung: rung, tried: 1}, true
 }
 
 // replaceEstimate replaces the dead attempt's estimate with what its

@@ -268,6 +268,7 @@ func (a *attempt) look(ctx context.Context) verdict {
 	}
 	r.rung = rung.Served(resp.Served)
 	r.pay(usage, r.rung)
+	class, err = checked(in, resp, class, err)
 	r.resp, r.err, r.class = resp, err, class
 	return a.verdictOf(r, nil, a.j.Reserve)
 }

@@ -243,17 +243,12 @@ func (l resultLine) result() (model.Response, error) {
 	switch l.Result.Type {
 	case "succeeded":
 		m := l.Result.Message
-		var out strings.Builder
-		for _, b := range m.Content {
-			if b.Type == "text" {
-				out.WriteString(b.Text)
-			}
-		}
-		u := model.BatchUnreported(out.String())
+		out := answer(m.Content)
+		u := model.BatchUnreported(out)
 		if m.Usage != nil {
 			u = m.Usage.model() // a batch's answer caches as a call's does
 		}
-		return finish(out.String(), m.Model, m.StopReason, "", u)
+		return finish(out, m.Model, m.StopReason, "", u)
 	case "errored":
 		return model.Response{}, bodyError("batch item", 0, "", l.Result.Error.Error)
 	case "expired", "canceled":

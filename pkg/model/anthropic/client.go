@@ -105,6 +105,10 @@ type messagesRequest struct {
 	StopSequences []string  `json:"stop_sequences,omitempty"`
 	Thinking      *thinking `json:"thinking,omitempty"`
 	Stream        bool      `json:"stream,omitempty"`
+
+	// Tools and ToolChoice carry the job's response_format (schema.go).
+	Tools      []tool      `json:"tools,omitempty"`
+	ToolChoice *toolChoice `json:"tool_choice,omitempty"`
 }
 
 // thinking is the Messages API's extended thinking configuration.
@@ -152,15 +156,12 @@ func served(tier string) job.Lane {
 }
 
 type messagesResponse struct {
-	Type    string `json:"type"`
-	Model   string `json:"model"`
-	Content []struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-	} `json:"content"`
-	StopReason string     `json:"stop_reason"`
-	Usage      *usage     `json:"usage"`
-	Error      *errorBody `json:"error"`
+	Type       string         `json:"type"`
+	Model      string         `json:"model"`
+	Content    []contentBlock `json:"content"`
+	StopReason string         `json:"stop_reason"`
+	Usage      *usage         `json:"usage"`
+	Error      *errorBody     `json:"error"`
 }
 
 // Generate makes one Messages call.
@@ -230,13 +231,8 @@ func (c *Client) answer(ctx context.Context, resp *http.Response, r model.Reques
 		return model.Response{}, &model.Error{Class: job.ProviderError, Detail: "anthropic: response is not a message",
 			Usage: lost, Err: fmt.Errorf("anthropic: response type %q is not a message", shortToken(mr.Type))}
 	}
-	var out strings.Builder
-	for _, b := range mr.Content {
-		if b.Type == "text" {
-			out.WriteString(b.Text)
-		}
-	}
-	u, tier := model.Unreported(r, out.String()), ""
+	out := answer(mr.Content)
+	u, tier := model.Unreported(r, out), ""
 	if mr.Usage != nil {
 		u, tier = mr.Usage.model(), mr.Usage.ServiceTier
 	}
@@ -247,7 +243,7 @@ func (c *Client) answer(ctx context.Context, resp *http.Response, r model.Reques
 	if name == "" {
 		name = r.Model
 	}
-	return servedBy(tier)(finish(out.String(), name, mr.StopReason, reqID, u))
+	return servedBy(tier)(finish(out, name, mr.StopReason, reqID, u))
 }
 
 // servedBy returns a function that marks a finished answer as served by
@@ -269,6 +265,9 @@ func unsendable(o job.Options) error {
 	if o.Seed != nil || o.Reasoning != nil && o.Reasoning.BudgetTokens == 0 {
 		return model.Errorf(job.InvalidRequest, "anthropic: the Messages API takes no seed and no reasoning effort")
 	}
+	if o.ResponseFormat != nil && o.Reasoning != nil { // schema.go: a forced tool refuses thinking
+		return model.Errorf(job.InvalidRequest, "anthropic: a response_format is a forced tool, which Claude refuses with thinking")
+	}
 	return nil
 }
 
@@ -280,6 +279,7 @@ func (c *Client) request(r model.Request) messagesRequest {
 	if t := r.Options.Reasoning; t != nil && t.BudgetTokens > 0 {
 		req.Thinking = &thinking{Type: "enabled", BudgetTokens: t.BudgetTokens}
 	}
+	forceTool(&req, r.Options.ResponseFormat)
 	var system []string
 	for _, m := range r.Messages {
 		if m.Role == "system" {

@@ -30,6 +30,9 @@ type streamEvent struct {
 		Type       string `json:"type"`
 		Text       string `json:"text"`
 		StopReason string `json:"stop_reason"`
+		// PartialJSON is an input_json_delta's piece of a tool_use
+		// block's input: a forced tool's answer (schema.go).
+		PartialJSON string `json:"partial_json"`
 	} `json:"delta"`
 	// Usage is message_delta's usage: cumulative, not an increment.
 	Usage *usage     `json:"usage"`
@@ -124,8 +127,11 @@ func (st *streamState) apply(ev *streamEvent, reqID string) *model.Error {
 		}
 	case "content_block_delta":
 		st.deltas++
-		if ev.Delta.Type == "text_delta" {
+		switch ev.Delta.Type {
+		case "text_delta":
 			st.out.WriteString(ev.Delta.Text)
+		case "input_json_delta":
+			st.out.WriteString(ev.Delta.PartialJSON)
 		}
 		st.report(st.deltas)
 	case "message_delta":

@@ -65,6 +65,8 @@ type converseBody struct {
 	// AdditionalModelRequestFields is the model's own fields, as
 	// Converse takes them (prompt.additional).
 	AdditionalModelRequestFields map[string]any `json:"additionalModelRequestFields,omitempty"`
+	// ToolConfig carries the job's response_format (schema.go).
+	ToolConfig *batchToolConfig `json:"toolConfig,omitempty"`
 }
 
 type converseMessage struct {
@@ -74,6 +76,10 @@ type converseMessage struct {
 
 type converseText struct {
 	Text string `json:"text"`
+	// ToolUse (Converse's) and Input (a Messages API tool_use block's)
+	// are an answer's forced tool input (schema.go); never sent.
+	ToolUse *toolUseJSON    `json:"toolUse,omitempty"`
+	Input   json.RawMessage `json:"input,omitempty"`
 }
 
 type inferenceConfig struct {
@@ -132,6 +138,10 @@ func (m *modelOutput) answer() (string, types.StopReason, *model.Usage) {
 	var out strings.Builder
 	for _, t := range append(m.Output.Message.Content, m.Content...) {
 		out.WriteString(t.Text)
+		if t.ToolUse != nil {
+			out.Write(t.ToolUse.Input)
+		}
+		out.Write(t.Input)
 	}
 	reason := m.StopReason
 	if reason == "" {
@@ -227,6 +237,7 @@ func converseJSON(r model.Request) (converseBody, error) {
 			TopP: p.inference.TopP, StopSequences: p.inference.StopSequences}
 	}
 	body.AdditionalModelRequestFields = p.additional
+	body.ToolConfig = batchTools(r.Options.ResponseFormat)
 	return body, nil
 }
 

@@ -143,6 +143,7 @@ func (c *Client) converse(ctx context.Context, r model.Request, p prompt, sent *
 		ServiceTier:     serviceTier(r.Lane),
 		// Converse passes these to the model as they are.
 		AdditionalModelRequestFields: p.additionalDocument(),
+		ToolConfig:                   p.tools,
 	})
 	if err != nil {
 		return model.Response{}, callError(ctx, err, sent.Done(), model.Unanswered(r, false), r.Lane)
@@ -152,6 +153,9 @@ func (c *Client) converse(ctx context.Context, r model.Request, p prompt, sent *
 		for _, b := range m.Value.Content {
 			if t, ok := b.(*types.ContentBlockMemberText); ok {
 				text = append(text, t.Value...)
+			}
+			if t, ok := b.(*types.ContentBlockMemberToolUse); ok {
+				text = append(text, toolUseText(t)...)
 			}
 		}
 	}

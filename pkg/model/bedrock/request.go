@@ -19,6 +19,8 @@ type prompt struct {
 	// additional are the model's own fields Converse passes through
 	// (additionalModelRequestFields): Claude's extended thinking.
 	additional map[string]any
+	// tools carry the job's response_format (schema.go).
+	tools *types.ToolConfiguration
 }
 
 // buildPrompt maps a request onto Converse: system messages become system
@@ -33,6 +35,9 @@ func buildPrompt(r model.Request) (prompt, error) {
 		// route was another is refused here, unsent, rather than run
 		// without what it asked for.
 		return prompt{}, model.Errorf(job.InvalidRequest, "bedrock: Converse takes no seed and no reasoning effort")
+	}
+	if r.Options.ResponseFormat != nil && r.Options.Reasoning != nil { // schema.go: a forced tool refuses thinking
+		return prompt{}, model.Errorf(job.InvalidRequest, "bedrock: a response_format is a forced tool, which Claude refuses with thinking")
 	}
 	for i, m := range r.Messages {
 		var role types.ConversationRole
@@ -57,6 +62,7 @@ func buildPrompt(r model.Request) (prompt, error) {
 	}
 	p.inference = inference(r)
 	p.additional = additional(r.Options)
+	p.tools = toolConfig(r.Options.ResponseFormat)
 	return p, nil
 }
 

@@ -28,6 +28,7 @@ func (c *Client) converseStream(ctx context.Context, r model.Request, p prompt, 
 		ServiceTier:     serviceTier(r.Lane),
 		// Converse passes these to the model as they are.
 		AdditionalModelRequestFields: p.additionalDocument(),
+		ToolConfig:                   p.tools,
 	})
 	if err != nil {
 		return model.Response{}, callError(ctx, err, sent.Done(), model.Unanswered(r, true), r.Lane)
@@ -60,8 +61,12 @@ read:
 			}
 			switch v := ev.(type) {
 			case *types.ConverseStreamOutputMemberContentBlockDelta:
-				if t, ok := v.Value.Delta.(*types.ContentBlockDeltaMemberText); ok && t.Value != "" {
-					text.WriteString(t.Value)
+				piece := toolUseDelta(v.Value.Delta)
+				if t, ok := v.Value.Delta.(*types.ContentBlockDeltaMemberText); ok {
+					piece = t.Value
+				}
+				if piece != "" {
+					text.WriteString(piece)
 					deltas++
 					if r.Progress != nil {
 						r.Progress(deltas)

@@ -32,6 +32,9 @@
 //     ramp limit answers service_tier "default" at standard rates
 //     (https://platform.openai.com/docs/guides/priority-processing). Every
 //     answer says which lane served it.
+//   - [[fake:nonconforming]]: a job with a response_format is answered
+//     JSON its schema refuses; without it, a JSON instance of the schema
+//     (schema.go).
 //
 // A call's lane (Request.Lane) scales its latency as the providers' tiers
 // do: flex takes three times as long, priority half as long, standard
@@ -314,6 +317,9 @@ func outputTokens(r model.Request, sc script) int64 {
 }
 
 func reply(r model.Request, maxWords int) string {
+	if s, ok := schemaReply(r); ok {
+		return s
+	}
 	last := ""
 	for _, m := range r.Messages {
 		if m.Role == "user" {

@@ -22,8 +22,10 @@ package modeltest
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"testing"
 	"time"
 
@@ -101,6 +103,7 @@ func Run(t *testing.T, p Provider) {
 			{"a cancel mid-answer is cancelled, billed what was produced", cancelled},
 			{"a deadline mid-answer is a timeout, billed what was produced", timedOut},
 			{"a refusal is a classified error", refused},
+			{"an answer its response_format refuses is paid for", misanswers},
 		} {
 			t.Run(fmt.Sprintf("%s stream=%v", c.name, stream), func(t *testing.T) { c.run(t, s, p, stream) })
 		}
@@ -118,6 +121,27 @@ func answers(t *testing.T, s suite, p Provider, stream bool) {
 	}
 	if last(progress) != int(resp.Usage.OutputTokens) {
 		t.Fatalf("progress %v ends short of the %d output tokens reported", progress, resp.Usage.OutputTokens)
+	}
+	s.once(t, c)
+}
+
+// misanswers asks the answering call for a response_format its answer
+// does not follow (the HTTP wires' servers answer their text whatever
+// the body asks; the fake is told to answer JSON the schema refuses): the
+// call succeeds with its usage, and model.CheckOutput refuses the answer
+// invalid_output carrying that usage, so the worker keeps its cost.
+func misanswers(t *testing.T, s suite, p Provider, stream bool) {
+	c := p.Answering(t, stream)
+	c.Request.Messages = append(slices.Clone(c.Request.Messages), job.Message{Role: "user", Content: "[[fake:nonconforming]]"})
+	c.Request.Options.ResponseFormat = &job.ResponseFormat{Type: job.FormatJSONSchema,
+		JSONSchema: &job.JSONSchema{Name: "answer", Schema: json.RawMessage(`{"type":"object","required":["answer"]}`)}}
+	resp, _, err := s.generate(t, context.Background(), c, nil)
+	if err != nil {
+		t.Fatalf("Generate: %v", err)
+	}
+	me := modelError(t, model.CheckOutput(job.Input{Messages: c.Request.Messages, Options: c.Request.Options}, resp))
+	if me.Class != job.InvalidOutput || me.Usage != resp.Usage || resp.Usage.OutputTokens <= 0 {
+		t.Fatalf("answer %q: %v with usage %+v, want invalid_output carrying the answer's usage", resp.Output, me, me.Usage)
 	}
 	s.once(t, c)
 }

@@ -103,6 +103,9 @@ type chatRequest struct {
 	// ServiceTier is last and omitted when empty, so a standard call's
 	// body stays what it was before lanes.
 	ServiceTier string `json:"service_tier,omitempty"`
+
+	// ResponseFormat is the job's response_format (schema.go).
+	ResponseFormat *job.ResponseFormat `json:"response_format,omitempty"`
 }
 
 type streamOptions struct {
@@ -175,7 +178,7 @@ func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response,
 func (c *Client) chat(r model.Request) chatRequest {
 	o := r.Options
 	req := chatRequest{Model: r.Model, MaxCompletionTokens: r.MaxTokens, Temperature: r.Temperature,
-		TopP: o.TopP, Stop: o.Stop, Seed: o.Seed}
+		TopP: o.TopP, Stop: o.Stop, Seed: o.Seed, ResponseFormat: chatFormat(o.ResponseFormat)}
 	if o.Reasoning != nil {
 		req.ReasoningEffort = o.Reasoning.Effort
 	}

@@ -62,6 +62,9 @@ type responsesRequest struct {
 	Store bool `json:"store"`
 	// ServiceTier is last and omitted when empty, as on chat completions.
 	ServiceTier string `json:"service_tier,omitempty"`
+
+	// Text carries the job's response_format (schema.go).
+	Text *textConfig `json:"text,omitempty"`
 }
 
 // reasoning is the Responses API's reasoning configuration.
@@ -192,7 +195,8 @@ func (b *call) run(ctx context.Context) (model.Response, error) {
 // billed generation.
 func (b *call) create(ctx context.Context) (responseObject, error) {
 	req := responsesRequest{Model: b.r.Model, MaxOutputTokens: b.r.MaxTokens, Temperature: b.r.Temperature,
-		TopP: b.r.Options.TopP, Background: true, Store: true, ServiceTier: serviceTier(b.r.Lane)}
+		TopP: b.r.Options.TopP, Background: true, Store: true, ServiceTier: serviceTier(b.r.Lane),
+		Text: responsesText(b.r.Options.ResponseFormat)}
 	if r := b.r.Options.Reasoning; r != nil && r.Effort != "" {
 		req.Reasoning = &reasoning{Effort: r.Effort}
 	}

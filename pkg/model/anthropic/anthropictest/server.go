@@ -45,6 +45,10 @@ type Server struct {
 	// Tier is the service_tier a call's usage names (empty: "standard");
 	// a batch's answers name "batch" (https://docs.anthropic.com/en/api/service-tiers).
 	Tier string
+	// Nonconforming answers a call or batch request that forces a tool
+	// with an input its schema refuses (schema.go), so a test can watch
+	// the answer fail validation.
+	Nonconforming bool
 
 	mu      sync.Mutex
 	batches batchtest.Batches[*batch]
@@ -103,6 +107,9 @@ type Params struct {
 		Role    string `json:"role"`
 		Content string `json:"content"`
 	} `json:"messages"`
+	// Tools and ToolChoice are a forced tool's (schema.go).
+	Tools      []Tool      `json:"tools"`
+	ToolChoice *ToolChoice `json:"tool_choice"`
 	// Unknown are the members the API does not take, which it refuses
 	// (unknownRefusal).
 	Unknown []string `json:"-"`
@@ -118,7 +125,8 @@ func (p *Params) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &members); err != nil {
 		return err
 	}
-	known := []string{"model", "max_tokens", "stream", "system", "temperature", "top_p", "stop_sequences", "thinking", "messages"}
+	known := []string{"model", "max_tokens", "stream", "system", "temperature", "top_p", "stop_sequences", "thinking", "messages",
+		"tools", "tool_choice"}
 	for k := range members {
 		if !slices.Contains(known, k) {
 			p.Unknown = append(p.Unknown, k)
@@ -308,6 +316,9 @@ func refusal(q Request) string {
 	if msg := thinkingRefusal(q.Params); msg != "" {
 		return msg
 	}
+	if msg := toolRefusal(q.Params); msg != "" {
+		return msg
+	}
 	if opusWithoutTemperature.MatchString(q.Params.Model) && q.Params.Temperature != nil {
 		return "`temperature` is deprecated for this model."
 	}
@@ -368,11 +379,7 @@ func stream(w http.ResponseWriter, m map[string]any) {
 		su["output_tokens"] = 1
 		start["usage"] = su
 	}
-	events := []map[string]any{{"type": "message_start", "message": start},
-		{"type": "content_block_start", "index": 0, "content_block": map[string]any{"type": "text", "text": ""}}}
-	for _, word := range strings.SplitAfter(m["content"].([]map[string]any)[0]["text"].(string), " ") {
-		events = append(events, map[string]any{"type": "content_block_delta", "index": 0, "delta": map[string]any{"type": "text_delta", "text": word}})
-	}
+	events := append([]map[string]any{{"type": "message_start", "message": start}}, streamBlock(m)...)
 	delta := map[string]any{"type": "message_delta", "delta": map[string]any{"stop_reason": m["stop_reason"], "stop_sequence": nil}}
 	if u != nil {
 		delta["usage"] = u
@@ -419,12 +426,12 @@ func (s *Server) messageLocked(q Request, usage, batched bool) map[string]any {
 	for _, m := range q.Params.Messages {
 		prompt += len(m.Content)/4 + 1
 	}
-	text := "echo " + q.CustomID
+	content, stop, words := s.content(q.Params, q.CustomID)
 	m := map[string]any{"id": "msg_" + q.CustomID, "type": "message", "role": "assistant", "model": q.Params.Model,
-		"content": []map[string]any{{"type": "text", "text": text}}, "stop_reason": "end_turn"}
+		"content": content, "stop_reason": stop}
 	if usage {
 		u := Usage{Input: int64(prompt), CacheRead: s.CacheRead, CacheWrite: s.CacheWrite,
-			Output: int64(min(len(strings.Fields(text)), max(q.Params.MaxTokens, 1))), Tier: s.Tier}
+			Output: int64(min(words, max(q.Params.MaxTokens, 1))), Tier: s.Tier}
 		if u.Tier == "" {
 			u.Tier = "standard"
 		}

@@ -21,6 +21,7 @@ var thinkingLast = regexp.MustCompile(`(^|\.)claude-(opus|sonnet|haiku)-4-([7-9]
 type optionsBody struct {
 	InferenceConfig              json.RawMessage `json:"inferenceConfig"`
 	AdditionalModelRequestFields map[string]json.RawMessage
+	ToolConfig                   *toolConfig `json:"toolConfig"`
 }
 
 // inferenceConfig is Converse's InferenceConfiguration: these four
@@ -60,6 +61,9 @@ func refusal(model string, raw json.RawMessage) string {
 		}
 	}
 	thinking, thinks := b.AdditionalModelRequestFields["thinking"]
+	if msg := toolRefusal(model, b.ToolConfig, thinks); msg != "" {
+		return msg
+	}
 	if thinks && !strings.Contains(model, "anthropic.claude") {
 		return "The model returned the following errors: Malformed input request: extraneous key [thinking] is not permitted"
 	}

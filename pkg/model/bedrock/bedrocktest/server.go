@@ -57,6 +57,10 @@ type Server struct {
 	// API response",
 	// https://docs.aws.amazon.com/bedrock/latest/userguide/service-tiers-inference.html).
 	Downgrade bool
+	// Nonconforming answers a body that forces a tool with an input its
+	// schema refuses (schema.go), so a test can watch the answer fail
+	// validation.
+	Nonconforming bool
 
 	s3     *s3.Client
 	mu     sync.Mutex
@@ -151,9 +155,8 @@ func (s *Server) converseStream(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/vnd.amazon.eventstream")
 	w.WriteHeader(http.StatusOK)
 	events := []event{{"messageStart", map[string]any{"role": "assistant"}}}
-	for _, word := range strings.SplitAfter(out.Output.Message.Content[0].Text, " ") {
-		events = append(events, event{"contentBlockDelta", map[string]any{"contentBlockIndex": 0, "delta": map[string]any{"text": word}}})
-	}
+	first := out.Output.Message.Content[0]
+	events = append(events, streamBlock(first.Text, first.ToolUse)...)
 	meta := map[string]any{"metrics": map[string]any{"latencyMs": 1}, "serviceTier": out.ServiceTier}
 	if out.Usage != nil {
 		meta["usage"] = out.Usage
@@ -185,7 +188,8 @@ type converseOutput struct {
 		Message struct {
 			Role    string `json:"role"`
 			Content []struct {
-				Text string `json:"text"`
+				Text    string   `json:"text,omitempty"`
+				ToolUse *toolUse `json:"toolUse,omitempty"`
 			} `json:"content"`
 		} `json:"message"`
 	} `json:"output"`
@@ -341,6 +345,7 @@ func (s *Server) answerLocked(model string, raw []byte) ([]byte, bool) {
 			Content []struct{ Text string } `json:"content"`
 		} `json:"messages"`
 		InferenceConfig struct{ MaxTokens int } `json:"inferenceConfig"`
+		ToolConfig      *toolConfig             `json:"toolConfig"`
 	}
 	_ = json.Unmarshal(raw, &rec)
 	_ = json.Unmarshal(rec.ModelInput, &body)
@@ -361,9 +366,9 @@ func (s *Server) answerLocked(model string, raw []byte) ([]byte, bool) {
 		res["error"] = map[string]any{"errorCode": 400, "errorMessage": refusal(model, rec.ModelInput)}
 	default:
 		s.jobs.Generate(rec.RecordID)
-		text := "echo " + rec.RecordID[:min(8, len(rec.RecordID))]
-		o := map[string]any{"output": map[string]any{"message": map[string]any{"role": "assistant", "content": []map[string]any{{"text": text}}}},
-			"stopReason": "end_turn"}
+		content, stop := s.content(body.ToolConfig, "echo "+rec.RecordID[:min(8, len(rec.RecordID))])
+		o := map[string]any{"output": map[string]any{"message": map[string]any{"role": "assistant", "content": content}},
+			"stopReason": stop}
 		if !sc.NoUsage {
 			u := Usage{Input: int64(prompt), CacheRead: s.CacheRead, CacheWrite: s.CacheWrite, Output: int64(min(2, max(body.InferenceConfig.MaxTokens, 1)))}
 			s.billed = append(s.billed, u)

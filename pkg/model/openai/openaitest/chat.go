@@ -13,6 +13,8 @@ import (
 type Bill struct {
 	ID, Model, Tier                  string
 	Input, Cached, Output, Reasoning int64
+	// Text is the answer's content (Server.text).
+	Text string
 }
 
 // Bills are the answers billed so far, calls and batch lines, in order.
@@ -28,13 +30,13 @@ func (s *Server) Bills() []Bill {
 // output is the echo's words within the cap, and a reasoning model's
 // reasoning within what the cap leaves.
 func (s *Server) billLocked(id string, b Body, tier string) Bill {
-	bill := Bill{ID: id, Model: b.Model, Tier: tier}
+	bill := Bill{ID: id, Model: b.Model, Tier: tier, Text: s.text(id, b)}
 	for _, m := range b.Messages {
 		bill.Input += int64(len(m.Content)/4 + 1)
 	}
 	bill.Cached = min(max(s.CachedTokens, 0), bill.Input)
 	limit := b.Cap()
-	visible := min(int64(len(strings.Fields(echo(id)))), int64(max(limit, 1)))
+	visible := min(int64(len(strings.Fields(bill.Text))), int64(max(limit, 1)))
 	if reasonsByDefault(b.Model) {
 		bill.Reasoning = reasoningTokens
 		if limit > 0 {
@@ -64,7 +66,7 @@ func usage(bill Bill) map[string]any {
 // when withUsage.
 func completion(id string, bill Bill, withUsage bool) map[string]any {
 	c := map[string]any{"id": "chatcmpl-" + id, "object": "chat.completion", "created": 1700000000, "model": bill.Model,
-		"choices": []map[string]any{{"index": 0, "message": map[string]any{"role": "assistant", "content": echo(id),
+		"choices": []map[string]any{{"index": 0, "message": map[string]any{"role": "assistant", "content": bill.Text,
 			"refusal": nil}, "logprobs": nil, "finish_reason": "stop"}},
 		"service_tier": bill.Tier, "system_fingerprint": "fp_openaitest"}
 	if withUsage {
@@ -130,7 +132,7 @@ func stream(w http.ResponseWriter, id string, bill Bill, withUsage bool) {
 		return c
 	}
 	events := []map[string]any{chunk(map[string]any{"role": "assistant", "content": "", "refusal": nil}, nil)}
-	for i, word := range strings.Fields(echo(id)) {
+	for i, word := range strings.Fields(bill.Text) {
 		if i > 0 {
 			word = " " + word
 		}

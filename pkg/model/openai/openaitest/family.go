@@ -75,6 +75,9 @@ func errorBody(message, typ string, param, code any) map[string]any {
 // temperature or top_p other than 1 on a model that reasons: see
 // samplingRefusal.
 func refusal(b Body) map[string]any {
+	if e := formatRefusal(b); e != nil {
+		return e
+	}
 	if len(b.Stop) > 4 {
 		return errorBody("Invalid 'stop': array too long. Expected an array with maximum length 4, but got an array with length "+
 			strconv.Itoa(len(b.Stop))+" instead.", "invalid_request_error", "stop", "array_above_max_length")

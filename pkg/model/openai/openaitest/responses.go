@@ -26,6 +26,8 @@ type responsesBody struct {
 	Background  bool      `json:"background"`
 	ServiceTier string    `json:"service_tier"`
 	Input       []Message `json:"input"`
+	// Text is the response_format, as text.format (schema.go).
+	Text *responsesText `json:"text"`
 }
 
 // createResponse starts one background generation, billed as it starts.
@@ -47,7 +49,7 @@ func (s *Server) createResponse(w http.ResponseWriter, r *http.Request) {
 	// The output cap goes in max_output_tokens, which every model takes
 	// (https://platform.openai.com/docs/api-reference/responses/create).
 	b := Body{Model: in.Model, MaxCompletionTokens: in.MaxOutputTokens, ServiceTier: in.ServiceTier, Messages: in.Input,
-		Temperature: in.Temperature, TopP: in.TopP}
+		Temperature: in.Temperature, TopP: in.TopP, ResponseFormat: in.Text.format()}
 	if in.Reasoning != nil {
 		b.ReasoningEffort = in.Reasoning.Effort
 	}
@@ -92,7 +94,7 @@ func responseObject(id string, bill Bill, status string) map[string]any {
 		return o
 	}
 	o["output"] = []any{map[string]any{"type": "message", "id": "msg_" + id, "status": "completed", "role": "assistant",
-		"content": []any{map[string]any{"type": "output_text", "text": echo(id), "annotations": []any{}}}}}
+		"content": []any{map[string]any{"type": "output_text", "text": bill.Text, "annotations": []any{}}}}}
 	o["usage"] = map[string]any{"input_tokens": bill.Input, "output_tokens": bill.Output,
 		"total_tokens":          bill.Input + bill.Output,
 		"input_tokens_details":  map[string]any{"cached_tokens": bill.Cached},
@@ -108,7 +110,7 @@ func responseObject(id string, bill Bill, status string) map[string]any {
 // openJiuwen-ai/agent-core#768; the code unknown_parameter is our
 // reading, in OpenAI's error shape).
 var responsesParameters = []string{"model", "input", "max_output_tokens", "temperature", "top_p", "reasoning",
-	"background", "store", "service_tier"}
+	"background", "store", "service_tier", "text"}
 
 // unknownParameter is the 400 to a create naming a member outside
 // responsesParameters, or nil.

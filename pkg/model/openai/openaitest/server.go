@@ -51,6 +51,10 @@ type Server struct {
 	// RefuseFlex is how many of the next flex calls (chat completions or
 	// responses) the flex pool refuses (flexRefusal).
 	RefuseFlex int
+	// Nonconforming answers a body with a json_schema response_format
+	// with JSON its schema refuses (schema.go), so a test can watch the
+	// answer fail validation.
+	Nonconforming bool
 
 	mu      sync.Mutex
 	bills   []Bill
@@ -90,6 +94,8 @@ type Body struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options"`
 	Messages []Message `json:"messages"`
+	// ResponseFormat is the body's response_format (schema.go).
+	ResponseFormat *Format `json:"response_format"`
 }
 
 // Message is one message of a request.
