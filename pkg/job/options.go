@@ -72,6 +72,9 @@ type Takes struct {
 	// top_k modifications", top_p "between 1 and 0.95", extended
 	// thinking guide, "Feature compatibility").
 	ReasoningTopP float64
+	// Images and Documents: the model reads image and document parts
+	// (docs/providers.md, "Content parts").
+	Images, Documents bool
 }
 
 // checkOptions holds in's Options to the rules every provider's bounds
@@ -107,6 +110,9 @@ func checkOptions(in Input) error {
 // refusal is the option of in that rung g cannot honour, and why, or ""
 // when it honours them all.
 func (g Rung) refusal(in Input) (field, why string) {
+	if field, why := g.mediaRefusal(in); field != "" {
+		return field, why
+	}
 	t := g.Takes
 	switch {
 	case in.Temperature != nil && (g.NoTemperature || g.FixedTemperature && *in.Temperature != 1):
