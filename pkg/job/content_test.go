@@ -87,7 +87,9 @@ func TestCheckInputHoldsThePartsToTheRules(t *testing.T) {
 		{"plain text document", user(textPart, job.ContentPart{Type: "document", MediaType: "text/plain", Data: b64([]byte("héllo"))}), ""},
 		{"jpeg", user(with(imagePart, func(p *job.ContentPart) { p.MediaType, p.Data = "image/jpeg", b64([]byte{0xFF, 0xD8, 0xFF, 0xE0}) })), ""},
 		{"gif", user(with(imagePart, func(p *job.ContentPart) { p.MediaType, p.Data = "image/gif", b64([]byte("GIF89a..")) })), ""},
-		{"webp", user(with(imagePart, func(p *job.ContentPart) { p.MediaType, p.Data = "image/webp", b64([]byte("RIFF\x00\x00\x00\x00WEBPVP8 ")) })), ""},
+		{"webp", user(with(imagePart, func(p *job.ContentPart) {
+			p.MediaType, p.Data = "image/webp", b64([]byte("RIFF\x00\x00\x00\x00WEBPVP8 "))
+		})), ""},
 		{"no parts", user(), "input.messages[0].content"},
 		{"unknown type", user(textPart, job.ContentPart{Type: "audio", Data: pngData}), "input.messages[0].content[1].type"},
 		{"empty text", user(job.ContentPart{Type: "text"}), "input.messages[0].content[0]"},
@@ -140,11 +142,11 @@ func repeat(p job.ContentPart, n int) []job.ContentPart {
 func TestAMalformedContentIsRefusedByItsPath(t *testing.T) {
 	l := job.Limits{MaxMessages: 3, DefaultMaxTokens: 1024, MaxMaxTokens: 32_768}
 	for body, field := range map[string]string{
-		`{"messages":[{"role":"user","content":7}]}`:                                    "input.messages[0].content",
-		`{"messages":[{"role":"user","content":{"type":"text"}}]}`:                      "input.messages[0].content",
-		`{"messages":[{"role":"user","content":["x"]}]}`:                                "input.messages[0].content[0]",
+		`{"messages":[{"role":"user","content":7}]}`:                                      "input.messages[0].content",
+		`{"messages":[{"role":"user","content":{"type":"text"}}]}`:                        "input.messages[0].content",
+		`{"messages":[{"role":"user","content":["x"]}]}`:                                  "input.messages[0].content[0]",
 		`{"messages":[{"role":"user","content":[{"type":"text","text":"a","url":"u"}]}]}`: "input.messages[0].content[0]",
-		`{"messages":[{"role":"user","content":[{"type":"image","data":5}]}]}`:          "input.messages[0].content[0]",
+		`{"messages":[{"role":"user","content":[{"type":"image","data":5}]}]}`:            "input.messages[0].content[0]",
 	} {
 		var in job.Input
 		if err := json.Unmarshal([]byte(body), &in); err != nil {
