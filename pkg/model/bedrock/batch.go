@@ -74,6 +74,9 @@ type converseMessage struct {
 
 type converseText struct {
 	Text string `json:"text"`
+	// media, when set, is an image or document block sent in the
+	// text's place (parts.go).
+	media any
 }
 
 type inferenceConfig struct {
@@ -218,6 +221,8 @@ func converseJSON(r model.Request) (converseBody, error) {
 		for _, blk := range m.Content {
 			if t, ok := blk.(*types.ContentBlockMemberText); ok {
 				cm.Content = append(cm.Content, converseText{Text: t.Value})
+			} else if m := converseMedia(blk); m != nil {
+				cm.Content = append(cm.Content, converseText{media: m})
 			}
 		}
 		body.Messages = append(body.Messages, cm)
