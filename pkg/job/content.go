@@ -5,7 +5,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"unicode/utf8"
 )
@@ -293,13 +292,10 @@ const (
 	// platform.openai.com/docs/guides/pdf-files).
 	PageTokens = ImageTokens + 3_000
 	// MaxPDFPages is the page count of a PDF whose pages cannot be
-	// counted (page objects in compressed object streams): the 100
-	// pages a request Anthropic and OpenAI take at most.
+	// counted (pdfPages): the 100 pages a request Anthropic and OpenAI
+	// take at most.
 	MaxPDFPages = 100
 )
-
-// pageObject matches a PDF's page objects ("/Type /Page", not "/Pages").
-var pageObject = regexp.MustCompile(`/Type\s*/Page[^s]`)
 
 // partTokens over-estimates the prompt tokens of one part. Each also
 // counts its base64 as text at two bytes a token: a model that reads the
@@ -311,11 +307,7 @@ func partTokens(p ContentPart) int64 {
 	case p.Type == PartImage:
 		return ImageTokens + asText
 	case p.Type == PartDocument && p.MediaType == "application/pdf":
-		pages := int64(len(pageObject.FindAllIndex(p.Bytes(), -1)))
-		if pages == 0 || bytes.Contains(p.Bytes(), []byte("/ObjStm")) {
-			pages = max(pages, MaxPDFPages)
-		}
-		return pages*PageTokens + asText
+		return pdfPages(p.Bytes())*PageTokens + asText
 	}
 	return asText
 }

@@ -1,9 +1,12 @@
 package job_test
 
 import (
+	"bytes"
+	"compress/zlib"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -177,7 +180,21 @@ func TestThePromptCeilingHoldsThePartsWorstCase(t *testing.T) {
 	hidden := pdfPart
 	hidden.Data = base64.StdEncoding.EncodeToString([]byte("%PDF-1.7\n1 0 obj << /Type /ObjStm /N 3 >> stream\nx\nendstream\n"))
 	if got := job.PromptCeiling([]job.Message{{Role: "user", Parts: []job.ContentPart{hidden}}}); got < job.MaxPDFPages*job.PageTokens {
-		t.Errorf("a PDF whose pages are compressed away: %d, want the %d pages a provider takes", got, job.MaxPDFPages)
+		t.Errorf("a PDF whose object stream cannot be read: %d, want the %d pages a provider takes", got, job.MaxPDFPages)
+	}
+	// PDF 1.5 compresses page dictionaries into object streams: they are
+	// inflated and counted.
+	var objects bytes.Buffer
+	zw := zlib.NewWriter(&objects)
+	_, _ = zw.Write([]byte("4 0 5 40 6 80 << /Type /Page /Parent 2 0 R >> << /Type/Page /Parent 2 0 R >> << /Type /Page >>"))
+	_ = zw.Close()
+	compressed := append([]byte("%PDF-1.7\n7 0 obj << /Type /ObjStm /N 3 /First 12 /Filter /FlateDecode /Length "+
+		strconv.Itoa(objects.Len())+" >> stream\n"), objects.Bytes()...)
+	compressed = append(compressed, "\nendstream endobj\n2 0 obj << /Type /Pages /Count 3 >> endobj\n%%EOF\n"...)
+	hidden.Data = base64.StdEncoding.EncodeToString(compressed)
+	got := job.PromptCeiling([]job.Message{{Role: "user", Parts: []job.ContentPart{hidden}}})
+	if got < 3*job.PageTokens || got >= 4*job.PageTokens {
+		t.Errorf("a PDF of three pages in an object stream: %d, want three pages' %d and its bytes", got, 3*job.PageTokens)
 	}
 }
 
