@@ -62,8 +62,9 @@ func TestTheFakeRefusesBlocksAsAnthropicDoes(t *testing.T) {
 	png := base64.StdEncoding.EncodeToString(modeltest.PNG)
 	for _, tt := range []struct{ name, content, want string }{
 		{"an unknown block", `[{"type":"image_url","image_url":{"url":"x"}}]`, "messages.0.content.0.type"},
-		{"a media type not taken", `[{"type":"image","source":{"type":"base64","media_type":"image/tiff","data":"` + png + `"}}]`, "source.media_type"},
-		{"a PNG labelled JPEG", `[{"type":"image","source":{"type":"base64","media_type":"image/jpeg","data":"` + png + `"}}]`, "does not match"},
+		{"a media type not taken", `[{"type":"image","source":{"type":"base64","media_type":"image/tiff","data":"` + png + `"}}]`, "messages.0.content.0.image.source.base64.media_type: Input should be"},
+		{"a PNG labelled JPEG", `[{"type":"image","source":{"type":"base64","media_type":"image/jpeg","data":"` + png + `"}}]`,
+			"messages.0.content.0.image.source.base64.data: Image does not match the provided media type image/jpeg"},
 		{"a PNG as a PDF", `[{"type":"document","source":{"type":"base64","media_type":"application/pdf","data":"` + png + `"}}]`, "does not match"},
 		{"a document of another type", `[{"type":"document","source":{"type":"base64","media_type":"text/html","data":"PGI+"}}]`, "source"},
 	} {

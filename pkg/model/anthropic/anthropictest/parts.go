@@ -69,10 +69,13 @@ var signatures = map[string][]byte{"image/png": []byte("\x89PNG"), "image/jpeg":
 	"image/webp": []byte("RIFF"), "application/pdf": []byte("%PDF-")}
 
 // blockRefusal is why the API refuses p's blocks, or "": an unknown block
-// type, a source of another type or media type, data that is not base64
-// or not of its media type (the API checks: "Image does not match the
-// provided media type", as reported in anthropics/claude-code issues).
-// The wording, in the API's "<path>: <why>" shape, is our reading.
+// type, a source of another type or media type ("messages.36.content.2.image.source.base64.media_type:
+// Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'",
+// anthropics/claude-code#8184), data that is not base64 or not of its
+// media type ("messages.18.content.1.image.source.base64.data: Image does
+// not match the provided media type image/png", anthropics/claude-code#13131;
+// the API checks the bytes, BerriAI/litellm#24900). The wording of the
+// others, in the API's "<path>: <why>" shape, is our reading.
 func blockRefusal(p Params) string {
 	for i, m := range p.Messages {
 		for j, blk := range m.Blocks {
@@ -89,7 +92,7 @@ func blockRefusal(p Params) string {
 				continue
 			case "image":
 				if typ != "base64" || !slices.Contains([]string{"image/jpeg", "image/png", "image/gif", "image/webp"}, mt) {
-					return path + ".source.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'"
+					return path + ".image.source.base64.media_type: Input should be 'image/jpeg', 'image/png', 'image/gif' or 'image/webp'"
 				}
 			case "document":
 				if typ == "text" && mt == "text/plain" {
@@ -103,7 +106,7 @@ func blockRefusal(p Params) string {
 			}
 			b, err := base64.StdEncoding.DecodeString(data)
 			if err != nil || !bytes.HasPrefix(b, signatures[mt]) {
-				return path + ".source.data: the data does not match the provided media type " + mt
+				return fmt.Sprintf("%s.%s.source.base64.data: Image does not match the provided media type %s", path, blk["type"], mt)
 			}
 		}
 	}

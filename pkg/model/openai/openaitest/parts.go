@@ -81,10 +81,11 @@ func visionModel(model string) bool {
 
 // partRefusal is OpenAI's 400 to a body whose parts it does not take, or
 // nil: an unknown part type, an image or file outside a user message
-// ("Image URLs are only allowed for messages with role 'user'", as the
-// API words it), a model without vision, a data URL of another media
-// type or whose data is not base64. The messages' wording but the first
-// is our reading.
+// ("Invalid 'messages[2]'. Image URLs are only allowed for messages with
+// role 'user', but this message with role 'assistant' contains an image
+// URL.", openai/openai-node#1030, OpenHands/OpenHands#7700), a model
+// without vision, a data URL of another media type or whose data is not
+// base64. The messages' wording but the first is our reading.
 func partRefusal(b Body, responses bool) map[string]any {
 	kinds := map[string]string{"text": "text", "image_url": "image", "file": "file"}
 	if responses {
