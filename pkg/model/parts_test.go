@@ -14,7 +14,7 @@ import (
 func TestALostCallWithPartsIsBilledTheirWorstCase(t *testing.T) {
 	r := model.Request{Messages: modeltest.PartsMessages("c.pdf"), MaxTokens: 64}
 	u := model.Unanswered(r, false)
-	if min := int64(job.ImageTokens + job.PageTokens); u.InputTokens < min || !u.Estimated {
-		t.Fatalf("Unanswered = %+v, want at least %d input tokens, estimated", u, min)
+	if least := int64(job.ImageTokens + job.PageTokens); u.InputTokens < least || !u.Estimated {
+		t.Fatalf("Unanswered = %+v, want at least %d input tokens, estimated", u, least)
 	}
 }
