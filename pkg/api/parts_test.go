@@ -90,3 +90,11 @@ func TestADocumentARungCannotReadIsRefusedAtCreate(t *testing.T) {
 		t.Fatalf("the same parts in other whitespace: status %d, body %s, want the first job's 200", resp.StatusCode, resp.Body)
 	}
 }
+
+// A message member that only names a Go field's place ("-") is unknown,
+// refused like any other.
+func TestAMessageMemberNamedDashIsRefused(t *testing.T) {
+	e := partsEnv(t)
+	body := `{"model":"sees","input":{"messages":[{"role":"user","content":"hi","-":"x"}]}}`
+	wantProblem(t, e.do(t, createReq(t, "dash", body)), http.StatusBadRequest, wire.CodeInvalidRequest, "input.messages[0].-")
+}

@@ -52,9 +52,10 @@ type Reasoning struct {
 	BudgetTokens int    `json:"budget_tokens,omitempty"`
 }
 
-// Takes are the Options a rung's provider and model family honour, set by
-// config from them (pkg/config/families.go): the zero value takes none,
-// so a rung nobody described refuses an option rather than drops it.
+// Takes are the Options a rung's provider and model family honour, and
+// the content parts its model reads, set by config from them
+// (pkg/config/families.go, media.go): the zero value takes none, so a
+// rung nobody described refuses an option or a part rather than drops it.
 type Takes struct {
 	TopP, Stop, Seed bool
 	// Effort takes reasoning.effort; Budget reasoning.budget_tokens.
