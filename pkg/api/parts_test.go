@@ -1,7 +1,10 @@
 package api
 
 import (
+	"bytes"
 	"encoding/base64"
+	"image"
+	"image/png"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -14,9 +17,16 @@ import (
 )
 
 var (
-	partsPNG = base64.StdEncoding.EncodeToString([]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"))
+	partsPNG = base64.StdEncoding.EncodeToString(onePixelPNG())
 	partsPDF = base64.StdEncoding.EncodeToString([]byte("%PDF-1.4\n3 0 obj << /Type /Page >> endobj\n%%EOF\n"))
 )
+
+// onePixelPNG is a whole 1 x 1 PNG.
+func onePixelPNG() []byte {
+	var b bytes.Buffer
+	_ = png.Encode(&b, image.NewGray(image.Rect(0, 0, 1, 1)))
+	return b.Bytes()
+}
 
 // partsEnv is an API whose routes read images and documents ("sees"), or
 // images only ("looks").

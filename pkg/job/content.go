@@ -245,6 +245,15 @@ func checkPart(field, role string, p ContentPart) error {
 	if !sniffed(p.MediaType, b) {
 		return invalid(field+".media_type", "the data is not %s", p.MediaType)
 	}
+	if p.Type == PartImage {
+		w, h, ok := imageSize(p.MediaType, b)
+		if !ok {
+			return invalid(field+".data", "the data is not a whole %s image header", p.MediaType)
+		}
+		if w > MaxImageSide || h > MaxImageSide {
+			return invalid(field+".data", "an image is at most %d px a side, this one %d x %d", MaxImageSide, w, h)
+		}
+	}
 	if p.Name != "" && (len(p.Name) > MaxDocumentName || !utf8.ValidString(p.Name)) {
 		return invalid(field+".name", "a document's name is at most %d bytes of UTF-8", MaxDocumentName)
 	}

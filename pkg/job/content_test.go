@@ -6,6 +6,11 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"image"
+	"image/gif"
+	"image/jpeg"
+	"image/png"
+	"io"
 	"strconv"
 	"strings"
 	"testing"
@@ -15,7 +20,7 @@ import (
 
 // Small files of each kind: only their signatures matter to aijobs.
 var (
-	pngBytes  = []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00")
+	pngBytes  = encoded(png.Encode, 1, 1)
 	pdfBytes  = []byte("%PDF-1.4\n1 0 obj << /Type /Catalog /Pages 2 0 R >> endobj\n2 0 obj << /Type /Pages /Kids [3 0 R] /Count 1 >> endobj\n3 0 obj << /Type /Page /Parent 2 0 R >> endobj\n%%EOF\n")
 	pngData   = base64.StdEncoding.EncodeToString(pngBytes)
 	pdfData   = base64.StdEncoding.EncodeToString(pdfBytes)
@@ -23,6 +28,21 @@ var (
 	imagePart = job.ContentPart{Type: "image", MediaType: "image/png", Data: pngData}
 	pdfPart   = job.ContentPart{Type: "document", MediaType: "application/pdf", Data: pdfData, Name: "contract.pdf"}
 )
+
+// encoded is a w x h image as encode writes it.
+func encoded(encode func(io.Writer, image.Image) error, w, h int) []byte {
+	var b bytes.Buffer
+	if err := encode(&b, image.NewGray(image.Rect(0, 0, w, h))); err != nil {
+		panic(err)
+	}
+	return b.Bytes()
+}
+
+// webp is the header of a w x h extended WebP (a VP8X chunk).
+func webp(w, h int) []byte {
+	b := []byte("RIFF\x16\x00\x00\x00WEBPVP8X\x0a\x00\x00\x00\x00\x00\x00\x00")
+	return append(b, byte(w-1), byte((w-1)>>8), byte((w-1)>>16), byte(h-1), byte((h-1)>>8), byte((h-1)>>16))
+}
 
 // A string message encodes as it always did, so the input hash of every
 // job made before parts existed is unchanged; parts encode as an array
@@ -88,11 +108,17 @@ func TestCheckInputHoldsThePartsToTheRules(t *testing.T) {
 		{"text, image and pdf", user(textPart, imagePart, pdfPart), ""},
 		{"text alone", user(textPart), ""},
 		{"plain text document", user(textPart, job.ContentPart{Type: "document", MediaType: "text/plain", Data: b64([]byte("héllo"))}), ""},
-		{"jpeg", user(with(imagePart, func(p *job.ContentPart) { p.MediaType, p.Data = "image/jpeg", b64([]byte{0xFF, 0xD8, 0xFF, 0xE0}) })), ""},
-		{"gif", user(with(imagePart, func(p *job.ContentPart) { p.MediaType, p.Data = "image/gif", b64([]byte("GIF89a..")) })), ""},
-		{"webp", user(with(imagePart, func(p *job.ContentPart) {
-			p.MediaType, p.Data = "image/webp", b64([]byte("RIFF\x00\x00\x00\x00WEBPVP8 "))
+		{"jpeg", user(with(imagePart, func(p *job.ContentPart) {
+			p.MediaType, p.Data = "image/jpeg", b64(encoded(func(w io.Writer, m image.Image) error { return jpeg.Encode(w, m, nil) }, 2, 2))
 		})), ""},
+		{"gif", user(with(imagePart, func(p *job.ContentPart) {
+			p.MediaType, p.Data = "image/gif", b64(encoded(func(w io.Writer, m image.Image) error { return gif.Encode(w, m, nil) }, 2, 2))
+		})), ""},
+		{"webp", user(with(imagePart, func(p *job.ContentPart) { p.MediaType, p.Data = "image/webp", b64(webp(8000, 3)) })), ""},
+		{"a PNG 8000 px a side", user(with(imagePart, func(p *job.ContentPart) { p.Data = b64(encoded(png.Encode, 8000, 1)) })), ""},
+		{"a PNG 8001 px wide", user(with(imagePart, func(p *job.ContentPart) { p.Data = b64(encoded(png.Encode, 8001, 1)) })), "input.messages[0].content[0].data"},
+		{"a WebP 8001 px high", user(with(imagePart, func(p *job.ContentPart) { p.MediaType, p.Data = "image/webp", b64(webp(1, 8001)) })), "input.messages[0].content[0].data"},
+		{"a PNG cut in its header", user(with(imagePart, func(p *job.ContentPart) { p.Data = b64(pngBytes[:20]) })), "input.messages[0].content[0].data"},
 		{"no parts", user(), "input.messages[0].content"},
 		{"unknown type", user(textPart, job.ContentPart{Type: "audio", Data: pngData}), "input.messages[0].content[1].type"},
 		{"empty text", user(job.ContentPart{Type: "text"}), "input.messages[0].content[0]"},
