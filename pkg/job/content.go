@@ -253,6 +253,9 @@ func checkPart(field, role string, p ContentPart) error {
 		if w > MaxImageSide || h > MaxImageSide {
 			return invalid(field+".data", "an image is at most %d px a side, this one %d x %d", MaxImageSide, w, h)
 		}
+		if p.MediaType == "image/gif" && animated(b) {
+			return invalid(field+".data", "a GIF must hold one frame: animated GIFs are not taken")
+		}
 	}
 	if p.Name != "" && (len(p.Name) > MaxDocumentName || !utf8.ValidString(p.Name)) {
 		return invalid(field+".name", "a document's name is at most %d bytes of UTF-8", MaxDocumentName)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"image"
+	"image/color"
 	"image/gif"
 	"image/jpeg"
 	"image/png"
@@ -33,6 +34,16 @@ var (
 func encoded(encode func(io.Writer, image.Image) error, w, h int) []byte {
 	var b bytes.Buffer
 	if err := encode(&b, image.NewGray(image.Rect(0, 0, w, h))); err != nil {
+		panic(err)
+	}
+	return b.Bytes()
+}
+
+// animatedGIF is a GIF of two frames.
+func animatedGIF() []byte {
+	frame := image.NewPaletted(image.Rect(0, 0, 2, 2), color.Palette{color.Black, color.White})
+	var b bytes.Buffer
+	if err := gif.EncodeAll(&b, &gif.GIF{Image: []*image.Paletted{frame, frame}, Delay: []int{10, 10}}); err != nil {
 		panic(err)
 	}
 	return b.Bytes()
@@ -114,6 +125,7 @@ func TestCheckInputHoldsThePartsToTheRules(t *testing.T) {
 		{"gif", user(with(imagePart, func(p *job.ContentPart) {
 			p.MediaType, p.Data = "image/gif", b64(encoded(func(w io.Writer, m image.Image) error { return gif.Encode(w, m, nil) }, 2, 2))
 		})), ""},
+		{"an animated gif", user(with(imagePart, func(p *job.ContentPart) { p.MediaType, p.Data = "image/gif", b64(animatedGIF()) })), "input.messages[0].content[0].data"},
 		{"webp", user(with(imagePart, func(p *job.ContentPart) { p.MediaType, p.Data = "image/webp", b64(webp(8000, 3)) })), ""},
 		{"a PNG 8000 px a side", user(with(imagePart, func(p *job.ContentPart) { p.Data = b64(encoded(png.Encode, 8000, 1)) })), ""},
 		{"a PNG 8001 px wide", user(with(imagePart, func(p *job.ContentPart) { p.Data = b64(encoded(png.Encode, 8001, 1)) })), "input.messages[0].content[0].data"},

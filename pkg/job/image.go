@@ -64,3 +64,43 @@ func webpSize(b []byte) (w, h int, ok bool) {
 	}
 	return 0, 0, false
 }
+
+// animated reports whether a GIF holds more than one frame, or cannot be
+// walked to its second: OpenAI takes "non-animated GIF" only
+// (platform.openai.com/docs/guides/images-vision, image input
+// requirements). It walks the blocks (the GIF89a specification:
+// extensions 0x21, image descriptors 0x2C, the trailer 0x3B) without
+// decoding a pixel.
+func animated(b []byte) bool {
+	if len(b) < 13 {
+		return true
+	}
+	i := 13
+	if b[10]&0x80 != 0 { // a global color table follows the screen descriptor
+		i += 3 << (b[10]&7 + 1)
+	}
+	frames := 0
+	for i < len(b) {
+		switch b[i] {
+		case 0x3B:
+			return false
+		case 0x21:
+			i += 2
+		case 0x2C:
+			if frames++; frames > 1 || i+10 > len(b) {
+				return true
+			}
+			if b[i+9]&0x80 != 0 { // a local color table
+				i += 3 << (b[i+9]&7 + 1)
+			}
+			i += 11 // the descriptor and the LZW minimum code size
+		default:
+			return true
+		}
+		for i < len(b) && b[i] != 0 { // data sub-blocks, each led by its size
+			i += int(b[i]) + 1
+		}
+		i++
+	}
+	return true
+}
