@@ -41,6 +41,11 @@ func jsonNames(t reflect.Type) []string {
 	for i := range t.NumField() {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if name == "-" || !f.IsExported() {
+			// Not a member of the JSON (job.Message's Parts travel as
+			// its content): a body naming "-" is refused, not ignored.
+			continue
+		}
 		if f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct {
 			names = append(names, jsonNames(f.Type)...)
 			continue

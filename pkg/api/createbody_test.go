@@ -166,7 +166,7 @@ func TestParseCreateRefuses(t *testing.T) {
 		{name: "empty role", body: msg(`""`, `"x"`), field: "input.messages[0].role"},
 		{name: "empty content", body: withInput(`"messages":[{"role":"user","content":"x"},{"role":"user","content":""}]`), field: "input.messages[1].content"},
 		{name: "missing content", body: withInput(`"messages":[{"role":"user"}]`), field: "input.messages[0].content"},
-		{name: "content not a string", body: msg(`"user"`, `5`), field: "input.messages.content"},
+		{name: "content not a string", body: msg(`"user"`, `5`), field: "input.messages[0].content"},
 		{name: "max_tokens negative", body: withInput(`"messages":[{"role":"user","content":"x"}],"max_tokens":-1`), field: "input.max_tokens"},
 		{name: "max_tokens above max", body: withInput(`"messages":[{"role":"user","content":"x"}],"max_tokens":32769`), field: "input.max_tokens"},
 		{name: "max_tokens fractional", body: withInput(`"messages":[{"role":"user","content":"x"}],"max_tokens":1.5`), field: "input.max_tokens"},

@@ -26,7 +26,7 @@
 //	payload_too_large       413  a body over 256 KiB, or a record over the store's 400 KB
 //	unsupported_media_type  415  a Content-Type other than application/json
 //	idempotency_key_reused  422  same Idempotency-Key, different request body
-//	option_unsupported      422  an input option a model of the route refuses ("field" names it)
+//	option_unsupported      422  an input option, or an image or document part, a model of the route refuses ("field" names it)
 //	enqueue_failed          503  recorded but not enqueued: retry with the same key
 //	unavailable             503  the store or queue is unavailable: retry later
 //	internal                500  anything else; details are logged, never returned

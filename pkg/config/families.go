@@ -73,18 +73,12 @@ func thinks(model string) bool {
 	return (strings.Contains(model, "claude-3-7-sonnet") || claude4.MatchString(model)) && !thinkingLast.MatchString(model)
 }
 
-// takes are the input options (job.Options) a rung of kind's model
+// optionsTaken are the input options (job.Options) a rung of kind's model
 // honours, background for an openai entry speaking the Responses API;
 // docs/providers.md, "Sampling and reasoning options", tables them with
-// their sources.
-func takes(kind, model string, background bool) job.Takes {
-	t := samplingTakes(kind, model, background)
-	t.ResponseFormat, t.ForcedTool = formatTakes(kind, model)
-	return t
-}
-
-// samplingTakes are takes' sampling and reasoning options.
-func samplingTakes(kind, model string, background bool) job.Takes {
+// their sources. takes adds the response format (schema.go) and the
+// content parts (media.go).
+func optionsTaken(kind, model string, background bool) job.Takes {
 	switch kind {
 	case KindFake:
 		// The fake generates canned text: every option is accepted, and

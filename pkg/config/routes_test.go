@@ -49,8 +49,9 @@ func TestRoutesExample(t *testing.T) {
 	}
 	retryable := []job.ErrorClass{job.RateLimited, job.Overloaded, job.ProviderError, job.Timeout, job.Network}
 	perModel := job.RateLimit{Grain: job.GrainModel} // every keyed entry has a bucket; OpenAI's per model
-	claude := job.Takes{TopP: true, Stop: true, Budget: true, TemperatureOrTopP: true, ReasoningTopP: 0.95, ResponseFormat: true, ForcedTool: true}
-	chat := job.Takes{TopP: true, Stop: true, Seed: true, ResponseFormat: true}
+	claude := job.Takes{TopP: true, Stop: true, Budget: true, TemperatureOrTopP: true, ReasoningTopP: 0.95, ResponseFormat: true, ForcedTool: true, Images: true, Documents: true}
+	chat := job.Takes{TopP: true, Stop: true, Seed: true, ResponseFormat: true, Images: true, Documents: true}
+	text := job.Takes{TopP: true, Stop: true, Seed: true, ResponseFormat: true} // llama3.2 on ollama reads no images or documents
 	wantRoutes := map[string]job.Route{
 		"default": {Rungs: []job.Rung{
 			{Provider: "anthropic", Model: "claude-sonnet-4-5", Price: cachedAt(t, price(t, "300", "1500"), "30", "375"), MaxTokens: 4096, Timeout: 60 * time.Second,
@@ -65,7 +66,7 @@ func TestRoutesExample(t *testing.T) {
 					Completion: time.Minute, Lane: job.Flex, Base: cachedAt(t, price(t, "15", "60"), "7.5", "15"), Limit: perModel, Takes: chat}}},
 		}},
 		"local": {Rungs: []job.Rung{
-			{Provider: "ollama", Model: "llama3.2", Price: price(t, "0", "0"), Timeout: 90 * time.Second, Limit: perModel, Takes: chat},
+			{Provider: "ollama", Model: "llama3.2", Price: price(t, "0", "0"), Timeout: 90 * time.Second, Limit: perModel, Takes: text},
 		}},
 	}
 	if !reflect.DeepEqual(c.Routes, wantRoutes) {

@@ -56,9 +56,10 @@ type Reasoning struct {
 	BudgetTokens int    `json:"budget_tokens,omitempty"`
 }
 
-// Takes are the Options a rung's provider and model family honour, set by
-// config from them (pkg/config/families.go): the zero value takes none,
-// so a rung nobody described refuses an option rather than drops it.
+// Takes are the Options a rung's provider and model family honour, and
+// the content parts its model reads, set by config from them
+// (pkg/config/families.go, media.go): the zero value takes none, so a
+// rung nobody described refuses an option or a part rather than drops it.
 type Takes struct {
 	TopP, Stop, Seed bool
 	// Effort takes reasoning.effort; Budget reasoning.budget_tokens.
@@ -83,6 +84,9 @@ type Takes struct {
 	// docs.anthropic.com/en/docs/build-with-claude/extended-thinking,
 	// "Extended thinking with tool use").
 	ResponseFormat, ForcedTool bool
+	// Images and Documents: the model reads image and document parts
+	// (docs/providers.md, "Content parts").
+	Images, Documents bool
 }
 
 // checkOptions holds in's Options to the rules every provider's bounds
@@ -121,6 +125,9 @@ func checkOptions(in Input) error {
 // refusal is the option of in that rung g cannot honour, and why, or ""
 // when it honours them all.
 func (g Rung) refusal(in Input) (field, why string) {
+	if field, why := g.mediaRefusal(in); field != "" {
+		return field, why
+	}
 	t := g.Takes
 	switch {
 	case in.Temperature != nil && (g.NoTemperature || g.FixedTemperature && *in.Temperature != 1):

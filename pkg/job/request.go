@@ -24,10 +24,16 @@ type Limits struct {
 	MaxMetadataBytes   int
 }
 
-// Message is one chat message of the model input.
+// Message is one chat message of the model input. Its content is a
+// string (Content) or an array of parts (Parts, non-nil), text, images
+// and documents (content.go); JSON carries either as "content".
 type Message struct {
-	Role    string `json:"role"`
-	Content string `json:"content"`
+	Role    string        `json:"role"`
+	Content string        `json:"content"`
+	Parts   []ContentPart `json:"-"`
+	// bad is a content that decoded to no valid parts, refused by
+	// CheckInput with its path.
+	bad *partError
 }
 
 // Input is what the model is asked. It is deliberately small and strict:
@@ -66,7 +72,8 @@ func invalid(field, format string, args ...any) *Error {
 
 // CheckInput holds in to the rules every model input obeys, whoever asks:
 // one to MaxMessages messages, each with a role a provider knows and some
-// content; max_tokens from 1 to MaxMaxTokens (DefaultMaxTokens when 0); a
+// content (a non-empty string, or parts within checkContent's rules);
+// max_tokens from 1 to MaxMaxTokens (DefaultMaxTokens when 0); a
 // temperature from 0 to 2; the Options within every provider's bounds
 // (checkOptions). A refusal is an invalid_request naming the
 // field by its path in the input ("input.messages[1].role").
@@ -77,14 +84,15 @@ func (l Limits) CheckInput(in *Input) error {
 	if len(in.Messages) > l.MaxMessages {
 		return invalid("input.messages", "input.messages holds more than %d messages", l.MaxMessages)
 	}
+	seen := map[string]int{}
 	for i, m := range in.Messages {
 		switch m.Role {
 		case "system", "user", "assistant":
 		default:
 			return invalid(fmt.Sprintf("input.messages[%d].role", i), "role must be system, user or assistant")
 		}
-		if m.Content == "" {
-			return invalid(fmt.Sprintf("input.messages[%d].content", i), "content must be a non-empty string")
+		if err := checkContent(i, m, seen); err != nil {
+			return err
 		}
 	}
 	if in.MaxTokens == 0 {

@@ -183,12 +183,17 @@ func (g Rung) WorstCase(in Input) Nanocents {
 
 // PromptCeiling over-estimates the prompt tokens of messages: one token
 // per two bytes of content, and eight per message, where providers count
-// about four bytes a token. It prices the prompt of a call whose usage the
-// provider never reported, and of the worst case a budget must cover.
+// about four bytes a token; an image or a document at partTokens' bound
+// (docs/providers.md, "Content parts"). It prices the prompt of a call
+// whose usage the provider never reported, and of the worst case a budget
+// must cover.
 func PromptCeiling(msgs []Message) int64 {
-	var bytes int64
+	var bytes, parts int64
 	for _, m := range msgs {
 		bytes += int64(len(m.Content))
+		for _, p := range m.Parts {
+			parts += partTokens(p)
+		}
 	}
-	return (bytes+1)/2 + 8*int64(len(msgs))
+	return (bytes+1)/2 + parts + 8*int64(len(msgs))
 }

@@ -89,6 +89,8 @@ func New(cfg Config) (*Client, error) {
 type message struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
+	// blocks, when set, are sent as the content (parts.go).
+	blocks []any
 }
 
 type messagesRequest struct {
@@ -283,10 +285,10 @@ func (c *Client) request(r model.Request) messagesRequest {
 	var system []string
 	for _, m := range r.Messages {
 		if m.Role == "system" {
-			system = append(system, m.Content)
+			system = append(system, m.Text())
 			continue
 		}
-		req.Messages = append(req.Messages, message{Role: m.Role, Content: m.Content})
+		req.Messages = append(req.Messages, messageOf(m))
 	}
 	req.System = strings.Join(system, "\n\n")
 	return req

@@ -80,6 +80,9 @@ type converseText struct {
 	// are an answer's forced tool input (schema.go); never sent.
 	ToolUse *toolUseJSON    `json:"toolUse,omitempty"`
 	Input   json.RawMessage `json:"input,omitempty"`
+	// media, when set, is an image or document block sent in the
+	// text's place (parts.go).
+	media any
 }
 
 type inferenceConfig struct {
@@ -228,6 +231,8 @@ func converseJSON(r model.Request) (converseBody, error) {
 		for _, blk := range m.Content {
 			if t, ok := blk.(*types.ContentBlockMemberText); ok {
 				cm.Content = append(cm.Content, converseText{Text: t.Value})
+			} else if m := converseMedia(blk); m != nil {
+				cm.Content = append(cm.Content, converseText{media: m})
 			}
 		}
 		body.Messages = append(body.Messages, cm)

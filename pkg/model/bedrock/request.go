@@ -43,7 +43,7 @@ func buildPrompt(r model.Request) (prompt, error) {
 		var role types.ConversationRole
 		switch m.Role {
 		case "system":
-			p.system = append(p.system, &types.SystemContentBlockMemberText{Value: m.Content})
+			p.system = append(p.system, &types.SystemContentBlockMemberText{Value: m.Text()})
 			continue
 		case "user":
 			role = types.ConversationRoleUser
@@ -53,13 +53,14 @@ func buildPrompt(r model.Request) (prompt, error) {
 			return prompt{}, &model.Error{Class: job.InvalidRequest, Detail: "bedrock: unknown message role",
 				Err: fmt.Errorf("bedrock: message %d has role %q, want system, user or assistant", i, short(m.Role))}
 		}
-		block := &types.ContentBlockMemberText{Value: m.Content}
+		blocks := contentBlocks(m)
 		if n := len(p.messages); n > 0 && p.messages[n-1].Role == role {
-			p.messages[n-1].Content = append(p.messages[n-1].Content, block)
+			p.messages[n-1].Content = append(p.messages[n-1].Content, blocks...)
 			continue
 		}
-		p.messages = append(p.messages, types.Message{Role: role, Content: []types.ContentBlock{block}})
+		p.messages = append(p.messages, types.Message{Role: role, Content: blocks})
 	}
+	nameDocuments(p.messages)
 	p.inference = inference(r)
 	p.additional = additional(r.Options)
 	p.tools = toolConfig(r.Options.ResponseFormat)

@@ -117,7 +117,7 @@ type script struct {
 func parse(r model.Request, def time.Duration) script {
 	sc := script{latency: def}
 	for _, m := range r.Messages {
-		for _, d := range directive.FindAllStringSubmatch(m.Content, -1) {
+		for _, d := range directive.FindAllStringSubmatch(m.Text(), -1) {
 			switch d[1] {
 			case "latency":
 				if l, err := time.ParseDuration(d[2]); err == nil {
@@ -300,7 +300,14 @@ func wait(ctx context.Context, latency time.Duration, out int64, progress func(i
 func inputTokens(r model.Request) int64 {
 	var b int64
 	for _, m := range r.Messages {
-		b += int64(len(m.Content))
+		b += int64(len(m.Text()))
+		// An image or a document bills a fixed 1,000 tokens: any count
+		// within the hold (job.ImageTokens) serves the fake's purpose.
+		for _, p := range m.Parts {
+			if p.Type != job.PartText {
+				b += 4 * 1000
+			}
+		}
 	}
 	return (b + 3) / 4
 }
@@ -323,7 +330,7 @@ func reply(r model.Request, maxWords int) string {
 	last := ""
 	for _, m := range r.Messages {
 		if m.Role == "user" {
-			last = m.Content
+			last = m.Text()
 		}
 	}
 	last = strings.TrimSpace(directive.ReplaceAllString(last, ""))

@@ -80,6 +80,8 @@ func New(cfg Config) (*Client, error) {
 type chatMessage struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
+	// parts, when set, are sent as the content (parts.go).
+	parts []any
 }
 
 type chatRequest struct {
@@ -189,7 +191,7 @@ func (c *Client) chat(r model.Request) chatRequest {
 		req.Model = c.cfg.Model
 	}
 	for _, m := range r.Messages {
-		req.Messages = append(req.Messages, chatMessage{Role: m.Role, Content: m.Content})
+		req.Messages = append(req.Messages, chatMessageOf(m, false))
 	}
 	return req
 }

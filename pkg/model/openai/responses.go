@@ -201,7 +201,7 @@ func (b *call) create(ctx context.Context) (responseObject, error) {
 		req.Reasoning = &reasoning{Effort: r.Effort}
 	}
 	for _, m := range b.r.Messages {
-		req.Input = append(req.Input, chatMessage{Role: m.Role, Content: m.Content})
+		req.Input = append(req.Input, chatMessageOf(m, true))
 	}
 	hr, sent, err := b.c.api().Post(ctx, b.c.responses, req, false)
 	if err != nil {

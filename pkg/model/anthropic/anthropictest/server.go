@@ -103,10 +103,7 @@ type Params struct {
 		Type         string `json:"type"`
 		BudgetTokens int    `json:"budget_tokens"`
 	} `json:"thinking"`
-	Messages []struct {
-		Role    string `json:"role"`
-		Content string `json:"content"`
-	} `json:"messages"`
+	Messages []Message `json:"messages"`
 	// Tools and ToolChoice are a forced tool's (schema.go).
 	Tools      []Tool      `json:"tools"`
 	ToolChoice *ToolChoice `json:"tool_choice"`
@@ -310,6 +307,9 @@ var opusWithoutTemperature = regexp.MustCompile(`claude-opus-4-([7-9]|[1-9][0-9]
 // are not permitted", as reported for other members in amrit110/oli#7
 // and Aider-AI/aider#3367. Thinking: see thinkingRefusal.
 func refusal(q Request) string {
+	if msg := blockRefusal(q.Params); msg != "" {
+		return msg
+	}
 	if len(q.Params.Unknown) > 0 {
 		return q.Params.Unknown[0] + ": Extra inputs are not permitted"
 	}
@@ -424,7 +424,7 @@ func (s *Server) answerLocked(q Request) []byte {
 func (s *Server) messageLocked(q Request, usage, batched bool) map[string]any {
 	prompt := len(q.Params.System) / 4
 	for _, m := range q.Params.Messages {
-		prompt += len(m.Content)/4 + 1
+		prompt += len(m.Content)/4 + 1 + MediaTokens*m.media()
 	}
 	content, stop, words := s.content(q.Params, q.CustomID)
 	m := map[string]any{"id": "msg_" + q.CustomID, "type": "message", "role": "assistant", "model": q.Params.Model,

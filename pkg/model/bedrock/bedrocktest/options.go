@@ -52,6 +52,9 @@ func refusal(model string, raw json.RawMessage) string {
 	if json.Unmarshal(raw, &b) != nil {
 		return "Malformed input request"
 	}
+	if msg := blockRefusal(raw); msg != "" {
+		return msg
+	}
 	var ic inferenceConfig
 	if len(b.InferenceConfig) > 0 {
 		dec := json.NewDecoder(bytes.NewReader(b.InferenceConfig))

@@ -342,7 +342,7 @@ func (s *Server) answerLocked(model string, raw []byte) ([]byte, bool) {
 	}
 	var body struct {
 		Messages []struct {
-			Content []struct{ Text string } `json:"content"`
+			Content []struct{ Text, Image, Document json.RawMessage } `json:"content"`
 		} `json:"messages"`
 		InferenceConfig struct{ MaxTokens int } `json:"inferenceConfig"`
 		ToolConfig      *toolConfig             `json:"toolConfig"`
@@ -352,7 +352,14 @@ func (s *Server) answerLocked(model string, raw []byte) ([]byte, bool) {
 	last, prompt := "", 0
 	for _, m := range body.Messages {
 		for _, c := range m.Content {
-			last, prompt = c.Text, prompt+len(c.Text)/4+1
+			var text string
+			if json.Unmarshal(c.Text, &text) == nil {
+				last = text
+			}
+			prompt += len(text)/4 + 1
+			if c.Image != nil || c.Document != nil {
+				prompt += MediaTokens
+			}
 		}
 	}
 	res := map[string]any{"recordId": rec.RecordID, "modelInput": rec.ModelInput}

@@ -34,6 +34,7 @@ func (s *Server) billLocked(id string, b Body, tier string) Bill {
 	for _, m := range b.Messages {
 		bill.Input += int64(len(m.Content)/4 + 1)
 	}
+	bill.Input += b.media() * MediaTokens
 	bill.Cached = min(max(s.CachedTokens, 0), bill.Input)
 	limit := b.Cap()
 	visible := min(int64(len(strings.Fields(bill.Text))), int64(max(limit, 1)))
@@ -100,6 +101,10 @@ func (s *Server) chat(w http.ResponseWriter, r *http.Request) {
 // billed under a new id starting with prefix. It reports whether b was
 // admitted; when not, it has answered w.
 func (s *Server) admit(w http.ResponseWriter, b Body, refuse func(Body) map[string]any, prefix string) (Bill, bool) {
+	if e := partRefusal(b, strings.HasPrefix(prefix, "resp")); e != nil {
+		writeJSON(w, http.StatusBadRequest, e)
+		return Bill{}, false
+	}
 	if e := refuse(b); e != nil {
 		writeJSON(w, http.StatusBadRequest, e)
 		return Bill{}, false

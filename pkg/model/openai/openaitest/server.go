@@ -98,10 +98,12 @@ type Body struct {
 	ResponseFormat *Format `json:"response_format"`
 }
 
-// Message is one message of a request.
+// Message is one message of a request: its content a string, or parts
+// (parts.go), Content then their text.
 type Message struct {
 	Role    string `json:"role"`
 	Content string `json:"content"`
+	Parts   []Part `json:"-"`
 }
 
 // Cap is the output cap b asks for, in whichever field it names it.
@@ -335,8 +337,8 @@ func (s *Server) answerLocked(l Line) ([]byte, bool, bool) {
 		code, _ := strconv.Atoi(sc.Fail)
 		res["response"] = map[string]any{"status_code": code, "body": map[string]any{
 			"error": map[string]any{"message": "scripted", "type": "invalid_request_error", "code": nil}}}
-	case refusal(l.Body) != nil: // a batch line is refused as the call would be
-		res["response"] = map[string]any{"status_code": http.StatusBadRequest, "body": refusal(l.Body)}
+	case chatRefusal(l.Body) != nil: // a batch line is refused as the call would be
+		res["response"] = map[string]any{"status_code": http.StatusBadRequest, "body": chatRefusal(l.Body)}
 	default:
 		failed = false
 		s.batches.Generate(l.CustomID)
