@@ -56,6 +56,7 @@ func everyFieldSet(t *testing.T) job.Job {
 		Pending: &job.Pending{Owner: "w_old", Provider: "openai", Model: "m", ID: "resp_1", Held: job.Cents(4)}, Deadline: at.Add(time.Hour),
 		RunTime: 1500 * time.Millisecond, LeaseOwner: "w_now", LeaseUntil: at.Add(time.Minute), NotBefore: at.Add(time.Second),
 		ErrorClass: job.RateLimited, ErrorDetail: "429", Result: json.RawMessage(`{"output":"x"}`), ResultModel: "fake/m", ResultLane: job.Flex,
+		ResultRef: &job.Payload{Key: "results/j/w_now", Size: 1 << 20, SHA256: "sha256:cd"},
 		Progress: 0.5, Replays: 1, ReplayedAt: at.Add(-time.Hour), Nudges: 2,
 		Enlisted: job.LaneKey("default", 1), EnlistedAt: at.Add(-time.Minute), Batch: "b1",
 		Callback:   job.Callback{URL: "https://hooks.example.com/a", Events: []job.State{job.Succeeded}},
