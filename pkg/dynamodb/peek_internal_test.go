@@ -57,7 +57,7 @@ func everyFieldSet(t *testing.T) job.Job {
 		RunTime: 1500 * time.Millisecond, LeaseOwner: "w_now", LeaseUntil: at.Add(time.Minute), NotBefore: at.Add(time.Second),
 		ErrorClass: job.RateLimited, ErrorDetail: "429", Result: json.RawMessage(`{"output":"x"}`), ResultModel: "fake/m", ResultLane: job.Flex,
 		ResultRef: &job.Payload{Key: "results/j/w_now", Size: 1 << 20, SHA256: "sha256:cd"},
-		Progress: 0.5, Replays: 1, ReplayedAt: at.Add(-time.Hour), Nudges: 2,
+		Progress:  0.5, Replays: 1, ReplayedAt: at.Add(-time.Hour), Nudges: 2,
 		Enlisted: job.LaneKey("default", 1), EnlistedAt: at.Add(-time.Minute), Batch: "b1",
 		Callback:   job.Callback{URL: "https://hooks.example.com/a", Events: []job.State{job.Succeeded}},
 		Deliveries: job.Deliveries{Attempts: 1, LastStatus: 200, DeliveredAt: at, DeliveredVersion: 3},
