@@ -170,13 +170,10 @@ func toItem(j job.Job, idx indexes) map[string]types.AttributeValue {
 		}
 	}
 	opt(aMetadata, string(j.Metadata))
-	opt(aResult, string(j.Result))
-	opt(aResultRef, resultRefJSON(j.ResultRef))
+	resultAttributes(it, j)
 	opt(aLeaseOwner, j.LeaseOwner)
 	opt(aErrorClass, string(j.ErrorClass))
 	opt(aErrorDetail, j.ErrorDetail)
-	opt(aResultModel, j.ResultModel)
-	opt(aResultLane, string(j.ResultLane))
 	opt(aEnlisted, j.Enlisted)
 	opt(aBatch, j.Batch)
 	if !j.EnlistedAt.IsZero() {

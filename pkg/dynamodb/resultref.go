@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"fmt"
 
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
 	"github.com/aijobs/aijobs/pkg/job"
 )
 
@@ -31,4 +33,15 @@ func (d *decoder) resultRef() *job.Payload {
 		return nil
 	}
 	return &p
+}
+
+// resultAttributes adds a job's answer to it: inline or by its ref, and
+// the model and lane that gave it; each only when set.
+func resultAttributes(it map[string]types.AttributeValue, j job.Job) {
+	for k, v := range map[string]string{aResult: string(j.Result), aResultRef: resultRefJSON(j.ResultRef),
+		aResultModel: j.ResultModel, aResultLane: string(j.ResultLane)} {
+		if v != "" {
+			it[k] = avS(v)
+		}
+	}
 }

@@ -113,8 +113,10 @@ type Succeed struct {
 	// Result is the answer kept on the record; ResultRef, set instead
 	// when the answer is too large for it, where the answer was put in
 	// the payload store before this write (docs/payloads.md, "Answers").
-	Result    json.RawMessage
-	ResultRef *Payload
+	// Omitted from a parked outcome's JSON when empty: a null read back
+	// would be stored as the answer "null".
+	Result    json.RawMessage `json:"Result,omitempty"`
+	ResultRef *Payload        `json:"ResultRef,omitempty"`
 	Model     string
 	Lane      Lane
 	ExpiresAt time.Time
