@@ -16,6 +16,9 @@ type Links struct{ p *s3.Payloads }
 // NewLinks is Links on the configured bucket.
 func NewLinks(b *roles.Base) Links { return Links{New(b)} }
 
+// LinksOf is Links on p, for a tool with no role's Base (the console).
+func LinksOf(p *s3.Payloads) Links { return Links{p} }
+
 // ResultLink is a presigned GET of key that works for ttl.
 func (l Links) ResultLink(ctx context.Context, key string, ttl time.Duration) (string, time.Time, error) {
 	link, err := l.p.PresignGet(ctx, key, ttl)
