@@ -2,8 +2,6 @@ package worker
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"time"
 
 	"github.com/aijobs/aijobs/pkg/finish"
@@ -16,21 +14,6 @@ import (
 type Answers interface {
 	Put(ctx context.Context, key string, body []byte, contentType string) error
 }
-
-// MaxInlineResult is the largest answer kept on the record; a larger one
-// is put in the payload store and the record points at it. 32 KiB keeps
-// a succeeded record small enough that every later write to it (a
-// delivery's count, a replay) stays a few dozen write units at most, far
-// under DynamoDB's 400 KB item beside an input of up to 256 KiB, and a
-// poll's answer far under Lambda's 6 MB response (docs/payloads.md,
-// "Answers", says why this size).
-const MaxInlineResult = 32 << 10
-
-// ResultKey is where owner's attempt at job id puts its answer: one key
-// per attempt (lease owners are unique), so two attempts never overwrite
-// each other's answer, and the one the record points at is the one its
-// succeed wrote.
-func ResultKey(id, owner string) string { return "results/" + id + "/" + owner }
 
 // errNoAnswers is an answer too large for the record on a worker with
 // no payload store: nowhere to keep it.
@@ -46,13 +29,12 @@ func (a *attempt) putAnswer(ctx context.Context, result []byte) (*job.Payload, e
 	}
 	pctx, cancel := halfOf(ctx)
 	defer cancel()
-	key := ResultKey(a.j.ID, a.owner)
+	key := finish.ResultKey(a.j.ID, a.owner)
 	err := retryWrite(pctx, a.rand, func() error { return a.answers.Put(pctx, key, result, "application/json") })
 	if err != nil {
 		return nil, err
 	}
-	sum := sha256.Sum256(result)
-	return &job.Payload{Key: key, Size: int64(len(result)), SHA256: "sha256:" + hex.EncodeToString(sum[:])}, nil
+	return finish.ResultRef(key, result), nil
 }
 
 // halfOf is ctx ending halfway to its deadline.
@@ -65,7 +47,7 @@ func halfOf(ctx context.Context) (context.Context, context.CancelFunc) {
 }
 
 // succeedBy is the succeed of f with result kept where it fits: inline
-// up to MaxInlineResult (or when inline is true), else by its ref, put
+// up to finish.MaxInlineResult (or when inline is true), else by its ref, put
 // first.
 func (a *attempt) succeedBy(ctx context.Context, f finish.Of, r climbed, result []byte, inline bool) (finish.Outcome, error) {
 	model := r.rung.Provider + "/" + r.resp.Model

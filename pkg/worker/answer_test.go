@@ -61,7 +61,7 @@ func answering(n int, cost job.Nanocents) func(context.Context, model.Request, i
 }
 
 // largeAnswer is over what the record keeps inline.
-const largeAnswer = worker.MaxInlineResult + 1000
+const largeAnswer = finish.MaxInlineResult + 1000
 
 // storedByRef checks got succeeded with its answer in s at its ref,
 // whole (size and digest as the ref says), with an output of n bytes.
@@ -70,7 +70,7 @@ func storedByRef(t *testing.T, s *answers, got job.Job, n int) {
 	if got.State != job.Succeeded || got.ResultRef == nil || len(got.Result) != 0 {
 		t.Fatalf("job = %s, ref %+v, inline %d bytes: want succeeded with its answer by ref only", got.State, got.ResultRef, len(got.Result))
 	}
-	if want := worker.ResultKey(got.ID, got.ResultRef.Key[strings.LastIndex(got.ResultRef.Key, "/")+1:]); got.ResultRef.Key != want || !strings.HasPrefix(want, "results/"+got.ID+"/w") {
+	if want := finish.ResultKey(got.ID, got.ResultRef.Key[strings.LastIndex(got.ResultRef.Key, "/")+1:]); got.ResultRef.Key != want || !strings.HasPrefix(want, "results/"+got.ID+"/w") {
 		t.Fatalf("key %q, want results/<job id>/<lease owner>", got.ResultRef.Key)
 	}
 	body, _ := s.get(got.ResultRef.Key)
@@ -230,7 +230,7 @@ func TestAParkedLargeAnswerCarriesItsRef(t *testing.T) {
 	if err := json.Unmarshal(raw, &o); err != nil || o.Succeed == nil || o.Succeed.ResultRef == nil || strings.Contains(string(raw), "aaaa") || len(raw) > 4096 {
 		t.Fatalf("parked %d bytes: %s (%v); want the succeed with a ref and no body", len(raw), raw[:min(len(raw), 300)], err)
 	}
-	if o.Succeed.ResultRef.Key != worker.ResultKey(j.ID, owner) {
+	if o.Succeed.ResultRef.Key != finish.ResultKey(j.ID, owner) {
 		t.Fatalf("parked ref %+v, want the attempt's key", o.Succeed.ResultRef)
 	}
 

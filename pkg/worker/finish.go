@@ -78,7 +78,7 @@ func (a *attempt) record(ctx context.Context, o finish.Outcome) error {
 // answer is never refused for its size.
 func (a *attempt) succeed(ctx context.Context, r climbed, result []byte) outcome {
 	f := a.finishAt(r.paid, a.stamp())
-	inline := len(result) <= MaxInlineResult
+	inline := len(result) <= finish.MaxInlineResult
 	o, err := a.succeedBy(ctx, f, r, result, inline)
 	if err == nil {
 		err = a.record(ctx, o)
