@@ -2,10 +2,17 @@ package e2e
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
 	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -82,5 +89,57 @@ func TestAOneMegabyteAnswerIsStoredPolledAndFetched(t *testing.T) {
 	_ = resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("a plain GET of the link: %d", resp.StatusCode)
+	}
+}
+
+// TestAOneMegabyteAnswerReachesItsCallbackByLink: the webhook event of a
+// job whose answer is 1 MB carries it by a link the notifier signed
+// (result null, the event small), and a plain GET of the link reads the
+// answer whose size and hash the event names.
+func TestAOneMegabyteAnswerReachesItsCallbackByLink(t *testing.T) {
+	t.Parallel()
+	env := maps.Clone(steadyLease)
+	maps.Copy(env, callbackEnv)
+	s := startStack(t, env)
+	var mu sync.Mutex
+	var bodies [][]byte
+	hook := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		bodies = append(bodies, b)
+		mu.Unlock()
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(hook.Close)
+	id := s.submit("tenant-a", "large-callback", jobBody("[[fake:answer_bytes=1048576]] the long report", fmt.Sprintf(`"callback_url":%q`, hook.URL+"/hook")))
+	s.wait("tenant-a", id, 30*time.Second, "succeeded")
+	var first []byte
+	waitFor(t, 20*time.Second, func() bool {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(bodies) > 0 {
+			first = bodies[0]
+		}
+		return first != nil
+	})
+	if first == nil {
+		t.Fatal("no delivery of the succeeded job")
+	}
+	var ev wire.WebhookEvent
+	if err := json.Unmarshal(first, &ev); err != nil || ev.Type != "job.succeeded" || ev.Data.ID != id {
+		t.Fatalf("event %.200s: %v", first, err)
+	}
+	if ev.Data.Result != nil || ev.Data.ResultURL == "" || len(first) > 64<<10 {
+		t.Fatalf("event of %d bytes, url %q: want a small event with the answer by link", len(first), ev.Data.ResultURL)
+	}
+	resp, err := http.Get(ev.Data.ResultURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	_ = resp.Body.Close()
+	sum := sha256.Sum256(body)
+	if resp.StatusCode != http.StatusOK || int64(len(body)) != ev.Data.ResultBytes || "sha256:"+hex.EncodeToString(sum[:]) != ev.Data.ResultHash {
+		t.Fatalf("the link read %d: %d bytes, want %d with the event's hash", resp.StatusCode, len(body), ev.Data.ResultBytes)
 	}
 }
