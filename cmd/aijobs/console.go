@@ -14,9 +14,11 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/sts"
 
+	"github.com/aijobs/aijobs/pkg/app/payloads"
 	"github.com/aijobs/aijobs/pkg/awsclient"
 	"github.com/aijobs/aijobs/pkg/console"
 	"github.com/aijobs/aijobs/pkg/replay"
+	"github.com/aijobs/aijobs/pkg/s3"
 )
 
 const consoleAbout = `Serve the operator console: web pages for a bad hour (overview, failures,
@@ -109,6 +111,9 @@ func runConsole(ctx context.Context, c *cli, args []string) error {
 	}
 	if op.cfg.DLQURL != "" {
 		cfg.DeadLetters = op.queue.DeadLetters()
+	}
+	if op.cfg.PayloadBucket != "" {
+		cfg.ResultLinks = payloads.LinksOf(s3.NewPayloads(s3.NewClient(op.aws), op.cfg.PayloadBucket))
 	}
 	// Quarantine off (AIJOBS_QUARANTINE_FOR=0) may mean no table to read:
 	// the page says it is off instead of failing.

@@ -63,7 +63,7 @@ func (h *Handler) cancel(ctx context.Context, log *slog.Logger, tenant, id strin
 
 // viewOrProblem answers 200 with the view of j.
 func (h *Handler) viewOrProblem(ctx context.Context, log *slog.Logger, j job.Job) events.APIGatewayV2HTTPResponse {
-	resp, err := viewResponse(http.StatusOK, j)
+	resp, err := h.viewResponse(ctx, http.StatusOK, j)
 	if err != nil {
 		return h.serverProblem(ctx, log, "cancel", err)
 	}

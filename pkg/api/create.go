@@ -186,7 +186,7 @@ func (h *Handler) checkQuarantine(ctx context.Context, log *slog.Logger, j job.J
 
 // created answers status with the view and the job's Location.
 func (h *Handler) created(ctx context.Context, log *slog.Logger, status int, j job.Job) events.APIGatewayV2HTTPResponse {
-	resp, err := viewResponse(status, j)
+	resp, err := h.viewResponse(ctx, status, j)
 	if err != nil {
 		return h.serverProblem(ctx, log, "create", err)
 	}

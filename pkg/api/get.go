@@ -81,7 +81,7 @@ func (h *Handler) get(ctx context.Context, log *slog.Logger, ev events.APIGatewa
 	case j.Tenant != tenant:
 		return notFound()
 	}
-	resp, err := viewResponse(http.StatusOK, j)
+	resp, err := h.viewResponse(ctx, http.StatusOK, j)
 	if err != nil {
 		return h.serverProblem(ctx, log, "get", err)
 	}

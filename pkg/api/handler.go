@@ -67,6 +67,9 @@ type Config struct {
 	// it is refused 429 too_many_queued. Either nil limits nothing.
 	Queued      Slots
 	QueuedLimit func(tenant string) int
+	// ResultLinks signs the link a view carries for an answer kept in the
+	// payload store; nil answers a view of one 503 unavailable.
+	ResultLinks ResultLinks
 	Logger      *slog.Logger
 }
 
@@ -104,6 +107,7 @@ type Handler struct {
 	queued     Slots
 	queuedMax  func(tenant string) int
 	latency    *routeLatency
+	links      ResultLinks
 	log        *slog.Logger
 }
 
@@ -123,6 +127,7 @@ func New(cfg Config) *Handler {
 		queued:     cfg.Queued,
 		queuedMax:  cfg.QueuedLimit,
 		latency:    newRouteLatency(cfg.Routes),
+		links:      cfg.ResultLinks,
 		log:        cfg.Logger,
 	}
 	if h.clock == nil {

@@ -61,11 +61,8 @@ type Snapshot struct {
 	RetryAfter time.Duration
 }
 
-// Get reads a job (GET /jobs/{id}). With a non-empty etag it asks
-// If-None-Match, and an unchanged job answers NotModified with no view (a
-// 304 costs no body). An unknown id and another tenant's job are both an
-// *Error with Code not_found.
-func (c *Client) Get(ctx context.Context, id, etag string) (Snapshot, error) {
+// get is GET /jobs/{id} as the API answers it (Get says how).
+func (c *Client) get(ctx context.Context, id, etag string) (Snapshot, error) {
 	path, err := jobPath(id)
 	if err != nil {
 		return Snapshot{}, err

@@ -79,6 +79,9 @@ type Config struct {
 	// quarantines nothing.
 	Quarantine    finish.Quarantiner
 	QuarantineFor time.Duration
+	// Answers is where a batch answer too large for the record is put
+	// (docs/payloads.md, "Answers"); nil keeps every answer inline.
+	Answers Answers
 }
 
 // Collector runs the batch lane.
@@ -107,6 +110,7 @@ type crew struct {
 	// alarms (a provider refusing the key, retryable failures) hold for a
 	// job that failed in a batch as for one that failed in a call.
 	afterEnd finish.AfterEnd
+	answers  Answers // nil keeps every answer inline
 }
 
 // New returns a collector; a nil Logger, Clock, NewID or Metrics get
@@ -129,7 +133,7 @@ func New(cfg Config) *Collector {
 	}
 	return &Collector{crew: &crew{store: cfg.Store, batches: cfg.Batches, queue: cfg.Queue,
 		providers: cfg.Providers, routes: cfg.Routes, clock: cfg.Clock, retention: cfg.Retention,
-		every: cfg.Every, newID: cfg.NewID, metrics: cfg.Metrics, log: cfg.Logger,
+		every: cfg.Every, newID: cfg.NewID, metrics: cfg.Metrics, log: cfg.Logger, answers: cfg.Answers,
 		afterEnd: finish.AfterEnd{Quarantine: cfg.Quarantine, QuarantineFor: cfg.QuarantineFor, Metrics: cfg.Metrics}}}
 }
 

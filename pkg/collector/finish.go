@@ -9,8 +9,12 @@ import (
 	"github.com/aijobs/aijobs/pkg/model"
 )
 
-// succeed records f's answer from its batch. A refused finish (the job
-// was handed back, cancelled or written off) still settles its cost.
+// succeed records f's answer from its batch: inline when small, else put
+// in the payload store first and recorded by its ref, as a worker's is
+// (docs/payloads.md, "Answers"). A put that fails answers its error: the
+// item stays in the batch's list, and the next run records it again. A
+// refused finish (the job was handed back, cancelled or written off)
+// still settles its cost.
 func (c *Collector) succeed(ctx context.Context, l lane, f finish.Of, resp model.Response) error {
 	if resp.Model == "" {
 		resp.Model = l.rung.Model
@@ -19,8 +23,35 @@ func (c *Collector) succeed(ctx context.Context, l lane, f finish.Of, resp model
 	if err != nil {
 		return err
 	}
-	_, err = f.Succeed(result, l.rung.Provider+"/"+resp.Model, job.Batch).Apply(ctx, c.store)
+	name := l.rung.Provider + "/" + resp.Model
+	inline := len(result) <= finish.MaxInlineResult
+	if inline {
+		_, err = f.Succeed(result, name, job.Batch).Apply(ctx, c.store)
+	}
+	if !inline || job.ErrorCode(err) == job.CodeTooLarge {
+		// Too large for the record, or refused by it for its size.
+		err = c.succeedByRef(ctx, f, result, name)
+	}
 	return refusedIsSettled(err)
+}
+
+// succeedByRef puts result at f's attempt's key, then records its ref.
+func (c *Collector) succeedByRef(ctx context.Context, f finish.Of, result []byte, name string) error {
+	if c.answers == nil {
+		return &job.Error{Code: job.CodeUnavailable, Message: "no payload store is configured for a large answer"}
+	}
+	key := finish.ResultKey(f.Job.ID, f.Owner)
+	if err := c.answers.Put(ctx, key, result, "application/json"); err != nil {
+		return err
+	}
+	_, err := f.SucceedByRef(finish.ResultRef(key, result), name, job.Batch).Apply(ctx, c.store)
+	return err
+}
+
+// Answers is the part of the payload store (pkg/s3's Payloads) a batch
+// answer too large for the record is put in.
+type Answers interface {
+	Put(ctx context.Context, key string, body []byte, contentType string) error
 }
 
 // fail records f's failed item: released to the queue (and re-sent: its

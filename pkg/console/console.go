@@ -74,6 +74,10 @@ type Config struct {
 	// AllowRemote lets requests addressed to a host other than loopback
 	// in (behind a tunnel the operator set up); off by default.
 	AllowRemote bool
+	// ResultLinks signs the link a job's page shows for an answer kept
+	// in the payload store; nil shows the answer's key, size and hash
+	// only.
+	ResultLinks ResultLinks
 	// Calls, when set, reports the AWS calls made so far by operation,
 	// shown in the footer (the operator sees what a refresh costs).
 	Calls func() map[string]int

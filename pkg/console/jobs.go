@@ -1,6 +1,7 @@
 package console
 
 import (
+	"context"
 	"net/http"
 	"strconv"
 	"time"
@@ -105,6 +106,38 @@ type jobView struct {
 	Remaining job.Nanocents
 	Done      string // what an action just did
 	Replayer  bool
+	// ResultURL links an answer kept in the payload store, valid until
+	// ResultExpires; ResultLink says why there is no link when there is
+	// none.
+	ResultURL     string
+	ResultExpires time.Time
+	ResultLink    string
+}
+
+// ResultLinks signs a short-lived link that reads an answer kept in the
+// payload store (pkg/app/payloads' Links).
+type ResultLinks interface {
+	ResultLink(ctx context.Context, key string, ttl time.Duration) (url string, expires time.Time, err error)
+}
+
+// resultLinkTTL is how long a job page's link works: as long as a poll's
+// (wire.ResultLinkTTL); a refresh of the page signs a fresh one.
+const resultLinkTTL = 15 * time.Minute
+
+// linkResult sets p's link to a large answer of j, or says why not.
+func (c *Console) linkResult(ctx context.Context, p *jobView, j job.Job) {
+	switch {
+	case j.ResultRef == nil:
+	case c.cfg.ResultLinks == nil:
+		p.ResultLink = "no link: the console was started without the payload bucket (AIJOBS_PAYLOAD_BUCKET)"
+	default:
+		url, expires, err := c.cfg.ResultLinks.ResultLink(ctx, j.ResultRef.Key, resultLinkTTL)
+		if err != nil {
+			p.ResultLink = "no link: the payload store could not sign one (" + err.Error() + ")"
+			return
+		}
+		p.ResultURL, p.ResultExpires = url, expires
+	}
 }
 
 func (c *Console) jobPage(w http.ResponseWriter, r *http.Request) {
@@ -114,6 +147,7 @@ func (c *Console) jobPage(w http.ResponseWriter, r *http.Request) {
 	}
 	id := j.ID
 	p := jobView{page: c.page(r, "jobs", "Job "+id), Job: j, Remaining: j.Remaining(), Replayer: c.cfg.Replayer != nil}
+	c.linkResult(r.Context(), &p, j)
 	switch r.URL.Query().Get("done") {
 	case "cancelled":
 		p.Done = "Cancelled."

@@ -77,6 +77,10 @@ import (
 //	                                             the last one's HTTP status (0: no answer)
 //	cb_delivered_ms, cb_version                  N, the newest acknowledged delivery: when, and
 //	                                             which version of the job it carried
+//	result_ref                                   S, JSON of job.Payload, only once succeeded
+//	                                             with an answer too large for the record: where
+//	                                             it is in the payload store (docs/payloads.md,
+//	                                             "Answers"); result is absent then
 //	pending                                      S, JSON of job.Pending, only once an attempt
 //	                                             started a generation its provider keeps by id
 //	                                             (job.Await); replaced by the next one
@@ -108,6 +112,7 @@ const (
 	aEnlisted, aEnlistedAt, aBatch                = "enl_pk", "enl_ms", "batch"
 	aReplays, aReplayed, aNudges                  = "replays", "replayed_ms", "nudges"
 	aSettled, aPending                            = "settled", "pending"
+	aResultRef                                    = "result_ref"
 	aCallbackURL, aCallbackEvents                 = "cb_url", "cb_events"
 	aCallbackAttempts, aCallbackStatus            = "cb_attempts", "cb_status"
 	aCallbackDelivered, aCallbackVersion          = "cb_delivered_ms", "cb_version"
@@ -165,12 +170,10 @@ func toItem(j job.Job, idx indexes) map[string]types.AttributeValue {
 		}
 	}
 	opt(aMetadata, string(j.Metadata))
-	opt(aResult, string(j.Result))
+	resultAttributes(it, j)
 	opt(aLeaseOwner, j.LeaseOwner)
 	opt(aErrorClass, string(j.ErrorClass))
 	opt(aErrorDetail, j.ErrorDetail)
-	opt(aResultModel, j.ResultModel)
-	opt(aResultLane, string(j.ResultLane))
 	opt(aEnlisted, j.Enlisted)
 	opt(aBatch, j.Batch)
 	if !j.EnlistedAt.IsZero() {
@@ -297,6 +300,7 @@ func fromItem(it map[string]types.AttributeValue) (job.Job, error) {
 		}
 		slices.Sort(j.WrittenOff) // a set has no order
 	}
+	j.ResultRef = d.resultRef()
 	if p := d.str(aPending); p != "" {
 		j.Pending = new(job.Pending)
 		if err := json.Unmarshal([]byte(p), j.Pending); err != nil && d.err == nil {

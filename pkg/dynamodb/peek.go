@@ -14,7 +14,7 @@ import (
 // peekAttributes are the attributes of what a poll shows of a job
 // (job.Peeked); TestPeekAttributesAreJobPeeked holds the two equal.
 var peekAttributes = []string{
-	aID, aTenant, aRequestKey, aInputHash, aModel, aMetadata, aResult,
+	aID, aTenant, aRequestKey, aInputHash, aModel, aMetadata, aResult, aResultRef,
 	aState, aErrorClass, aResultModel, aResultLane, aAttempts, aMaxAttempts, aVersion,
 	aBudget, aCost, aRemaining, aReserve, aCostEstimated, aSaved, aLanes, aAttemptLanes, aProgress,
 	aDeadline, aCreated, aUpdated, aReplays,

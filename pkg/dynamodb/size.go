@@ -22,8 +22,9 @@ const (
 	// (the settled tokens of every attempt, an error detail, the index
 	// keys of its end, the result model): without it a record created just
 	// under the limit could not record what its attempts cost. The
-	// result itself is checked when it is written (an attempt whose
-	// result does not fit ends the job, keeping its cost). It is at least
+	// result itself is kept inline only up to 32 KiB, and one the
+	// record still has no room for goes to the payload store
+	// (docs/payloads.md, "Answers"). It is at least
 	// lifeRoom of the most attempts a create may ask (8 by default:
 	// 3 KiB); a record allowed more keeps lifeRoom of its own.
 	growth = 4 << 10

@@ -138,6 +138,7 @@ func (s *Store) Succeed(ctx context.Context, t job.Succeed) (job.Job, error) {
 	e := effect{v: v, set: "SET #state = :succeeded, #progress = :one_f, #updated_ms = :upd",
 		remove: unlease + ", #error_class, #error_detail, #act_pk"}
 	e.opt(aResult, avS(string(t.Result)), len(t.Result) > 0)
+	e.opt(aResultRef, avS(resultRefJSON(t.ResultRef)), t.ResultRef != nil)
 	e.opt(aResultModel, avS(t.Model), t.Model != "")
 	e.opt(aResultLane, avS(string(t.Lane)), t.Lane != "")
 	e.expiry(t.ExpiresAt)

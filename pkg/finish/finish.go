@@ -75,6 +75,14 @@ func (f Of) Succeed(result json.RawMessage, model string, lane job.Lane) Outcome
 		Result: result, Model: model, Lane: lane, ExpiresAt: f.Retention.ExpiresAt(job.Succeeded, f.Now)}}
 }
 
+// SucceedByRef records an answer too large for the record by where it
+// was put in the payload store (ref), which model gave it in lane.
+func (f Of) SucceedByRef(ref *job.Payload, model string, lane job.Lane) Outcome {
+	o := f.Succeed(nil, model, lane)
+	o.Succeed.ResultRef = ref
+	return o
+}
+
 // Release hands the job back to the queue after a failure of class, to be
 // claimed again from notBefore (zero: at once).
 func (f Of) Release(class job.ErrorClass, detail string, notBefore time.Time) Outcome {

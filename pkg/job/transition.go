@@ -110,7 +110,13 @@ type Succeed struct {
 	Owner string
 	Now   time.Time
 	Settlement
-	Result    json.RawMessage
+	// Result is the answer kept on the record; ResultRef, set instead
+	// when the answer is too large for it, where the answer was put in
+	// the payload store before this write (docs/payloads.md, "Answers").
+	// Omitted from a parked outcome's JSON when empty: a null read back
+	// would be stored as the answer "null".
+	Result    json.RawMessage `json:"Result,omitempty"`
+	ResultRef *Payload        `json:"ResultRef,omitempty"`
 	Model     string
 	Lane      Lane
 	ExpiresAt time.Time
@@ -460,6 +466,7 @@ func (r Resume) Apply(j Job) Job {
 // Apply returns j after the success.
 func (s Succeed) Apply(j Job) Job {
 	j.State, j.Result, j.ResultModel, j.ResultLane = Succeeded, s.Result, s.Model, s.Lane
+	j.ResultRef = s.ResultRef
 	j.ErrorClass, j.ErrorDetail = "", ""
 	j = s.Settlement.Apply(j)
 	j.Progress = 1

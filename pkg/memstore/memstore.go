@@ -269,6 +269,10 @@ func clone(j job.Job) job.Job {
 		p := *j.Pending
 		j.Pending = &p
 	}
+	if j.ResultRef != nil {
+		r := *j.ResultRef
+		j.ResultRef = &r
+	}
 	return j
 }
 

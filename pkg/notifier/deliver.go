@@ -125,7 +125,11 @@ func (n *Notifier) signingKeys(ctx context.Context, tenant string) ([]webhook.Se
 // status (0 when it never answered) and its Retry-After. The body of the
 // answer is read (a little, so the connection can be reused) and dropped.
 func (n *Notifier) post(ctx context.Context, j job.Job, notice Notice, keys []webhook.Secret) (int, time.Duration, error) {
-	body, err := json.Marshal(wire.NewWebhookEvent(j))
+	ev, err := n.event(ctx, j)
+	if err != nil {
+		return 0, 0, err
+	}
+	body, err := json.Marshal(ev)
 	if err != nil {
 		return 0, 0, err
 	}

@@ -82,8 +82,12 @@ type Config struct {
 	Secrets []webhook.Secret
 	// Keys says which versions of each tenant's key are in use; nil: every
 	// tenant at version 1.
-	Keys  Keys
-	Retry Retry
+	Keys Keys
+	// ResultLinks signs the link an event carries for an answer kept in
+	// the payload store; nil: such an event cannot be delivered, and is
+	// retried as a failed delivery is.
+	ResultLinks ResultLinks
+	Retry       Retry
 	// Timeout bounds one delivery, connection to last byte.
 	Timeout time.Duration
 	Clock   job.Clock

@@ -50,6 +50,9 @@ func equalField(name string, got, want any) bool {
 	case *job.Pending:
 		w := want.(*job.Pending)
 		return (g == nil) == (w == nil) && (g == nil || *g == *w)
+	case *job.Payload:
+		w := want.(*job.Payload)
+		return (g == nil) == (w == nil) && (g == nil || *g == *w)
 	case job.Deliveries:
 		w := want.(job.Deliveries)
 		return g.Attempts == w.Attempts && g.LastStatus == w.LastStatus && g.DeliveredVersion == w.DeliveredVersion && g.DeliveredAt.Equal(w.DeliveredAt)

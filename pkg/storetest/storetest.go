@@ -93,6 +93,7 @@ func cases() []testCase {
 		{"heartbeat", heartbeat},
 		{"hold more", holdMore},
 		{"succeed", succeed},
+		{"succeed with the answer in the payload store", succeedByRef},
 		{"release", release},
 		{"defer", deferred},
 		{"end with an owner", endOwned},

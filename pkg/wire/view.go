@@ -3,6 +3,7 @@ package wire
 import (
 	"bytes"
 	"encoding/json"
+	"time"
 
 	"github.com/aijobs/aijobs/pkg/job"
 )
@@ -45,8 +46,18 @@ type View struct {
 	ErrorClass *job.ErrorClass `json:"error_class"`
 	// Result is the stored model output (a Result's JSON as the worker
 	// wrote it, passed on byte for byte), or null (nil once read).
-	Result      json.RawMessage `json:"result"`
-	ResultModel string          `json:"result_model,omitempty"`
+	Result json.RawMessage `json:"result"`
+	// ResultURL is where an answer too large for the record is read
+	// instead (result is null then): a plain GET of it answers the
+	// Result's JSON until ResultExpiresAt; a new poll gives a fresh link.
+	// ResultBytes and ResultHash ("sha256:<hex>", as input_hash) are what
+	// the body read must be. All absent for an answer inline
+	// (docs/payloads.md, "Answers").
+	ResultURL       string `json:"result_url,omitempty"`
+	ResultExpiresAt *Time  `json:"result_expires_at,omitempty"`
+	ResultBytes     int64  `json:"result_bytes,omitempty"`
+	ResultHash      string `json:"result_hash,omitempty"`
+	ResultModel     string `json:"result_model,omitempty"`
 	// ResultLane is the lane the result was served in.
 	ResultLane job.Lane `json:"result_lane,omitempty"`
 	// Lanes are the lanes the create allowed; absent when it named none.
@@ -97,6 +108,9 @@ func NewView(j job.Job) View {
 	if present(j.Result) {
 		v.Result = j.Result
 	}
+	if r := j.ResultRef; r != nil {
+		v.ResultBytes, v.ResultHash = r.Size, r.SHA256
+	}
 	if present(j.Metadata) {
 		v.Metadata = j.Metadata
 	}
@@ -113,6 +127,21 @@ func NewView(j job.Job) View {
 		v.Callback = cb
 	}
 	return v
+}
+
+// ResultLinkTTL is how long a link to a large answer works: long enough
+// to fetch a few MB on a slow connection, short enough that a link that
+// leaked (a log, a forwarded event) soon reads nothing.
+const ResultLinkTTL = 15 * time.Minute
+
+// Linked reports whether the view's answer is read by a link (LinkResult)
+// rather than inline.
+func (v View) Linked() bool { return v.ResultHash != "" }
+
+// LinkResult sets the link to the view's large answer and when it
+// expires.
+func (v *View) LinkResult(url string, expires time.Time) {
+	v.ResultURL, v.ResultExpiresAt = url, &Time{expires}
 }
 
 // UnmarshalJSON reads a view; a null result or metadata becomes nil

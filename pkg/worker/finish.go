@@ -72,14 +72,26 @@ func (a *attempt) record(ctx context.Context, o finish.Outcome) error {
 }
 
 // succeed records the answer (result, encoded by verdictOf) and what the
-// attempt cost.
+// attempt cost: inline when it is small, else put in the payload store
+// first and recorded by its ref (docs/payloads.md, "Answers"). A small
+// answer the record still has no room for is moved out the same way; an
+// answer is never refused for its size.
 func (a *attempt) succeed(ctx context.Context, r climbed, result []byte) outcome {
-	now := a.stamp()
-	err := a.record(ctx, a.finishAt(r.paid, now).Succeed(result, r.rung.Provider+"/"+r.resp.Model, r.rung.Lane))
-	if job.ErrorCode(err) == job.CodeTooLarge {
-		// The record cannot hold this result: end the job for good,
-		// keeping what the call cost, rather than generate it again.
-		return a.end(ctx, job.Internal, "the result is too large to store", r.paid)
+	f := a.finishAt(r.paid, a.stamp())
+	inline := len(result) <= finish.MaxInlineResult
+	o, err := a.succeedBy(ctx, f, r, result, inline)
+	if err == nil {
+		err = a.record(ctx, o)
+		if job.ErrorCode(err) == job.CodeTooLarge && inline {
+			if o, err = a.succeedBy(ctx, f, r, result, false); err == nil {
+				err = a.record(ctx, o)
+			}
+		}
+	}
+	if err != nil && o.Succeed == nil || job.ErrorCode(err) == job.CodeTooLarge {
+		// Never put (the store refused it), or refused by the record
+		// even by ref: the answer is lost, the cost is recorded.
+		return a.answerUnstored(ctx, r, err)
 	}
 	if err == nil {
 		a.meter.count("JobsSucceeded", nil)

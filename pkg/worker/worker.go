@@ -164,6 +164,10 @@ type Config struct {
 	// where a dead attempt's outcome is looked for before it is written
 	// off (pkg/parking); nil parks nothing.
 	Parking parking.Lot
+	// Answers is where an answer too large for the record is put
+	// (docs/payloads.md, "Answers"); nil keeps every answer inline, and
+	// one the record cannot hold fails its attempt, its cost kept.
+	Answers Answers
 	// Quarantine is where a job that ended with a deterministic class
 	// puts its input (job.Quarantine), for QuarantineFor; nil, or a zero
 	// QuarantineFor, quarantines nothing.
@@ -199,6 +203,7 @@ type crew struct {
 	store     Store
 	queue     Queue
 	lot       parking.Lot // nil parks nothing
+	answers   Answers     // nil keeps every answer inline
 	afterEnd  finish.AfterEnd
 	providers map[string]model.Provider
 	routes    map[string]job.Route
@@ -254,7 +259,7 @@ func New(cfg Config) *Worker {
 	if cfg.Clock == nil {
 		cfg.Clock = job.SystemClock{}
 	}
-	return &Worker{cfg: cfg, crew: &crew{store: cfg.Store, queue: cfg.Queue, lot: cfg.Parking,
+	return &Worker{cfg: cfg, crew: &crew{store: cfg.Store, queue: cfg.Queue, lot: cfg.Parking, answers: cfg.Answers,
 		afterEnd:  finish.AfterEnd{Quarantine: cfg.Quarantine, QuarantineFor: cfg.QuarantineFor, Metrics: cfg.Metrics},
 		providers: cfg.Providers, routes: cfg.Routes, clock: cfg.Clock, timing: cfg.Timing, retention: cfg.Retention,
 		rand: cfg.Rand, meter: meter{cfg.Metrics},

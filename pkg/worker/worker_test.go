@@ -587,27 +587,6 @@ func TestShutdownMidCallIsATimeoutNotACancel(t *testing.T) {
 	}
 }
 
-// tooLarge is a store whose success write is refused as too large, as
-// DynamoDB refuses an item over 400 KB.
-type tooLarge struct{ *memstore.Store }
-
-func (tooLarge) Succeed(context.Context, job.Succeed) (job.Job, error) {
-	return job.Job{}, &job.Error{Code: job.CodeTooLarge}
-}
-
-func TestResultTooLargeEndsTheJobAndKeepsItsCost(t *testing.T) {
-	f := setup(t, ok(77))
-	j := f.create("k1", nil)
-	f.w = f.newWorker(tooLarge{f.store})
-	if r := f.deliver(body(j.ID)); len(r.BatchItemFailures) != 0 {
-		t.Fatalf("kept: %v (it would be generated again)", failedIDs(r))
-	}
-	got := f.get(j.ID)
-	if got.State != job.Failed || got.ErrorClass != job.Internal || got.Cost != 77 {
-		t.Fatalf("job = %+v", got)
-	}
-}
-
 // hangs is a call that runs until its context ends, notes when in
 // stoppedAt, and bills input tokens for what it consumed.
 func hangs(stoppedAt *atomic.Int64, input int64) func(context.Context, model.Request, int) (model.Response, error) {

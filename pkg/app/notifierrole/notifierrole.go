@@ -9,6 +9,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/aijobs/aijobs/pkg/app/payloads"
 	"github.com/aijobs/aijobs/pkg/app/roles"
 	"github.com/aijobs/aijobs/pkg/dynamodb"
 	"github.com/aijobs/aijobs/pkg/notifier"
@@ -72,7 +73,7 @@ func New(ctx context.Context, b *roles.Base, create bool) (*Notifier, error) {
 	n.Notifier = notifier.New(notifier.Config{
 		Store: b.Store, Queue: n.Queue, DeadLetters: n.Queue.DeadLetters(), Changes: dynamodb.StreamChange,
 		HTTP:    webhook.Policy{AllowLoopback: s.CallbackLoopback}.Client(s.CallbackTimeout),
-		Secrets: secrets, Keys: b.Tenants, Timeout: s.CallbackTimeout,
+		Secrets: secrets, Keys: b.Tenants, Timeout: s.CallbackTimeout, ResultLinks: payloads.NewLinks(b),
 		Retry: notifier.Retry{Base: s.CallbackRetryBase, Max: s.CallbackRetryMax, Attempts: s.CallbackAttempts},
 		Clock: b.Clock, Metrics: metrics, Logger: b.Logger,
 	})

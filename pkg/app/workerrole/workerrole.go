@@ -9,6 +9,7 @@ import (
 	"context"
 
 	"github.com/aijobs/aijobs/pkg/app/lot"
+	"github.com/aijobs/aijobs/pkg/app/payloads"
 	"github.com/aijobs/aijobs/pkg/app/providers"
 	"github.com/aijobs/aijobs/pkg/app/roles"
 	"github.com/aijobs/aijobs/pkg/dynamodb"
@@ -26,7 +27,8 @@ func Handler(ctx context.Context, b *roles.Base) (any, error) {
 	return New(b, p).Handle, nil
 }
 
-// New is the worker over providers and the configured parking lot.
+// New is the worker over providers, the configured parking lot and the
+// payload store its large answers go to.
 func New(b *roles.Base, providers map[string]model.Provider) *worker.Worker {
 	s := b.Config.Settings
 	var metrics worker.Metrics
@@ -36,6 +38,7 @@ func New(b *roles.Base, providers map[string]model.Provider) *worker.Worker {
 	cfg := worker.Config{
 		Store: b.Store, Queue: b.Queue, Clock: b.Clock, Logger: b.Logger, Retention: s.Retention, Metrics: metrics,
 		Routes: b.Config.Routes, Providers: providers, ReceiveLimit: s.MaxReceiveCount, Parking: lot.New(b), Workers: s.MaxConcurrency,
+		Answers: payloads.New(b),
 		Timing: worker.Timing{Heartbeat: s.Heartbeat, LeaseTTL: s.LeaseTTL, LeaseMargin: s.GuardMargin(), AttemptMargin: s.AttemptMargin, CollectEvery: s.CollectEvery,
 			LambdaMargin: s.LambdaMargin, BackoffBase: s.BackoffBase, BackoffMax: s.BackoffMax, RequeueAfter: s.RequeueAfter},
 	}

@@ -119,5 +119,5 @@ func (p *Provider) answerLocked(r model.Request) batchResult {
 	if name == "" {
 		name = "fake"
 	}
-	return batchResult{resp: model.Response{Output: reply(r, int(out)), Model: name, FinishReason: "stop", Usage: u}}
+	return batchResult{resp: model.Response{Output: sc.padded(reply(r, int(out))), Model: name, FinishReason: "stop", Usage: u}}
 }

@@ -13,6 +13,10 @@
 //     [[fake:fail=CLASS*N]]: only the job's first N calls fail.
 //   - [[fake:hang]]: the call waits until its context ends.
 //   - [[fake:tokens=N]]: the answer is N output tokens (at most MaxTokens).
+//   - [[fake:answer_bytes=N]]: the answer's output is N bytes (the reply
+//     padded with "x", at most MaxAnswerBytes), billed as the tokens it
+//     would be without it: a large answer (docs/payloads.md, "Answers")
+//     at a cost a test can state.
 //   - [[fake:flex_refuse]]: a call in the flex lane is refused at once with
 //     capacity_unavailable, billed nothing and generating nothing, as a
 //     provider's full flex pool refuses; calls in other lanes are
@@ -105,6 +109,8 @@ type script struct {
 	counted   bool
 	hang      bool
 	tokens    int
+	// answerBytes pads the output to this many bytes (0: as replied).
+	answerBytes int
 	// flexRefuse refuses the call if it is in the flex lane.
 	flexRefuse bool
 	// cached, cacheWrite and reasoning are the parts of the usage the
@@ -137,6 +143,9 @@ func parse(r model.Request, def time.Duration) script {
 				sc.hang = true
 			case "tokens":
 				sc.tokens, _ = strconv.Atoi(d[2])
+			case "answer_bytes":
+				n, _ := strconv.Atoi(d[2])
+				sc.answerBytes = min(max(n, 0), MaxAnswerBytes)
 			case "flex_refuse":
 				sc.flexRefuse = true
 			case "cached":
@@ -204,7 +213,20 @@ func (p *Provider) Generate(ctx context.Context, r model.Request) (model.Respons
 	if name == "" {
 		name = "fake"
 	}
-	return model.Response{Output: reply(r, int(out)), Model: name, FinishReason: "stop", Usage: u, Served: served}, nil
+	return model.Response{Output: sc.padded(reply(r, int(out))), Model: name, FinishReason: "stop", Usage: u, Served: served}, nil
+}
+
+// MaxAnswerBytes bounds answer_bytes, so a prompt cannot make the fake
+// hold more than a few answers of the largest size a test needs.
+const MaxAnswerBytes = 16 << 20
+
+// padded is out padded with "x" to answerBytes (out itself when it is
+// as long already, or no size was asked).
+func (sc script) padded(out string) string {
+	if sc.answerBytes <= len(out) {
+		return out
+	}
+	return out + strings.Repeat("x", sc.answerBytes-len(out))
 }
 
 // count is a directive's count, none when it is not one.

@@ -578,3 +578,33 @@ func TestCachedReasoningAndServedAreReportedAndBilled(t *testing.T) {
 		t.Errorf("a flex call without directives: served %q, err %v; want flex", plain.Served, err)
 	}
 }
+
+// TestAnswerBytesMakesALargeAnswerAtAStatedCost: answer_bytes pads the
+// output to exactly N bytes (capped), and bills what the call would have
+// without it, so a test can state a 1 MB answer's exact cost.
+func TestAnswerBytesMakesALargeAnswerAtAStatedCost(t *testing.T) {
+	p := fake.New(fake.Config{Price: price})
+	plain, err := p.Generate(context.Background(), req("a", user("hello there")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		prompt string
+		want   int
+	}{
+		{"[[fake:answer_bytes=1048576]] hello there", 1 << 20},
+		{"[[fake:answer_bytes=3]] hello there", len(plain.Output)}, // shorter than the reply: the reply
+		{"[[fake:answer_bytes=999999999]] hello there", fake.MaxAnswerBytes},
+	} {
+		resp, err := p.Generate(context.Background(), req("b", user(c.prompt)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(resp.Output) != c.want || !strings.HasPrefix(resp.Output, "fake reply to: hello there") {
+			t.Fatalf("%s: %d bytes (%.30q), want %d starting with the reply", c.prompt, len(resp.Output), resp.Output, c.want)
+		}
+		if resp.Usage.OutputTokens != plain.Usage.OutputTokens {
+			t.Fatalf("%s: %d output tokens, want %d as without the padding", c.prompt, resp.Usage.OutputTokens, plain.Usage.OutputTokens)
+		}
+	}
+}
