@@ -152,7 +152,7 @@ func (ad *admission) admit(ctx context.Context, route job.Route, in job.Input) (
 	if !ad.enter(ctx, route) {
 		return refusal{wait: ad.timing.tenantWait(ad.receives, ad.rand), class: job.RateLimited, detail: "the tenant has its limit of jobs in flight"}, false
 	}
-	if l, ok := ad.holdSpend(ctx, job.SpendEntry(ad.j.ID, ad.j.Attempts), ad.j.Reserve); !ok {
+	if l, ok := ad.holdSpend(ctx, job.SpendEntry(ad.j.ID, ad.j.Attempts), max(ad.j.Reserve, route.Reserve(in, ad.j.Lanes))); !ok {
 		return refusal{wait: ad.spendWait(l), class: job.SpendLimit, detail: "the tenant's spend limit for the " + string(l.Period) + " is reached"}, false
 	}
 	entry, _ := route.Entry(ad.j.Lanes)
