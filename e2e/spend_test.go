@@ -24,7 +24,8 @@ import (
 // them at their real cost (and one worst case, which the last of them
 // holds to start). Spend ends at or under the limit, on the
 // records and on the shared balance; every job either succeeded or waits
-// deferred spend_limit (uncounted, never called), none failed; and a
+// deferred spend_limit (uncounted, never called), none failed; a new
+// create is then refused 429 spend_limit, a repeat still a repeat; and a
 // stack restarted on the same tables with the limit raised runs the
 // deferred ones. The limit is shared through the buckets table by every
 // concurrent batch of the dev server.
@@ -79,6 +80,15 @@ func TestATenantsSpendNeverPassesItsLimit(t *testing.T) {
 		t.Fatalf("the shared balance: %+v (%v), want %s spent and nothing held", b, err, spent)
 	}
 	t.Logf("%d of %d jobs ran, spending %s of %s; %d deferred spend_limit", len(ran), jobs, spent, limit, len(waiting))
+	// What was spent leaves less than a worst case: a new create is
+	// refused, and a repeat of an accepted one is still a repeat.
+	if r, _ := s.send("POST", "/jobs", "busy", map[string]string{"Idempotency-Key": "spend-new"}, jobBody("spend job", "")); r.status != 429 ||
+		r.body["code"] != "spend_limit" || r.header.Get("Retry-After") == "" {
+		t.Errorf("a create with less than a worst case left: %d %s %v", r.status, r.raw, r.header)
+	}
+	if r, _ := s.send("POST", "/jobs", "busy", map[string]string{"Idempotency-Key": "spend-0"}, jobBody("spend job", "")); r.status != 200 {
+		t.Errorf("a repeat of an accepted job: %d %s", r.status, r.raw)
+	}
 	stop()
 
 	env["AIJOBS_TENANT_SPEND"] = "day=$1000"
