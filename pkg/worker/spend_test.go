@@ -121,3 +121,29 @@ func TestAnUnansweredSpendBalanceHoldsTheTenantToTheWorkersShare(t *testing.T) {
 		t.Fatalf("LimitsLocal by spend %v, want 2", n)
 	}
 }
+
+// A dead attempt's spend hold (its worker died after the hold) is settled
+// by the worker that writes it off, as spent, an estimate as on the
+// record; the next attempt holds and settles its own: nothing is left
+// held, and the balance spent is what the record charged.
+func TestADeadAttemptsSpendHoldIsSettledAsSpentWhenWrittenOff(t *testing.T) {
+	balance := memstore.NewSpend()
+	f, limit := spendFixture(t, 40, balance)
+	limit.Store(1000)
+	j := f.create("k1", func(j *job.Job) {
+		j.Reserve, j.Held = 100, 100
+		j.State, j.Attempts, j.LeaseOwner, j.LeaseUntil = job.Running, 1, "dead", job.Millis(time.Now().Add(-time.Second))
+	})
+	dead := job.SpendHold{Tenant: "t1", Period: job.Day, At: time.Now(), Limit: 1000, Entry: job.SpendEntry(j.ID, 1), Amount: 100}
+	if ok, err := balance.Hold(t.Context(), dead); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	f.deliver(body(j.ID))
+	got := f.get(j.ID)
+	if got.State != job.Succeeded || got.Attempts != 2 || got.Cost != 140 {
+		t.Fatalf("job = %+v, want succeeded on attempt 2, cost 140", got)
+	}
+	if b := dayBalance(t, balance); b != (job.SpendBalance{Spent: 140}) {
+		t.Fatalf("balance %+v, want 140 spent (the dead hold, 100, and the second attempt's 40), nothing held", b)
+	}
+}
