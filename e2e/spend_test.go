@@ -103,13 +103,11 @@ func TestATenantsSpendNeverPassesItsLimit(t *testing.T) {
 // costOf is what job id cost once it ended.
 func (s *stack) costOf(id string) job.Nanocents {
 	s.t.Helper()
-	for _, j := range awaitAll(s.t, s, []string{id}, 30*time.Second) {
-		if j.State != job.Succeeded {
-			s.t.Fatalf("the probe job %s: %s", id, j.State)
-		}
-		return j.Cost
+	ended := awaitAll(s.t, s, []string{id}, 30*time.Second)
+	if len(ended) != 1 || ended[0].State != job.Succeeded {
+		s.t.Fatalf("the probe job %s: %+v", id, ended)
 	}
-	return 0
+	return ended[0].Cost
 }
 
 // awaitSpendSettled waits until every job either succeeded or waits

@@ -32,8 +32,12 @@ type admission struct {
 	// and paidAll says its spend holds go with a generation still
 	// running (detached, or enlisted in the batch lane), so they are
 	// settled as spent, an upper estimate: the settle of its spend holds.
-	paid    job.Nanocents
-	paidAll bool
+	// paidKnown says paid is known: no call went, or the finish settled
+	// it. Unknown (a panic after the call), the holds stay for the
+	// write-off to settle as spent, never returned unpaid.
+	paid      job.Nanocents
+	paidAll   bool
+	paidKnown bool
 }
 
 // Slots are the tenants' in-flight slots every worker shares

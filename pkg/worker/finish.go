@@ -16,7 +16,7 @@ import (
 // write the attempt makes is built from here.
 func (a *attempt) finishAt(paid job.Settlement, now time.Time) finish.Of {
 	paid.Held, paid.Ran, paid.Attempt = a.held, now.Sub(a.start), a.j.Attempts
-	a.admission.paid = paid.Cost // the spend holds settle at it (docs/spend.md)
+	a.admission.paid, a.admission.paidKnown = paid.Cost, true // the spend holds settle at it (docs/spend.md)
 	return finish.Of{Job: a.j, Owner: a.owner, Now: now, Settlement: paid, Retention: a.retention}
 }
 
@@ -33,6 +33,7 @@ func (a *attempt) finish(ctx context.Context, v verdict) outcome {
 	// A generation that goes on without the attempt may spend all it
 	// holds: its spend holds are settled as spent (docs/spend.md).
 	a.admission.paidAll = v.write == verdictDetach || v.write == verdictEnlisted
+	a.admission.paidKnown = !v.called
 	switch v.write {
 	case verdictRetry:
 		return a.retryOrEnd(ctx, v.fail)

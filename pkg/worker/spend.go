@@ -41,6 +41,12 @@ func (ad *admission) holdSpend(ctx context.Context, entry string, amount job.Nan
 	now := ad.clock.Now()
 	var took []spendGrant
 	for _, l := range ad.spendLimited() {
+		if l.Limit <= 0 {
+			// $0 lets nothing be spent, not even a worst case of zero: a
+			// price of zero does not prove a call is free (job.Covers).
+			ad.settle(ctx, took, 0)
+			return l, false
+		}
 		h := job.SpendHold{Tenant: ad.j.Tenant, Period: l.Period, At: now, Limit: l.Limit, Entry: entry, Amount: amount}
 		ok, err := ad.spend.Hold(ctx, h)
 		if err != nil {
@@ -65,6 +71,10 @@ func (ad *admission) holdSpend(ctx context.Context, entry string, amount job.Nan
 func (ad *admission) settleSpend(ctx context.Context) {
 	grants := ad.granted.holds
 	ad.granted.holds = nil
+	if len(grants) > 0 && !ad.paidKnown && !ad.paidAll {
+		ad.log.Warn("the attempt's cost is unknown; its spend holds stay counted until it is written off", "holds", len(grants))
+		return
+	}
 	cost := ad.paid
 	if ad.paidAll {
 		cost = 0
