@@ -69,9 +69,11 @@ func spendOrder(h job.SpendHold, n int) []int {
 }
 
 // Hold takes h.Amount on the first part it tries whose share still
-// covers it: one conditional UpdateItem a part tried. It reports false
-// when none did (the tenant is at its limit, or the parts it tried are).
-// A hold already on a part (a repeat) is not taken twice.
+// covers it: one conditional UpdateItem a part tried (and, refused, the
+// part as the refusal shows it, or a read on an emulator that returns
+// none). It reports false when none did (the tenant is at its limit, or
+// the parts it tried are). A hold already on a part at its amount (a
+// repeat) is answered held, and not taken twice.
 func (s *Spend) Hold(ctx context.Context, h job.SpendHold) (bool, error) {
 	n := job.SpendParts(h.Limit)
 	for _, i := range spendOrder(h, n) {
@@ -90,8 +92,24 @@ func (s *Spend) Hold(ctx context.Context, h job.SpendHold) (bool, error) {
 		if err != nil || !o.refused {
 			return err == nil, err
 		}
+		if mine, err := s.holding(ctx, h, i, o.item); err != nil || mine {
+			return mine, err
+		}
 	}
 	return false, nil
+}
+
+// holding reports whether part i, as its refusal showed it (or a read),
+// already holds h at its amount: the attempt's own hold, whose answer
+// was lost or whose give-back after a refusal was, taken again. It is
+// held once, and the attempt's settle returns it.
+func (s *Spend) holding(ctx context.Context, h job.SpendHold, i int, it map[string]types.AttributeValue) (bool, error) {
+	it, err := s.t.standing(ctx, "read a tenant's spend", s.key(h, i), it)
+	if err != nil {
+		return false, err
+	}
+	_, ok := it[sHold+h.Entry]
+	return ok && number(it[sHold+h.Entry]) == int64(h.Amount), nil
 }
 
 // Settle settles st's hold: its amount returned and its cost added as

@@ -34,11 +34,16 @@ func NewSpend() *Spend { return &Spend{} }
 func spendKey(h job.SpendHold) string { return h.Tenant + "\x00" + h.Period.Key(h.At) }
 
 // Hold takes h.Amount while the balance's spent and held stay within the
-// limit; a hold already taken is not taken twice.
+// limit; a hold already taken at its amount is answered held, not taken
+// twice.
 func (m *Spend) Hold(_ context.Context, h job.SpendHold) (bool, error) {
 	ok := false
 	m.t.change(spendKey(h), func(b balance, _ bool) (balance, bool) {
-		if _, dup := b.holds[h.Entry]; dup || h.Amount < 0 || b.spent+b.held()+h.Amount > h.Limit {
+		if held, dup := b.holds[h.Entry]; dup {
+			ok = held == h.Amount
+			return b, false
+		}
+		if h.Amount < 0 || b.spent+b.held()+h.Amount > h.Limit {
 			return b, false
 		}
 		if b.holds == nil {
