@@ -70,6 +70,11 @@ func (a *attempt) record(ctx context.Context, o finish.Outcome) error {
 	if p != nil {
 		err = p.close(ctx, err, a.log)
 	}
+	if err != nil && job.ErrorCode(err) != job.CodeConflict {
+		// The record may yet charge the whole hold (a write-off): the
+		// spend holds count it all too, never less (docs/spend.md).
+		a.admission.paidAll = true
+	}
 	if a.beatsDone != nil {
 		a.beatsDone()
 	}
