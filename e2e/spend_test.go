@@ -131,7 +131,9 @@ func (s *stack) awaitSpendSettled(ids []string, stall time.Duration, full func([
 			}
 		}
 		return len(ran), len(ran)+len(waiting) == len(ids) && full(ran)
-	}, func() string { return fmt.Sprintf("%d ran, %d deferred for spend, of %d", len(ran), len(waiting), len(ids)) })
+	}, func() string {
+		return fmt.Sprintf("%d ran, %d deferred for spend, of %d", len(ran), len(waiting), len(ids))
+	})
 	return ran, waiting
 }
 
