@@ -58,6 +58,9 @@ func (h *Handler) create(ctx context.Context, log *slog.Logger, ev events.APIGat
 		return h.refusedUnlessRepeat(ctx, log, j, "check route", bad)
 	}
 	log = log.With(slog.String("job_id", j.ID))
+	if wait, bad := h.checkSpend(ctx, log, j); bad != nil {
+		return spendLimited(h.refusedUnlessRepeat(ctx, log, j, "check spend", bad), wait)
+	}
 	if bad := h.enterQueue(ctx, log, j); bad != nil {
 		return h.tooManyQueued(h.refusedUnlessRepeat(ctx, log, j, "check queued", bad))
 	}

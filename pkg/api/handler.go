@@ -70,6 +70,12 @@ type Config struct {
 	// ResultLinks signs the link a view carries for an answer kept in the
 	// payload store; nil answers a view of one 503 unavailable.
 	ResultLinks ResultLinks
+	// Spend and SpendLimits are the tenants' spend balances and limits
+	// (AIJOBS_TENANT_SPEND; docs/spend.md): GET /spend shows the caller
+	// its own, and a create its tenant has nothing left for this period
+	// is refused 429 spend_limit. Either nil limits nothing.
+	Spend       Spend
+	SpendLimits func(tenant string) []job.PeriodLimit
 	Logger      *slog.Logger
 }
 
@@ -106,29 +112,34 @@ type Handler struct {
 	quarantine Quarantines
 	queued     Slots
 	queuedMax  func(tenant string) int
-	latency    *routeLatency
-	links      ResultLinks
-	log        *slog.Logger
+	spend      Spend
+	// spendLimits is each tenant's spend limits (docs/spend.md).
+	spendLimits func(tenant string) []job.PeriodLimit
+	latency     *routeLatency
+	links       ResultLinks
+	log         *slog.Logger
 }
 
 // New builds a Handler from cfg, filling the optional fields' defaults.
 func New(cfg Config) *Handler {
 	h := &Handler{
-		store:      cfg.Store,
-		queue:      cfg.Queue,
-		limits:     cfg.Limits,
-		retention:  cfg.Retention,
-		routes:     cfg.Routes,
-		clock:      cfg.Clock,
-		retryAfter: cfg.EnqueueRetryAfter,
-		callbacks:  cfg.Callbacks,
-		signing:    cfg.Signing,
-		quarantine: cfg.Quarantines,
-		queued:     cfg.Queued,
-		queuedMax:  cfg.QueuedLimit,
-		latency:    newRouteLatency(cfg.Routes),
-		links:      cfg.ResultLinks,
-		log:        cfg.Logger,
+		store:       cfg.Store,
+		queue:       cfg.Queue,
+		limits:      cfg.Limits,
+		retention:   cfg.Retention,
+		routes:      cfg.Routes,
+		clock:       cfg.Clock,
+		retryAfter:  cfg.EnqueueRetryAfter,
+		callbacks:   cfg.Callbacks,
+		signing:     cfg.Signing,
+		quarantine:  cfg.Quarantines,
+		queued:      cfg.Queued,
+		queuedMax:   cfg.QueuedLimit,
+		spend:       cfg.Spend,
+		spendLimits: cfg.SpendLimits,
+		latency:     newRouteLatency(cfg.Routes),
+		links:       cfg.ResultLinks,
+		log:         cfg.Logger,
 	}
 	if h.clock == nil {
 		h.clock = job.SystemClock{}

@@ -42,6 +42,7 @@ var codes = map[wire.Code]codeInfo{
 	wire.CodeOptionUnsupported:    {http.StatusUnprocessableEntity, "Option unsupported", job.CodeUnsupported},
 	wire.CodeKeyVersionMoved:      {http.StatusConflict, "Key version moved", ""},
 	wire.CodeTooManyQueued:        {http.StatusTooManyRequests, "Too many jobs queued", ""},
+	wire.CodeSpendLimit:           {http.StatusTooManyRequests, "Spend limit reached", ""},
 	wire.CodeEnqueueFailed:        {http.StatusServiceUnavailable, "Job not enqueued", ""},
 	wire.CodeUnavailable:          {http.StatusServiceUnavailable, "Service unavailable", job.CodeUnavailable},
 	wire.CodeInternal:             {http.StatusInternalServerError, "Internal error", job.CodeInternal},

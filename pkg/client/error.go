@@ -49,10 +49,12 @@ func (e *Error) Error() string {
 	return b.String()
 }
 
-// Temporary reports whether the same request may succeed later: 429 and
-// every 5xx. These are the answers the client retries itself.
+// Temporary reports whether the same request may succeed soon: 429 and
+// every 5xx. These are the answers the client retries itself. A 429
+// spend_limit is not: its Retry-After is the end of the tenant's day or
+// month (docs/spend.md), for the caller to decide on.
 func (e *Error) Temporary() bool {
-	return e.Status == http.StatusTooManyRequests || e.Status >= 500
+	return (e.Status == http.StatusTooManyRequests && e.Code != "spend_limit") || e.Status >= 500
 }
 
 // NetworkError is a request that got no HTTP answer at all (refused,

@@ -85,6 +85,9 @@ type Config struct {
 	// says.
 	QueuedText string
 	Queued     TenantLimits
+	// SpendText is AIJOBS_TENANT_SPEND as given, and Spend what it says.
+	SpendText string
+	Spend     SpendLimits
 	// Shortcut is the single-provider shortcut the variables describe.
 	Shortcut Shortcut
 
@@ -161,6 +164,9 @@ func Load(getenv func(string) string) (Config, error) {
 	}
 	if c.Queued, err = parseTenantLimits(c.QueuedText); err != nil {
 		return Config{}, fmt.Errorf("config: AIJOBS_TENANT_QUEUED: %w", err)
+	}
+	if c.Spend, err = parseSpendLimits(c.SpendText); err != nil {
+		return Config{}, fmt.Errorf("config: AIJOBS_TENANT_SPEND: %w", err)
 	}
 	if _, ok := c.Routes[c.Settings.Limits.DefaultModel]; !ok {
 		return Config{}, fmt.Errorf("config: AIJOBS_ROUTES: no %q route (the model of a job that names none)", c.Settings.Limits.DefaultModel)
@@ -280,5 +286,7 @@ func (c Config) RateLimited() bool {
 
 // SharedLimits reports whether workers share limits through the buckets
 // table: a provider declares rate limits, or tenants have a limit in
-// flight or queued.
-func (c Config) SharedLimits() bool { return c.RateLimited() || c.InFlight.Any() || c.Queued.Any() }
+// flight or queued, or a spend limit.
+func (c Config) SharedLimits() bool {
+	return c.RateLimited() || c.InFlight.Any() || c.Queued.Any() || c.Spend.Any()
+}

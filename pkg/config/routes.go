@@ -68,7 +68,7 @@ type ProviderSpec struct {
 // cancel) end the attempt however many rungs are left.
 func routable(c job.ErrorClass) bool {
 	switch c {
-	case job.DeadlineExceeded, job.BudgetExhausted, job.Cancelled, job.DeadLettered:
+	case job.DeadlineExceeded, job.BudgetExhausted, job.SpendLimit, job.Cancelled, job.DeadLettered:
 		return false
 	}
 	return c.Valid()

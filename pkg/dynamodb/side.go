@@ -29,7 +29,7 @@ type layout struct {
 }
 
 var (
-	bucketsLayout    = layout{hash: bProvider}
+	bucketsLayout    = layout{hash: bProvider, ttl: true}
 	tenantsLayout    = layout{hash: tTenant}
 	quarantineLayout = layout{hash: qTenant, sort: qKey, ttl: true}
 )
@@ -198,6 +198,7 @@ type expr struct {
 	values        map[string]types.AttributeValue
 	conds         []string
 	set, add, del []string
+	rem           []string
 }
 
 func newExpr() *expr {
@@ -233,7 +234,7 @@ func (e *expr) update() string {
 	for _, c := range []struct {
 		op    string
 		parts []string
-	}{{"SET", e.set}, {"ADD", e.add}, {"DELETE", e.del}} {
+	}{{"SET", e.set}, {"ADD", e.add}, {"DELETE", e.del}, {"REMOVE", e.rem}} {
 		if len(c.parts) > 0 {
 			u = append(u, c.op+" "+strings.Join(c.parts, ", "))
 		}

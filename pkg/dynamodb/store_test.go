@@ -66,6 +66,15 @@ func TestSlotConformance(t *testing.T) {
 	storetest.RunSlots(t, dynamodb.NewSlots(c, table))
 }
 
+// TestSpendConformance runs the spend balances' suite against the
+// buckets table on DynamoDB (kumo, or AWS_ENDPOINT_URL): the hold's
+// condition is the store's, so racing holds stay within every part's
+// share.
+func TestSpendConformance(t *testing.T) {
+	c, table := sideTable(t, "buckets", dynamodb.CreateBucketsTable)
+	storetest.RunSpend(t, dynamodb.NewSpend(c, table))
+}
+
 // TestQueueSlotConformance runs the slot suite against the queued slots,
 // and shows a tenant's two kinds of slots, on one item, counted apart.
 func TestQueueSlotConformance(t *testing.T) {

@@ -65,6 +65,10 @@ func WhyRefused(j Job, now time.Time) Decision {
 	case j.State == Queued && j.NotBefore.After(now) && j.Deadline.After(j.NotBefore):
 		// Released with a backoff: a duplicate waits it out too.
 		return Decision{Action: Wait, Delay: j.NotBefore.Sub(now)}
+	case !j.Deadline.After(now) && j.ErrorClass == SpendLimit && j.State == Queued:
+		// Deferred for its tenant's spend limit until the deadline: the
+		// limit, not the time, kept it from running (docs/spend.md).
+		return Decision{Action: Stop, Class: SpendLimit}
 	case !j.Deadline.After(now):
 		return Decision{Action: Stop, Class: DeadlineExceeded}
 	case !Covers(j.Remaining(), j.Reserve):

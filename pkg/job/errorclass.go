@@ -31,9 +31,13 @@ const (
 	QuotaExhausted        ErrorClass = "quota_exhausted"
 	DeadlineExceeded      ErrorClass = "deadline_exceeded"
 	BudgetExhausted       ErrorClass = "budget_exhausted"
-	Cancelled             ErrorClass = "cancelled"
-	DeadLettered          ErrorClass = "dead_lettered"
-	Internal              ErrorClass = "internal"
+	// SpendLimit ends a job whose tenant's spend limit (docs/spend.md)
+	// kept it deferred until its deadline: the money was the tenant's
+	// to cap, not the job's budget's.
+	SpendLimit   ErrorClass = "spend_limit"
+	Cancelled    ErrorClass = "cancelled"
+	DeadLettered ErrorClass = "dead_lettered"
+	Internal     ErrorClass = "internal"
 )
 
 type classRule struct {
@@ -56,6 +60,7 @@ var classes = map[ErrorClass]classRule{
 	QuotaExhausted:        {false, Failed},
 	DeadlineExceeded:      {false, Abandoned},
 	BudgetExhausted:       {false, Abandoned},
+	SpendLimit:            {false, Abandoned},
 	Cancelled:             {false, Abandoned},
 	DeadLettered:          {false, Failed},
 	Internal:              {true, Failed},
@@ -65,7 +70,7 @@ var classes = map[ErrorClass]classRule{
 func Classes() []ErrorClass {
 	return []ErrorClass{RateLimited, Overloaded, CapacityUnavailable, Timeout, ProviderError, Network,
 		InvalidOutput, ContextLengthExceeded, ContentFiltered, InvalidRequest, Auth, QuotaExhausted,
-		DeadlineExceeded, BudgetExhausted, Cancelled, DeadLettered, Internal}
+		DeadlineExceeded, BudgetExhausted, SpendLimit, Cancelled, DeadLettered, Internal}
 }
 
 // Valid reports whether c is a known class.

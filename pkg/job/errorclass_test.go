@@ -30,6 +30,7 @@ var designClasses = []struct {
 	{job.QuotaExhausted, "quota_exhausted", false, job.Failed},
 	{job.DeadlineExceeded, "deadline_exceeded", false, job.Abandoned},
 	{job.BudgetExhausted, "budget_exhausted", false, job.Abandoned},
+	{job.SpendLimit, "spend_limit", false, job.Abandoned},
 	{job.Cancelled, "cancelled", false, job.Abandoned},
 	{job.DeadLettered, "dead_lettered", false, job.Failed}, // only via replay
 	{job.Internal, "internal", true, job.Failed},

@@ -26,3 +26,5 @@ func TestSlotConformance(t *testing.T) {
 func TestBatchConformance(t *testing.T) {
 	storetest.RunBatches(t, memstore.NewBatches())
 }
+
+func TestSpendConformance(t *testing.T) { storetest.RunSpend(t, memstore.NewSpend()) }

@@ -215,6 +215,7 @@ func endOwned(t *testing.T, s *suite) {
 		{job.DeadLettered, job.Failed},
 		{job.DeadlineExceeded, job.Abandoned},
 		{job.BudgetExhausted, job.Abandoned},
+		{job.SpendLimit, job.Abandoned},
 		{job.Cancelled, job.Abandoned},
 	} {
 		t.Run(string(c.class), func(t *testing.T) {

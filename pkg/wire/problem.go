@@ -18,6 +18,7 @@ const (
 	CodeInputQuarantined     Code = "input_quarantined"
 	CodeOptionUnsupported    Code = "option_unsupported"
 	CodeTooManyQueued        Code = "too_many_queued"
+	CodeSpendLimit           Code = "spend_limit"
 	CodeKeyVersionMoved      Code = "key_version_moved"
 	CodeEnqueueFailed        Code = "enqueue_failed"
 	CodeUnavailable          Code = "unavailable"

@@ -28,6 +28,16 @@ type admission struct {
 	owner    string
 	start    *time.Time
 	receives int // the message's, which the tenant's wait grows with
+	// paid is what the attempt's calls cost, as its finish settled it,
+	// and paidAll says its spend holds go with a generation still
+	// running (detached, or enlisted in the batch lane), so they are
+	// settled as spent, an upper estimate: the settle of its spend holds.
+	// paidKnown says paid is known: no call went, or the finish settled
+	// it. Unknown (a panic after the call), the holds stay for the
+	// write-off to settle as spent, never returned unpaid.
+	paid      job.Nanocents
+	paidAll   bool
+	paidKnown bool
 }
 
 // Slots are the tenants' in-flight slots every worker shares
@@ -91,6 +101,7 @@ const leaveTimeout = 2 * time.Second
 // leave gives the attempt's slot back, whatever became of the attempt
 // (its end is the slot's own bound if this fails).
 func (ad *admission) leave(ctx context.Context) {
+	ad.settleSpend(ctx)
 	if ad.granted.slot.Tenant == "" {
 		return
 	}
@@ -135,13 +146,18 @@ type refusal struct {
 
 // admit lets the attempt's first call go, or answers why not (a refusal
 // the finish records, uncounted, before the slot is left): its tenant
-// must have a free slot among its jobs in flight, and the first rung's
-// key room in its bucket. A short wait for the bucket is waited in place
+// must have a free slot among its jobs in flight, a balance in each
+// period it has a spend limit in that covers the attempt's worst case
+// (its reserve, held there until the attempt settles), and the first
+// rung's key room in its bucket. A short wait for the bucket is waited in place
 // and the lease renewed after it. An admitted attempt holds its tenant's
 // slot until it leaves.
 func (ad *admission) admit(ctx context.Context, route job.Route, in job.Input) (refusal, bool) {
 	if !ad.enter(ctx, route) {
 		return refusal{wait: ad.timing.tenantWait(ad.receives, ad.rand), class: job.RateLimited, detail: "the tenant has its limit of jobs in flight"}, false
+	}
+	if l, ok := ad.holdSpend(ctx, job.SpendEntry(ad.j.ID, ad.j.Attempts), max(ad.j.Reserve, route.Reserve(in, ad.j.Lanes))); !ok {
+		return refusal{wait: ad.spendWait(l), class: job.SpendLimit, detail: "the tenant's spend limit for the " + string(l.Period) + " is reached"}, false
 	}
 	entry, _ := route.Entry(ad.j.Lanes)
 	wait, waited := ad.take(ctx, entry, in, ad.inlineWait(ctx, route))

@@ -110,6 +110,9 @@ func (w *Worker) newAttempt(m message, j job.Job, owner string, start time.Time)
 // what becomes of the message.
 func (w *Worker) recover(ctx context.Context, cur job.Job, now time.Time, log *slog.Logger) (outcome, bool) {
 	how, j, err := parking.Recover(ctx, w.store, w.lot, cur, now)
+	if job.ErrorCode(err) == "" && how != parking.Returned {
+		w.settleDead(ctx, cur, j, how == parking.Unparked, now) // docs/spend.md
+	}
 	switch code := job.ErrorCode(err); {
 	case code == "" && how == parking.Returned:
 		log.Warn("a job no collector took from the batch lane was given back, its hold returned", "dead_owner", cur.LeaseOwner)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"strconv"
 	"time"
 
 	"github.com/aijobs/aijobs/pkg/job"
@@ -217,10 +218,15 @@ func (a *attempt) laneTimeout(lane, next job.Rung) time.Duration {
 // next rung's worst case) before that rung is called, so a worker that
 // dies during it leaves a hold covering what the providers may bill. It
 // reports whether the rung may be called: a raise the record refuses (the
-// budget moved, the lease was lost) ends the climb.
+// budget moved, the lease was lost), or the tenant's spend balance does
+// not cover, ends the climb.
 func (a *attempt) holdFor(ctx context.Context, need job.Nanocents) bool {
 	if need <= a.held {
 		return true
+	}
+	if _, ok := a.admission.holdSpend(ctx, job.SpendEntry(a.j.ID, a.j.Attempts)+"+"+strconv.Itoa(len(a.admission.granted.holds)), need-a.held); !ok {
+		a.log.Info("no fallback: the tenant's spend limit does not cover the next rung's worst case", "need_cents", need.String())
+		return false
 	}
 	_, err := a.store.HoldMore(ctx, job.HoldMore{ID: a.j.ID, Owner: a.owner, Now: a.clock.Now(), Amount: need - a.held, Total: need})
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 // write the attempt makes is built from here.
 func (a *attempt) finishAt(paid job.Settlement, now time.Time) finish.Of {
 	paid.Held, paid.Ran, paid.Attempt = a.held, now.Sub(a.start), a.j.Attempts
+	a.admission.paid, a.admission.paidKnown = paid.Cost, true // the spend holds settle at it (docs/spend.md)
 	return finish.Of{Job: a.j, Owner: a.owner, Now: now, Settlement: paid, Retention: a.retention}
 }
 
@@ -29,6 +30,10 @@ func (a *attempt) finish(ctx context.Context, v verdict) outcome {
 		defer cancel()
 		a.confirmHold(ctx)
 	}
+	// A generation that goes on without the attempt may spend all it
+	// holds: its spend holds are settled as spent (docs/spend.md).
+	a.admission.paidAll = v.write == verdictDetach || v.write == verdictEnlisted
+	a.admission.paidKnown = !v.called
 	switch v.write {
 	case verdictRetry:
 		return a.retryOrEnd(ctx, v.fail)
@@ -64,6 +69,11 @@ func (a *attempt) record(ctx context.Context, o finish.Outcome) error {
 	})
 	if p != nil {
 		err = p.close(ctx, err, a.log)
+	}
+	if err != nil && job.ErrorCode(err) != job.CodeConflict {
+		// The record may yet charge the whole hold (a write-off): the
+		// spend holds count it all too, never less (docs/spend.md).
+		a.admission.paidAll = true
 	}
 	if a.beatsDone != nil {
 		a.beatsDone()

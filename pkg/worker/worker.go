@@ -154,6 +154,12 @@ type Config struct {
 	// place back when its call may start. Either nil: no limit.
 	Queued      Slots
 	QueuedLimit func(tenant string) int
+	// Spend and SpendLimits keep each tenant within its spend limits
+	// (AIJOBS_TENANT_SPEND; docs/spend.md): an attempt holds its worst
+	// case on the tenant's balance of each period it has a limit in, and
+	// one the balance cannot cover is deferred. Either nil: no limit.
+	Spend       Spend
+	SpendLimits func(tenant string) []job.PeriodLimit
 	// Workers is how many workers share Buckets' and Slots' limits at
 	// most (AIJOBS_MAX_CONCURRENCY: the concurrent invocations, one
 	// process each in Lambda). While a shared store does not answer, this
@@ -227,6 +233,10 @@ type limits struct {
 	inFlight  func(tenant string) int
 	queued    Slots
 	queuedMax func(tenant string) int
+	// spend and spendLimits keep each tenant within its spend limits
+	// (docs/spend.md); either nil: none.
+	spend       Spend
+	spendLimits func(tenant string) []job.PeriodLimit
 	// share is this worker's share of the buckets' and slots' limits,
 	// which holds while their stores do not answer.
 	share *share
@@ -240,6 +250,9 @@ type granted struct {
 	// slotHere says the slot is held in the worker's share only: the
 	// slots did not answer, so nothing of it is in the shared store.
 	slotHere bool
+	// holds are the attempt's holds on its tenant's spend balances,
+	// settled after its outcome is recorded.
+	holds []spendGrant
 }
 
 // New returns a worker; nil Rand, NewOwner and Logger get defaults.
@@ -264,7 +277,7 @@ func New(cfg Config) *Worker {
 		providers: cfg.Providers, routes: cfg.Routes, clock: cfg.Clock, timing: cfg.Timing, retention: cfg.Retention,
 		rand: cfg.Rand, meter: meter{cfg.Metrics},
 		limits: limits{buckets: cfg.Buckets, slots: cfg.Slots, inFlight: cfg.InFlight, queued: cfg.Queued, queuedMax: cfg.QueuedLimit,
-			share: newShare(cfg.Workers)}}}
+			spend: cfg.Spend, spendLimits: cfg.SpendLimits, share: newShare(cfg.Workers)}}}
 }
 
 // Handle processes every message of the batch concurrently, each with its

@@ -35,5 +35,8 @@ func New(b *roles.Base) *api.Handler {
 	if b.Config.Queued.Any() {
 		cfg.Queued, cfg.QueuedLimit = dynamodb.NewQueueSlots(b.Side, b.Config.BucketsTable), b.Config.Queued.For
 	}
+	if b.Config.Spend.Any() {
+		cfg.Spend, cfg.SpendLimits = dynamodb.NewSpend(b.Side, b.Config.BucketsTable), b.Config.Spend.For
+	}
 	return api.New(cfg)
 }

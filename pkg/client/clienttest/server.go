@@ -16,6 +16,7 @@ import (
 	"maps"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -50,12 +51,18 @@ func (s *Server) current(t testing.TB, id string) string {
 	return owner(j.Attempts)
 }
 
+// SpenderLimit is the day limit of a tenant whose name ends "spender".
+const SpenderLimit = 100 * job.NanosPerCent
+
 // Server is one API over a fresh store, queue and clock.
 type Server struct {
 	URL   string
 	Store *memstore.Store
 	Queue *Queue
 	Clock *Clock
+	// Spend is the tenants' spend balances: a tenant whose name ends
+	// "spender" has a day limit of SpenderLimit (docs/spend.md).
+	Spend *memstore.Spend
 
 	mu       sync.Mutex
 	requests []Request
@@ -70,12 +77,18 @@ type Request struct {
 // Start serves the API until the test ends.
 func Start(t testing.TB) *Server {
 	t.Helper()
-	s := &Server{Store: memstore.New(), Queue: &Queue{}, Clock: &Clock{now: T0}}
+	s := &Server{Store: memstore.New(), Queue: &Queue{}, Clock: &Clock{now: T0}, Spend: memstore.NewSpend()}
 	def := settings.Defaults()
 	log := slog.New(slog.DiscardHandler)
 	h := api.New(api.Config{
 		Store: s.Store, Queue: s.Queue, Limits: def.Limits, Retention: def.Retention,
 		Clock: s.Clock, EnqueueRetryAfter: def.EnqueueRetryAfter, Logger: log,
+		Spend: s.Spend, SpendLimits: func(tenant string) []job.PeriodLimit {
+			if strings.HasSuffix(tenant, "spender") {
+				return []job.PeriodLimit{{Period: job.Day, Limit: SpenderLimit}}
+			}
+			return nil
+		},
 	})
 	gw := &devserver.Gateway{Handler: h.Handle, Timeout: def.APITimeout, Logger: log}
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -1,0 +1,124 @@
+package job
+
+import (
+	"strconv"
+	"time"
+)
+
+// A tenant's spend limits (docs/spend.md): what a tenant may spend in a UTC
+// day or month, kept by holding each attempt's worst case against the
+// tenant's balance for the period, as the claim holds it against the job's
+// budget.
+
+// Period is a kind of spend period: a UTC calendar day or month.
+type Period string
+
+const (
+	Day   Period = "day"
+	Month Period = "month"
+)
+
+// Periods lists the kinds of period, in the order limits are taken.
+func Periods() []Period { return []Period{Day, Month} }
+
+// Bounds are the start and end (exclusive) of the period of kind p that
+// holds t, in UTC.
+func (p Period) Bounds(t time.Time) (start, end time.Time) {
+	t = t.UTC()
+	if p == Month {
+		start = time.Date(t.Year(), t.Month(), 1, 0, 0, 0, 0, time.UTC)
+		return start, start.AddDate(0, 1, 0)
+	}
+	start = time.Date(t.Year(), t.Month(), t.Day(), 0, 0, 0, 0, time.UTC)
+	return start, start.AddDate(0, 0, 1)
+}
+
+// Key names the period of kind p that holds t: "d20261207", "m202612".
+func (p Period) Key(t time.Time) string {
+	t = t.UTC()
+	if p == Month {
+		return "m" + t.Format("200601")
+	}
+	return "d" + t.Format("20060102")
+}
+
+// PeriodLimit is a tenant's limit in one kind of period; a tenant with no
+// limit in a period has no PeriodLimit for it.
+type PeriodLimit struct {
+	Period Period
+	Limit  Nanocents
+}
+
+// SpendHold is an attempt's hold on its tenant's balance in the period
+// that holds At: Amount taken while the balance's part the hold lands on
+// stays within its share of Limit. Entry names the attempt (SpendEntry),
+// so that its settle, and a write-off by another worker, find the hold
+// without a read, and a settle repeated finds nothing to settle twice.
+type SpendHold struct {
+	Tenant string
+	Period Period
+	At     time.Time
+	Limit  Nanocents
+	Entry  string
+	Amount Nanocents
+}
+
+// SpendEntry names attempt of job id on a balance: a job's attempts
+// hold apart, and a deferred attempt (uncounted) that holds again after
+// its hold was returned reuses its name.
+func SpendEntry(id string, attempt int) string { return id + "@" + strconv.Itoa(attempt) }
+
+// End is when the hold's period ends: its balance's items expire then.
+func (h SpendHold) End() time.Time { _, end := h.Period.Bounds(h.At); return end }
+
+// SpendSettle settles a hold: Held (what the hold took) is returned, Cost
+// counted as spent. A write-off settles Cost = Held, an estimate.
+type SpendSettle struct {
+	SpendHold
+	Cost Nanocents
+}
+
+// SpendBalance is a tenant's balance in one period: what its settled
+// attempts spent and what attempts in flight hold.
+type SpendBalance struct {
+	Spent Nanocents
+	Held  Nanocents
+}
+
+// Remaining is what limit leaves of b, never below zero.
+func (b SpendBalance) Remaining(limit Nanocents) Nanocents {
+	return max(limit-b.Spent-b.Held, 0)
+}
+
+// SpendShareMin is the least share of a limit one part of a balance holds
+// (docs/spend.md, "How a balance is divided"): an attempt's hold lands on
+// one part, so a worst case above a part's share could never be held.
+// $20 holds any single call this deployment's routes price today.
+const SpendShareMin = 20 * 100 * NanosPerCent
+
+// SpendPartsMax bounds how many parts a balance is divided over: 64 parts
+// of ~150 attempts a second each (two writes an attempt, at most a third
+// of an item's 1,000 write units) carry 9,600 attempts a second a tenant.
+const SpendPartsMax = 64
+
+// SpendParts is how many parts limit is divided over: the fewest, a power
+// of 4, whose shares are each at least SpendShareMin, at most
+// SpendPartsMax. A limit's parts follow from the limit alone, so a settle
+// finds the part its hold took from.
+func SpendParts(limit Nanocents) int {
+	n := 1
+	for n*4 <= SpendPartsMax && limit/Nanocents(n*4) >= SpendShareMin {
+		n *= 4
+	}
+	return n
+}
+
+// SpendShare is part i's share of limit divided over n parts: the shares
+// add up to the limit exactly, which is what keeps the tenant within it.
+func SpendShare(limit Nanocents, n, i int) Nanocents {
+	s := limit / Nanocents(n)
+	if Nanocents(i) < limit%Nanocents(n) {
+		s++
+	}
+	return s
+}

@@ -1,0 +1,181 @@
+package worker
+
+import (
+	"context"
+	"time"
+
+	"github.com/aijobs/aijobs/pkg/job"
+)
+
+// Spend is the tenants' spend balances every worker shares
+// (docs/spend.md): a hold on the balance of a period, and its settle.
+type Spend interface {
+	Hold(context.Context, job.SpendHold) (bool, error)
+	Settle(context.Context, job.SpendSettle) error
+}
+
+// spendGrant is one hold the attempt took on its tenant's balance in a
+// period: in the shared store, or (here) in this worker's share while the
+// store did not answer.
+type spendGrant struct {
+	hold job.SpendHold
+	here bool
+}
+
+// spendLimited reports whether the attempt's tenant has a spend limit.
+func (ad *admission) spendLimited() []job.PeriodLimit {
+	if ad.spend == nil || ad.spendLimits == nil {
+		return nil
+	}
+	return ad.spendLimits(ad.j.Tenant)
+}
+
+// holdSpend takes amount, under entry, from the tenant's balance of each
+// period it has a limit in, and reports whether every one covered it (if
+// not, the period that did not); a refusal gives back what the others
+// took (a lost give-back leaves it held until the period ends: counted,
+// never spent twice). A balance that does not answer is replaced by this
+// worker's share of the limit (share.holdSpend), said in LimitsLocal, so
+// an outage neither stops every job nor lets spend through unbounded.
+func (ad *admission) holdSpend(ctx context.Context, entry string, amount job.Nanocents) (job.PeriodLimit, bool) {
+	now := ad.clock.Now()
+	var took []spendGrant
+	for _, l := range ad.spendLimited() {
+		if l.Limit <= 0 {
+			// $0 lets nothing be spent, not even a worst case of zero: a
+			// price of zero does not prove a call is free (job.Covers).
+			ad.settle(ctx, took, 0)
+			return l, false
+		}
+		h := job.SpendHold{Tenant: ad.j.Tenant, Period: l.Period, At: now, Limit: l.Limit, Entry: entry, Amount: amount}
+		ok, err := ad.spend.Hold(ctx, h)
+		if err != nil {
+			ok = ad.share.holdSpend(h)
+			ad.log.Warn("the tenant's spend balance did not answer; its limit is held locally", "tenant", h.Tenant,
+				"period", h.Period, "local_limit_cents", job.Nanocents(ad.share.of(int64(h.Limit))).String(), "admitted", ok, "err", err)
+			ad.meter.count("LimitsLocal", map[string]string{"Limit": "spend"})
+		}
+		if !ok {
+			ad.settle(ctx, took, 0)
+			return l, false
+		}
+		took = append(took, spendGrant{hold: h, here: err != nil})
+	}
+	ad.granted.holds = append(ad.granted.holds, took...)
+	return job.PeriodLimit{}, true
+}
+
+// settleSpend settles every hold the attempt took at what it paid (all
+// it held, when a generation goes on without it): run once its outcome
+// is recorded.
+func (ad *admission) settleSpend(ctx context.Context) {
+	grants := ad.granted.holds
+	ad.granted.holds = nil
+	if len(grants) > 0 && !ad.paidKnown && !ad.paidAll {
+		ad.log.Warn("the attempt's cost is unknown; its spend holds stay counted until it is written off", "holds", len(grants))
+		return
+	}
+	cost := ad.paid
+	if ad.paidAll {
+		cost = 0
+		for _, g := range grants {
+			cost = max(cost, ad.heldIn(grants, g.hold.Period))
+		}
+	}
+	ad.settle(ctx, grants, cost)
+}
+
+// heldIn is what grants hold in period p.
+func (ad *admission) heldIn(grants []spendGrant, p job.Period) job.Nanocents {
+	var n job.Nanocents
+	for _, g := range grants {
+		if g.hold.Period == p {
+			n += g.hold.Amount
+		}
+	}
+	return n
+}
+
+// settle settles grants at cost: in each period, cost counted as spent
+// on the holds in the order they were taken, each up to its amount, the
+// last taking what is left, and the rest returned. It runs on a timeout
+// of its own; a settle that fails leaves its hold counted until the
+// period ends, the direction that never lets the tenant overspend.
+func (ad *admission) settle(ctx context.Context, grants []spendGrant, cost job.Nanocents) {
+	if len(grants) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaveTimeout)
+	defer cancel()
+	left := map[job.Period]job.Nanocents{}
+	for i, g := range grants {
+		c, seen := left[g.hold.Period]
+		if !seen {
+			c = cost
+		}
+		st := job.SpendSettle{SpendHold: g.hold, Cost: min(c, g.hold.Amount)}
+		if lastOfPeriod(grants, i) {
+			st.Cost = c
+		}
+		left[g.hold.Period] = c - st.Cost
+		if g.here {
+			ad.share.settleSpend(st)
+		} else if err := ad.spend.Settle(ctx, st); err != nil {
+			ad.log.Warn("settling the tenant's spend failed; the hold stays counted until the period ends", "period", g.hold.Period, "err", err)
+		}
+	}
+}
+
+// lastOfPeriod reports whether grants[i] is the last of its period.
+func lastOfPeriod(grants []spendGrant, i int) bool {
+	for _, g := range grants[i+1:] {
+		if g.hold.Period == grants[i].hold.Period {
+			return false
+		}
+	}
+	return true
+}
+
+// spendWait is how long a job whose tenant's balance cannot cover its
+// attempt is deferred: the tenant's wait (growing with its message's
+// receives), but never past the refused period's end, when the balance
+// starts again.
+func (ad *admission) spendWait(l job.PeriodLimit) time.Duration {
+	w := ad.timing.tenantWait(ad.receives, ad.rand)
+	now := ad.clock.Now()
+	if _, end := l.Period.Bounds(now); end.Sub(now) < w {
+		w = end.Sub(now) + time.Second
+	}
+	return w
+}
+
+// settleDead settles the spend holds of the dead attempt cur carried,
+// once its settlement landed on the record (how): written off, its
+// claim's hold counts as spent, an estimate, as the record charges it;
+// unparked, the cost its parked outcome recorded (after is the record
+// then), up to that hold. The hold's period is found from now and from
+// the record's last write: a settle of a period that holds nothing
+// changes nothing. Its raises before fallback rungs, whose amounts the
+// record does not keep apart, stay counted until the period ends.
+func (w *Worker) settleDead(ctx context.Context, cur, after job.Job, unparked bool, now time.Time) {
+	if w.spend == nil || w.spendLimits == nil {
+		return
+	}
+	cost := cur.Reserve
+	if unparked {
+		cost = min(max(after.Cost-cur.Cost, 0), cur.Reserve)
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaveTimeout)
+	defer cancel()
+	for _, l := range w.spendLimits(cur.Tenant) {
+		for i, at := range []time.Time{now, cur.UpdatedAt} {
+			if i > 0 && l.Period.Key(at) == l.Period.Key(now) {
+				continue
+			}
+			h := job.SpendHold{Tenant: cur.Tenant, Period: l.Period, At: at, Limit: l.Limit, Entry: job.SpendEntry(cur.ID, cur.Attempts), Amount: cur.Reserve}
+			if err := w.spend.Settle(ctx, job.SpendSettle{SpendHold: h, Cost: cost}); err != nil {
+				w.cfg.Logger.Warn("settling a dead attempt's spend failed; its hold stays counted until the period ends", "period", l.Period, "err", err)
+			}
+		}
+	}
+}
