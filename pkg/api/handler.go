@@ -67,7 +67,11 @@ type Config struct {
 	// it is refused 429 too_many_queued. Either nil limits nothing.
 	Queued      Slots
 	QueuedLimit func(tenant string) int
-	Logger      *slog.Logger
+	// Payloads keeps inputs too large for a record and serves uploads
+	// (docs/payloads.md); nil keeps every input inline and answers POST
+	// /uploads 404.
+	Payloads Payloads
+	Logger   *slog.Logger
 }
 
 // Slots are the tenants' queued slots every API instance shares
@@ -103,6 +107,7 @@ type Handler struct {
 	quarantine Quarantines
 	queued     Slots
 	queuedMax  func(tenant string) int
+	payloads   Payloads
 	latency    *routeLatency
 	log        *slog.Logger
 }
@@ -122,6 +127,7 @@ func New(cfg Config) *Handler {
 		quarantine: cfg.Quarantines,
 		queued:     cfg.Queued,
 		queuedMax:  cfg.QueuedLimit,
+		payloads:   cfg.Payloads,
 		latency:    newRouteLatency(cfg.Routes),
 		log:        cfg.Logger,
 	}

@@ -17,7 +17,7 @@ import (
 // endpoint is one of the API's paths: which operation each method it takes
 // is, and the job id its path names, if any. HEAD is not supported.
 type endpoint struct {
-	ops map[string]string // method -> "create", "list", "get", "cancel", "webhook_key" or "rotate_webhook_key"
+	ops map[string]string // method -> "create", "list", "get", "cancel", "upload", "webhook_key" or "rotate_webhook_key"
 	id  string
 }
 
@@ -42,6 +42,8 @@ func match(path string) (endpoint, bool) {
 		return endpoint{ops: map[string]string{http.MethodGet: "webhook_key"}}, true
 	case "/webhook-key/rotate":
 		return endpoint{ops: map[string]string{http.MethodPost: "rotate_webhook_key"}}, true
+	case "/uploads":
+		return endpoint{ops: map[string]string{http.MethodPost: "upload"}}, true
 	}
 	rest, ok := strings.CutPrefix(path, "/jobs")
 	switch {
@@ -86,7 +88,7 @@ func matchEvent(ev events.APIGatewayV2HTTPRequest) (endpoint, bool) {
 func (h *Handler) route(ctx context.Context, log *slog.Logger, ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {
 	ep, ok := matchEvent(ev)
 	if !ok {
-		return problemFor(wire.CodeNotFound, "", "no such route: the API serves POST /jobs, GET /jobs, GET /jobs/{id}, POST /jobs/{id}/cancel, GET /webhook-key and POST /webhook-key/rotate")
+		return problemFor(wire.CodeNotFound, "", "no such route: the API serves POST /jobs, GET /jobs, GET /jobs/{id}, POST /jobs/{id}/cancel, POST /uploads, GET /webhook-key and POST /webhook-key/rotate")
 	}
 	op, ok := ep.ops[ev.RequestContext.HTTP.Method]
 	if !ok {
@@ -121,6 +123,8 @@ func (h *Handler) route(ctx context.Context, log *slog.Logger, ev events.APIGate
 		return h.webhookKey(ctx, log, tenant)
 	case "rotate_webhook_key":
 		return h.rotateWebhookKey(ctx, log, ev, tenant)
+	case "upload":
+		return h.upload(ctx, log, ev, tenant)
 	default:
 		return h.cancel(ctx, log, tenant, ep.id)
 	}
