@@ -79,6 +79,9 @@ type Config struct {
 	// quarantines nothing.
 	Quarantine    finish.Quarantiner
 	QuarantineFor time.Duration
+	// Inputs reads the inputs records keep in the payload store; nil
+	// hands such a job back, and its worker ends it.
+	Inputs Inputs
 }
 
 // Collector runs the batch lane.
@@ -107,6 +110,7 @@ type crew struct {
 	// alarms (a provider refusing the key, retryable failures) hold for a
 	// job that failed in a batch as for one that failed in a call.
 	afterEnd finish.AfterEnd
+	inputs   Inputs
 }
 
 // New returns a collector; a nil Logger, Clock, NewID or Metrics get
@@ -130,7 +134,8 @@ func New(cfg Config) *Collector {
 	return &Collector{crew: &crew{store: cfg.Store, batches: cfg.Batches, queue: cfg.Queue,
 		providers: cfg.Providers, routes: cfg.Routes, clock: cfg.Clock, retention: cfg.Retention,
 		every: cfg.Every, newID: cfg.NewID, metrics: cfg.Metrics, log: cfg.Logger,
-		afterEnd: finish.AfterEnd{Quarantine: cfg.Quarantine, QuarantineFor: cfg.QuarantineFor, Metrics: cfg.Metrics}}}
+		afterEnd: finish.AfterEnd{Quarantine: cfg.Quarantine, QuarantineFor: cfg.QuarantineFor, Metrics: cfg.Metrics},
+		inputs:   cfg.Inputs}}
 }
 
 // Run carries every open batch one step on, then collects new ones. An
