@@ -44,14 +44,14 @@ var onlyIn = map[string][]string{
 	module + "/pkg/parking":            {"worker", "reconciler"},
 	module + "/pkg/app/lot":            {"worker", "reconciler"},
 	// The payload store (docs/payloads.md): the API writes large inputs
-	// and signs links, the worker reads inputs and writes answers, the
-	// notifier signs a large answer's link.
-	module + "/pkg/app/payloads": {"api", "worker", "notifier"},
+	// and signs links, the worker and the collector read inputs, the
+	// worker writes answers, the notifier signs a large answer's link.
+	module + "/pkg/app/payloads": {"api", "worker", "notifier", "collector"},
 	// The parking lot (pkg/parking), the worker's and the reconciler's;
-	// and a Bedrock batch lane's bucket (pkg/app/providers), the
-	// collector's.
-	sdk + "s3":                      {"worker", "reconciler", "collector"},
-	module + "/pkg/s3":              {"worker", "reconciler", "collector"},
+	// a Bedrock batch lane's bucket (pkg/app/providers), the collector's;
+	// the payload store (pkg/app/payloads), the API's too.
+	sdk + "s3":                      {"worker", "reconciler", "collector", "api"},
+	module + "/pkg/s3":              {"worker", "reconciler", "collector", "api"},
 	module + "/pkg/dynamodbstreams": nil, // the dev server's stream reader
 	sdk + "dynamodbstreams":         nil,
 	module + "/pkg/app":             nil, // every role at once

@@ -147,7 +147,7 @@ func (c *Collector) submit(ctx context.Context, l lane, b job.BatchRecord) error
 		if !ok {
 			continue
 		}
-		j.Input = m.Input           // members loaded it (a stored one is not on the record)
+		j.Input = m.Input            // members loaded it (a stored one is not on the record)
 		r, _ := c.request(ctx, l, j) // members read it
 		reqs = append(reqs, r)
 		in = append(in, job.BatchJob{ID: j.ID, Held: j.Held})

@@ -156,8 +156,7 @@ func ms(t time.Time) int64 {
 func toItem(j job.Job, idx indexes) map[string]types.AttributeValue {
 	it := map[string]types.AttributeValue{
 		aID: avS(j.ID), aTenant: avS(j.Tenant), aRequestKey: avS(j.RequestKey), aInputHash: avS(j.InputHash), aModel: avS(j.Model),
-		aState:    avS(string(j.State)),
-		aAttempts: avN(int64(j.Attempts)), aMaxAttempts: avN(int64(j.MaxAttempts)), aVersion: avN(j.Version),
+		aState: avS(string(j.State)), aAttempts: avN(int64(j.Attempts)), aMaxAttempts: avN(int64(j.MaxAttempts)), aVersion: avN(j.Version),
 		aBudget: avN(int64(j.Budget)), aCost: avN(int64(j.Cost)), aRemaining: avN(int64(j.Budget - j.Cost - j.Held)),
 		aReserve: avN(int64(j.Reserve)), aRunMS: avN(j.RunTime.Milliseconds()),
 		aDeadline: avN(ms(j.Deadline)), aCreated: avN(ms(j.CreatedAt)), aUpdated: avN(ms(j.UpdatedAt)),

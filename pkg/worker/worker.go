@@ -172,7 +172,7 @@ type Config struct {
 	// Inputs reads the inputs records keep in the payload store
 	// (job.Job.InputRef); nil ends such a job, class internal.
 	Inputs Inputs
-	Timing        Timing
+	Timing Timing
 	// ReceiveLimit is the queue's maxReceiveCount (0: none). A message the
 	// worker would return to the queue on its ReceiveLimit-1th receive is
 	// handed off instead (see handOff), so SQS's own redrive only catches

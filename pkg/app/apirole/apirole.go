@@ -9,6 +9,7 @@ import (
 	"context"
 
 	"github.com/aijobs/aijobs/pkg/api"
+	"github.com/aijobs/aijobs/pkg/app/payloads"
 	"github.com/aijobs/aijobs/pkg/app/roles"
 	"github.com/aijobs/aijobs/pkg/dynamodb"
 	"github.com/aijobs/aijobs/pkg/webhook"
@@ -26,7 +27,8 @@ func New(b *roles.Base) *api.Handler {
 		callbacks = webhook.Checker{Policy: webhook.Policy{AllowLoopback: s.CallbackLoopback}}
 	}
 	cfg := api.Config{Store: b.Store, Queue: b.Queue, Limits: s.Limits, Retention: s.Retention, Routes: b.Config.Routes,
-		Clock: b.Clock, EnqueueRetryAfter: s.EnqueueRetryAfter, Callbacks: callbacks, Signing: signing(b), Logger: b.Logger}
+		Clock: b.Clock, EnqueueRetryAfter: s.EnqueueRetryAfter, Callbacks: callbacks, Signing: signing(b), Logger: b.Logger,
+		Payloads: inputs{payloads.New(b)}}
 	if b.Quarantines != nil { // a nil *Quarantines in the interface would not be nil
 		cfg.Quarantines = b.Quarantines
 	}

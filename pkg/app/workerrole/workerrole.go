@@ -9,6 +9,7 @@ import (
 	"context"
 
 	"github.com/aijobs/aijobs/pkg/app/lot"
+	"github.com/aijobs/aijobs/pkg/app/payloads"
 	"github.com/aijobs/aijobs/pkg/app/providers"
 	"github.com/aijobs/aijobs/pkg/app/roles"
 	"github.com/aijobs/aijobs/pkg/dynamodb"
@@ -36,6 +37,7 @@ func New(b *roles.Base, providers map[string]model.Provider) *worker.Worker {
 	cfg := worker.Config{
 		Store: b.Store, Queue: b.Queue, Clock: b.Clock, Logger: b.Logger, Retention: s.Retention, Metrics: metrics,
 		Routes: b.Config.Routes, Providers: providers, ReceiveLimit: s.MaxReceiveCount, Parking: lot.New(b), Workers: s.MaxConcurrency,
+		Inputs: payloads.New(b),
 		Timing: worker.Timing{Heartbeat: s.Heartbeat, LeaseTTL: s.LeaseTTL, LeaseMargin: s.GuardMargin(), AttemptMargin: s.AttemptMargin, CollectEvery: s.CollectEvery,
 			LambdaMargin: s.LambdaMargin, BackoffBase: s.BackoffBase, BackoffMax: s.BackoffMax, RequeueAfter: s.RequeueAfter},
 	}
