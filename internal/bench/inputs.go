@@ -33,7 +33,9 @@ func UnitsByInput(ctx context.Context, o Options, sizes []int) ([]InputUnits, er
 		for i, lat := range inputLatencies {
 			r := o
 			r.InputBytes, r.Latency = n, lat
-			r.Env = map[string]string{"AIJOBS_HEARTBEAT": "500ms", "AIJOBS_DEFAULT_BUDGET_CENTS": "10000"}
+			// A 4 MB create is validated, hashed and stored whole: more than
+			// the default 10 s API timeout on a loaded machine.
+			r.Env = map[string]string{"AIJOBS_HEARTBEAT": "500ms", "AIJOBS_DEFAULT_BUDGET_CENTS": "10000", "AIJOBS_API_TIMEOUT": "29s"}
 			res, err := RunUnits(ctx, r)
 			if err != nil {
 				return out, fmt.Errorf("input %d bytes, latency %s: %w", n, lat, err)

@@ -1,6 +1,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -130,6 +131,9 @@ func inputKey(j job.Job) string {
 // validated, hashed and quarantined alike. A body naming no upload is
 // answered unchanged, false.
 func (h *Handler) withUpload(ctx context.Context, tenant string, b []byte) ([]byte, bool, error) {
+	if !bytes.Contains(b, []byte(`"input_upload"`)) {
+		return b, false, nil // no second pass over an inline input
+	}
 	var members map[string]json.RawMessage
 	if json.Unmarshal(b, &members) != nil || members["input_upload"] == nil {
 		return b, false, nil // ParseCreate names what is wrong with it
