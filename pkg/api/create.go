@@ -37,7 +37,7 @@ func (h *Handler) create(ctx context.Context, log *slog.Logger, ev events.APIGat
 	key, _ := header(ev, "Idempotency-Key")
 	b, uploaded, err := h.withUpload(ctx, tenant, b)
 	if err != nil {
-		return h.clientProblem(ctx, log, "read upload", err)
+		return h.clientProblem(ctx, log, "read upload", h.namedJob(ctx, tenant, key, err))
 	}
 	limit := MaxBodyBytes
 	if uploaded {

@@ -191,3 +191,20 @@ func (h *Handler) offload(ctx context.Context, j *job.Job) error {
 	j.InputRef, j.Input = &ref, nil
 	return nil
 }
+
+// namedJob adds to an upload_not_found the job this tenant's key already
+// names, if any: a repeat of a create whose upload has since expired
+// cannot be told from a reused key (the input hash needs the input), so
+// it is refused, but the caller learns where its job is. Any other error,
+// or a store that does not answer, is err unchanged.
+func (h *Handler) namedJob(ctx context.Context, tenant, key string, err error) error {
+	e, ok := refusal(err)
+	if !ok || e.Code != wire.CodeUploadNotFound || !wire.ValidKey(key) {
+		return err
+	}
+	j, getErr := h.store.Get(ctx, job.NewID(tenant, key))
+	if getErr != nil || j.Tenant != tenant {
+		return err
+	}
+	return refuse(e.Code, e.Field, "%s; this Idempotency-Key already names job %s (GET /jobs/%s)", e.Message, j.ID, j.ID)
+}

@@ -249,3 +249,29 @@ func TestUploadLimits(t *testing.T) {
 	plain := newEnv(t)
 	wantProblem(t, plain.do(t, request(t, "POST", "/uploads", `{"size":10,"content_type":"application/json"}`)), 404, wire.CodeNotFound, "")
 }
+
+// A repeat of an upload's create after the upload expired cannot be told
+// from a reused key: it is refused, naming the job the key already has.
+func TestARepeatAfterTheUploadExpiredNamesTheJob(t *testing.T) {
+	e, p := withPayloads(t)
+	id := upload(t, e, p, "tenant-a", `{"messages":[{"role":"user","content":"kept"}]}`)
+	first := e.do(t, createReq(t, "up", `{"input_upload":"`+id+`"}`))
+	if first.StatusCode != 202 {
+		t.Fatalf("create: %d %s", first.StatusCode, first.Body)
+	}
+	p.mu.Lock()
+	for k := range p.objects {
+		if strings.HasPrefix(k, "uploads/") {
+			delete(p.objects, k) // the lifecycle rule expired it
+		}
+	}
+	p.mu.Unlock()
+	got := wantProblem(t, e.do(t, createReq(t, "up", `{"input_upload":"`+id+`"}`)), 422, wire.CodeUploadNotFound, "input_upload")
+	if jobID := decodeView(t, first).ID; !strings.Contains(got.Detail, jobID) {
+		t.Fatalf("detail %q does not name job %s", got.Detail, jobID)
+	}
+	other := wantProblem(t, e.do(t, createReq(t, "never-used", `{"input_upload":"`+id+`"}`)), 422, wire.CodeUploadNotFound, "input_upload")
+	if strings.Contains(other.Detail, "job_") {
+		t.Fatalf("a key never used names a job: %q", other.Detail)
+	}
+}
