@@ -2,8 +2,8 @@ package chaos
 
 import (
 	"fmt"
-	"strings"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/aijobs/aijobs/pkg/job"
