@@ -80,6 +80,7 @@ func newAPI(stack awscdk.Stack, cfg Config, fn awslambda.Function) API {
 		{"/jobs", awsapigatewayv2.HttpMethod_GET}, // the caller's own jobs (the tenant index)
 		{"/jobs/{id}", awsapigatewayv2.HttpMethod_GET},
 		{"/jobs/{id}/cancel", awsapigatewayv2.HttpMethod_POST},
+		{"/uploads", awsapigatewayv2.HttpMethod_POST},            // a presigned PUT for a large input (docs/payloads.md)
 		{"/webhook-key", awsapigatewayv2.HttpMethod_GET},         // the caller's signing key
 		{"/webhook-key/rotate", awsapigatewayv2.HttpMethod_POST}, // a new key, the old one verifying for the overlap
 	}

@@ -70,6 +70,9 @@ func newCollector(stack awscdk.Stack, cfg Config, sh Shared, env map[string]*str
 		allow(collectorIndexActions, indexArn(sh.Table, s.EnlistedIndex)),
 		allowIf(collectorBatchesActions, sh.Buckets.TableArn(), leadingKeys(collectorBucketsKeys)),
 		allow(collectorQueueActions, sh.Queues.Jobs.QueueArn()),
+		// A large input is in the payload store (docs/payloads.md).
+		allow(payloadGet, payloadObjects(sh.Payloads, inputsPrefix)),
+		allow(payloadListActions, sh.Payloads.BucketArn()),
 	}
 	if len(secrets) > 0 {
 		statements = append(statements, secretStatement(secrets))
@@ -83,6 +86,7 @@ func newCollector(stack awscdk.Stack, cfg Config, sh Shared, env map[string]*str
 	if sh.BedrockBatch != nil {
 		sh.BedrockBatch.suppressCollectorWildcards(stack, role)
 	}
+	suppressPayloadWildcards(stack, role, sh.Payloads, inputsPrefix)
 	f.Collector = goFunction(stack, cfg, functionSpec{
 		ID: "Collector", Name: "collector",
 		Description: fmt.Sprintf("aijobs collector: every %s, submits, polls and settles the batch lane's batches", s.CollectEvery),

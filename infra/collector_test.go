@@ -151,7 +151,7 @@ func collectorGrants(t *testing.T, s *synthesized) []string {
 	queue, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.QueueName()))
 	buckets, _ := s.one(t, "AWS::DynamoDB::Table", named("TableName", st.BucketsTableName()))
 	const batchKeys = ` if ForAllValues:StringLike dynamodb:LeadingKeys=["batch#*","batches#open"]`
-	return []string{
+	return append([]string{
 		"dynamodb:GetItem on " + table, "dynamodb:UpdateItem on " + table, // reads, collects, settles, hands back
 		"dynamodb:Query on ${" + table + ".Arn}/index/" + st.EnlistedIndex, // the jobs waiting in each lane
 		// its batch records: opened and saved, read, listed open; those
@@ -159,7 +159,7 @@ func collectorGrants(t *testing.T, s *synthesized) []string {
 		"dynamodb:GetItem on " + buckets + batchKeys, "dynamodb:PutItem on " + buckets + batchKeys,
 		"dynamodb:UpdateItem on " + buckets + batchKeys,
 		"sqs:SendMessage on " + queue, // a job handed back
-	}
+	}, payloadGrants(t, s)["collector"]...)
 }
 
 // Each function may call exactly what it calls: the collector its tables,
@@ -291,7 +291,8 @@ func TestCollectorEnvironmentSize(t *testing.T) {
 			added = append(added, k)
 		}
 	}
-	want := []string{"AIJOBS_TABLE", "AIJOBS_QUEUE_URL", "AIJOBS_DLQ_URL", "AIJOBS_PARK_BUCKET", "AIJOBS_QUARANTINE_TABLE", "AIJOBS_BUCKETS_TABLE"}
+	want := []string{"AIJOBS_TABLE", "AIJOBS_QUEUE_URL", "AIJOBS_DLQ_URL", "AIJOBS_PARK_BUCKET", "AIJOBS_QUARANTINE_TABLE", "AIJOBS_BUCKETS_TABLE",
+		"AIJOBS_PAYLOAD_BUCKET"}
 	if !equalSets(added, want) {
 		t.Errorf("the stack adds %v to the collector's environment, want %v", added, want)
 	}

@@ -146,6 +146,8 @@ func functionsEnv(cfg Config, sh Shared) map[string]*string {
 		"AIJOBS_QUEUE_URL":   sh.Queues.Jobs.QueueUrl(),
 		"AIJOBS_DLQ_URL":     sh.Queues.DLQ.QueueUrl(),
 		"AIJOBS_PARK_BUCKET": sh.Park.BucketName(),
+		// Each function's grant names the prefixes it may touch.
+		"AIJOBS_PAYLOAD_BUCKET": sh.Payloads.BucketName(),
 		// The API checks it, the worker writes it (each with its own
 		// grant); the others only share the environment.
 		"AIJOBS_QUARANTINE_TABLE": sh.Quarantine.TableName(),
@@ -172,13 +174,14 @@ func functionsEnv(cfg Config, sh Shared) map[string]*string {
 func newAPIFunction(stack awscdk.Stack, cfg Config, sh Shared, env map[string]*string, logs awslogs.LogGroup) awslambda.Function {
 	s := cfg.Settings
 	role := newRole(stack, "ApiRole", "aijobs API function: create, read, list and cancel jobs; give each tenant its webhook key, derived from the signing secret", logs,
-		allow(apiTableActions, sh.Table.TableArn()),
-		allow(apiIndexActions, indexArn(sh.Table, s.TenantIndex)),
-		allow(apiQueueActions, sh.Queues.Jobs.QueueArn()),
-		allow(apiTenantsActions, sh.Tenants.TableArn()),
-		allow(apiSecretActions, sh.WebhookSecret.SecretArn()),
-		allow(apiQuarantineActions, sh.Quarantine.TableArn()),
-		allowIf(apiBucketsActions, sh.Buckets.TableArn(), leadingKeys(apiBucketsKeys)))
+		append([]awsiam.PolicyStatement{allow(apiTableActions, sh.Table.TableArn()),
+			allow(apiIndexActions, indexArn(sh.Table, s.TenantIndex)),
+			allow(apiQueueActions, sh.Queues.Jobs.QueueArn()),
+			allow(apiTenantsActions, sh.Tenants.TableArn()),
+			allow(apiSecretActions, sh.WebhookSecret.SecretArn()),
+			allow(apiQuarantineActions, sh.Quarantine.TableArn()),
+			allowIf(apiBucketsActions, sh.Buckets.TableArn(), leadingKeys(apiBucketsKeys))}, apiPayloadStatements(sh.Payloads)...)...)
+	suppressPayloadWildcards(stack, role, sh.Payloads, inputsPrefix, uploadsPrefix, resultsPrefix)
 	own := withEnv(env, map[string]*string{
 		"AIJOBS_TENANTS_TABLE":     sh.Tenants.TableName(),
 		"AIJOBS_WEBHOOK_SECRET_ID": sh.WebhookSecret.SecretArn(),
@@ -186,7 +189,7 @@ func newAPIFunction(stack awscdk.Stack, cfg Config, sh Shared, env map[string]*s
 	})
 	return goFunction(stack, cfg, functionSpec{
 		ID: "Api", Name: "api",
-		Description: "aijobs HTTP API: POST /jobs, GET /jobs, GET /jobs/{id}, POST /jobs/{id}/cancel, GET /webhook-key, POST /webhook-key/rotate",
+		Description: "aijobs HTTP API: POST /jobs, GET /jobs, GET /jobs/{id}, POST /jobs/{id}/cancel, POST /uploads, GET /webhook-key, POST /webhook-key/rotate",
 		AssetDir:    cfg.APIAssetDir, MemoryMB: s.APIMemoryMB, Timeout: s.APITimeout, Role: role, Env: own, Logs: logs,
 	})
 }
@@ -225,8 +228,9 @@ func newWorker(stack awscdk.Stack, cfg Config, sh Shared, env map[string]*string
 			allow(parkListActions, sh.Park.BucketArn()),
 			allow(workerQuarantineActions, sh.Quarantine.TableArn()),
 			allow(workerBucketsActions, sh.Buckets.TableArn()),
-		}, models.statements()...)...)
+		}, append(workerPayloadStatements(sh.Payloads), models.statements()...)...)...)
 	suppressParkedWildcard(stack, role, sh.Park)
+	suppressPayloadWildcards(stack, role, sh.Payloads, inputsPrefix, resultsPrefix)
 	suppressInferenceProfileWildcards(role, models)
 	worker := goFunction(stack, cfg, functionSpec{
 		ID: "Worker", Name: "worker", Description: "aijobs worker: SQS batches of job ids, one claim per message",

@@ -52,9 +52,10 @@ func TestFunctions(t *testing.T) {
 		tableID := jobsTable(t, s)
 		queueID, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.QueueName()))
 		dlqID, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.DLQName()))
-		bucketID, _ := s.one(t, "AWS::S3::Bucket", nil)
+		bucketID, _ := parkBucket(t, s)
+		payloadID, _ := payloadBucket(t, s)
 		for k, want := range map[string]string{"AIJOBS_TABLE": tableID, "AIJOBS_QUEUE_URL": queueID, "AIJOBS_DLQ_URL": dlqID,
-			"AIJOBS_PARK_BUCKET": bucketID} {
+			"AIJOBS_PARK_BUCKET": bucketID, "AIJOBS_PAYLOAD_BUCKET": payloadID} {
 			if ref(env[k]) != want {
 				t.Errorf("%s: %s = %v, want a reference to %s", fn.name, k, env[k], want)
 			}
@@ -414,7 +415,7 @@ func TestEnvironmentSizeEstimate(t *testing.T) {
 	s := defaults(t)
 	st := s.cfg.Settings
 	covered := []string{"AIJOBS_TABLE", "AIJOBS_QUEUE_URL", "AIJOBS_DLQ_URL", "AIJOBS_PARK_BUCKET", "AIJOBS_QUARANTINE_TABLE",
-		"AIJOBS_CALLBACK_QUEUE_URL", "AIJOBS_CALLBACK_DLQ_URL", "AIJOBS_WEBHOOK_SECRET_ID", "AIJOBS_TENANTS_TABLE", "AIJOBS_BUCKETS_TABLE"}
+		"AIJOBS_PAYLOAD_BUCKET", "AIJOBS_CALLBACK_QUEUE_URL", "AIJOBS_CALLBACK_DLQ_URL", "AIJOBS_WEBHOOK_SECRET_ID", "AIJOBS_TENANTS_TABLE", "AIJOBS_BUCKETS_TABLE"}
 	for _, fn := range functionNames {
 		var added []string
 		for k := range functionEnv(t, s, fn) {
@@ -422,14 +423,14 @@ func TestEnvironmentSizeEstimate(t *testing.T) {
 				added = append(added, k)
 			}
 		}
-		want := covered[:5]
+		want := covered[:6]
 		switch fn {
 		case "notifier":
-			want = covered[:9]
+			want = covered[:10]
 		case "api":
-			want = append(slices.Clone(covered[:5]), covered[7], covered[8], covered[9])
+			want = append(slices.Clone(covered[:6]), covered[8], covered[9], covered[10])
 		case "worker":
-			want = append(slices.Clone(covered[:5]), covered[9])
+			want = append(slices.Clone(covered[:6]), covered[10])
 		}
 		if !equalSets(added, want) {
 			t.Errorf("the stack adds %v to %s's environment, want %v (stackEnvSize covers %v)", added, fn, want, covered)
@@ -441,7 +442,7 @@ func TestEnvironmentSizeEstimate(t *testing.T) {
 	// fit; 63 characters is as long as any bucket name can be.
 	bucket := 63
 	real := url(st.QueueName()) + url(st.DLQName()) + url(st.CallbackQueueName()) + url(st.CallbackDLQName()) + arn + len(st.TableName()) +
-		bucket + len(st.TenantsTableName()) + len(st.QuarantineTableName()) + len(st.BucketsTableName()) + len(strings.Join(covered, ""))
+		2*bucket + len(st.TenantsTableName()) + len(st.QuarantineTableName()) + len(st.BucketsTableName()) + len(strings.Join(covered, ""))
 	if n := stackEnvSize(st); n < real {
 		t.Errorf("stackEnvSize %d is below a real environment's %d", n, real)
 	}

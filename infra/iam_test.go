@@ -115,7 +115,8 @@ func basePermissions(t *testing.T, s *synthesized) map[string][]string {
 	index := func(name string) string { return "${" + table + ".Arn}/index/" + name }
 	stream := "${" + table + ".StreamArn}"
 	parked := "${" + bucket + ".Arn}/parked/*"
-	return map[string][]string{
+	payloads := payloadGrants(t, s)
+	base := map[string][]string{
 		"api": {
 			"dynamodb:GetItem on " + table, "dynamodb:PutItem on " + table, "dynamodb:UpdateItem on " + table,
 			"dynamodb:Query on " + index(st.TenantIndex),
@@ -166,6 +167,12 @@ func basePermissions(t *testing.T, s *synthesized) map[string][]string {
 			"dynamodb:GetItem on " + tenants,             // a tenant's key versions, never written
 		},
 	}
+	for fn, g := range payloads {
+		if fn != "collector" { // collectorGrants has its own
+			base[fn] = append(base[fn], g...)
+		}
+	}
+	return base
 }
 
 // Each function may call exactly what docs/architecture.md ("What each

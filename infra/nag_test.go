@@ -130,6 +130,9 @@ func expectedNagLines(t *testing.T, s *synthesized, workerModels []string) map[s
 	for _, role := range []string{"WorkerRole", "ReconcilerRole"} {
 		want[line("AwsSolutions-IAM5", role, parkedNagResource(bucket), parkedWildcardReason)] = "IAM5 on parked/* on " + role
 	}
+	for l, what := range payloadNagLines(t, s, line) {
+		want[l] = what
+	}
 	for _, m := range workerModels {
 		want[line("AwsSolutions-IAM5", "WorkerRole", nagResource(m), "")] = "IAM5 on the worker's " + m
 	}
@@ -164,6 +167,7 @@ func TestNagSuppressionsArePinned(t *testing.T) {
 		got := nagSuppressions(s)
 		checkRotationSuppressions(t, s, got)
 		checkParkingSuppressions(t, s, got)
+		checkPayloadSuppressions(t, s, got)
 		checkBatchSuppressions(t, s, got)
 		if tc.workerModels != nil {
 			checkWorkerModelSuppression(t, s, got, tc.workerModels)

@@ -75,7 +75,10 @@ func newNotifier(stack awscdk.Stack, cfg Config, sh Shared, env map[string]*stri
 		allow(notifierQueueActions, q.Callbacks.QueueArn()),
 		allow(notifierDLQActions, q.CallbackDLQ.QueueArn()),
 		allow(notifierSecretActions, sh.WebhookSecret.SecretArn()),
-		allow(notifierTenantsActions, sh.Tenants.TableArn()))
+		allow(notifierTenantsActions, sh.Tenants.TableArn()),
+		// A webhook's link to a large answer (docs/payloads.md).
+		allow(payloadGet, payloadObjects(sh.Payloads, resultsPrefix)))
+	suppressPayloadWildcards(stack, role, sh.Payloads, resultsPrefix)
 	f.Notifier = goFunction(stack, cfg, functionSpec{
 		ID: "Notifier", Name: "notifier",
 		Description: "aijobs notifier: the table's stream into callback notices, the callback queue into signed deliveries",

@@ -39,6 +39,14 @@ type bucketSpec struct {
 	ID, RuleID, Prefix string
 	ExpiryDays         float64
 	AccessLogsReason   string
+	// More are further prefixes' rules (the payload bucket's).
+	More []expiry
+}
+
+// expiry is a lifecycle rule: the objects under Prefix expire after Days.
+type expiry struct {
+	ID, Prefix string
+	Days       float64
 }
 
 // newPrivateBucket is a bucket of tenants' data (the parking lot, a
@@ -52,21 +60,25 @@ type bucketSpec struct {
 // custom resource and its Lambda to the stack. No server access logs
 // (cdk-nag S1, suppressed with spec's reason).
 func newPrivateBucket(stack awscdk.Stack, cfg Config, spec bucketSpec) awss3.Bucket {
+	rules := []*awss3.LifecycleRule{}
+	for _, e := range append([]expiry{{ID: spec.RuleID, Prefix: spec.Prefix, Days: spec.ExpiryDays}}, spec.More...) {
+		rules = append(rules, &awss3.LifecycleRule{
+			Id:         jsii.String(e.ID),
+			Prefix:     jsii.String(e.Prefix),
+			Expiration: awscdk.Duration_Days(jsii.Number(e.Days)),
+			// A multipart upload left incomplete would be billed storage
+			// nobody sees.
+			AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(1)),
+		})
+	}
 	bucket := awss3.NewBucket(stack, jsii.String(spec.ID), &awss3.BucketProps{
 		Encryption:        awss3.BucketEncryption_S3_MANAGED,
 		BlockPublicAccess: awss3.BlockPublicAccess_BLOCK_ALL(),
 		EnforceSSL:        jsii.Bool(true),
 		Versioned:         jsii.Bool(false),
 		ObjectOwnership:   awss3.ObjectOwnership_BUCKET_OWNER_ENFORCED,
-		LifecycleRules: &[]*awss3.LifecycleRule{{
-			Id:         jsii.String(spec.RuleID),
-			Prefix:     jsii.String(spec.Prefix),
-			Expiration: awscdk.Duration_Days(jsii.Number(spec.ExpiryDays)),
-			// A multipart upload left incomplete would be billed storage
-			// nobody sees.
-			AbortIncompleteMultipartUploadAfter: awscdk.Duration_Days(jsii.Number(1)),
-		}},
-		RemovalPolicy: removalPolicy(cfg),
+		LifecycleRules:    &rules,
+		RemovalPolicy:     removalPolicy(cfg),
 	})
 	// The TLS-only policy (enforceSSL) stays as long as the bucket: a
 	// retained bucket still holds tenants' data until the rule expires it.

@@ -102,6 +102,7 @@ func stackEnvSize(s settings.Settings) int {
 		len("AIJOBS_QUEUE_URL") + url(s.QueueName()) +
 		len("AIJOBS_DLQ_URL") + url(s.DLQName()) +
 		len("AIJOBS_PARK_BUCKET") + maxBucketName +
+		len("AIJOBS_PAYLOAD_BUCKET") + maxBucketName +
 		len("AIJOBS_CALLBACK_QUEUE_URL") + url(s.CallbackQueueName()) +
 		len("AIJOBS_CALLBACK_DLQ_URL") + url(s.CallbackDLQName()) +
 		len("AIJOBS_WEBHOOK_SECRET_ID") + secretArn +

@@ -30,10 +30,11 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 	buckets := newBucketsTable(stack, cfg)
 	queues := newQueues(stack, cfg)
 	park := newParkingBucket(stack, cfg)
+	payloads := newPayloadBucket(stack, cfg)
 	secret := newWebhookSecret(stack, cfg)
 	batch := newBedrockBatch(stack, cfg)
 	fns := newFunctions(stack, cfg, Shared{Table: table, Tenants: tenants, Quarantine: quarantine, Buckets: buckets, Queues: queues, Park: park,
-		WebhookSecret: secret, BedrockBatch: batch})
+		Payloads: payloads, WebhookSecret: secret, BedrockBatch: batch})
 	api := newAPI(stack, cfg, fns.API)
 	operator := newOperatorPolicy(stack, cfg, Shared{Table: table, Quarantine: quarantine, Queues: queues})
 	monitored := Monitored{Queues: queues, Functions: fns, API: api}
@@ -56,6 +57,7 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 	output(stack, "NotifierFunctionName", fns.Notifier.FunctionName(), "the notifier (delivers callbacks): its log group and metrics")
 	output(stack, "WebhookSecretArn", secret.SecretArn(), "the deployment's webhook signing secret (whsec_...): every tenant's key is derived from it; the notifier signs with it and the API's webhook key routes derive each tenant's key from it; never give it to a receiver")
 	output(stack, "ParkBucketName", park.BucketName(), "parked outcomes: docs/parking.md")
+	output(stack, "PayloadBucketName", payloads.BucketName(), "large inputs, large answers and uploads: docs/payloads.md")
 	if fns.Collector != nil {
 		output(stack, "CollectorFunctionName", fns.Collector.FunctionName(), "the batch lane's scheduled collector: its log group and metrics")
 	}
@@ -79,6 +81,7 @@ type Shared struct {
 	Buckets       awsdynamodb.Table
 	Queues        Queues
 	Park          awss3.Bucket
+	Payloads      awss3.Bucket
 	WebhookSecret awssecretsmanager.Secret
 	BedrockBatch  *BedrockBatch
 }

@@ -46,6 +46,9 @@ type Options struct {
 	Meter *quota.Meter
 	// Env adds to (or overrides) the stack's environment.
 	Env map[string]string
+	// InputBytes pads each job's prompt to about this many bytes (0:
+	// none): the units by input size (UnitsByInput).
+	InputBytes int
 }
 
 // Result is one run's figures.
@@ -118,7 +121,7 @@ func Run(ctx context.Context, o Options) (Result, error) {
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			c, p, polls, state, err := oneJob(client, url, i, o.PollEvery, callback)
+			c, p, polls, state, err := oneJob(client, url, i, o.PollEvery, jobShape{callback: callback, pad: o.InputBytes})
 			mu.Lock()
 			defer mu.Unlock()
 			if err != nil && firstErr == nil {
@@ -157,8 +160,15 @@ func Run(ctx context.Context, o Options) (Result, error) {
 	return res, firstErr
 }
 
-func oneJob(client *http.Client, url string, i int, every time.Duration, callback string) (time.Duration, []time.Duration, int, string, error) {
-	id, created, err := create(client, url, i, callback)
+// jobShape is what a run's jobs carry besides their number: a callback
+// target ("" for none) and the bytes their prompt is padded by.
+type jobShape struct {
+	callback string
+	pad      int
+}
+
+func oneJob(client *http.Client, url string, i int, every time.Duration, shape jobShape) (time.Duration, []time.Duration, int, string, error) {
+	id, created, err := create(client, url, i, shape)
 	if err != nil {
 		return created, nil, 0, "", err
 	}
@@ -190,8 +200,12 @@ func oneJob(client *http.Client, url string, i int, every time.Duration, callbac
 
 // create posts job i, with a callback to callback unless it is "", and
 // returns its id and the request's latency.
-func create(client *http.Client, url string, i int, callback string) (string, time.Duration, error) {
-	p, err := postJob(client, url, i, "", callback)
+func create(client *http.Client, url string, i int, shape jobShape) (string, time.Duration, error) {
+	pad := ""
+	if shape.pad > 0 {
+		pad = " " + strings.Repeat("x", shape.pad)
+	}
+	p, err := postJob(client, url, i, pad, shape.callback)
 	return p.ID, p.Latency, err
 }
 

@@ -84,7 +84,7 @@ func MeasureMemory(ctx context.Context, endpoint string, jobs int, latency time.
 		go func() {
 			defer wg.Done()
 			defer func() { <-sem }()
-			if _, _, err := create(st.client, st.url, i, ""); err != nil {
+			if _, _, err := create(st.client, st.url, i, jobShape{}); err != nil {
 				errs <- err
 			}
 		}()

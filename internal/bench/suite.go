@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -26,6 +27,10 @@ type SuiteOptions struct {
 	UnitsJobs int
 	// Scale, when on, runs instead of the suite (`make bench-scale`).
 	Scale ScaleOptions
+	// InputSizes, when set, are the input sizes (bytes) whose heartbeat
+	// write units are measured instead of the suite (UnitsByInput), on
+	// UnitsJobs jobs each.
+	InputSizes []int
 	// ColdStarts, when above zero, is how many cold starts of each
 	// function to time instead of the suite (`make bench-coldstart`).
 	ColdStarts int
@@ -53,6 +58,16 @@ func (o *SuiteOptions) Flags(fs *flag.FlagSet) {
 	fs.IntVar(&o.Cadence.Warmup, "cadence-warmup", 20, "unmeasured jobs run the same way before each by-cadence run's (as many as it measures: the same queueing, so the same latencies)")
 	o.Cadence.Latencies = []time.Duration{time.Second}
 	o.Scale.Flags(fs)
+	fs.Func("units-inputs", "instead of jobs: write units per heartbeat at these input sizes in bytes, comma-separated (e.g. 1024,102400,1048576,4194304), -units-jobs jobs each", func(v string) error {
+		for _, f := range strings.Split(v, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 0 {
+				return fmt.Errorf("input size %q: want bytes", f)
+			}
+			o.InputSizes = append(o.InputSizes, n)
+		}
+		return nil
+	})
 	fs.IntVar(&o.ColdStarts, "coldstart", 0, "instead of jobs: build each function and time this many cold starts of each")
 	fs.StringVar(&o.RIE, "rie", os.Getenv("RIE_BIN"), "with -coldstart: AWS's aws-lambda-rie, under which each function's init is timed too (default $RIE_BIN; empty: the stand-in alone)")
 }
@@ -64,6 +79,12 @@ func Main(ctx context.Context, o SuiteOptions, w io.Writer) error {
 	case o.ColdStarts > 0:
 		cs, err := MeasureColdStarts(ctx, ColdStartOptions{Endpoint: o.Run.Endpoint, Runs: o.ColdStarts, RIE: o.RIE})
 		fmt.Fprint(w, ColdStartReport(cs))
+		return err
+	case len(o.InputSizes) > 0:
+		r := o.Run
+		r.Jobs = o.UnitsJobs
+		us, err := UnitsByInput(ctx, r, o.InputSizes)
+		fmt.Fprint(w, InputUnitsReport(us))
 		return err
 	case o.Scale.On:
 		o.Scale.Endpoint, o.Scale.PollEvery = o.Run.Endpoint, o.Run.PollEvery

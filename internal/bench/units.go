@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -109,6 +110,8 @@ func RunUnits(ctx context.Context, o Options) (Result, error) {
 		return Result{}, err
 	}
 	defer front.Stop()
-	o.Endpoint, o.Meter, o.Env = front.Endpoint, front.Meter, unitsEnv
+	env := maps.Clone(unitsEnv)
+	maps.Copy(env, o.Env) // a run's own settings (UnitsByInput's) over the limits'
+	o.Endpoint, o.Meter, o.Env = front.Endpoint, front.Meter, env
 	return Run(ctx, o)
 }

@@ -67,6 +67,9 @@ func shortRun(t *testing.T, o Options) *Report {
 	if c := r.Routes["background"]; c == nil || c.Succeeded == 0 || c.AijobsBilled == 0 || r.BackgroundRead == 0 {
 		t.Errorf("the background route did not run: %+v, %d of its generations read whole", c, r.BackgroundRead)
 	}
+	if r.Payloads.Referenced == 0 {
+		t.Errorf("no job's input was in the payload store: %+v", r.Payloads)
+	}
 	if c := r.Routes["detached"]; c == nil || c.Succeeded == 0 || c.AijobsBilled == 0 {
 		t.Errorf("the detached route did not run: %+v", c)
 	}

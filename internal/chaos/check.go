@@ -559,6 +559,8 @@ type Report struct {
 	// (polls every 500 ms): p50 and p99.
 	TimeToEnd [2]time.Duration
 	Ended     int
+	// Payloads is what the run left in the payload store (payloads.go).
+	Payloads PayloadCount
 }
 
 // RouteCount is one route's billed generations and succeeded jobs, on
@@ -625,6 +627,9 @@ func percentiles(ds []time.Duration) [2]time.Duration {
 
 // Failed reports whether any invariant broke.
 func (r *Report) Failed() bool {
+	if r.Payloads.broken() {
+		return true
+	}
 	for _, i := range r.Invariants {
 		if i.Failed > 0 {
 			return true
@@ -673,6 +678,7 @@ func (r *Report) render(maxShown int) string {
 		fmt.Fprintf(&b, " %s %d,", k, r.States[k])
 	}
 	fmt.Fprintf(&b, " %d polls; %d messages in the dead letter queue\n", r.Polls, r.DeadLettered)
+	b.WriteString(r.Payloads.line())
 	fmt.Fprintf(&b, "time to end (create to a client seeing it finished, %d jobs): p50 %s, p99 %s\n", r.Ended,
 		r.TimeToEnd[0].Round(100*time.Millisecond), r.TimeToEnd[1].Round(100*time.Millisecond))
 	if len(r.DeadLetteredJobs) > 0 {

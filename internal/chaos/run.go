@@ -331,6 +331,9 @@ func (h *harness) loadDrainCheck(ctx context.Context, wg *sync.WaitGroup) (*Repo
 		return nil, err
 	}
 	rep := h.check(records, changed, emptied, dlq)
+	if rep.Payloads, err = h.payloads(context.Background(), records); err != nil {
+		return nil, err
+	}
 	if err := rep.WriteAll(h.logPath("failures.txt")); err != nil {
 		h.log.Warn("writing the full report failed", "err", err)
 	}

@@ -3,6 +3,7 @@ package chaos
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/aijobs/aijobs/pkg/job"
@@ -38,10 +39,21 @@ type JobPlan struct {
 }
 
 // Content is the job's prompt for namespace ns ("aj" for aijobs, "bl" for
-// the baseline): both have the same length, so the same billed tokens.
+// the baseline): both have the same length, so the same billed tokens. A
+// quarter of the jobs carry a document over the record's inline limit,
+// so their inputs live in the payload store (docs/payloads.md) and every
+// fault meets them there too.
 func (p JobPlan) Content(ns string) string {
-	return fmt.Sprintf("[chaos %s %d] summarise item %d for %s", ns, p.Index, p.Index, p.Tenant)
+	c := fmt.Sprintf("[chaos %s %d] summarise item %d for %s", ns, p.Index, p.Index, p.Tenant)
+	if p.Index%4 == 3 {
+		c += strings.Repeat(" the attached document", largeWords)
+	}
+	return c
 }
+
+// largeWords makes a large job's prompt about 12 KB: over the 8 KiB a
+// record keeps inline.
+const largeWords = 550
 
 // ID is the job's id at the API (tenants are namespaced jwt:<sub>).
 func (p JobPlan) ID() string { return job.NewID("jwt:"+p.Tenant, p.Key) }

@@ -35,7 +35,15 @@ func (h *Handler) create(ctx context.Context, log *slog.Logger, ev events.APIGat
 		return h.clientProblem(ctx, log, "check content type", bad)
 	}
 	key, _ := header(ev, "Idempotency-Key")
-	req, err := ParseCreate(tenant, key, b, h.limits)
+	b, uploaded, err := h.withUpload(ctx, tenant, b)
+	if err != nil {
+		return h.clientProblem(ctx, log, "read upload", h.namedJob(ctx, tenant, key, err))
+	}
+	limit := MaxBodyBytes
+	if uploaded {
+		limit += MaxUploadBytes
+	}
+	req, err := parseCreate(tenant, key, b, h.limits, limit)
 	if err != nil && req.InputHash == "" {
 		return h.clientProblem(ctx, log, "parse create", err)
 	}
@@ -63,6 +71,10 @@ func (h *Handler) create(ctx context.Context, log *slog.Logger, ev events.APIGat
 	}
 	if bad := h.enterQueue(ctx, log, j); bad != nil {
 		return h.tooManyQueued(h.refusedUnlessRepeat(ctx, log, j, "check queued", bad))
+	}
+	if err := h.offload(ctx, &j); err != nil {
+		h.leaveQueue(ctx, log, j)
+		return h.serverProblem(ctx, log, "create", fmt.Errorf("store the input of %s: %w", j.ID, err))
 	}
 
 	created, err := h.store.Create(ctx, j)

@@ -30,7 +30,7 @@ func TestCreateRefusesBadInputWithoutWriting(t *testing.T) {
 	header := func(k, v string) func(*events.APIGatewayV2HTTPRequest) {
 		return func(ev *events.APIGatewayV2HTTPRequest) { ev.Headers[k] = v }
 	}
-	big := `{"input":{"messages":[{"role":"user","content":"` + strings.Repeat("x", 2<<20) + `"}]}}`
+	big := `{"input":{"messages":[{"role":"user","content":"` + strings.Repeat("x", MaxBodyBytes) + `"}]}}`
 	tests := []struct {
 		name   string
 		key    string
@@ -75,8 +75,8 @@ func TestCreateRefusesBadInputWithoutWriting(t *testing.T) {
 		{name: "max_tokens above limit", body: `{"input":{"messages":[{"role":"user","content":"x"}],"max_tokens":32769}}`, status: 400, code: wire.CodeInvalidRequest, field: "input.max_tokens"},
 		{name: "unknown model", body: withInput(`,"model":"gpt-17"`), status: 400, code: wire.CodeInvalidRequest, field: "model"},
 		{name: "metadata not an object", body: withInput(`,"metadata":[1,2]`), status: 400, code: wire.CodeInvalidRequest, field: "metadata"},
-		{name: "2 MiB body", body: big, status: 413, code: wire.CodePayloadTooLarge},
-		{name: "2 MiB base64 body", mutate: b64(big), status: 413, code: wire.CodePayloadTooLarge},
+		{name: "body over the limit", body: big, status: 413, code: wire.CodePayloadTooLarge},
+		{name: "base64 body over the limit", mutate: b64(big), status: 413, code: wire.CodePayloadTooLarge},
 		{name: "base64 not base64", body: "not base64!", mutate: func(ev *events.APIGatewayV2HTTPRequest) { ev.IsBase64Encoded = true }, status: 400, code: wire.CodeInvalidRequest},
 		{name: "base64 of malformed JSON", mutate: b64(`{"input":`), status: 400, code: wire.CodeInvalidRequest},
 		{name: "base64 of unknown field", mutate: b64(withInput(`,"x":1`)), status: 400, code: wire.CodeInvalidRequest, field: "x"},

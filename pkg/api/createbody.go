@@ -19,8 +19,11 @@ import (
 )
 
 // MaxBodyBytes is the largest create body accepted (docs/api.md, "The
-// API").
-const MaxBodyBytes = 256 << 10
+// API"; docs/payloads.md, "Limits"): 5 MiB, under Lambda's 6 MB
+// synchronous payload, which carries the body inside API Gateway's event
+// (its headers, and an escape for each quote and backslash), and under
+// API Gateway's 10 MB. A larger input goes through an upload.
+const MaxBodyBytes = 5 << 20
 
 // The member names each object of a create body may hold, matched exactly:
 // encoding/json matches names case-insensitively, so without this check
@@ -63,13 +66,19 @@ func jsonNames(t reflect.Type) []string {
 // configuration (the models, the limits) may refuse today the body of a
 // job accepted before, and the caller looks for that job first.
 func ParseCreate(tenant, key string, body []byte, l job.Limits) (job.CreateRequest, error) {
+	return parseCreate(tenant, key, body, l, MaxBodyBytes)
+}
+
+// parseCreate is ParseCreate with the body limit named: a body whose
+// input an upload supplied may be as large as the upload.
+func parseCreate(tenant, key string, body []byte, l job.Limits, maxBody int) (job.CreateRequest, error) {
 	if tenant == "" {
 		return job.CreateRequest{}, refuse(wire.CodeUnauthorized, "", "no tenant in the request")
 	}
 	if !wire.ValidKey(key) {
 		return job.CreateRequest{}, invalid("Idempotency-Key", "the Idempotency-Key header is required: 1 to %d printable ASCII characters", wire.MaxKeyLength)
 	}
-	if len(body) > MaxBodyBytes {
+	if len(body) > maxBody {
 		return job.CreateRequest{}, bodyTooLarge()
 	}
 	if !utf8.Valid(body) {
@@ -104,8 +113,13 @@ func ParseCreate(tenant, key string, body []byte, l job.Limits) (job.CreateReque
 			return r, invalid("model", "unknown model %q; known: %s", Clip(r.Model, 64), strings.Join(l.Models, ", "))
 		}
 	}
+	if given(b["input_upload"]) {
+		// The handler swaps an upload for its input before this parse: one
+		// still here came with an input too.
+		return r, invalid("input_upload", "give exactly one of input and input_upload")
+	}
 	if !given(b["input"]) {
-		return r, invalid("input", "input is required")
+		return r, invalid("input", "input (or input_upload) is required")
 	}
 	if err := parseInput(b["input"], l, &r); err != nil {
 		return r, err

@@ -23,10 +23,11 @@
 //	not_found               404  unknown route, unknown job, or another tenant's job
 //	method_not_allowed      405  known path, other method (see the Allow header)
 //	already_finished        409  cancel of a succeeded or failed job
-//	payload_too_large       413  a body over 256 KiB, or a record over the store's 400 KB
+//	payload_too_large       413  a body over 5 MiB, an upload over 32 MiB, or a record over the store's 400 KB
 //	unsupported_media_type  415  a Content-Type other than application/json
 //	idempotency_key_reused  422  same Idempotency-Key, different request body
 //	option_unsupported      422  an input option, or an image or document part, a model of the route refuses ("field" names it)
+//	upload_not_found        422  input_upload names no upload of this caller
 //	enqueue_failed          503  recorded but not enqueued: retry with the same key
 //	unavailable             503  the store or queue is unavailable: retry later
 //	internal                500  anything else; details are logged, never returned

@@ -76,7 +76,11 @@ type Config struct {
 	// is refused 429 spend_limit. Either nil limits nothing.
 	Spend       Spend
 	SpendLimits func(tenant string) []job.PeriodLimit
-	Logger      *slog.Logger
+	// Payloads keeps inputs too large for a record and serves uploads
+	// (docs/payloads.md); nil keeps every input inline and answers POST
+	// /uploads 404.
+	Payloads Payloads
+	Logger   *slog.Logger
 }
 
 // Slots are the tenants' queued slots every API instance shares
@@ -117,6 +121,7 @@ type Handler struct {
 	spendLimits func(tenant string) []job.PeriodLimit
 	latency     *routeLatency
 	links       ResultLinks
+	payloads    Payloads
 	log         *slog.Logger
 }
 
@@ -139,6 +144,7 @@ func New(cfg Config) *Handler {
 		spendLimits: cfg.SpendLimits,
 		latency:     newRouteLatency(cfg.Routes),
 		links:       cfg.ResultLinks,
+		payloads:    cfg.Payloads,
 		log:         cfg.Logger,
 	}
 	if h.clock == nil {

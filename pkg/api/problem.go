@@ -40,6 +40,7 @@ var codes = map[wire.Code]codeInfo{
 	wire.CodeKeyReused:            {http.StatusUnprocessableEntity, "Idempotency key reused", ""},
 	wire.CodeInputQuarantined:     {http.StatusUnprocessableEntity, "Input quarantined", ""},
 	wire.CodeOptionUnsupported:    {http.StatusUnprocessableEntity, "Option unsupported", job.CodeUnsupported},
+	wire.CodeUploadNotFound:       {http.StatusUnprocessableEntity, "Upload not found", ""},
 	wire.CodeKeyVersionMoved:      {http.StatusConflict, "Key version moved", ""},
 	wire.CodeTooManyQueued:        {http.StatusTooManyRequests, "Too many jobs queued", ""},
 	wire.CodeSpendLimit:           {http.StatusTooManyRequests, "Spend limit reached", ""},

@@ -17,7 +17,7 @@ import (
 // endpoint is one of the API's paths: which operation each method it takes
 // is, and the job id its path names, if any. HEAD is not supported.
 type endpoint struct {
-	ops map[string]string // method -> "create", "list", "get", "cancel", "webhook_key", "rotate_webhook_key" or "spend"
+	ops map[string]string // method -> "create", "list", "get", "cancel", "upload", "webhook_key", "rotate_webhook_key" or "spend"
 	id  string
 }
 
@@ -44,6 +44,8 @@ func match(path string) (endpoint, bool) {
 		return endpoint{ops: map[string]string{http.MethodPost: "rotate_webhook_key"}}, true
 	case "/spend":
 		return endpoint{ops: map[string]string{http.MethodGet: "spend"}}, true
+	case "/uploads":
+		return endpoint{ops: map[string]string{http.MethodPost: "upload"}}, true
 	}
 	rest, ok := strings.CutPrefix(path, "/jobs")
 	switch {
@@ -88,7 +90,7 @@ func matchEvent(ev events.APIGatewayV2HTTPRequest) (endpoint, bool) {
 func (h *Handler) route(ctx context.Context, log *slog.Logger, ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {
 	ep, ok := matchEvent(ev)
 	if !ok {
-		return problemFor(wire.CodeNotFound, "", "no such route: the API serves POST /jobs, GET /jobs, GET /jobs/{id}, POST /jobs/{id}/cancel, GET /webhook-key, POST /webhook-key/rotate and GET /spend")
+		return problemFor(wire.CodeNotFound, "", "no such route: the API serves POST /jobs, GET /jobs, GET /jobs/{id}, POST /jobs/{id}/cancel, POST /uploads, GET /webhook-key, POST /webhook-key/rotate and GET /spend")
 	}
 	op, ok := ep.ops[ev.RequestContext.HTTP.Method]
 	if !ok {
@@ -125,6 +127,8 @@ func (h *Handler) route(ctx context.Context, log *slog.Logger, ev events.APIGate
 		return h.rotateWebhookKey(ctx, log, ev, tenant)
 	case "spend":
 		return h.spendView(ctx, log, tenant)
+	case "upload":
+		return h.upload(ctx, log, ev, tenant)
 	default:
 		return h.cancel(ctx, log, tenant, ep.id)
 	}

@@ -82,6 +82,9 @@ type Config struct {
 	// Answers is where a batch answer too large for the record is put
 	// (docs/payloads.md, "Answers"); nil keeps every answer inline.
 	Answers Answers
+	// Inputs reads the inputs records keep in the payload store; nil
+	// hands such a job back, and its worker ends it.
+	Inputs Inputs
 }
 
 // Collector runs the batch lane.
@@ -111,6 +114,7 @@ type crew struct {
 	// job that failed in a batch as for one that failed in a call.
 	afterEnd finish.AfterEnd
 	answers  Answers // nil keeps every answer inline
+	inputs   Inputs
 }
 
 // New returns a collector; a nil Logger, Clock, NewID or Metrics get
@@ -134,7 +138,8 @@ func New(cfg Config) *Collector {
 	return &Collector{crew: &crew{store: cfg.Store, batches: cfg.Batches, queue: cfg.Queue,
 		providers: cfg.Providers, routes: cfg.Routes, clock: cfg.Clock, retention: cfg.Retention,
 		every: cfg.Every, newID: cfg.NewID, metrics: cfg.Metrics, log: cfg.Logger, answers: cfg.Answers,
-		afterEnd: finish.AfterEnd{Quarantine: cfg.Quarantine, QuarantineFor: cfg.QuarantineFor, Metrics: cfg.Metrics}}}
+		afterEnd: finish.AfterEnd{Quarantine: cfg.Quarantine, QuarantineFor: cfg.QuarantineFor, Metrics: cfg.Metrics},
+		inputs:   cfg.Inputs}}
 }
 
 // Run carries every open batch one step on, then collects new ones. An

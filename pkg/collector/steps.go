@@ -139,15 +139,16 @@ func (c *Collector) submit(ctx context.Context, l lane, b job.BatchRecord) error
 	var reqs []model.Request
 	var in []job.BatchJob
 	var collected []job.Job
-	for _, j := range members {
-		j, ok, err := c.collectInto(ctx, b, j)
+	for _, m := range members {
+		j, ok, err := c.collectInto(ctx, b, m)
 		if err != nil {
 			return err
 		}
 		if !ok {
 			continue
 		}
-		r, _ := request(l, j) // members read it
+		j.Input = m.Input            // members loaded it (a stored one is not on the record)
+		r, _ := c.request(ctx, l, j) // members read it
 		reqs = append(reqs, r)
 		in = append(in, job.BatchJob{ID: j.ID, Held: j.Held})
 		collected = append(collected, j)
@@ -182,7 +183,10 @@ func (c *Collector) members(ctx context.Context, l lane, b job.BatchRecord) ([]j
 		if !ok {
 			continue
 		}
-		if _, err := request(l, j); err != nil {
+		if err := c.loadInput(ctx, &j); err != nil && !errors.Is(err, errInputLost) {
+			return nil, err // the payload store did not answer: the next run submits
+		}
+		if _, err := c.request(ctx, l, j); err != nil {
 			c.log.Warn("a collected job's stored input is not valid; it is handed back", "job_id", j.ID)
 			if err := c.release(ctx, j, j.LeaseOwner, j.Held, "its stored input is not valid"); err != nil {
 				return nil, err
@@ -230,7 +234,7 @@ func (c *Collector) resend(ctx context.Context, l lane, b job.BatchRecord) error
 		if err != nil {
 			return err
 		}
-		r, err := request(l, j)
+		r, err := c.request(ctx, l, j)
 		if err != nil {
 			return err
 		}
@@ -290,8 +294,12 @@ func (c *Collector) taken(ctx context.Context) ([]string, error) {
 	return ids, err
 }
 
-// request is job j's request in lane l.
-func request(l lane, j job.Job) (model.Request, error) {
+// request is job j's request in lane l, its input read from the payload
+// store when the record points there.
+func (c *Collector) request(ctx context.Context, l lane, j job.Job) (model.Request, error) {
+	if err := c.loadInput(ctx, &j); err != nil && !errors.Is(err, errInputLost) {
+		return model.Request{}, err
+	}
 	var input job.Input
 	if err := json.Unmarshal(j.Input, &input); err != nil {
 		return model.Request{}, err
@@ -520,6 +528,11 @@ func (c *Collector) recordResult(ctx context.Context, l lane, b job.BatchRecord,
 // that came without its counts is billed for its input
 // (model.BatchUnreported), as a call's would be.
 func promptCeiling(j job.Job) int64 {
+	if j.InputRef != nil && len(j.Input) == 0 {
+		// Its stored JSON is longer than its content, and each message's
+		// 8 tokens of ceiling take at least 30 bytes of it: no read needed.
+		return j.InputRef.Size
+	}
 	var in job.Input
 	if json.Unmarshal(j.Input, &in) != nil {
 		return 0

@@ -73,6 +73,8 @@ var vars = []Var{
 		"Longest retry backoff."),
 	setting("AIJOBS_REQUEUE_AFTER", duration, func(s *settings.Settings) *time.Duration { return &s.RequeueAfter },
 		"The longest wait (a deferral, a retry's backoff) a job's message waits out hidden, counted in flight; a longer wait sends a fresh delayed message and deletes the old one, so waiting jobs never fill SQS's in-flight quota (docs/fairness.md, \"Long waits leave the in-flight count\"). At least 1s."),
+	setting("AIJOBS_API_TIMEOUT", duration, func(s *settings.Settings) *time.Duration { return &s.APITimeout },
+		"API function timeout (the dev server's gateway gives each request this long). A create validates, hashes and stores its whole input, so one near the 32 MiB upload limit needs more than the default on a small function (docs/payloads.md, \"Limits\"); API Gateway answers itself after 30s."),
 	setting("AIJOBS_WORKER_TIMEOUT", duration, func(s *settings.Settings) *time.Duration { return &s.WorkerTimeout },
 		"Worker function timeout (the dev server gives each batch this long)."),
 	setting("AIJOBS_VISIBILITY_TIMEOUT", duration, func(s *settings.Settings) *time.Duration { return &s.VisibilityTimeout },

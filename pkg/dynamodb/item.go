@@ -17,7 +17,10 @@ import (
 // The item layout: one item per job, partition key id.
 //
 //	id, tenant, request_key, input_hash, model   S
-//	input, metadata (optional), result           S, JSON text
+//	input, metadata (optional), result           S, JSON text; input absent when in_key is set
+//	in_key, in_sha256, in_size                   S, S, N, only for an input kept in the payload store
+//	                                             (job.Job.InputRef, docs/payloads.md): its object's
+//	                                             key, "sha256:<hex>" and length; set at create
 //	state, lease_owner, error_class, error_detail, result_model   S (optional ones absent when empty)
 //	result_lane                                  S, only on a success that named the lane its result
 //	                                             was served in; a success naming none removes it
@@ -97,6 +100,7 @@ import (
 const (
 	aID, aTenant, aRequestKey, aInputHash, aModel = "id", "tenant", "request_key", "input_hash", "model"
 	aInput, aMetadata, aResult                    = "input", "metadata", "result"
+	aInputKey, aInputSHA256, aInputSize           = "in_key", "in_sha256", "in_size"
 	aState, aLeaseOwner, aErrorClass              = "state", "lease_owner", "error_class"
 	aErrorDetail, aResultModel, aResultLane       = "error_detail", "result_model", "result_lane"
 	aSaved, aLanes, aAttemptLanes                 = "saved_nc", "lanes", "attempt_lanes"
@@ -157,8 +161,7 @@ func ms(t time.Time) int64 {
 func toItem(j job.Job, idx indexes) map[string]types.AttributeValue {
 	it := map[string]types.AttributeValue{
 		aID: avS(j.ID), aTenant: avS(j.Tenant), aRequestKey: avS(j.RequestKey), aInputHash: avS(j.InputHash), aModel: avS(j.Model),
-		aInput: avS(string(j.Input)), aState: avS(string(j.State)),
-		aAttempts: avN(int64(j.Attempts)), aMaxAttempts: avN(int64(j.MaxAttempts)), aVersion: avN(j.Version),
+		aState: avS(string(j.State)), aAttempts: avN(int64(j.Attempts)), aMaxAttempts: avN(int64(j.MaxAttempts)), aVersion: avN(j.Version),
 		aBudget: avN(int64(j.Budget)), aCost: avN(int64(j.Cost)), aRemaining: avN(int64(j.Budget - j.Cost - j.Held)),
 		aReserve: avN(int64(j.Reserve)), aRunMS: avN(j.RunTime.Milliseconds()),
 		aDeadline: avN(ms(j.Deadline)), aCreated: avN(ms(j.CreatedAt)), aUpdated: avN(ms(j.UpdatedAt)),
@@ -169,6 +172,7 @@ func toItem(j job.Job, idx indexes) map[string]types.AttributeValue {
 			it[k] = avS(v)
 		}
 	}
+	inputAttributes(it, j)
 	opt(aMetadata, string(j.Metadata))
 	resultAttributes(it, j)
 	opt(aLeaseOwner, j.LeaseOwner)
@@ -233,6 +237,17 @@ func toItem(j job.Job, idx indexes) map[string]types.AttributeValue {
 	return it
 }
 
+// inputAttributes adds a job's input: inline, or the payload store's
+// pointer to it, never both (the pointer is what keeps a heartbeat's write
+// units flat, docs/payloads.md, "Thresholds").
+func inputAttributes(it map[string]types.AttributeValue, j job.Job) {
+	if j.InputRef == nil {
+		it[aInput] = avS(string(j.Input))
+		return
+	}
+	it[aInputKey], it[aInputSHA256], it[aInputSize] = avS(j.InputRef.Key), avS(j.InputRef.SHA256), avN(j.InputRef.Size)
+}
+
 // lanesList is the owner's allowed lanes as a list rather than a string
 // set: a set would lose the order they were given in.
 func lanesList(ls []job.Lane) types.AttributeValue {
@@ -288,6 +303,9 @@ func fromItem(it map[string]types.AttributeValue) (job.Job, error) {
 		Deadline: d.t(aDeadline), LeaseUntil: d.t(aLeaseUntil), NotBefore: d.t(aNotBefore), CreatedAt: d.t(aCreated), UpdatedAt: d.t(aUpdated),
 		Progress: d.float(aProgress), Replays: int(d.num(aReplays)), ReplayedAt: d.t(aReplayed), Nudges: int(d.num(aNudges)),
 		Enlisted: d.str(aEnlisted), EnlistedAt: d.t(aEnlistedAt), Batch: d.str(aBatch),
+	}
+	if k := d.str(aInputKey); k != "" {
+		j.InputRef = &job.Payload{Key: k, SHA256: d.str(aInputSHA256), Size: d.num(aInputSize)}
 	}
 	if b, ok := it[aCostEstimated].(*types.AttributeValueMemberBOOL); ok {
 		j.CostEstimated = b.Value

@@ -50,7 +50,8 @@ func everyFieldSet(t *testing.T) job.Job {
 	j := job.Job{
 		ID: job.NewID("t", "k"), Tenant: "t", RequestKey: "k", InputHash: "sha256:ab", Model: "default",
 		Input: json.RawMessage(`{"messages":[]}`), Metadata: json.RawMessage(`{"m":1}`),
-		State: job.Running, Attempts: 2, MaxAttempts: 5, Budget: job.Cents(50), Cost: job.Cents(3), CostEstimated: true,
+		InputRef: &job.Payload{Key: "inputs/j/ab", Size: 9000, SHA256: "sha256:cd"},
+		State:    job.Running, Attempts: 2, MaxAttempts: 5, Budget: job.Cents(50), Cost: job.Cents(3), CostEstimated: true,
 		Saved: -job.Cents(1), Lanes: []job.Lane{job.Priority, job.Flex}, AttemptLanes: []job.AttemptLane{{Attempt: 1, Lane: job.Flex}, {Attempt: 2, Lane: job.Standard}},
 		Reserve: job.Cents(2), Held: job.Cents(4), WrittenOff: []string{"w_old"},
 		Pending: &job.Pending{Owner: "w_old", Provider: "openai", Model: "m", ID: "resp_1", Held: job.Cents(4)}, Deadline: at.Add(time.Hour),

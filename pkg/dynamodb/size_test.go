@@ -113,36 +113,35 @@ func TestItemSize(t *testing.T) {
 	}
 }
 
-// TestTheLargestOrdinaryRecordFits: only characters the JSON encoder
-// escapes make a record outgrow its body. A body at the 256 KiB limit with
-// the most messages, the largest metadata, the longest key and the longest
-// tenant the API takes still makes an item under 400 KB, so no other
-// client input can reach the store's limit.
+// TestTheLargestOrdinaryRecordFits: the API keeps an input inline only
+// up to api.InlineInputBytes as stored (escapes included), and puts a
+// larger one in the payload store (docs/payloads.md). A record with the
+// largest inline input, the largest metadata, the
+// longest key and the longest tenant the API takes is under 400 KB with
+// its attempts' room, so no client input can reach the store's limit.
 func TestTheLargestOrdinaryRecordFits(t *testing.T) {
 	s := settings.Defaults()
 	l := s.Limits
 	meta := `{"m":"` + strings.Repeat("m", l.MaxMetadataBytes-8) + `"}`
-	msg := `{"role":"user","content":"%s"},`
-	fixed := len(`{"input":{"messages":[],"max_tokens":32768},"metadata":,"deadline_seconds":86400,"budget_cents":10000,"max_attempts":8}`) +
-		len(meta) + l.MaxMessages*(len(msg)-2)
-	per := (api.MaxBodyBytes - fixed) / l.MaxMessages
-	var msgs strings.Builder
-	for i := range l.MaxMessages {
-		if i > 0 {
-			msgs.WriteByte(',')
+	body := func(per int) string {
+		return `{"input":{"messages":[{"role":"user","content":"` + strings.Repeat("\u2028", per) + `"}],"max_tokens":32768},"metadata":` + meta +
+			`,"deadline_seconds":86400,"budget_cents":10000,"max_attempts":8}`
+	}
+	var j job.Job
+	for per := 1; ; per++ {
+		req, err := api.ParseCreate("jwt:"+strings.Repeat("t", 1020), strings.Repeat("k", wire.MaxKeyLength), []byte(body(per)), l)
+		if err != nil {
+			t.Fatalf("ParseCreate: %v", err)
 		}
-		msgs.WriteString(`{"role":"user","content":"` + strings.Repeat("<", per) + `"}`)
+		next := req.NewJob(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), time.Hour)
+		if len(next.Input) > api.InlineInputBytes {
+			break
+		}
+		j = next
 	}
-	body := `{"input":{"messages":[` + msgs.String() + `],"max_tokens":32768},"metadata":` + meta +
-		`,"deadline_seconds":86400,"budget_cents":10000,"max_attempts":8}`
-	if len(body) > api.MaxBodyBytes || len(body) < api.MaxBodyBytes-2*l.MaxMessages {
-		t.Fatalf("body is %d bytes, want just under %d", len(body), api.MaxBodyBytes)
+	if len(j.Input) < api.InlineInputBytes-6 {
+		t.Fatalf("the input is %d bytes, want just under %d", len(j.Input), api.InlineInputBytes)
 	}
-	req, err := api.ParseCreate("jwt:"+strings.Repeat("t", 1020), strings.Repeat("k", wire.MaxKeyLength), []byte(body), l)
-	if err != nil {
-		t.Fatalf("ParseCreate: %v", err)
-	}
-	j := req.NewJob(time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), time.Hour)
 	j.Reserve = 1 << 40
 	if n := itemSize(toItem(j, indexes{activeShards: 16, createdShards: 16})); n > maxItemBytes-growth {
 		t.Fatalf("the largest ordinary record is %d bytes, over %d (the limit less its attempts' room)", n, maxItemBytes-growth)

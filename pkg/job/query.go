@@ -144,7 +144,7 @@ func (q RecentQuery) Includes(j Job) bool {
 // projection is held to it by a test, and the conformance suite expects
 // it of every store.
 func Peeked(j Job) Job {
-	j.Input, j.ErrorDetail, j.LeaseOwner = nil, "", ""
+	j.Input, j.InputRef, j.ErrorDetail, j.LeaseOwner = nil, nil, "", ""
 	j.LeaseUntil, j.NotBefore, j.ReplayedAt, j.ExpiresAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
 	j.RunTime, j.Nudges, j.WrittenOff, j.Pending = 0, 0, nil, nil
 	j.Enlisted, j.EnlistedAt, j.Batch = "", time.Time{}, ""

@@ -38,8 +38,12 @@ type CreateBody struct {
 	// with temperature and the sampling and reasoning options (top_p,
 	// stop, seed, reasoning; job.Input) and a response_format (a JSON
 	// Schema the answer must follow); client.UserPrompt builds the
-	// common case, client.UserPromptWith one with options.
-	Input json.RawMessage `json:"input"`
+	// common case, client.UserPromptWith one with options. Exactly one
+	// of Input and InputUpload is given.
+	Input json.RawMessage `json:"input,omitempty"`
+	// InputUpload names an upload (POST /uploads) whose object is the
+	// input, for one larger than a create body carries (docs/payloads.md).
+	InputUpload string `json:"input_upload,omitempty"`
 	// DeadlineSeconds is how long the job may take, from its creation.
 	DeadlineSeconds int `json:"deadline_seconds,omitempty"`
 	// BudgetCents bounds what all attempts together may cost.

@@ -17,6 +17,7 @@ const (
 	CodeKeyReused            Code = "idempotency_key_reused"
 	CodeInputQuarantined     Code = "input_quarantined"
 	CodeOptionUnsupported    Code = "option_unsupported"
+	CodeUploadNotFound       Code = "upload_not_found"
 	CodeTooManyQueued        Code = "too_many_queued"
 	CodeSpendLimit           Code = "spend_limit"
 	CodeKeyVersionMoved      Code = "key_version_moved"

@@ -66,6 +66,9 @@ func (a *attempt) run(ctx context.Context) outcome {
 // input or route it cannot run, a budget that does not cover the first
 // rung, an admission refused, or the call and how it ended.
 func (a *attempt) decide(ctx context.Context) verdict {
+	if err := a.loadInput(ctx); err != nil {
+		return a.inputVerdict(err)
+	}
 	var in job.Input
 	if err := json.Unmarshal(a.j.Input, &in); err != nil {
 		return verdict{write: verdictEnd, class: job.InvalidRequest, detail: "stored input is not valid"}

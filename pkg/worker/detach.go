@@ -214,7 +214,7 @@ func (a *attempt) look(ctx context.Context) verdict {
 		rung, laned = route.Rungs[i].InLane(p.Lane)
 	}
 	prov, known := a.providers[p.Provider]
-	if err := json.Unmarshal(a.j.Input, &in); err != nil || !laned || !known {
+	if err := unmarshalInput(a.j, &in); err != nil || !laned || !known {
 		// Nothing to read it with: its hold is charged, as a write-off's.
 		r.paid.Cost, r.paid.Estimated = max(r.paid.Cost, a.held), true
 		return verdict{write: verdictRetry, called: true, fail: failed{class: job.Internal, detail: "the detached generation's rung is gone from the route", paid: r.paid, next: a.j.Reserve}}
@@ -224,6 +224,10 @@ func (a *attempt) look(ctx context.Context) verdict {
 	if a.j.State != job.Running {
 		return verdict{write: verdictLost, called: true, class: job.Cancelled, r: climbed{paid: a.stopDetached(ctx, rung, p, r.paid)}}
 	}
+	if v, ok := a.reattachInput(ctx, &r, p, rung, now); !ok {
+		return v
+	}
+	_ = json.Unmarshal(a.j.Input, &in) // checked when the job was created
 	lctx, cancel := context.WithTimeout(ctx, a.lookFor())
 	defer cancel()
 	req := model.RequestFor(a.j.ID, rung, in)
@@ -271,4 +275,33 @@ func (a *attempt) look(ctx context.Context) verdict {
 	class, err = checked(in, resp, class, err)
 	r.resp, r.err, r.class = resp, err, class
 	return a.verdictOf(r, nil, a.j.Reserve)
+}
+
+// unmarshalInput decodes j's inline input; one the payload store keeps is
+// loaded later (reattachInput), and decodes as no input until then.
+func unmarshalInput(j job.Job, in *job.Input) error {
+	if j.InputRef != nil && len(j.Input) == 0 {
+		return nil
+	}
+	return json.Unmarshal(j.Input, in)
+}
+
+// reattachInput loads the reattached attempt's stored input; false with
+// the verdict when it cannot: a store that does not answer looks again
+// later while the generation may run on, else the attempt is charged its
+// hold (as one whose rung is gone) and retried, and the retry's claim
+// ends the job if the input is lost.
+func (a *attempt) reattachInput(ctx context.Context, r *climbed, p job.Pending, rung job.Rung, now time.Time) (verdict, bool) {
+	err := a.loadInput(ctx)
+	if err == nil {
+		return verdict{}, true
+	}
+	if _, lost := err.(inputLost); !lost && a.reattachWait(p, rung, now) > 0 {
+		a.log.Warn("the payload store did not answer; the detached generation is looked at later", "err", err)
+		a.pending = &p
+		return verdict{write: verdictDetach, called: true, r: *r}, false
+	}
+	r.paid.Cost, r.paid.Estimated = max(r.paid.Cost, a.held), true
+	return verdict{write: verdictRetry, called: true, fail: failed{class: job.Internal,
+		detail: "the stored input could not be read: " + err.Error(), paid: r.paid, next: a.j.Reserve}}, false
 }

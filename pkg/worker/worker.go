@@ -179,7 +179,10 @@ type Config struct {
 	// QuarantineFor, quarantines nothing.
 	Quarantine    finish.Quarantiner
 	QuarantineFor time.Duration
-	Timing        Timing
+	// Inputs reads the inputs records keep in the payload store
+	// (job.Job.InputRef); nil ends such a job, class internal.
+	Inputs Inputs
+	Timing Timing
 	// ReceiveLimit is the queue's maxReceiveCount (0: none). A message the
 	// worker would return to the queue on its ReceiveLimit-1th receive is
 	// handed off instead (see handOff), so SQS's own redrive only catches
@@ -218,6 +221,7 @@ type crew struct {
 	retention job.Retention
 	rand      func() float64
 	meter     meter
+	inputs    Inputs // nil reads no stored input
 	limits
 }
 
@@ -275,7 +279,7 @@ func New(cfg Config) *Worker {
 	return &Worker{cfg: cfg, crew: &crew{store: cfg.Store, queue: cfg.Queue, lot: cfg.Parking, answers: cfg.Answers,
 		afterEnd:  finish.AfterEnd{Quarantine: cfg.Quarantine, QuarantineFor: cfg.QuarantineFor, Metrics: cfg.Metrics},
 		providers: cfg.Providers, routes: cfg.Routes, clock: cfg.Clock, timing: cfg.Timing, retention: cfg.Retention,
-		rand: cfg.Rand, meter: meter{cfg.Metrics},
+		rand: cfg.Rand, meter: meter{cfg.Metrics}, inputs: cfg.Inputs,
 		limits: limits{buckets: cfg.Buckets, slots: cfg.Slots, inFlight: cfg.InFlight, queued: cfg.Queued, queuedMax: cfg.QueuedLimit,
 			spend: cfg.Spend, spendLimits: cfg.SpendLimits, share: newShare(cfg.Workers)}}}
 }

@@ -28,7 +28,7 @@ func New(b *roles.Base) *api.Handler {
 	}
 	cfg := api.Config{Store: b.Store, Queue: b.Queue, Limits: s.Limits, Retention: s.Retention, Routes: b.Config.Routes,
 		Clock: b.Clock, EnqueueRetryAfter: s.EnqueueRetryAfter, Callbacks: callbacks, Signing: signing(b), Logger: b.Logger,
-		ResultLinks: payloads.NewLinks(b)}
+		ResultLinks: payloads.NewLinks(b), Payloads: inputs{payloads.New(b)}}
 	if b.Quarantines != nil { // a nil *Quarantines in the interface would not be nil
 		cfg.Quarantines = b.Quarantines
 	}

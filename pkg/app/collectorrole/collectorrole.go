@@ -70,7 +70,7 @@ func Over(b *roles.Base, providers map[string]model.Provider) *collector.Collect
 	// after this one: a job must be handed back before that.
 	cfg := collector.Config{Store: b.Store, Batches: dynamodb.NewBatches(b.Side, b.Config.BucketsTable), Queue: b.Queue,
 		Providers: providers, Routes: b.Config.Routes, Clock: b.Clock, Retention: s.Retention, Logger: b.Logger,
-		Every: s.CollectEvery + s.CollectorTimeout, Metrics: m, Answers: payloads.New(b)}
+		Every: s.CollectEvery + s.CollectorTimeout, Metrics: m, Answers: payloads.New(b), Inputs: payloads.New(b)}
 	if b.Quarantines != nil { // a nil *Quarantines in the interface would not be nil
 		cfg.Quarantine, cfg.QuarantineFor = b.Quarantines, s.QuarantineFor
 	}

@@ -39,6 +39,7 @@ func New(b *roles.Base, providers map[string]model.Provider) *worker.Worker {
 		Store: b.Store, Queue: b.Queue, Clock: b.Clock, Logger: b.Logger, Retention: s.Retention, Metrics: metrics,
 		Routes: b.Config.Routes, Providers: providers, ReceiveLimit: s.MaxReceiveCount, Parking: lot.New(b), Workers: s.MaxConcurrency,
 		Answers: payloads.New(b),
+		Inputs:  payloads.New(b),
 		Timing: worker.Timing{Heartbeat: s.Heartbeat, LeaseTTL: s.LeaseTTL, LeaseMargin: s.GuardMargin(), AttemptMargin: s.AttemptMargin, CollectEvery: s.CollectEvery,
 			LambdaMargin: s.LambdaMargin, BackoffBase: s.BackoffBase, BackoffMax: s.BackoffMax, RequeueAfter: s.RequeueAfter},
 	}

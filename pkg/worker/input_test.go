@@ -1,0 +1,130 @@
+package worker_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/model"
+	"github.com/aijobs/aijobs/pkg/worker"
+)
+
+// inputs is the payload store in memory; Get fails while down is set.
+type inputs struct {
+	mu      sync.Mutex
+	objects map[string][]byte
+	down    bool
+	gets    int
+}
+
+func (s *inputs) Get(_ context.Context, key string, limit int64) ([]byte, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.gets++
+	if s.down {
+		return nil, &job.Error{Code: job.CodeUnavailable, Message: "the payload store is unavailable"}
+	}
+	b, ok := s.objects[key]
+	switch {
+	case !ok:
+		return nil, job.NotFound()
+	case int64(len(b)) > limit:
+		return nil, job.Errorf(job.CodeTooLarge, "too large")
+	}
+	return b, nil
+}
+
+// storedInput creates a job whose input (content of n bytes) is in s, as
+// the API keeps a large one, and answers it and the input.
+func storedInput(f *fixture, s *inputs, key string, n int) (job.Job, []byte) {
+	in, _ := json.Marshal(job.Input{Messages: []job.Message{{Role: "user", Content: strings.Repeat("w", n)}}, MaxTokens: 10})
+	j := f.create(key, func(j *job.Job) {
+		ref := job.PayloadOf("inputs/"+j.ID+"/h", in)
+		j.Input, j.InputRef = nil, &ref
+	})
+	s.objects[j.InputRef.Key] = in
+	return j, in
+}
+
+// withInputs is a fixture whose worker reads stored inputs from s, and
+// whose provider records the prompt it was sent.
+func withInputs(t *testing.T) (*fixture, *inputs, *[]string) {
+	var mu sync.Mutex
+	var prompts []string
+	f := setup(t, func(ctx context.Context, r model.Request, n int) (model.Response, error) {
+		mu.Lock()
+		for _, m := range r.Messages {
+			prompts = append(prompts, m.Content)
+		}
+		mu.Unlock()
+		return ok(1)(ctx, r, n)
+	})
+	s := &inputs{objects: map[string][]byte{}}
+	f.w = f.newWorker(f.store, func(c *worker.Config) { c.Inputs = s })
+	return f, s, &prompts
+}
+
+func TestAStoredInputIsLoadedAndSentWhole(t *testing.T) {
+	f, s, prompts := withInputs(t)
+	j, _ := storedInput(f, s, "big", 1<<20)
+	f.deliver(body(j.ID))
+	if got := f.get(j.ID); got.State != job.Succeeded {
+		t.Fatalf("job %s %s %q", got.State, got.ErrorClass, got.ErrorDetail)
+	}
+	if len(*prompts) != 1 || len((*prompts)[0]) != 1<<20 {
+		t.Fatalf("the provider was sent %d messages, want the whole 1 MiB input", len(*prompts))
+	}
+}
+
+func TestAStoredInputWhoseDigestDiffersEndsTheJobInternal(t *testing.T) {
+	f, s, prompts := withInputs(t)
+	j, in := storedInput(f, s, "changed", 20_000)
+	changed := append([]byte(nil), in...)
+	changed[len(changed)/2] = 'z' // same size, other bytes
+	s.objects[j.InputRef.Key] = changed
+	f.deliver(body(j.ID))
+	got := f.get(j.ID)
+	if got.State != job.Failed || got.ErrorClass != job.Internal || !strings.Contains(got.ErrorDetail, "SHA-256") {
+		t.Fatalf("job %s %s %q; want failed, internal, naming the digest", got.State, got.ErrorClass, got.ErrorDetail)
+	}
+	if len(*prompts) != 0 {
+		t.Fatal("the provider was called with an input that is not the job's")
+	}
+}
+
+func TestAMissingStoredInputEndsTheJobInternal(t *testing.T) {
+	f, s, _ := withInputs(t)
+	j, _ := storedInput(f, s, "gone", 20_000)
+	delete(s.objects, j.InputRef.Key)
+	f.deliver(body(j.ID))
+	got := f.get(j.ID)
+	if got.State != job.Failed || got.ErrorClass != job.Internal || !strings.Contains(got.ErrorDetail, "missing") {
+		t.Fatalf("job %s %s %q; want failed, internal, missing", got.State, got.ErrorClass, got.ErrorDetail)
+	}
+}
+
+// A payload store that does not answer hands the job back uncounted: the
+// next delivery, with the store back, runs it as its first attempt.
+func TestAnUnavailablePayloadStoreHandsTheJobBackUncounted(t *testing.T) {
+	f, s, prompts := withInputs(t)
+	j, _ := storedInput(f, s, "later", 20_000)
+	s.down = true
+	f.deliver(body(j.ID))
+	got := f.get(j.ID)
+	if got.State != job.Queued || got.Attempts != 0 || len(*prompts) != 0 || s.gets == 0 {
+		t.Fatalf("job %s, %d attempts, %d calls, %d gets; want queued, uncounted, no call", got.State, got.Attempts, len(*prompts), s.gets)
+	}
+	if got.NotBefore.IsZero() || got.ErrorClass != job.Internal {
+		t.Fatalf("the deferral: not before %v, class %q", got.NotBefore, got.ErrorClass)
+	}
+	s.down = false
+	time.Sleep(time.Until(got.NotBefore) + 10*time.Millisecond)
+	f.deliver(body(j.ID))
+	if got := f.get(j.ID); got.State != job.Succeeded || got.Attempts != 1 {
+		t.Fatalf("after the store came back: %s, %d attempts", got.State, got.Attempts)
+	}
+}
