@@ -81,14 +81,14 @@ const period = 5 * time.Minute
 // only exists in periods the reconciler found something.
 const messagesLostExpression = "FILL(queued, 0) + FILL(running, 0)"
 
-// limitsLocalExpression sums the worker's LimitsLocal metric over the two
-// shared limits a worker holds to its own share of when their table does
-// not answer (its EMF lines carry the Limit dimension). FILL because the
+// limitsLocalExpression sums the worker's LimitsLocal metric over the
+// three shared limits a worker holds to its own share of when their table
+// does not answer (its EMF lines carry the Limit dimension). FILL because the
 // metric only exists in periods a fallback happened.
-const limitsLocalExpression = "FILL(bucket, 0) + FILL(slots, 0)"
+const limitsLocalExpression = "FILL(bucket, 0) + FILL(slots, 0) + FILL(spend, 0)"
 
 // localLimits are the values of LimitsLocal's Limit dimension.
-var localLimits = []string{"bucket", "slots"}
+var localLimits = []string{"bucket", "slots", "spend"}
 
 // callbackDLQArrivalExpression counts the notices arriving in the
 // callback DLQ in a minute, as dlqArrivalExpression does for the job DLQ:

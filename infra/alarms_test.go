@@ -535,8 +535,8 @@ func TestLimitsLocalAlarm(t *testing.T) {
 		}
 		limits = append(limits, id)
 	}
-	if !equalSets(limits, []string{"bucket", "slots"}) {
-		t.Errorf("LimitsLocal sums limits %v, want bucket and slots", limits)
+	if !equalSets(limits, []string{"bucket", "slots", "spend"}) {
+		t.Errorf("LimitsLocal sums limits %v, want bucket, slots and spend", limits)
 	}
 	if a["Threshold"] != 1.0 || a["ComparisonOperator"] != "GreaterThanOrEqualToThreshold" || a["EvaluationPeriods"] != 1.0 ||
 		a["TreatMissingData"] != "notBreaching" {

@@ -83,6 +83,7 @@ func newAPI(stack awscdk.Stack, cfg Config, fn awslambda.Function) API {
 		{"/uploads", awsapigatewayv2.HttpMethod_POST},            // a presigned PUT for a large input (docs/payloads.md)
 		{"/webhook-key", awsapigatewayv2.HttpMethod_GET},         // the caller's signing key
 		{"/webhook-key/rotate", awsapigatewayv2.HttpMethod_POST}, // a new key, the old one verifying for the overlap
+		{"/spend", awsapigatewayv2.HttpMethod_GET},               // the caller's spend against its limits
 	}
 	for _, r := range routes {
 		api.AddRoutes(&awsapigatewayv2.AddRoutesOptions{

@@ -70,8 +70,10 @@ func newCollector(stack awscdk.Stack, cfg Config, sh Shared, env map[string]*str
 		allow(collectorIndexActions, indexArn(sh.Table, s.EnlistedIndex)),
 		allowIf(collectorBatchesActions, sh.Buckets.TableArn(), leadingKeys(collectorBucketsKeys)),
 		allow(collectorQueueActions, sh.Queues.Jobs.QueueArn()),
-		// A large input is in the payload store (docs/payloads.md).
+		// A large input is in the payload store, and a large answer is
+		// put there before its succeed (docs/payloads.md, "Answers").
 		allow(payloadGet, payloadObjects(sh.Payloads, inputsPrefix)),
+		allow(workerPayloadPut, payloadObjects(sh.Payloads, resultsPrefix)),
 		allow(payloadListActions, sh.Payloads.BucketArn()),
 	}
 	if len(secrets) > 0 {
@@ -86,7 +88,7 @@ func newCollector(stack awscdk.Stack, cfg Config, sh Shared, env map[string]*str
 	if sh.BedrockBatch != nil {
 		sh.BedrockBatch.suppressCollectorWildcards(stack, role)
 	}
-	suppressPayloadWildcards(stack, role, sh.Payloads, inputsPrefix)
+	suppressPayloadWildcards(stack, role, sh.Payloads, inputsPrefix, resultsPrefix)
 	f.Collector = goFunction(stack, cfg, functionSpec{
 		ID: "Collector", Name: "collector",
 		Description: fmt.Sprintf("aijobs collector: every %s, submits, polls and settles the batch lane's batches", s.CollectEvery),

@@ -126,7 +126,9 @@ func basePermissions(t *testing.T, s *synthesized) map[string][]string {
 			"dynamodb:GetItem on " + tenants, "dynamodb:UpdateItem on " + tenants,
 			"secretsmanager:GetSecretValue on " + secret,
 			"dynamodb:GetItem on " + quarantine, // is this input quarantined?
-			// a tenant's queued set: add, clear, remove; its tenant's item only
+			// a tenant's queued set: add, clear, remove; its tenant's item
+			// only; and its spend balance's parts, read by a create and GET /spend
+			"dynamodb:GetItem on " + buckets + ` if ForAllValues:StringLike dynamodb:LeadingKeys=["tenant#*"]`,
 			"dynamodb:UpdateItem on " + buckets + ` if ForAllValues:StringLike dynamodb:LeadingKeys=["tenant#*"]`,
 		},
 		"worker": {
@@ -237,7 +239,8 @@ func TestBucketsTableGrants(t *testing.T) {
 			case "worker":
 				want = []string{"dynamodb:GetItem on " + id, "dynamodb:UpdateItem on " + id}
 			case "api":
-				want = []string{"dynamodb:UpdateItem on " + id + ` if ForAllValues:StringLike dynamodb:LeadingKeys=["tenant#*"]`}
+				want = []string{"dynamodb:GetItem on " + id + ` if ForAllValues:StringLike dynamodb:LeadingKeys=["tenant#*"]`,
+					"dynamodb:UpdateItem on " + id + ` if ForAllValues:StringLike dynamodb:LeadingKeys=["tenant#*"]`}
 			case collectorName:
 				const batches = ` if ForAllValues:StringLike dynamodb:LeadingKeys=["batch#*","batches#open"]`
 				want = []string{"dynamodb:GetItem on " + id + batches, "dynamodb:PutItem on " + id + batches, "dynamodb:UpdateItem on " + id + batches}

@@ -69,7 +69,8 @@ func suppressPayloadWildcards(stack awscdk.Stack, role awsiam.Role, bucket awss3
 // permissions, so it holds PutObject on uploads/), reads an upload a
 // create names (GetObject on uploads/) and signs links to large answers
 // (GetObject on results/). The worker reads inputs and writes answers;
-// the collector reads inputs; the notifier signs answer links. ListBucket
+// the collector reads inputs and writes a batch's large answers; the
+// notifier signs answer links. ListBucket
 // on the bucket makes a missing key a 404, not a 403 (S3 API Reference,
 // GetObject, Permissions): a missing upload is the caller's 422, a
 // missing input the job's end, never a store "unavailable".

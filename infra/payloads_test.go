@@ -26,7 +26,7 @@ func payloadGrants(t *testing.T, s *synthesized) map[string][]string {
 		"api": {"s3:PutObject on " + keys("inputs/"), "s3:PutObject on " + keys("uploads/"), // a large input; the uploads it signs
 			"s3:GetObject on " + keys("uploads/"), "s3:GetObject on " + keys("results/"), list},
 		"worker":    {"s3:GetObject on " + keys("inputs/"), "s3:PutObject on " + keys("results/"), list},
-		"collector": {"s3:GetObject on " + keys("inputs/"), list},
+		"collector": {"s3:GetObject on " + keys("inputs/"), "s3:PutObject on " + keys("results/"), list}, // a batch's large answers
 		"notifier":  {"s3:GetObject on " + keys("results/")},
 	}
 }
@@ -39,7 +39,7 @@ func payloadNagLines(t *testing.T, s *synthesized, line func(rule, path, finding
 	want := map[string]string{line("AwsSolutions-S1", "PayloadBucket", "", payloadAccessLogsReason): "S1 on the payload bucket"}
 	roles := map[string][]string{"ApiRole": {"inputs/", "uploads/", "results/"}, "WorkerRole": {"inputs/", "results/"}, "NotifierRole": {"results/"}}
 	if len(s.resources("AWS::Lambda::Function")) > len(functionNames) {
-		roles["CollectorRole"] = []string{"inputs/"}
+		roles["CollectorRole"] = []string{"inputs/", "results/"}
 	}
 	for role, prefixes := range roles {
 		for _, p := range prefixes {
@@ -61,7 +61,7 @@ func checkPayloadSuppressions(t *testing.T, s *synthesized, got map[string][]map
 	delete(got, b)
 	fns := map[string][]string{"api": {"inputs/", "uploads/", "results/"}, "worker": {"inputs/", "results/"}, "notifier": {"results/"}}
 	if len(s.resources("AWS::Lambda::Function")) > len(functionNames) {
-		fns["collector"] = []string{"inputs/"}
+		fns["collector"] = []string{"inputs/", "results/"}
 	}
 	for fn, prefixes := range fns {
 		role, _ := roleOf(t, s, fn)

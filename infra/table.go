@@ -214,8 +214,10 @@ func newQuarantineTable(stack awscdk.Stack, cfg Config) awsdynamodb.Table {
 // req_tat_us and tok_tat_us, numbers, which need no declaration); a
 // tenant's slot shards, "tenant#<kind>#<shard>#<tenant>", its jobs in
 // flight and queued (docs/fairness.md, "How slots scale"); one per batch of the batch lane, "batch#<id>", and the list
-// of open ones ("The batch lane"). Keyed by that string alone: no sort
-// key, no index, no TTL. Kept like the quarantine table, though losing it
+// of open ones ("The batch lane"); a tenant's spend balance parts,
+// "tenant#spend#<period>#<part>#<tenant>", which expire with their
+// period (docs/spend.md). Keyed by that string alone: no sort key, no
+// index; TTL on expires_at, which only the spend parts carry. Kept like the quarantine table, though losing it
 // costs little: a lost bucket reads as a full one (at worst one burst
 // over the limit), lost slots as free ones.
 func newBucketsTable(stack awscdk.Stack, cfg Config) awsdynamodb.Table {
@@ -226,7 +228,8 @@ func newBucketsTable(stack awscdk.Stack, cfg Config) awsdynamodb.Table {
 		PointInTimeRecoverySpecification: &awsdynamodb.PointInTimeRecoverySpecification{
 			PointInTimeRecoveryEnabled: jsii.Bool(true),
 		},
-		DeletionProtection: jsii.Bool(!cfg.Throwaway),
-		RemovalPolicy:      removalPolicy(cfg),
+		TimeToLiveAttribute: jsii.String(attrExpires),
+		DeletionProtection:  jsii.Bool(!cfg.Throwaway),
+		RemovalPolicy:       removalPolicy(cfg),
 	})
 }

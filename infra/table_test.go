@@ -369,11 +369,15 @@ func TestBucketsTable(t *testing.T) {
 	if !strings.HasPrefix(id, "Buckets") {
 		t.Errorf("buckets table logical id %s, want Buckets…", id)
 	}
-	for _, k := range []string{"TimeToLiveSpecification", "GlobalSecondaryIndexes", "LocalSecondaryIndexes", "StreamSpecification",
-		"ProvisionedThroughput"} {
+	for _, k := range []string{"GlobalSecondaryIndexes", "LocalSecondaryIndexes", "StreamSpecification", "ProvisionedThroughput"} {
 		if v, ok := props[k]; ok {
 			t.Errorf("buckets table has %s %v: want none", k, v)
 		}
+	}
+	// A tenant's spend balance parts expire with their period
+	// (docs/spend.md); nothing else there carries expires_at.
+	if ttl, want := props["TimeToLiveSpecification"], map[string]any{"AttributeName": "expires_at", "Enabled": true}; !reflect.DeepEqual(ttl, want) {
+		t.Errorf("buckets table TTL %v, want %v", ttl, want)
 	}
 	// Encrypted as the quarantine table is: DynamoDB's default, no key of
 	// the stack's.

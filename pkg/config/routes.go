@@ -452,8 +452,8 @@ func batchMinJobs(kind string) (int, string) {
 
 // batchJobs is the most jobs one batch of each kind that batches may
 // hold: what a batch record keeps (job.MaxBatchJobs), and what the
-// provider's batch takes with every job's input at the API's 256 KiB
-// body limit, with room for each request's own fields: OpenAI's 200 MB
+// provider's batch takes with every job's input at 256 KiB (a stored
+// input may now be larger: docs/payloads.md, "Known gaps"), with room for each request's own fields: OpenAI's 200 MB
 // input file (780), Anthropic's 256 MB create (976), Bedrock's 1 GB
 // input file (4,096).
 var batchJobs = map[string]int{KindFake: job.MaxBatchJobs, KindOpenAI: 750, KindAnthropic: 950, KindBedrock: 3800}
