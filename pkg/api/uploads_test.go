@@ -3,70 +3,35 @@ package api
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/memstore"
 	"github.com/aijobs/aijobs/pkg/wire"
 )
 
-// fakePayloads is the payload store in memory: Put fails while fail is
-// set, and a presigned upload is "sent" by the test writing its key.
-type fakePayloads struct {
-	mu      sync.Mutex
-	objects map[string][]byte
-	puts    int
-	fail    bool
-}
+// fakePayloads is the payload store in memory, whose presigned upload
+// is "sent" by the test putting its key.
+type fakePayloads struct{ *memstore.Payloads }
 
-func (p *fakePayloads) Put(_ context.Context, key string, body []byte, _ string) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.fail {
-		return &job.Error{Code: job.CodeUnavailable, Message: "the payload store is unavailable", Err: errors.New("s3: put: 503")}
-	}
-	p.puts++
-	p.objects[key] = append([]byte(nil), body...)
-	return nil
-}
-
-func (p *fakePayloads) Get(_ context.Context, key string, limit int64) ([]byte, error) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if p.fail {
-		return nil, &job.Error{Code: job.CodeUnavailable, Message: "the payload store is unavailable"}
-	}
-	b, ok := p.objects[key]
-	switch {
-	case !ok:
-		return nil, job.NotFound()
-	case int64(len(b)) > limit:
-		return nil, job.Errorf(job.CodeTooLarge, "too large")
-	}
-	return b, nil
-}
-
-func (p *fakePayloads) PresignUpload(_ context.Context, key, contentType string, size int64, ttl time.Duration) (UploadLink, error) {
+func (p fakePayloads) PresignUpload(_ context.Context, key, contentType string, size int64, ttl time.Duration) (UploadLink, error) {
 	return UploadLink{Method: http.MethodPut, URL: "https://payloads.example/" + key,
 		Headers: http.Header{"Content-Length": {fmt.Sprint(size)}, "Content-Type": {contentType}}, Expires: t0.Add(ttl)}, nil
 }
 
-func (p *fakePayloads) object(key string) ([]byte, bool) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	b, ok := p.objects[key]
+func (p fakePayloads) object(key string) ([]byte, bool) {
+	b, _, ok := p.Object(key)
 	return b, ok
 }
 
 // withPayloads is an env whose handler has a payload store.
-func withPayloads(t *testing.T) (*env, *fakePayloads) {
+func withPayloads(t *testing.T) (*env, fakePayloads) {
 	e := newEnv(t)
-	p := &fakePayloads{objects: map[string][]byte{}}
+	p := fakePayloads{memstore.NewPayloads()}
 	e.h.payloads = p
 	return e, p
 }
@@ -111,14 +76,14 @@ func TestASmallInputStaysInline(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if j.InputRef != nil || len(j.Input) == 0 || p.puts != 0 {
-		t.Fatalf("a small input: ref %+v, %d inline bytes, %d puts; want inline and no put", j.InputRef, len(j.Input), p.puts)
+	if j.InputRef != nil || len(j.Input) == 0 || puts(p) != 0 {
+		t.Fatalf("a small input: ref %+v, %d inline bytes, %d puts; want inline and no put", j.InputRef, len(j.Input), puts(p))
 	}
 }
 
 func TestAnInputThePayloadStoreCannotKeepIs503AndNoRecord(t *testing.T) {
 	e, p := withPayloads(t)
-	p.fail = true
+	p.SetDown(true)
 	resp := e.do(t, createReq(t, "big", largeBody(100<<10, "a")))
 	wantProblem(t, resp, 503, wire.CodeUnavailable, "")
 	req, err := ParseCreate("jwt:tenant-a", "big", []byte(largeBody(100<<10, "a")), e.h.limits)
@@ -128,7 +93,7 @@ func TestAnInputThePayloadStoreCannotKeepIs503AndNoRecord(t *testing.T) {
 	if _, err := e.store.Get(t.Context(), req.NewJob(t0, time.Hour).ID); job.ErrorCode(err) != job.CodeNotFound {
 		t.Fatalf("a record after a failed input write: %v", err)
 	}
-	p.fail = false
+	p.SetDown(false)
 	if resp := e.do(t, createReq(t, "big", largeBody(100<<10, "a"))); resp.StatusCode != 202 {
 		t.Fatalf("the retry: %d %s", resp.StatusCode, resp.Body)
 	}
@@ -156,7 +121,7 @@ func TestALargeInputsRepeatAndAReusedKey(t *testing.T) {
 }
 
 // upload asks for an upload of body as tenant and "sends" it.
-func upload(t *testing.T, e *env, p *fakePayloads, tenant, body string) string {
+func upload(t *testing.T, e *env, p fakePayloads, tenant, body string) string {
 	t.Helper()
 	ev := asTenant(request(t, "POST", "/uploads", fmt.Sprintf(`{"size":%d,"content_type":"application/json"}`, len(body))), tenant)
 	resp := e.do(t, ev)
@@ -174,9 +139,7 @@ func upload(t *testing.T, e *env, p *fakePayloads, tenant, body string) string {
 	if !strings.HasPrefix(key, "uploads/") || !strings.HasSuffix(key, "/"+u.UploadID) {
 		t.Fatalf("upload key %q", key)
 	}
-	p.mu.Lock()
-	p.objects[key] = []byte(body)
-	p.mu.Unlock()
+	_ = p.Put(context.Background(), key, []byte(body), "application/json")
 	return u.UploadID
 }
 
@@ -259,13 +222,11 @@ func TestARepeatAfterTheUploadExpiredNamesTheJob(t *testing.T) {
 	if first.StatusCode != 202 {
 		t.Fatalf("create: %d %s", first.StatusCode, first.Body)
 	}
-	p.mu.Lock()
-	for k := range p.objects {
+	for _, k := range p.Keys() {
 		if strings.HasPrefix(k, "uploads/") {
-			delete(p.objects, k) // the lifecycle rule expired it
+			_ = p.Delete(context.Background(), k) // the lifecycle rule expired it
 		}
 	}
-	p.mu.Unlock()
 	got := wantProblem(t, e.do(t, createReq(t, "up", `{"input_upload":"`+id+`"}`)), 422, wire.CodeUploadNotFound, "input_upload")
 	if jobID := decodeView(t, first).ID; !strings.Contains(got.Detail, jobID) {
 		t.Fatalf("detail %q does not name job %s", got.Detail, jobID)
@@ -274,4 +235,10 @@ func TestARepeatAfterTheUploadExpiredNamesTheJob(t *testing.T) {
 	if strings.Contains(other.Detail, "job_") {
 		t.Fatalf("a key never used names a job: %q", other.Detail)
 	}
+}
+
+// puts is how many puts p was asked.
+func puts(p fakePayloads) int {
+	n, _ := p.Calls()
+	return n
 }

@@ -3,32 +3,15 @@ package collector_test
 import (
 	"context"
 	"encoding/json"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/aijobs/aijobs/pkg/collector"
 	"github.com/aijobs/aijobs/pkg/finish"
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/memstore"
 	"github.com/aijobs/aijobs/pkg/model"
 )
-
-// answers is an in-memory payload store that refuses puts while down.
-type answers struct {
-	mu      sync.Mutex
-	objects map[string][]byte
-	down    bool
-}
-
-func (s *answers) Put(_ context.Context, key string, body []byte, _ string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.down {
-		return &job.Error{Code: job.CodeUnavailable, Message: "the payload store is unavailable"}
-	}
-	s.objects[key] = append([]byte(nil), body...)
-	return nil
-}
 
 // TestALargeBatchAnswerIsRecordedByRef: a batch answer over the inline
 // limit is put in the payload store and recorded by its ref at the batch
@@ -36,7 +19,8 @@ func (s *answers) Put(_ context.Context, key string, body []byte, _ string) erro
 // the batch, recorded by the next run, generated once.
 func TestALargeBatchAnswerIsRecordedByRef(t *testing.T) {
 	f := setup(t, 0, nil)
-	s := &answers{objects: map[string][]byte{}, down: true}
+	s := memstore.NewPayloads()
+	s.SetDown(true)
 	f.c = collector.New(collector.Config{Store: f.store, Batches: f.batches, Queue: f.queue,
 		Providers: map[string]model.Provider{"f": f.prov}, Routes: map[string]job.Route{"default": f.route},
 		Retention: job.Retention{Succeeded: time.Hour, Failed: time.Hour}, Answers: s})
@@ -48,15 +32,13 @@ func TestALargeBatchAnswerIsRecordedByRef(t *testing.T) {
 	if j := f.get(id); j.State == job.Succeeded {
 		t.Fatalf("succeeded with no answer stored: %+v", j.ResultRef)
 	}
-	s.mu.Lock()
-	s.down = false
-	s.mu.Unlock()
+	s.SetDown(false)
 	f.run()
 	j := f.get(id)
 	if j.State != job.Succeeded || j.ResultRef == nil || len(j.Result) != 0 || j.ResultLane != job.Batch {
 		t.Fatalf("job %s, ref %+v, %d bytes inline: want succeeded by ref in the batch lane", j.State, j.ResultRef, len(j.Result))
 	}
-	body := s.objects[j.ResultRef.Key]
+	body, _, _ := s.Object(j.ResultRef.Key)
 	if j.ResultRef.Key != finish.ResultKey(id, job.BatchOwner(j.Batch)) || *finish.ResultRef(j.ResultRef.Key, body) != *j.ResultRef {
 		t.Fatalf("ref %+v does not prove the stored %d bytes", j.ResultRef, len(body))
 	}

@@ -10,32 +10,10 @@ import (
 
 	"github.com/aijobs/aijobs/pkg/collector"
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/memstore"
 	"github.com/aijobs/aijobs/pkg/model"
 	"github.com/aijobs/aijobs/pkg/model/fake"
 )
-
-// inputs is the payload store in memory; Get fails while down is set.
-type inputs struct {
-	mu      sync.Mutex
-	objects map[string][]byte
-	down    bool
-}
-
-func (s *inputs) Get(_ context.Context, key string, limit int64) ([]byte, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.down {
-		return nil, &job.Error{Code: job.CodeUnavailable, Message: "the payload store is unavailable"}
-	}
-	b, ok := s.objects[key]
-	switch {
-	case !ok:
-		return nil, job.NotFound()
-	case int64(len(b)) > limit:
-		return nil, job.Errorf(job.CodeTooLarge, "too large")
-	}
-	return b, nil
-}
 
 // prompts records the content of every request a batch was submitted with.
 type prompts struct {
@@ -55,13 +33,13 @@ func (p *prompts) SubmitBatch(ctx context.Context, key string, reqs []model.Requ
 
 // storedSetup is the fixture with a collector that reads stored inputs
 // from s and a provider that records what it was sent.
-func storedSetup(t *testing.T) (*fixture, *inputs, *prompts) {
+func storedSetup(t *testing.T) (*fixture, *memstore.Payloads, *prompts) {
 	var p *prompts
 	f := setup(t, 0, func(fp *fake.Provider) model.Provider {
 		p = &prompts{Provider: fp, sent: map[string]string{}}
 		return p
 	})
-	s := &inputs{objects: map[string][]byte{}}
+	s := memstore.NewPayloads()
 	f.c = collector.New(collector.Config{Store: f.store, Batches: f.batches, Queue: f.queue,
 		Providers: map[string]model.Provider{"f": p}, Routes: map[string]job.Route{"default": f.route},
 		Retention: job.Retention{Succeeded: time.Hour, Failed: time.Hour}, Inputs: s})
@@ -70,13 +48,13 @@ func storedSetup(t *testing.T) (*fixture, *inputs, *prompts) {
 
 // enlistedStored is an enlisted job whose input (content) is in s, its
 // record holding the pointer, not the input, as the API writes a large one.
-func (f *fixture) enlistedStored(s *inputs, key, content string) job.Job {
+func (f *fixture) enlistedStored(s *memstore.Payloads, key, content string) job.Job {
 	ctx, now := context.Background(), time.Now()
 	input := job.Input{Messages: []job.Message{{Role: "user", Content: content}}, MaxTokens: 10}
 	in, _ := json.Marshal(input)
 	id := job.NewID("t1", key)
 	ref := job.PayloadOf("inputs/"+id+"/h", in)
-	s.objects[ref.Key] = in
+	_ = s.Put(ctx, ref.Key, in, "application/json")
 	j := job.Job{ID: id, Tenant: "t1", RequestKey: key, InputHash: "sha256:" + key, Model: "default", InputRef: &ref, State: job.Queued,
 		MaxAttempts: 3, Budget: job.Cents(100), Deadline: now.Add(2 * time.Hour), Version: 1, CreatedAt: job.Millis(now), UpdatedAt: job.Millis(now),
 		Reserve: f.route.Reserve(input, nil)}
@@ -111,7 +89,7 @@ func TestABatchSendsAStoredInputWhole(t *testing.T) {
 func TestABatchHandsBackAJobWhoseStoredInputIsNotItsOwn(t *testing.T) {
 	f, s, p := storedSetup(t)
 	j := f.enlistedStored(s, "changed", "the original question")
-	s.objects["inputs/"+j.ID+"/h"] = []byte(`{"messages":[{"role":"user","content":"another question!!"}],"max_tokens":10}`)
+	_ = s.Put(context.Background(), "inputs/"+j.ID+"/h", []byte(`{"messages":[{"role":"user","content":"another question!!"}],"max_tokens":10}`), "application/json")
 	f.run()
 	got := f.get(j.ID)
 	if _, sent := p.sent[j.ID]; sent || got.Batch != "" || got.LeaseOwner == job.BatchOwner(got.Batch) {
@@ -124,14 +102,14 @@ func TestABatchHandsBackAJobWhoseStoredInputIsNotItsOwn(t *testing.T) {
 func TestABatchWaitsForAnUnavailablePayloadStore(t *testing.T) {
 	f, s, p := storedSetup(t)
 	j := f.enlistedStored(s, "later", "a question")
-	s.down = true
+	s.SetDown(true)
 	if err := f.c.Run(context.Background()); err == nil {
 		t.Fatal("a run whose input could not be read reported no error")
 	}
 	if _, sent := p.sent[j.ID]; sent {
 		t.Fatal("sent without its input")
 	}
-	s.down = false
+	s.SetDown(false)
 	f.run()
 	f.run()
 	if got := f.get(j.ID); got.State != job.Succeeded || p.sent[j.ID] != "a question" {

@@ -6,7 +6,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,37 +18,12 @@ import (
 	"github.com/aijobs/aijobs/pkg/worker"
 )
 
-// answers is an in-memory payload store whose first failFirst puts (all
-// of them when failFirst is negative) are refused as unavailable.
-type answers struct {
-	mu        sync.Mutex
-	objects   map[string][]byte
-	puts      int
-	failFirst int
-}
-
-func newAnswers(failFirst int) *answers {
-	return &answers{objects: map[string][]byte{}, failFirst: failFirst}
-}
-
-func (s *answers) Put(_ context.Context, key string, body []byte, contentType string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.puts++
-	if s.failFirst < 0 || s.puts <= s.failFirst {
-		return &job.Error{Code: job.CodeUnavailable, Message: "the payload store is unavailable"}
-	}
-	if contentType != "application/json" {
-		return &job.Error{Code: job.CodeInvalidRequest, Message: "an answer is JSON"}
-	}
-	s.objects[key] = append([]byte(nil), body...)
-	return nil
-}
-
-func (s *answers) get(key string) ([]byte, int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.objects[key], s.puts
+// newAnswers is a payload store whose first failFirst puts (all of them
+// when failFirst is negative) are refused as unavailable.
+func newAnswers(failFirst int) *memstore.Payloads {
+	s := memstore.NewPayloads()
+	s.RefusePuts(failFirst)
+	return s
 }
 
 // answering is a call that answers an output of n bytes, billed cost.
@@ -65,7 +39,7 @@ const largeAnswer = finish.MaxInlineResult + 1000
 
 // storedByRef checks got succeeded with its answer in s at its ref,
 // whole (size and digest as the ref says), with an output of n bytes.
-func storedByRef(t *testing.T, s *answers, got job.Job, n int) {
+func storedByRef(t *testing.T, s *memstore.Payloads, got job.Job, n int) {
 	t.Helper()
 	if got.State != job.Succeeded || got.ResultRef == nil || len(got.Result) != 0 {
 		t.Fatalf("job = %s, ref %+v, inline %d bytes: want succeeded with its answer by ref only", got.State, got.ResultRef, len(got.Result))
@@ -73,7 +47,10 @@ func storedByRef(t *testing.T, s *answers, got job.Job, n int) {
 	if want := finish.ResultKey(got.ID, got.ResultRef.Key[strings.LastIndex(got.ResultRef.Key, "/")+1:]); got.ResultRef.Key != want || !strings.HasPrefix(want, "results/"+got.ID+"/w") {
 		t.Fatalf("key %q, want results/<job id>/<lease owner>", got.ResultRef.Key)
 	}
-	body, _ := s.get(got.ResultRef.Key)
+	body, contentType, _ := s.Object(got.ResultRef.Key)
+	if contentType != "application/json" {
+		t.Fatalf("the answer was put as %q, want application/json", contentType)
+	}
 	sum := sha256.Sum256(body)
 	if int64(len(body)) != got.ResultRef.Size || got.ResultRef.SHA256 != "sha256:"+hex.EncodeToString(sum[:]) {
 		t.Fatalf("stored %d bytes, ref %+v: the ref does not prove the object", len(body), got.ResultRef)
@@ -111,7 +88,7 @@ func TestASmallAnswerStaysInline(t *testing.T) {
 	j := f.create("k1", nil)
 	f.deliver(body(j.ID))
 	got := f.get(j.ID)
-	if _, puts := s.get(""); got.State != job.Succeeded || got.ResultRef != nil || len(got.Result) == 0 || puts != 0 {
+	if puts, _ := s.Calls(); got.State != job.Succeeded || got.ResultRef != nil || len(got.Result) == 0 || puts != 0 {
 		t.Fatalf("job %s, ref %+v, %d puts: want the answer inline, nothing put", got.State, got.ResultRef, puts)
 	}
 }
@@ -128,7 +105,7 @@ func TestAPayloadStoreThatRecoversTakesTheAnswer(t *testing.T) {
 	}
 	got := f.get(j.ID)
 	storedByRef(t, s, got, largeAnswer)
-	if _, puts := s.get(""); puts != 3 || got.Cost != 900 || f.prov.generations(j.ID) != 1 {
+	if puts, _ := s.Calls(); puts != 3 || got.Cost != 900 || f.prov.generations(j.ID) != 1 {
 		t.Fatalf("%d puts, cost %v, %d generations: want 3, 900, 1", puts, got.Cost, f.prov.generations(j.ID))
 	}
 }
@@ -158,7 +135,7 @@ func TestAnAnswerThePayloadStoreNeverTakesKeepsItsCost(t *testing.T) {
 				t.Fatalf("job = %s/%s, cost %v, held %v, ref %+v: want %s/internal at the call's cost, nothing held",
 					got.State, got.ErrorClass, got.Cost, got.Held, got.ResultRef, c.state)
 			}
-			if _, puts := s.get(""); puts < 2 || f.metrics.get("AnswersUnstored") != 1 {
+			if puts, _ := s.Calls(); puts < 2 || f.metrics.get("AnswersUnstored") != 1 {
 				t.Fatalf("%d puts, %v counted: want the put retried and the loss counted", puts, f.metrics.get("AnswersUnstored"))
 			}
 		})

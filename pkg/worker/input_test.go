@@ -9,50 +9,26 @@ import (
 	"time"
 
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/memstore"
 	"github.com/aijobs/aijobs/pkg/model"
 	"github.com/aijobs/aijobs/pkg/worker"
 )
 
-// inputs is the payload store in memory; Get fails while down is set.
-type inputs struct {
-	mu      sync.Mutex
-	objects map[string][]byte
-	down    bool
-	gets    int
-}
-
-func (s *inputs) Get(_ context.Context, key string, limit int64) ([]byte, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.gets++
-	if s.down {
-		return nil, &job.Error{Code: job.CodeUnavailable, Message: "the payload store is unavailable"}
-	}
-	b, ok := s.objects[key]
-	switch {
-	case !ok:
-		return nil, job.NotFound()
-	case int64(len(b)) > limit:
-		return nil, job.Errorf(job.CodeTooLarge, "too large")
-	}
-	return b, nil
-}
-
 // storedInput creates a job whose input (content of n bytes) is in s, as
 // the API keeps a large one, and answers it and the input.
-func storedInput(f *fixture, s *inputs, key string, n int) (job.Job, []byte) {
+func storedInput(f *fixture, s *memstore.Payloads, key string, n int) (job.Job, []byte) {
 	in, _ := json.Marshal(job.Input{Messages: []job.Message{{Role: "user", Content: strings.Repeat("w", n)}}, MaxTokens: 10})
 	j := f.create(key, func(j *job.Job) {
 		ref := job.PayloadOf("inputs/"+j.ID+"/h", in)
 		j.Input, j.InputRef = nil, &ref
 	})
-	s.objects[j.InputRef.Key] = in
+	_ = s.Put(context.Background(), j.InputRef.Key, in, "application/json")
 	return j, in
 }
 
 // withInputs is a fixture whose worker reads stored inputs from s, and
 // whose provider records the prompt it was sent.
-func withInputs(t *testing.T) (*fixture, *inputs, *[]string) {
+func withInputs(t *testing.T) (*fixture, *memstore.Payloads, *[]string) {
 	var mu sync.Mutex
 	var prompts []string
 	f := setup(t, func(ctx context.Context, r model.Request, n int) (model.Response, error) {
@@ -63,7 +39,7 @@ func withInputs(t *testing.T) (*fixture, *inputs, *[]string) {
 		mu.Unlock()
 		return ok(1)(ctx, r, n)
 	})
-	s := &inputs{objects: map[string][]byte{}}
+	s := memstore.NewPayloads()
 	f.w = f.newWorker(f.store, func(c *worker.Config) { c.Inputs = s })
 	return f, s, &prompts
 }
@@ -85,7 +61,7 @@ func TestAStoredInputWhoseDigestDiffersEndsTheJobInternal(t *testing.T) {
 	j, in := storedInput(f, s, "changed", 20_000)
 	changed := append([]byte(nil), in...)
 	changed[len(changed)/2] = 'z' // same size, other bytes
-	s.objects[j.InputRef.Key] = changed
+	_ = s.Put(context.Background(), j.InputRef.Key, changed, "application/json")
 	f.deliver(body(j.ID))
 	got := f.get(j.ID)
 	if got.State != job.Failed || got.ErrorClass != job.Internal || !strings.Contains(got.ErrorDetail, "SHA-256") {
@@ -99,7 +75,7 @@ func TestAStoredInputWhoseDigestDiffersEndsTheJobInternal(t *testing.T) {
 func TestAMissingStoredInputEndsTheJobInternal(t *testing.T) {
 	f, s, _ := withInputs(t)
 	j, _ := storedInput(f, s, "gone", 20_000)
-	delete(s.objects, j.InputRef.Key)
+	_ = s.Delete(context.Background(), j.InputRef.Key)
 	f.deliver(body(j.ID))
 	got := f.get(j.ID)
 	if got.State != job.Failed || got.ErrorClass != job.Internal || !strings.Contains(got.ErrorDetail, "missing") {
@@ -112,19 +88,25 @@ func TestAMissingStoredInputEndsTheJobInternal(t *testing.T) {
 func TestAnUnavailablePayloadStoreHandsTheJobBackUncounted(t *testing.T) {
 	f, s, prompts := withInputs(t)
 	j, _ := storedInput(f, s, "later", 20_000)
-	s.down = true
+	s.SetDown(true)
 	f.deliver(body(j.ID))
 	got := f.get(j.ID)
-	if got.State != job.Queued || got.Attempts != 0 || len(*prompts) != 0 || s.gets == 0 {
-		t.Fatalf("job %s, %d attempts, %d calls, %d gets; want queued, uncounted, no call", got.State, got.Attempts, len(*prompts), s.gets)
+	if got.State != job.Queued || got.Attempts != 0 || len(*prompts) != 0 || gets(s) == 0 {
+		t.Fatalf("job %s, %d attempts, %d calls, %d gets; want queued, uncounted, no call", got.State, got.Attempts, len(*prompts), gets(s))
 	}
 	if got.NotBefore.IsZero() || got.ErrorClass != job.Internal {
 		t.Fatalf("the deferral: not before %v, class %q", got.NotBefore, got.ErrorClass)
 	}
-	s.down = false
+	s.SetDown(false)
 	time.Sleep(time.Until(got.NotBefore) + 10*time.Millisecond)
 	f.deliver(body(j.ID))
 	if got := f.get(j.ID); got.State != job.Succeeded || got.Attempts != 1 {
 		t.Fatalf("after the store came back: %s, %d attempts", got.State, got.Attempts)
 	}
+}
+
+// gets is how many reads s was asked.
+func gets(s *memstore.Payloads) int {
+	_, n := s.Calls()
+	return n
 }
