@@ -315,7 +315,7 @@ func TestBadInputLeavesNothingBehind(t *testing.T) {
 		{"missing input", "POST", "/jobs", "t", key, `{"model":"default"}`, 400, "invalid_request"},
 		{"unknown field", "POST", "/jobs", "t", key, `{"input":{"messages":[{"role":"user","content":"x"}]},"colour":"red"}`, 400, "invalid_request"},
 		{"out of range", "POST", "/jobs", "t", key, jobBody("x", `"max_attempts":1000`), 400, "invalid_request"},
-		{"2 MiB body", "POST", "/jobs", "t", key, `{"input":"` + strings.Repeat("a", 2<<20) + `"}`, 413, "payload_too_large"},
+		{"5.1 MiB body", "POST", "/jobs", "t", key, `{"input":"` + strings.Repeat("a", 5<<20+100<<10) + `"}`, 413, "payload_too_large"}, // over the API's 5 MiB, under the gateway's 6 MB
 		{"garbage id", "GET", "/jobs/%00%ff..", "t", nil, "", 400, "invalid_request"},
 		{"oversized id", "GET", "/jobs/job_" + strings.Repeat("a", 300), "t", nil, "", 400, "invalid_request"},
 		{"wrong method", "DELETE", "/jobs", "t", nil, "", 405, "method_not_allowed"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"strings"
 	"testing"
@@ -16,8 +17,19 @@ import (
 	"github.com/aijobs/aijobs/pkg/wire"
 )
 
+// uploadBytes is the uploaded input TestLargeInputsEndToEnd sends: 20 MB,
+// and 6 MB under -race (race_test.go), still more than a create body may
+// carry (5 MiB), so only an upload takes it.
+func uploadBytes() int {
+	if raceDetector {
+		return 6 << 20
+	}
+	return 20 << 20
+}
+
 // TestLargeInputsEndToEnd: on the emulator, a 2 MB input sent inline and
-// a 20 MB input sent through an upload each succeed with one generation,
+// a 20 MB input sent through an upload (6 MB under -race: uploadBytes)
+// each succeed with one generation,
 // the fake model is sent the whole input (its usage counts every byte),
 // and the records hold a pointer to the payload store, not the input
 // (issue N item 1, docs/payloads.md).
@@ -25,12 +37,17 @@ func TestLargeInputsEndToEnd(t *testing.T) {
 	t.Parallel()
 	// A 20 MB create is validated, hashed and stored whole: on a loaded
 	// machine that takes longer than the default 10 s API timeout.
-	s := startStack(t, map[string]string{"AIJOBS_WORKER_TIMEOUT": "60s", "AIJOBS_VISIBILITY_TIMEOUT": "61s", "AIJOBS_API_TIMEOUT": "29s"})
+	// The worker loads and reads the input under the claim's lease,
+	// before its first heartbeat: a steady lease, as a one-second one
+	// lapses while -race reads 6 MB.
+	env := maps.Clone(steadyLease)
+	maps.Copy(env, map[string]string{"AIJOBS_WORKER_TIMEOUT": "60s", "AIJOBS_VISIBILITY_TIMEOUT": "61s", "AIJOBS_API_TIMEOUT": "29s"})
+	s := startStack(t, env)
 
 	inline := strings.Repeat("a", 2<<20)
 	inlineID := s.submit("t", "payload-inline", jobBody(inline, `"budget_cents": 10000`))
 
-	uploaded := strings.Repeat("b", 20<<20)
+	uploaded := strings.Repeat("b", uploadBytes())
 	input := `{"messages":[{"role":"user","content":"` + uploaded + `"}],"max_tokens":50}`
 	uploadID := s.upload("t", input)
 	uploadJob := s.submit("t", "payload-upload", `{"input_upload":"`+uploadID+`","budget_cents":10000}`)
