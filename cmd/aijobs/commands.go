@@ -19,7 +19,7 @@ type command struct {
 
 // commands is the command table, in the order of the help.
 var commands = []command{
-	{"submit", "--key KEY (--prompt TEXT | --file PATH | < body.json)", "create a job (POST /jobs) and optionally wait for it", runSubmit},
+	{"submit", submitSynopsis, "create a job (POST /jobs) and optionally wait for it", runSubmit},
 	{"get", "ID", "show a job (GET /jobs/{id})", runGet},
 	{"wait", "ID", "poll a job until it ends, with a progress bar on a terminal", runWait},
 	{"cancel", "ID", "cancel a job (POST /jobs/{id}/cancel)", runCancel},
