@@ -23,7 +23,9 @@ var signatures = []struct {
 }{
 	{"image/png", prefix("\x89PNG\r\n\x1a\n")},
 	{"image/jpeg", prefix("\xff\xd8\xff")},
-	{"image/gif", func(b []byte) bool { return bytes.HasPrefix(b, []byte("GIF87a")) || bytes.HasPrefix(b, []byte("GIF89a")) }},
+	{"image/gif", func(b []byte) bool {
+		return bytes.HasPrefix(b, []byte("GIF87a")) || bytes.HasPrefix(b, []byte("GIF89a"))
+	}},
 	{"image/webp", func(b []byte) bool { return len(b) >= 12 && string(b[:4]) == "RIFF" && string(b[8:12]) == "WEBP" }},
 	{"application/pdf", prefix("%PDF-")},
 }
