@@ -24,6 +24,7 @@ var commands = []command{
 	{"wait", "ID", "poll a job until it ends, with a progress bar on a terminal", runWait},
 	{"cancel", "ID", "cancel a job (POST /jobs/{id}/cancel)", runCancel},
 	{"list", "", "list your jobs (GET /jobs), following cursors with --all", runList},
+	{"spend", "", "your spend against your limits per period (GET /spend)", runSpend},
 	{"advise", "--p99 DURATION (--awaited | --outlives)", "decide between a synchronous call and a job", runAdvise},
 
 	// Operator commands: they read and write DynamoDB and SQS directly

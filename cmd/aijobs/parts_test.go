@@ -168,3 +168,37 @@ func TestSubmitADocumentWithASchemaOnTheLocalStack(t *testing.T) {
 		t.Errorf("the model was sent %d input tokens, want %d: the document and the prompt", res.Usage.InputTokens, want)
 	}
 }
+
+// aijobs spend shows the caller's periods: limit, spent, held, what is
+// left and the period's end; a tenant with no limit is told so.
+func TestSpend(t *testing.T) {
+	srv := clienttest.Start(t)
+	ctx := context.Background()
+	h := job.SpendHold{Tenant: clienttest.Tenant("spender"), Period: job.Day, At: clienttest.T0, Limit: clienttest.SpenderLimit, Entry: "x@1", Amount: 30 * job.NanosPerCent}
+	if ok, err := srv.Spend.Hold(ctx, h); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	if err := srv.Spend.Settle(ctx, job.SpendSettle{SpendHold: h, Cost: 12 * job.NanosPerCent}); err != nil {
+		t.Fatal(err)
+	}
+	h.Entry, h.Amount = "y@1", 5*job.NanosPerCent
+	if ok, err := srv.Spend.Hold(ctx, h); !ok || err != nil {
+		t.Fatal(ok, err)
+	}
+	env := map[string]string{"AIJOBS_ENDPOINT": srv.URL, "AIJOBS_TOKEN": "spender"}
+	r := invocation{env: env, args: args("spend", "--output", "table")}.run(t)
+	want := "PERIOD  LIMIT_CENTS  SPENT_CENTS  HELD_CENTS  REMAINING_CENTS  ENDS\n" +
+		"day     100          12           5           83               2026-12-03T00:00:00.000Z\n"
+	if r.code != 0 || r.stdout != want {
+		t.Errorf("spend: exit %d, stdout\n%s\nwant\n%s%s", r.code, r.stdout, want, r.stderr)
+	}
+	r = invocation{env: env, args: args("spend")}.run(t)
+	var s client.Spend
+	if err := jsonUnmarshal(r.stdout, &s); err != nil || len(s.Periods) != 1 || s.Periods[0].RemainingCents != 83*job.NanosPerCent {
+		t.Errorf("spend as JSON: %q, %v", r.stdout, err)
+	}
+	env["AIJOBS_TOKEN"] = "tenant-a"
+	if r := (invocation{env: env, args: args("spend", "--output", "table")}.run(t)); r.code != 0 || r.stdout != "no spend limit: nothing to show\n" {
+		t.Errorf("no limit: exit %d, %q", r.code, r.stdout)
+	}
+}
