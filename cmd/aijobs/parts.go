@@ -61,7 +61,7 @@ func filePart(path string) (job.ContentPart, error) {
 		kind, limit = job.PartImage, job.MaxImageBytes
 	}
 	if int64(len(b)) > limit {
-		return job.ContentPart{}, usageErrorf("submit: --file %s is larger than the %d bytes an %s may be (docs/providers.md, \"Content parts\")", path, limit, kind)
+		return job.ContentPart{}, usageErrorf("submit: --file %s is larger than the %d bytes one %s may be (docs/providers.md, \"Content parts\")", path, limit, kind)
 	}
 	p := job.ContentPart{Type: kind, MediaType: mediaType, Data: base64.StdEncoding.EncodeToString(b)}
 	if kind == job.PartDocument {

@@ -77,7 +77,7 @@ func TestSubmitFilesAreContentParts(t *testing.T) {
 		"body.json":  {[]byte(`{"input":{}}`), "a create body goes in --body"},
 		"tool.bin":   {[]byte{0x7f, 'E', 'L', 'F', 0}, "is not a PNG, JPEG, WebP or GIF image, a PDF, or a .txt document"},
 		"binary.txt": {[]byte("a\x00b"), "is not a PNG"},
-		"huge.png":   {append(pngBytes(t), make([]byte, job.MaxImageBytes)...), "larger than the 3750000 bytes an image may be"},
+		"huge.png":   {append(pngBytes(t), make([]byte, job.MaxImageBytes)...), "larger than the 3750000 bytes one image may be"},
 	} {
 		r := invocation{env: env, args: args("submit", "--key", "refused", "--file", writeFile(t, name, c.b), "x")}.run(t)
 		if r.code != 2 || !strings.Contains(r.stderr, c.want) {
