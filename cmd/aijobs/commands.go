@@ -19,11 +19,12 @@ type command struct {
 
 // commands is the command table, in the order of the help.
 var commands = []command{
-	{"submit", "--key KEY (--prompt TEXT | --file PATH | < body.json)", "create a job (POST /jobs) and optionally wait for it", runSubmit},
+	{"submit", submitSynopsis, "create a job (POST /jobs) and optionally wait for it", runSubmit},
 	{"get", "ID", "show a job (GET /jobs/{id})", runGet},
 	{"wait", "ID", "poll a job until it ends, with a progress bar on a terminal", runWait},
 	{"cancel", "ID", "cancel a job (POST /jobs/{id}/cancel)", runCancel},
 	{"list", "", "list your jobs (GET /jobs), following cursors with --all", runList},
+	{"spend", "", "your spend against your limits per period (GET /spend)", runSpend},
 	{"advise", "--p99 DURATION (--awaited | --outlives)", "decide between a synchronous call and a job", runAdvise},
 
 	// Operator commands: they read and write DynamoDB and SQS directly

@@ -7,8 +7,10 @@ import (
 	"flag"
 	"fmt"
 	"log/slog"
+	"maps"
 	"net"
 	"net/http"
+	"slices"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -17,6 +19,7 @@ import (
 	"github.com/aijobs/aijobs/pkg/app/payloads"
 	"github.com/aijobs/aijobs/pkg/awsclient"
 	"github.com/aijobs/aijobs/pkg/console"
+	"github.com/aijobs/aijobs/pkg/dynamodb"
 	"github.com/aijobs/aijobs/pkg/replay"
 	"github.com/aijobs/aijobs/pkg/s3"
 )
@@ -114,6 +117,12 @@ func runConsole(ctx context.Context, c *cli, args []string) error {
 	}
 	if op.cfg.PayloadBucket != "" {
 		cfg.ResultLinks = payloads.LinksOf(s3.NewPayloads(s3.NewClient(op.aws), op.cfg.PayloadBucket))
+	}
+	// The limits are the deployment's configuration (AIJOBS_TENANT_SPEND),
+	// read here from the same environment the functions run with.
+	if op.cfg.Spend.Any() {
+		cfg.Spend, cfg.SpendLimits = dynamodb.NewSpend(awsclient.DynamoDB(op.aws), op.cfg.BucketsTable), op.cfg.Spend.For
+		cfg.SpendTenants = slices.Collect(maps.Keys(op.cfg.Spend.Tenants))
 	}
 	// Quarantine off (AIJOBS_QUARANTINE_FOR=0) may mean no table to read:
 	// the page says it is off instead of failing.

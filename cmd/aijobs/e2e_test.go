@@ -70,7 +70,7 @@ func TestSubmitGetCancel(t *testing.T) {
 	if err := os.WriteFile(path, []byte(body), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	r := invocation{env: env, args: args("submit", "--key", "report-1", "--file", path)}.run(t)
+	r := invocation{env: env, args: args("submit", "--key", "report-1", "--body", path)}.run(t)
 	if again := view(t, r); again.ID != created.ID || !strings.Contains(r.stderr, "repeated") {
 		t.Errorf("replay = %+v, stderr %q", again, r.stderr)
 	}

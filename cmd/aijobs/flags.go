@@ -90,6 +90,12 @@ func (c *cli) flagSet(cmd, synopsis, about string) *flag.FlagSet {
 // package alone stops at the first argument. want is the number of
 // positional arguments the command takes.
 func (c *cli) parse(fs *flag.FlagSet, args []string, want int) ([]string, error) {
+	return c.parseBetween(fs, args, want, want)
+}
+
+// parseBetween is parse for a command whose arguments are optional: from
+// least to most of them.
+func (c *cli) parseBetween(fs *flag.FlagSet, args []string, least, most int) ([]string, error) {
 	var pos []string
 	for {
 		if err := fs.Parse(args); err != nil {
@@ -106,8 +112,11 @@ func (c *cli) parse(fs *flag.FlagSet, args []string, want int) ([]string, error)
 		pos, args = append(pos, args[0]), args[1:]
 	}
 	c.g.merge(fs)
-	if len(pos) != want {
-		return nil, usageErrorf("%s: want %d argument(s), got %d (see aijobs %s --help)", fs.Name(), want, len(pos), fs.Name())
+	switch {
+	case least == most && len(pos) != least:
+		return nil, usageErrorf("%s: want %d argument(s), got %d (see aijobs %s --help)", fs.Name(), least, len(pos), fs.Name())
+	case len(pos) < least || len(pos) > most:
+		return nil, usageErrorf("%s: want %d to %d arguments, got %d (see aijobs %s --help)", fs.Name(), least, most, len(pos), fs.Name())
 	}
 	return pos, nil
 }

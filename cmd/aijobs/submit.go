@@ -21,8 +21,12 @@ import (
 const submitAbout = `Create a job (POST /jobs) under an idempotency key. The body is a create
 request ({"model":..., "input":{"messages":[...],"max_tokens":N},
 "deadline_seconds":..., "budget_cents":..., "max_attempts":..., "metadata":{...}})
-read from --file (- for stdin) or from stdin when it is piped, or built from
---prompt. The option flags override the body's fields, the input's
+read from --body (- for stdin) or from stdin when it is piped, or built from
+the prompt (TEXT or --prompt) and the files given with --file: each file a
+content part of the user message beside the prompt, an image (PNG, JPEG,
+WebP, GIF) or a document (PDF, .txt) by its bytes. An input too large for a
+create body goes through an upload (POST /uploads) by itself. The option
+flags override the body's fields, the input's
 sampling and reasoning options (--top-p, --stop, --seed, --reasoning-effort,
 --thinking-budget) and the answer's JSON Schema (--schema) included.
 
@@ -35,25 +39,26 @@ With --wait it then waits like "aijobs wait" and exits with the job's outcome.`
 
 // submitFlags are submit's own flags.
 type submitFlags struct {
-	key, file, prompt, model, budget, metadata string
+	key, body, prompt, model, budget, metadata string
+	files                                      listFlag // content parts (parts.go)
 	maxTokens, maxAttempts                     int
 	deadline, timeout                          time.Duration
 	wait                                       bool
 	// The input's sampling and reasoning options (job.Options).
 	topP           float64
-	stop           stopFlag
+	stop           listFlag
 	seed           int64
 	effort         string
 	thinkingBudget int
 	schema         string // a JSON Schema file: input.response_format (schema.go)
 }
 
-// stopFlag collects --stop, one stop sequence per use.
-type stopFlag []string
+// listFlag collects a repeated flag, one value per use (--stop, --file).
+type listFlag []string
 
-func (s *stopFlag) String() string { return strings.Join(*s, ",") }
+func (s *listFlag) String() string { return strings.Join(*s, ",") }
 
-func (s *stopFlag) Set(v string) error {
+func (s *listFlag) Set(v string) error {
 	*s = append(*s, v)
 	return nil
 }
@@ -63,11 +68,12 @@ var optionFlags = []string{"top-p", "stop", "seed", "reasoning-effort", "thinkin
 
 // runSubmit creates a job and optionally waits for it.
 func runSubmit(ctx context.Context, c *cli, args []string) error {
-	fs := c.flagSet("submit", "--key KEY (--prompt TEXT | --file PATH | < body.json)", submitAbout)
+	fs := c.flagSet("submit", submitSynopsis, submitAbout)
 	var f submitFlags
 	fs.StringVar(&f.key, "key", "", "idempotency key, 1-255 printable ASCII characters (required): reuse it to retry safely")
-	fs.StringVar(&f.file, "file", "", "read the create body (JSON) from `PATH`; - reads stdin")
-	fs.StringVar(&f.prompt, "prompt", "", "build the input from one user message `TEXT` instead of a body")
+	fs.StringVar(&f.body, "body", "", "read the create body (JSON) from `PATH`; - reads stdin")
+	fs.StringVar(&f.prompt, "prompt", "", "build the input from one user message `TEXT` instead of a body (or give TEXT as the argument)")
+	fs.Var(&f.files, "file", "a content part of the prompt's message from the file at `PATH`: a PNG, JPEG, WebP or GIF image, a PDF, or a .txt document; repeat for more")
 	fs.IntVar(&f.maxTokens, "max-tokens", 0, "with --prompt: input.max_tokens (default: the server's)")
 	fs.StringVar(&f.model, "model", "", "model route (default: the server's default route)")
 	fs.StringVar(&f.budget, "budget-cents", "", "budget in `cents`, decimals allowed, e.g. 50 or 0.5 (default: the server's)")
@@ -82,11 +88,18 @@ func runSubmit(ctx context.Context, c *cli, args []string) error {
 	fs.StringVar(&f.schema, "schema", "", "input.response_format: the answer must be JSON the JSON Schema in `PATH` accepts")
 	fs.BoolVar(&f.wait, "wait", false, "wait for the job to end; exit with its outcome")
 	fs.DurationVar(&f.timeout, "timeout", 0, "with --wait: give up after this long (exit 6)")
-	if _, err := c.parse(fs, args, 0); err != nil {
+	pos, err := c.parseBetween(fs, args, 0, 1)
+	if err != nil {
 		return err
 	}
 	set := map[string]bool{}
 	fs.Visit(func(fl *flag.Flag) { set[fl.Name] = true })
+	if len(pos) == 1 {
+		if set["prompt"] {
+			return usageErrorf("submit: give the prompt as TEXT or --prompt, not both")
+		}
+		f.prompt, set["prompt"] = pos[0], true
+	}
 	req, err := c.createRequest(f, set)
 	if err != nil {
 		return err
@@ -111,7 +124,10 @@ func runSubmit(ctx context.Context, c *cli, args []string) error {
 	return printView(c.env.stdout, format, v)
 }
 
-// createRequest builds the body from --prompt, --file or stdin, then
+// submitSynopsis is submit's usage line.
+const submitSynopsis = "--key KEY ([--file PATH]... TEXT | --prompt TEXT | --body PATH | < body.json)"
+
+// createRequest builds the body from the prompt and files, --body or stdin, then
 // applies the option flags that were given. Every mistake is found here,
 // before anything is sent: a usage error (exit 2).
 func (c *cli) createRequest(f submitFlags, set map[string]bool) (client.CreateBody, error) {
@@ -120,21 +136,29 @@ func (c *cli) createRequest(f submitFlags, set map[string]bool) (client.CreateBo
 		return req, usageErrorf("submit: --key is required: 1 to %d printable ASCII characters", wire.MaxKeyLength)
 	}
 	switch {
-	case set["prompt"] && set["file"]:
-		return req, usageErrorf("submit: give --prompt or --file, not both")
+	case set["prompt"] && set["body"]:
+		return req, usageErrorf("submit: give a prompt or --body, not both")
+	case set["file"] && !set["prompt"]:
+		return req, usageErrorf("submit: --file goes with a prompt (TEXT or --prompt): the question about the file")
 	case set["prompt"]:
 		if f.prompt == "" {
-			return req, usageErrorf("submit: --prompt is empty")
+			return req, usageErrorf("submit: the prompt is empty")
 		}
 		if f.maxTokens < 0 {
 			return req, usageErrorf("submit: --max-tokens must be positive")
 		}
 		req.Input = client.UserPrompt(f.prompt, f.maxTokens)
+		if len(f.files) > 0 {
+			var err error
+			if req.Input, err = promptWithFiles(f.prompt, f.maxTokens, f.files); err != nil {
+				return req, err
+			}
+		}
 	default:
 		if set["max-tokens"] {
-			return req, usageErrorf("submit: --max-tokens goes with --prompt (put max_tokens in the body's input)")
+			return req, usageErrorf("submit: --max-tokens goes with a prompt (put max_tokens in the body's input)")
 		}
-		body, err := c.readBody(f.file)
+		body, err := c.readBody(f.body)
 		if err != nil {
 			return req, err
 		}
@@ -233,12 +257,12 @@ func withOptions(input json.RawMessage, f submitFlags, set map[string]bool) (jso
 }
 
 // readBody reads the create body from a file, or from stdin ("-", or no
-// --file with stdin piped). It refuses a body over the API's limit.
+// --body with stdin piped). It refuses a body over what an upload takes.
 func (c *cli) readBody(path string) ([]byte, error) {
 	var r io.Reader
 	switch {
 	case path == "" && c.env.stdinTTY:
-		return nil, usageErrorf("submit: give --prompt, --file, or pipe a body on stdin (see aijobs submit --help)")
+		return nil, usageErrorf("submit: give a prompt, --body, or pipe a body on stdin (see aijobs submit --help)")
 	case path == "" || path == "-":
 		r = c.env.stdin
 	default:
@@ -249,12 +273,14 @@ func (c *cli) readBody(path string) ([]byte, error) {
 		defer f.Close()
 		r = f
 	}
-	b, err := io.ReadAll(io.LimitReader(r, api.MaxBodyBytes+1))
+	// A body over the API's own limit is sent through an upload
+	// (client.Submit), which takes at most MaxUploadBytes of input.
+	b, err := io.ReadAll(io.LimitReader(r, api.MaxUploadBytes+1))
 	if err != nil {
 		return nil, usageErrorf("submit: read the body: %v", err)
 	}
-	if len(b) > api.MaxBodyBytes {
-		return nil, usageErrorf("submit: the body is larger than %d bytes (the API refuses it)", api.MaxBodyBytes)
+	if len(b) > api.MaxUploadBytes {
+		return nil, usageErrorf("submit: the body is larger than %d bytes (the largest input an upload takes)", api.MaxUploadBytes)
 	}
 	return b, nil
 }

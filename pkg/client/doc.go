@@ -1,6 +1,7 @@
 // Package client is a Go client of the aijobs HTTP API (POST /jobs,
-// GET /jobs/{id}, POST /jobs/{id}/cancel, GET /jobs), for services that
-// submit slow model calls as jobs and for the operator CLI.
+// GET /jobs/{id}, POST /jobs/{id}/cancel, GET /jobs, POST /uploads,
+// GET /spend), for services that submit slow model calls as jobs and for
+// the operator CLI.
 //
 // It exists so that callers get the protocol right without reading the
 // server: the Idempotency-Key on every create (and the same key on every

@@ -20,6 +20,11 @@ import (
 // they never create a second job; a 503 enqueue_failed is retried after
 // its Retry-After, which re-sends the job's message.
 //
+// A body larger than the API takes (MaxBodyBytes) has its input sent
+// through an upload first (Upload) and is created naming it: the same
+// input inline or uploaded is the same input to the API, so a retry of
+// the whole call is still a repeat.
+//
 // repeated is the server's word: after this call's own first try recorded
 // the job and got no usable answer (a 503 enqueue_failed, a lost answer),
 // the retry that finds it is answered as a repeat too. Neither side can
@@ -28,9 +33,9 @@ func (c *Client) Submit(ctx context.Context, key string, req CreateBody) (View, 
 	if !wire.ValidKey(key) {
 		return View{}, false, fmt.Errorf("aijobs API: the idempotency key must be 1 to %d printable ASCII characters", wire.MaxKeyLength)
 	}
-	body, err := json.Marshal(req)
+	body, err := c.viaUpload(ctx, req)
 	if err != nil {
-		return View{}, false, fmt.Errorf("aijobs API: encode the create request: %w", err)
+		return View{}, false, err
 	}
 	a, err := c.call(ctx, request{
 		method: http.MethodPost, path: "/jobs", body: body,

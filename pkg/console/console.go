@@ -78,6 +78,14 @@ type Config struct {
 	// in the payload store; nil shows the answer's key, size and hash
 	// only.
 	ResultLinks ResultLinks
+	// Spend reads the tenants' spend balances, and SpendLimits are each
+	// tenant's limits (config.SpendLimits.For); either nil shows the
+	// spend page saying no limit is configured.
+	Spend       Spend
+	SpendLimits func(tenant string) []job.PeriodLimit
+	// SpendTenants are the tenants the limits name, shown beside those
+	// with recent jobs.
+	SpendTenants []string
 	// Calls, when set, reports the AWS calls made so far by operation,
 	// shown in the footer (the operator sees what a refresh costs).
 	Calls func() map[string]int
@@ -155,6 +163,7 @@ func (c *Console) routes() {
 	m.HandleFunc("POST /replay/preview", c.guarded(c.replayPreview))
 	m.HandleFunc("POST /replay", c.guarded(c.replayRun))
 	m.HandleFunc("GET /quarantines", c.quarantines)
+	m.HandleFunc("GET /spend", c.spend)
 	m.HandleFunc("POST /quarantines/lift", c.guarded(c.liftQuarantine))
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		problem(w, http.StatusNotFound, "not_found", "no such page")

@@ -112,6 +112,9 @@ type jobView struct {
 	ResultURL     string
 	ResultExpires time.Time
 	ResultLink    string
+	// Input is what the page shows of the input: its parts by type and
+	// size, its schema's name, never a part's bytes.
+	Input inputView
 }
 
 // ResultLinks signs a short-lived link that reads an answer kept in the
@@ -146,7 +149,7 @@ func (c *Console) jobPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	id := j.ID
-	p := jobView{page: c.page(r, "jobs", "Job "+id), Job: j, Remaining: j.Remaining(), Replayer: c.cfg.Replayer != nil}
+	p := jobView{page: c.page(r, "jobs", "Job "+id), Job: j, Remaining: j.Remaining(), Replayer: c.cfg.Replayer != nil, Input: viewInput(j.Input)}
 	c.linkResult(r.Context(), &p, j)
 	switch r.URL.Query().Get("done") {
 	case "cancelled":
