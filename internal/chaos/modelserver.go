@@ -83,6 +83,37 @@ type GenPlan struct {
 	// AtStandard serves a priority request at standard speed and price,
 	// as OpenAI's priority processing does past its ramp rate limit.
 	AtStandard bool
+	// AnswerBytes pads the answer's text to this many bytes, the knob
+	// pkg/model/fake reads (`[[fake:answer_bytes=N]]` in the prompt):
+	// the tokens billed stay the plan's, the text grows past the record's
+	// inline limit so the answer goes to the payload store.
+	AnswerBytes int
+}
+
+var answerBytesRe = regexp.MustCompile(`\[\[fake:answer_bytes=(\d+)\]\]`)
+
+// maxAnswerBytes bounds the knob as pkg/model/fake's MaxAnswerBytes does.
+const maxAnswerBytes = 16 << 20
+
+// answerBytes is the answer size a prompt asks for (0: none asked).
+func answerBytes(prompt string) int {
+	m := answerBytesRe.FindStringSubmatch(prompt)
+	if m == nil {
+		return 0
+	}
+	return min(atoi(m[1]), maxAnswerBytes)
+}
+
+// answerText is an answer of visible tokens, padded to p's AnswerBytes.
+func (p GenPlan) answerText(visible int) string {
+	return strings.Repeat("tok ", visible) + p.padding(visible)
+}
+
+// padding is what pads visible tokens of "tok " to p's AnswerBytes: a
+// stream sends it with its last token, so only a stream read whole is
+// the whole answer.
+func (p GenPlan) padding(visible int) string {
+	return strings.Repeat("x", max(0, p.AnswerBytes-4*visible))
 }
 
 // inLane is p as served in lane l: flex slower and priority faster (a
@@ -298,6 +329,7 @@ func (s *ModelServer) accept(w http.ResponseWriter, who, model, prompt string, m
 		return Generation{}, GenPlan{}, false
 	}
 	seq, p := s.admit(ns, index, maxTokens)
+	p.AnswerBytes = answerBytes(prompt)
 	in := promptTokens(prompt)
 	return Generation{NS: ns, Index: index, Seq: seq, Who: who, Model: model, Fault: p.Fault.Kind,
 		Start: time.Now(), Prompt: in, Cached: cachedTokens(in, p.CachedPart), Lane: job.Standard, Served: job.Standard}, p, true
@@ -461,7 +493,7 @@ func (s *ModelServer) plain(w http.ResponseWriter, r *http.Request, p GenPlan, g
 	body, _ := json.Marshal(map[string]any{
 		"id": "chatcmpl-chaos", "object": "chat.completion", "model": g.Model, "service_tier": tierName(g.Served),
 		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop",
-			"message": map[string]any{"role": "assistant", "content": strings.Repeat("tok ", int(g.Output-g.Reasoning))}}},
+			"message": map[string]any{"role": "assistant", "content": p.answerText(int(g.Output - g.Reasoning))}}},
 		"usage": chatUsage(*g),
 	})
 	w.Header().Set("Content-Type", "application/json")
@@ -511,8 +543,12 @@ func (s *ModelServer) stream(w http.ResponseWriter, r *http.Request, p GenPlan, 
 			return
 		}
 		g.Output++
+		text := "tok "
+		if i == p.Tokens-1 {
+			text += p.padding(p.Tokens)
+		}
 		ok := send(map[string]any{"id": "chatcmpl-chaos", "object": "chat.completion.chunk", "model": g.Model, "service_tier": tier,
-			"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"content": "tok "}, "finish_reason": nil}}})
+			"choices": []any{map[string]any{"index": 0, "delta": map[string]any{"content": text}, "finish_reason": nil}}})
 		if !ok {
 			gone()
 			return

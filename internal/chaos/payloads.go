@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -17,10 +18,22 @@ import (
 // record points at (a create whose object was written and whose record
 // never was: the lifecycle rule of their prefix expires them), and the
 // two that break the run: a record pointing at an object that is not
-// there, and an object under no prefix a lifecycle rule expires.
+// there, and an object under no prefix a lifecycle rule expires. Inputs
+// (inputs/) and answers (results/) are counted alike; Results are the
+// objects under results/ and UnreferencedResults those no record points
+// at (an attempt whose succeed was refused: docs/payloads.md, "Answers").
+//
+// ByLink are the succeeded jobs whose answer is a link (result_ref); each
+// is read back through the payload store (kumo checks no presigned
+// signature, so the link proves nothing) and held to the record's size and
+// SHA-256: LinksChecked matched, BadAnswers did not (missing, another
+// size or digest, or unreadable), and break the run: a paid answer lost.
 type PayloadCount struct {
 	Objects, Referenced, Unreferenced int
+	Results, UnreferencedResults      int
 	Dangling, Outside                 []string
+	ByLink, LinksChecked              int
+	BadAnswers                        []string
 }
 
 // expiring are the prefixes the stack's lifecycle rules expire
@@ -45,7 +58,40 @@ func (h *harness) payloads(ctx context.Context, records map[string]job.Job) (Pay
 		}
 		token = out.NextContinuationToken
 	}
-	return countPayloads(keys, records), nil
+	pc := countPayloads(keys, records)
+	checkAnswers(ctx, s3.NewPayloads(c, h.cfg.PayloadBucket), records, &pc)
+	return pc, nil
+}
+
+// answerReader reads an object of the payload store, as pkg/s3's Payloads.
+type answerReader interface {
+	Get(ctx context.Context, key string, limit int64) ([]byte, error)
+}
+
+// checkAnswers reads back every succeeded job's answer by link. A read
+// is retried a few times: the harness's own S3 client takes no faults,
+// but kumo shares the machine with the run.
+func checkAnswers(ctx context.Context, store answerReader, records map[string]job.Job, pc *PayloadCount) {
+	for id, j := range records {
+		if j.State != job.Succeeded || j.ResultRef == nil {
+			continue
+		}
+		pc.ByLink++
+		var err error
+		for range 3 {
+			var body []byte
+			if body, err = store.Get(ctx, j.ResultRef.Key, j.ResultRef.Size); err == nil {
+				err = j.ResultRef.Check(body)
+				break
+			}
+		}
+		if err != nil {
+			pc.BadAnswers = append(pc.BadAnswers, fmt.Sprintf("%s: %v", id, err))
+			continue
+		}
+		pc.LinksChecked++
+	}
+	slices.Sort(pc.BadAnswers)
 }
 
 // countPayloads holds the objects keys to the records.
@@ -53,15 +99,22 @@ func countPayloads(keys map[string]bool, records map[string]job.Job) PayloadCoun
 	pc := PayloadCount{Objects: len(keys)}
 	pointed := map[string]bool{}
 	for id, j := range records {
-		if j.InputRef == nil {
-			continue
-		}
-		pointed[j.InputRef.Key] = true
-		if !keys[j.InputRef.Key] {
-			pc.Dangling = append(pc.Dangling, id)
+		for _, ref := range []*job.Payload{j.InputRef, j.ResultRef} {
+			if ref == nil {
+				continue
+			}
+			pointed[ref.Key] = true
+			if !keys[ref.Key] {
+				pc.Dangling = append(pc.Dangling, id)
+			}
 		}
 	}
+	slices.Sort(pc.Dangling)
 	for k := range keys {
+		result := strings.HasPrefix(k, "results/")
+		if result {
+			pc.Results++
+		}
 		switch {
 		case pointed[k]:
 			pc.Referenced++
@@ -69,6 +122,9 @@ func countPayloads(keys map[string]bool, records map[string]job.Job) PayloadCoun
 			pc.Outside = append(pc.Outside, k)
 		default:
 			pc.Unreferenced++
+			if result {
+				pc.UnreferencedResults++
+			}
 		}
 	}
 	return pc
@@ -85,12 +141,19 @@ func underAny(key string, prefixes []string) bool {
 
 // broken says the payload store breaks the run: a dangling pointer, or an
 // object nothing will ever delete.
-func (pc PayloadCount) broken() bool { return len(pc.Dangling) > 0 || len(pc.Outside) > 0 }
+func (pc PayloadCount) broken() bool {
+	return len(pc.Dangling) > 0 || len(pc.Outside) > 0 || len(pc.BadAnswers) > 0
+}
 
 // line is the report's line for pc.
 func (pc PayloadCount) line() string {
-	s := fmt.Sprintf("payload store: %d objects, %d a record points at, %d no record points at (their prefix's lifecycle rule expires them)",
-		pc.Objects, pc.Referenced, pc.Unreferenced)
+	s := fmt.Sprintf("payload store: %d objects (%d answers under results/), %d a record points at, %d no record points at (%d of them answers; their prefix's lifecycle rule expires them)",
+		pc.Objects, pc.Results, pc.Referenced, pc.Unreferenced, pc.UnreferencedResults)
+	s += fmt.Sprintf("; %d succeeded jobs have their answer by link, %d read back through the store at the recorded size and SHA-256",
+		pc.ByLink, pc.LinksChecked)
+	if len(pc.BadAnswers) > 0 {
+		s += fmt.Sprintf("; BROKEN: %d answers not as recorded: %s", len(pc.BadAnswers), strings.Join(pc.BadAnswers, "; "))
+	}
 	if len(pc.Dangling) > 0 {
 		s += fmt.Sprintf("; BROKEN: %d records point at a missing object: %s", len(pc.Dangling), strings.Join(pc.Dangling, ", "))
 	}

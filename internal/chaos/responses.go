@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"regexp"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/aijobs/aijobs/pkg/job"
@@ -44,6 +43,8 @@ type bgGen struct {
 
 	prompt, cached int64
 	tokens         int
+	// plan pads the answer's text (GenPlan.AnswerBytes).
+	plan GenPlan
 	// reasoning is the part of tokens that is reasoning, made first.
 	reasoning int
 	// served is the tier serving it, which its objects name.
@@ -118,7 +119,7 @@ func (b *bgGen) object(t time.Time) map[string]any {
 	switch st {
 	case "completed":
 		o["output"] = []any{map[string]any{"type": "message", "id": "msg_" + b.id, "status": "completed", "role": "assistant",
-			"content": []any{map[string]any{"type": "output_text", "text": strings.Repeat("tok ", b.tokens-b.reasoning), "annotations": []any{}}}}}
+			"content": []any{map[string]any{"type": "output_text", "text": b.plan.answerText(b.tokens - b.reasoning), "annotations": []any{}}}}}
 		o["usage"] = responsesUsage(b.prompt, b.cached, int64(b.tokens), int64(b.reasoning))
 	case "cancelled":
 		made := b.made(b.cancelled)
@@ -174,7 +175,7 @@ func (s *ModelServer) create(w http.ResponseWriter, r *http.Request, who string)
 		return
 	}
 	b := &bgGen{id: fmt.Sprintf("resp_%s_%d_%d", ns, index, seq), model: req.Model, fault: p.Fault, prompt: g.Prompt, cached: g.Cached,
-		tokens: p.Tokens, reasoning: int(reasoningTokens(p)), served: g.Served, start: g.Start, prefill: p.Prefill, perToken: p.PerToken}
+		tokens: p.Tokens, reasoning: int(reasoningTokens(p)), served: g.Served, start: g.Start, prefill: p.Prefill, perToken: p.PerToken, plan: p}
 	b.at = s.record(g)
 	s.mu.Lock()
 	s.bg[b.id] = b

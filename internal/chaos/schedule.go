@@ -42,14 +42,23 @@ type JobPlan struct {
 // the baseline): both have the same length, so the same billed tokens. A
 // quarter of the jobs carry a document over the record's inline limit,
 // so their inputs live in the payload store (docs/payloads.md) and every
-// fault meets them there too.
+// fault meets them there too; another quarter ask for an answer over the
+// record's inline limit (the model server's answer_bytes knob), so their
+// answers live there too.
 func (p JobPlan) Content(ns string) string {
 	c := fmt.Sprintf("[chaos %s %d] summarise item %d for %s", ns, p.Index, p.Index, p.Tenant)
-	if p.Index%4 == 3 {
+	switch p.Index % 4 {
+	case 3:
 		c += strings.Repeat(" the attached document", largeWords)
+	case 1:
+		c += fmt.Sprintf(" [[fake:answer_bytes=%d]]", largeAnswerBytes)
 	}
 	return c
 }
+
+// largeAnswerBytes is a large-answer job's answer: over the 32 KiB a
+// record keeps inline (finish.MaxInlineResult).
+const largeAnswerBytes = 40 << 10
 
 // largeWords makes a large job's prompt about 12 KB: over the 8 KiB a
 // record keeps inline.
