@@ -211,6 +211,12 @@ type Signals struct {
 	// own share of a limit because the buckets table did not answer,
 	// both limits.
 	LimitsLocal awscloudwatch.IMetric
+	// SpendDeferred are the jobs the worker deferred because their
+	// tenant's spend balance could not cover an attempt, and
+	// SpendShareReached the settles that took a tenant's spend past
+	// AIJOBS_SPEND_ALARM_SHARE of its limit (docs/spend.md).
+	SpendDeferred     awscloudwatch.IMetric
+	SpendShareReached awscloudwatch.IMetric
 }
 
 // Monitored are the stack's pieces whose own metrics the alarms and the
@@ -278,9 +284,11 @@ func newSignals(m Monitored) Signals {
 		}),
 		CallbackDLQArrivals: dlqArrivals(q.CallbackDLQ, callbackDLQArrivalExpression, "redriven", "CallbackNoticesRedriven",
 			"notices arriving in the callback DLQ (given up, discarded by the stream mapping, or redriven and swept)"),
-		NotifierErrors:  f.Notifier.MetricErrors(metricOptions("Sum", period)),
-		NoticesHeldBack: f.Notifier.Metric(jsii.String("IteratorAge"), metricOptions("Maximum", period)),
-		LimitsLocal:     limitsLocal(),
+		NotifierErrors:    f.Notifier.MetricErrors(metricOptions("Sum", period)),
+		NoticesHeldBack:   f.Notifier.Metric(jsii.String("IteratorAge"), metricOptions("Maximum", period)),
+		LimitsLocal:       limitsLocal(),
+		SpendDeferred:     emfMetric("SpendDeferred", "Sum", period),
+		SpendShareReached: emfMetric("SpendShareReached", "Sum", period),
 	}
 	if f.Collector != nil {
 		sig.CollectorErrors = f.Collector.MetricErrors(metricOptions("Sum", period))
@@ -578,6 +586,8 @@ func stackAlarmSpecs(cfg Config, sig Signals) []alarmSpec {
 			"24 hours and the mapping gives a record up after %s: fix it before then.", noticesHeldBack, streamMaxRecordAge),
 			Metric: sig.NoticesHeldBack, Threshold: float64(noticesHeldBack.Milliseconds())},
 		limitsLocalSpec(s, sig),
+		spendDeferredSpec(sig),
+		spendShareSpec(sig),
 		inFlightSpec(cfg, sig),
 		receivedManyTimesSpec(s, sig),
 	}
@@ -621,6 +631,28 @@ func limitsLocalSpec(s settings.Settings, sig Signals) alarmSpec {
 		"fairness). Jobs go on, deferred a little more. Read the worker's warnings \"held locally\" (bucket or tenant and error), "+
 		"then the table's ThrottledRequests: a hot bucket or slot item, or the table's capacity.", s.BucketsTableName(), s.MaxConcurrency),
 		Metric: sig.LimitsLocal, Threshold: 1}
+}
+
+// spendDeferredSpec is the alarm on a job deferred because its tenant's
+// spend limit could not cover an attempt: the limit is doing its work,
+// but its tenant's jobs now wait, and abandon at their deadlines.
+func spendDeferredSpec(sig Signals) alarmSpec {
+	return alarmSpec{ID: "SpendDeferred", What: "A worker deferred a job because its tenant's spend balance for the day or month could not " +
+		"cover the attempt's worst case (AIJOBS_TENANT_SPEND): the job waits, uncounted, until the period ends, the limit is raised or " +
+		"the tenant's other attempts settle, and is abandoned spend_limit at its deadline (docs/spend.md, Holds). Read the worker's " +
+		"\"job deferred\" lines with error_class spend_limit for the job ids, GET /spend as the tenant for its balance; raise the " +
+		"tenant's limit if it should spend more.", Metric: sig.SpendDeferred, Threshold: 1}
+}
+
+// spendShareSpec is the alarm on a tenant's spend passing
+// AIJOBS_SPEND_ALARM_SHARE of its limit: a warning before its jobs start
+// to wait.
+func spendShareSpec(sig Signals) alarmSpec {
+	return alarmSpec{ID: "SpendShareReached", What: "A settle took a tenant's spend past AIJOBS_SPEND_ALARM_SHARE (default 0.8) of its day " +
+		"or month limit (AIJOBS_TENANT_SPEND), counted on one part of its balance: never later than the whole balance passing it, " +
+		"possibly a little earlier on a limit of several parts (docs/spend.md, Seen coming: alarms and the webhook). The worker's " +
+		"warning \"passed the alarm's share\" names the tenant and period; GET /spend as the tenant shows the balance. Once the " +
+		"limit is reached its jobs wait (SpendDeferred).", Metric: sig.SpendShareReached, Threshold: 1}
 }
 
 // callbackArrivalsWhat is CallbackDlqArrivals' description: the three ways

@@ -250,8 +250,8 @@ func TestAlarmsNotifyEncryptedTopic(t *testing.T) {
 		t.Errorf("key policy does not let CloudWatch publish: %s", policy)
 	}
 	alarms := s.resources("AWS::CloudWatch::Alarm")
-	if len(alarms) != 18 {
-		t.Errorf("%d alarms, want 18: %v", len(alarms), sortedKeys(alarms))
+	if len(alarms) != 20 {
+		t.Errorf("%d alarms, want 20: %v", len(alarms), sortedKeys(alarms))
 	}
 	for id, r := range alarms {
 		p := r["Properties"].(map[string]any)
@@ -638,5 +638,34 @@ func TestReceivedManyTimesAgeAlarm(t *testing.T) {
 	}
 	if len(d) > 1024 {
 		t.Errorf("ReceivedManyTimesAge: description of %d characters, CloudWatch allows 1024", len(d))
+	}
+}
+
+// SpendDeferred and SpendShareReached fire on one count of the worker's
+// metric of the same name (no dimension: the tenant is in the worker's
+// log line) in 5 minutes, quiet without datapoints; their descriptions
+// name the variables and cite docs/spend.md headings that exist.
+func TestSpendAlarms(t *testing.T) {
+	s := defaults(t)
+	for id, cites := range map[string]string{"SpendDeferred": "Holds", "SpendShareReached": "Seen coming: alarms and the webhook"} {
+		a := alarm(t, s, id)
+		if ns, name, stat, period := single(t, a); ns != emf.Namespace || name != id || stat != "Sum" || period != 300 {
+			t.Errorf("%s %v, want the worker's %s summed over 5 minutes", id, a, id)
+		}
+		if a["Threshold"] != 1.0 || a["ComparisonOperator"] != "GreaterThanOrEqualToThreshold" || a["EvaluationPeriods"] != 1.0 ||
+			a["TreatMissingData"] != "notBreaching" {
+			t.Errorf("%s %v, want >= 1 in a period, missing data OK", id, a)
+		}
+		d, _ := a["AlarmDescription"].(string)
+		if !strings.Contains(d, "AIJOBS_TENANT_SPEND") || !strings.Contains(d, strings.Join([]string{"docs/spend.md", cites}, ", ")) || len(d) > 1024 {
+			t.Errorf("%s description %q (%d characters): want AIJOBS_TENANT_SPEND and docs/spend.md, %s, at most 1024", id, d, len(d), cites)
+		}
+		text, err := os.ReadFile(filepath.Join("..", "docs/spend.md"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !regexp.MustCompile(`(?m)^#+ ` + regexp.QuoteMeta(cites) + `\s*$`).Match(text) {
+			t.Errorf("docs/spend.md has no heading %q, which %s cites", cites, id)
+		}
 	}
 }

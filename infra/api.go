@@ -84,6 +84,7 @@ func newAPI(stack awscdk.Stack, cfg Config, fn awslambda.Function) API {
 		{"/webhook-key", awsapigatewayv2.HttpMethod_GET},         // the caller's signing key
 		{"/webhook-key/rotate", awsapigatewayv2.HttpMethod_POST}, // a new key, the old one verifying for the overlap
 		{"/spend", awsapigatewayv2.HttpMethod_GET},               // the caller's spend against its limits
+		{"/quotes", awsapigatewayv2.HttpMethod_POST},             // a job's cost and whether the caller's limits cover it, nothing recorded
 	}
 	for _, r := range routes {
 		api.AddRoutes(&awsapigatewayv2.AddRoutesOptions{

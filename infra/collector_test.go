@@ -84,8 +84,8 @@ func TestCollectorOnlyWithABatchLane(t *testing.T) {
 			}
 		}
 		// The collector's two alarms: CollectorErrors and BatchesRefused.
-		if n := len(s.resources("AWS::CloudWatch::Alarm")); n != 18+2*tc.want {
-			t.Errorf("%s: %d alarms, want %d", name, n, 18+2*tc.want)
+		if n := len(s.resources("AWS::CloudWatch::Alarm")); n != 20+2*tc.want {
+			t.Errorf("%s: %d alarms, want %d", name, n, 20+2*tc.want)
 		}
 	}
 }

@@ -39,6 +39,11 @@ var emitted = map[string][]string{
 	// The worker's count of limits held to its own share while the
 	// buckets table did not answer (pkg/worker's take and enter).
 	"LimitsLocal": {"Limit"},
+	// The worker's counts of jobs deferred for spend (pkg/worker's
+	// deferFor) and of settles past a share of a tenant's limit
+	// (spendPassed).
+	"SpendDeferred":     nil,
+	"SpendShareReached": nil,
 	// The worker's report of how old a message received three times or
 	// more is (pkg/worker's noteReceives).
 	"ReceivedManyTimesAge": nil,

@@ -55,7 +55,7 @@ var (
 	// UpdateItem (or clears ended entries and adds again), a create not
 	// recorded and a cancel take it out: UpdateItem only, a refused add
 	// returning the item it saw. A tenant's spend balance (docs/spend.md):
-	// a create and GET /spend read its parts, GetItem each.
+	// a create, GET /spend and POST /quotes read its parts, GetItem each.
 	apiBucketsActions = []string{"dynamodb:GetItem", "dynamodb:UpdateItem"}
 	// Each function's grant on the buckets table is held to the partition
 	// keys of the items it keeps there, so that a bug or a stolen role
@@ -190,7 +190,7 @@ func newAPIFunction(stack awscdk.Stack, cfg Config, sh Shared, env map[string]*s
 	})
 	return goFunction(stack, cfg, functionSpec{
 		ID: "Api", Name: "api",
-		Description: "aijobs HTTP API: POST /jobs, GET /jobs, GET /jobs/{id}, POST /jobs/{id}/cancel, POST /uploads, GET /webhook-key, POST /webhook-key/rotate, GET /spend",
+		Description: "aijobs HTTP API: POST /jobs, GET /jobs, GET /jobs/{id}, POST /jobs/{id}/cancel, POST /uploads, GET /webhook-key, POST /webhook-key/rotate, GET /spend, POST /quotes",
 		AssetDir:    cfg.APIAssetDir, MemoryMB: s.APIMemoryMB, Timeout: s.APITimeout, Role: role, Env: own, Logs: logs,
 	})
 }

@@ -17,7 +17,7 @@ import (
 // endpoint is one of the API's paths: which operation each method it takes
 // is, and the job id its path names, if any. HEAD is not supported.
 type endpoint struct {
-	ops map[string]string // method -> "create", "list", "get", "cancel", "upload", "webhook_key", "rotate_webhook_key" or "spend"
+	ops map[string]string // method -> "create", "list", "get", "cancel", "upload", "webhook_key", "rotate_webhook_key", "spend" or "quote"
 	id  string
 }
 
@@ -46,6 +46,8 @@ func match(path string) (endpoint, bool) {
 		return endpoint{ops: map[string]string{http.MethodGet: "spend"}}, true
 	case "/uploads":
 		return endpoint{ops: map[string]string{http.MethodPost: "upload"}}, true
+	case "/quotes":
+		return endpoint{ops: map[string]string{http.MethodPost: "quote"}}, true
 	}
 	rest, ok := strings.CutPrefix(path, "/jobs")
 	switch {
@@ -90,7 +92,7 @@ func matchEvent(ev events.APIGatewayV2HTTPRequest) (endpoint, bool) {
 func (h *Handler) route(ctx context.Context, log *slog.Logger, ev events.APIGatewayV2HTTPRequest) events.APIGatewayV2HTTPResponse {
 	ep, ok := matchEvent(ev)
 	if !ok {
-		return problemFor(wire.CodeNotFound, "", "no such route: the API serves POST /jobs, GET /jobs, GET /jobs/{id}, POST /jobs/{id}/cancel, POST /uploads, GET /webhook-key, POST /webhook-key/rotate and GET /spend")
+		return problemFor(wire.CodeNotFound, "", "no such route: the API serves POST /jobs, GET /jobs, GET /jobs/{id}, POST /jobs/{id}/cancel, POST /uploads, GET /webhook-key, POST /webhook-key/rotate, GET /spend and POST /quotes")
 	}
 	op, ok := ep.ops[ev.RequestContext.HTTP.Method]
 	if !ok {
@@ -127,6 +129,8 @@ func (h *Handler) route(ctx context.Context, log *slog.Logger, ev events.APIGate
 		return h.rotateWebhookKey(ctx, log, ev, tenant)
 	case "spend":
 		return h.spendView(ctx, log, tenant)
+	case "quote":
+		return h.quote(ctx, log, ev, tenant)
 	case "upload":
 		return h.upload(ctx, log, ev, tenant)
 	default:

@@ -88,6 +88,9 @@ type Config struct {
 	// SpendText is AIJOBS_TENANT_SPEND as given, and Spend what it says.
 	SpendText string
 	Spend     SpendLimits
+	// SpendAlarmShare is AIJOBS_SPEND_ALARM_SHARE: the share of a
+	// tenant's limit whose passing the worker counts (SpendShareReached).
+	SpendAlarmShare float64
 	// Shortcut is the single-provider shortcut the variables describe.
 	Shortcut Shortcut
 

@@ -23,7 +23,17 @@ var (
 	count    = kind[int]{parse: parseCount, format: strconv.Itoa}
 	amount   = kind[job.Nanocents]{parse: parseCents, format: job.Nanocents.String}
 	boolean  = kind[bool]{parse: parseFlag, format: strconv.FormatBool}
+	fraction = kind[float64]{parse: parseFraction, format: func(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }}
 )
+
+// parseFraction reads a share of something, above 0 and at most 1.
+func parseFraction(v string) (float64, error) {
+	f, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(f > 0 && f <= 1) {
+		return 0, fmt.Errorf("want a share above 0 and at most 1, like 0.8")
+	}
+	return f, nil
+}
 
 // setting declares a variable that sets one settings field (field returns
 // its address in a Settings); its default is the field's value in

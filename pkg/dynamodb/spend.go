@@ -119,7 +119,16 @@ func (s *Spend) holding(ctx context.Context, h job.SpendHold, i int, it map[stri
 // nothing: what it holds stays counted until the period ends, never
 // spent twice.
 func (s *Spend) Settle(ctx context.Context, st job.SpendSettle) error {
-	for _, i := range spendOrder(st.SpendHold, job.SpendParts(st.Limit)) {
+	_, err := s.SettleSeen(ctx, st)
+	return err
+}
+
+// SettleSeen is Settle answering what it saw: the part's spend after the
+// settle, from the update's own answer (no read), and its share of the
+// limit; zero when it found no hold.
+func (s *Spend) SettleSeen(ctx context.Context, st job.SpendSettle) (job.SpendSettled, error) {
+	n := job.SpendParts(st.Limit)
+	for _, i := range spendOrder(st.SpendHold, n) {
 		e := newExpr()
 		hold := "#hold"
 		e.names[hold] = sHold + st.Entry
@@ -128,11 +137,14 @@ func (s *Spend) Settle(ctx context.Context, st job.SpendSettle) error {
 		e.add = append(e.add, e.name(sUsed)+" "+e.value("delta", avN(int64(st.Cost-st.Amount))),
 			e.name(sSpent)+" "+e.value("cost", avN(int64(st.Cost))))
 		o, err := s.t.change(ctx, "settle a tenant's spend", s.key(st.SpendHold, i), e)
-		if err != nil || !o.refused {
-			return err
+		if err != nil {
+			return job.SpendSettled{}, err
+		}
+		if !o.refused {
+			return job.SpendSettled{Spent: job.Nanocents(number(o.item[sSpent])), Share: job.SpendShare(st.Limit, n, i)}, nil
 		}
 	}
-	return nil
+	return job.SpendSettled{}, nil
 }
 
 // Balance is the tenant's balance in h's period at h's limit: every part

@@ -122,3 +122,26 @@ func SpendShare(limit Nanocents, n, i int) Nanocents {
 	}
 	return s
 }
+
+// SpendSettled is what a settle saw where it landed: Spent, what the
+// part of the balance that held the hold has spent once the settle's
+// cost is counted, out of Share, that part's share of the limit (the
+// whole limit on a balance of one part). Zero when the settle found no
+// hold.
+type SpendSettled struct {
+	Spent, Share Nanocents
+}
+
+// Passed reports whether the settle of cost took its part's spend from
+// below share (a fraction of the part's share) to at least it. A
+// tenant's spend passes a share of its limit only if one of its parts'
+// spend passes the same share of the part's (the shares add up to the
+// limit), so an alarm on a part's passing is never late for the tenant,
+// and early by at most how unevenly the holds spread over the parts.
+func (s SpendSettled) Passed(cost Nanocents, share float64) bool {
+	if s.Share <= 0 || share <= 0 {
+		return false
+	}
+	mark := Nanocents(float64(s.Share) * share)
+	return s.Spent-cost < mark && s.Spent >= mark
+}

@@ -61,3 +61,25 @@ func TestADeadlineAfterASpendDeferralEndsSpendLimit(t *testing.T) {
 		t.Errorf("rate-deferred past deadline: %+v", d)
 	}
 }
+
+// A settle passes a share of its part when it takes the part's spend
+// from below the mark to at least it, and only then: not when the part
+// was past it already, nor short of it after, nor a settle that found
+// no hold.
+func TestSpendSettledPassed(t *testing.T) {
+	for _, c := range []struct {
+		seen job.SpendSettled
+		cost job.Nanocents
+		want bool
+	}{
+		{job.SpendSettled{Spent: 80, Share: 100}, 10, true},  // 70 -> 80
+		{job.SpendSettled{Spent: 95, Share: 100}, 30, true},  // 65 -> 95
+		{job.SpendSettled{Spent: 79, Share: 100}, 10, false}, // short of 80
+		{job.SpendSettled{Spent: 90, Share: 100}, 10, false}, // 80 already
+		{job.SpendSettled{}, 10, false},                      // no hold found
+	} {
+		if got := c.seen.Passed(c.cost, 0.8); got != c.want {
+			t.Errorf("%+v cost %s: Passed = %v, want %v", c.seen, c.cost, got, c.want)
+		}
+	}
+}

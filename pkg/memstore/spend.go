@@ -57,16 +57,25 @@ func (m *Spend) Hold(_ context.Context, h job.SpendHold) (bool, error) {
 
 // Settle returns st's hold and counts its cost as spent, once: a hold
 // not there, or there at another amount, changes nothing.
-func (m *Spend) Settle(_ context.Context, st job.SpendSettle) error {
+func (m *Spend) Settle(ctx context.Context, st job.SpendSettle) error {
+	_, err := m.SettleSeen(ctx, st)
+	return err
+}
+
+// SettleSeen is Settle answering the balance's spend after it, out of
+// the whole limit (one part); zero when it found no hold.
+func (m *Spend) SettleSeen(_ context.Context, st job.SpendSettle) (job.SpendSettled, error) {
+	var seen job.SpendSettled
 	m.t.change(spendKey(st.SpendHold), func(b balance, _ bool) (balance, bool) {
 		if held, ok := b.holds[st.Entry]; !ok || held != st.Amount {
 			return b, false
 		}
 		delete(b.holds, st.Entry) // the map is the table's own: changed in place
 		b.spent += st.Cost
+		seen = job.SpendSettled{Spent: b.spent, Share: st.Limit}
 		return b, true
 	})
-	return nil
+	return seen, nil
 }
 
 // Balance is the tenant's balance in h's period.

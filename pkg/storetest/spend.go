@@ -15,6 +15,7 @@ import (
 type Spend interface {
 	Hold(context.Context, job.SpendHold) (bool, error)
 	Settle(context.Context, job.SpendSettle) error
+	SettleSeen(context.Context, job.SpendSettle) (job.SpendSettled, error)
 	Balance(context.Context, job.SpendHold) (job.SpendBalance, error)
 }
 
@@ -22,7 +23,7 @@ type Spend interface {
 // tenant holds up to its limit and no further; a hold repeated is held
 // once; a settle returns what its
 // hold over-took and counts its cost as spent, once however often it is
-// repeated; a write-off (cost = held) keeps the hold counted, as spent;
+// repeated, and sees the part's spend after it; a write-off (cost = held) keeps the hold counted, as spent;
 // tenants and periods do not share a balance; and racing holds never
 // pass the limit.
 func RunSpend(t *testing.T, s Spend) {
@@ -69,8 +70,14 @@ func RunSpend(t *testing.T, s Spend) {
 	if !take(hold("tenant-b", "job_1@1", job.Cents(100))) || !take(job.SpendHold{Tenant: "tenant-a", Period: job.Month, At: at, Limit: job.Cents(100), Entry: "job_1@1", Amount: job.Cents(100)}) {
 		t.Fatal("another tenant, or another period, was refused for tenant-a's day")
 	}
-	settle(a1, job.Cents(15)) // the worst case over-took 45
-	settle(a1, job.Cents(15)) // repeated: nothing more
+	// The worst case over-took 45; the settle sees the part's spend (a
+	// limit of $1 is one part: the whole limit its share), and once
+	// repeated, nothing.
+	for i, want := range []job.SpendSettled{{Spent: job.Cents(15), Share: job.Cents(100)}, {}} {
+		if seen, err := s.SettleSeen(ctx, job.SpendSettle{SpendHold: a1, Cost: job.Cents(15)}); err != nil || seen != want {
+			t.Fatalf("settle %d of a1 saw %+v, %v; want %+v", i+1, seen, err, want)
+		}
+	}
 	if b := balance(a1); b != (job.SpendBalance{Spent: job.Cents(15), Held: job.Cents(40)}) {
 		t.Fatalf("after a settle repeated: %+v, want 15 spent, 40 held", b)
 	}

@@ -258,6 +258,11 @@ func (a *attempt) deferFor(ctx context.Context, wait time.Duration, class job.Er
 	o := a.wait(ctx, a.m, a.j.Tenant, wait, "a deferral")
 	a.log.Info("job deferred: a wait, not an attempt", "error_class", class, "wait_ms", wait.Milliseconds(), "detail", detail)
 	a.meter.count("JobsDeferred", nil)
+	if class == job.SpendLimit {
+		// Its own count, so an alarm can fire on it alone: JobsDeferred
+		// carries no class.
+		a.meter.count("SpendDeferred", nil)
+	}
 	return o
 }
 

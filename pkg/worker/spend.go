@@ -2,6 +2,7 @@ package worker
 
 import (
 	"context"
+	"log/slog"
 	"time"
 
 	"github.com/aijobs/aijobs/pkg/job"
@@ -11,7 +12,10 @@ import (
 // (docs/spend.md): a hold on the balance of a period, and its settle.
 type Spend interface {
 	Hold(context.Context, job.SpendHold) (bool, error)
-	Settle(context.Context, job.SpendSettle) error
+	// SettleSeen settles, answering the spend of the part it landed on
+	// after it, so a settle that takes a tenant past a share of its limit
+	// is seen with no read.
+	SettleSeen(context.Context, job.SpendSettle) (job.SpendSettled, error)
 }
 
 // spendGrant is one hold the attempt took on its tenant's balance in a
@@ -120,8 +124,10 @@ func (ad *admission) settle(ctx context.Context, grants []spendGrant, cost job.N
 		left[g.hold.Period] = c - st.Cost
 		if g.here {
 			ad.share.settleSpend(st)
-		} else if err := ad.spend.Settle(ctx, st); err != nil {
+		} else if seen, err := ad.spend.SettleSeen(ctx, st); err != nil {
 			ad.log.Warn("settling the tenant's spend failed; the hold stays counted until the period ends", "period", g.hold.Period, "err", err)
+		} else {
+			spendPassed(ad.log, ad.meter, st, seen, ad.spendAlarm)
 		}
 	}
 }
@@ -173,9 +179,26 @@ func (w *Worker) settleDead(ctx context.Context, cur, after job.Job, unparked bo
 				continue
 			}
 			h := job.SpendHold{Tenant: cur.Tenant, Period: l.Period, At: at, Limit: l.Limit, Entry: job.SpendEntry(cur.ID, cur.Attempts), Amount: cur.Reserve}
-			if err := w.spend.Settle(ctx, job.SpendSettle{SpendHold: h, Cost: cost}); err != nil {
+			st := job.SpendSettle{SpendHold: h, Cost: cost}
+			if seen, err := w.spend.SettleSeen(ctx, st); err != nil {
 				w.cfg.Logger.Warn("settling a dead attempt's spend failed; its hold stays counted until the period ends", "period", l.Period, "err", err)
+			} else {
+				spendPassed(w.cfg.Logger, w.meter, st, seen, w.cfg.SpendAlarmShare)
 			}
 		}
 	}
+}
+
+// spendPassed logs and counts (SpendShareReached) a settle that took its
+// part of the tenant's balance past share of the part's limit: the
+// tenant is nearing its limit (job.SpendSettled.Passed: never late, and
+// exact on a balance of one part). The metric has no dimension, so its
+// cost does not grow with the tenants: the tenant is in the log line.
+func spendPassed(log *slog.Logger, m meter, st job.SpendSettle, seen job.SpendSettled, share float64) {
+	if !seen.Passed(st.Cost, share) {
+		return
+	}
+	log.Warn("a tenant's spend passed the alarm's share of its limit", "tenant", st.Tenant, "period", st.Period,
+		"share", share, "limit_cents", st.Limit.String(), "part_spent_cents", seen.Spent.String(), "part_share_cents", seen.Share.String())
+	m.count("SpendShareReached", nil)
 }

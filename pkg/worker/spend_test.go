@@ -26,6 +26,7 @@ func spendFixture(t *testing.T, cost job.Nanocents, spend worker.Spend) (*fixtur
 			return []job.PeriodLimit{{Period: job.Day, Limit: job.Nanocents(limit.Load())}}
 		}
 		c.Workers = 2
+		c.SpendAlarmShare = 0.8
 	})
 	return f, &limit
 }
@@ -64,6 +65,9 @@ func TestAJobOverItsTenantsSpendLimitWaitsUntilTheLimitIsRaised(t *testing.T) {
 	if got := dayBalance(t, balance); got != (job.SpendBalance{Spent: 40}) {
 		t.Fatalf("a deferred job left the balance at %+v", got)
 	}
+	if n := f.metrics.get("SpendDeferred"); n != 1 {
+		t.Fatalf("SpendDeferred = %v after one deferral for spend, want 1", n)
+	}
 	limit.Store(1000)
 	time.Sleep(time.Until(waited.NotBefore))
 	f.deliver(body(b.ID))
@@ -99,7 +103,9 @@ type downSpend struct{}
 func (downSpend) Hold(context.Context, job.SpendHold) (bool, error) {
 	return false, errors.New("throttled")
 }
-func (downSpend) Settle(context.Context, job.SpendSettle) error { return errors.New("throttled") }
+func (downSpend) SettleSeen(context.Context, job.SpendSettle) (job.SpendSettled, error) {
+	return job.SpendSettled{}, errors.New("throttled")
+}
 
 // A balance that does not answer holds the tenant to this worker's share
 // of its limit (the limit over the workers), counted in LimitsLocal: a
@@ -145,5 +151,26 @@ func TestADeadAttemptsSpendHoldIsSettledAsSpentWhenWrittenOff(t *testing.T) {
 	}
 	if b := dayBalance(t, balance); b != (job.SpendBalance{Spent: 140}) {
 		t.Fatalf("balance %+v, want 140 spent (the dead hold, 100, and the second attempt's 40), nothing held", b)
+	}
+}
+
+// A settle that takes the tenant's spend past AIJOBS_SPEND_ALARM_SHARE
+// (80% here) of its limit counts SpendShareReached once, and the ones
+// before it and after it do not.
+func TestASettlePastTheAlarmShareOfTheLimitCountsSpendShareReached(t *testing.T) {
+	f, limit := spendFixture(t, 40, memstore.NewSpend())
+	limit.Store(100)
+	for i, want := range []float64{0, 1} { // 40 spent, then 80: past 80% of 100
+		j := f.create("k"+string(rune('1'+i)), reserve(60))
+		f.deliver(body(j.ID))
+		if got := f.get(j.ID); got.State != job.Succeeded {
+			t.Fatalf("job %d: %+v", i+1, got)
+		}
+		if n := f.metrics.get("SpendShareReached"); n != want {
+			t.Fatalf("after job %d: SpendShareReached = %v, want %v", i+1, n, want)
+		}
+	}
+	if n := f.metrics.get("SpendDeferred"); n != 0 {
+		t.Fatalf("SpendDeferred = %v with no deferral", n)
 	}
 }

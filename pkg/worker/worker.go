@@ -160,6 +160,10 @@ type Config struct {
 	// one the balance cannot cover is deferred. Either nil: no limit.
 	Spend       Spend
 	SpendLimits func(tenant string) []job.PeriodLimit
+	// SpendAlarmShare is the share of a tenant's limit (0.8: 80%) whose
+	// passing a settle logs and counts in SpendShareReached
+	// (AIJOBS_SPEND_ALARM_SHARE, the SpendShareReached alarm); 0: never.
+	SpendAlarmShare float64
 	// Workers is how many workers share Buckets' and Slots' limits at
 	// most (AIJOBS_MAX_CONCURRENCY: the concurrent invocations, one
 	// process each in Lambda). While a shared store does not answer, this
@@ -241,6 +245,7 @@ type limits struct {
 	// (docs/spend.md); either nil: none.
 	spend       Spend
 	spendLimits func(tenant string) []job.PeriodLimit
+	spendAlarm  float64
 	// share is this worker's share of the buckets' and slots' limits,
 	// which holds while their stores do not answer.
 	share *share
@@ -281,7 +286,7 @@ func New(cfg Config) *Worker {
 		providers: cfg.Providers, routes: cfg.Routes, clock: cfg.Clock, timing: cfg.Timing, retention: cfg.Retention,
 		rand: cfg.Rand, meter: meter{cfg.Metrics}, inputs: cfg.Inputs,
 		limits: limits{buckets: cfg.Buckets, slots: cfg.Slots, inFlight: cfg.InFlight, queued: cfg.Queued, queuedMax: cfg.QueuedLimit,
-			spend: cfg.Spend, spendLimits: cfg.SpendLimits, share: newShare(cfg.Workers)}}}
+			spend: cfg.Spend, spendLimits: cfg.SpendLimits, spendAlarm: cfg.SpendAlarmShare, share: newShare(cfg.Workers)}}}
 }
 
 // Handle processes every message of the batch concurrently, each with its
