@@ -250,8 +250,9 @@ func TestBucketsTableGrants(t *testing.T) {
 			}
 		}
 		_, p := s.one(t, "AWS::IAM::ManagedPolicy", nil)
-		if got := on(allowed(p["PolicyDocument"])); len(got) != 0 {
-			t.Errorf("%s: operators may %v on the buckets table, want nothing", name, got)
+		spend := []string{"dynamodb:GetItem on " + id + ` if ForAllValues:StringLike dynamodb:LeadingKeys=["tenant#spend#*"]`}
+		if got := on(allowed(p["PolicyDocument"])); !equalSets(got, spend) {
+			t.Errorf("%s: operators may %v on the buckets table, want only the spend balances' reads %v", name, got, spend)
 		}
 	}
 }
@@ -412,6 +413,7 @@ func TestOperatorPolicy(t *testing.T) {
 	queue, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.QueueName()))
 	dlq, _ := s.one(t, "AWS::SQS::Queue", named("QueueName", st.DLQName()))
 	quarantine, _ := s.one(t, "AWS::DynamoDB::Table", named("TableName", st.QuarantineTableName()))
+	buckets, _ := s.one(t, "AWS::DynamoDB::Table", named("TableName", st.BucketsTableName()))
 	policyID, p := s.one(t, "AWS::IAM::ManagedPolicy", nil)
 	if name := resolve(t, p["ManagedPolicyName"], nil); name != st.Prefix+"-operator-us-east-1" {
 		t.Errorf("policy name %v", p["ManagedPolicyName"])
@@ -432,6 +434,8 @@ func TestOperatorPolicy(t *testing.T) {
 		"sqs:ReceiveMessage on " + dlq, "sqs:DeleteMessage on " + dlq, "sqs:ChangeMessageVisibility on " + dlq, "sqs:GetQueueAttributes on " + dlq,
 		"sqs:GetQueueUrl on " + dlq,
 		"sqs:SendMessage on " + queue, "sqs:GetQueueAttributes on " + queue, "sqs:GetQueueUrl on " + queue,
+		// the console's Spend page: the tenants' balance parts only
+		"dynamodb:GetItem on " + buckets + ` if ForAllValues:StringLike dynamodb:LeadingKeys=["tenant#spend#*"]`,
 	}
 	if got := allowed(p["PolicyDocument"]); !equalSets(got, want) {
 		t.Errorf("operators may\n  %v\nwant exactly\n  %v", got, want)

@@ -25,6 +25,10 @@ var (
 	operatorQuarantineActions = []string{"dynamodb:Query", "dynamodb:Scan", "dynamodb:DeleteItem"}
 	operatorDLQActions        = []string{"sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}
 	operatorQueueActions      = []string{"sqs:SendMessage", "sqs:GetQueueAttributes", "sqs:GetQueueUrl"}
+	// The console's Spend page reads each tenant's balance parts
+	// (docs/spend.md), and nothing else of the buckets table.
+	operatorSpendActions = []string{"dynamodb:GetItem"}
+	operatorSpendKeys    = []string{"tenant#spend#*"}
 )
 
 // newOperatorPolicy is a customer managed policy with exactly what
@@ -37,7 +41,7 @@ func newOperatorPolicy(stack awscdk.Stack, cfg Config, sh Shared) awsiam.Managed
 		// IAM names are account-wide: with the Region in it, the stack can
 		// deploy to a second Region of the same account.
 		ManagedPolicyName: jsii.String(s.Prefix + "-operator-" + *stack.Region()),
-		Description:       jsii.String("aijobs operators: list failed jobs (failures) and replay them or dead letters (replay)"),
+		Description:       jsii.String("aijobs operators: list failed jobs (failures) and replay them or dead letters (replay); the console, tenants' spend"),
 		Statements: &[]awsiam.PolicyStatement{
 			allow(operatorIndexActions, indexArn(table, s.FailureIndex)),
 			allow(operatorIndexActions, indexArn(table, s.TenantIndex)),
@@ -47,6 +51,7 @@ func newOperatorPolicy(stack awscdk.Stack, cfg Config, sh Shared) awsiam.Managed
 			allow(operatorQuarantineActions, sh.Quarantine.TableArn()),
 			allow(operatorDLQActions, q.DLQ.QueueArn()),
 			allow(operatorQueueActions, q.Jobs.QueueArn()),
+			allowIf(operatorSpendActions, sh.Buckets.TableArn(), leadingKeys(operatorSpendKeys)),
 		},
 	})
 }

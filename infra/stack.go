@@ -36,7 +36,7 @@ func NewStack(scope constructs.Construct, cfg Config) awscdk.Stack {
 	fns := newFunctions(stack, cfg, Shared{Table: table, Tenants: tenants, Quarantine: quarantine, Buckets: buckets, Queues: queues, Park: park,
 		Payloads: payloads, WebhookSecret: secret, BedrockBatch: batch})
 	api := newAPI(stack, cfg, fns.API)
-	operator := newOperatorPolicy(stack, cfg, Shared{Table: table, Quarantine: quarantine, Queues: queues})
+	operator := newOperatorPolicy(stack, cfg, Shared{Table: table, Quarantine: quarantine, Queues: queues, Buckets: buckets})
 	monitored := Monitored{Queues: queues, Functions: fns, API: api}
 	signals := newSignals(monitored)
 	alarms := newAlarms(stack, cfg, signals)
