@@ -11,7 +11,7 @@ import (
 // is put in the payload store and the record points at it. 32 KiB keeps
 // a succeeded record small enough that every later write to it stays a
 // few dozen write units, far under DynamoDB's 400 KB item beside an
-// input of up to 256 KiB, and a poll far under Lambda's 6 MB response
+// inline input (at most 8 KiB), and a poll far under Lambda's 6 MB response
 // (docs/payloads.md, "Answers", says why this size). The worker and the
 // batch lane's collector both keep to it.
 const MaxInlineResult = 32 << 10
