@@ -65,24 +65,7 @@ func TestSamplingAndReasoningOptionsEndToEnd(t *testing.T) {
 		{name: "bedrock", entry: "bedrock", model: "us.anthropic.claude-haiku-4-5-20251001-v1:0", options: `"stop": ["END"], "reasoning": {"budget_tokens": 1024}`,
 			want: map[string]string{"additionalModelRequestFields": `{"thinking":{"budget_tokens":1024,"type":"enabled"}}`}},
 	}
-	var entries, routes []string
-	for _, c := range cases {
-		var url, entry string
-		switch c.entry {
-		case "openai":
-			url = c.serve(t, (&openaitest.Server{}).Handler())
-			entry = fmt.Sprintf(`{"kind": "openai", "base_url": %q, "stream": false}`, url)
-		case "anthropic":
-			url = c.serve(t, (&anthropictest.Server{}).Handler())
-			entry = fmt.Sprintf(`{"kind": "anthropic", "base_url": %q, "stream": true}`, url)
-		default:
-			url = c.serve(t, bedrocktest.New(nil).Handler())
-			entry = fmt.Sprintf(`{"kind": "bedrock", "region": "us-east-1", "endpoint": %q, "stream": true}`, url)
-		}
-		entries = append(entries, fmt.Sprintf("%q: %s", c.name, entry))
-		routes = append(routes, fmt.Sprintf(`%q: {"rungs": [{"provider": %q, "model": %q, "price": {"input": 100, "output": 400}, "timeout": "5s"}]}`,
-			c.name, c.name, c.model))
-	}
+	entries, routes := optionsStack(t, cases)
 	routes = append(routes, `"default": {"rungs": [{"provider": "chat", "model": "gpt-4o-mini", "price": {"input": 100, "output": 400}, "timeout": "5s"}]}`,
 		`"mixed": {"rungs": [{"provider": "chat", "model": "gpt-4o-mini", "price": {"input": 100, "output": 400}, "timeout": "5s"},
 		                     {"provider": "claude", "model": "claude-sonnet-4-5", "price": {"input": 100, "output": 400}, "timeout": "5s"}],
@@ -136,4 +119,29 @@ func TestSamplingAndReasoningOptionsEndToEnd(t *testing.T) {
 			}
 		})
 	}
+}
+
+// optionsStack serves each case's provider fake (a plain OpenAI server,
+// a streaming Anthropic one, a streaming Bedrock one) and answers the
+// AIJOBS_ROUTES provider entries and the route of one rung a case, both
+// named after the case.
+func optionsStack(t *testing.T, cases []*optionsCase) (entries, routes []string) {
+	for _, c := range cases {
+		var url, entry string
+		switch c.entry {
+		case "openai":
+			url = c.serve(t, (&openaitest.Server{}).Handler())
+			entry = fmt.Sprintf(`{"kind": "openai", "base_url": %q, "stream": false}`, url)
+		case "anthropic":
+			url = c.serve(t, (&anthropictest.Server{}).Handler())
+			entry = fmt.Sprintf(`{"kind": "anthropic", "base_url": %q, "stream": true}`, url)
+		default:
+			url = c.serve(t, bedrocktest.New(nil).Handler())
+			entry = fmt.Sprintf(`{"kind": "bedrock", "region": "us-east-1", "endpoint": %q, "stream": true}`, url)
+		}
+		entries = append(entries, fmt.Sprintf("%q: %s", c.name, entry))
+		routes = append(routes, fmt.Sprintf(`%q: {"rungs": [{"provider": %q, "model": %q, "price": {"input": 100, "output": 400}, "timeout": "5s"}]}`,
+			c.name, c.name, c.model))
+	}
+	return entries, routes
 }

@@ -9,10 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/aijobs/aijobs/pkg/model/anthropic/anthropictest"
-	"github.com/aijobs/aijobs/pkg/model/bedrock/bedrocktest"
 	"github.com/aijobs/aijobs/pkg/model/modeltest"
-	"github.com/aijobs/aijobs/pkg/model/openai/openaitest"
 )
 
 // TestContentPartsEndToEnd: through the whole stack on the emulator, a
@@ -30,24 +27,7 @@ func TestContentPartsEndToEnd(t *testing.T) {
 		{name: "claude", entry: "anthropic", model: "claude-sonnet-4-5"},
 		{name: "converse", entry: "bedrock", model: "us.anthropic.claude-haiku-4-5-20251001-v1:0"},
 	}
-	var entries, routes []string
-	for _, c := range cases {
-		var url, entry string
-		switch c.entry {
-		case "openai":
-			url = c.serve(t, (&openaitest.Server{}).Handler())
-			entry = fmt.Sprintf(`{"kind": "openai", "base_url": %q, "stream": false}`, url)
-		case "anthropic":
-			url = c.serve(t, (&anthropictest.Server{}).Handler())
-			entry = fmt.Sprintf(`{"kind": "anthropic", "base_url": %q, "stream": true}`, url)
-		default:
-			url = c.serve(t, bedrocktest.New(nil).Handler())
-			entry = fmt.Sprintf(`{"kind": "bedrock", "region": "us-east-1", "endpoint": %q, "stream": true}`, url)
-		}
-		entries = append(entries, fmt.Sprintf("%q: %s", c.name, entry))
-		routes = append(routes, fmt.Sprintf(`%q: {"rungs": [{"provider": %q, "model": %q, "price": {"input": 100, "output": 400}, "timeout": "5s"}]}`,
-			c.name, c.name, c.model))
-	}
+	entries, routes := optionsStack(t, cases)
 	// Claude 3 Haiku reads images but no PDFs.
 	routes = append(routes, `"default": {"rungs": [{"provider": "gpt", "model": "gpt-4o-mini", "price": {"input": 100, "output": 400}, "timeout": "5s"}]}`,
 		`"nodocs": {"rungs": [{"provider": "gpt", "model": "gpt-4o-mini", "price": {"input": 100, "output": 400}, "timeout": "5s"},
