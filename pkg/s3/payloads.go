@@ -103,8 +103,14 @@ func (p *Payloads) Delete(ctx context.Context, key string) error {
 }
 
 // PresignPut is a link that stores exactly size bytes of contentType at
-// key for ttl: the signature covers the Content-Length and Content-Type,
-// so an upload cannot be larger than the size it was granted for.
+// key for ttl: the signature covers the Content-Length and Content-Type
+// (X-Amz-SignedHeaders; a request whose signed headers differ fails
+// SignatureDoesNotMatch: S3 API Reference, "Authenticating Requests:
+// Using Query Parameters (AWS Signature Version 4)",
+// docs.aws.amazon.com/AmazonS3/latest/API/sigv4-query-string-auth.html),
+// so an upload cannot be larger than the size it was granted for. A
+// presigned PUT has no content-length-range, which only POST policies
+// take; kumo checks no presigned signature at all (s3_test.go).
 func (p *Payloads) PresignPut(ctx context.Context, key, contentType string, size int64, ttl time.Duration) (Link, error) {
 	req, err := p.sign.PresignPutObject(ctx, &s3.PutObjectInput{Bucket: aws.String(p.bucket), Key: aws.String(key),
 		ContentLength: aws.Int64(size), ContentType: aws.String(contentType)}, s3.WithPresignExpires(ttl))
