@@ -74,6 +74,11 @@ var (
 	// routes choose.
 	apiBucketsKeys       = []string{"tenant#*"}
 	collectorBucketsKeys = []string{"batch#*", "batches#open"}
+	// The reconciler reads and settles a dead-lettered attempt's holds on
+	// its tenant's spend balance (pkg/parking's SpendFirst; docs/spend.md,
+	// "Crash windows"): the spend parts, nothing else of the table.
+	reconcilerBucketsKeys    = []string{"tenant#spend#*"}
+	reconcilerBucketsActions = []string{"dynamodb:GetItem", "dynamodb:UpdateItem"}
 
 	workerQuarantineActions = []string{"dynamodb:PutItem"}
 	workerTableActions      = []string{"dynamodb:UpdateItem", "dynamodb:GetItem"}
@@ -288,12 +293,14 @@ func newReconciler(stack awscdk.Stack, cfg Config, sh Shared, env map[string]*st
 		allow(reconcilerQueueActions, sh.Queues.Jobs.QueueArn()),
 		allow(reconcilerDLQActions, sh.Queues.DLQ.QueueArn()),
 		allow(reconcilerParkActions, parkedObjects(sh.Park)),
+		allowIf(reconcilerBucketsActions, sh.Buckets.TableArn(), leadingKeys(reconcilerBucketsKeys)),
 		allow(parkListActions, sh.Park.BucketArn()))
 	suppressParkedWildcard(stack, role, sh.Park)
 	return goFunction(stack, cfg, functionSpec{
 		ID: "Reconciler", Name: "reconciler",
 		Description: fmt.Sprintf("aijobs reconciler: every %s, re-sends jobs stuck for %s (lost message, dead worker)", s.ReconcileEvery, s.ReconcileAfter),
-		AssetDir:    cfg.ReconcilerAssetDir, MemoryMB: s.ReconcilerMemoryMB, Timeout: s.ReconcilerTimeout, Role: role, Env: env, Logs: logs,
+		AssetDir:    cfg.ReconcilerAssetDir, MemoryMB: s.ReconcilerMemoryMB, Timeout: s.ReconcilerTimeout, Role: role, Logs: logs,
+		Env: withEnv(env, map[string]*string{"AIJOBS_BUCKETS_TABLE": sh.Buckets.TableName()}),
 		// The schedule is the retry: a failed run is followed by the next
 		// one ReconcileEvery later, and Lambda's own retries (up to two,
 		// minutes apart) would only run it twice in a row.

@@ -85,14 +85,15 @@ func TestFunctions(t *testing.T) {
 			}
 		}
 		// Only the worker takes from the providers' rate-limit buckets
-		// and the tenants' slots; the API enters its tenants' queued jobs.
+		// and the tenants' slots; the API enters its tenants' queued jobs;
+		// the reconciler settles a dead-lettered attempt's spend holds.
 		buckets, _ := s.one(t, "AWS::DynamoDB::Table", named("TableName", st.BucketsTableName()))
-		uses := fn.name == "worker" || fn.name == "api"
+		uses := fn.name == "worker" || fn.name == "api" || fn.name == "reconciler"
 		if uses && ref(env["AIJOBS_BUCKETS_TABLE"]) != buckets {
 			t.Errorf("%s: AIJOBS_BUCKETS_TABLE = %v, want a reference to %s", fn.name, env["AIJOBS_BUCKETS_TABLE"], buckets)
 		}
 		if v, ok := env["AIJOBS_BUCKETS_TABLE"]; !uses && ok {
-			t.Errorf("%s: AIJOBS_BUCKETS_TABLE = %v, want none (the worker's and the API's alone)", fn.name, v)
+			t.Errorf("%s: AIJOBS_BUCKETS_TABLE = %v, want none (the worker's, the API's and the reconciler's alone)", fn.name, v)
 		}
 	}
 }
@@ -363,12 +364,11 @@ func TestReconcilerSchedule(t *testing.T) {
 			if ref(invokeConfig["FunctionName"]) != fnID || invokeConfig["MaximumRetryAttempts"] != 0.0 {
 				t.Errorf("invoke config %v, want no async retries (the schedule is the retry)", invokeConfig)
 			}
-			// The worker's environment, but for the buckets table only the
-			// worker uses.
+			// The worker's environment (the buckets table for the spend
+			// balances a dead attempt's recovery reads).
 			workerEnv := maps.Clone(functionEnv(t, s, "worker"))
-			delete(workerEnv, "AIJOBS_BUCKETS_TABLE")
 			if env := fn["Environment"].(map[string]any)["Variables"]; !reflect.DeepEqual(env, workerEnv) {
-				t.Errorf("reconciler environment %v, want the worker's but its buckets table %v", env, workerEnv)
+				t.Errorf("reconciler environment %v, want the worker's %v", env, workerEnv)
 			}
 		})
 	}
@@ -409,8 +409,8 @@ func checkSchedule(t *testing.T, s *synthesized, name, fnID, rate string, age fl
 // The size check counts every variable a function gets: the stack adds
 // at most the ten its estimate covers (the notifier gets the first nine,
 // the API the first five and the signing secret and tenants table, the
-// worker the first five and the rate-limit buckets table, the reconciler
-// the first five).
+// worker and the reconciler the first five and the rate-limit buckets
+// table).
 func TestEnvironmentSizeEstimate(t *testing.T) {
 	s := defaults(t)
 	st := s.cfg.Settings
@@ -429,7 +429,7 @@ func TestEnvironmentSizeEstimate(t *testing.T) {
 			want = covered[:10]
 		case "api":
 			want = append(slices.Clone(covered[:6]), covered[8], covered[9], covered[10])
-		case "worker":
+		case "worker", "reconciler":
 			want = append(slices.Clone(covered[:6]), covered[10])
 		}
 		if !equalSets(added, want) {

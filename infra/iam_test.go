@@ -153,6 +153,8 @@ func basePermissions(t *testing.T, s *synthesized) map[string][]string {
 			// the DLQ sweep settles a dead attempt's parked outcome; it never parks
 			"s3:GetObject on " + parked, "s3:DeleteObject on " + parked,
 			"s3:ListBucket on " + bucket,
+			// a dead attempt's spend holds: looked for and settled, nothing else of the table
+			"dynamodb:GetItem on " + buckets + spendKeys, "dynamodb:UpdateItem on " + buckets + spendKeys,
 		},
 		"notifier": {
 			"dynamodb:GetItem on " + table, "dynamodb:UpdateItem on " + table, // reads a job, records a delivery
@@ -191,6 +193,9 @@ func basePermissions(t *testing.T, s *synthesized) map[string][]string {
 // no Query), reads the stream, works its own queue and DLQ (never the job
 // queue) and reads its signing secret (never the seed); each writes only
 // to its own log group.
+// spendKeys is the condition on a grant of the spend balances alone.
+const spendKeys = ` if ForAllValues:StringLike dynamodb:LeadingKeys=["tenant#spend#*"]`
+
 func TestFunctionPermissionsAreExact(t *testing.T) {
 	s := defaults(t)
 	for fn, w := range basePermissions(t, s) {
@@ -241,6 +246,8 @@ func TestBucketsTableGrants(t *testing.T) {
 			case "api":
 				want = []string{"dynamodb:GetItem on " + id + ` if ForAllValues:StringLike dynamodb:LeadingKeys=["tenant#*"]`,
 					"dynamodb:UpdateItem on " + id + ` if ForAllValues:StringLike dynamodb:LeadingKeys=["tenant#*"]`}
+			case "reconciler":
+				want = []string{"dynamodb:GetItem on " + id + spendKeys, "dynamodb:UpdateItem on " + id + spendKeys}
 			case collectorName:
 				const batches = ` if ForAllValues:StringLike dynamodb:LeadingKeys=["batch#*","batches#open"]`
 				want = []string{"dynamodb:GetItem on " + id + batches, "dynamodb:PutItem on " + id + batches, "dynamodb:UpdateItem on " + id + batches}

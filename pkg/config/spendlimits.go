@@ -2,6 +2,8 @@ package config
 
 import (
 	"fmt"
+	"hash/fnv"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -28,6 +30,29 @@ type spendOverride struct {
 // MaxSpendLimit bounds a limit at $10,000,000: far above any one
 // tenant's day, far below what nanocents overflow at.
 const MaxSpendLimit = 10_000_000 * 100 * job.NanosPerCent
+
+// Digest names these limits (job.Job.SpendFirst): equal limits digest
+// equal, whatever order they were written in, so a dead attempt's
+// recovery knows whether the worker that claimed it held what it holds.
+// Empty when there are none.
+func (l SpendLimits) Digest() string {
+	if !l.Any() {
+		return ""
+	}
+	var parts []string
+	for p, n := range l.Default {
+		parts = append(parts, "*="+string(p)+":"+strconv.FormatInt(int64(n), 10))
+	}
+	for t, ps := range l.Tenants {
+		for p, o := range ps {
+			parts = append(parts, t+"="+string(p)+":"+strconv.FormatInt(int64(o.limit), 10)+":"+strconv.FormatBool(o.none))
+		}
+	}
+	slices.Sort(parts)
+	f := fnv.New64a()
+	_, _ = f.Write([]byte(strings.Join(parts, ",")))
+	return strconv.FormatUint(f.Sum64(), 36)
+}
 
 // For is tenant's limits, one a period that has one, in job.Periods'
 // order.

@@ -50,6 +50,10 @@ import (
 //	cost_est                                     BOOL, only once true: cost_nc includes an upper
 //	                                             estimate for a call whose usage the provider
 //	                                             never reported; set by the settling write
+//	spend_first                                  S, set by a claim whose worker holds spend limits
+//	                                             (their digest, job.Job.SpendFirst); removed by a
+//	                                             claim without, or a heartbeat of an attempt
+//	                                             admitted on a local share
 //	expires_at                                   N, unix SECONDS (the table's TTL attribute)
 //	fail_pk, fail_sk                             S, only once failed or abandoned: the sparse
 //	                                             failure index, "<error_class>#<shard>" and
@@ -117,6 +121,7 @@ const (
 	aReplays, aReplayed, aNudges                  = "replays", "replayed_ms", "nudges"
 	aSettled, aPending                            = "settled", "pending"
 	aResultRef                                    = "result_ref"
+	aSpendFirst                                   = "spend_first"
 	aCallbackURL, aCallbackEvents                 = "cb_url", "cb_events"
 	aCallbackAttempts, aCallbackStatus            = "cb_attempts", "cb_status"
 	aCallbackDelivered, aCallbackVersion          = "cb_delivered_ms", "cb_version"
@@ -180,6 +185,7 @@ func toItem(j job.Job, idx indexes) map[string]types.AttributeValue {
 	opt(aErrorDetail, j.ErrorDetail)
 	opt(aEnlisted, j.Enlisted)
 	opt(aBatch, j.Batch)
+	opt(aSpendFirst, j.SpendFirst)
 	if !j.EnlistedAt.IsZero() {
 		it[aEnlistedAt] = avN(ms(j.EnlistedAt))
 	}
@@ -302,7 +308,7 @@ func fromItem(it map[string]types.AttributeValue) (job.Job, error) {
 		RunTime:  time.Duration(d.num(aRunMS)) * time.Millisecond,
 		Deadline: d.t(aDeadline), LeaseUntil: d.t(aLeaseUntil), NotBefore: d.t(aNotBefore), CreatedAt: d.t(aCreated), UpdatedAt: d.t(aUpdated),
 		Progress: d.float(aProgress), Replays: int(d.num(aReplays)), ReplayedAt: d.t(aReplayed), Nudges: int(d.num(aNudges)),
-		Enlisted: d.str(aEnlisted), EnlistedAt: d.t(aEnlistedAt), Batch: d.str(aBatch),
+		Enlisted: d.str(aEnlisted), EnlistedAt: d.t(aEnlistedAt), Batch: d.str(aBatch), SpendFirst: d.str(aSpendFirst),
 	}
 	if k := d.str(aInputKey); k != "" {
 		j.InputRef = &job.Payload{Key: k, SHA256: d.str(aInputSHA256), Size: d.num(aInputSize)}

@@ -147,6 +147,23 @@ func (s *Spend) SettleSeen(ctx context.Context, st job.SpendSettle) (job.SpendSe
 	return job.SpendSettled{}, nil
 }
 
+// Holding answers the amount h's entry holds on the balance, and whether
+// it holds one, reading (strongly consistent) the parts a hold of h
+// tries, in its order, until one has it: what a dead attempt's recovery
+// asks (docs/spend.md, "Crash windows"), a unit a part read.
+func (s *Spend) Holding(ctx context.Context, h job.SpendHold) (job.Nanocents, bool, error) {
+	for _, i := range spendOrder(h, job.SpendParts(h.Limit)) {
+		it, err := s.t.read(ctx, "read a tenant's spend", s.key(h, i), true)
+		if err != nil {
+			return 0, false, err
+		}
+		if v, ok := it[sHold+h.Entry]; ok {
+			return job.Nanocents(number(v)), true, nil
+		}
+	}
+	return 0, false, nil
+}
+
 // Balance is the tenant's balance in h's period at h's limit: every part
 // read at once, strongly consistent (a read a unit each).
 func (s *Spend) Balance(ctx context.Context, h job.SpendHold) (job.SpendBalance, error) {

@@ -36,22 +36,29 @@ func st(v job.State) types.AttributeValue { return avS(string(v)) }
 
 // Claim applies job.Claim.
 func (s *Store) Claim(ctx context.Context, c job.Claim) (job.Job, error) {
-	return s.apply(ctx, c.ID, c.Now, c.Allows, update{
-		cond: claimCond,
-		expr: "SET #state = :running, #lease_owner = :owner, #lease_until_ms = :lease, #progress = :zero, #updated_ms = :upd, #remaining_nc = #remaining_nc - if_not_exists(#reserve_nc, :zero) REMOVE #not_before_ms ADD #attempts :one, #version :one",
-		values: map[string]types.AttributeValue{
-			":queued": st(job.Queued), ":running": st(job.Running), ":now": avN(c.Now.UnixMilli()),
-			":owner": avS(c.Owner), ":lease": avN(c.LeaseUntil.UnixMilli()), ":zero": avN(0), ":one": avN(1),
-		},
-	})
+	v := map[string]types.AttributeValue{
+		":queued": st(job.Queued), ":running": st(job.Running), ":now": avN(c.Now.UnixMilli()),
+		":owner": avS(c.Owner), ":lease": avN(c.LeaseUntil.UnixMilli()), ":zero": avN(0), ":one": avN(1),
+	}
+	set, remove := "SET #state = :running, #lease_owner = :owner, #lease_until_ms = :lease, #progress = :zero, #updated_ms = :upd, #remaining_nc = #remaining_nc - if_not_exists(#reserve_nc, :zero)", " REMOVE #not_before_ms"
+	if c.SpendFirst != "" {
+		set, v[":sf"] = set+", #spend_first = :sf", avS(c.SpendFirst)
+	} else {
+		remove += ", #spend_first"
+	}
+	return s.apply(ctx, c.ID, c.Now, c.Allows, update{cond: claimCond, expr: set + remove + " ADD #attempts :one, #version :one", values: v})
 }
 
 // Heartbeat applies job.Heartbeat.
 func (s *Store) Heartbeat(ctx context.Context, h job.Heartbeat) (job.Job, error) {
 	p := job.Heartbeat{Progress: h.Progress}.Apply(job.Job{}).Progress // clamped as the domain clamps it
+	expr := "SET #lease_until_ms = :lease, #progress = :progress, #updated_ms = :upd ADD #version :one"
+	if h.SpendLocal {
+		expr = "SET #lease_until_ms = :lease, #progress = :progress, #updated_ms = :upd REMOVE #spend_first ADD #version :one"
+	}
 	return s.apply(ctx, h.ID, h.Now, h.Allows, update{
 		cond: heldCond,
-		expr: "SET #lease_until_ms = :lease, #progress = :progress, #updated_ms = :upd ADD #version :one",
+		expr: expr,
 		values: map[string]types.AttributeValue{
 			":running": st(job.Running), ":owner": avS(h.Owner), ":nobody": avS(""), ":lease": avN(h.LeaseUntil.UnixMilli()), ":progress": avF(p), ":one": avN(1),
 		},
@@ -221,24 +228,27 @@ func (s *Store) Cancel(ctx context.Context, c job.Cancel) (job.Job, error) {
 }
 
 // WriteOff applies job.WriteOff: the hold it saw is ADDed to the cost
-// (remaining_nc, budget - cost - held, does not change), under a
-// condition on the version it saw.
+// (remaining_nc, budget - cost - held, does not change), or, void, given
+// back to remaining_nc, under a condition on the version it saw.
 func (s *Store) WriteOff(ctx context.Context, w job.WriteOff) (job.Job, error) {
 	v := map[string]types.AttributeValue{":owner": avS(w.Owner), ":now": avN(w.Now.UnixMilli()), ":v": avN(w.Version),
 		":held": avN(int64(w.Held)), ":one": avN(1)}
-	expr, remove := "SET #updated_ms = :upd", unlease
-	if w.Held > 0 {
+	expr, remove, add := "SET #updated_ms = :upd", unlease, " ADD #cost_nc :held, #version :one"
+	switch {
+	case w.Void: // the hold goes back to remaining_nc, as a defer's does
+		expr, add = expr+", #remaining_nc = #remaining_nc + :held", " ADD #version :one"
+	case w.Held > 0:
 		v[":est"] = &types.AttributeValueMemberBOOL{Value: true}
 		expr += ", #cost_est = :est"
 	}
 	if w.State == job.Running {
-		v[":queued"], v[":class"], v[":detail"] = st(job.Queued), avS(string(job.Timeout)), avS(job.WriteOffDetail)
+		v[":queued"], v[":class"], v[":detail"] = st(job.Queued), avS(string(job.Timeout)), avS(w.Detail())
 		expr += ", #state = :queued, #error_class = :class, #error_detail = :detail"
 		remove += ", #not_before_ms"
 	}
 	return s.apply(ctx, w.ID, w.Now, w.Allows, update{
 		cond:   "#lease_owner = :owner AND #lease_until_ms <= :now AND #version = :v",
-		expr:   expr + remove + " ADD #cost_nc :held, #version :one",
+		expr:   expr + remove + add,
 		values: v,
 		token:  w.Owner + writeOffSuffix,
 	})

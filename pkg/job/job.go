@@ -61,6 +61,14 @@ type Job struct {
 	// that such an attempt's own late settlement replaces its estimate
 	// instead of adding to it.
 	WrittenOff []string
+	// SpendFirst, set by the claim, is the digest of the tenant spend
+	// limits (docs/spend.md) of the worker that claimed the attempt, which
+	// calls only once its hold on each limited period's balance landed:
+	// the attempt's write-off may then prove it never called (WriteOff's
+	// Void) by voiding its hold. Empty when the worker had no limits, or
+	// once the attempt was admitted on a local share (Heartbeat's
+	// SpendLocal).
+	SpendFirst string
 	// Pending is the generation the last attempt that started one left
 	// with the provider, kept by id (Await); nil when none did.
 	Pending *Pending

@@ -2,6 +2,7 @@ package job
 
 import (
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -67,6 +68,25 @@ type SpendHold struct {
 // hold apart, and a deferred attempt (uncounted) that holds again after
 // its hold was returned reuses its name.
 func SpendEntry(id string, attempt int) string { return id + "@" + strconv.Itoa(attempt) }
+
+// SpendFirstOf is Job.SpendFirst for an attempt claimed at claimed by
+// a worker whose spend limits digest to digest: "<digest>@<unix ms>". The
+// attempt's holds are taken in the periods that hold claimed, so that a
+// write-off finds them from the record alone.
+func SpendFirstOf(digest string, claimed time.Time) string {
+	return digest + "@" + strconv.FormatInt(claimed.UnixMilli(), 10)
+}
+
+// SpendFirstClaim reads a record's SpendFirst: the digest of its worker's
+// limits and the claim's time; ok is false when it says none.
+func SpendFirstClaim(j Job) (digest string, claimed time.Time, ok bool) {
+	d, ms, found := strings.Cut(j.SpendFirst, "@")
+	n, err := strconv.ParseInt(ms, 10, 64)
+	if !found || d == "" || err != nil {
+		return "", time.Time{}, false
+	}
+	return d, time.UnixMilli(n).UTC(), true
+}
 
 // End is when the hold's period ends: its balance's items expire then.
 func (h SpendHold) End() time.Time { _, end := h.Period.Bounds(h.At); return end }

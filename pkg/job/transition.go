@@ -22,22 +22,32 @@ import (
 // written off first (WriteOff), so no claim ever takes a job over with
 // another attempt's hold still on it.
 // Effect: state = running, lease_owner = Owner, lease_until = LeaseUntil,
-// attempts + 1, progress 0, held + reserve.
+// attempts + 1, progress 0, held + reserve, spend_first = SpendFirst.
 type Claim struct {
 	ID         string
 	Owner      string
 	Now        time.Time
 	LeaseUntil time.Time
+	// SpendFirst is Job.SpendFirst for the attempt: the digest of the
+	// spend limits its worker holds before it calls, empty with none.
+	SpendFirst string
 }
 
 // Heartbeat extends a held lease and records progress.
 // Precondition: state = running AND lease_owner = Owner.
+// Effect: lease_until = LeaseUntil, progress; spend_first removed when
+// SpendLocal.
 type Heartbeat struct {
 	ID         string
 	Owner      string
 	Now        time.Time
 	LeaseUntil time.Time
 	Progress   float64
+	// SpendLocal says the attempt was admitted on its worker's local
+	// share of a spend limit (its balance did not answer), so no hold on
+	// the balance proves it calls: Job.SpendFirst no longer holds. The
+	// attempt calls only once this heartbeat has landed.
+	SpendLocal bool
 }
 
 // HoldMore raises a held attempt's hold by Amount before it calls a
@@ -251,7 +261,8 @@ type Replay struct {
 // Effect: cost + held, cost_estimated when held > 0, held 0, the lease
 // removed, Owner remembered as written off; a running job becomes queued
 // with class timeout. A finished job (cancelled while the attempt ran)
-// keeps its state.
+// keeps its state. A Void write-off charges nothing: held 0, cost as it
+// was.
 type WriteOff struct {
 	ID      string
 	Owner   string
@@ -261,6 +272,12 @@ type WriteOff struct {
 	// effect as values.
 	Held  Nanocents
 	State State
+	// Void says the attempt never called: it was to hold its tenant's
+	// spend before calling (Job.SpendFirst) and the hold was voided on
+	// the balance without being found there (docs/spend.md, "Crash
+	// windows"), so nothing was billed and its hold is returned, not
+	// charged as an estimate.
+	Void bool
 }
 
 // NewWriteOff is the write-off of j's attempt at now.
@@ -270,6 +287,18 @@ func NewWriteOff(j Job, now time.Time) WriteOff {
 
 // WriteOffDetail is the error detail of a job whose attempt was written off.
 const WriteOffDetail = "the attempt's lease ran out unrenewed; what it held is charged as an estimate"
+
+// VoidDetail is the error detail of a job whose attempt was written off
+// void: it died before it called, so nothing was charged.
+const VoidDetail = "the attempt's lease ran out unrenewed before it called; nothing was charged"
+
+// Detail is the error detail the write-off leaves on a running job.
+func (w WriteOff) Detail() string {
+	if w.Void {
+		return VoidDetail
+	}
+	return WriteOffDetail
+}
 
 // Nudge records that the reconciler found a job stuck and is re-sending
 // its message, so the claim path (not the reconciler) decides what happens.
@@ -423,12 +452,16 @@ func (c Claim) Apply(j Job) Job {
 	j.Attempts++
 	j.Progress = 0
 	j.Held += j.Reserve
+	j.SpendFirst = c.SpendFirst
 	return touch(j, c.Now)
 }
 
 // Apply returns j after the heartbeat.
 func (h Heartbeat) Apply(j Job) Job {
 	j.LeaseUntil, j.Progress = Millis(h.LeaseUntil), ClampProgress(h.Progress)
+	if h.SpendLocal {
+		j.SpendFirst = ""
+	}
 	return touch(j, h.Now)
 }
 
@@ -511,15 +544,17 @@ func (c Cancel) Apply(j Job) Job {
 
 // Apply returns j after the write-off.
 func (w WriteOff) Apply(j Job) Job {
-	j.CostEstimated = j.CostEstimated || j.Held > 0
-	j.Cost += j.Held
+	if !w.Void {
+		j.CostEstimated = j.CostEstimated || j.Held > 0
+		j.Cost += j.Held
+	}
 	j.Held = 0
 	j.WrittenOff = slices.Clone(j.WrittenOff)
 	if i, found := slices.BinarySearch(j.WrittenOff, w.Owner); !found {
 		j.WrittenOff = slices.Insert(j.WrittenOff, i, w.Owner)
 	}
 	if j.State == Running {
-		j.State, j.ErrorClass, j.ErrorDetail = Queued, Timeout, WriteOffDetail
+		j.State, j.ErrorClass, j.ErrorDetail = Queued, Timeout, w.Detail()
 		j.NotBefore = time.Time{}
 	}
 	return unlease(touch(j, w.Now))

@@ -78,6 +78,17 @@ func (m *Spend) SettleSeen(_ context.Context, st job.SpendSettle) (job.SpendSett
 	return seen, nil
 }
 
+// Holding answers the amount h's entry holds, and whether it holds one.
+func (m *Spend) Holding(_ context.Context, h job.SpendHold) (job.Nanocents, bool, error) {
+	var amount job.Nanocents
+	var found bool
+	m.t.change(spendKey(h), func(b balance, _ bool) (balance, bool) {
+		amount, found = b.holds[h.Entry]
+		return b, false
+	})
+	return amount, found, nil
+}
+
 // Balance is the tenant's balance in h's period.
 func (m *Spend) Balance(_ context.Context, h job.SpendHold) (job.SpendBalance, error) {
 	var out job.SpendBalance

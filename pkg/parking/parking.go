@@ -73,6 +73,9 @@ const (
 	// Unparked: the attempt's parked outcome was recorded, its exact cost
 	// with it.
 	Unparked
+	// Voided: nothing was parked and the attempt provably never called
+	// (Dead.Void): its hold was returned, not charged.
+	Voided
 	// Returned: the job waited in the batch lane and no collector took it
 	// (docs/lanes.md, "The batch lane"): nothing was called, so
 	// its hold was returned, not charged, and it went back to the queue.
@@ -90,7 +93,10 @@ const UncollectedDetail = "no collector took the job from the batch lane before 
 // parks nothing. A refused write answers the store's Conflict (the record
 // moved: decide again); a lot that cannot be read answers its error
 // until Patience has passed since the lease ended.
-func Recover(ctx context.Context, s Store, lot Lot, cur job.Job, now time.Time) (How, job.Job, error) {
+//
+// d.Void (SpendFirst's Look) writes the attempt off charging nothing.
+func Recover(ctx context.Context, s Store, lot Lot, d Dead) (How, job.Job, error) {
+	cur, now := d.Job, d.Now
 	if cur.Enlisted != "" && cur.InBatchLane() {
 		f := finish.Of{Job: cur, Owner: cur.LeaseOwner, Now: job.NextUpdate(cur.UpdatedAt, now), Settlement: job.Settlement{Held: cur.Held}}
 		j, err := f.Release(job.Timeout, UncollectedDetail, time.Time{}).Apply(ctx, s)
@@ -115,6 +121,19 @@ func Recover(ctx context.Context, s Store, lot Lot, cur job.Job, now time.Time) 
 			return WrittenOff, job.Job{}, err
 		}
 	}
-	j, err := s.WriteOff(ctx, job.NewWriteOff(cur, now))
+	w := job.NewWriteOff(cur, now)
+	w.Void = d.Void
+	j, err := s.WriteOff(ctx, w)
+	if d.Void {
+		return Voided, j, err
+	}
 	return WrittenOff, j, err
+}
+
+// Dead is a dead attempt to settle: its record (Job.DeadAttempt(Now))
+// and whether it provably never called (Void: SpendFirst's Look).
+type Dead struct {
+	Job  job.Job
+	Now  time.Time
+	Void bool
 }

@@ -71,7 +71,7 @@ func TestSettleRecordsAParkedOutcome(t *testing.T) {
 	if err := parking.Park(t.Context(), l, o); err != nil {
 		t.Fatal(err)
 	}
-	how, got, err := parking.Recover(t.Context(), s, l, j, now)
+	how, got, err := parking.Recover(t.Context(), s, l, parking.Dead{Job: j, Now: now})
 	if err != nil || how != parking.Unparked {
 		t.Fatalf("settle: %v %v", how, err)
 	}
@@ -88,7 +88,7 @@ func TestSettleWritesOffWhatWasNotParked(t *testing.T) {
 	for name, l := range map[string]parking.Lot{"no lot": nil, "an empty lot": &lot{objects: map[string][]byte{}}} {
 		t.Run(name, func(t *testing.T) {
 			j := dead(t, s, now.Add(-time.Second))
-			how, got, err := parking.Recover(t.Context(), s, l, j, now)
+			how, got, err := parking.Recover(t.Context(), s, l, parking.Dead{Job: j, Now: now})
 			if err != nil || how != parking.WrittenOff || got.Cost != 100 || !got.CostEstimated || got.State != job.Queued {
 				t.Fatalf("settle: %v %+v %v, want written off", how, got, err)
 			}
@@ -99,7 +99,7 @@ func TestSettleWritesOffWhatWasNotParked(t *testing.T) {
 		l := &lot{objects: map[string][]byte{}}
 		_ = parking.Park(t.Context(), l, finish.Outcome{Succeed: &job.Succeed{ID: "j_other", Owner: "dead", Settlement: job.Settlement{Cost: 1}}})
 		l.objects[parking.Key(j.ID, "dead")] = l.objects[parking.Key("j_other", "dead")]
-		if how, got, err := parking.Recover(t.Context(), s, l, j, now); err != nil || how != parking.WrittenOff || got.Cost != 100 {
+		if how, got, err := parking.Recover(t.Context(), s, l, parking.Dead{Job: j, Now: now}); err != nil || how != parking.WrittenOff || got.Cost != 100 {
 			t.Fatalf("settle: %v %+v %v, want written off", how, got, err)
 		}
 	})
@@ -111,14 +111,14 @@ func TestSettleWritesOffWhatWasNotParked(t *testing.T) {
 func TestALotThatCannotBeReadDelaysTheWriteOff(t *testing.T) {
 	s, l := memstore.New(), &lot{err: &job.Error{Code: job.CodeUnavailable}}
 	j := dead(t, s, now.Add(-time.Second))
-	if _, _, err := parking.Recover(t.Context(), s, l, j, now); job.ErrorCode(err) != job.CodeUnavailable {
+	if _, _, err := parking.Recover(t.Context(), s, l, parking.Dead{Job: j, Now: now}); job.ErrorCode(err) != job.CodeUnavailable {
 		t.Fatalf("settle: %v, want the lot's error", err)
 	}
 	if cur, _ := s.Get(t.Context(), j.ID); cur.Held != 100 || cur.Version != j.Version {
 		t.Fatalf("record changed: %+v", cur)
 	}
 	k := dead(t, s, now.Add(-parking.Patience))
-	if how, got, err := parking.Recover(t.Context(), s, l, k, now); err != nil || how != parking.WrittenOff || got.Cost != 100 {
+	if how, got, err := parking.Recover(t.Context(), s, l, parking.Dead{Job: k, Now: now}); err != nil || how != parking.WrittenOff || got.Cost != 100 {
 		t.Fatalf("settle past patience: %v %+v %v, want written off", how, got, err)
 	}
 }
@@ -134,7 +134,7 @@ func TestAParkedOutcomeOfACancelledJobKeepsItsCost(t *testing.T) {
 		t.Fatal(err)
 	}
 	_ = parking.Park(t.Context(), l, finish.Outcome{Release: &job.Release{ID: j.ID, Owner: "dead", Settlement: job.Settlement{Cost: 40, Held: 100}, Class: job.Timeout}})
-	how, _, err := parking.Recover(t.Context(), s, l, c, now)
+	how, _, err := parking.Recover(t.Context(), s, l, parking.Dead{Job: c, Now: now})
 	cur, _ := job.ConflictJob(err)
 	if how != parking.Unparked || job.ErrorCode(err) != job.CodeConflict || cur.State != job.Abandoned || cur.Cost != 40 || cur.Held != 0 || cur.LeaseOwner != "" {
 		t.Fatalf("settle: %v %+v %v", how, cur, err)
@@ -150,13 +150,13 @@ func TestAnUncollectedJobsHoldIsReturnedNotCharged(t *testing.T) {
 	waiting := deadAs(t, s, now.Add(-time.Second), func(j *job.Job) {
 		j.LeaseOwner, j.Enlisted, j.EnlistedAt = job.BatchOwner("w_1"), "default#0", now.Add(-time.Hour)
 	})
-	how, got, err := parking.Recover(t.Context(), s, nil, waiting, now)
+	how, got, err := parking.Recover(t.Context(), s, nil, parking.Dead{Job: waiting, Now: now})
 	if err != nil || how != parking.Returned || got.State != job.Queued || got.Cost != 0 || got.CostEstimated || got.Held != 0 ||
 		got.LeaseOwner != "" || got.Enlisted != "" || got.ErrorDetail != parking.UncollectedDetail {
 		t.Fatalf("uncollected: %v %+v %v, want queued with its hold returned", how, got, err)
 	}
 	collected := deadAs(t, s, now.Add(-time.Second), func(j *job.Job) { j.LeaseOwner, j.Batch = job.BatchOwner("b_1"), "b_1" })
-	if how, got, err := parking.Recover(t.Context(), s, nil, collected, now); err != nil || how != parking.WrittenOff || got.Cost != 100 || !got.CostEstimated {
+	if how, got, err := parking.Recover(t.Context(), s, nil, parking.Dead{Job: collected, Now: now}); err != nil || how != parking.WrittenOff || got.Cost != 100 || !got.CostEstimated {
 		t.Fatalf("collected: %v %+v %v, want written off", how, got, err)
 	}
 }

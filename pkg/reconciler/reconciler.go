@@ -93,6 +93,12 @@ type Config struct {
 	// Parking is where a dead attempt's outcome is looked for before the
 	// attempt is written off (pkg/parking); nil parks nothing.
 	Parking parking.Lot
+	// SpendFirst, with tenant spend limits, tells a dead attempt that
+	// never called from one that may have (docs/spend.md, "Crash
+	// windows"), and settles its holds; nil: every dead attempt is
+	// charged its hold, and its spend holds stay counted until their
+	// period ends.
+	SpendFirst *parking.SpendFirst
 }
 
 // Reconciler runs one sweep per call of Run.
@@ -526,11 +532,22 @@ func (r *Reconciler) endDeadLettered(ctx context.Context, id string, now, sentAt
 	if !refused || !cur.DeadAttempt(now) {
 		return err
 	}
-	how, _, err := parking.Recover(ctx, r.cfg.Store, r.cfg.Parking, cur, now)
+	look, err := r.cfg.SpendFirst.Look(ctx, cur)
+	if err != nil && now.Sub(cur.LeaseUntil) < parking.Patience {
+		return err // the next run looks again
+	}
+	how, after, err := parking.Recover(ctx, r.cfg.Store, r.cfg.Parking, parking.Dead{Job: cur, Now: now, Void: look.Void})
 	if err != nil {
 		return err
 	}
+	if look.Promised && how != parking.Returned {
+		if err := r.cfg.SpendFirst.Settle(ctx, look.Settles(how, after.Cost-cur.Cost)); err != nil {
+			r.cfg.Logger.Warn("settling a dead attempt's spend failed; its hold stays counted until the period ends", "job_id", id, "err", err)
+		}
+	}
 	switch how {
+	case parking.Voided:
+		r.cfg.Logger.Info("a dead attempt that never called was written off, its hold returned", "job_id", id)
 	case parking.Unparked:
 		r.cfg.Logger.Info("a dead attempt's parked outcome was recorded", "job_id", id)
 	case parking.Returned:

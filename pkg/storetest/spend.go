@@ -17,6 +17,7 @@ type Spend interface {
 	Settle(context.Context, job.SpendSettle) error
 	SettleSeen(context.Context, job.SpendSettle) (job.SpendSettled, error)
 	Balance(context.Context, job.SpendHold) (job.SpendBalance, error)
+	Holding(context.Context, job.SpendHold) (job.Nanocents, bool, error)
 }
 
 // RunSpend is the spend balances' conformance suite (docs/spend.md): a
@@ -84,6 +85,7 @@ func RunSpend(t *testing.T, s Spend) {
 	if !take(hold("tenant-a", "job_3@1", job.Cents(45))) || take(a3) {
 		t.Fatal("a settle did not return exactly what its hold over-took")
 	}
+	holdingFinds(t, s, a1, a2)
 	settle(a2, a2.Amount) // written off: the hold becomes an estimate spent
 	if b := balance(a1); b != (job.SpendBalance{Spent: job.Cents(55), Held: job.Cents(45)}) {
 		t.Fatalf("after a write-off: %+v, want 55 spent, 45 held", b)
@@ -122,5 +124,35 @@ func racingHolds(t *testing.T, s Spend, at time.Time) {
 		t.Fatalf("%d holds of %s granted (%s), the balance holds %s: the limit is %s", in.Load(), amount, held, b.Held, limit)
 	case held < limit-job.Nanocents(job.SpendParts(limit))*amount:
 		t.Fatalf("only %s of %s held: a part refused a hold it had room for", held, limit)
+	}
+}
+
+// holdingFinds: a dead attempt's recovery finds a hold (a2, held) by its
+// entry alone, at the amount it was taken, and finds none once it is
+// settled (a1), where none was taken, or on another tenant's balance.
+func holdingFinds(t *testing.T, s Spend, a1, a2 job.SpendHold) {
+	holding := func(h job.SpendHold) (job.Nanocents, bool) {
+		t.Helper()
+		n, ok, err := s.Holding(t.Context(), h)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n, ok
+	}
+	if n, ok := holding(job.SpendHold{Tenant: a2.Tenant, Period: a2.Period, At: a2.At, Limit: a2.Limit, Entry: a2.Entry}); !ok || n != a2.Amount {
+		t.Fatalf("holding of a2 = %v, %v; want %v held", n, ok, a2.Amount)
+	}
+	if _, ok := holding(a1); ok {
+		t.Fatal("a settled hold was still found")
+	}
+	never := a1
+	never.Entry = "job_8@1"
+	if _, ok := holding(never); ok {
+		t.Fatal("a hold never taken was found")
+	}
+	other := a2
+	other.Tenant = "tenant-b"
+	if _, ok := holding(other); ok {
+		t.Fatal("another tenant's balance showed tenant-a's hold")
 	}
 }

@@ -99,6 +99,7 @@ func cases() []testCase {
 		{"end with an owner", endOwned},
 		{"end with no owner", endUnowned},
 		{"write-off", writeOff},
+		{"a claim's promise to hold spend first", spendFirst},
 		{"a written-off attempt settles late", lateSettle},
 		{"a cancelled attempt settles or is written off", cancelledAttempt},
 		{"await", await},

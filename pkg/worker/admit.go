@@ -159,13 +159,18 @@ func (ad *admission) admit(ctx context.Context, route job.Route, in job.Input) (
 	if l, ok := ad.holdSpend(ctx, job.SpendEntry(ad.j.ID, ad.j.Attempts), max(ad.j.Reserve, route.Reserve(in, ad.j.Lanes))); !ok {
 		return refusal{wait: ad.spendWait(l), class: job.SpendLimit, detail: "the tenant's spend limit for the " + string(l.Period) + " is reached"}, false
 	}
+	if r, ok := ad.spendLanded(ctx); !ok {
+		ad.settle(ctx, ad.granted.holds, 0)
+		ad.granted.holds = nil
+		return r, false
+	}
 	entry, _ := route.Entry(ad.j.Lanes)
 	wait, waited := ad.take(ctx, entry, in, ad.inlineWait(ctx, route))
 	switch {
 	case wait > 0:
 		return refusal{wait: wait, class: job.RateLimited, detail: "the provider's rate limit is spent"}, false
 	case waited:
-		if r, ok := ad.renew(ctx); !ok {
+		if r, ok := ad.renew(ctx, false); !ok {
 			return r, false
 		}
 	}
@@ -239,18 +244,20 @@ func (ad *admission) take(ctx context.Context, rung job.Rung, in job.Input, inli
 // after the lease guard had stopped a call the provider bills. A lease
 // lost meanwhile (a cancel) refuses the call as lost; a store that does
 // not answer defers the job, since the call would run on a short lease.
-func (ad *admission) renew(ctx context.Context) (refusal, bool) {
+// local says the attempt was admitted on a local share of its spend
+// limit, which the heartbeat records (spendLanded).
+func (ad *admission) renew(ctx context.Context, local bool) (refusal, bool) {
 	now := ad.clock.Now()
-	j, err := ad.store.Heartbeat(ctx, job.Heartbeat{ID: ad.j.ID, Owner: ad.owner, Now: now, LeaseUntil: now.Add(ad.timing.LeaseTTL)})
+	j, err := ad.store.Heartbeat(ctx, job.Heartbeat{ID: ad.j.ID, Owner: ad.owner, Now: now, LeaseUntil: now.Add(ad.timing.LeaseTTL), SpendLocal: local})
 	switch job.ErrorCode(err) {
 	case "":
-		ad.j.LeaseUntil, ad.j.UpdatedAt = j.LeaseUntil, j.UpdatedAt
+		ad.j.LeaseUntil, ad.j.UpdatedAt, ad.j.SpendFirst = j.LeaseUntil, j.UpdatedAt, j.SpendFirst
 		return refusal{}, true
 	case job.CodeConflict:
 		return refusal{lost: true}, false
 	}
-	ad.log.Warn("renewing the lease after waiting for the bucket failed; deferring", "err", err)
-	return refusal{wait: ad.timing.LeaseTTL, class: job.RateLimited, detail: "the lease could not be renewed after waiting for the provider's rate limit"}, false
+	ad.log.Warn("renewing the lease before the call failed; deferring", "err", err, "spend_local", local)
+	return refusal{wait: ad.timing.LeaseTTL, class: job.RateLimited, detail: "the lease could not be renewed before the call"}, false
 }
 
 // give returns back tokens the attempt's take on bucket key over-took, at

@@ -23,7 +23,7 @@ func (w *Worker) claim(ctx context.Context, m message) outcome {
 		owner := w.cfg.NewOwner()
 		// won runs the attempt this claim made ours.
 		won := func(j job.Job) outcome { return w.newAttempt(m, j, owner, now).run(ctx) }
-		j, err := w.store.Claim(ctx, job.Claim{ID: m.jobID, Owner: owner, Now: now, LeaseUntil: now.Add(w.timing.LeaseTTL)})
+		j, err := w.store.Claim(ctx, job.Claim{ID: m.jobID, Owner: owner, Now: now, LeaseUntil: now.Add(w.timing.LeaseTTL), SpendFirst: w.promise(now)})
 		switch job.ErrorCode(err) {
 		case "":
 			return won(j)
@@ -105,15 +105,28 @@ func (w *Worker) newAttempt(m message, j job.Job, owner string, start time.Time)
 // unrenewed, so its worker died or is cut off from the store. Its parked
 // outcome, if it left one, is recorded (the answer it paid for, at its
 // exact cost); otherwise it is written off (job.WriteOff: what it held
-// becomes cost, as an estimate). It reports whether the message should
+// becomes cost, as an estimate), charging nothing when its tenant's
+// balances prove it never called (parking.SpendFirst). It reports whether the message should
 // decide again (the settlement landed, or the record moved) and, if not,
 // what becomes of the message.
 func (w *Worker) recover(ctx context.Context, cur job.Job, now time.Time, log *slog.Logger) (outcome, bool) {
-	how, j, err := parking.Recover(ctx, w.store, w.lot, cur, now)
+	look, err := w.spendFirst.Look(ctx, cur)
+	if err != nil {
+		if now.Sub(cur.LeaseUntil) < parking.Patience {
+			log.Warn("the tenant's spend balance did not answer; the dead attempt is settled later", "err", err)
+			return outcomeTrouble, false
+		}
+		look = parking.Look{} // past patience: charged as any write-off, the direction that never under-counts
+	}
+	dead := parking.Dead{Job: cur, Now: now, Void: look.Void}
+	how, j, err := parking.Recover(ctx, w.store, w.lot, dead)
 	if job.ErrorCode(err) == "" && how != parking.Returned {
-		w.settleDead(ctx, cur, j, how == parking.Unparked, now) // docs/spend.md
+		w.settleDead(ctx, dead, j, how, look) // docs/spend.md
 	}
 	switch code := job.ErrorCode(err); {
+	case code == "" && how == parking.Voided:
+		log.Info("a dead attempt that never called was written off, its hold returned", "dead_owner_attempt", cur.Attempts, "state", j.State)
+		return outcomeKeep, true
 	case code == "" && how == parking.Returned:
 		log.Warn("a job no collector took from the batch lane was given back, its hold returned", "dead_owner", cur.LeaseOwner)
 		w.meter.count("AttemptsUncollected", nil)

@@ -6,12 +6,16 @@ import (
 	"time"
 
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/parking"
 )
 
 // Spend is the tenants' spend balances every worker shares
 // (docs/spend.md): a hold on the balance of a period, and its settle.
 type Spend interface {
 	Hold(context.Context, job.SpendHold) (bool, error)
+	// Holding answers what an attempt's entry holds, for a dead
+	// attempt's recovery (parking.SpendFirst).
+	Holding(context.Context, job.SpendHold) (job.Nanocents, bool, error)
 	// SettleSeen settles, answering the spend of the part it landed on
 	// after it, so a settle that takes a tenant past a share of its limit
 	// is seen with no read.
@@ -43,6 +47,9 @@ func (ad *admission) spendLimited() []job.PeriodLimit {
 // an outage neither stops every job nor lets spend through unbounded.
 func (ad *admission) holdSpend(ctx context.Context, entry string, amount job.Nanocents) (job.PeriodLimit, bool) {
 	now := ad.clock.Now()
+	if _, claimed, ok := job.SpendFirstClaim(*ad.j); ok {
+		now = claimed // the periods a recovery looks in (parking.SpendFirst)
+	}
 	var took []spendGrant
 	for _, l := range ad.spendLimited() {
 		if l.Limit <= 0 {
@@ -67,6 +74,29 @@ func (ad *admission) holdSpend(ctx context.Context, entry string, amount job.Nan
 	}
 	ad.granted.holds = append(ad.granted.holds, took...)
 	return job.PeriodLimit{}, true
+}
+
+// spendLanded lets an attempt whose claim promised to hold its spend
+// first (job.Job.SpendFirst) call only if a dead attempt's recovery
+// would find its holds (docs/spend.md, "Crash windows"): an attempt
+// admitted on a local share says so on the record first (the heartbeat's
+// SpendLocal, after which its write-off charges its hold), and one whose
+// holds landed within the lease guard's margin of the lease's end renews
+// the lease first, so no recovery can have looked at its balances and
+// found nothing before they landed. Either write refused, the attempt
+// does not call.
+func (ad *admission) spendLanded(ctx context.Context) (refusal, bool) {
+	if ad.j.SpendFirst == "" || len(ad.granted.holds) == 0 {
+		return refusal{}, true
+	}
+	local := false
+	for _, g := range ad.granted.holds {
+		local = local || g.here
+	}
+	if !local && ad.clock.Now().Before(ad.j.LeaseUntil.Add(-ad.timing.leaseMargin())) {
+		return refusal{}, true
+	}
+	return ad.renew(ctx, local)
 }
 
 // settleSpend settles every hold the attempt took at what it paid (all
@@ -155,21 +185,40 @@ func (ad *admission) spendWait(l job.PeriodLimit) time.Duration {
 	return w
 }
 
-// settleDead settles the spend holds of the dead attempt cur carried,
-// once its settlement landed on the record (how): written off, its
-// claim's hold counts as spent, an estimate, as the record charges it;
-// unparked, the cost its parked outcome recorded (after is the record
-// then), up to that hold. The hold's period is found from now and from
-// the record's last write: a settle of a period that holds nothing
-// changes nothing. Its raises before fallback rungs, whose amounts the
-// record does not keep apart, stay counted until the period ends.
-func (w *Worker) settleDead(ctx context.Context, cur, after job.Job, unparked bool, now time.Time) {
+// promise is what a claim at now records of the worker's spend limits
+// (job.Job.SpendFirst): the attempt holds them before it calls.
+func (w *Worker) promise(now time.Time) string {
+	if w.spendFirst == nil {
+		return ""
+	}
+	return job.SpendFirstOf(w.spendFirst.Digest, now)
+}
+
+// settleDead settles the spend holds of the dead attempt d, once its
+// settlement landed on the record (how; after is the record then). Holds its recovery found (look, a record that promised them) are
+// settled as parking.Look.Settles says. Otherwise (a record from a worker
+// with other limits, or none) it settles the claim's hold where it may
+// be: written off, as spent, an estimate, as the record charges it;
+// unparked, the cost its parked outcome recorded, up to that hold; in the
+// periods of now and of the record's last write (a settle of a period
+// that holds nothing changes nothing). Its raises before fallback rungs,
+// whose amounts the record does not keep apart, stay counted until the
+// period ends.
+func (w *Worker) settleDead(ctx context.Context, d parking.Dead, after job.Job, how parking.How, look parking.Look) {
+	cur, now := d.Job, d.Now
+	paid := after.Cost - cur.Cost
+	if look.Promised {
+		if err := w.spendFirst.Settle(ctx, look.Settles(how, paid)); err != nil {
+			w.cfg.Logger.Warn("settling a dead attempt's spend failed; its hold stays counted until the period ends", "err", err)
+		}
+		return
+	}
 	if w.spend == nil || w.spendLimits == nil {
 		return
 	}
 	cost := cur.Reserve
-	if unparked {
-		cost = min(max(after.Cost-cur.Cost, 0), cur.Reserve)
+	if how == parking.Unparked {
+		cost = min(max(paid, 0), cur.Reserve)
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), leaveTimeout)
 	defer cancel()

@@ -27,6 +27,7 @@ func spendFixture(t *testing.T, cost job.Nanocents, spend worker.Spend) (*fixtur
 		}
 		c.Workers = 2
 		c.SpendAlarmShare = 0.8
+		c.SpendDigest = "limits"
 	})
 	return f, &limit
 }
@@ -106,6 +107,9 @@ func (downSpend) Hold(context.Context, job.SpendHold) (bool, error) {
 func (downSpend) SettleSeen(context.Context, job.SpendSettle) (job.SpendSettled, error) {
 	return job.SpendSettled{}, errors.New("throttled")
 }
+func (downSpend) Holding(context.Context, job.SpendHold) (job.Nanocents, bool, error) {
+	return 0, false, errors.New("throttled")
+}
 
 // A balance that does not answer holds the tenant to this worker's share
 // of its limit (the limit over the workers), counted in LimitsLocal: a
@@ -172,5 +176,77 @@ func TestASettlePastTheAlarmShareOfTheLimitCountsSpendShareReached(t *testing.T)
 	}
 	if n := f.metrics.get("SpendDeferred"); n != 0 {
 		t.Fatalf("SpendDeferred = %v with no deferral", n)
+	}
+}
+
+// A dead attempt whose claim promised to hold its tenant's spend first
+// (job.Job.SpendFirst, under this worker's limits) is charged its hold
+// only if its hold is on the balance: one found is settled as spent and
+// charged as an estimate; none found proves it never called, so it is
+// written off charging nothing (docs/spend.md, "Crash windows"). A
+// promise under other limits is not trusted: charged, as before.
+func TestADeadAttemptIsChargedOnlyIfItsSpendHoldLanded(t *testing.T) {
+	for _, c := range []struct {
+		name     string
+		digest   string
+		held     bool
+		cost     job.Nanocents // the record's after the next attempt (40)
+		spent    job.Nanocents
+		estimate bool
+	}{
+		{"held", "limits", true, 140, 140, true},
+		{"never held", "limits", false, 40, 40, false},
+		{"other limits", "older", false, 140, 40, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			balance := memstore.NewSpend()
+			f, limit := spendFixture(t, 40, balance)
+			limit.Store(1000)
+			claimed := time.Now().Add(-time.Minute)
+			j := f.create("k1", func(j *job.Job) {
+				j.Reserve, j.Held, j.SpendFirst = 100, 100, job.SpendFirstOf(c.digest, claimed)
+				j.State, j.Attempts, j.LeaseOwner, j.LeaseUntil = job.Running, 1, "dead", job.Millis(time.Now().Add(-time.Second))
+			})
+			if c.held {
+				h := job.SpendHold{Tenant: "t1", Period: job.Day, At: claimed, Limit: 1000, Entry: job.SpendEntry(j.ID, 1), Amount: 100}
+				if ok, err := balance.Hold(t.Context(), h); !ok || err != nil {
+					t.Fatal(ok, err)
+				}
+			}
+			f.deliver(body(j.ID))
+			got := f.get(j.ID)
+			if got.State != job.Succeeded || got.Attempts != 2 || got.Cost != c.cost || got.CostEstimated != c.estimate {
+				t.Fatalf("job = %+v, want succeeded on attempt 2, cost %v, estimated %v", got, c.cost, c.estimate)
+			}
+			if b := dayBalance(t, balance); b != (job.SpendBalance{Spent: c.spent}) {
+				t.Fatalf("balance %+v, want %v spent, nothing held", b, c.spent)
+			}
+		})
+	}
+}
+
+// An attempt admitted on its worker's local share (the balance did not
+// answer) leaves no hold a recovery could find, so it says so on the
+// record before it calls: its claim's promise is gone, and a write-off
+// would charge its hold. One admitted on the balance keeps the promise.
+func TestAnAttemptAdmittedOnALocalShareWithdrawsItsPromise(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		spend   worker.Spend
+		promise bool
+	}{{"balance", memstore.NewSpend(), true}, {"local share", downSpend{}, false}} {
+		t.Run(c.name, func(t *testing.T) {
+			f, limit := spendFixture(t, 40, c.spend)
+			limit.Store(1000)
+			j := f.create("k1", reserve(100))
+			f.deliver(body(j.ID))
+			got := f.get(j.ID)
+			if got.State != job.Succeeded {
+				t.Fatalf("job = %+v", got)
+			}
+			if _, _, ok := job.SpendFirstClaim(got); ok != c.promise {
+				t.Fatalf("the record's SpendFirst %q: promised %v, want %v", got.SpendFirst, ok, c.promise)
+			}
+		})
 	}
 }

@@ -160,6 +160,11 @@ type Config struct {
 	// one the balance cannot cover is deferred. Either nil: no limit.
 	Spend       Spend
 	SpendLimits func(tenant string) []job.PeriodLimit
+	// SpendDigest names SpendLimits (config.SpendLimits.Digest): a claim
+	// records it, and a dead attempt's recovery trusts the record's
+	// promise to hold first only when it names the limits it holds
+	// itself (docs/spend.md, "Crash windows").
+	SpendDigest string
 	// SpendAlarmShare is the share of a tenant's limit (0.8: 80%) whose
 	// passing a settle logs and counts in SpendShareReached
 	// (AIJOBS_SPEND_ALARM_SHARE, the SpendShareReached alarm); 0: never.
@@ -246,6 +251,9 @@ type limits struct {
 	spend       Spend
 	spendLimits func(tenant string) []job.PeriodLimit
 	spendAlarm  float64
+	// spendFirst is what a claim promises (SpendDigest) and a recovery
+	// checks; nil without limits.
+	spendFirst *parking.SpendFirst
 	// share is this worker's share of the buckets' and slots' limits,
 	// which holds while their stores do not answer.
 	share *share
@@ -281,12 +289,20 @@ func New(cfg Config) *Worker {
 	if cfg.Clock == nil {
 		cfg.Clock = job.SystemClock{}
 	}
+	var first *parking.SpendFirst
+	if cfg.Spend != nil && cfg.SpendLimits != nil && cfg.SpendDigest != "" {
+		m := meter{cfg.Metrics}
+		first = &parking.SpendFirst{Balances: cfg.Spend, Limits: cfg.SpendLimits, Digest: cfg.SpendDigest,
+			Settled: func(st job.SpendSettle, seen job.SpendSettled) {
+				spendPassed(cfg.Logger, m, st, seen, cfg.SpendAlarmShare)
+			}}
+	}
 	return &Worker{cfg: cfg, crew: &crew{store: cfg.Store, queue: cfg.Queue, lot: cfg.Parking, answers: cfg.Answers,
 		afterEnd:  finish.AfterEnd{Quarantine: cfg.Quarantine, QuarantineFor: cfg.QuarantineFor, Metrics: cfg.Metrics},
 		providers: cfg.Providers, routes: cfg.Routes, clock: cfg.Clock, timing: cfg.Timing, retention: cfg.Retention,
 		rand: cfg.Rand, meter: meter{cfg.Metrics}, inputs: cfg.Inputs,
 		limits: limits{buckets: cfg.Buckets, slots: cfg.Slots, inFlight: cfg.InFlight, queued: cfg.Queued, queuedMax: cfg.QueuedLimit,
-			spend: cfg.Spend, spendLimits: cfg.SpendLimits, spendAlarm: cfg.SpendAlarmShare, share: newShare(cfg.Workers)}}}
+			spend: cfg.Spend, spendLimits: cfg.SpendLimits, spendAlarm: cfg.SpendAlarmShare, spendFirst: first, share: newShare(cfg.Workers)}}}
 }
 
 // Handle processes every message of the batch concurrently, each with its

@@ -1,6 +1,7 @@
 // Package reconcilerrole wires the reconciler function's role: the
 // reconciler over the shared wiring (pkg/app/roles) and the parking lot
-// (pkg/app/lot). It links no model provider, worker nor collector.
+// (pkg/app/lot), and the tenants' spend balances where limits are set.
+// It links no model provider, worker nor collector.
 package reconcilerrole
 
 import (
@@ -8,6 +9,8 @@ import (
 
 	"github.com/aijobs/aijobs/pkg/app/lot"
 	"github.com/aijobs/aijobs/pkg/app/roles"
+	"github.com/aijobs/aijobs/pkg/dynamodb"
+	"github.com/aijobs/aijobs/pkg/parking"
 	"github.com/aijobs/aijobs/pkg/reconciler"
 )
 
@@ -21,6 +24,10 @@ func New(b *roles.Base) *reconciler.Reconciler {
 	if b.Metrics != nil {
 		metrics = b.Metrics
 	}
-	return reconciler.New(reconciler.Config{Store: b.Store, Queue: b.Queue, After: s.ReconcileAfter, ResendMax: s.ReconcileResendMax,
-		Retention: s.Retention, Clock: b.Clock, Logger: b.Logger, Metrics: metrics, Parking: lot.New(b)})
+	cfg := reconciler.Config{Store: b.Store, Queue: b.Queue, After: s.ReconcileAfter, ResendMax: s.ReconcileResendMax,
+		Retention: s.Retention, Clock: b.Clock, Logger: b.Logger, Metrics: metrics, Parking: lot.New(b)}
+	if b.Config.Spend.Any() {
+		cfg.SpendFirst = &parking.SpendFirst{Balances: dynamodb.NewSpend(b.Side, b.Config.BucketsTable), Limits: b.Config.Spend.For, Digest: b.Config.Spend.Digest()}
+	}
+	return reconciler.New(cfg)
 }

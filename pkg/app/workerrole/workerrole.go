@@ -57,7 +57,7 @@ func New(b *roles.Base, providers map[string]model.Provider) *worker.Worker {
 	}
 	if b.Config.Spend.Any() {
 		cfg.Spend, cfg.SpendLimits = dynamodb.NewSpend(b.Side, b.Config.BucketsTable), b.Config.Spend.For
-		cfg.SpendAlarmShare = b.Config.SpendAlarmShare
+		cfg.SpendAlarmShare, cfg.SpendDigest = b.Config.SpendAlarmShare, b.Config.Spend.Digest()
 	}
 	return worker.New(cfg)
 }
