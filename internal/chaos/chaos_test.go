@@ -70,6 +70,12 @@ func shortRun(t *testing.T, o Options) *Report {
 	if r.Payloads.Referenced == 0 {
 		t.Errorf("no job's input was in the payload store: %+v", r.Payloads)
 	}
+	if r.Payloads.ByLink == 0 || r.Payloads.LinksChecked != r.Payloads.ByLink {
+		t.Errorf("no succeeded job's answer was in the payload store, or one was not as recorded: %+v", r.Payloads)
+	}
+	if !spendLimitMet(r.Spend) {
+		t.Errorf("no job of a limited tenant was deferred, abandoned or refused for spend: %+v", r.Spend)
+	}
 	if c := r.Routes["detached"]; c == nil || c.Succeeded == 0 || c.AijobsBilled == 0 {
 		t.Errorf("the detached route did not run: %+v", c)
 	}
@@ -83,4 +89,15 @@ func shortRun(t *testing.T, o Options) *Report {
 		t.Fatalf("an invariant broke (seed %d; replay with make chaos SEED=%d JOBS=%d DURATION=%s)", o.Seed, o.Seed, o.Jobs, o.Load)
 	}
 	return r
+}
+
+// spendLimitMet reports whether any limited tenant met its limit: a job
+// deferred, abandoned `spend_limit`, or refused at create.
+func spendLimitMet(spend []TenantSpend) bool {
+	for _, s := range spend {
+		if s.Deferred+s.Abandoned+s.RefusedAtCreate > 0 {
+			return true
+		}
+	}
+	return false
 }

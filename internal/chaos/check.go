@@ -169,7 +169,7 @@ func billedTokens(g Generation) string {
 	return s
 }
 
-// check evaluates the six invariants over what the run left behind.
+// check evaluates the seven invariants over what the run left behind.
 func (h *harness) check(records map[string]job.Job, changed map[string]time.Time, emptied time.Time, dlq map[string]int) *Report {
 	// The documented bound counts a sweep as instant; a loaded machine's
 	// sweep is not (one took over 2 minutes beside a second make test,
@@ -182,7 +182,8 @@ func (h *harness) check(records map[string]job.Job, changed map[string]time.Time
 	v := newInvariants(time.Now(), Bound(h.cfg)+longest, emptied, h.describe)
 	rep, gens := h.newReport(v.bound)
 	deadLettered(rep, records, dlq)
-	for _, f := range h.facts(records, changed, dlq, gens) {
+	facts := h.facts(records, changed, dlq, gens)
+	for _, f := range facts {
 		v.checkJob(rep, f)
 		h.byRoute(rep, f)
 		rep.byLane(f)
@@ -191,7 +192,8 @@ func (h *harness) check(records map[string]job.Job, changed map[string]time.Time
 	v.checkClients(h.clients)
 	h.timeToEnd(rep)
 	rep.Succeeded = rep.States[string(job.Succeeded)]
-	rep.Invariants = v.list()
+	spend, tenants := h.checkSpend(facts, deferredForSpend(h.logDir))
+	rep.Invariants, rep.Spend = append(v.list(), spend), tenants
 	return rep
 }
 
@@ -561,6 +563,8 @@ type Report struct {
 	Ended     int
 	// Payloads is what the run left in the payload store (payloads.go).
 	Payloads PayloadCount
+	// Spend is each limited tenant's spend per period (spend.go).
+	Spend []TenantSpend
 }
 
 // RouteCount is one route's billed generations and succeeded jobs, on
@@ -693,6 +697,12 @@ func (r *Report) render(maxShown int) string {
 			verdict = "FAIL"
 		}
 		fmt.Fprintf(&b, "invariant %d %s: %s, %d failed of %d checked (%s)\n", i.N, verdict, i.Name, i.Failed, i.Checked, i.Note)
+	}
+	if len(r.Spend) > 0 {
+		b.WriteString("spend limits (each limited tenant's balance per period: records and bill):\n")
+	}
+	for _, s := range r.Spend {
+		b.WriteString(s.line() + "\n")
 	}
 	fmt.Fprintf(&b, "billed generations per succeeded job: aijobs %s (%d / %d), baseline %s (%d / %d)\n",
 		ratio(r.AijobsBilled, r.Succeeded), r.AijobsBilled, r.Succeeded, ratio(r.BaselineBilled, r.BaselineSucceeded), r.BaselineBilled, r.BaselineSucceeded)

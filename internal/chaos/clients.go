@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
 // jobRun is what the harness learned about one job while driving it.
@@ -23,6 +24,9 @@ type jobRun struct {
 	mu sync.Mutex
 	// accepted: the API answered 200 or 202 to a create.
 	accepted bool
+	// spendRefused: the API refused the create 429 spend_limit (the
+	// tenant had nothing left of a period's limit): nothing to poll.
+	spendRefused bool
 	// statuses are the create answers, in order (0: no answer).
 	statuses []int
 	// lostAt is when the API died between PutItem and SendMessage.
@@ -166,6 +170,12 @@ func (c *clients) create(ctx context.Context, r *jobRun, killed func(string)) bo
 		}
 		if err == nil && a.status < 500 && a.status != http.StatusTooManyRequests {
 			return false // refused: nothing to poll
+		}
+		if err == nil && a.status == http.StatusTooManyRequests && problemCode(a.body) == wire.CodeSpendLimit {
+			r.mu.Lock()
+			r.spendRefused = true
+			r.mu.Unlock()
+			return false // refused until the period ends: nothing to poll
 		}
 		if sleep(ctx, time.Duration(200<<min(try, 4))*time.Millisecond) != nil {
 			return true
@@ -315,4 +325,11 @@ func (c *clients) list(ctx context.Context, tenant string) {
 		}
 		cursor = *body.NextCursor
 	}
+}
+
+// problemCode is the code of a problem answer ("" for another body).
+func problemCode(body []byte) wire.Code {
+	var p wire.Problem
+	_ = json.Unmarshal(body, &p)
+	return p.Code
 }

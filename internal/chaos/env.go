@@ -44,6 +44,8 @@ var timings = map[string]string{
 	// leaves it, under the AWS faults; the limit is far above a run's
 	// jobs, so a set that only grows (leaves lost) still refuses nothing.
 	"AIJOBS_TENANT_QUEUED": "1000",
+	// Three tenants at spend limits their jobs pass (spend.go).
+	"AIJOBS_TENANT_SPEND": spendText(),
 	"AIJOBS_LOG_LEVEL":     "warn",
 	"AIJOBS_METRICS":       "off",
 }

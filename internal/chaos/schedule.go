@@ -152,6 +152,11 @@ func NewSchedule(o ScheduleOptions) *Schedule {
 		s.Jobs[i].Deadline = 3 + sd.Intn(13, "deadline_s", i)
 	}
 	s.drawLanes()
+	for i := range s.Jobs {
+		if _, limited := spendLimits[s.Jobs[i].Tenant]; limited && s.Jobs[i].Deadline == 0 {
+			s.Jobs[i].Deadline = spendDeadline(sd, i)
+		}
+	}
 	// Lost messages only in the first half of the load, so the
 	// reconciler's bound has passed before the run ends.
 	for _, i := range sd.pick(s.Jobs, 0.02, "api_kill", func(p JobPlan) bool { return p.At < o.Load/2 }) {
