@@ -39,7 +39,7 @@
 // lost) and "harsh" (8%, 7%, 30%, 1%, 10%: issue W's new user); the model
 // rates are the same in both.
 //
-// The run then checks six invariants (check.go), each a count of cases
+// The run then checks seven invariants (check.go), each a count of cases
 // checked and failed:
 //
 //  1. every accepted job is terminal, or recoverable within the
@@ -50,7 +50,9 @@
 //     exactly, or above it and marked estimated;
 //  4. no job's cost exceeds its budget, on the record or on the bill;
 //  5. each job's poller saw version and updated_at only move forward;
-//  6. no tenant saw another tenant's job.
+//  6. no tenant saw another tenant's job;
+//  7. no tenant's recorded spend in a period, nor the bill for its jobs,
+//     exceeds its spend limit (spend.go: three tenants run at limits).
 //
 // For comparison, the same schedule (jobs, model faults, AWS faults on
 // its SQS client, duplicates, crashes, lost sends) is run against a
