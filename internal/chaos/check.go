@@ -192,7 +192,7 @@ func (h *harness) check(records map[string]job.Job, changed map[string]time.Time
 	v.checkClients(h.clients)
 	h.timeToEnd(rep)
 	rep.Succeeded = rep.States[string(job.Succeeded)]
-	spend, tenants := h.checkSpend(facts, deferredForSpend(h.logDir))
+	spend, tenants := h.checkSpend(facts, readSpendLogs(h.logDir))
 	rep.Invariants, rep.Spend = append(v.list(), spend), tenants
 	return rep
 }

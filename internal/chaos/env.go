@@ -46,8 +46,8 @@ var timings = map[string]string{
 	"AIJOBS_TENANT_QUEUED": "1000",
 	// Three tenants at spend limits their jobs pass (spend.go).
 	"AIJOBS_TENANT_SPEND": spendText(),
-	"AIJOBS_LOG_LEVEL":     "warn",
-	"AIJOBS_METRICS":       "off",
+	"AIJOBS_LOG_LEVEL":    "warn",
+	"AIJOBS_METRICS":      "off",
 }
 
 // skew is how far each worker process's clock is off (one behind, one

@@ -57,13 +57,21 @@ type TenantSpend struct {
 	Deferred         int // jobs deferred for spend at least once (the workers' logs)
 	RefusedAtCreate  int // creates answered 429 spend_limit
 	Jobs             int
+	// Local are the jobs an attempt of which a worker admitted on its
+	// local share of the limit (the balance did not answer: docs/spend.md,
+	// "When the balance does not answer"), and LocalRecorded their
+	// recorded cost: what the shared balance may never have counted.
+	Local         int
+	LocalRecorded job.Nanocents
+	// Estimated is the recorded cost of the jobs marked cost_estimated.
+	Estimated job.Nanocents
 }
 
 func (s TenantSpend) over() bool { return s.Recorded > s.Limit || s.Billed > s.Limit }
 
 func (s TenantSpend) line() string {
-	return fmt.Sprintf("  tenant %s %s %s: limit %s, recorded %s, billed %s; %d jobs: %d succeeded, %d abandoned spend_limit, %d deferred for spend, %d creates refused 429 spend_limit",
-		s.Tenant, s.Period, s.Key, s.Limit, s.Recorded, s.Billed, s.Jobs, s.Succeeded, s.Abandoned, s.Deferred, s.RefusedAtCreate)
+	return fmt.Sprintf("  tenant %s %s %s: limit %s, recorded %s (%s of it on jobs marked estimated), billed %s; %d jobs: %d succeeded, %d abandoned spend_limit, %d deferred for spend, %d creates refused 429 spend_limit; %d admitted on a worker's local share, recording %s",
+		s.Tenant, s.Period, s.Key, s.Limit, s.Recorded, s.Estimated, s.Billed, s.Jobs, s.Succeeded, s.Abandoned, s.Deferred, s.RefusedAtCreate, s.Local, s.LocalRecorded)
 }
 
 // spendKey names a tenant's period balance.
@@ -74,7 +82,7 @@ type spendKey struct {
 
 // checkSpend is invariant 7: no limited tenant's recorded spend, nor its
 // bill, in a period exceeds its limit.
-func (h *harness) checkSpend(facts []jobFacts, deferred map[string]bool) (Invariant, []TenantSpend) {
+func (h *harness) checkSpend(facts []jobFacts, logs spendLogs) (Invariant, []TenantSpend) {
 	inv := Invariant{N: 7, Name: "no tenant's recorded spend in a period exceeds its limit (records and bill)"}
 	prices := h.prices()
 	by := map[spendKey]*TenantSpend{}
@@ -96,7 +104,7 @@ func (h *harness) checkSpend(facts []jobFacts, deferred map[string]bool) (Invari
 			}
 			s := at(tenant, l, created)
 			s.Jobs++
-			s.count(f, refused, deferred[f.run.id])
+			s.count(f, refused, logs, f.run.id)
 			for _, g := range f.gens {
 				p := prices[laneKey{g.Model, g.ServedLane()}]
 				at(tenant, l, g.Start).Billed += p.cost(g.Tokens())
@@ -120,17 +128,24 @@ func (h *harness) checkSpend(facts []jobFacts, deferred map[string]bool) (Invari
 }
 
 // count adds one job's record to s.
-func (s *TenantSpend) count(f jobFacts, refused, deferred bool) {
+func (s *TenantSpend) count(f jobFacts, refused bool, logs spendLogs, id string) {
 	if refused {
 		s.RefusedAtCreate++
 	}
-	if deferred {
+	if logs.deferred[id] {
 		s.Deferred++
 	}
 	if !f.has {
 		return
 	}
 	s.Recorded += f.rec.Cost
+	if logs.local[id] {
+		s.Local++
+		s.LocalRecorded += f.rec.Cost
+	}
+	if estimated(f.rec) {
+		s.Estimated += f.rec.Cost
+	}
 	switch {
 	case f.rec.State == job.Succeeded:
 		s.Succeeded++
@@ -139,11 +154,15 @@ func (s *TenantSpend) count(f jobFacts, refused, deferred bool) {
 	}
 }
 
-// deferredForSpend are the jobs a worker deferred for their tenant's
-// spend limit at least once, from the workers' logs (the record keeps
-// only its last error class).
-func deferredForSpend(logDir string) map[string]bool {
-	out := map[string]bool{}
+// spendLogs are what the workers' logs say of the jobs' spend: those
+// deferred for their tenant's limit at least once (the record keeps only
+// its last error class), and those an attempt of which was admitted on a
+// worker's local share.
+type spendLogs struct{ deferred, local map[string]bool }
+
+// readSpendLogs reads the workers' JSON logs in logDir.
+func readSpendLogs(logDir string) spendLogs {
+	out := spendLogs{deferred: map[string]bool{}, local: map[string]bool{}}
 	files, _ := filepath.Glob(filepath.Join(logDir, "worker-*.log"))
 	for _, name := range files {
 		f, err := os.Open(name)
@@ -154,12 +173,17 @@ func deferredForSpend(logDir string) map[string]bool {
 		sc.Buffer(make([]byte, 1<<20), 1<<20)
 		for sc.Scan() {
 			var l struct {
-				Msg   string `json:"msg"`
-				Class string `json:"error_class"`
-				JobID string `json:"job_id"`
+				Msg      string `json:"msg"`
+				Class    string `json:"error_class"`
+				JobID    string `json:"job_id"`
+				Admitted bool   `json:"admitted"`
 			}
-			if json.Unmarshal(sc.Bytes(), &l) == nil && l.Class == string(job.SpendLimit) && strings.HasPrefix(l.Msg, "job deferred") {
-				out[l.JobID] = true
+			switch {
+			case json.Unmarshal(sc.Bytes(), &l) != nil:
+			case l.Class == string(job.SpendLimit) && strings.HasPrefix(l.Msg, "job deferred"):
+				out.deferred[l.JobID] = true
+			case l.Admitted && strings.HasPrefix(l.Msg, "the tenant's spend balance did not answer"):
+				out.local[l.JobID] = true
 			}
 		}
 		f.Close()
