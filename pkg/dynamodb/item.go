@@ -51,9 +51,8 @@ import (
 //	                                             estimate for a call whose usage the provider
 //	                                             never reported; set by the settling write
 //	spend_first                                  S, set by a claim whose worker holds spend limits
-//	                                             (their digest, job.Job.SpendFirst); removed by a
-//	                                             claim without, or a heartbeat of an attempt
-//	                                             admitted on a local share
+//	                                             (their digest and the claim's time,
+//	                                             job.Job.SpendFirst); removed by a claim without
 //	expires_at                                   N, unix SECONDS (the table's TTL attribute)
 //	fail_pk, fail_sk                             S, only once failed or abandoned: the sparse
 //	                                             failure index, "<error_class>#<shard>" and

@@ -52,13 +52,9 @@ func (s *Store) Claim(ctx context.Context, c job.Claim) (job.Job, error) {
 // Heartbeat applies job.Heartbeat.
 func (s *Store) Heartbeat(ctx context.Context, h job.Heartbeat) (job.Job, error) {
 	p := job.Heartbeat{Progress: h.Progress}.Apply(job.Job{}).Progress // clamped as the domain clamps it
-	expr := "SET #lease_until_ms = :lease, #progress = :progress, #updated_ms = :upd ADD #version :one"
-	if h.SpendLocal {
-		expr = "SET #lease_until_ms = :lease, #progress = :progress, #updated_ms = :upd REMOVE #spend_first ADD #version :one"
-	}
 	return s.apply(ctx, h.ID, h.Now, h.Allows, update{
 		cond: heldCond,
-		expr: expr,
+		expr: "SET #lease_until_ms = :lease, #progress = :progress, #updated_ms = :upd ADD #version :one",
 		values: map[string]types.AttributeValue{
 			":running": st(job.Running), ":owner": avS(h.Owner), ":nobody": avS(""), ":lease": avN(h.LeaseUntil.UnixMilli()), ":progress": avF(p), ":one": avN(1),
 		},

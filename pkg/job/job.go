@@ -62,12 +62,11 @@ type Job struct {
 	// instead of adding to it.
 	WrittenOff []string
 	// SpendFirst, set by the claim, is the digest of the tenant spend
-	// limits (docs/spend.md) of the worker that claimed the attempt, which
-	// calls only once its hold on each limited period's balance landed:
-	// the attempt's write-off may then prove it never called (WriteOff's
-	// Void) by voiding its hold. Empty when the worker had no limits, or
-	// once the attempt was admitted on a local share (Heartbeat's
-	// SpendLocal).
+	// limits (docs/spend.md) of the worker that claimed the attempt and
+	// the claim's time (SpendFirstOf): the attempt calls only once its
+	// hold on each limited period's balance landed, so its write-off may
+	// prove it never called (WriteOff's Void) by finding no hold. Empty
+	// when the worker had no limits.
 	SpendFirst string
 	// Pending is the generation the last attempt that started one left
 	// with the provider, kept by id (Await); nil when none did.

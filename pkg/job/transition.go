@@ -35,19 +35,12 @@ type Claim struct {
 
 // Heartbeat extends a held lease and records progress.
 // Precondition: state = running AND lease_owner = Owner.
-// Effect: lease_until = LeaseUntil, progress; spend_first removed when
-// SpendLocal.
 type Heartbeat struct {
 	ID         string
 	Owner      string
 	Now        time.Time
 	LeaseUntil time.Time
 	Progress   float64
-	// SpendLocal says the attempt was admitted on its worker's local
-	// share of a spend limit (its balance did not answer), so no hold on
-	// the balance proves it calls: Job.SpendFirst no longer holds. The
-	// attempt calls only once this heartbeat has landed.
-	SpendLocal bool
 }
 
 // HoldMore raises a held attempt's hold by Amount before it calls a
@@ -459,9 +452,6 @@ func (c Claim) Apply(j Job) Job {
 // Apply returns j after the heartbeat.
 func (h Heartbeat) Apply(j Job) Job {
 	j.LeaseUntil, j.Progress = Millis(h.LeaseUntil), ClampProgress(h.Progress)
-	if h.SpendLocal {
-		j.SpendFirst = ""
-	}
 	return touch(j, h.Now)
 }
 

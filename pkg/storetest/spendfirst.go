@@ -9,25 +9,23 @@ import (
 
 // spendFirst: a claim records its worker's promise to hold spend first
 // (job.Job.SpendFirst), or removes an earlier attempt's; a heartbeat
-// keeps it unless the attempt was admitted on a local share; and a void
+// keeps it; and a void
 // write-off (the attempt provably never called) returns the hold instead
 // of charging it (docs/spend.md, "Crash windows").
 func spendFirst(t *testing.T, s *suite) {
 	now := base.Add(time.Minute)
 	promise := job.SpendFirstOf("d", now)
-	t.Run("claim and heartbeats", func(t *testing.T) {
+	t.Run("claim and heartbeat", func(t *testing.T) {
 		t.Parallel()
 		j := s.create(t, func(j *job.Job) { j.SpendFirst = "older@1" })
 		got, err := s.store.Claim(t.Context(), job.Claim{ID: j.ID, Owner: "w1", Now: now, LeaseUntil: now.Add(time.Minute), SpendFirst: promise})
 		if err != nil || got.SpendFirst != promise {
 			t.Fatalf("claim: SpendFirst %q, %v; want %q", got.SpendFirst, err, promise)
 		}
-		for i, local := range []bool{false, true} {
-			at := now.Add(time.Duration(i+1) * time.Second)
-			got, err = s.store.Heartbeat(t.Context(), job.Heartbeat{ID: j.ID, Owner: "w1", Now: at, LeaseUntil: at.Add(time.Minute), SpendLocal: local})
-			if want := map[bool]string{false: promise, true: ""}[local]; err != nil || got.SpendFirst != want || s.get(t, j.ID).SpendFirst != want {
-				t.Fatalf("heartbeat (local share %v): SpendFirst %q, %v; want %q", local, got.SpendFirst, err, want)
-			}
+		at := now.Add(time.Second)
+		got, err = s.store.Heartbeat(t.Context(), job.Heartbeat{ID: j.ID, Owner: "w1", Now: at, LeaseUntil: at.Add(time.Minute)})
+		if err != nil || got.SpendFirst != promise || s.get(t, j.ID).SpendFirst != promise {
+			t.Fatalf("heartbeat: SpendFirst %q, %v; want %q kept", got.SpendFirst, err, promise)
 		}
 	})
 	t.Run("a claim without a promise removes one", func(t *testing.T) {

@@ -170,7 +170,7 @@ func (ad *admission) admit(ctx context.Context, route job.Route, in job.Input) (
 	case wait > 0:
 		return refusal{wait: wait, class: job.RateLimited, detail: "the provider's rate limit is spent"}, false
 	case waited:
-		if r, ok := ad.renew(ctx, false); !ok {
+		if r, ok := ad.renew(ctx); !ok {
 			return r, false
 		}
 	}
@@ -238,25 +238,25 @@ func (ad *admission) take(ctx context.Context, rung job.Rung, in job.Input, inli
 	}
 }
 
-// renew extends the claim's lease after a wait in place for the bucket,
-// before the heartbeat starts: the call begins with a whole lease ahead
-// of it, as if claimed now, or a slow store's first renewal could come
-// after the lease guard had stopped a call the provider bills. A lease
-// lost meanwhile (a cancel) refuses the call as lost; a store that does
-// not answer defers the job, since the call would run on a short lease.
-// local says the attempt was admitted on a local share of its spend
-// limit, which the heartbeat records (spendLanded).
-func (ad *admission) renew(ctx context.Context, local bool) (refusal, bool) {
+// renew extends the claim's lease before the heartbeat starts, after a
+// wait in place for the bucket or a spend hold that landed late
+// (spendLanded): the call begins with a whole lease ahead of it, as if
+// claimed now, or a slow store's first renewal could come after the
+// lease guard had stopped a call the provider bills. A lease lost
+// meanwhile (a cancel, a write-off) refuses the call as lost; a store
+// that does not answer defers the job, since the call would run on a
+// short lease.
+func (ad *admission) renew(ctx context.Context) (refusal, bool) {
 	now := ad.clock.Now()
-	j, err := ad.store.Heartbeat(ctx, job.Heartbeat{ID: ad.j.ID, Owner: ad.owner, Now: now, LeaseUntil: now.Add(ad.timing.LeaseTTL), SpendLocal: local})
+	j, err := ad.store.Heartbeat(ctx, job.Heartbeat{ID: ad.j.ID, Owner: ad.owner, Now: now, LeaseUntil: now.Add(ad.timing.LeaseTTL)})
 	switch job.ErrorCode(err) {
 	case "":
-		ad.j.LeaseUntil, ad.j.UpdatedAt, ad.j.SpendFirst = j.LeaseUntil, j.UpdatedAt, j.SpendFirst
+		ad.j.LeaseUntil, ad.j.UpdatedAt = j.LeaseUntil, j.UpdatedAt
 		return refusal{}, true
 	case job.CodeConflict:
 		return refusal{lost: true}, false
 	}
-	ad.log.Warn("renewing the lease before the call failed; deferring", "err", err, "spend_local", local)
+	ad.log.Warn("renewing the lease before the call failed; deferring", "err", err)
 	return refusal{wait: ad.timing.LeaseTTL, class: job.RateLimited, detail: "the lease could not be renewed before the call"}, false
 }
 

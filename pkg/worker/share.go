@@ -2,7 +2,6 @@ package worker
 
 import (
 	"sync"
-	"time"
 
 	"github.com/aijobs/aijobs/pkg/job"
 )
@@ -28,23 +27,11 @@ type share struct {
 	// running counts this process's jobs in flight by tenant, however they
 	// were admitted, so a local share is measured against all of them.
 	running map[string]int
-	// spent is what this process held or spent of each tenant's period
-	// balance while the shared balance did not answer, by tenant and
-	// period key, with the period's end, after which it is dropped.
-	spent map[string]localSpend
-}
-
-// localSpend is a tenant's period in this worker's share of its spend
-// limit: what its local holds and settled costs add up to.
-type localSpend struct {
-	used job.Nanocents
-	end  time.Time
 }
 
 // newShare is the share of one worker of workers (at least one).
 func newShare(workers int) *share {
-	return &share{workers: int64(max(workers, 1)), buckets: map[string]job.Bucket{}, running: map[string]int{},
-		spent: map[string]localSpend{}}
+	return &share{workers: int64(max(workers, 1)), buckets: map[string]job.Bucket{}, running: map[string]int{}}
 }
 
 // of is n's share: n over the workers, at least one; 0 (no limit) stays 0.
@@ -126,39 +113,5 @@ func (s *share) release(tenant string) {
 	defer s.mu.Unlock()
 	if s.running[tenant]--; s.running[tenant] <= 0 {
 		delete(s.running, tenant)
-	}
-}
-
-// holdSpend takes h.Amount from this worker's share of h's limit for its
-// period, the limit over the workers, counting what this process held
-// or spent there while the shared balance did not answer. Unlike a
-// bucket's share, it starts from nothing the store already counted, so an
-// outage lets a tenant spend at most one limit more in the period, never
-// unbounded (docs/spend.md, "When the balance does not answer").
-func (s *share) holdSpend(h job.SpendHold) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	for k, l := range s.spent {
-		if !l.end.After(h.At) {
-			delete(s.spent, k)
-		}
-	}
-	k := h.Tenant + "\x00" + h.Period.Key(h.At)
-	l := s.spent[k]
-	if l.used+h.Amount > job.Nanocents(s.of(int64(h.Limit))) || h.Limit <= 0 {
-		return false
-	}
-	s.spent[k] = localSpend{used: l.used + h.Amount, end: h.End()}
-	return true
-}
-
-// settleSpend settles a local hold: its amount returned, its cost counted.
-func (s *share) settleSpend(st job.SpendSettle) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	k := st.Tenant + "\x00" + st.Period.Key(st.At)
-	if l, ok := s.spent[k]; ok {
-		l.used += st.Cost - st.Amount
-		s.spent[k] = l
 	}
 }

@@ -23,11 +23,9 @@ type Spend interface {
 }
 
 // spendGrant is one hold the attempt took on its tenant's balance in a
-// period: in the shared store, or (here) in this worker's share while the
-// store did not answer.
+// period.
 type spendGrant struct {
 	hold job.SpendHold
-	here bool
 }
 
 // spendLimited reports whether the attempt's tenant has a spend limit.
@@ -42,9 +40,10 @@ func (ad *admission) spendLimited() []job.PeriodLimit {
 // period it has a limit in, and reports whether every one covered it (if
 // not, the period that did not); a refusal gives back what the others
 // took (a lost give-back leaves it held until the period ends: counted,
-// never spent twice). A balance that does not answer is replaced by this
-// worker's share of the limit (share.holdSpend), said in LimitsLocal, so
-// an outage neither stops every job nor lets spend through unbounded.
+// never spent twice). A balance that does not answer refuses, said in
+// LimitsLocal (Limit spend): the attempt waits, so that no spend goes
+// uncounted on the balance (docs/spend.md, "When the balance does not
+// answer").
 func (ad *admission) holdSpend(ctx context.Context, entry string, amount job.Nanocents) (job.PeriodLimit, bool) {
 	now := ad.clock.Now()
 	if _, claimed, ok := job.SpendFirstClaim(*ad.j); ok {
@@ -61,16 +60,14 @@ func (ad *admission) holdSpend(ctx context.Context, entry string, amount job.Nan
 		h := job.SpendHold{Tenant: ad.j.Tenant, Period: l.Period, At: now, Limit: l.Limit, Entry: entry, Amount: amount}
 		ok, err := ad.spend.Hold(ctx, h)
 		if err != nil {
-			ok = ad.share.holdSpend(h)
-			ad.log.Warn("the tenant's spend balance did not answer; its limit is held locally", "tenant", h.Tenant,
-				"period", h.Period, "local_limit_cents", job.Nanocents(ad.share.of(int64(h.Limit))).String(), "admitted", ok, "err", err)
+			ad.log.Warn("the tenant's spend balance did not answer; the attempt waits", "tenant", h.Tenant, "period", h.Period, "err", err)
 			ad.meter.count("LimitsLocal", map[string]string{"Limit": "spend"})
 		}
 		if !ok {
 			ad.settle(ctx, took, 0)
 			return l, false
 		}
-		took = append(took, spendGrant{hold: h, here: err != nil})
+		took = append(took, spendGrant{hold: h})
 	}
 	ad.granted.holds = append(ad.granted.holds, took...)
 	return job.PeriodLimit{}, true
@@ -78,25 +75,15 @@ func (ad *admission) holdSpend(ctx context.Context, entry string, amount job.Nan
 
 // spendLanded lets an attempt whose claim promised to hold its spend
 // first (job.Job.SpendFirst) call only if a dead attempt's recovery
-// would find its holds (docs/spend.md, "Crash windows"): an attempt
-// admitted on a local share says so on the record first (the heartbeat's
-// SpendLocal, after which its write-off charges its hold), and one whose
-// holds landed within the lease guard's margin of the lease's end renews
-// the lease first, so no recovery can have looked at its balances and
-// found nothing before they landed. Either write refused, the attempt
-// does not call.
+// would find its holds (docs/spend.md, "Crash windows"): one whose holds
+// landed within the lease guard's margin of the lease's end renews the
+// lease first, so no recovery can have looked at its balances and found
+// nothing before they landed. The renewal refused, it does not call.
 func (ad *admission) spendLanded(ctx context.Context) (refusal, bool) {
-	if ad.j.SpendFirst == "" || len(ad.granted.holds) == 0 {
+	if ad.j.SpendFirst == "" || len(ad.granted.holds) == 0 || ad.clock.Now().Before(ad.j.LeaseUntil.Add(-ad.timing.leaseMargin())) {
 		return refusal{}, true
 	}
-	local := false
-	for _, g := range ad.granted.holds {
-		local = local || g.here
-	}
-	if !local && ad.clock.Now().Before(ad.j.LeaseUntil.Add(-ad.timing.leaseMargin())) {
-		return refusal{}, true
-	}
-	return ad.renew(ctx, local)
+	return ad.renew(ctx)
 }
 
 // settleSpend settles every hold the attempt took at what it paid (all
@@ -152,9 +139,7 @@ func (ad *admission) settle(ctx context.Context, grants []spendGrant, cost job.N
 			st.Cost = c
 		}
 		left[g.hold.Period] = c - st.Cost
-		if g.here {
-			ad.share.settleSpend(st)
-		} else if seen, err := ad.spend.SettleSeen(ctx, st); err != nil {
+		if seen, err := ad.spend.SettleSeen(ctx, st); err != nil {
 			ad.log.Warn("settling the tenant's spend failed; the hold stays counted until the period ends", "period", g.hold.Period, "err", err)
 		} else {
 			spendPassed(ad.log, ad.meter, st, seen, ad.spendAlarm)

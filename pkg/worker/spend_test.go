@@ -111,24 +111,21 @@ func (downSpend) Holding(context.Context, job.SpendHold) (job.Nanocents, bool, e
 	return 0, false, errors.New("throttled")
 }
 
-// A balance that does not answer holds the tenant to this worker's share
-// of its limit (the limit over the workers), counted in LimitsLocal: a
-// job within the share runs, one past what it leaves is deferred.
-func TestAnUnansweredSpendBalanceHoldsTheTenantToTheWorkersShare(t *testing.T) {
+// A balance that does not answer lets no call go: the job waits,
+// deferred spend_limit, uncounted, and the outage is counted in
+// LimitsLocal. No spend goes
+// uncounted on the balance (docs/spend.md, "When the balance does not
+// answer").
+func TestAnUnansweredSpendBalanceLetsNoCallGo(t *testing.T) {
 	f, limit := spendFixture(t, 100, downSpend{})
-	limit.Store(300) // 150 a worker, of 2
+	limit.Store(300)
 	a := f.create("k1", reserve(100))
 	f.deliver(body(a.ID))
-	if got := f.get(a.ID); got.State != job.Succeeded {
-		t.Fatalf("a job within the share: %+v", got)
+	if got := f.get(a.ID); got.State != job.Queued || got.ErrorClass != job.SpendLimit || got.Attempts != 0 {
+		t.Fatalf("a job whose balance did not answer: %+v", got)
 	}
-	b := f.create("k2", reserve(100))
-	f.deliver(body(b.ID))
-	if got := f.get(b.ID); got.State != job.Queued || got.ErrorClass != job.SpendLimit {
-		t.Fatalf("a job past the share's 150 with 100 spent: %+v", got)
-	}
-	if n := f.metrics.get("LimitsLocal/spend"); n != 2 {
-		t.Fatalf("LimitsLocal by spend %v, want 2", n)
+	if n := f.metrics.get("LimitsLocal/spend"); n != 1 {
+		t.Fatalf("LimitsLocal by spend %v, want 1", n)
 	}
 }
 
@@ -220,32 +217,6 @@ func TestADeadAttemptIsChargedOnlyIfItsSpendHoldLanded(t *testing.T) {
 			}
 			if b := dayBalance(t, balance); b != (job.SpendBalance{Spent: c.spent}) {
 				t.Fatalf("balance %+v, want %v spent, nothing held", b, c.spent)
-			}
-		})
-	}
-}
-
-// An attempt admitted on its worker's local share (the balance did not
-// answer) leaves no hold a recovery could find, so it says so on the
-// record before it calls: its claim's promise is gone, and a write-off
-// would charge its hold. One admitted on the balance keeps the promise.
-func TestAnAttemptAdmittedOnALocalShareWithdrawsItsPromise(t *testing.T) {
-	for _, c := range []struct {
-		name    string
-		spend   worker.Spend
-		promise bool
-	}{{"balance", memstore.NewSpend(), true}, {"local share", downSpend{}, false}} {
-		t.Run(c.name, func(t *testing.T) {
-			f, limit := spendFixture(t, 40, c.spend)
-			limit.Store(1000)
-			j := f.create("k1", reserve(100))
-			f.deliver(body(j.ID))
-			got := f.get(j.ID)
-			if got.State != job.Succeeded {
-				t.Fatalf("job = %+v", got)
-			}
-			if _, _, ok := job.SpendFirstClaim(got); ok != c.promise {
-				t.Fatalf("the record's SpendFirst %q: promised %v, want %v", got.SpendFirst, ok, c.promise)
 			}
 		})
 	}
