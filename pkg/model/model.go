@@ -62,6 +62,14 @@ type Request struct {
 	// tokens it bills as output that no stream delta or answer text shows,
 	// so a call whose counts never came is estimated at MaxTokens.
 	Reasons bool
+	// Texts, when set, ask for embeddings instead of a generation
+	// (docs/embeddings.md): one vector a text, at Dimensions when it is
+	// not 0. The provider may split them into calls of its per-request
+	// limit (an exception to one call per Generate: the attempt is still
+	// one, its usage the calls' sum) and answers the vectors as the
+	// Output, in wire.EncodeEmbeddings' format.
+	Texts      []string
+	Dimensions int
 }
 
 // RequestFor is job id's request to rung for input in: its messages, the
@@ -71,7 +79,7 @@ type Request struct {
 // field by field once let an option through to one and not the others).
 func RequestFor(id string, rung job.Rung, in job.Input) Request {
 	return Request{JobID: id, Model: rung.Model, Messages: in.Messages, MaxTokens: rung.OutputCap(in),
-		Temperature: in.Temperature, Options: in.Options, Reasons: rung.Reasons}
+		Temperature: in.Temperature, Options: in.Options, Reasons: rung.Reasons, Texts: in.Texts, Dimensions: in.Dimensions}
 }
 
 // ErrGone is what a resumed call (Request.Resume) answers when the
