@@ -78,8 +78,14 @@ type Request struct {
 // input gains reaches every provider call at once (three copies built
 // field by field once let an option through to one and not the others).
 func RequestFor(id string, rung job.Rung, in job.Input) Request {
-	return Request{JobID: id, Model: rung.Model, Messages: in.Messages, MaxTokens: rung.OutputCap(in),
+	r := Request{JobID: id, Model: rung.Model, Messages: in.Messages, MaxTokens: rung.OutputCap(in),
 		Temperature: in.Temperature, Options: in.Options, Reasons: rung.Reasons, Texts: in.Texts, Dimensions: in.Dimensions}
+	if in.Embeds() {
+		// An embedding bills no output, and a lost answer's estimate
+		// (Unanswered) must not price the rung's output cap.
+		r.MaxTokens = 0
+	}
+	return r
 }
 
 // ErrGone is what a resumed call (Request.Resume) answers when the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net/http"
 	"net/http/httptest"
 	"slices"
 	"strings"
@@ -140,5 +141,27 @@ func TestEmbeddingsAreAskedAsBase64(t *testing.T) {
 				t.Fatalf("vector %d[%d] = %v, want %v", i, j, got[i][j], want[j])
 			}
 		}
+	}
+}
+
+// An embedding call whose answer never came is billed its texts'
+// ceiling and no output, whatever output cap its rung has.
+func TestALostEmbeddingAnswerIsBilledItsTextsCeilingOnly(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hj, _ := w.(http.Hijacker)
+		conn, _, _ := hj.Hijack()
+		_ = conn.Close()
+	}))
+	t.Cleanup(srv.Close)
+	c, err := openai.New(openai.Config{BaseURL: srv.URL})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rung := job.Rung{Model: "text-embedding-3-small", Embeds: true, MaxTokens: 4096}
+	in := job.Input{Texts: []string{"abcd", "abc"}}
+	_, err = c.Generate(context.Background(), model.RequestFor("j", rung, in))
+	_, used := model.Classify(err)
+	if err == nil || used.InputTokens != in.Ceiling() || used.OutputTokens != 0 || !used.Estimated {
+		t.Fatalf("got %v, usage %+v: want an error billed %d input tokens, no output, estimated", err, used, in.Ceiling())
 	}
 }
