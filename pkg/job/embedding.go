@@ -1,6 +1,9 @@
 package job
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // The bounds of an embedding input (docs/embeddings.md).
 const (
@@ -98,6 +101,8 @@ func (g Rung) embeddingRefusal(in Input) (field, why string) {
 		return "input.messages", "is an embedding model, which takes texts, not messages: give input.texts"
 	case in.Dimensions != 0 && !g.Takes.Dimensions:
 		return "input.dimensions", "takes no dimensions"
+	case in.Dimensions != 0 && g.Takes.DimensionsIn != [3]int{} && !slices.Contains(g.Takes.DimensionsIn[:], in.Dimensions):
+		return "input.dimensions", fmt.Sprintf("takes dimensions %v only", g.Takes.DimensionsIn)
 	}
 	return "", ""
 }

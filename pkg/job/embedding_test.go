@@ -63,6 +63,7 @@ func TestCheckOptionsHoldsAnEmbeddingJobToEmbeddingRungs(t *testing.T) {
 	embed := job.Rung{Provider: "oai", Model: "text-embedding-3-small", Embeds: true, Takes: job.Takes{Dimensions: true}}
 	ada := job.Rung{Provider: "oai", Model: "text-embedding-ada-002", Embeds: true}
 	chat := job.Rung{Provider: "oai", Model: "gpt-4o-mini"}
+	titan := job.Rung{Provider: "br", Model: "amazon.titan-embed-text-v2:0", Embeds: true, Takes: job.Takes{Dimensions: true, DimensionsIn: [3]int{256, 512, 1024}}}
 	batched := embed
 	batched.Lanes = []job.Rung{{Provider: "oai", Model: embed.Model, Embeds: true, Lane: job.Batch}}
 	texts := job.Input{Texts: []string{"a"}}
@@ -80,6 +81,8 @@ func TestCheckOptionsHoldsAnEmbeddingJobToEmbeddingRungs(t *testing.T) {
 		{"texts on a chat rung", []job.Rung{embed, chat}, texts, nil, "input.texts", "rung 1 (oai/gpt-4o-mini)"},
 		{"messages on an embedding rung", []job.Rung{embed}, msgs, nil, "input.messages", "rung 0 (oai/text-embedding-3-small)"},
 		{"dimensions on ada", []job.Rung{embed, ada}, job.Input{Texts: []string{"a"}, Dimensions: 64}, nil, "input.dimensions", "rung 1"},
+		{"a length titan takes", []job.Rung{titan}, job.Input{Texts: []string{"a"}, Dimensions: 512}, nil, "", ""},
+		{"a length titan does not take", []job.Rung{embed, titan}, job.Input{Texts: []string{"a"}, Dimensions: 64}, nil, "input.dimensions", "rung 1 (br/amazon.titan-embed-text-v2:0)"},
 		{"a batch lane allowed", []job.Rung{batched}, texts, nil, "lanes", "rung 0"},
 		{"a batch lane not allowed", []job.Rung{batched}, texts, []job.Lane{job.Standard}, "", ""},
 	} {

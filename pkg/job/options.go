@@ -88,8 +88,11 @@ type Takes struct {
 	// (docs/providers.md, "Content parts").
 	Images, Documents bool
 	// Dimensions: the embedding model shortens its vectors to the
-	// dimensions asked (docs/embeddings.md).
-	Dimensions bool
+	// dimensions asked (docs/embeddings.md), and DimensionsIn are the
+	// only lengths it takes (all zero: any up to MaxDimensions). An array,
+	// not a slice, so that Takes stays comparable.
+	Dimensions   bool
+	DimensionsIn [3]int
 }
 
 // checkOptions holds in's Options to the rules every provider's bounds
