@@ -13,6 +13,7 @@ import (
 
 	"github.com/aijobs/aijobs/pkg/client"
 	"github.com/aijobs/aijobs/pkg/job"
+	"github.com/aijobs/aijobs/pkg/model/bedrock/bedrocktest"
 	"github.com/aijobs/aijobs/pkg/model/openai/openaitest"
 )
 
@@ -44,7 +45,7 @@ func TestTenThousandTextsAreEmbeddedInOneJob(t *testing.T) {
 	s := startStackWith(t, env, false)
 
 	refused := map[string]string{
-		"texts on a chat route":           `{"model": "default", "input": {"texts": ["a"]}}`,
+		"texts on a chat route":          `{"model": "default", "input": {"texts": ["a"]}}`,
 		"messages on an embedding route": `{"model": "embed", "input": {"messages": [{"role": "user", "content": "a"}]}}`,
 	}
 	for name, body := range refused {
@@ -98,5 +99,62 @@ func TestTenThousandTextsAreEmbeddedInOneJob(t *testing.T) {
 	}
 	if calls := fake.EmbeddingCalls(); !slices.Equal(calls, []int{2048, 2048, 2048, 2048, 1808}) {
 		t.Errorf("embedding calls of %v texts, want four of 2,048 and one of 1,808", calls)
+	}
+}
+
+// TestTitanEmbedsAJobEndToEnd: on the emulator, an embedding job on a
+// route of Titan Text Embeddings V2 (the bedrocktest fake) is one
+// InvokeModel a text, its vectors each the fake's for its text and its
+// cost exactly their token counts at the input price; a length Titan
+// does not make is refused at create.
+func TestTitanEmbedsAJobEndToEnd(t *testing.T) {
+	t.Parallel()
+	fake := bedrocktest.New(nil)
+	srv := httptest.NewServer(fake.Handler())
+	t.Cleanup(srv.Close)
+	doc := fmt.Sprintf(`{"providers": {"br": {"kind": "bedrock", "region": "us-east-1", "endpoint": %q}},
+		"routes": {"default": {"rungs": [{"provider": "br", "model": "amazon.titan-embed-text-v2:0", "price": {"input": 2, "output": 0}, "timeout": "10s"}]}}}`, srv.URL)
+	env := maps.Clone(steadyLease)
+	maps.Copy(env, map[string]string{"AIJOBS_ROUTES": doc, "AIJOBS_WORKER_TIMEOUT": "15s", "AIJOBS_VISIBILITY_TIMEOUT": "16s"})
+	s := startStackWith(t, env, false)
+
+	r, _ := s.retried("POST", "/jobs", "t", map[string]string{"Idempotency-Key": "titan-64"}, `{"input": {"texts": ["a"], "dimensions": 64}}`)
+	if r.status != http.StatusUnprocessableEntity || r.body["code"] != "option_unsupported" || r.body["field"] != "input.dimensions" {
+		t.Errorf("64 dimensions on Titan: %d %s, want 422 option_unsupported on input.dimensions", r.status, r.raw)
+	}
+
+	texts := make([]string, 40)
+	var tokens int64
+	for i := range texts {
+		texts[i] = fmt.Sprintf("titan text %d %s", i, strings.Repeat("z", i))
+		tokens += bedrocktest.TitanTokens(texts[i])
+	}
+	input, _ := json.Marshal(map[string]any{"texts": texts, "dimensions": 256})
+	id := s.submit("t", "titan-40", `{"input": `+string(input)+`}`)
+	if v := s.wait("t", id, 30*time.Second, "succeeded", "failed", "abandoned"); v["state"] != "succeeded" {
+		t.Fatalf("job %s: %v %v %v", id, v["state"], v["error_class"], v["error"])
+	}
+	c, err := client.New(client.Config{BaseURL: s.url, Auth: client.BearerToken("t")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := c.Get(t.Context(), id, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vectors, err := client.Embeddings(snap.View.Result)
+	if err != nil || len(vectors) != len(texts) {
+		t.Fatalf("%d vectors (%v), want %d", len(vectors), err, len(texts))
+	}
+	for i, text := range texts {
+		if !slices.Equal(vectors[i], bedrocktest.TitanVector(text, 256)) {
+			t.Fatalf("vector %d is not the one for its text", i)
+		}
+	}
+	if want := job.Nanocents(tokens * embedPricePerToken); snap.View.CostCents != want || snap.View.CostEstimated || snap.View.Attempts != 1 {
+		t.Errorf("cost_cents %v (estimated %v), %d attempts; want exactly %v in one", snap.View.CostCents, snap.View.CostEstimated, snap.View.Attempts, want)
+	}
+	if fake.Invocations() != len(texts) {
+		t.Errorf("%d InvokeModel calls, want one a text: %d", fake.Invocations(), len(texts))
 	}
 }
