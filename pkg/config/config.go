@@ -229,7 +229,7 @@ func (p Shortcut) table() (map[string]ProviderSpec, map[string]job.Route) {
 	}
 	rung := job.Rung{Provider: "default", Model: model, Price: cacheRates(p.Kind, model, p.Price), Timeout: p.Timeout,
 		Limit: (*limitsDoc)(nil).limit(p.Kind), FixedTemperature: fixedTemperature(p.Kind, model), Reasons: reasons(p.Kind, model),
-		NoTemperature: noTemperature(p.Kind, model), Takes: takes(p.Kind, model, false)}
+		NoTemperature: noTemperature(p.Kind, model), Takes: takes(p.Kind, model, false), Embeds: embeds(p.Kind, model, false)}
 	return map[string]ProviderSpec{"default": pc}, map[string]job.Route{"default": {Rungs: []job.Rung{rung}}}
 }
 

@@ -13,6 +13,7 @@ func takes(kind, model string, background bool) job.Takes {
 	t := optionsTaken(kind, model, background)
 	t.ResponseFormat, t.ForcedTool = formatTakes(kind, model)
 	t.Images, t.Documents = media(kind, model)
+	t.Dimensions, t.DimensionsIn = embeddingDimensions(kind, model)
 	return t
 }
 

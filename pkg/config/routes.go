@@ -364,6 +364,7 @@ func rungFrom(g rungDoc, providers map[string]providerDoc, defaultTimeout time.D
 	r.FixedTemperature, r.NoTemperature = fixedTemperature(p.Kind, g.Model), noTemperature(p.Kind, g.Model)
 	r.Reasons = reasons(p.Kind, g.Model)
 	r.Takes = takes(p.Kind, g.Model, p.Background)
+	r.Embeds = embeds(p.Kind, g.Model, p.Background)
 	for _, name := range sortedKeys(g.Lanes) {
 		lane, err := laneFrom(r, job.Lane(name), g.Lanes[name], p.Kind)
 		if err != nil {

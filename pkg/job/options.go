@@ -87,6 +87,12 @@ type Takes struct {
 	// Images and Documents: the model reads image and document parts
 	// (docs/providers.md, "Content parts").
 	Images, Documents bool
+	// Dimensions: the embedding model shortens its vectors to the
+	// dimensions asked (docs/embeddings.md), and DimensionsIn are the
+	// only lengths it takes (all zero: any up to MaxDimensions). An array,
+	// not a slice, so that Takes stays comparable.
+	Dimensions   bool
+	DimensionsIn [3]int
 }
 
 // checkOptions holds in's Options to the rules every provider's bounds
@@ -125,6 +131,9 @@ func checkOptions(in Input) error {
 // refusal is the option of in that rung g cannot honour, and why, or ""
 // when it honours them all.
 func (g Rung) refusal(in Input) (field, why string) {
+	if field, why := g.embeddingRefusal(in); field != "" || in.Embeds() {
+		return field, why
+	}
 	if field, why := g.mediaRefusal(in); field != "" {
 		return field, why
 	}

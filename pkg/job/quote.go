@@ -21,7 +21,7 @@ type OfferQuote struct {
 // at the rung's prices. It is a rule of thumb, not a bound: an answer that
 // uses its whole cap costs up to the worst case.
 func (g Rung) ExpectedCost(in Input) Nanocents {
-	return g.Price.Cost((PromptCeiling(in.Messages)+1)/2, (int64(g.OutputCap(in))+1)/2)
+	return g.Price.Cost((in.Ceiling()+1)/2, (g.outputTokens(in)+1)/2)
 }
 
 // Quote is every offer of every rung of r a job allowing lanes (nil: any)

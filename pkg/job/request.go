@@ -39,9 +39,14 @@ type Message struct {
 // Input is what the model is asked. It is deliberately small and strict:
 // unknown fields are refused rather than silently dropped.
 type Input struct {
-	Messages    []Message `json:"messages"`
+	// Messages are a chat input's; an embedding input has Texts instead
+	// (embedding.go), so neither is sent when empty.
+	Messages    []Message `json:"messages,omitempty"`
 	MaxTokens   int       `json:"max_tokens,omitempty"`
 	Temperature *float64  `json:"temperature,omitempty"`
+	// Texts and Dimensions make an embedding input (embedding.go).
+	Texts      []string `json:"texts,omitempty"`
+	Dimensions int      `json:"dimensions,omitempty"`
 	// Options are embedded so that their members are the input's own
 	// ("input.top_p"), as a caller writes them.
 	Options
@@ -78,6 +83,9 @@ func invalid(field, format string, args ...any) *Error {
 // (checkOptions). A refusal is an invalid_request naming the
 // field by its path in the input ("input.messages[1].role").
 func (l Limits) CheckInput(in *Input) error {
+	if in.Texts != nil || in.Dimensions != 0 {
+		return checkEmbedding(*in)
+	}
 	if len(in.Messages) == 0 {
 		return invalid("input.messages", "input.messages must hold at least one message")
 	}

@@ -72,6 +72,10 @@ type Rung struct {
 	// returns, and a delayed message brings the job back to reattach it.
 	// Config allows it only on a provider that keeps generations by id.
 	Detached bool
+	// Embeds marks a rung whose model makes embeddings: it takes an
+	// embedding input (texts) and no chat input (docs/embeddings.md).
+	// Set by config from the model's name.
+	Embeds bool
 }
 
 // Timeout is the longest an attempt on the route may run: the timeout of
@@ -117,7 +121,11 @@ func (r Route) CheckOptions(model string, in Input, lanes []Lane) error {
 		if _, reached := g.cheapest(Input{}, lanes); !reached {
 			continue
 		}
-		if field, why := g.refusal(in); field != "" {
+		field, why := g.refusal(in)
+		if field == "" && in.Embeds() && g.offersBatch(lanes) {
+			field, why = "lanes", "offers the batch lane, which takes no embedding job yet (docs/embeddings.md, \"The batch lane\"): allow lanes without batch, e.g. [\"standard\"]"
+		}
+		if field != "" {
 			return &Error{Code: CodeUnsupported, Field: field, Message: fmt.Sprintf(
 				"route %q rung %d (%s/%s) %s: change %s or name another route",
 				model, i, g.Provider, g.Model, why, field)}
@@ -164,11 +172,20 @@ func (g Rung) OutputCap(in Input) int {
 	return in.MaxTokens
 }
 
+// outputTokens is the most output a call for in can bill: its output cap,
+// or none for embeddings, which bill their input only.
+func (g Rung) outputTokens(in Input) int64 {
+	if in.Embeds() {
+		return 0
+	}
+	return int64(g.OutputCap(in))
+}
+
 // WorstTokens is the most tokens a call on this rung can use: the prompt's
 // ceiling and every output token it may produce, what a take from the
 // provider's bucket takes before the call.
 func (g Rung) WorstTokens(in Input) int64 {
-	return PromptCeiling(in.Messages) + int64(g.OutputCap(in))
+	return in.Ceiling() + g.outputTokens(in)
 }
 
 // WorstCase is the most a call on this rung can cost: every output token it
@@ -178,7 +195,7 @@ func (g Rung) WorstTokens(in Input) int64 {
 // covers it, so a job overruns its budget by no more than the prompt
 // estimate's error.
 func (g Rung) WorstCase(in Input) Nanocents {
-	return g.Price.Cost(PromptCeiling(in.Messages), int64(g.OutputCap(in)))
+	return g.Price.Cost(in.Ceiling(), g.outputTokens(in))
 }
 
 // PromptCeiling over-estimates the prompt tokens of messages: one token

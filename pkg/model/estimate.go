@@ -20,7 +20,7 @@ import "github.com/aijobs/aijobs/pkg/job"
 // either way: it reasons before its first delta, billed as output, so a
 // stream that heard nothing may already owe the whole cap.
 func Unanswered(r Request, stream bool) Usage {
-	u := Usage{InputTokens: job.PromptCeiling(r.Messages), Estimated: true}
+	u := Usage{InputTokens: r.ceiling(), Estimated: true}
 	if !stream || r.reasons() {
 		u.OutputTokens = int64(max(r.MaxTokens, 0))
 	}
@@ -42,7 +42,7 @@ func Unreported(r Request, output string) Usage {
 			out = int64(r.MaxTokens)
 		}
 	}
-	return Usage{InputTokens: job.PromptCeiling(r.Messages), OutputTokens: out, Estimated: true}
+	return Usage{InputTokens: r.ceiling(), OutputTokens: out, Estimated: true}
 }
 
 // reasons reports whether the call's model reasons before it answers:
@@ -73,7 +73,16 @@ func StreamUsage(r Request, input, deltas, output int64, final bool) Usage {
 		u.OutputTokens = max(u.OutputTokens, int64(r.MaxTokens))
 	}
 	if input <= 0 {
-		u.InputTokens, u.Estimated = job.PromptCeiling(r.Messages), true
+		u.InputTokens, u.Estimated = r.ceiling(), true
 	}
 	return u
+}
+
+// ceiling is the prompt ceiling of r's input: its messages', or its
+// texts' when it asks for embeddings.
+func (r Request) ceiling() int64 {
+	if r.Texts != nil {
+		return job.TextsCeiling(r.Texts)
+	}
+	return job.PromptCeiling(r.Messages)
 }

@@ -62,6 +62,14 @@ type Request struct {
 	// tokens it bills as output that no stream delta or answer text shows,
 	// so a call whose counts never came is estimated at MaxTokens.
 	Reasons bool
+	// Texts, when set, ask for embeddings instead of a generation
+	// (docs/embeddings.md): one vector a text, at Dimensions when it is
+	// not 0. The provider may split them into calls of its per-request
+	// limit (an exception to one call per Generate: the attempt is still
+	// one, its usage the calls' sum) and answers the vectors as the
+	// Output, in wire.EncodeEmbeddings' format.
+	Texts      []string
+	Dimensions int
 }
 
 // RequestFor is job id's request to rung for input in: its messages, the
@@ -70,8 +78,14 @@ type Request struct {
 // input gains reaches every provider call at once (three copies built
 // field by field once let an option through to one and not the others).
 func RequestFor(id string, rung job.Rung, in job.Input) Request {
-	return Request{JobID: id, Model: rung.Model, Messages: in.Messages, MaxTokens: rung.OutputCap(in),
-		Temperature: in.Temperature, Options: in.Options, Reasons: rung.Reasons}
+	r := Request{JobID: id, Model: rung.Model, Messages: in.Messages, MaxTokens: rung.OutputCap(in),
+		Temperature: in.Temperature, Options: in.Options, Reasons: rung.Reasons, Texts: in.Texts, Dimensions: in.Dimensions}
+	if in.Embeds() {
+		// An embedding bills no output, and a lost answer's estimate
+		// (Unanswered) must not price the rung's output cap.
+		r.MaxTokens = 0
+	}
+	return r
 }
 
 // ErrGone is what a resumed call (Request.Resume) answers when the

@@ -30,6 +30,8 @@ import (
 type API interface {
 	Converse(ctx context.Context, in *bedrockruntime.ConverseInput, optFns ...func(*bedrockruntime.Options)) (*bedrockruntime.ConverseOutput, error)
 	ConverseStream(ctx context.Context, in *bedrockruntime.ConverseStreamInput, optFns ...func(*bedrockruntime.Options)) (*bedrockruntime.ConverseStreamOutput, error)
+	// InvokeModel makes embeddings (embeddings.go).
+	InvokeModel(ctx context.Context, in *bedrockruntime.InvokeModelInput, optFns ...func(*bedrockruntime.Options)) (*bedrockruntime.InvokeModelOutput, error)
 }
 
 // Config describes where Bedrock is and which model to ask.
@@ -120,6 +122,9 @@ func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response,
 	if r.Model == "" {
 		return model.Response{}, &model.Error{Class: job.InvalidRequest, Detail: "bedrock: no model id",
 			Err: errors.New("bedrock: neither the request nor the config names a model")}
+	}
+	if r.Texts != nil {
+		return c.embed(ctx, r)
 	}
 	p, err := buildPrompt(r)
 	if err != nil {

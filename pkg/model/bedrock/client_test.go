@@ -217,6 +217,10 @@ func (s *stubAPI) Converse(_ context.Context, in *bedrockruntime.ConverseInput, 
 	}, nil
 }
 
+func (s *stubAPI) InvokeModel(context.Context, *bedrockruntime.InvokeModelInput, ...func(*bedrockruntime.Options)) (*bedrockruntime.InvokeModelOutput, error) {
+	return nil, s.err
+}
+
 func (s *stubAPI) ConverseStream(context.Context, *bedrockruntime.ConverseStreamInput, ...func(*bedrockruntime.Options)) (*bedrockruntime.ConverseStreamOutput, error) {
 	return nil, s.err
 }

@@ -148,6 +148,9 @@ type chatResponse struct {
 // Generate makes one chat-completions call, or one background generation
 // (Config.Background).
 func (c *Client) Generate(ctx context.Context, r model.Request) (model.Response, error) {
+	if r.Texts != nil {
+		return c.embed(ctx, r)
+	}
 	if err := unsendable(r.Options); err != nil && r.Resume == "" {
 		return model.Response{}, err
 	}

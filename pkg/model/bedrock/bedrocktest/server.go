@@ -15,7 +15,8 @@
 // (docs/providers.md, "Anthropic and Bedrock"): the prompt cache's reads
 // and writes counted apart from inputTokens (CacheRead, CacheWrite), and
 // the tier that served the call named in the answer's serviceTier
-// (Downgrade serves a priority call at the default tier).
+// (Downgrade serves a priority call at the default tier), and
+// InvokeModel of Titan Text Embeddings V2 (embeddings.go).
 package bedrocktest
 
 import (
@@ -66,6 +67,8 @@ type Server struct {
 	mu     sync.Mutex
 	jobs   batchtest.Batches[*invocation]
 	billed []Usage
+	// invoked counts InvokeModel calls (embeddings.go).
+	invoked int
 }
 
 // Usage is an answer's counts in Bedrock's own words: Input is its
@@ -128,6 +131,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /model-invocation-job/{id...}", s.get)
 	mux.HandleFunc("POST /model/{model}/converse", s.converse)
 	mux.HandleFunc("POST /model/{model}/converse-stream", s.converseStream)
+	mux.HandleFunc("POST /model/{model}/invoke", s.invoke)
 	return mux
 }
 

@@ -11,7 +11,8 @@
 // A request's last message may script its item with markers:
 // [[openai:status=N]] answers it with HTTP status N, [[openai:expire]]
 // leaves it unanswered (batch_expired) the first time it is batched,
-// [[openai:nousage]] answers it without its counts.
+// [[openai:nousage]] answers it without its counts. An embeddings call
+// (embeddings.go) with [[openai:status=N]] in any input is answered N.
 package openaitest
 
 import (
@@ -62,6 +63,8 @@ type Server struct {
 	files   map[string][]byte
 	batches batchtest.Batches[*batch]
 	seq     int
+	// embedded counts each embeddings call's inputs (EmbeddingCalls).
+	embedded []int
 }
 
 type batch struct {
@@ -178,6 +181,7 @@ func (s *Server) Handler() http.Handler {
 	mux.HandleFunc("GET /batches", s.list)
 	mux.HandleFunc("GET /batches/{id}", s.get)
 	mux.HandleFunc("POST /chat/completions", s.chat)
+	mux.HandleFunc("POST /embeddings", s.embeddings)
 	mux.HandleFunc("POST /responses", s.createResponse)
 	mux.HandleFunc("GET /responses/{id}", s.getResponse)
 	mux.HandleFunc("POST /responses/{id}/cancel", s.cancelResponse)
