@@ -168,7 +168,7 @@ func TestUploadPartsAreBoundedBeforeAndWhileTheyAreRead(t *testing.T) {
 		t.Fatalf("%d uploads read for a body refused by its count", after-gets)
 	}
 
-	refs := []partUpload{{"input.messages[0].content[0]", map[string]json.RawMessage{"type": json.RawMessage(`"document"`), "upload": json.RawMessage(`"` + id + `"`)}}}
+	refs := []partUpload{{field: "input.messages[0].content[0]", members: map[string]json.RawMessage{"type": json.RawMessage(`"document"`), "upload": json.RawMessage(`"` + id + `"`)}}}
 	err := e.h.readUploads(t.Context(), "jwt:tenant-a", refs, len(partsPDF)-1)
 	if e, ok := refusal(err); !ok || e.Code != wire.CodePayloadTooLarge || e.Field != "input" {
 		t.Fatalf("uploads past the room left: %v, want payload_too_large on input", err)
