@@ -188,3 +188,21 @@ func TestAnUploadOfAPartsTypeIsBoundedByThePartsLimit(t *testing.T) {
 		}
 	}
 }
+
+// A repeat of a create whose part's upload has since expired is refused,
+// as an input_upload's is, naming the job the key already has.
+func TestARepeatAfterAPartsUploadExpiredNamesTheJob(t *testing.T) {
+	e, p := partsWithPayloads(t)
+	pdf, _ := base64.StdEncoding.DecodeString(partsPDF)
+	id := uploadFile(t, e, p, "tenant-a", "application/pdf", pdf)
+	body := partsBody("sees", docContent(`{"type":"document","upload":"`+id+`"}`))
+	first := e.do(t, createReq(t, "up", body))
+	if first.StatusCode != http.StatusAccepted {
+		t.Fatalf("create: %d %s", first.StatusCode, first.Body)
+	}
+	_ = p.Delete(t.Context(), uploadKey("jwt:tenant-a", id)) // the lifecycle rule expired it
+	got := wantProblem(t, e.do(t, createReq(t, "up", body)), http.StatusUnprocessableEntity, wire.CodeUploadNotFound, "input.messages[0].content[1].upload")
+	if jobID := decodeView(t, first).ID; !strings.Contains(got.Detail, jobID) {
+		t.Fatalf("detail %q does not name job %s", got.Detail, jobID)
+	}
+}
