@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -82,11 +83,18 @@ func TestLargeInputsEndToEnd(t *testing.T) {
 	}
 }
 
-// upload asks for an upload of body as tenant, sends it with the link's
-// method and headers, and answers its id.
+// upload asks for an upload of the input body as tenant, sends it with
+// the link's method and headers, and answers its id.
 func (s *stack) upload(tenant, body string) string {
 	s.t.Helper()
-	r, _ := s.retried("POST", "/uploads", tenant, nil, fmt.Sprintf(`{"size":%d,"content_type":"application/json"}`, len(body)))
+	return s.uploadFile(tenant, "application/json", []byte(body))
+}
+
+// uploadFile is upload of body of any type POST /uploads takes (an
+// image or a document a content part names).
+func (s *stack) uploadFile(tenant, contentType string, body []byte) string {
+	s.t.Helper()
+	r, _ := s.retried("POST", "/uploads", tenant, nil, fmt.Sprintf(`{"size":%d,"content_type":%q}`, len(body), contentType))
 	if r.status != http.StatusCreated {
 		s.t.Fatalf("POST /uploads: %d %s", r.status, r.raw)
 	}
@@ -94,7 +102,7 @@ func (s *stack) upload(tenant, body string) string {
 	if err := json.Unmarshal(r.raw, &u); err != nil {
 		s.t.Fatal(err)
 	}
-	req, err := http.NewRequest(u.Method, u.URL, strings.NewReader(body))
+	req, err := http.NewRequest(u.Method, u.URL, bytes.NewReader(body))
 	if err != nil {
 		s.t.Fatal(err)
 	}

@@ -39,9 +39,13 @@ func (h *Handler) create(ctx context.Context, log *slog.Logger, ev events.APIGat
 	if err != nil {
 		return h.clientProblem(ctx, log, "read upload", h.namedJob(ctx, tenant, key, err))
 	}
+	b, resolved, err := h.withUploadParts(ctx, tenant, b)
+	if err != nil {
+		return h.clientProblem(ctx, log, "read upload part", h.namedJob(ctx, tenant, key, err))
+	}
 	limit := MaxBodyBytes
-	if uploaded {
-		limit += MaxUploadBytes
+	if uploaded || resolved {
+		limit = MaxResolvedBytes
 	}
 	req, err := parseCreate(tenant, key, b, h.limits, limit)
 	if err != nil && req.InputHash == "" {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
@@ -57,7 +58,8 @@ type UploadLink struct {
 }
 
 // upload answers POST /uploads: a link that stores exactly size bytes
-// of an input under the caller's tenant, which a create then names.
+// of an input, an image or a document under the caller's tenant, which a
+// create then names (input_upload, or a part's upload).
 func (h *Handler) upload(ctx context.Context, log *slog.Logger, ev events.APIGatewayV2HTTPRequest, tenant string) events.APIGatewayV2HTTPResponse {
 	if h.payloads == nil {
 		return problemFor(wire.CodeNotFound, "", "this deployment takes no uploads")
@@ -70,11 +72,13 @@ func (h *Handler) upload(ctx context.Context, log *slog.Logger, ev events.APIGat
 	if err := strictDecode(b, &req); err != nil {
 		return h.clientProblem(ctx, log, "parse upload", err)
 	}
-	if req.Size < 1 || req.Size > MaxUploadBytes {
-		return h.clientProblem(ctx, log, "parse upload", invalid("size", "size must be from 1 to %d bytes", MaxUploadBytes))
+	limit, ok := uploadLimit(req.ContentType)
+	if !ok {
+		return h.clientProblem(ctx, log, "parse upload", invalid("content_type",
+			"content_type must be application/json (an input), one of %v (an image part) or %v (a document part)", job.ImageTypes, job.DocumentTypes))
 	}
-	if req.ContentType != "application/json" {
-		return h.clientProblem(ctx, log, "parse upload", invalid("content_type", "content_type must be application/json (an input)"))
+	if req.Size < 1 || req.Size > limit {
+		return h.clientProblem(ctx, log, "parse upload", invalid("size", "size must be from 1 to %d bytes for %s", limit, req.ContentType))
 	}
 	id := newUploadID()
 	link, err := h.payloads.PresignUpload(ctx, uploadKey(tenant, id), req.ContentType, req.Size, UploadTTL)
@@ -92,6 +96,22 @@ func (h *Handler) upload(ctx context.Context, log *slog.Logger, ev events.APIGat
 	}
 	return events.APIGatewayV2HTTPResponse{StatusCode: http.StatusCreated,
 		Headers: map[string]string{"Content-Type": "application/json", "Cache-Control": "no-store"}, Body: string(b)}
+}
+
+// uploadLimit is the largest upload of contentType granted, false for a
+// type no create takes: an input's MaxUploadBytes, an image or a
+// document part's own limit, so a file no part may carry is refused
+// before it is sent.
+func uploadLimit(contentType string) (int64, bool) {
+	switch {
+	case contentType == "application/json":
+		return MaxUploadBytes, true
+	case slices.Contains(job.ImageTypes, contentType):
+		return job.MaxImageBytes, true
+	case slices.Contains(job.DocumentTypes, contentType):
+		return job.MaxDocumentBytes, true
+	}
+	return 0, false
 }
 
 // newUploadID is a random upload id, hex so it needs no escaping in a key.
