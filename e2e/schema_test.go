@@ -59,10 +59,14 @@ func TestStructuredOutputEndToEnd(t *testing.T) {
 		ids[i] = s.submit("t", "schema-"+name, fmt.Sprintf(`{"model": %q, "max_attempts": 2,
 			"input": {"messages": [{"role": "user", "content": "summarise the contract"}], "max_tokens": 512, "response_format": %s}}`, name, schemaFormat))
 	}
-	ended := awaitAll(t, s, ids, 30*time.Second)
+	// awaitAll answers the jobs in the order they ended, not submitted.
+	ended := map[string]job.Job{}
+	for _, j := range awaitAll(t, s, ids, 30*time.Second) {
+		ended[j.ID] = j
+	}
 	for i, name := range names[:3] {
 		t.Run(name, func(t *testing.T) {
-			j := ended[i]
+			j := ended[ids[i]]
 			var res struct{ Output string }
 			_ = json.Unmarshal(j.Result, &res)
 			var answer struct {
@@ -79,7 +83,7 @@ func TestStructuredOutputEndToEnd(t *testing.T) {
 		})
 	}
 	t.Run("nonconforming", func(t *testing.T) {
-		j := ended[3]
+		j := ended[ids[3]]
 		bills := bad.Bills()
 		var want job.Nanocents
 		for _, b := range bills {
