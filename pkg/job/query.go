@@ -139,7 +139,8 @@ func (q RecentQuery) Includes(j Job) bool {
 // the view carries, and the tenant it is checked against. Left out are
 // the input (up to the create limit, the largest attribute), the error
 // detail, the lease, the backoff, and the bookkeeping of the reconciler,
-// replay, write-offs, pending generations and the batch lane, which the view never shows. It is the one
+// replay, write-offs, pending generations, the batch lane and the spend
+// promise, which the view never shows. It is the one
 // statement of a peek: the memory store answers it, DynamoDB's
 // projection is held to it by a test, and the conformance suite expects
 // it of every store.
@@ -147,7 +148,7 @@ func Peeked(j Job) Job {
 	j.Input, j.InputRef, j.ErrorDetail, j.LeaseOwner = nil, nil, "", ""
 	j.LeaseUntil, j.NotBefore, j.ReplayedAt, j.ExpiresAt = time.Time{}, time.Time{}, time.Time{}, time.Time{}
 	j.RunTime, j.Nudges, j.WrittenOff, j.Pending = 0, 0, nil, nil
-	j.Enlisted, j.EnlistedAt, j.Batch = "", time.Time{}, ""
+	j.Enlisted, j.EnlistedAt, j.Batch, j.SpendFirst = "", time.Time{}, "", ""
 	return j
 }
 
