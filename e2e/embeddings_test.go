@@ -158,3 +158,68 @@ func TestTitanEmbedsAJobEndToEnd(t *testing.T) {
 		t.Errorf("%d InvokeModel calls, want one a text: %d", fake.Invocations(), len(texts))
 	}
 }
+
+// TestCohereEmbedsAJobEndToEnd: on the emulator, an embedding job of 200
+// texts on a route of Cohere Embed v3 (the bedrocktest fake) is three
+// InvokeModel calls of 96, 96 and 8 texts, its vectors read back through
+// pkg/client in order, each the fake's for its text, its cost exactly
+// the fake's token headers at the input price, in one attempt; a length
+// other than 1,024 and a text over 2,048 characters are refused at
+// create, naming the field.
+func TestCohereEmbedsAJobEndToEnd(t *testing.T) {
+	t.Parallel()
+	fake := bedrocktest.New(nil)
+	srv := httptest.NewServer(fake.Handler())
+	t.Cleanup(srv.Close)
+	doc := fmt.Sprintf(`{"providers": {"br": {"kind": "bedrock", "region": "us-east-1", "endpoint": %q}},
+		"routes": {"default": {"rungs": [{"provider": "br", "model": "cohere.embed-english-v3", "price": {"input": 2, "output": 0}, "timeout": "10s"}]}}}`, srv.URL)
+	env := maps.Clone(steadyLease)
+	maps.Copy(env, map[string]string{"AIJOBS_ROUTES": doc, "AIJOBS_WORKER_TIMEOUT": "15s", "AIJOBS_VISIBILITY_TIMEOUT": "16s"})
+	s := startStackWith(t, env, false)
+
+	refused := map[string]string{
+		"input.dimensions": `{"input": {"texts": ["a"], "dimensions": 256}}`,
+		"input.texts[1]":   `{"input": {"texts": ["a", "` + strings.Repeat("x", 2049) + `"]}}`,
+	}
+	for field, body := range refused {
+		r, _ := s.retried("POST", "/jobs", "t", map[string]string{"Idempotency-Key": "cohere-" + field}, body)
+		if r.status != http.StatusUnprocessableEntity || r.body["code"] != "option_unsupported" || r.body["field"] != field {
+			t.Errorf("%s: %d %s, want 422 option_unsupported on %s", field, r.status, r.raw, field)
+		}
+	}
+
+	texts := make([]string, 200)
+	var tokens int64
+	for i := range texts {
+		texts[i] = fmt.Sprintf("cohere text %d %s", i, strings.Repeat("q", i%50))
+		tokens += bedrocktest.CohereTokens(texts[i])
+	}
+	input, _ := json.Marshal(map[string]any{"texts": texts, "dimensions": 1024})
+	id := s.submit("t", "cohere-200", `{"input": `+string(input)+`}`)
+	if v := s.wait("t", id, 30*time.Second, "succeeded", "failed", "abandoned"); v["state"] != "succeeded" {
+		t.Fatalf("job %s: %v %v %v", id, v["state"], v["error_class"], v["error"])
+	}
+	c, err := client.New(client.Config{BaseURL: s.url, Auth: client.BearerToken("t")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap, err := c.Get(t.Context(), id, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	vectors, err := client.Embeddings(snap.View.Result)
+	if err != nil || len(vectors) != len(texts) {
+		t.Fatalf("%d vectors (%v), want %d", len(vectors), err, len(texts))
+	}
+	for i, text := range texts {
+		if !slices.Equal(vectors[i], bedrocktest.CohereVector(text)) {
+			t.Fatalf("vector %d is not the one for its text", i)
+		}
+	}
+	if want := job.Nanocents(tokens * embedPricePerToken); snap.View.CostCents != want || snap.View.CostEstimated || snap.View.Attempts != 1 {
+		t.Errorf("cost_cents %v (estimated %v), %d attempts; want exactly %v in one", snap.View.CostCents, snap.View.CostEstimated, snap.View.Attempts, want)
+	}
+	if calls := fake.CohereCalls(); !slices.Equal(calls, []int{96, 96, 8}) {
+		t.Errorf("InvokeModel calls of %v texts, want 96, 96 and 8", calls)
+	}
+}

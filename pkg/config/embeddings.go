@@ -11,15 +11,32 @@ func embeds(kind, model string, background bool) bool {
 	case KindOpenAI:
 		return !background && strings.HasPrefix(model, "text-embedding-")
 	case KindBedrock:
-		return titanEmbedding(model)
+		return titanEmbedding(model) || cohereEmbedding(model)
 	}
 	return false
 }
 
 // titanEmbedding reports whether a Bedrock model is Titan Text
-// Embeddings V2, by its id or an inference profile's; Bedrock's other
-// embedding models are not rungs yet (docs/embeddings.md, "Bedrock").
+// Embeddings V2, by its id or an inference profile's.
 func titanEmbedding(model string) bool { return strings.Contains(model, "amazon.titan-embed-text-v2") }
+
+// cohereEmbedding reports whether a Bedrock model is Cohere Embed v3,
+// English or multilingual; Bedrock's other embedding models (Titan V1,
+// Cohere Embed v4) are not rungs (docs/embeddings.md, "Bedrock").
+func cohereEmbedding(model string) bool {
+	return strings.Contains(model, "cohere.embed-english-v3") || strings.Contains(model, "cohere.embed-multilingual-v3")
+}
+
+// embeddingTextChars is the most characters one text may hold on kind's
+// embedding model, where the model refuses longer ones by characters:
+// Cohere Embed v3's "Characters ... 2048"
+// (docs.aws.amazon.com/bedrock/latest/userguide/model-parameters-embed-v3.html).
+func embeddingTextChars(kind, model string) int {
+	if kind == KindBedrock && cohereEmbedding(model) {
+		return 2048
+	}
+	return 0
+}
 
 // embeddingDimensions reports whether kind's embedding model shortens
 // its vectors to a caller's dimensions, and the only lengths it takes
@@ -34,6 +51,10 @@ func embeddingDimensions(kind, model string) (takes bool, only [3]int) {
 		// "The following values are accepted: 1024 (default), 512, 256"
 		// (docs.aws.amazon.com/bedrock/latest/userguide/model-parameters-titan-embed-text.html).
 		return true, [3]int{256, 512, 1024}
+	case kind == KindBedrock && cohereEmbedding(model):
+		// Embed v3 makes 1,024 dimensions and takes no length: asking its
+		// own is allowed, any other refused.
+		return true, [3]int{1024}
 	}
 	return false, [3]int{}
 }

@@ -14,6 +14,7 @@ func takes(kind, model string, background bool) job.Takes {
 	t.ResponseFormat, t.ForcedTool = formatTakes(kind, model)
 	t.Images, t.Documents = media(kind, model)
 	t.Dimensions, t.DimensionsIn = embeddingDimensions(kind, model)
+	t.TextChars = embeddingTextChars(kind, model)
 	return t
 }
 

@@ -3,6 +3,7 @@ package job
 import (
 	"fmt"
 	"slices"
+	"unicode/utf8"
 )
 
 // The bounds of an embedding input (docs/embeddings.md).
@@ -102,7 +103,22 @@ func (g Rung) embeddingRefusal(in Input) (field, why string) {
 	case in.Dimensions != 0 && !g.Takes.Dimensions:
 		return "input.dimensions", "takes no dimensions"
 	case in.Dimensions != 0 && g.Takes.DimensionsIn != [3]int{} && !slices.Contains(g.Takes.DimensionsIn[:], in.Dimensions):
-		return "input.dimensions", fmt.Sprintf("takes dimensions %v only", g.Takes.DimensionsIn)
+		return "input.dimensions", fmt.Sprintf("takes dimensions %v only", slices.DeleteFunc(slices.Clone(g.Takes.DimensionsIn[:]), func(n int) bool { return n == 0 }))
+	}
+	return g.textCharsRefusal(in)
+}
+
+// textCharsRefusal names the first text longer than rung g takes: a
+// model that refuses a long text is held to it at create, so the job is
+// refused whole rather than failing mid-attempt with calls already paid.
+func (g Rung) textCharsRefusal(in Input) (field, why string) {
+	if g.Takes.TextChars == 0 {
+		return "", ""
+	}
+	for i, t := range in.Texts {
+		if n := utf8.RuneCountInString(t); n > g.Takes.TextChars {
+			return fmt.Sprintf("input.texts[%d]", i), fmt.Sprintf("is %d characters; takes at most %d a text", n, g.Takes.TextChars)
+		}
 	}
 	return "", ""
 }

@@ -64,6 +64,7 @@ func TestCheckOptionsHoldsAnEmbeddingJobToEmbeddingRungs(t *testing.T) {
 	ada := job.Rung{Provider: "oai", Model: "text-embedding-ada-002", Embeds: true}
 	chat := job.Rung{Provider: "oai", Model: "gpt-4o-mini"}
 	titan := job.Rung{Provider: "br", Model: "amazon.titan-embed-text-v2:0", Embeds: true, Takes: job.Takes{Dimensions: true, DimensionsIn: [3]int{256, 512, 1024}}}
+	cohere := job.Rung{Provider: "br", Model: "cohere.embed-english-v3", Embeds: true, Takes: job.Takes{Dimensions: true, DimensionsIn: [3]int{1024}, TextChars: 2048}}
 	batched := embed
 	batched.Lanes = []job.Rung{{Provider: "oai", Model: embed.Model, Embeds: true, Lane: job.Batch}}
 	texts := job.Input{Texts: []string{"a"}}
@@ -83,6 +84,10 @@ func TestCheckOptionsHoldsAnEmbeddingJobToEmbeddingRungs(t *testing.T) {
 		{"dimensions on ada", []job.Rung{embed, ada}, job.Input{Texts: []string{"a"}, Dimensions: 64}, nil, "input.dimensions", "rung 1"},
 		{"a length titan takes", []job.Rung{titan}, job.Input{Texts: []string{"a"}, Dimensions: 512}, nil, "", ""},
 		{"a length titan does not take", []job.Rung{embed, titan}, job.Input{Texts: []string{"a"}, Dimensions: 64}, nil, "input.dimensions", "rung 1 (br/amazon.titan-embed-text-v2:0)"},
+		{"cohere's own length", []job.Rung{cohere}, job.Input{Texts: []string{"a"}, Dimensions: 1024}, nil, "", ""},
+		{"another length on cohere", []job.Rung{cohere}, job.Input{Texts: []string{"a"}, Dimensions: 512}, nil, "input.dimensions", "takes dimensions [1024] only"},
+		{"2,048 characters on cohere", []job.Rung{cohere}, job.Input{Texts: []string{"a", strings.Repeat("é", 2048)}}, nil, "", ""},
+		{"2,049 characters on cohere", []job.Rung{embed, cohere}, job.Input{Texts: []string{"a", strings.Repeat("x", 2049)}}, nil, "input.texts[1]", "rung 1 (br/cohere.embed-english-v3)"},
 		{"a batch lane allowed", []job.Rung{batched}, texts, nil, "lanes", "rung 0"},
 		{"a batch lane not allowed", []job.Rung{batched}, texts, []job.Lane{job.Standard}, "", ""},
 	} {

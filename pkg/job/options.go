@@ -93,6 +93,10 @@ type Takes struct {
 	// not a slice, so that Takes stays comparable.
 	Dimensions   bool
 	DimensionsIn [3]int
+	// TextChars is the most characters (runes) one text may hold on an
+	// embedding model that refuses longer ones outright, Cohere Embed v3's
+	// 2,048 (0: no bound in characters; docs/embeddings.md, "Bedrock").
+	TextChars int
 }
 
 // checkOptions holds in's Options to the rules every provider's bounds

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -41,19 +42,24 @@ type titanResponse struct {
 	InputTextTokenCount *int64    `json:"inputTextTokenCount"`
 }
 
-// embed answers r's texts' vectors, one InvokeModel a text in order (the
-// model takes one inputText a call), their usage summed. A call that
-// fails ends the attempt with its error, its usage every call's so far.
+// embed answers r's texts' vectors in calls, in order: Titan takes one
+// text a call, Cohere Embed v3 up to CohereTexts (cohere.go); their usage
+// is summed. A call that fails ends the attempt with its error, its usage
+// every call's so far.
 func (c *Client) embed(ctx context.Context, r model.Request) (model.Response, error) {
-	if !IsTitanEmbedding(r.Model) {
+	once, per := c.titanOnce, 1
+	switch {
+	case IsCohereEmbedding(r.Model):
+		once, per = c.cohereOnce, CohereTexts
+	case !IsTitanEmbedding(r.Model):
 		return model.Response{}, model.Errorf(job.InvalidRequest, "bedrock: %s makes no embeddings here", r.Model)
 	}
 	vectors := make([]string, 0, len(r.Texts))
 	var used model.Usage
-	for _, text := range r.Texts {
+	for texts := range slices.Chunk(r.Texts, per) {
 		call := r
-		call.Texts = []string{text}
-		v, u, err := c.titanOnce(ctx, call)
+		call.Texts = texts
+		v, u, err := once(ctx, call)
 		used = model.Usage{InputTokens: used.InputTokens + u.InputTokens, Estimated: used.Estimated || u.Estimated}
 		if err != nil {
 			var me *model.Error
@@ -63,35 +69,35 @@ func (c *Client) embed(ctx context.Context, r model.Request) (model.Response, er
 			me.Usage = used
 			return model.Response{}, me
 		}
-		vectors = append(vectors, v)
+		vectors = append(vectors, v...)
 	}
 	return model.Response{Output: wire.EncodeEmbeddings(vectors), Model: r.Model, Usage: used}, nil
 }
 
 // titanOnce is one InvokeModel of r's one text: its vector as
 // wire.EncodeVector, and what the call billed (failed ones included).
-func (c *Client) titanOnce(ctx context.Context, r model.Request) (string, model.Usage, error) {
+func (c *Client) titanOnce(ctx context.Context, r model.Request) ([]string, model.Usage, error) {
 	body, err := json.Marshal(titanRequest{InputText: r.Texts[0], Dimensions: r.Dimensions})
 	if err != nil {
-		return "", model.Usage{}, &model.Error{Class: job.Internal, Detail: "bedrock: encode request", Err: err}
+		return nil, model.Usage{}, &model.Error{Class: job.Internal, Detail: "bedrock: encode request", Err: err}
 	}
 	ctx, sent := model.TraceSent(ctx)
 	out, err := c.api.InvokeModel(ctx, &bedrockruntime.InvokeModelInput{ModelId: aws.String(r.Model), Body: body,
 		ContentType: aws.String("application/json"), Accept: aws.String("application/json")})
 	if err != nil {
 		e := callError(ctx, err, sent.Done(), model.Unanswered(r, false), r.Lane)
-		return "", e.Usage, e
+		return nil, e.Usage, e
 	}
 	var tr titanResponse
 	if err := json.Unmarshal(out.Body, &tr); err != nil || tr.InputTextTokenCount == nil {
 		u := model.Unanswered(r, false)
-		return "", u, &model.Error{Class: job.ProviderError, Detail: "bedrock: unparseable embedding", Usage: u,
+		return nil, u, &model.Error{Class: job.ProviderError, Detail: "bedrock: unparseable embedding", Usage: u,
 			Err: fmt.Errorf("bedrock: decode embedding: %v", err)}
 	}
 	u := model.Usage{InputTokens: *tr.InputTextTokenCount}
 	if len(tr.Embedding) == 0 || r.Dimensions != 0 && len(tr.Embedding) != r.Dimensions {
-		return "", u, &model.Error{Class: job.ProviderError, Detail: "bedrock: embedding of the wrong length", Usage: u,
+		return nil, u, &model.Error{Class: job.ProviderError, Detail: "bedrock: embedding of the wrong length", Usage: u,
 			Err: fmt.Errorf("bedrock: %d dimensions, want %d", len(tr.Embedding), r.Dimensions)}
 	}
-	return wire.EncodeVector(tr.Embedding), u, nil
+	return []string{wire.EncodeVector(tr.Embedding)}, u, nil
 }

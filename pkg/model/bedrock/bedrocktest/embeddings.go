@@ -36,7 +36,8 @@ func (s *Server) Invocations() int {
 	return s.invoked
 }
 
-// invoke answers one InvokeModel of Titan Text Embeddings V2 as its model
+// invoke answers one InvokeModel of Cohere Embed (cohere.go) or of Titan
+// Text Embeddings V2 as its model
 // parameters page documents it
 // (docs.aws.amazon.com/bedrock/latest/userguide/model-parameters-titan-embed-text.html):
 // a body {"inputText", "dimensions"} (1024 by default, else 256 or 512),
@@ -44,6 +45,10 @@ func (s *Server) Invocations() int {
 // empty text or another length is a ValidationException, as is a text
 // holding [[bedrock:error=...]] (its status then 400, unbilled).
 func (s *Server) invoke(w http.ResponseWriter, r *http.Request) {
+	if strings.Contains(r.PathValue("model"), "cohere.embed-") {
+		s.invokeCohere(w, r)
+		return
+	}
 	var b struct {
 		InputText  string `json:"inputText"`
 		Dimensions int    `json:"dimensions"`

@@ -16,7 +16,8 @@
 // and writes counted apart from inputTokens (CacheRead, CacheWrite), and
 // the tier that served the call named in the answer's serviceTier
 // (Downgrade serves a priority call at the default tier), and
-// InvokeModel of Titan Text Embeddings V2 (embeddings.go).
+// InvokeModel of Titan Text Embeddings V2 (embeddings.go) and of Cohere
+// Embed v3 (cohere.go).
 package bedrocktest
 
 import (
@@ -67,8 +68,10 @@ type Server struct {
 	mu     sync.Mutex
 	jobs   batchtest.Batches[*invocation]
 	billed []Usage
-	// invoked counts InvokeModel calls (embeddings.go).
-	invoked int
+	// invoked counts InvokeModel calls (embeddings.go), cohereCalls the
+	// texts of each Cohere Embed one (cohere.go).
+	invoked     int
+	cohereCalls []int
 }
 
 // Usage is an answer's counts in Bedrock's own words: Input is its
