@@ -38,7 +38,9 @@ const CohereInputType = "search_document"
 // InputTokenHeader is where Bedrock states an InvokeModel's input
 // tokens; a Cohere Embed answer's body holds no count, and the SDK's
 // InvokeModelOutput does not carry the header, so it is read from the
-// raw response (docs/embeddings.md, "Bedrock").
+// raw response (docs/embeddings.md, "Bedrock"). AWS's API reference does
+// not list it; its users' reports do, for Cohere Embed on Bedrock
+// (aws/aws-sdk-js-v3#8172, maximhq/bifrost#3917, langchain4j#5057).
 const InputTokenHeader = "X-Amzn-Bedrock-Input-Token-Count"
 
 // IsCohereEmbedding reports whether model is Cohere Embed v3 (English or
