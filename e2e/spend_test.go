@@ -3,42 +3,50 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"net"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/aws/aws-lambda-go/events"
+
 	"github.com/aijobs/aijobs/internal/awstest"
 	"github.com/aijobs/aijobs/pkg/app"
 	"github.com/aijobs/aijobs/pkg/awsclient"
 	"github.com/aijobs/aijobs/pkg/config"
+	"github.com/aijobs/aijobs/pkg/devserver"
 	"github.com/aijobs/aijobs/pkg/dynamodb"
 	"github.com/aijobs/aijobs/pkg/job"
 	"github.com/aijobs/aijobs/pkg/model/fake"
+	"github.com/aijobs/aijobs/pkg/wire"
 )
 
-// TestATenantsSpendNeverPassesItsLimit is issue 41's end-to-end test,
-// scaled down (30 jobs, not 500): one tenant's jobs, submitted at once
-// at a concurrency of 10, under a day limit that covers about 40% of
-// them at their real cost (and one worst case, which the last of them
-// holds to start). Spend ends at or under the limit, on the
-// records and on the shared balance; every job either succeeded or waits
-// deferred spend_limit (uncounted, never called), none failed; a new
-// create is then refused 429 spend_limit, a repeat still a repeat; and a
-// stack restarted on the same tables with the limit raised runs the
-// deferred ones. The limit is shared through the buckets table by every
-// concurrent batch of the dev server.
+// spendJobs is the spend test's scale: issue 41's 500 jobs by default,
+// at a worker concurrency of a tenth of them. A smaller figure is for an
+// emulator that cannot carry that load in make test's time (moto, one
+// Python process), never for kumo.
+var spendJobs = flag.Int("spend.jobs", 500, "jobs of the spend limit test (issue 41 asks 500, at concurrency 50)")
+
+// TestATenantsSpendNeverPassesItsLimit is issue 41's end-to-end test at
+// the issue's scale (-spend.jobs, 500): one tenant's jobs, submitted
+// together at a concurrency of a tenth of them, under a day limit that
+// covers about 40% of them at their real cost (and one worst case, which
+// the last of them holds to start). Spend ends at or under the limit, on
+// the records and on the shared balance (the store's and GET /spend's);
+// every job either succeeded or waits deferred spend_limit (uncounted,
+// never called), none failed; a new create is then refused 429
+// spend_limit, a repeat still a repeat; and a stack restarted on the
+// same tables with the limit raised runs every deferred one to success.
+// The limit is shared through the buckets table by every concurrent batch
+// of the dev server.
 func TestATenantsSpendNeverPassesItsLimit(t *testing.T) {
 	t.Parallel()
-	const jobs = 30
+	jobs := *spendJobs
 	prefix, endpoint := awstest.Prefix(t), awstest.Endpoint(t)
-	env := map[string]string{"AIJOBS_MAX_CONCURRENCY": "10", "AIJOBS_BATCH_SIZE": "3",
-		"AIJOBS_LEASE_TTL": steadyLease["AIJOBS_LEASE_TTL"], "AIJOBS_HEARTBEAT": steadyLease["AIJOBS_HEARTBEAT"],
-		"AIJOBS_WORKER_TIMEOUT": "30s", "AIJOBS_VISIBILITY_TIMEOUT": "31s",
-		// A job of a few cents: the limit's unit is a cent.
-		"AIJOBS_PRICE_INPUT": "100000", "AIJOBS_PRICE_OUTPUT": "400000"}
-	probe, stopProbe := startSpendStack(t, prefix, endpoint, env)
+	env := spendEnv(jobs)
+	probe, stopProbe := startSpendStack(t, prefix, endpoint, env, nil)
 	// One job of another tenant, unlimited, prices a job: its cost is
 	// every job's (the same input, the same fake answer).
 	cost := probe.costOf(probe.submit("probe", "probe", jobBody("spend job", "")))
@@ -47,29 +55,40 @@ func TestATenantsSpendNeverPassesItsLimit(t *testing.T) {
 	worst := probe.app.Config.Routes["default"].Reserve(in, nil)
 	// About 40% of the jobs' real cost, and the one worst case the last
 	// of them must hold to start.
-	limit := cost*jobs*4/10 + worst
+	limit := cost*job.Nanocents(jobs)*4/10 + worst
 	cents := (limit + job.NanosPerCent - 1) / job.NanosPerCent
 	limit = cents * job.NanosPerCent // whole cents: the variable's unit
-	t.Logf("a job costs %s cents, holds %s; the limit is %s cents", cost, worst, limit)
+	t.Logf("%d jobs at concurrency %s: a job costs %s cents, holds %s; the limit is %s cents", jobs, env["AIJOBS_MAX_CONCURRENCY"], cost, worst, limit)
 	stopProbe() // its workers know no limit, and share the queue
 
 	env["AIJOBS_TENANT_SPEND"] = fmt.Sprintf("day=$%d.%02d,jwt:probe=none", int64(cents)/100, int64(cents)%100)
-	s, stop := startSpendStack(t, prefix, endpoint, env)
-	ids := make([]string, jobs)
-	var wg sync.WaitGroup
-	for i := range jobs {
-		wg.Go(func() { ids[i] = s.submit("busy", fmt.Sprint("spend-", i), jobBody("spend job", "")) })
-	}
-	wg.Wait()
+	// Every job is accepted before the workers start, as behind an event
+	// source mapping turned on after the queue filled: with both at once,
+	// the first jobs ran while the last were created, and the create's own
+	// check refused the rest 429 spend_limit before they were jobs.
+	held := make(chan struct{})
+	s, stop := startSpendStack(t, prefix, endpoint, env, held)
+	ids := s.submitAll("busy", "spend-", jobs)
+	close(held)
 	// Settled: no deferred job's worst case fits what the limit leaves.
-	spentOf := func(ran []job.Job) job.Nanocents {
-		var n job.Nanocents
-		for _, j := range ran {
-			n += j.Cost
-		}
-		return n
+	s.awaitSpendSettled("jwt:busy", ids, time.Minute, func(spent job.Nanocents) bool { return spent+worst > limit })
+	// What was spent leaves less than a worst case: a new create is
+	// refused, a repeat of an accepted one is still a repeat, and the
+	// tenant's own view of its balance holds nothing and has room for no
+	// worst case.
+	if r, _ := s.send("POST", "/jobs", "busy", map[string]string{"Idempotency-Key": "spend-new"}, jobBody("spend job", "")); r.status != 429 ||
+		r.body["code"] != "spend_limit" || r.header.Get("Retry-After") == "" {
+		t.Errorf("a create with less than a worst case left: %d %s %v", r.status, r.raw, r.header)
 	}
-	ran, waiting := s.awaitSpendSettled(ids, time.Minute, func(ran []job.Job) bool { return spentOf(ran)+worst > limit })
+	if r, _ := s.send("POST", "/jobs", "busy", map[string]string{"Idempotency-Key": "spend-0"}, jobBody("spend job", "")); r.status != 200 {
+		t.Errorf("a repeat of an accepted job: %d %s", r.status, r.raw)
+	}
+	view := s.spendView("busy")
+	stop()
+
+	// At rest, the stack stopped: the records, the store's balance and
+	// the tenant's view agree, and stay at or under the limit.
+	ran, waiting := s.spendSettled(ids)
 	spent := spentOf(ran)
 	if spent > limit || len(ran) == 0 || len(waiting) == 0 {
 		t.Fatalf("%d jobs ran, spending %s of a limit of %s; %d deferred", len(ran), spent, limit, len(waiting))
@@ -79,24 +98,100 @@ func TestATenantsSpendNeverPassesItsLimit(t *testing.T) {
 	if err != nil || b.Spent != spent || b.Held != 0 {
 		t.Fatalf("the shared balance: %+v (%v), want %s spent and nothing held", b, err, spent)
 	}
+	if view.Period != string(job.Day) || view.LimitCents != limit || view.SpentCents != spent || view.HeldCents != 0 || view.RemainingCents >= worst {
+		t.Errorf("GET /spend: %+v, want %s of %s spent, nothing held, less than %s left", view, spent, limit, worst)
+	}
 	t.Logf("%d of %d jobs ran, spending %s of %s; %d deferred spend_limit", len(ran), jobs, spent, limit, len(waiting))
-	// What was spent leaves less than a worst case: a new create is
-	// refused, and a repeat of an accepted one is still a repeat.
-	if r, _ := s.send("POST", "/jobs", "busy", map[string]string{"Idempotency-Key": "spend-new"}, jobBody("spend job", "")); r.status != 429 ||
-		r.body["code"] != "spend_limit" || r.header.Get("Retry-After") == "" {
-		t.Errorf("a create with less than a worst case left: %d %s %v", r.status, r.raw, r.header)
-	}
-	if r, _ := s.send("POST", "/jobs", "busy", map[string]string{"Idempotency-Key": "spend-0"}, jobBody("spend job", "")); r.status != 200 {
-		t.Errorf("a repeat of an accepted job: %d %s", r.status, r.raw)
-	}
-	stop()
 
 	env["AIJOBS_TENANT_SPEND"] = "day=$1000"
-	raised, _ := startSpendStack(t, prefix, endpoint, env)
+	raised, _ := startSpendStack(t, prefix, endpoint, env, nil)
+	raised.awaitEnded("jwt:busy", waiting, time.Minute)
+	after := 0
 	for _, j := range awaitAll(t, raised, waiting, time.Minute) {
 		if j.State != job.Succeeded || j.Attempts != 1 {
 			t.Errorf("deferred job %s once the limit was raised: %s after %d attempts (%s %s)", j.ID, j.State, j.Attempts, j.ErrorClass, j.ErrorDetail)
+			continue
 		}
+		after++
+	}
+	t.Logf("the limit raised: %d of the %d deferred jobs succeeded, one attempt each", after, len(waiting))
+}
+
+// spendEnv is the spend test's configuration at its scale, before the
+// limit is set.
+func spendEnv(jobs int) map[string]string {
+	return map[string]string{"AIJOBS_MAX_CONCURRENCY": fmt.Sprint(max(10, jobs/10)), "AIJOBS_BATCH_SIZE": "3",
+		"AIJOBS_LEASE_TTL": steadyLease["AIJOBS_LEASE_TTL"], "AIJOBS_HEARTBEAT": steadyLease["AIJOBS_HEARTBEAT"],
+		"AIJOBS_WORKER_TIMEOUT": "30s", "AIJOBS_VISIBILITY_TIMEOUT": "31s",
+		// A deferred job comes back after the tenant's wait, doubling with
+		// its receives up to this ceiling (production's is 5 minutes): at
+		// the harness's 1 s, 300 deferred jobs are 300 claims and deferrals
+		// a second, all of kumo a shared machine can give under -race
+		// (API calls overran their 10 s, claims failed, and messages were
+		// dead-lettered at their receive limit). 8 s is also the longest a
+		// deferred job waits once the limit is raised.
+		"AIJOBS_BACKOFF_MAX": "8s",
+		// A job of a few cents: the limit's unit is a cent.
+		"AIJOBS_PRICE_INPUT": "100000", "AIJOBS_PRICE_OUTPUT": "400000"}
+}
+
+func spentOf(ran []job.Job) job.Nanocents {
+	var n job.Nanocents
+	for _, j := range ran {
+		n += j.Cost
+	}
+	return n
+}
+
+// submitAll creates n jobs of tenant, keyed prefix0 to prefix<n-1>, a
+// few at a time: all at once, 500 creates overran the API function's
+// timeout on a shared machine, and the test is about the worker's holds,
+// not the API's load.
+func (s *stack) submitAll(tenant, prefix string, n int) []string {
+	s.t.Helper()
+	ids := make([]string, n)
+	next := make(chan int, n)
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	var wg sync.WaitGroup
+	for range 8 {
+		// A submit that fails the test ends its goroutine only; the others
+		// drain the rest, and the test ends below.
+		wg.Go(func() {
+			for i := range next {
+				ids[i] = s.submit(tenant, fmt.Sprint(prefix, i), jobBody("spend job", ""))
+			}
+		})
+	}
+	wg.Wait()
+	if s.t.Failed() {
+		s.t.FailNow()
+	}
+	return ids
+}
+
+// listed is every job of tenant by id, as its list answers them (the
+// tenant index's summary): a few queries a page of 100, where reading
+// each of 500 jobs is 500 reads a poll.
+func (s *stack) listed(tenant string) map[string]job.Job {
+	s.t.Helper()
+	all := map[string]job.Job{}
+	q := job.ListQuery{Tenant: tenant, Limit: job.MaxListLimit}
+	for {
+		page, err := s.app.Store.List(context.Background(), q)
+		if err != nil {
+			s.t.Logf("listing %s's jobs: %v; polling again", tenant, err)
+			return all
+		}
+		for _, j := range page.Jobs {
+			all[j.ID] = j
+		}
+		if page.Next == "" {
+			return all
+		}
+		q.Cursor = page.Next
 	}
 }
 
@@ -110,38 +205,103 @@ func (s *stack) costOf(id string) job.Nanocents {
 	return ended[0].Cost
 }
 
-// awaitSpendSettled waits until every job either succeeded or waits
-// deferred for spend (queued, spend_limit, never attempted), and full
-// says of the succeeded ones that no more can run; it answers them apart.
-// Any other end fails the test, and so does a stall.
-func (s *stack) awaitSpendSettled(ids []string, stall time.Duration, full func([]job.Job) bool) (ran []job.Job, waiting []string) {
+// awaitSpendSettled waits, from tenant's list, until full says of what
+// the succeeded jobs spent that no more can run, and every other job has
+// since been seen deferred for spend (queued, spend_limit, never
+// attempted). A deferred job comes back now and then and is deferred
+// again, so with hundreds of them one poll rarely sees every one at rest:
+// each is counted once seen so after no more could run. Any other end
+// fails the test, and so does a stall.
+func (s *stack) awaitSpendSettled(tenant string, ids []string, stall time.Duration, full func(job.Nanocents) bool) {
 	s.t.Helper()
-	awaitProgress(s.t, stall, 200*time.Millisecond, func() (int, bool) {
-		ran, waiting = nil, nil
+	var ran []job.Job
+	deferred := map[string]bool{}
+	awaitProgress(s.t, stall, time.Second, func() (int, bool) {
+		all := s.listed(tenant)
+		ran = nil
+		var resting []string
 		for _, id := range ids {
-			j, err := s.app.Store.Get(context.Background(), id)
+			j, ok := all[id]
 			switch {
-			case err != nil:
+			case !ok:
 			case j.State == job.Succeeded:
 				ran = append(ran, j)
-			case j.State == job.Queued && j.ErrorClass == job.SpendLimit && j.Attempts == 0 && j.LeaseOwner == "":
-				waiting = append(waiting, id)
+			case j.State == job.Queued && j.ErrorClass == job.SpendLimit && j.Attempts == 0:
+				resting = append(resting, id)
 			case j.State.Terminal():
-				s.t.Fatalf("job %s ended %s %s (%s): want succeeded or deferred spend_limit", id, j.State, j.ErrorClass, j.ErrorDetail)
+				s.t.Fatalf("job %s ended %s %s: want succeeded or deferred spend_limit", id, j.State, j.ErrorClass)
 			}
 		}
-		return len(ran), len(ran)+len(waiting) == len(ids) && full(ran)
+		if full(spentOf(ran)) {
+			for _, id := range resting {
+				deferred[id] = true
+			}
+		}
+		return len(ran) + len(deferred), len(ran)+len(deferred) == len(ids)
 	}, func() string {
-		return fmt.Sprintf("%d ran, %d deferred for spend, of %d", len(ran), len(waiting), len(ids))
+		return fmt.Sprintf("%d ran, spending %s; %d seen deferred for spend since, of %d", len(ran), spentOf(ran), len(deferred), len(ids))
 	})
+}
+
+// spendSettled reads every job (strongly consistent, the stack stopped)
+// and answers the succeeded ones and the ones waiting deferred for spend
+// (queued, spend_limit, never attempted, no lease); any other fails the
+// test.
+func (s *stack) spendSettled(ids []string) (ran []job.Job, waiting []string) {
+	s.t.Helper()
+	for _, id := range ids {
+		j, err := s.app.Store.Get(context.Background(), id)
+		switch {
+		case err != nil:
+			s.t.Fatalf("job %s: %v", id, err)
+		case j.State == job.Succeeded:
+			ran = append(ran, j)
+		case j.State == job.Queued && j.ErrorClass == job.SpendLimit && j.Attempts == 0 && j.LeaseOwner == "":
+			waiting = append(waiting, id)
+		default:
+			s.t.Fatalf("job %s: %s %s after %d attempts, lease %q (%s): want succeeded or deferred spend_limit",
+				id, j.State, j.ErrorClass, j.Attempts, j.LeaseOwner, j.ErrorDetail)
+		}
+	}
 	return ran, waiting
+}
+
+// spendView is tenant's day balance as GET /spend answers it.
+func (s *stack) spendView(tenant string) wire.SpendPeriod {
+	s.t.Helper()
+	r, _ := s.retried("GET", "/spend", tenant, nil, "")
+	var v wire.Spend
+	if err := json.Unmarshal(r.raw, &v); r.status != 200 || err != nil || len(v.Periods) != 1 {
+		s.t.Fatalf("GET /spend: %d %s (%v), want the day's balance", r.status, r.raw, err)
+	}
+	return v.Periods[0]
+}
+
+// awaitEnded waits, from tenant's list, until every one of ids has
+// ended: a poll of a few queries where reading each would be hundreds.
+func (s *stack) awaitEnded(tenant string, ids []string, stall time.Duration) {
+	s.t.Helper()
+	var pending []string
+	awaitProgress(s.t, stall, time.Second, func() (int, bool) {
+		all := s.listed(tenant)
+		pending = nil
+		for _, id := range ids {
+			if j, ok := all[id]; !ok || !j.State.Terminal() {
+				pending = append(pending, id)
+			}
+		}
+		return len(ids) - len(pending), len(pending) == 0
+	}, func() string {
+		return fmt.Sprintf("%d of %d jobs had not ended, among them %v", len(pending), len(ids), pending[:min(5, len(pending))])
+	})
 }
 
 // startSpendStack starts a dev server on the tables and queues of prefix
 // (a second one on the same prefix finds them made), with env over the
 // harness's, and answers it and a stop that ends it: a limit is
-// configuration, so raising it is a restart.
-func startSpendStack(t *testing.T, prefix, endpoint string, overrides map[string]string) (*stack, func()) {
+// configuration, so raising it is a restart. With held, its workers
+// receive nothing until held is closed.
+func startSpendStack(t *testing.T, prefix, endpoint string, overrides map[string]string, held <-chan struct{}) (*stack, func()) {
 	t.Helper()
 	env := testEnv(prefix, endpoint)
 	for k, v := range overrides {
@@ -164,8 +324,12 @@ func startSpendStack(t *testing.T, prefix, endpoint string, overrides map[string
 		cancel()
 		t.Fatal(err)
 	}
+	srv := a.DevServer()
+	if held != nil {
+		srv.Poller.Source = heldSource{Source: srv.Poller.Source, open: held}
+	}
 	done := make(chan error, 1)
-	go func() { done <- a.DevServer().Serve(ctx, ln) }()
+	go func() { done <- srv.Serve(ctx, ln) }()
 	var once sync.Once
 	stop := func() {
 		once.Do(func() {
@@ -179,4 +343,20 @@ func startSpendStack(t *testing.T, prefix, endpoint string, overrides map[string
 	awsCfg := awstest.Config(t, nil)
 	return &stack{t: t, url: "http://" + ln.Addr().String(), app: a, fake: f, called: called,
 		ddb: awsclient.DynamoDB(awsCfg), sqs: awsclient.SQS(awsCfg), client: apiClient(t)}, stop
+}
+
+// heldSource is the queue as an event source mapping that is turned off
+// until open closes: messages wait in the queue, none is received.
+type heldSource struct {
+	devserver.Source
+	open <-chan struct{}
+}
+
+func (h heldSource) Receive(ctx context.Context, max int, wait time.Duration) ([]events.SQSMessage, error) {
+	select {
+	case <-h.open:
+		return h.Source.Receive(ctx, max, wait)
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	}
 }
