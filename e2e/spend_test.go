@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -46,7 +47,7 @@ func TestATenantsSpendNeverPassesItsLimit(t *testing.T) {
 	jobs := *spendJobs
 	prefix, endpoint := awstest.Prefix(t), awstest.Endpoint(t)
 	env := spendEnv(jobs)
-	probe, stopProbe := startSpendStack(t, prefix, endpoint, env, nil)
+	probe, _, stopProbe := startSpendStack(t, prefix, endpoint, env, true)
 	// One job of another tenant, unlimited, prices a job: its cost is
 	// every job's (the same input, the same fake answer).
 	cost := probe.costOf(probe.submit("probe", "probe", jobBody("spend job", "")))
@@ -66,12 +67,16 @@ func TestATenantsSpendNeverPassesItsLimit(t *testing.T) {
 	// source mapping turned on after the queue filled: with both at once,
 	// the first jobs ran while the last were created, and the create's own
 	// check refused the rest 429 spend_limit before they were jobs.
-	held := make(chan struct{})
-	s, stop := startSpendStack(t, prefix, endpoint, env, held)
+	s, workers, stop := startSpendStack(t, prefix, endpoint, env, false)
+	began := time.Now()
 	ids := s.submitAll("busy", "spend-", jobs)
-	close(held)
+	workers.on.Store(true)
+	t.Logf("TIMING created in %s", time.Since(began))
 	// Settled: no deferred job's worst case fits what the limit leaves.
-	s.awaitSpendSettled("jwt:busy", ids, time.Minute, func(spent job.Nanocents) bool { return spent+worst > limit })
+	// The mapping is then turned off and the deferred jobs come to rest,
+	// so that the stop ends no claim halfway (a claim cut off after it
+	// landed leaves its job leased, and its attempt is written off later).
+	s.awaitSpendSettled("jwt:busy", ids, time.Minute, func(spent job.Nanocents) bool { return spent+worst > limit }, func() { workers.on.Store(false) })
 	// What was spent leaves less than a worst case: a new create is
 	// refused, a repeat of an accepted one is still a repeat, and the
 	// tenant's own view of its balance holds nothing and has room for no
@@ -84,7 +89,9 @@ func TestATenantsSpendNeverPassesItsLimit(t *testing.T) {
 		t.Errorf("a repeat of an accepted job: %d %s", r.status, r.raw)
 	}
 	view := s.spendView("busy")
+	t.Logf("TIMING settled at %s", time.Since(began))
 	stop()
+	t.Logf("TIMING stopped at %s", time.Since(began))
 
 	// At rest, the stack stopped: the records, the store's balance and
 	// the tenant's view agree, and stay at or under the limit.
@@ -104,8 +111,10 @@ func TestATenantsSpendNeverPassesItsLimit(t *testing.T) {
 	t.Logf("%d of %d jobs ran, spending %s of %s; %d deferred spend_limit", len(ran), jobs, spent, limit, len(waiting))
 
 	env["AIJOBS_TENANT_SPEND"] = "day=$1000"
-	raised, _ := startSpendStack(t, prefix, endpoint, env, nil)
+	raised, _, _ := startSpendStack(t, prefix, endpoint, env, true)
+	t.Logf("TIMING checked at %s", time.Since(began))
 	raised.awaitEnded("jwt:busy", waiting, time.Minute)
+	t.Logf("TIMING ended at %s", time.Since(began))
 	after := 0
 	for _, j := range awaitAll(t, raised, waiting, time.Minute) {
 		if j.State != job.Succeeded || j.Attempts != 1 {
@@ -206,20 +215,17 @@ func (s *stack) costOf(id string) job.Nanocents {
 }
 
 // awaitSpendSettled waits, from tenant's list, until full says of what
-// the succeeded jobs spent that no more can run, and every other job has
-// since been seen deferred for spend (queued, spend_limit, never
-// attempted). A deferred job comes back now and then and is deferred
-// again, so with hundreds of them one poll rarely sees every one at rest:
-// each is counted once seen so after no more could run. Any other end
-// fails the test, and so does a stall.
-func (s *stack) awaitSpendSettled(tenant string, ids []string, stall time.Duration, full func(job.Nanocents) bool) {
+// the succeeded jobs spent that no more can run, then calls rest (which
+// stops new receives) and waits until every other job rests deferred for
+// spend (queued, spend_limit, never attempted). Any other end fails the
+// test, and so does a stall.
+func (s *stack) awaitSpendSettled(tenant string, ids []string, stall time.Duration, full func(job.Nanocents) bool, rest func()) {
 	s.t.Helper()
 	var ran []job.Job
-	deferred := map[string]bool{}
-	awaitProgress(s.t, stall, time.Second, func() (int, bool) {
+	var resting int
+	look := func() {
 		all := s.listed(tenant)
-		ran = nil
-		var resting []string
+		ran, resting = nil, 0
 		for _, id := range ids {
 			j, ok := all[id]
 			switch {
@@ -227,20 +233,24 @@ func (s *stack) awaitSpendSettled(tenant string, ids []string, stall time.Durati
 			case j.State == job.Succeeded:
 				ran = append(ran, j)
 			case j.State == job.Queued && j.ErrorClass == job.SpendLimit && j.Attempts == 0:
-				resting = append(resting, id)
+				resting++
 			case j.State.Terminal():
 				s.t.Fatalf("job %s ended %s %s: want succeeded or deferred spend_limit", id, j.State, j.ErrorClass)
 			}
 		}
-		if full(spentOf(ran)) {
-			for _, id := range resting {
-				deferred[id] = true
-			}
-		}
-		return len(ran) + len(deferred), len(ran)+len(deferred) == len(ids)
-	}, func() string {
-		return fmt.Sprintf("%d ran, spending %s; %d seen deferred for spend since, of %d", len(ran), spentOf(ran), len(deferred), len(ids))
-	})
+	}
+	stalled := func() string {
+		return fmt.Sprintf("%d ran, spending %s; %d rest deferred for spend, of %d", len(ran), spentOf(ran), resting, len(ids))
+	}
+	awaitProgress(s.t, stall, time.Second, func() (int, bool) {
+		look()
+		return len(ran), full(spentOf(ran))
+	}, stalled)
+	rest()
+	awaitProgress(s.t, stall, time.Second, func() (int, bool) {
+		look()
+		return resting, len(ran)+resting == len(ids)
+	}, stalled)
 }
 
 // spendSettled reads every job (strongly consistent, the stack stopped)
@@ -299,9 +309,9 @@ func (s *stack) awaitEnded(tenant string, ids []string, stall time.Duration) {
 // startSpendStack starts a dev server on the tables and queues of prefix
 // (a second one on the same prefix finds them made), with env over the
 // harness's, and answers it and a stop that ends it: a limit is
-// configuration, so raising it is a restart. With held, its workers
-// receive nothing until held is closed.
-func startSpendStack(t *testing.T, prefix, endpoint string, overrides map[string]string, held <-chan struct{}) (*stack, func()) {
+// configuration, so raising it is a restart. Its workers receive through
+// the mapping it answers, on as on says.
+func startSpendStack(t *testing.T, prefix, endpoint string, overrides map[string]string, on bool) (*stack, *mapping, func()) {
 	t.Helper()
 	env := testEnv(prefix, endpoint)
 	for k, v := range overrides {
@@ -325,9 +335,9 @@ func startSpendStack(t *testing.T, prefix, endpoint string, overrides map[string
 		t.Fatal(err)
 	}
 	srv := a.DevServer()
-	if held != nil {
-		srv.Poller.Source = heldSource{Source: srv.Poller.Source, open: held}
-	}
+	m := &mapping{Source: srv.Poller.Source}
+	m.on.Store(on)
+	srv.Poller.Source = m
 	done := make(chan error, 1)
 	go func() { done <- srv.Serve(ctx, ln) }()
 	var once sync.Once
@@ -342,20 +352,24 @@ func startSpendStack(t *testing.T, prefix, endpoint string, overrides map[string
 	t.Cleanup(stop)
 	awsCfg := awstest.Config(t, nil)
 	return &stack{t: t, url: "http://" + ln.Addr().String(), app: a, fake: f, called: called,
-		ddb: awsclient.DynamoDB(awsCfg), sqs: awsclient.SQS(awsCfg), client: apiClient(t)}, stop
+		ddb: awsclient.DynamoDB(awsCfg), sqs: awsclient.SQS(awsCfg), client: apiClient(t)}, m, stop
 }
 
-// heldSource is the queue as an event source mapping that is turned off
-// until open closes: messages wait in the queue, none is received.
-type heldSource struct {
+// mapping is the queue as an event source mapping an operator can turn
+// off and on: while off, a receive is a short empty poll, and the
+// messages wait in the queue.
+type mapping struct {
 	devserver.Source
-	open <-chan struct{}
+	on atomic.Bool
 }
 
-func (h heldSource) Receive(ctx context.Context, max int, wait time.Duration) ([]events.SQSMessage, error) {
+func (m *mapping) Receive(ctx context.Context, max int, wait time.Duration) ([]events.SQSMessage, error) {
+	if m.on.Load() {
+		return m.Source.Receive(ctx, max, wait)
+	}
 	select {
-	case <-h.open:
-		return h.Source.Receive(ctx, max, wait)
+	case <-time.After(min(wait, 100*time.Millisecond)):
+		return nil, nil
 	case <-ctx.Done():
 		return nil, ctx.Err()
 	}
