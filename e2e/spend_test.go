@@ -273,57 +273,71 @@ func (s *stack) runUntilSpent(tenant string, ids []string, workers *mapping, c s
 		workers.on.Store(true)
 	}
 	var ran []job.Job
-	var resting int
+	var others map[string]int
+	var resting map[string]bool
 	awaitProgress(s.t, time.Minute, time.Second, func() (int, bool) {
-		ran, resting = s.spendLook(tenant, ids)
-		return resting, len(ran)+resting == len(ids)
+		resting = map[string]bool{}
+		ran, others = s.spendLook(tenant, ids, resting)
+		return len(resting), len(ran)+len(resting) == len(ids)
 	}, func() string {
-		return fmt.Sprintf("the workers off, %d ran and %d rest deferred for spend, of %d", len(ran), resting, len(ids))
+		return fmt.Sprintf("the workers off, %d ran and %d rest deferred for spend, of %d; the others %v", len(ran), len(resting), len(ids), others)
 	})
 }
 
-// awaitSpendFull waits until the jobs that ran, by tenant's list, leave no
-// room for a worst case, or, when a settle was lost (its hold counted
-// until the day ends, so the records leave room the balance does not),
-// until the balance leaves none and no job has succeeded for 5 s. A stall
-// fails the test.
+// awaitSpendFull waits until every job has succeeded or been seen
+// deferred for spend (so each was received at least once, and will rest
+// deferred again when it next is) and the jobs that ran, by tenant's
+// list, leave no room for a worst case, or, when a settle was lost (its
+// hold counted until the day ends, so the records leave room the balance
+// does not), the balance leaves none and no job has succeeded for 5 s. A
+// stall fails the test.
 func (s *stack) awaitSpendFull(tenant string, ids []string, c spendCase) {
 	s.t.Helper()
 	var ran []job.Job
+	var others map[string]int
 	var b job.SpendBalance
+	seen := map[string]bool{}
 	last, since := -1, time.Now()
 	awaitProgress(s.t, time.Minute, time.Second, func() (int, bool) {
-		ran, _ = s.spendLook(tenant, ids)
+		ran, others = s.spendLook(tenant, ids, seen)
 		if len(ran) != last {
 			last, since = len(ran), time.Now()
 		}
 		b, _ = dynamodb.NewSpend(s.ddb, s.app.Config.BucketsTable).Balance(context.Background(),
 			job.SpendHold{Tenant: tenant, Period: job.Day, At: time.Now(), Limit: c.limit})
-		return len(ran), spentOf(ran)+c.worst > c.limit || (b.Remaining(c.limit) < c.worst && time.Since(since) > 5*time.Second)
+		full := spentOf(ran)+c.worst > c.limit || (b.Remaining(c.limit) < c.worst && time.Since(since) > 5*time.Second)
+		return len(ran) + len(seen), full && len(ran)+len(seen) == len(ids)
 	}, func() string {
-		return fmt.Sprintf("%d ran, spending %s; the balance %+v of %s", len(ran), spentOf(ran), b, c.limit)
+		return fmt.Sprintf("%d ran, spending %s, %d seen deferred for spend, the others %v; the balance %+v of %s", len(ran), spentOf(ran), len(seen), others, b, c.limit)
 	})
 }
 
 // spendLook is tenant's jobs of ids by its list: the succeeded ones, and
-// how many rest deferred for spend (queued, spend_limit, never
-// attempted). Any other end fails the test.
-func (s *stack) spendLook(tenant string, ids []string) (ran []job.Job, resting int) {
+// the others by state and class; it marks in deferred each job it finds
+// deferred for spend (queued, spend_limit, never attempted). Any other
+// end fails the test.
+func (s *stack) spendLook(tenant string, ids []string, deferred map[string]bool) (ran []job.Job, others map[string]int) {
 	s.t.Helper()
 	all := s.listed(tenant)
+	others = map[string]int{}
 	for _, id := range ids {
 		j, ok := all[id]
 		switch {
 		case !ok:
+			others["unlisted"]++
 		case j.State == job.Succeeded:
 			ran = append(ran, j)
-		case j.State == job.Queued && j.ErrorClass == job.SpendLimit && j.Attempts == 0:
-			resting++
+			delete(deferred, id) // deferred before it ran
 		case j.State.Terminal():
 			s.t.Fatalf("job %s ended %s %s: want succeeded or deferred spend_limit", id, j.State, j.ErrorClass)
+		default:
+			if j.State == job.Queued && j.ErrorClass == job.SpendLimit && j.Attempts == 0 {
+				deferred[id] = true
+			}
+			others[fmt.Sprint(j.State, "/", j.ErrorClass, "/", j.Attempts)]++
 		}
 	}
-	return ran, resting
+	return ran, others
 }
 
 // balanceOf is tenant's day balance at limit, read from the store.
