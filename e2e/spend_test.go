@@ -67,6 +67,9 @@ func TestATenantsSpendNeverPassesItsLimit(t *testing.T) {
 	// At rest, the stack stopped: the records, the store's balance and
 	// the tenant's view agree, and stay at or under the limit.
 	ran, waiting := s.spendSettled(ids)
+	if len(waiting) == 0 {
+		t.Fatalf("all %d jobs ran: the limit deferred none", len(ran))
+	}
 	lost, left := c.heldToRecords(t, ran, b, view)
 	s.heldToCalls(ran, waiting, c.cost)
 	t.Logf("%d of %d jobs ran, spending %s of %s; %d deferred spend_limit; %d settles lost and %d holds left (counted until the day ends)",
@@ -176,6 +179,7 @@ func spendEnv(jobs int) map[string]string {
 		"AIJOBS_PRICE_INPUT": "100000", "AIJOBS_PRICE_OUTPUT": "400000"}
 }
 
+// spentOf is what the records of ran say they cost.
 func spentOf(ran []job.Job) job.Nanocents {
 	var n job.Nanocents
 	for _, j := range ran {
