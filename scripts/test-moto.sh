@@ -79,5 +79,6 @@ go test -race -count=1 -timeout 20m ${skip:+-skip "$skip"} ./pkg/dynamodb "${DYN
 # The replay test's bad hour at 500 jobs, not 2,000: over 2,000 it took
 # five of the eight minutes the end-to-end tests take on moto, for the
 # same paths (and once missed its first run's 90 s under that load).
-go test -race -count=1 -parallel 1 -timeout 30m ${skip:+-skip "$skip"} "${E2E[@]}" -replay.jobs=500 || rc=1
+# The spend test at 30 jobs, not 500: at 500 (and 100) moto's spend settles and holds outran their bounds and the run stalled (docs/spend.md).
+go test -race -count=1 -parallel 1 -timeout 30m ${skip:+-skip "$skip"} "${E2E[@]}" -replay.jobs=500 -spend.jobs=30 || rc=1
 exit "$rc"
