@@ -91,8 +91,8 @@ func (f *SpendFirst) Settle(ctx context.Context, found []job.SpendSettle) error 
 }
 
 // settleTimeout bounds a recovery's settles, which run after the record's
-// write-off landed.
-const settleTimeout = 2 * time.Second
+// write-off landed: as the worker's own (pkg/worker's settleTimeout).
+const settleTimeout = 5 * time.Second
 
 // Settles are the settles of l's holds once the attempt was settled by
 // how: as spent (an estimate) when written off, returned when voided, and
