@@ -96,7 +96,12 @@ func startLocal(t *testing.T) map[string]string {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	vars := map[string]string{"AWS_ENDPOINT_URL": awstest.Endpoint(t), "AWS_REGION": "us-east-1", "AIJOBS_PREFIX": awstest.Prefix(t),
-		"AIJOBS_FAKE_LATENCY": "100ms", "AIJOBS_METRICS": "off"}
+		"AIJOBS_FAKE_LATENCY": "100ms", "AIJOBS_METRICS": "off",
+		// API Gateway's 29 s ceiling, not make dev's 10 s: under -race the
+		// API takes about 14 times longer over a large input
+		// (e2e/race_test.go), and a 4 MB document's create overran 10 s
+		// on a loaded machine; the e2e payload tests set the same.
+		"AIJOBS_API_TIMEOUT": "29s"}
 	cfg, err := config.Load(func(k string) string { return vars[k] })
 	if err != nil {
 		t.Fatal(err)
