@@ -58,14 +58,18 @@ func TestCheckInputHoldsAnEmbeddingInputToItsRules(t *testing.T) {
 // A route's rungs must be of the input's kind: texts on a chat model, or
 // messages on an embedding model, are refused option_unsupported naming
 // the rung, as is a dimensions the model cannot honour and a batch lane
-// the job could be served in.
+// the job could be served in whose provider takes no embeddings in
+// batches.
 func TestCheckOptionsHoldsAnEmbeddingJobToEmbeddingRungs(t *testing.T) {
 	embed := job.Rung{Provider: "oai", Model: "text-embedding-3-small", Embeds: true, Takes: job.Takes{Dimensions: true}}
 	ada := job.Rung{Provider: "oai", Model: "text-embedding-ada-002", Embeds: true}
 	chat := job.Rung{Provider: "oai", Model: "gpt-4o-mini"}
 	titan := job.Rung{Provider: "br", Model: "amazon.titan-embed-text-v2:0", Embeds: true, Takes: job.Takes{Dimensions: true, DimensionsIn: [3]int{256, 512, 1024}}}
 	batched := embed
-	batched.Lanes = []job.Rung{{Provider: "oai", Model: embed.Model, Embeds: true, Lane: job.Batch}}
+	batched.Takes.BatchEmbeddings = true
+	batched.Lanes = []job.Rung{{Provider: "oai", Model: embed.Model, Embeds: true, Lane: job.Batch, Takes: batched.Takes}}
+	titanBatched := titan
+	titanBatched.Lanes = []job.Rung{{Provider: "br", Model: titan.Model, Embeds: true, Lane: job.Batch, Takes: titan.Takes}}
 	texts := job.Input{Texts: []string{"a"}}
 	msgs := job.Input{Messages: []job.Message{{Role: "user", Content: "x"}}, MaxTokens: 5}
 	for _, tt := range []struct {
@@ -83,8 +87,9 @@ func TestCheckOptionsHoldsAnEmbeddingJobToEmbeddingRungs(t *testing.T) {
 		{"dimensions on ada", []job.Rung{embed, ada}, job.Input{Texts: []string{"a"}, Dimensions: 64}, nil, "input.dimensions", "rung 1"},
 		{"a length titan takes", []job.Rung{titan}, job.Input{Texts: []string{"a"}, Dimensions: 512}, nil, "", ""},
 		{"a length titan does not take", []job.Rung{embed, titan}, job.Input{Texts: []string{"a"}, Dimensions: 64}, nil, "input.dimensions", "rung 1 (br/amazon.titan-embed-text-v2:0)"},
-		{"a batch lane allowed", []job.Rung{batched}, texts, nil, "lanes", "rung 0"},
-		{"a batch lane not allowed", []job.Rung{batched}, texts, []job.Lane{job.Standard}, "", ""},
+		{"a batch lane that takes embeddings", []job.Rung{batched}, texts, nil, "", ""},
+		{"a batch lane that takes none", []job.Rung{batched, titanBatched}, texts, nil, "lanes", "rung 1 (br/amazon.titan-embed-text-v2:0)"},
+		{"a batch lane that takes none, not allowed", []job.Rung{titanBatched}, texts, []job.Lane{job.Standard}, "", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := job.Route{Rungs: tt.rungs}.CheckOptions("r", tt.in, tt.lanes)

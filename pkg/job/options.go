@@ -93,6 +93,10 @@ type Takes struct {
 	// not a slice, so that Takes stays comparable.
 	Dimensions   bool
 	DimensionsIn [3]int
+	// BatchEmbeddings: the rung's batch lane takes embedding jobs, its
+	// provider's batch wire taking embeddings requests (OpenAI's Batch
+	// API, /v1/embeddings; docs/embeddings.md, "The batch lane").
+	BatchEmbeddings bool
 }
 
 // checkOptions holds in's Options to the rules every provider's bounds
