@@ -36,15 +36,18 @@ func withEmbeddings(t *testing.T) *embedFixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rung := func(model string, embeds bool) job.Route {
+	rung := func(model string, embeds, batches bool) job.Route {
 		std := job.Rung{Provider: "o", Model: model, Price: job.Price{InputPerToken: 4, OutputPerToken: 8}, Timeout: time.Second, Embeds: embeds}
-		std.Takes.BatchEmbeddings = embeds
+		std.Takes.BatchEmbeddings = batches
 		b := std
 		b.Lane, b.Base, b.Price, b.Timeout, b.Completion, b.MaxJobs = job.Batch, std.Price, job.Price{InputPerToken: 2, OutputPerToken: 4}, 0, time.Hour, 100
 		std.Lanes = []job.Rung{b}
 		return job.Route{Rungs: []job.Rung{std}}
 	}
-	routes := map[string]job.Route{"default": rung("gpt-test", false), "embed": rung("text-embedding-3-small", true)}
+	// "nobatch": an embedding rung whose provider takes no embeddings in
+	// batches (as a Titan rung's), which the create refuses them.
+	routes := map[string]job.Route{"default": rung("gpt-test", false, false), "embed": rung("text-embedding-3-small", true, true),
+		"nobatch": rung("text-embedding-3-small", true, false)}
 	f := &fixture{t: t, store: memstore.New(), batches: &batches{open: map[string]job.BatchRecord{}}, queue: &queue{}, route: routes["default"]}
 	answers := memstore.NewPayloads() // 5,000 vectors are too large for the record
 	f.c = collector.New(collector.Config{Store: f.store, Batches: f.batches, Queue: f.queue,
@@ -168,13 +171,18 @@ func TestAnEmbeddingBatchHoldsAtMostFiveJobs(t *testing.T) {
 	}
 }
 
-// A job whose input is not of its lane's kind (its route changed since
-// it was created) is handed back, never put in a batch of the other kind.
+// A job whose input is not of its lane's kind, or an embedding job in a
+// lane whose provider takes no embeddings in batches (its route changed
+// since it was created), is handed back, never put in a batch.
 func TestAJobOfTheOtherKindIsHandedBackNotBatched(t *testing.T) {
-	f := withEmbeddings(t)
-	odd := f.enlistIn("default", "odd", job.Input{Texts: []string{"a"}})
-	f.run()
-	if got := f.get(odd.ID); got.Batch != "" || got.State != job.Queued || !slices.Contains(f.queue.sent, odd.ID) || f.server.Batches() != 0 {
-		t.Errorf("%+v, %d batches; want it handed back and no batch", got, f.server.Batches())
+	for _, route := range []string{"default", "nobatch"} {
+		t.Run(route, func(t *testing.T) {
+			f := withEmbeddings(t)
+			odd := f.enlistIn(route, "odd", job.Input{Texts: []string{"a"}})
+			f.run()
+			if got := f.get(odd.ID); got.Batch != "" || got.State != job.Queued || !slices.Contains(f.queue.sent, odd.ID) || f.server.Batches() != 0 {
+				t.Errorf("%+v, %d batches; want it handed back and no batch", got, f.server.Batches())
+			}
+		})
 	}
 }

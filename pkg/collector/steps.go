@@ -196,6 +196,8 @@ func (c *Collector) members(ctx context.Context, l lane, b job.BatchRecord) ([]j
 			// a chat and an embedding request in one batch, which a
 			// provider takes on one endpoint only.
 			why = "its input is not of its lane's kind"
+		case r.Texts != nil && !l.rung.Takes.BatchEmbeddings:
+			why = "its lane's provider takes no embeddings in batches" // the create refuses it; a route changed since
 		}
 		if why != "" {
 			c.log.Warn("a collected job cannot be batched; it is handed back", "job_id", j.ID, "why", why)
