@@ -30,7 +30,7 @@ const embedBatchPricePerToken = 1_000
 // settles once all three answered: its vectors, read back through
 // pkg/client, each the fake's for its text, in order; its cost exactly
 // the fake's token counts at the batch price, computed here; one attempt
-// each (issue N, item 5).
+// each (issue 39, item 5).
 func TestEmbeddingsInTheBatchLane(t *testing.T) {
 	t.Parallel()
 	fake := &openaitest.Server{Polls: 1}
