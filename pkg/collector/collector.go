@@ -181,12 +181,24 @@ type lane struct {
 	rung  job.Rung
 }
 
-// lanes are the routes' batch lanes.
+// embeddingBatchJobs is the most jobs an embedding rung's batch holds:
+// OpenAI's "/v1/embeddings batches are also restricted to a maximum of
+// 50,000 embedding inputs across all requests in the batch" (the batch
+// create's `endpoint`), and a job holds up to job.MaxTexts texts
+// (docs/embeddings.md, "The batch lane").
+const embeddingBatchJobs = 50_000 / job.MaxTexts
+
+// lanes are the routes' batch lanes. A lane is of one kind, as its rung
+// is (an embedding model's takes texts only, a chat model's messages
+// only), so a batch of it is all chat or all embeddings, on one endpoint.
 func (c *Collector) lanes() []lane {
 	var out []lane
 	for name, r := range c.routes {
 		for i, g := range r.Rungs {
 			if b, ok := g.InLane(job.Batch); ok {
+				if b.Embeds && (b.MaxJobs <= 0 || b.MaxJobs > embeddingBatchJobs) {
+					b.MaxJobs = embeddingBatchJobs
+				}
 				out = append(out, lane{key: job.LaneKey(name, i), route: name, rung: b})
 			}
 		}

@@ -186,9 +186,22 @@ func (c *Collector) members(ctx context.Context, l lane, b job.BatchRecord) ([]j
 		if err := c.loadInput(ctx, &j); err != nil && !errors.Is(err, errInputLost) {
 			return nil, err // the payload store did not answer: the next run submits
 		}
-		if _, err := c.request(ctx, l, j); err != nil {
-			c.log.Warn("a collected job's stored input is not valid; it is handed back", "job_id", j.ID)
-			if err := c.release(ctx, j, j.LeaseOwner, j.Held, "its stored input is not valid"); err != nil {
+		r, err := c.request(ctx, l, j)
+		why := ""
+		switch {
+		case err != nil:
+			why = "its stored input is not valid"
+		case (r.Texts != nil) != l.rung.Embeds:
+			// Its route changed since it was created: sent, it would mix
+			// a chat and an embedding request in one batch, which a
+			// provider takes on one endpoint only.
+			why = "its input is not of its lane's kind"
+		case r.Texts != nil && !l.rung.Takes.BatchEmbeddings:
+			why = "its lane's provider takes no embeddings in batches" // the create refuses it; a route changed since
+		}
+		if why != "" {
+			c.log.Warn("a collected job cannot be batched; it is handed back", "job_id", j.ID, "why", why)
+			if err := c.release(ctx, j, j.LeaseOwner, j.Held, why); err != nil {
 				return nil, err
 			}
 			continue
@@ -537,7 +550,7 @@ func promptCeiling(j job.Job) int64 {
 	if json.Unmarshal(j.Input, &in) != nil {
 		return 0
 	}
-	return job.PromptCeiling(in.Messages)
+	return in.Ceiling() // an embedding job's its texts'
 }
 
 // result is one job's outcome in a batch, as the provider reports it.

@@ -15,6 +15,9 @@ func takes(kind, model string, background bool) job.Takes {
 	t.Images, t.Documents = media(kind, model)
 	t.Dimensions, t.DimensionsIn = embeddingDimensions(kind, model)
 	t.TextChars = embeddingTextChars(kind, model)
+	// Only OpenAI's batch wire takes embeddings (/v1/embeddings lines):
+	// docs/embeddings.md, "The batch lane".
+	t.BatchEmbeddings = kind == KindOpenAI && embeds(kind, model, background)
 	return t
 }
 

@@ -58,7 +58,8 @@ func TestCheckInputHoldsAnEmbeddingInputToItsRules(t *testing.T) {
 // A route's rungs must be of the input's kind: texts on a chat model, or
 // messages on an embedding model, are refused option_unsupported naming
 // the rung, as is a dimensions the model cannot honour and a batch lane
-// the job could be served in.
+// the job could be served in whose provider takes no embeddings in
+// batches.
 func TestCheckOptionsHoldsAnEmbeddingJobToEmbeddingRungs(t *testing.T) {
 	embed := job.Rung{Provider: "oai", Model: "text-embedding-3-small", Embeds: true, Takes: job.Takes{Dimensions: true}}
 	ada := job.Rung{Provider: "oai", Model: "text-embedding-ada-002", Embeds: true}
@@ -66,7 +67,10 @@ func TestCheckOptionsHoldsAnEmbeddingJobToEmbeddingRungs(t *testing.T) {
 	titan := job.Rung{Provider: "br", Model: "amazon.titan-embed-text-v2:0", Embeds: true, Takes: job.Takes{Dimensions: true, DimensionsIn: [3]int{256, 512, 1024}}}
 	cohere := job.Rung{Provider: "br", Model: "cohere.embed-english-v3", Embeds: true, Takes: job.Takes{Dimensions: true, DimensionsIn: [3]int{1024}, TextChars: 2048}}
 	batched := embed
-	batched.Lanes = []job.Rung{{Provider: "oai", Model: embed.Model, Embeds: true, Lane: job.Batch}}
+	batched.Takes.BatchEmbeddings = true
+	batched.Lanes = []job.Rung{{Provider: "oai", Model: embed.Model, Embeds: true, Lane: job.Batch, Takes: batched.Takes}}
+	titanBatched := titan
+	titanBatched.Lanes = []job.Rung{{Provider: "br", Model: titan.Model, Embeds: true, Lane: job.Batch, Takes: titan.Takes}}
 	texts := job.Input{Texts: []string{"a"}}
 	msgs := job.Input{Messages: []job.Message{{Role: "user", Content: "x"}}, MaxTokens: 5}
 	for _, tt := range []struct {
@@ -88,8 +92,9 @@ func TestCheckOptionsHoldsAnEmbeddingJobToEmbeddingRungs(t *testing.T) {
 		{"another length on cohere", []job.Rung{cohere}, job.Input{Texts: []string{"a"}, Dimensions: 512}, nil, "input.dimensions", "takes dimensions [1024] only"},
 		{"2,048 characters on cohere", []job.Rung{cohere}, job.Input{Texts: []string{"a", strings.Repeat("é", 2048)}}, nil, "", ""},
 		{"2,049 characters on cohere", []job.Rung{embed, cohere}, job.Input{Texts: []string{"a", strings.Repeat("x", 2049)}}, nil, "input.texts[1]", "rung 1 (br/cohere.embed-english-v3)"},
-		{"a batch lane allowed", []job.Rung{batched}, texts, nil, "lanes", "rung 0"},
-		{"a batch lane not allowed", []job.Rung{batched}, texts, []job.Lane{job.Standard}, "", ""},
+		{"a batch lane that takes embeddings", []job.Rung{batched}, texts, nil, "", ""},
+		{"a batch lane that takes none", []job.Rung{batched, titanBatched}, texts, nil, "lanes", "rung 1 (br/amazon.titan-embed-text-v2:0)"},
+		{"a batch lane that takes none, not allowed", []job.Rung{titanBatched}, texts, []job.Lane{job.Standard}, "", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			err := job.Route{Rungs: tt.rungs}.CheckOptions("r", tt.in, tt.lanes)

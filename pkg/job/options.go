@@ -97,6 +97,10 @@ type Takes struct {
 	// embedding model that refuses longer ones outright, Cohere Embed v3's
 	// 2,048 (0: no bound in characters; docs/embeddings.md, "Bedrock").
 	TextChars int
+	// BatchEmbeddings: the rung's batch lane takes embedding jobs, its
+	// provider's batch wire taking embeddings requests (OpenAI's Batch
+	// API, /v1/embeddings; docs/embeddings.md, "The batch lane").
+	BatchEmbeddings bool
 }
 
 // checkOptions holds in's Options to the rules every provider's bounds

@@ -122,8 +122,8 @@ func (r Route) CheckOptions(model string, in Input, lanes []Lane) error {
 			continue
 		}
 		field, why := g.refusal(in)
-		if field == "" && in.Embeds() && g.offersBatch(lanes) {
-			field, why = "lanes", "offers the batch lane, which takes no embedding job yet (docs/embeddings.md, \"The batch lane\"): allow lanes without batch, e.g. [\"standard\"]"
+		if field == "" && in.Embeds() && g.offersBatch(lanes) && !g.Takes.BatchEmbeddings {
+			field, why = "lanes", "offers a batch lane that takes no embedding job (docs/embeddings.md, \"The batch lane\"): allow lanes without batch, e.g. [\"standard\"]"
 		}
 		if field != "" {
 			return &Error{Code: CodeUnsupported, Field: field, Message: fmt.Sprintf(

@@ -20,14 +20,16 @@ type Batcher interface {
 	// id for it (what the provider deduplicates on where it can, so a
 	// collector that died after submitting and submits again makes no
 	// second batch), and answers the provider's id for the batch. Each
-	// request's JobID is its custom id.
+	// request's JobID is its custom id, or names each of its lines where
+	// one request is several (an embedding job's texts, a call's worth
+	// a line: docs/embeddings.md, "The batch lane").
 	SubmitBatch(ctx context.Context, key string, reqs []Request) (string, error)
 	// BatchEnded reports whether the batch id has ended (every request
 	// answered, failed or expired).
 	BatchEnded(ctx context.Context, id string) (bool, error)
 	// BatchResults calls each with every request's outcome in the ended
-	// batch id: its job id and its answer, or its error (an *Error whose
-	// Usage is what it was billed).
+	// batch id, once a request: its job id and its answer, or its error
+	// (an *Error whose Usage is what it was billed).
 	BatchResults(ctx context.Context, id string, each func(jobID string, resp Response, err error) error) error
 }
 

@@ -15,10 +15,10 @@ import (
 )
 
 // The batch lane's wire (docs/lanes.md, "The batch lane"): a batch
-// is a JSONL file of chat-completions requests uploaded with purpose
-// "batch", one batch made from it, polled until it ends, and its output
-// and error files read line by line. Each line's custom_id is its job's
-// id.
+// is a JSONL file of chat-completions requests (or embeddings requests:
+// batchembed.go) uploaded with purpose "batch", one batch made from it,
+// polled until it ends, and its output and error files read line by
+// line. A chat line's custom_id is its job's id.
 const (
 	batchEndpoint = "/v1/chat/completions"
 	batchWindow   = "24h"
@@ -54,10 +54,10 @@ func (b batchObject) ended() bool {
 
 // batchLine is one request of a batch's input file.
 type batchLine struct {
-	CustomID string      `json:"custom_id"`
-	Method   string      `json:"method"`
-	URL      string      `json:"url"`
-	Body     chatRequest `json:"body"`
+	CustomID string `json:"custom_id"`
+	Method   string `json:"method"`
+	URL      string `json:"url"`
+	Body     any    `json:"body"` // a chatRequest, or an embeddingRequest
 }
 
 // resultLine is one line of a batch's output or error file: the server's
@@ -78,6 +78,10 @@ type resultLine struct {
 // batch was never made is left to expire (OpenAI expires batch files
 // after 30 days).
 func (c *Client) SubmitBatch(ctx context.Context, key string, reqs []model.Request) (string, error) {
+	endpoint, err := endpointOf(reqs)
+	if err != nil {
+		return "", err
+	}
 	if b, ok, err := c.findBatch(ctx, key); err != nil || ok {
 		return b.ID, err
 	}
@@ -85,7 +89,7 @@ func (c *Client) SubmitBatch(ctx context.Context, key string, reqs []model.Reque
 	if err != nil {
 		return "", err
 	}
-	create, err := json.Marshal(map[string]any{"input_file_id": file, "endpoint": batchEndpoint,
+	create, err := json.Marshal(map[string]any{"input_file_id": file, "endpoint": endpoint,
 		"completion_window": batchWindow, "metadata": map[string]string{batchKey: key}})
 	if err != nil {
 		return "", fmt.Errorf("openai: encode batch: %w", err)
@@ -137,8 +141,14 @@ func (c *Client) uploadBatch(ctx context.Context, key string, reqs []model.Reque
 		if err := unsendable(r.Options); err != nil {
 			return "", err
 		}
-		if err := enc.Encode(batchLine{CustomID: r.JobID, Method: http.MethodPost, URL: batchEndpoint, Body: c.chat(r)}); err != nil {
-			return "", fmt.Errorf("openai: encode batch line: %w", err)
+		ls := []batchLine{{CustomID: r.JobID, Method: http.MethodPost, URL: batchEndpoint, Body: c.chat(r)}}
+		if r.Texts != nil {
+			ls = c.embeddingLines(r)
+		}
+		for _, l := range ls {
+			if err := enc.Encode(l); err != nil {
+				return "", fmt.Errorf("openai: encode batch line: %w", err)
+			}
 		}
 	}
 	var body bytes.Buffer
@@ -179,7 +189,8 @@ func (c *Client) batch(ctx context.Context, id string) (batchObject, error) {
 
 // BatchResults reads the ended batch id's output file, then its error
 // file. A request neither names (a batch that failed validation) has no
-// result: the collector hands its job back.
+// result: the collector hands its job back. An embedding job's lines are
+// joined, and its one result given once both files were read (joiner).
 func (c *Client) BatchResults(ctx context.Context, id string, each func(string, model.Response, error) error) error {
 	b, err := c.batch(ctx, id)
 	if err != nil {
@@ -188,18 +199,23 @@ func (c *Client) BatchResults(ctx context.Context, id string, each func(string, 
 	if !b.ended() {
 		return fmt.Errorf("openai: batch %s has not ended (%s)", id, b.Status)
 	}
+	var joins joiner
 	for _, file := range []string{b.OutputFileID, b.ErrorFileID} {
 		if file == "" {
 			continue
 		}
 		if err := c.readLines(ctx, file, func(l resultLine) error {
+			if ch, ok := parseChunk(l.CustomID); ok {
+				joins.add(ch, l)
+				return nil
+			}
 			resp, err := result(l)
 			return each(l.CustomID, resp, err)
 		}); err != nil {
 			return err
 		}
 	}
-	return nil
+	return joins.each(each)
 }
 
 // readLines calls each with every line of file.
@@ -220,17 +236,8 @@ func (c *Client) readLines(ctx context.Context, file string, each func(resultLin
 // result is line l's answer, or its error (billed nothing: a batch bills
 // only answers).
 func result(l resultLine) (model.Response, error) {
-	switch {
-	case l.Error != nil:
-		class := job.ProviderError
-		if l.Error.Code == "batch_expired" || l.Error.Code == "batch_cancelled" {
-			class = job.CapacityUnavailable // not run in time: no fault of the job's
-		}
-		return model.Response{}, &model.Error{Class: class, Detail: "openai: batch item " + short(l.Error.Code)}
-	case l.Response == nil:
-		return model.Response{}, &model.Error{Class: job.ProviderError, Detail: "openai: batch item without a response"}
-	case l.Response.StatusCode/100 != 2:
-		return model.Response{}, statusError(l.Response.StatusCode, l.Response.Body, job.Batch)
+	if err := lineError(l); err != nil {
+		return model.Response{}, err
 	}
 	var cr chatResponse
 	if err := json.Unmarshal(l.Response.Body, &cr); err != nil || len(cr.Choices) == 0 {
@@ -249,6 +256,25 @@ func result(l resultLine) (model.Response, error) {
 	// Batch API guide), so a tier a line's body names does not reprice
 	// it from the batch lane it was enlisted in.
 	return finish(content, cr.Model, cr.Choices[0].FinishReason, u)
+}
+
+// lineError is the error of line l when it holds no 2xx answer, its
+// class as its code or status says (billed nothing: a batch bills only
+// answers), nil when it holds one.
+func lineError(l resultLine) error {
+	switch {
+	case l.Error != nil:
+		class := job.ProviderError
+		if l.Error.Code == "batch_expired" || l.Error.Code == "batch_cancelled" {
+			class = job.CapacityUnavailable // not run in time: no fault of the job's
+		}
+		return &model.Error{Class: class, Detail: "openai: batch item " + short(l.Error.Code)}
+	case l.Response == nil:
+		return &model.Error{Class: job.ProviderError, Detail: "openai: batch item without a response"}
+	case l.Response.StatusCode/100 != 2:
+		return statusError(l.Response.StatusCode, l.Response.Body, job.Batch)
+	}
+	return nil
 }
 
 // short is code when it is short enough to be a code, not a message.

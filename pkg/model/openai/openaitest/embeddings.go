@@ -68,26 +68,44 @@ type embeddingBody struct {
 
 var statusMarker = regexp.MustCompile(`\[\[openai:status=(\d{3})\]\]`)
 
-// embeddings answers one POST /embeddings: refused 400 where OpenAI
-// refuses it (refuseEmbedding), answered with a text's marked status
-// ([[openai:status=N]] in any input), else each input's Vector, as
-// floats or, with encoding_format base64, as the base64 of its
-// little-endian float32s, billed EmbeddingTokens each.
+// embeddings answers one POST /embeddings as embedAnswer does, billing
+// what it answered.
 func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
 	var b embeddingBody
 	if json.NewDecoder(r.Body).Decode(&b) != nil {
 		problem(w, http.StatusBadRequest, "invalid_request_error")
 		return
 	}
+	status, body, tokens := embedAnswer(b)
+	if status == http.StatusOK {
+		s.mu.Lock()
+		s.billEmbeddingLocked(b, tokens)
+		s.mu.Unlock()
+	}
+	writeJSON(w, status, body)
+}
+
+// billEmbeddingLocked records an answered embeddings request of b, billed
+// tokens (s.mu held).
+func (s *Server) billEmbeddingLocked(b embeddingBody, tokens int64) {
+	s.embedded = append(s.embedded, len(b.Input))
+	s.bills = append(s.bills, Bill{ID: s.nextLocked("emb"), Model: b.Model, Input: tokens})
+}
+
+// embedAnswer is the status and body an embeddings request b is answered
+// with, a call or a batch line alike, and the tokens it bills: refused
+// 400 where OpenAI refuses it (refuseEmbedding), answered with a text's
+// marked status ([[openai:status=N]] in any input), else each input's
+// Vector, as floats or, with encoding_format base64, as the base64 of
+// its little-endian float32s, billed EmbeddingTokens each.
+func embedAnswer(b embeddingBody) (int, map[string]any, int64) {
 	if e := refuseEmbedding(b); e != nil {
-		writeJSON(w, http.StatusBadRequest, e)
-		return
+		return http.StatusBadRequest, e, 0
 	}
 	for _, t := range b.Input {
 		if m := statusMarker.FindStringSubmatch(t); m != nil {
 			code, _ := strconv.Atoi(m[1])
-			problem(w, code, "server_error")
-			return
+			return code, map[string]any{"error": map[string]any{"message": "refused", "type": "server_error", "code": nil}}, 0
 		}
 	}
 	dims := b.Dimensions
@@ -104,12 +122,8 @@ func (s *Server) embeddings(w http.ResponseWriter, r *http.Request) {
 		data[i] = map[string]any{"object": "embedding", "index": i, "embedding": emb}
 		tokens += EmbeddingTokens(t)
 	}
-	s.mu.Lock()
-	s.embedded = append(s.embedded, len(b.Input))
-	s.bills = append(s.bills, Bill{ID: s.nextLocked("emb"), Model: b.Model, Input: tokens})
-	s.mu.Unlock()
-	writeJSON(w, http.StatusOK, map[string]any{"object": "list", "data": data, "model": b.Model,
-		"usage": map[string]any{"prompt_tokens": tokens, "total_tokens": tokens}})
+	return http.StatusOK, map[string]any{"object": "list", "data": data, "model": b.Model,
+		"usage": map[string]any{"prompt_tokens": tokens, "total_tokens": tokens}}, tokens
 }
 
 // refuseEmbedding is the 400 body OpenAI answers b with, nil when it

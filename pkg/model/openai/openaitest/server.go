@@ -99,7 +99,24 @@ type Body struct {
 	Messages []Message `json:"messages"`
 	// ResponseFormat is the body's response_format (schema.go).
 	ResponseFormat *Format `json:"response_format"`
+	// Input, Dimensions and EncodingFormat are an embeddings request's
+	// (a /v1/embeddings batch line's body).
+	Input          []string `json:"input"`
+	Dimensions     int      `json:"dimensions"`
+	EncodingFormat string   `json:"encoding_format"`
 }
+
+// Endpoints a batch may be made for, each line of its file on the one
+// its create names (the Batch API's `endpoint`).
+const (
+	ChatEndpoint       = "/v1/chat/completions"
+	EmbeddingsEndpoint = "/v1/embeddings"
+	// MaxBatchEmbeddingInputs is the most inputs of all the lines of one
+	// /v1/embeddings batch: "/v1/embeddings batches are also restricted
+	// to a maximum of 50,000 embedding inputs across all requests in the
+	// batch" (the batch create's `endpoint`).
+	MaxBatchEmbeddingInputs = 50_000
+)
 
 // Message is one message of a request: its content a string, or parts
 // (parts.go), Content then their text.
@@ -228,7 +245,7 @@ func (s *Server) create(w http.ResponseWriter, r *http.Request) {
 		CompletionWindow string            `json:"completion_window"`
 		Metadata         map[string]string `json:"metadata"`
 	}
-	if json.NewDecoder(r.Body).Decode(&in) != nil || in.Endpoint != "/v1/chat/completions" || in.CompletionWindow != "24h" {
+	if json.NewDecoder(r.Body).Decode(&in) != nil || (in.Endpoint != ChatEndpoint && in.Endpoint != EmbeddingsEndpoint) || in.CompletionWindow != "24h" {
 		problem(w, http.StatusBadRequest, "invalid_request_error")
 		return
 	}
@@ -287,18 +304,14 @@ func (s *Server) get(w http.ResponseWriter, r *http.Request) {
 
 // runLocked answers every request of b and ends it (s.mu held).
 func (s *Server) runLocked(b *batch) {
-	if s.FailValidation {
+	lines := s.linesLocked(b)
+	if s.FailValidation || !valid(lines, b.obj["endpoint"].(string)) {
 		b.obj["status"] = "failed"
 		return
 	}
 	var out, errs bytes.Buffer
 	expired := false
-	dec := json.NewDecoder(bytes.NewReader(s.files[b.obj["input_file_id"].(string)]))
-	for {
-		var l Line
-		if dec.Decode(&l) != nil {
-			break
-		}
+	for _, l := range lines {
 		line, failed, exp := s.answerLocked(l)
 		expired = expired || exp
 		if failed {
@@ -322,6 +335,32 @@ func (s *Server) runLocked(b *batch) {
 	}
 }
 
+// linesLocked are the lines of b's input file (s.mu held).
+func (s *Server) linesLocked(b *batch) []Line {
+	var lines []Line
+	dec := json.NewDecoder(bytes.NewReader(s.files[b.obj["input_file_id"].(string)]))
+	for {
+		var l Line
+		if dec.Decode(&l) != nil {
+			return lines
+		}
+		lines = append(lines, l)
+	}
+}
+
+// valid reports whether lines pass a batch's validation for endpoint:
+// every line on it, and an embeddings batch within its inputs.
+func valid(lines []Line, endpoint string) bool {
+	inputs := 0
+	for _, l := range lines {
+		if l.URL != endpoint {
+			return false
+		}
+		inputs += len(l.Body.Input)
+	}
+	return inputs <= MaxBatchEmbeddingInputs
+}
+
 var markers = batchtest.NewMarkers("openai", `status=(\d{3})`)
 
 // answerLocked is l's result line, whether it goes to the error file, and
@@ -332,6 +371,9 @@ func (s *Server) answerLocked(l Line) ([]byte, bool, bool) {
 		last = l.Body.Messages[n-1].Content
 	}
 	res := map[string]any{"id": "batch_req_" + l.CustomID, "custom_id": l.CustomID, "response": nil, "error": nil}
+	if l.URL == EmbeddingsEndpoint {
+		return s.embedLineLocked(l, res)
+	}
 	failed, expired := true, false
 	switch sc := markers.Read(last); {
 	case sc.Expire && s.batches.ExpireOnce(l.CustomID):
@@ -351,6 +393,21 @@ func (s *Server) answerLocked(l Line) ([]byte, bool, bool) {
 	}
 	b, _ := json.Marshal(res)
 	return append(b, '\n'), failed, expired
+}
+
+// embedLineLocked is an embeddings line's result, res filled in, and
+// whether it goes to the error file: answered as a call is (embedAnswer)
+// and billed once, only when it answered 200.
+func (s *Server) embedLineLocked(l Line, res map[string]any) ([]byte, bool, bool) {
+	b := embeddingBody{Model: l.Body.Model, Input: l.Body.Input, EncodingFormat: l.Body.EncodingFormat, Dimensions: l.Body.Dimensions}
+	status, body, tokens := embedAnswer(b)
+	if status == http.StatusOK {
+		s.batches.Generate(l.CustomID)
+		s.billEmbeddingLocked(b, tokens)
+	}
+	res["response"] = map[string]any{"status_code": status, "body": body}
+	out, _ := json.Marshal(res)
+	return append(out, '\n'), status != http.StatusOK, false
 }
 
 func (b *batch) snapshot() map[string]any {
