@@ -53,7 +53,7 @@ func everyFieldSet(t *testing.T) job.Job {
 		InputRef: &job.Payload{Key: "inputs/j/ab", Size: 9000, SHA256: "sha256:cd"},
 		State:    job.Running, Attempts: 2, MaxAttempts: 5, Budget: job.Cents(50), Cost: job.Cents(3), CostEstimated: true,
 		Saved: -job.Cents(1), Lanes: []job.Lane{job.Priority, job.Flex}, AttemptLanes: []job.AttemptLane{{Attempt: 1, Lane: job.Flex}, {Attempt: 2, Lane: job.Standard}},
-		Reserve: job.Cents(2), Held: job.Cents(4), WrittenOff: []string{"w_old"}, SpendFirst: job.SpendFirstOf("d", at),
+		Reserve: job.Cents(2), Held: job.Cents(4), WrittenOff: []string{"w_old"}, SpendFirst: job.SpendFirstOf("d", at, "w_now"),
 		Pending: &job.Pending{Owner: "w_old", Provider: "openai", Model: "m", ID: "resp_1", Held: job.Cents(4)}, Deadline: at.Add(time.Hour),
 		RunTime: 1500 * time.Millisecond, LeaseOwner: "w_now", LeaseUntil: at.Add(time.Minute), NotBefore: at.Add(time.Second),
 		ErrorClass: job.RateLimited, ErrorDetail: "429", Result: json.RawMessage(`{"output":"x"}`), ResultModel: "fake/m", ResultLane: job.Flex,

@@ -69,23 +69,29 @@ type SpendHold struct {
 // its hold was returned reuses its name.
 func SpendEntry(id string, attempt int) string { return id + "@" + strconv.Itoa(attempt) }
 
-// SpendFirstOf is Job.SpendFirst for an attempt claimed at claimed by
-// a worker whose spend limits digest to digest: "<digest>@<unix ms>". The
-// attempt's holds are taken in the periods that hold claimed, so that a
-// write-off finds them from the record alone.
-func SpendFirstOf(digest string, claimed time.Time) string {
-	return digest + "@" + strconv.FormatInt(claimed.UnixMilli(), 10)
+// SpendFirstOf is Job.SpendFirst for an attempt owner claimed at claimed,
+// its worker's spend limits digesting to digest: "<digest>@<unix
+// ms>@<owner>". The attempt's holds are taken in the periods that hold
+// claimed, so that a write-off finds them from the record alone; the
+// owner, so that a record whose lease has moved on (to the batch lane, or
+// a reattach) is not taken at the claiming attempt's word.
+func SpendFirstOf(digest string, claimed time.Time, owner string) string {
+	return digest + "@" + strconv.FormatInt(claimed.UnixMilli(), 10) + "@" + owner
 }
 
 // SpendFirstClaim reads a record's SpendFirst: the digest of its worker's
-// limits and the claim's time; ok is false when it says none.
-func SpendFirstClaim(j Job) (digest string, claimed time.Time, ok bool) {
-	d, ms, found := strings.Cut(j.SpendFirst, "@")
-	n, err := strconv.ParseInt(ms, 10, 64)
-	if !found || d == "" || err != nil {
-		return "", time.Time{}, false
+// limits, the claim's time and the claiming owner; ok is false when it
+// says none.
+func SpendFirstClaim(j Job) (digest string, claimed time.Time, owner string, ok bool) {
+	parts := strings.SplitN(j.SpendFirst, "@", 3)
+	if len(parts) != 3 || parts[0] == "" || parts[2] == "" {
+		return "", time.Time{}, "", false
 	}
-	return d, time.UnixMilli(n).UTC(), true
+	n, err := strconv.ParseInt(parts[1], 10, 64)
+	if err != nil {
+		return "", time.Time{}, "", false
+	}
+	return parts[0], time.UnixMilli(n).UTC(), parts[2], true
 }
 
 // End is when the hold's period ends: its balance's items expire then.

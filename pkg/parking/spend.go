@@ -44,14 +44,19 @@ type Look struct {
 
 // Look reads what cur's dead attempt holds on its tenant's balances: a
 // consistent read of at most a few parts a limited period. A nil
-// SpendFirst, or a record that promises nothing, looks at nothing.
+// SpendFirst looks at nothing, nor does a record whose promise does not
+// hold for its attempt: made under other limits, or by another owner than
+// the lease's (the job went to the batch lane, or was reattached: its
+// holds were settled with the generation that went on), or with a
+// generation started (Pending: a call was made, whatever the balance
+// shows). Such an attempt is charged its hold, as before promises.
 func (f *SpendFirst) Look(ctx context.Context, cur job.Job) (Look, error) {
 	if f == nil || f.Balances == nil || f.Limits == nil {
 		return Look{}, nil
 	}
-	digest, claimed, ok := job.SpendFirstClaim(cur)
+	digest, claimed, owner, ok := job.SpendFirstClaim(cur)
 	limits := f.Limits(cur.Tenant)
-	if !ok || digest != f.Digest || len(limits) == 0 {
+	if !ok || digest != f.Digest || owner != cur.LeaseOwner || cur.Pending != nil || len(limits) == 0 {
 		return Look{}, nil
 	}
 	l := Look{Promised: true}

@@ -14,7 +14,7 @@ import (
 // of charging it (docs/spend.md, "Crash windows").
 func spendFirst(t *testing.T, s *suite) {
 	now := base.Add(time.Minute)
-	promise := job.SpendFirstOf("d", now)
+	promise := job.SpendFirstOf("d", now, "w1")
 	t.Run("claim and heartbeat", func(t *testing.T) {
 		t.Parallel()
 		j := s.create(t, func(j *job.Job) { j.SpendFirst = "older@1" })

@@ -23,7 +23,7 @@ func (w *Worker) claim(ctx context.Context, m message) outcome {
 		owner := w.cfg.NewOwner()
 		// won runs the attempt this claim made ours.
 		won := func(j job.Job) outcome { return w.newAttempt(m, j, owner, now).run(ctx) }
-		j, err := w.store.Claim(ctx, job.Claim{ID: m.jobID, Owner: owner, Now: now, LeaseUntil: now.Add(w.timing.LeaseTTL), SpendFirst: w.promise(now)})
+		j, err := w.store.Claim(ctx, job.Claim{ID: m.jobID, Owner: owner, Now: now, LeaseUntil: now.Add(w.timing.LeaseTTL), SpendFirst: w.promise(now, owner)})
 		switch job.ErrorCode(err) {
 		case "":
 			return won(j)

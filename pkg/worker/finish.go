@@ -72,8 +72,15 @@ func (a *attempt) record(ctx context.Context, o finish.Outcome) error {
 	}
 	if err != nil && job.ErrorCode(err) != job.CodeConflict {
 		// The record may yet charge the whole hold (a write-off): the
-		// spend holds count it all too, never less (docs/spend.md).
-		a.admission.paidAll = true
+		// spend holds count it all too, never less (docs/spend.md). A
+		// claim that promised to hold first leaves them for the write-off
+		// to find: settled now, they would read as never held, and the
+		// write-off would charge nothing for a call that was made.
+		if a.j.SpendFirst != "" {
+			a.admission.paidKnown = false
+		} else {
+			a.admission.paidAll = true
+		}
 	}
 	if a.beatsDone != nil {
 		a.beatsDone()

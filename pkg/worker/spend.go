@@ -46,7 +46,7 @@ func (ad *admission) spendLimited() []job.PeriodLimit {
 // answer").
 func (ad *admission) holdSpend(ctx context.Context, entry string, amount job.Nanocents) (job.PeriodLimit, bool) {
 	now := ad.clock.Now()
-	if _, claimed, ok := job.SpendFirstClaim(*ad.j); ok {
+	if _, claimed, _, ok := job.SpendFirstClaim(*ad.j); ok {
 		now = claimed // the periods a recovery looks in (parking.SpendFirst)
 	}
 	var took []spendGrant
@@ -179,13 +179,13 @@ func (ad *admission) spendWait(l job.PeriodLimit) time.Duration {
 	return w
 }
 
-// promise is what a claim at now records of the worker's spend limits
-// (job.Job.SpendFirst): the attempt holds them before it calls.
-func (w *Worker) promise(now time.Time) string {
+// promise is what owner's claim at now records of the worker's spend
+// limits (job.Job.SpendFirst): the attempt holds them before it calls.
+func (w *Worker) promise(now time.Time, owner string) string {
 	if w.spendFirst == nil {
 		return ""
 	}
-	return job.SpendFirstOf(w.spendFirst.Digest, now)
+	return job.SpendFirstOf(w.spendFirst.Digest, now, owner)
 }
 
 // settleDead settles the spend holds of the dead attempt d, once its

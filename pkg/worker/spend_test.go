@@ -201,7 +201,7 @@ func TestADeadAttemptIsChargedOnlyIfItsSpendHoldLanded(t *testing.T) {
 			limit.Store(1000)
 			claimed := time.Now().Add(-time.Minute)
 			j := f.create("k1", func(j *job.Job) {
-				j.Reserve, j.Held, j.SpendFirst = 100, 100, job.SpendFirstOf(c.digest, claimed)
+				j.Reserve, j.Held, j.SpendFirst = 100, 100, job.SpendFirstOf(c.digest, claimed, "dead")
 				j.State, j.Attempts, j.LeaseOwner, j.LeaseUntil = job.Running, 1, "dead", job.Millis(time.Now().Add(-time.Second))
 			})
 			if c.held {
